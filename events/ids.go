@@ -1,0 +1,45 @@
+package events
+
+import (
+	"fmt"
+	"unicode"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// MaxIDLen is the longest id, in bytes, that ValidateID accepts.
+const MaxIDLen = 128
+
+// NewID returns a new ULID string: unique, and sortable by creation time.
+func NewID() string { return ulid.Make().String() }
+
+// ValidateID checks that id can stand as one NATS subject token. kind names
+// the id in the error ("agent", "session", "plugin", ...). An empty id, one
+// longer than MaxIDLen bytes, or one holding '.', '*', '>', whitespace or a
+// control character is an error wrapping ErrInvalidID that names the id.
+func ValidateID(kind, id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: %s id is empty", ErrInvalidID, kind)
+	}
+	if len(id) > MaxIDLen {
+		return fmt.Errorf("%w: %s id %.32q... is %d bytes (max %d)", ErrInvalidID, kind, id, len(id), MaxIDLen)
+	}
+	for _, r := range id {
+		switch {
+		case r == '.' || r == '*' || r == '>':
+			return fmt.Errorf("%w: %s id %q contains %q (not allowed in a subject token)", ErrInvalidID, kind, id, r)
+		case unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar:
+			return fmt.Errorf("%w: %s id %q contains whitespace or a control character", ErrInvalidID, kind, id)
+		}
+	}
+	return nil
+}
+
+// ValidateULID checks that id is a well-formed ULID (event ids, run ids
+// minted by hookbus).
+func ValidateULID(kind, id string) error {
+	if _, err := ulid.ParseStrict(id); err != nil {
+		return fmt.Errorf("%w: %s id %q is not a ULID: %v", ErrInvalidID, kind, id, err)
+	}
+	return nil
+}

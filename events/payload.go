@@ -1,0 +1,265 @@
+package events
+
+import "encoding/json"
+
+// The payload of each stage. Every event's data is the JSON of one of these
+// types; PayloadFor returns a new value of the right one.
+
+// Intake is the data of intake: the validated run request, before session
+// resolution. Interceptors may modify it or deny (reject) the run.
+type Intake struct {
+	Prompt   string            `json:"prompt"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// RunStarted is the data of run.started: the session was resolved.
+type RunStarted struct {
+	Prompt string `json:"prompt"`
+	// HistoryMessages is how many earlier messages were rebuilt from the
+	// session's events.
+	HistoryMessages int `json:"history_messages"`
+	// Resumed is true when the run continues an interrupted earlier attempt
+	// of the same run id.
+	Resumed  bool `json:"resumed,omitempty"`
+	MaxSteps int  `json:"max_steps"`
+}
+
+// StepStarted is the data of step.started.
+type StepStarted struct {
+	Step int `json:"step"`
+}
+
+// ContextAssembled is the data of context.assembled: what the model is about
+// to see. Privileged interceptors may rewrite it.
+type ContextAssembled struct {
+	Messages []Message  `json:"messages"`
+	Tools    []ToolSpec `json:"tools,omitempty"`
+}
+
+// ModelResponded is the data of model.responded: the model's reply, before
+// any tool runs. Privileged interceptors may rewrite it.
+type ModelResponded struct {
+	Message      Message `json:"message"`
+	Usage        Usage   `json:"usage"`
+	FinishReason string  `json:"finish_reason,omitempty"`
+	Model        string  `json:"model,omitempty"`
+}
+
+// ModelFailed is the data of model.failed.
+type ModelFailed struct {
+	Error string `json:"error"`
+}
+
+// ToolBefore is the data of tool.before: a tool call about to run.
+type ToolBefore struct {
+	Call ToolCall `json:"call"`
+}
+
+// ToolAfter is the data of tool.after: a finished tool call and its result.
+// Context, set by interceptors, is extra text given to the model with the
+// result.
+type ToolAfter struct {
+	Call    ToolCall   `json:"call"`
+	Result  ToolResult `json:"result"`
+	Context string     `json:"context,omitempty"`
+}
+
+// ToolFailed is the data of tool.failed: the tool returned an error or
+// panicked.
+type ToolFailed struct {
+	Call     ToolCall `json:"call"`
+	Error    string   `json:"error"`
+	Panicked bool     `json:"panicked,omitempty"`
+}
+
+// ApprovalRequested is the data of approval.requested.
+type ApprovalRequested struct {
+	Call   ToolCall `json:"call"`
+	Plugin string   `json:"plugin,omitempty"`
+	Reason string   `json:"reason,omitempty"`
+}
+
+// ApprovalResolved is the data of approval.resolved.
+type ApprovalResolved struct {
+	CallID   string `json:"call_id"`
+	Approved bool   `json:"approved"`
+	By       string `json:"by,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// CompactBefore is the data of compact.before.
+type CompactBefore struct {
+	Messages int `json:"messages"`
+	Tokens   int `json:"tokens,omitempty"`
+}
+
+// CompactAfter is the data of compact.after.
+type CompactAfter struct {
+	MessagesBefore int    `json:"messages_before"`
+	MessagesAfter  int    `json:"messages_after"`
+	Summary        string `json:"summary,omitempty"`
+}
+
+// CompactFailed is the data of compact.failed.
+type CompactFailed struct {
+	Error string `json:"error"`
+}
+
+// SubagentBefore is the data of subagent.before, on the parent run.
+type SubagentBefore struct {
+	AgentID     string `json:"agent_id"`
+	Instruction string `json:"instruction"`
+}
+
+// SubagentAfter is the data of subagent.after, on the parent run.
+type SubagentAfter struct {
+	AgentID   string `json:"agent_id"`
+	SessionID string `json:"session_id,omitempty"`
+	RunID     string `json:"run_id,omitempty"`
+	Answer    string `json:"answer,omitempty"`
+	Success   bool   `json:"success"`
+}
+
+// SubagentFailed is the data of subagent.failed, on the parent run.
+type SubagentFailed struct {
+	AgentID string `json:"agent_id"`
+	Error   string `json:"error"`
+}
+
+// StepCompleted is the data of step.completed.
+type StepCompleted struct {
+	Step      int   `json:"step"`
+	ToolCalls int   `json:"tool_calls"`
+	Usage     Usage `json:"usage"`
+}
+
+// Stop is the data of stop: the loop is about to end the run. An interceptor
+// may answer continue with a message that forces another step.
+type Stop struct {
+	Reason string `json:"reason"`
+	Answer string `json:"answer,omitempty"`
+	// Continues counts how many times hooks already forced the run on.
+	Continues int `json:"continues,omitempty"`
+}
+
+// Reasons a run ends (RunCompleted.Reason).
+const (
+	ReasonDone        = "done"
+	ReasonDenied      = "denied"
+	ReasonStopped     = "stopped"
+	ReasonRejected    = "rejected"
+	ReasonMaxSteps    = "max_steps"
+	ReasonCostLimit   = "cost_limit"
+	ReasonInterrupted = "interrupted"
+)
+
+// RunCompleted is the data of run.completed, the terminal event of a run
+// that ended without an error.
+type RunCompleted struct {
+	Reason string `json:"reason"`
+	Answer string `json:"answer,omitempty"`
+	// Detail says why, for reasons other than done (the deny reason, ...).
+	Detail string `json:"detail,omitempty"`
+	Steps  int    `json:"steps"`
+	Usage  Usage  `json:"usage"`
+	// Events counts the run's events before this one.
+	Events int `json:"events"`
+}
+
+// RunFailed is the data of run.failed: an error ended the run.
+type RunFailed struct {
+	Error string `json:"error"`
+	Steps int    `json:"steps"`
+}
+
+// HookDecided is the data of hook.decided: one interceptor's decision.
+type HookDecided struct {
+	Plugin      string            `json:"plugin"`
+	Stage       Stage             `json:"stage"`
+	Decision    string            `json:"decision"`
+	Reason      string            `json:"reason,omitempty"`
+	LatencyUS   int64             `json:"latency_us"`
+	Remote      bool              `json:"remote,omitempty"`
+	Patch       json.RawMessage   `json:"patch,omitempty"`
+	Warnings    []string          `json:"warnings,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Subject is the CloudEvent id of the event decided on.
+	EventID string `json:"event_id,omitempty"`
+}
+
+// Failure kinds of hook.failed.
+const (
+	FailTimeout      = "timeout"
+	FailNoResponders = "no_responders"
+	FailBadReply     = "bad_reply"
+	FailError        = "error"
+	FailPanic        = "panic"
+)
+
+// HookFailed is the data of hook.failed: an interceptor timed out, errored,
+// panicked, had no responders or replied garbage.
+type HookFailed struct {
+	Plugin string `json:"plugin"`
+	Stage  Stage  `json:"stage"`
+	Kind   string `json:"kind"`
+	Error  string `json:"error"`
+	Policy string `json:"policy"`
+	// Outcome is "failed_open" (the chain went on) or "failed_closed" (the
+	// event was denied).
+	Outcome   string `json:"outcome"`
+	LatencyUS int64  `json:"latency_us"`
+	EventID   string `json:"event_id,omitempty"`
+}
+
+// PayloadFor returns a pointer to a new zero payload of the stage's type.
+func PayloadFor(s Stage) (any, error) {
+	switch s {
+	case StageIntake:
+		return &Intake{}, nil
+	case StageRunStarted:
+		return &RunStarted{}, nil
+	case StageStepStarted:
+		return &StepStarted{}, nil
+	case StageContextAssembled:
+		return &ContextAssembled{}, nil
+	case StageModelResponded:
+		return &ModelResponded{}, nil
+	case StageModelFailed:
+		return &ModelFailed{}, nil
+	case StageToolBefore:
+		return &ToolBefore{}, nil
+	case StageToolAfter:
+		return &ToolAfter{}, nil
+	case StageToolFailed:
+		return &ToolFailed{}, nil
+	case StageApprovalRequested:
+		return &ApprovalRequested{}, nil
+	case StageApprovalResolved:
+		return &ApprovalResolved{}, nil
+	case StageCompactBefore:
+		return &CompactBefore{}, nil
+	case StageCompactAfter:
+		return &CompactAfter{}, nil
+	case StageCompactFailed:
+		return &CompactFailed{}, nil
+	case StageSubagentBefore:
+		return &SubagentBefore{}, nil
+	case StageSubagentAfter:
+		return &SubagentAfter{}, nil
+	case StageSubagentFailed:
+		return &SubagentFailed{}, nil
+	case StageStepCompleted:
+		return &StepCompleted{}, nil
+	case StageStop:
+		return &Stop{}, nil
+	case StageRunCompleted:
+		return &RunCompleted{}, nil
+	case StageRunFailed:
+		return &RunFailed{}, nil
+	case StageHookDecided:
+		return &HookDecided{}, nil
+	case StageHookFailed:
+		return &HookFailed{}, nil
+	}
+	return nil, ErrUnknownStage
+}
