@@ -140,6 +140,11 @@ type Stop struct {
 	Answer string `json:"answer,omitempty"`
 	// Continues counts how many times hooks already forced the run on.
 	Continues int `json:"continues,omitempty"`
+	// Continue is set when a hook forced the run on: the message given to
+	// the model as a user message before the next step.
+	Continue string `json:"continue,omitempty"`
+	// Plugin names the hook that forced the run on.
+	Plugin string `json:"plugin,omitempty"`
 }
 
 // Reasons a run ends (RunCompleted.Reason).

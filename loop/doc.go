@@ -1,0 +1,24 @@
+// Package loop is hookbus' agent loop engine: it runs an agent (a Model and
+// its Tools) step by step and fires every stage of the hook bus, publishing
+// each as a CloudEvent and, where interceptors are registered, asking them
+// first.
+//
+// A run:
+//
+//	intake → run.started → [step.started → context.assembled → model.responded
+//	  → (tool.before → tool.after | tool.failed)* → step.completed]* → stop → run.completed
+//
+// The engine keeps no database: a session is rebuilt from its events in the
+// stream (History), so a second run with the same session id continues the
+// conversation, and a run interrupted by a crash resumes from its events
+// without re-running a tool whose tool.after is recorded.
+//
+// Start with New, giving it an Emitter and a History (a *bus.Bus provides
+// both, see bus.Publisher and bus.Bus.SessionEvents), a Model (NewScriptedModel
+// for deterministic demos and tests) and Tools (Clock, Calculator, ReadFile):
+//
+//	eng, err := loop.New(loop.Config{Emitter: pub, History: b, Model: model, Tools: loop.BuiltinTools(root)})
+//	res, err := eng.Run(ctx, &events.RunRequest{AgentID: "demo", SessionID: "s1", Prompt: "what is 6*7?"})
+//
+// Worker runs the engine over the run queue (loop serve).
+package loop

@@ -1,0 +1,30 @@
+package loop
+
+import (
+	"context"
+
+	"github.com/hookbus/hookbus/events"
+)
+
+// Model is a language model: given the conversation and the tools, it
+// replies with a message that may ask for tool calls.
+type Model interface {
+	Generate(ctx context.Context, req *ModelRequest) (*ModelResponse, error)
+}
+
+// ModelRequest is what the model is asked on one step.
+type ModelRequest struct {
+	AgentID  string
+	RunID    string
+	Step     int
+	Messages []events.Message
+	Tools    []events.ToolSpec
+}
+
+// ModelResponse is the model's reply.
+type ModelResponse struct {
+	Message      events.Message
+	Usage        events.Usage
+	FinishReason string
+	Model        string
+}

@@ -1,0 +1,208 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/hookbus/hookbus/events"
+)
+
+// Script is what a ScriptedModel replies: reply i answers step i+1 of a run.
+//
+// As JSON (the --script file), either {"name": "...", "replies": [...]} or a
+// bare list of replies:
+//
+//	[{"content": "Let me look.", "tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
+//	 {"content": "6*7 = {{tool:calculator}}"}]
+//
+// Content may use {{prompt}} (the latest user message), {{tool:NAME}} (the
+// latest result of tool NAME) and {{messages}} (how many messages the model
+// was given), so a script can echo what really happened in the run.
+type Script struct {
+	Name    string        `json:"name,omitempty"`
+	Replies []ScriptReply `json:"replies"`
+}
+
+// ScriptReply is one scripted assistant message.
+type ScriptReply struct {
+	Content   string           `json:"content,omitempty"`
+	ToolCalls []ScriptToolCall `json:"tool_calls,omitempty"`
+	// Error makes the model fail on this step with this message.
+	Error string `json:"error,omitempty"`
+}
+
+// ScriptToolCall is one scripted tool call; its id is derived from the step
+// and position, so runs are reproducible.
+type ScriptToolCall struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// ParseScript parses a script (object or bare list of replies). An error
+// wraps ErrBadScript and says what is wrong.
+func ParseScript(b []byte) (*Script, error) {
+	var s Script
+	trimmed := bytes.TrimSpace(b)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		if err := json.Unmarshal(trimmed, &s.Replies); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadScript, err)
+		}
+	} else {
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&s); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadScript, err)
+		}
+	}
+	if len(s.Replies) == 0 {
+		return nil, fmt.Errorf("%w: no replies", ErrBadScript)
+	}
+	for i, r := range s.Replies {
+		for j, c := range r.ToolCalls {
+			if c.Name == "" {
+				return nil, fmt.Errorf("%w: reply %d tool call %d has no name", ErrBadScript, i+1, j+1)
+			}
+			if len(c.Arguments) > 0 && !json.Valid(c.Arguments) {
+				return nil, fmt.Errorf("%w: reply %d tool call %d arguments are not JSON", ErrBadScript, i+1, j+1)
+			}
+		}
+	}
+	return &s, nil
+}
+
+// LoadScript reads and parses a script file.
+func LoadScript(path string) (*Script, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadScript, err)
+	}
+	s, err := ParseScript(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// DemoScript is the built-in script used when no --script is given: it asks
+// the clock and the calculator, then answers with their results.
+func DemoScript() *Script {
+	return &Script{Name: "demo", Replies: []ScriptReply{
+		{
+			Content: "Let me check the clock and work that out.",
+			ToolCalls: []ScriptToolCall{
+				{Name: "clock", Arguments: json.RawMessage(`{}`)},
+				{Name: "calculator", Arguments: json.RawMessage(`{"expression":"6*7"}`)},
+			},
+		},
+		{Content: "It is {{tool:clock}}, and 6*7 = {{tool:calculator}}. (You asked: {{prompt}})"},
+	}}
+}
+
+// ScriptedModel is a deterministic Model that replies from a Script: reply
+// i on step i+1 of every run. It is for demos and tests.
+type ScriptedModel struct {
+	script *Script
+}
+
+// NewScriptedModel returns a model replying from s (DemoScript when nil).
+func NewScriptedModel(s *Script) *ScriptedModel {
+	if s == nil {
+		s = DemoScript()
+	}
+	return &ScriptedModel{script: s}
+}
+
+// Generate implements Model. It returns ErrScriptExhausted when the step has
+// no reply.
+func (m *ScriptedModel) Generate(ctx context.Context, req *ModelRequest) (*ModelResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	i := req.Step - 1
+	if i < 0 || i >= len(m.script.Replies) {
+		return nil, fmt.Errorf("%w: step %d, script has %d replies", ErrScriptExhausted, req.Step, len(m.script.Replies))
+	}
+	r := m.script.Replies[i]
+	if r.Error != "" {
+		return nil, fmt.Errorf("scripted model error: %s", r.Error)
+	}
+	msg := events.Message{Role: events.RoleAssistant, Content: expand(r.Content, req.Messages)}
+	for j, c := range r.ToolCalls {
+		args := c.Arguments
+		if len(args) == 0 {
+			args = json.RawMessage(`{}`)
+		}
+		msg.ToolCalls = append(msg.ToolCalls, events.ToolCall{
+			ID: "call_" + strconv.Itoa(req.Step) + "_" + strconv.Itoa(j+1), Name: c.Name, Arguments: args,
+		})
+	}
+	in := 0
+	for _, m := range req.Messages {
+		in += len(strings.Fields(m.Content))
+	}
+	finish := "stop"
+	if len(msg.ToolCalls) > 0 {
+		finish = "tool_calls"
+	}
+	return &ModelResponse{
+		Message:      msg,
+		Usage:        events.Usage{InputTokens: in, OutputTokens: len(strings.Fields(msg.Content))},
+		FinishReason: finish,
+		Model:        "scripted:" + m.name(),
+	}, nil
+}
+
+func (m *ScriptedModel) name() string {
+	if m.script.Name == "" {
+		return "script"
+	}
+	return m.script.Name
+}
+
+func expand(s string, msgs []events.Message) string {
+	if !strings.Contains(s, "{{") {
+		return s
+	}
+	var out strings.Builder
+	for {
+		i := strings.Index(s, "{{")
+		if i < 0 {
+			out.WriteString(s)
+			return out.String()
+		}
+		j := strings.Index(s[i:], "}}")
+		if j < 0 {
+			out.WriteString(s)
+			return out.String()
+		}
+		out.WriteString(s[:i])
+		out.WriteString(lookup(s[i+2:i+j], msgs))
+		s = s[i+j+2:]
+	}
+}
+
+func lookup(key string, msgs []events.Message) string {
+	switch {
+	case key == "prompt":
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if msgs[i].Role == events.RoleUser {
+				return msgs[i].Content
+			}
+		}
+	case key == "messages":
+		return strconv.Itoa(len(msgs))
+	case strings.HasPrefix(key, "tool:"):
+		name := strings.TrimPrefix(key, "tool:")
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if msgs[i].Role == events.RoleTool && msgs[i].Name == name {
+				return msgs[i].Content
+			}
+		}
+	}
+	return ""
+}
