@@ -67,8 +67,8 @@ func ParseScript(b []byte) (*Script, error) {
 			if c.Name == "" {
 				return nil, fmt.Errorf("%w: reply %d tool call %d has no name", ErrBadScript, i+1, j+1)
 			}
-			if len(c.Arguments) > 0 && !json.Valid(c.Arguments) {
-				return nil, fmt.Errorf("%w: reply %d tool call %d arguments are not JSON", ErrBadScript, i+1, j+1)
+			if a := bytes.TrimSpace(c.Arguments); len(a) > 0 && (a[0] != '{' || !json.Valid(a)) {
+				return nil, fmt.Errorf("%w: reply %d tool call %d arguments are not a JSON object", ErrBadScript, i+1, j+1)
 			}
 		}
 	}
