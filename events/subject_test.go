@@ -170,3 +170,25 @@ func TestRunRequestValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestSummaryCoversEveryStage(t *testing.T) {
+	for _, st := range events.Stages() {
+		p, _ := events.PayloadFor(st)
+		e, err := events.New(st, events.Meta{Source: "s", AgentID: "a", SessionID: "s", RunID: "r"}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := e.Summary(); strings.HasPrefix(s, "undecodable") {
+			t.Errorf("%s: %s", st, s)
+		}
+	}
+	e, _ := events.New(events.StageToolAfter, events.Meta{Source: "s", AgentID: "a", SessionID: "s", RunID: "r"},
+		events.ToolAfter{Call: events.ToolCall{Name: "clock"}, Result: events.ToolResult{Content: "noon", Mocked: true}})
+	if got := e.Summary(); got != `clock → "noon" [mocked]` {
+		t.Errorf("Summary = %q", got)
+	}
+	e.Data = []byte(`{"call":1}`)
+	if got := e.Summary(); !strings.HasPrefix(got, "undecodable") {
+		t.Errorf("Summary of bad data = %q", got)
+	}
+}
