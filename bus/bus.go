@@ -1,0 +1,96 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Bus is hookbus' transport over one NATS connection: provisioning,
+// publishing, observing, replaying and the run queue. It is safe for
+// concurrent use. The connection belongs to the caller: close it after the
+// bus is no longer used.
+type Bus struct {
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	subj  events.Subjects
+	names Names
+	opts  options
+	log   *slog.Logger
+	acks  *ackTracker
+}
+
+// New returns a Bus over nc. It does no I/O: call Provision to create the
+// streams and buckets. It returns an error wrapping ErrInvalidOption for a
+// nil connection or a bad option.
+func New(nc *nats.Conn, opts ...Option) (*Bus, error) {
+	if nc == nil {
+		return nil, invalid("nil connection")
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	subj, err := events.NewSubjects(o.prefix)
+	if err != nil {
+		return nil, invalid("%v", err)
+	}
+	b := &Bus{
+		nc: nc, subj: subj, names: NamesFor(o.prefix), opts: o, log: o.logger,
+	}
+	b.acks = newAckTracker(b)
+	js, err := jetstream.New(nc,
+		jetstream.WithPublishAsyncAckHandler(b.acks.acked),
+		jetstream.WithPublishAsyncErrHandler(b.acks.failed),
+		jetstream.WithPublishAsyncTimeout(o.ackTimeout),
+		jetstream.WithPublishAsyncMaxPending(o.maxPending),
+		jetstream.WithDefaultTimeout(o.timeout),
+	)
+	if err != nil {
+		return nil, invalid("%v", err)
+	}
+	b.js = js
+	return b, nil
+}
+
+// JetStream returns the bus' JetStream context. Asynchronous publishes made
+// through it directly are not tracked by Flush.
+func (b *Bus) JetStream() jetstream.JetStream { return b.js }
+
+// Conn returns the NATS connection.
+func (b *Bus) Conn() *nats.Conn { return b.nc }
+
+// Subjects returns the subject builder of the bus' prefix.
+func (b *Bus) Subjects() events.Subjects { return b.subj }
+
+// Names returns the stream and bucket names of the bus' prefix.
+func (b *Bus) Names() Names { return b.names }
+
+// withTimeout applies the default timeout when ctx has no deadline.
+func (b *Bus) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, b.opts.timeout)
+}
+
+// ctxErr keeps the context error of a failed request visible to errors.Is
+// when jetstream reported it in its own words.
+func ctxErr(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return errors.Join(err, cerr)
+	}
+	return err
+}

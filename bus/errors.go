@@ -1,0 +1,37 @@
+package bus
+
+import "errors"
+
+// Sentinel errors. Every error a bus method returns wraps one of these (or a
+// context error, or an events error such as events.ErrInvalidID), so callers
+// match them with errors.Is.
+var (
+	// ErrInvalidOption is returned by New and the Start/Observe/Consume
+	// functions when an option or config field is out of range.
+	ErrInvalidOption = errors.New("hookbus: invalid option")
+	// ErrAddrInUse is returned by StartEmbedded when the listen address is
+	// already taken by another process or server.
+	ErrAddrInUse = errors.New("hookbus: listen address in use")
+	// ErrStoreLocked is returned by StartEmbedded and OpenStore when another
+	// running server (in this process or another) holds the store directory.
+	ErrStoreLocked = errors.New("hookbus: store directory locked by another server")
+	// ErrNoStore is returned by OpenStore when the directory holds no
+	// JetStream data.
+	ErrNoStore = errors.New("hookbus: no JetStream store in directory")
+	// ErrServerStart is returned by StartEmbedded when nats-server fails to
+	// start or to become ready in time.
+	ErrServerStart = errors.New("hookbus: embedded server did not start")
+	// ErrProvision is returned by Provision when a stream, bucket or object
+	// store cannot be created or updated.
+	ErrProvision = errors.New("hookbus: provisioning failed")
+	// ErrPublish is returned by Publish, PublishSync, Flush and SubmitRun when
+	// JetStream did not store a message (no stream, timeout after retries,
+	// rejected by the server).
+	ErrPublish = errors.New("hookbus: publish failed")
+	// ErrPayloadTooLarge is returned by Publish and PublishSync when an
+	// encoded event exceeds the bus' payload limit (see WithMaxPayload).
+	ErrPayloadTooLarge = errors.New("hookbus: event payload too large")
+	// ErrConsumer is returned by Observe, Replay, Tail, WaitRun and
+	// ConsumeRuns when the JetStream consumer cannot be created or fails.
+	ErrConsumer = errors.New("hookbus: consumer failed")
+)

@@ -1,0 +1,58 @@
+package bus
+
+import (
+	"strings"
+
+	"github.com/hookbus/hookbus/events"
+)
+
+// Names are the JetStream assets of one subject prefix. With the default
+// prefix "hookbus" they are HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_DLQ,
+// hookbus_hooks, hookbus_trust and hookbus_payloads. Another prefix derives
+// them the same way: dots become underscores, upper case for streams and
+// lower case for buckets, so "acme.hookbus" gives ACME_HOOKBUS_EVENTS and
+// acme_hookbus_hooks. Two prefixes that differ only in case or in '.' versus
+// '_' therefore share their assets; pick prefixes that do not.
+type Names struct {
+	Events      string // stream of <prefix>.evt.> (limits retention)
+	Runs        string // stream of <prefix>.run.> (work-queue retention)
+	DeadLetters string // stream of <prefix>.dlq.>
+	Hooks       string // KV bucket: the interceptor registry
+	Trust       string // KV bucket: trust grants
+	Payloads    string // object store: large payloads (claim check)
+}
+
+// NamesFor returns the asset names of a subject prefix ("" means the
+// default). The prefix is assumed valid (see WithPrefix).
+func NamesFor(prefix string) Names {
+	if prefix == "" {
+		prefix = events.DefaultPrefix
+	}
+	flat := strings.ReplaceAll(prefix, ".", "_")
+	up, low := strings.ToUpper(flat), strings.ToLower(flat)
+	return Names{
+		Events:      up + "_EVENTS",
+		Runs:        up + "_RUNS",
+		DeadLetters: up + "_DLQ",
+		Hooks:       low + "_hooks",
+		Trust:       low + "_trust",
+		Payloads:    low + "_payloads",
+	}
+}
+
+// validAssetToken reports whether s may be part of a stream or bucket name:
+// JetStream bucket names allow only letters, digits, '_' and '-'.
+func validAssetToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,87 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// StreamConfigs returns the configurations Provision applies to the events,
+// runs and dead-letter streams, for review or for provisioning by other
+// means (nats CLI, Terraform).
+func (b *Bus) StreamConfigs() []jetstream.StreamConfig {
+	o := b.opts
+	return []jetstream.StreamConfig{{
+		Name:        b.names.Events,
+		Description: "hookbus events: the audit trail and the sessions' source of truth",
+		Subjects:    []string{b.subj.AllEvents()},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.replicas,
+		MaxAge:      o.eventsMaxAge,
+		Duplicates:  o.duplicateWindow,
+		Discard:     jetstream.DiscardOld,
+	}, {
+		Name:        b.names.Runs,
+		Description: "hookbus run requests: a work queue consumed by loop workers",
+		Subjects:    []string{b.subj.AllRuns()},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.replicas,
+		Duplicates:  o.duplicateWindow,
+	}, {
+		Name:        b.names.DeadLetters,
+		Description: "hookbus dead letters: events an observer failed to handle",
+		Subjects:    []string{b.subj.AllDeadLetters()},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.replicas,
+		Duplicates:  o.duplicateWindow,
+	}}
+}
+
+// Provision creates or updates the streams, the KV buckets (hooks registry,
+// trust grants) and the object store (large payloads). It is idempotent: it
+// works on a fresh server and on one provisioned before, and updates
+// settings that changed (replicas, max age, duplicate window) where
+// JetStream allows it. It returns an error wrapping ErrProvision that names
+// the asset that failed.
+func (b *Bus) Provision(ctx context.Context) error {
+	ctx, cancel := b.withTimeout(ctx)
+	defer cancel()
+	for _, cfg := range b.StreamConfigs() {
+		if _, err := b.js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("%w: stream %s: %w", ErrProvision, cfg.Name, ctxErr(ctx, err))
+		}
+	}
+	for _, kv := range []jetstream.KeyValueConfig{{
+		Bucket:      b.names.Hooks,
+		Description: "hookbus interceptor registry",
+		History:     5,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.opts.replicas,
+	}, {
+		Bucket:      b.names.Trust,
+		Description: "hookbus trust grants (privileged_hooks)",
+		History:     5,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.opts.replicas,
+	}} {
+		if _, err := b.js.CreateOrUpdateKeyValue(ctx, kv); err != nil {
+			return fmt.Errorf("%w: key-value bucket %s: %w", ErrProvision, kv.Bucket, ctxErr(ctx, err))
+		}
+	}
+	obj := jetstream.ObjectStoreConfig{
+		Bucket:      b.names.Payloads,
+		Description: "hookbus large payloads (claim check)",
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.opts.replicas,
+		TTL:         b.opts.eventsMaxAge,
+	}
+	if _, err := b.js.CreateOrUpdateObjectStore(ctx, obj); err != nil {
+		return fmt.Errorf("%w: object store %s: %w", ErrProvision, obj.Bucket, ctxErr(ctx, err))
+	}
+	b.log.Debug("hookbus provisioned", "events", b.names.Events, "runs", b.names.Runs, "dlq", b.names.DeadLetters)
+	return nil
+}

@@ -1,0 +1,278 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Publisher is what the loop needs to write events: asynchronous publishes,
+// write-ahead publishes and a per-run barrier. *Bus implements it.
+type Publisher interface {
+	Publish(ctx context.Context, e *events.Event) error
+	PublishSync(ctx context.Context, e *events.Event) error
+	Flush(ctx context.Context, runID string) error
+}
+
+var _ Publisher = (*Bus)(nil)
+
+// Publish sends e to JetStream asynchronously on
+// <prefix>.evt.<agent>.<session>.<stage> with Nats-Msg-Id = e.ID and returns
+// once the message is queued on the connection. The ack is tracked under
+// e.RunID: a publish whose ack times out or finds no stream is sent again
+// with the same id (the duplicate window makes that safe) up to the retry
+// bound, and Flush reports what still failed. Publish waits for room when
+// too many acks are pending (WithMaxPending), until ctx is done.
+//
+// It returns an error wrapping events.ErrMalformedEvent or
+// events.ErrInvalidID for an invalid event, ErrPayloadTooLarge, ErrPublish
+// when the message could not be queued, or ctx's error.
+func (b *Bus) Publish(ctx context.Context, e *events.Event) error {
+	msg, err := b.eventMsg(e)
+	if err != nil {
+		return err
+	}
+	b.acks.add(msg, e.RunID)
+	for {
+		if err := ctx.Err(); err != nil {
+			b.acks.drop(msg)
+			return err
+		}
+		_, err := b.js.PublishMsgAsync(msg)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			continue // every ack slot is taken: wait again for one
+		}
+		b.acks.drop(msg)
+		return fmt.Errorf("%w: event %s: %w", ErrPublish, e.ID, err)
+	}
+}
+
+// PublishSync publishes e and returns only after JetStream acknowledged it
+// (write-ahead: the event is stored before the effect it describes). It
+// waits up to ctx's deadline, or the default timeout when ctx has none. A
+// duplicate (the id was stored before) counts as stored.
+//
+// It returns an error wrapping events.ErrMalformedEvent or
+// events.ErrInvalidID, ErrPayloadTooLarge, ErrPublish (with the cause:
+// timeout, no stream, server rejection) or ctx's error.
+func (b *Bus) PublishSync(ctx context.Context, e *events.Event) error {
+	msg, err := b.eventMsg(e)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := b.withTimeout(ctx)
+	defer cancel()
+	if _, err := b.js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("%w: event %s: %w", ErrPublish, e.ID, ctxErr(ctx, err))
+	}
+	return nil
+}
+
+// Flush waits until every asynchronous publish of the run made before it is
+// acknowledged, and returns the first failure of the run since the previous
+// Flush (an error wrapping ErrPublish), forgetting it. Publishes of the run
+// made while Flush waits are waited for too. Every pending publish ends in
+// an ack or a failure within the retry bound (WithPublishRetry), so Flush
+// ends without a deadline; it also returns ctx's error when ctx is done
+// first.
+func (b *Bus) Flush(ctx context.Context, runID string) error {
+	return b.acks.flush(ctx, runID)
+}
+
+// eventMsg encodes e into a JetStream message.
+func (b *Bus) eventMsg(e *events.Event) (*nats.Msg, error) {
+	if e == nil {
+		return nil, fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
+	}
+	hdr, body, err := events.Encode(e)
+	if err != nil {
+		return nil, err
+	}
+	subject, err := b.subj.Event(e.AgentID, e.SessionID, e.Stage)
+	if err != nil {
+		return nil, err
+	}
+	msg := &nats.Msg{Subject: subject, Header: nats.Header(hdr), Data: body}
+	if err := b.checkSize(e, msg); err != nil {
+		return nil, err
+	}
+	return msg, nil
+}
+
+// checkSize is where the claim check will go: an event larger than the
+// payload limit will have its data stored in the object store (Names.Payloads)
+// and travel with a dataref. Until then it is refused.
+func (b *Bus) checkSize(e *events.Event, msg *nats.Msg) error {
+	limit := b.opts.maxPayload
+	if limit == 0 {
+		limit = int(b.nc.MaxPayload())
+	}
+	if limit <= 0 || len(msg.Data) <= limit/2 {
+		return nil // fast path: no need to size the headers
+	}
+	size := len(msg.Subject) + len(msg.Data)
+	for k, vs := range msg.Header {
+		for _, v := range vs {
+			size += len(k) + len(v) + 4
+		}
+	}
+	if size > limit {
+		return fmt.Errorf("%w: event %s (%s) is %d bytes, limit %d", ErrPayloadTooLarge, e.ID, e.Stage, size, limit)
+	}
+	return nil
+}
+
+// ackTracker counts the pending asynchronous publishes of each run and keeps
+// the run's first failure for Flush.
+type ackTracker struct {
+	b        *Bus
+	mu       sync.Mutex
+	runs     map[string]*runAcks
+	inflight map[*nats.Msg]inflight
+}
+
+type inflight struct {
+	run      *runAcks
+	attempts int
+}
+
+type runAcks struct {
+	id      string
+	pending int
+	err     error
+	idle    chan struct{} // closed when pending reaches 0; nil unless Flush waits
+}
+
+func newAckTracker(b *Bus) *ackTracker {
+	return &ackTracker{b: b, runs: make(map[string]*runAcks), inflight: make(map[*nats.Msg]inflight)}
+}
+
+func (t *ackTracker) add(msg *nats.Msg, runID string) {
+	t.mu.Lock()
+	r := t.runs[runID]
+	if r == nil {
+		r = &runAcks{id: runID}
+		t.runs[runID] = r
+	}
+	r.pending++
+	t.inflight[msg] = inflight{run: r}
+	t.mu.Unlock()
+}
+
+// drop forgets a publish that was never sent (its error went to the caller).
+func (t *ackTracker) drop(msg *nats.Msg) {
+	t.mu.Lock()
+	if in, ok := t.inflight[msg]; ok {
+		delete(t.inflight, msg)
+		t.doneLocked(in.run)
+	}
+	t.mu.Unlock()
+}
+
+// acked is jetstream's async ack handler.
+func (t *ackTracker) acked(_ jetstream.JetStream, msg *nats.Msg, _ *jetstream.PubAck) {
+	t.mu.Lock()
+	if in, ok := t.inflight[msg]; ok {
+		delete(t.inflight, msg)
+		t.doneLocked(in.run)
+	}
+	t.mu.Unlock()
+}
+
+// failed is jetstream's async error handler. jetstream may call it with its
+// publisher lock held (ack timeout), so a retry is sent from a goroutine.
+func (t *ackTracker) failed(_ jetstream.JetStream, msg *nats.Msg, err error) {
+	t.mu.Lock()
+	in, ok := t.inflight[msg]
+	if !ok {
+		t.mu.Unlock()
+		return
+	}
+	if retryable(err) && in.attempts < t.b.opts.retries {
+		in.attempts++
+		t.inflight[msg] = in
+		t.mu.Unlock()
+		t.b.log.Debug("hookbus: publish retried", "subject", msg.Subject, "id", msg.Header.Get(events.HeaderMsgID), "attempt", in.attempts, "error", err)
+		go t.retry(msg)
+		return
+	}
+	delete(t.inflight, msg)
+	if in.run.err == nil {
+		in.run.err = fmt.Errorf("%w: event %s of run %s on %s after %d attempts: %w",
+			ErrPublish, msg.Header.Get(events.HeaderMsgID), in.run.id, msg.Subject, in.attempts+1, err)
+	}
+	t.doneLocked(in.run)
+	t.mu.Unlock()
+	t.b.log.Warn("hookbus: publish failed", "subject", msg.Subject, "id", msg.Header.Get(events.HeaderMsgID), "run", in.run.id, "error", err)
+}
+
+func (t *ackTracker) retry(msg *nats.Msg) {
+	for {
+		_, err := t.b.js.PublishMsgAsync(msg)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			t.failed(nil, msg, err)
+			return
+		}
+	}
+}
+
+func retryable(err error) bool {
+	return errors.Is(err, jetstream.ErrAsyncPublishTimeout) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, jetstream.ErrTooManyStalledMsgs) ||
+		errors.Is(err, nats.ErrDisconnected) ||
+		errors.Is(err, nats.ErrTimeout)
+}
+
+// doneLocked records the end of one publish of r; t.mu is held.
+func (t *ackTracker) doneLocked(r *runAcks) {
+	r.pending--
+	if r.pending > 0 {
+		return
+	}
+	if r.idle != nil {
+		close(r.idle)
+		r.idle = nil
+	}
+	if r.err == nil && t.runs[r.id] == r {
+		delete(t.runs, r.id)
+	}
+}
+
+func (t *ackTracker) flush(ctx context.Context, runID string) error {
+	for {
+		t.mu.Lock()
+		r := t.runs[runID]
+		if r == nil {
+			t.mu.Unlock()
+			return nil
+		}
+		if r.pending == 0 {
+			err := r.err
+			delete(t.runs, runID)
+			t.mu.Unlock()
+			return err
+		}
+		if r.idle == nil {
+			r.idle = make(chan struct{})
+		}
+		idle := r.idle
+		t.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return fmt.Errorf("hookbus: flush run %s: %w", runID, ctx.Err())
+		}
+	}
+}
