@@ -1,0 +1,45 @@
+// Package interceptors is hookbus' decision model: the Interceptor that
+// decides on an event, the Decision it answers, the Registration that says
+// where and how it is called, and the ordered Chain that calls interceptors
+// with timeouts, failure policies, trust tiers, matchers and an audit
+// record. It imports no NATS package: the bus package calls and serves
+// remote interceptors and registers them on a Chain like any other.
+//
+// To intercept a stage in-process, register a Func:
+//
+//	chain := interceptors.NewChain(interceptors.WithTrust(interceptors.NewGrants("rewriter")))
+//	unregister, err := chain.Register(interceptors.Registration{
+//		Plugin: "guard", Stage: events.StageToolBefore, Tools: "bash",
+//	}, interceptors.Func(func(ctx context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
+//		return &interceptors.Decision{Kind: interceptors.Deny, Reason: "no shell"}, nil
+//	}))
+//
+// and the loop, at each stage, asks Has first (free when nothing matches)
+// and then Run:
+//
+//	if chain.Has(ev.Stage, ev.Subject, ev.AgentID) {
+//		out, err := chain.Run(ctx, ev)
+//		// out.Decision, out.Data, out.Reason, out.Mock, out.Context;
+//		// publish each out.Records[i].Audit() as hook.decided / hook.failed
+//	}
+//
+// Semantics (DESIGN.md, "Interception semantics"): mutating interceptors run
+// one after another by Order, then registration order, each seeing the
+// payload as the previous one left it; the first deny, mock, stop, ask or
+// continue ends them. Validating interceptors (allow or deny only) then run
+// in parallel; any deny wins. Each call has its own timeout (default 5s, at
+// most 30s), enforced even when the interceptor ignores its ctx. A timeout,
+// error, panic, bad reply or (for remote interceptors) no responders is a
+// failure: policy ignore records it and goes on, policy fail denies the
+// event. context.assembled and model.responded accept only built-in
+// interceptors and plugins the chain's Trust grants privileged_hooks.
+//
+// A decision's JSON form is the wire reply of remote interceptors; see
+// Decision and ParseDecision. Which decisions a stage accepts is StageKinds.
+//
+// Per-run registrations (the seeds' per-operation hooks) go on a Child
+// chain, which runs its parent's registrations with its own.
+//
+// Package interceptorstest is the conformance suite every implementation of
+// interception (in-process, over NATS) passes.
+package interceptors

@@ -1,0 +1,67 @@
+package interceptors
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/hookbus/hookbus/events"
+)
+
+// Outcomes of a failure (Failure.Outcome, events.HookFailed.Outcome).
+const (
+	// FailedOpen: the policy was ignore; the chain went on.
+	FailedOpen = "failed_open"
+	// FailedClosed: the policy was fail; the chain ended with deny (stop on
+	// stages that accept no deny).
+	FailedClosed = "failed_closed"
+)
+
+// Failure is a failed interceptor call and what the policy made of it.
+type Failure struct {
+	// Kind is events.FailTimeout, FailNoResponders, FailBadReply, FailError
+	// or FailPanic.
+	Kind string
+	// Err is the *HookError.
+	Err     error
+	Policy  Policy
+	Outcome string
+}
+
+// hookError builds the typed failure of a call. A *HookError returned by a
+// transport keeps its kind and cause.
+func hookError(reg *Registration, err error) *HookError {
+	var he *HookError
+	if errors.As(err, &he) && kindSentinel(he.Kind) != nil {
+		return &HookError{Plugin: reg.Plugin, Stage: reg.Stage, Kind: he.Kind, Err: he.Err}
+	}
+	return &HookError{Plugin: reg.Plugin, Stage: reg.Stage, Kind: FailureKind(err), Err: err}
+}
+
+// timeoutError is the cause of a call that did not answer in time.
+func timeoutError(reg *Registration, ctxErr error) error {
+	return fmt.Errorf("no answer within %s: %w", reg.Timeout, ctxErr)
+}
+
+// panicked is the cause of a call that panicked; its stack is logged, not
+// carried.
+type panicked struct {
+	value any
+	stack []byte
+}
+
+func (p *panicked) Error() string { return fmt.Sprintf("panic: %v", p.value) }
+
+// Is makes a recovered panic classify as events.FailPanic.
+func (p *panicked) Is(target error) bool { return target == ErrPanic }
+
+func recovered(v any) error { return &panicked{value: v, stack: debug.Stack()} }
+
+// closedKind is the decision a fail-closed failure ends the chain with: deny
+// where the stage accepts it, else stop (step.started, tool.after, stop).
+func closedKind(stage events.Stage) Kind {
+	if stageKinds(stage)&Deny.bit() != 0 {
+		return Deny
+	}
+	return Stop
+}

@@ -1,0 +1,281 @@
+package interceptors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/hookbus/hookbus/events"
+)
+
+// Run runs the registrations of ev's stage that match ev (tool: ev.Subject,
+// agent: ev.AgentID) and returns what they decided. ev is not modified.
+//
+// Mutating interceptors run one after another in order, each seeing the
+// payload as the previous one left it; the first deny, mock, stop, ask or
+// continue ends them. Then, unless the chain already ended with deny, mock,
+// stop or continue, the validating interceptors run in parallel on the
+// final payload, and any deny wins (over an ask too: a human is not asked to
+// approve what policy forbids).
+//
+// Each call runs under its registration's timeout (within ctx), enforced
+// even when the interceptor ignores ctx. A failure (timeout, error, panic,
+// bad reply, or a transport's no responders) is recorded; with policy ignore
+// the chain goes on, with policy fail it ends with deny (stop where the
+// stage accepts no deny).
+//
+// Run returns an error only for a nil event, an event whose data was not
+// fetched (DataRef without Data), or when ctx ends first: then the error
+// wraps ctx.Err() and the Outcome holds the records of the calls that
+// completed.
+func (c *Chain) Run(ctx context.Context, ev *events.Event) (*Outcome, error) {
+	if ev == nil {
+		return nil, fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
+	}
+	out := &Outcome{Stage: ev.Stage, EventID: ev.ID, Decision: Allow, Data: ev.Data}
+	i := stageIndex(ev.Stage)
+	if i < 0 {
+		return out, nil
+	}
+	list := c.entries(i)
+	if len(list) == 0 {
+		return out, nil
+	}
+	if len(ev.Data) == 0 && ev.DataRef != "" {
+		return nil, fmt.Errorf("%w: event %s data is stored at %q: fetch it before running interceptors", events.ErrPayload, ev.ID, ev.DataRef)
+	}
+
+	var buf [8]*entry
+	matched, validators := buf[:0], 0
+	for _, e := range list {
+		if e.matches(ev.Subject, ev.AgentID) {
+			matched = append(matched, e)
+			if e.reg.Mode == ModeValidate {
+				validators++
+			}
+		}
+	}
+	if len(matched) == 0 {
+		return out, nil
+	}
+	out.Records = make([]Record, 0, len(matched))
+
+	cur := ev // what interceptors see; replaced by a copy when the payload changes
+	ended := false
+	for _, e := range matched {
+		if e.reg.Mode == ModeValidate {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return out, interrupted(ev, err)
+		}
+		p := c.start(ctx, e, cur)
+		res := p.wait()
+		if res.err != nil && ctx.Err() != nil {
+			return out, interrupted(ev, ctx.Err())
+		}
+		kind, dec, data := c.settle(ctx, out, p, res, cur.Data)
+		switch {
+		case kind == "": // failed
+			ended = out.Decision != Allow && out.Decision != Modify
+		case kind == Modify:
+			out.Decision, out.Data = Modify, data
+			next := *cur
+			next.Data = data
+			cur = &next
+		case kind.Ends():
+			c.end(out, p.e, dec, cur)
+			ended = true
+		}
+		if ended {
+			break
+		}
+	}
+	if validators > 0 && (!ended || out.Decision == Ask) {
+		if err := c.validate(ctx, out, matched, validators, cur); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func interrupted(ev *events.Event, err error) error {
+	return fmt.Errorf("interceptors: %s chain of event %s interrupted: %w", ev.Stage, ev.ID, err)
+}
+
+// validate runs the n validating interceptors among matched in parallel
+// and waits for all of them.
+func (c *Chain) validate(ctx context.Context, out *Outcome, matched []*entry, n int, cur *events.Event) error {
+	calls := make([]*pending, 0, n)
+	for _, e := range matched {
+		if e.reg.Mode == ModeValidate {
+			calls = append(calls, c.start(ctx, e, cur))
+		}
+	}
+	for i, p := range calls {
+		res := p.wait()
+		if res.err != nil && ctx.Err() != nil {
+			for _, q := range calls[i+1:] {
+				q.cancel()
+			}
+			return interrupted(cur, ctx.Err())
+		}
+		kind, dec, _ := c.settle(ctx, out, p, res, cur.Data)
+		if kind == Deny && out.Decision != Deny { // the first deny, in run order, gives the reason
+			c.end(out, p.e, dec, cur)
+		}
+	}
+	return nil
+}
+
+// end makes an ending decision the outcome.
+func (c *Chain) end(out *Outcome, e *entry, dec *Decision, cur *events.Event) {
+	out.Decision, out.Plugin, out.Reason = dec.Kind, e.reg.Plugin, dec.Reason
+	switch dec.Kind {
+	case Continue:
+		msg := dec.Context // the message that forces another step
+		if msg == "" {
+			msg = dec.Reason
+		}
+		out.Context = append(out.Context, msg)
+	case Mock:
+		m, _ := dec.mockResult() // checked by settle
+		r := &events.ToolResult{Content: m.Content, IsError: m.IsError, Mocked: true}
+		var tb events.ToolBefore
+		if json.Unmarshal(cur.Data, &tb) == nil {
+			r.CallID, r.Name = tb.Call.ID, tb.Call.Name
+		}
+		out.Mock = r
+	}
+	if out.Reason == "" {
+		out.Reason = defaultReason(dec.Kind, e.reg.Plugin)
+	}
+}
+
+func defaultReason(k Kind, plugin string) string {
+	switch k {
+	case Deny:
+		return "denied by " + plugin
+	case Stop:
+		return "stopped by " + plugin
+	case Ask:
+		return "approval requested by " + plugin
+	case Mock:
+		return "mocked by " + plugin
+	case Continue:
+		return "continued by " + plugin
+	}
+	return ""
+}
+
+// settle records a finished call in out. When the call succeeded it returns
+// the decision's kind, the decision (nil for a nil answer, which allows) and,
+// for a modify, the new payload. When it failed it applies the failure
+// policy to out and returns an empty kind.
+func (c *Chain) settle(ctx context.Context, out *Outcome, p *pending, res result, data json.RawMessage) (Kind, *Decision, json.RawMessage) {
+	reg := &p.e.reg
+	out.Records = append(out.Records, Record{
+		Plugin: reg.Plugin, Stage: reg.Stage, EventID: out.EventID, Mode: reg.Mode,
+		Remote: reg.Remote, Latency: res.latency,
+	})
+	rec := &out.Records[len(out.Records)-1]
+
+	dec, next, err := checkReply(reg, res, data)
+	if err != nil {
+		c.fail(ctx, out, rec, reg, hookError(reg, err))
+		return "", nil, nil
+	}
+	if dec == nil {
+		rec.Decision = Allow
+		c.logDecision(ctx, out, reg, rec)
+		return Allow, nil, data
+	}
+	rec.Decision, rec.Reason, rec.Warnings, rec.Annotations = dec.Kind, dec.Reason, dec.Warnings, dec.Annotations
+	switch {
+	case dec.Kind == Modify && dec.Data != nil:
+		rec.Patch, err = Diff(data, next)
+		if err != nil {
+			c.logger.WarnContext(ctx, "interceptor: cannot diff modification", "plugin", reg.Plugin, "stage", reg.Stage, "err", err)
+		}
+	case dec.Kind == Modify:
+		rec.Patch = dec.Patch
+	}
+	if dec.Context != "" && dec.Kind != Continue {
+		out.Context = append(out.Context, dec.Context)
+	}
+	c.logDecision(ctx, out, reg, rec)
+	return dec.Kind, dec, next
+}
+
+func (c *Chain) logDecision(ctx context.Context, out *Outcome, reg *Registration, rec *Record) {
+	if c.logger.Enabled(ctx, slog.LevelDebug) {
+		c.logger.DebugContext(ctx, "interceptor decided", "plugin", reg.Plugin, "stage", reg.Stage,
+			"event", out.EventID, "decision", rec.Decision, "reason", rec.Reason, "latency", rec.Latency)
+	}
+}
+
+// checkReply checks a call's result: the decision (nil allows) and, for a
+// modify, the new payload. Its error is the failure.
+func checkReply(reg *Registration, res result, data json.RawMessage) (*Decision, json.RawMessage, error) {
+	if res.err != nil {
+		return nil, nil, res.err
+	}
+	dec := res.dec
+	if dec == nil {
+		return nil, data, nil
+	}
+	if err := dec.Validate(reg.Stage); err != nil {
+		return nil, nil, err
+	}
+	if reg.Mode == ModeValidate && dec.Kind != Allow && dec.Kind != Deny {
+		return nil, nil, fmt.Errorf("%w: a validating interceptor answered %s (it may allow or deny only)", ErrBadReply, dec.Kind)
+	}
+	if dec.Kind != Modify {
+		return dec, data, nil
+	}
+	next := dec.Data
+	if next == nil {
+		var err error
+		if next, err = applyPatch(data, dec.Patch); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := checkPayload(reg.Stage, next); err != nil {
+		return nil, nil, err
+	}
+	return dec, next, nil
+}
+
+// checkPayload makes sure a modified payload still is the stage's payload:
+// a misspelt field or a wrong type is a bad reply, not a silent no-op.
+func checkPayload(stage events.Stage, data json.RawMessage) error {
+	p, err := events.PayloadFor(stage)
+	if err != nil {
+		return err
+	}
+	if err := decodeStrict(data, p); err != nil {
+		return fmt.Errorf("%w: modified payload is not a %s payload: %v", ErrBadReply, stage, err)
+	}
+	return nil
+}
+
+// fail records a failure and applies the registration's policy.
+func (c *Chain) fail(ctx context.Context, out *Outcome, rec *Record, reg *Registration, he *HookError) {
+	f := &Failure{Kind: he.Kind, Err: he, Policy: reg.Policy, Outcome: FailedOpen}
+	rec.Failure = f
+	if p, ok := he.Err.(*panicked); ok {
+		c.logger.ErrorContext(ctx, "interceptor panicked", "plugin", reg.Plugin, "stage", reg.Stage, "panic", p.value, "stack", string(p.stack))
+	}
+	if reg.Policy != PolicyFail {
+		c.logger.WarnContext(ctx, "interceptor failed open", "plugin", reg.Plugin, "stage", reg.Stage, "event", out.EventID, "kind", he.Kind, "err", he.Err)
+		return
+	}
+	f.Outcome = FailedClosed
+	c.logger.ErrorContext(ctx, "interceptor failed closed", "plugin", reg.Plugin, "stage", reg.Stage, "event", out.EventID, "kind", he.Kind, "err", he.Err)
+	if out.Decision != Allow && out.Decision != Modify && out.Decision != Ask {
+		return // already ended, by an earlier validator
+	}
+	out.Decision, out.Plugin = closedKind(out.Stage), reg.Plugin
+	out.Reason = he.Error() + " (policy fail)"
+}
