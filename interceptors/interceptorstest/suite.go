@@ -1,0 +1,241 @@
+package interceptorstest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
+)
+
+// Factory wraps an in-process interceptor the way an implementation runs
+// it: the identity for in-process; a remote implementation serves ic under
+// reg (stopping it with t.Cleanup) and returns a client that calls it.
+type Factory func(t *testing.T, reg interceptors.Registration, ic interceptors.Interceptor) interceptors.Interceptor
+
+// Features are the real differences between implementations.
+type Features struct {
+	// PanicKind is the failure kind a panicking interceptor is recorded
+	// with. Empty means events.FailPanic (in-process); a remote service
+	// recovers the panic and replies with an error, so a remote
+	// implementation sets events.FailError.
+	PanicKind string
+}
+
+// Identity is the Factory of in-process interceptors.
+func Identity(_ *testing.T, _ interceptors.Registration, ic interceptors.Interceptor) interceptors.Interceptor {
+	return ic
+}
+
+// Run runs every conformance case as a subtest of t, one after another.
+func Run(t *testing.T, f Factory, features Features) {
+	if features.PanicKind == "" {
+		features.PanicKind = events.FailPanic
+	}
+	for _, tc := range []struct {
+		name string
+		run  func(*harness)
+	}{
+		{"RegistrationOrder", testRegistrationOrder},
+		{"ExplicitOrder", testExplicitOrder},
+		{"Sequential", testSequential},
+		{"PipelineData", testPipelineData},
+		{"PipelinePatch", testPipelinePatch},
+		{"InputNotMutated", testInputNotMutated},
+		{"PrivilegedRejected", testPrivilegedRejected},
+		{"PrivilegedBuiltin", testPrivilegedBuiltin},
+		{"PrivilegedGranted", testPrivilegedGranted},
+		{"Timeout", testTimeout},
+		{"Deadline", testDeadline},
+		{"ErrorIsolated", testErrorIsolated},
+		{"PanicIsolated", testPanicIsolated},
+		{"DenyEnds", testDenyEnds},
+		{"Mock", testMock},
+		{"AskStopContinue", testAskStopContinue},
+		{"ToolAfterContext", testToolAfterContext},
+		{"FailClosed", testFailClosed},
+		{"FailOpen", testFailOpen},
+		{"ValidatingAfterMutating", testValidatingAfterMutating},
+		{"ValidatingParallel", testValidatingParallel},
+		{"ValidatingDenyOverAsk", testValidatingDenyOverAsk},
+		{"Matchers", testMatchers},
+		{"BadReplyDisallowedDecision", testBadReplyDisallowed},
+		{"BadReplyValidatingModify", testBadReplyValidatingModify},
+		{"BadReplyPatch", testBadReplyPatch},
+		{"WarningsAnnotations", testWarningsAnnotations},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run(&harness{t: t, f: f, features: features, prefix: strings.ToLower(tc.name)})
+		})
+	}
+}
+
+type harness struct {
+	t        *testing.T
+	f        Factory
+	features Features
+	prefix   string // makes plugin names unique per case
+}
+
+func (h *harness) plugin(name string) string { return h.prefix + "-" + name }
+
+func (h *harness) chain(opts ...interceptors.Option) *interceptors.Chain {
+	return interceptors.NewChain(opts...)
+}
+
+// register registers fn, wrapped by the factory, as h.plugin(reg.Plugin).
+func (h *harness) register(c *interceptors.Chain, reg interceptors.Registration, fn interceptors.Func) {
+	h.t.Helper()
+	if err := h.tryRegister(c, reg, fn); err != nil {
+		h.t.Fatalf("Register(%s on %s): %v", reg.Plugin, reg.Stage, err)
+	}
+}
+
+func (h *harness) tryRegister(c *interceptors.Chain, reg interceptors.Registration, fn interceptors.Func) error {
+	reg.Plugin = h.plugin(reg.Plugin)
+	unregister, err := c.Register(reg, h.f(h.t, reg, fn))
+	if err != nil {
+		return err
+	}
+	h.t.Cleanup(unregister)
+	return nil
+}
+
+func (h *harness) run(c *interceptors.Chain, ev *events.Event) *interceptors.Outcome {
+	h.t.Helper()
+	out, err := c.Run(context.Background(), ev)
+	if err != nil {
+		h.t.Fatalf("Run: %v", err)
+	}
+	return out
+}
+
+// event builds an event of stage with payload; tool is its subject.
+func (h *harness) event(stage events.Stage, tool string, payload any) *events.Event {
+	h.t.Helper()
+	ev, err := events.New(stage, events.Meta{
+		Source: "hookbus/interceptorstest", AgentID: "agent-1", SessionID: "session-1",
+		RunID: events.NewID(), Step: 1, Seq: 1, Subject: tool,
+	}, payload)
+	if err != nil {
+		h.t.Fatalf("events.New: %v", err)
+	}
+	return ev
+}
+
+func (h *harness) toolBefore(tool, args string) *events.Event {
+	return h.event(events.StageToolBefore, tool, events.ToolBefore{Call: events.ToolCall{ID: "call-1", Name: tool, Arguments: json.RawMessage(args)}})
+}
+
+func (h *harness) intake(prompt string) *events.Event {
+	return h.event(events.StageIntake, "", events.Intake{Prompt: prompt})
+}
+
+// plugins lists the records' plugins, without the case prefix.
+func (h *harness) plugins(out *interceptors.Outcome) []string {
+	var names []string
+	for _, r := range out.Records {
+		names = append(names, strings.TrimPrefix(r.Plugin, h.prefix+"-"))
+	}
+	return names
+}
+
+func (h *harness) wantPlugins(out *interceptors.Outcome, want ...string) {
+	h.t.Helper()
+	if got := h.plugins(out); !slices.Equal(got, want) {
+		h.t.Fatalf("records of %v, want %v", got, want)
+	}
+}
+
+func (h *harness) wantDecision(out *interceptors.Outcome, want interceptors.Kind) {
+	h.t.Helper()
+	if out.Decision != want {
+		h.t.Fatalf("decision %s (reason %q), want %s", out.Decision, out.Reason, want)
+	}
+}
+
+func (h *harness) wantFailure(rec interceptors.Record, kind string, sentinel error, outcome string) {
+	h.t.Helper()
+	f := rec.Failure
+	switch {
+	case f == nil:
+		h.t.Fatalf("%s: no failure recorded (decision %s)", rec.Plugin, rec.Decision)
+	case f.Kind != kind:
+		h.t.Fatalf("%s: failure kind %s (%v), want %s", rec.Plugin, f.Kind, f.Err, kind)
+	case !errors.Is(f.Err, sentinel):
+		h.t.Fatalf("%s: failure %v does not match %v", rec.Plugin, f.Err, sentinel)
+	case f.Outcome != outcome:
+		h.t.Fatalf("%s: failure outcome %s, want %s", rec.Plugin, f.Outcome, outcome)
+	}
+	var he *interceptors.HookError
+	if !errors.As(f.Err, &he) || he.Plugin != rec.Plugin || he.Stage != rec.Stage {
+		h.t.Fatalf("%s: failure %#v is not a *HookError naming the plugin and stage", rec.Plugin, f.Err)
+	}
+	if st, p := rec.Audit(); st != events.StageHookFailed || p.(events.HookFailed).Kind != kind {
+		h.t.Fatalf("%s: audit %s %+v, want hook.failed of kind %s", rec.Plugin, st, p, kind)
+	}
+}
+
+// calls counts the calls of a handler.
+type calls struct{ n atomic.Int32 }
+
+func (c *calls) allow(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
+	c.n.Add(1)
+	return nil, nil
+}
+
+// trace records the order in which handlers were called.
+type trace struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (tr *trace) hook(name string, d *interceptors.Decision) interceptors.Func {
+	return func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
+		tr.mu.Lock()
+		tr.names = append(tr.names, name)
+		tr.mu.Unlock()
+		return d, nil
+	}
+}
+
+func (tr *trace) get() []string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return slices.Clone(tr.names)
+}
+
+// blockUntilCleanup returns a handler that ignores ctx and blocks until the
+// test ends.
+func blockUntilCleanup(t *testing.T) interceptors.Func {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	return func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
+		<-release
+		return &interceptors.Decision{Kind: interceptors.Deny, Reason: "too late"}, nil
+	}
+}
+
+func payloadOf[T any](t *testing.T, data json.RawMessage) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatalf("payload %s: %v", data, err)
+	}
+	return v
+}
+
+// within fails the test if d exceeds max: interception must never hang.
+func within(t *testing.T, d, max time.Duration, what string) {
+	t.Helper()
+	if d > max {
+		t.Fatalf("%s took %s (bound %s)", what, d, max)
+	}
+}
