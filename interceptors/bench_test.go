@@ -8,7 +8,9 @@ import (
 	"github.com/hookbus/hookbus/interceptors"
 )
 
-func allowHook(context.Context, *interceptors.Request) (*interceptors.Decision, error) { return nil, nil }
+func allowHook(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
+	return nil, nil
+}
 
 func benchEvent(b *testing.B) *events.Event {
 	ev, err := events.New(events.StageToolBefore, events.Meta{Source: "bench", AgentID: "a", SessionID: "s", RunID: "r", Subject: "bash"},
