@@ -42,10 +42,6 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*Outcome, error) {
 	if len(list) == 0 {
 		return out, nil
 	}
-	if len(ev.Data) == 0 && ev.DataRef != "" {
-		return nil, fmt.Errorf("%w: event %s data is stored at %q: fetch it before running interceptors", events.ErrPayload, ev.ID, ev.DataRef)
-	}
-
 	var buf [8]*entry
 	matched, validators := buf[:0], 0
 	for _, e := range list {
@@ -58,6 +54,9 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*Outcome, error) {
 	}
 	if len(matched) == 0 {
 		return out, nil
+	}
+	if len(ev.Data) == 0 && ev.DataRef != "" {
+		return nil, fmt.Errorf("%w: event %s data is stored at %q: fetch it before running interceptors", events.ErrPayload, ev.ID, ev.DataRef)
 	}
 	out.Records = make([]Record, 0, len(matched))
 

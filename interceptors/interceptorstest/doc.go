@@ -11,5 +11,14 @@
 //		}, interceptorstest.Features{PanicKind: events.FailError})
 //	}
 //
+// What the suite asks of an implementation beyond the chain's own rules:
+// the served interceptor gets a Request with the Stage, the Event (its Data
+// as the chain passed it) and a Deadline matching its ctx, no later than the
+// registration's timeout; an error returned by the interceptor, or the value
+// of a panic, reaches the chain with its text; decisions keep every field
+// (data, patch, reason, context, warnings, annotations). Cases run one after
+// another and name their plugins uniquely, so that services of different
+// cases never share a subject.
+//
 // Features names what legitimately differs between implementations.
 package interceptorstest
