@@ -22,6 +22,7 @@ type Bus struct {
 	opts  options
 	log   *slog.Logger
 	acks  *ackTracker
+	codec codec
 }
 
 // New returns a Bus over nc. It does no I/O: call Provision to create the

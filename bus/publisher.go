@@ -92,7 +92,7 @@ func (b *Bus) eventMsg(e *events.Event) (*nats.Msg, error) {
 	if e == nil {
 		return nil, fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
 	}
-	hdr, body, err := events.Encode(e)
+	hdr, body, err := b.codec.encode(e)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (b *Bus) eventMsg(e *events.Event) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	msg := &nats.Msg{Subject: subject, Header: nats.Header(hdr), Data: body}
+	msg := &nats.Msg{Subject: subject, Header: hdr, Data: body}
 	if err := b.checkSize(e, msg); err != nil {
 		return nil, err
 	}

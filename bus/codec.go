@@ -1,0 +1,274 @@
+package bus
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/nats-io/nats.go"
+)
+
+// codec is the bus' fast path for events.Encode and events.Decode: it
+// writes and reads the canonical binary-mode headers directly instead of
+// going through sdk-go's binding (which costs as much as the JetStream
+// publish itself). It is not a second codec: anything it is not sure of
+// (an invalid event, a header it does not know, a structured-mode message,
+// an error of any kind) goes to events.Encode / events.Decode, which give the
+// authoritative result and error. codec_test.go holds its output equal to
+// events' on valid input, and FuzzDecode proves it never accepts what
+// events.Decode rejects.
+type codec struct {
+	// sources caches, per CloudEvent source, whether it survives sdk-go's
+	// URI-reference round trip unchanged (url.Parse then String).
+	sources sync.Map // string -> bool
+}
+
+// plainSource reports whether src is written and read back unchanged.
+func (c *codec) plainSource(src string) bool {
+	if v, ok := c.sources.Load(src); ok {
+		return v.(bool)
+	}
+	u, err := url.Parse(src)
+	ok := err == nil && u.String() == src && strings.TrimSpace(src) != ""
+	c.sources.Store(src, ok)
+	return ok
+}
+
+// valid mirrors events.Event.Validate with the fast JSON check; false means
+// "ask events".
+func (c *codec) valid(e *events.Event) bool {
+	if events.ValidateULID("event", e.ID) != nil || !e.Stage.Valid() || e.Source == "" || e.Time.IsZero() ||
+		e.Step < 0 || e.Step > 1<<31-1 ||
+		events.ValidateID("agent", e.AgentID) != nil ||
+		events.ValidateID("session", e.SessionID) != nil ||
+		events.ValidateID("run", e.RunID) != nil {
+		return false
+	}
+	return e.DataRef != "" || validJSON(e.Data)
+}
+
+// encode returns what events.Encode returns for e, as a nats.Header.
+func (c *codec) encode(e *events.Event) (nats.Header, []byte, error) {
+	if !c.valid(e) || !c.plainSource(e.Source) {
+		h, body, err := events.Encode(e)
+		return nats.Header(h), body, err
+	}
+	h := make(nats.Header, 16)
+	h["ce-specversion"] = []string{"1.0"}
+	h["ce-id"] = []string{e.ID}
+	h["ce-type"] = []string{e.Stage.Type()}
+	h["ce-source"] = []string{pctEncode(e.Source)}
+	h["ce-time"] = []string{e.Time.UTC().Format(time.RFC3339Nano)}
+	if subj := strings.TrimSpace(e.Subject); subj != "" { // sdk-go trims it
+		h["ce-subject"] = []string{pctEncode(subj)}
+	}
+	h[events.HeaderContentType] = []string{events.ContentTypeJSON}
+	h["ce-"+events.ExtAgentID] = []string{pctEncode(e.AgentID)}
+	h["ce-"+events.ExtSessionID] = []string{pctEncode(e.SessionID)}
+	h["ce-"+events.ExtRunID] = []string{pctEncode(e.RunID)}
+	h["ce-"+events.ExtStep] = []string{strconv.Itoa(e.Step)}
+	h["ce-"+events.ExtSeq] = []string{e.SeqString()}
+	if e.Traceparent != "" {
+		h["ce-"+events.ExtTraceparent] = []string{pctEncode(e.Traceparent)}
+	}
+	if e.DataRef != "" {
+		h["ce-"+events.ExtDataRef] = []string{pctEncode(e.DataRef)}
+	}
+	h[events.HeaderMsgID] = []string{e.ID}
+	var body []byte
+	if len(e.Data) > 0 {
+		body = append([]byte(nil), e.Data...)
+	}
+	return h, body, nil
+}
+
+// Header slots the fast decoder knows.
+const (
+	hSpec = iota
+	hID
+	hType
+	hSource
+	hTime
+	hSubject
+	hContentType
+	hAgent
+	hSession
+	hRun
+	hStep
+	hSeq
+	hTrace
+	hDataRef
+	nSlots
+)
+
+func slotOf(key string) int {
+	switch key {
+	case "ce-specversion":
+		return hSpec
+	case "ce-id":
+		return hID
+	case "ce-type":
+		return hType
+	case "ce-source":
+		return hSource
+	case "ce-time":
+		return hTime
+	case "ce-subject":
+		return hSubject
+	case "content-type":
+		return hContentType
+	case "ce-agentid":
+		return hAgent
+	case "ce-sessionid":
+		return hSession
+	case "ce-runid":
+		return hRun
+	case "ce-step":
+		return hStep
+	case "ce-seq":
+		return hSeq
+	case "ce-traceparent":
+		return hTrace
+	case "ce-dataref":
+		return hDataRef
+	}
+	return -1
+}
+
+// decode returns what events.Decode returns for the message.
+func (c *codec) decode(h nats.Header, body []byte) (*events.Event, error) {
+	if e := c.fastDecode(h, body); e != nil {
+		return e, nil
+	}
+	return events.Decode(events.Header(h), body)
+}
+
+// fastDecode reads a canonical binary-mode message, or returns nil.
+func (c *codec) fastDecode(h nats.Header, body []byte) *events.Event {
+	var v [nSlots]string
+	var seen [nSlots]bool
+	for k, vs := range h {
+		if len(vs) == 0 {
+			continue
+		}
+		slot := slotOf(k)
+		if slot < 0 {
+			lk := strings.ToLower(k)
+			if lk == k {
+				if strings.HasPrefix(k, events.HeaderPrefix) {
+					return nil // an attribute or extension this path does not know
+				}
+				continue // Nats-Msg-Id and other non-CloudEvents headers
+			}
+			if slot = slotOf(lk); slot < 0 {
+				if strings.HasPrefix(lk, events.HeaderPrefix) {
+					return nil
+				}
+				continue
+			}
+		}
+		if seen[slot] {
+			return nil // the same header in two cases
+		}
+		seen[slot] = true
+		s, ok := pctDecode(vs[0])
+		if !ok {
+			return nil
+		}
+		v[slot] = s
+	}
+	if v[hSpec] != "1.0" || !seen[hID] || !seen[hSource] || !seen[hTime] || !seen[hAgent] ||
+		!seen[hSession] || !seen[hRun] || !seen[hStep] || !seen[hSeq] ||
+		(seen[hContentType] && v[hContentType] != events.ContentTypeJSON) ||
+		(seen[hSubject] && (v[hSubject] == "" || strings.TrimSpace(v[hSubject]) != v[hSubject])) ||
+		(seen[hTrace] && v[hTrace] == "") || (seen[hDataRef] && v[hDataRef] == "") ||
+		!c.plainSource(v[hSource]) {
+		return nil
+	}
+	stage, err := events.StageFromType(v[hType])
+	if err != nil {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v[hTime])
+	if err != nil {
+		return nil
+	}
+	step, err := strconv.Atoi(v[hStep])
+	if err != nil {
+		return nil
+	}
+	seq, err := strconv.ParseUint(v[hSeq], 10, 64)
+	if err != nil {
+		return nil
+	}
+	e := &events.Event{
+		ID: v[hID], Stage: stage, Source: v[hSource], Time: t, Subject: v[hSubject],
+		AgentID: v[hAgent], SessionID: v[hSession], RunID: v[hRun], Step: step, Seq: seq,
+		Traceparent: v[hTrace], DataRef: v[hDataRef],
+	}
+	if len(body) > 0 {
+		e.Data = append([]byte(nil), body...)
+	}
+	if !c.valid(e) {
+		return nil
+	}
+	return e
+}
+
+// pctEncode escapes header values as the CloudEvents bindings require (and
+// as events.Encode does): bytes outside printable ASCII, space, '"', '%'.
+func pctEncode(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if pctEscape(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; pctEscape(c) {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		} else {
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+func pctEscape(c byte) bool { return c <= 0x20 || c >= 0x7F || c == '"' || c == '%' }
+
+func pctDecode(s string) (string, bool) {
+	if strings.IndexByte(s, '%') < 0 {
+		return s, true
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b = append(b, s[i])
+			continue
+		}
+		if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+			return "", false
+		}
+		b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
+		i += 2
+	}
+	return string(b), true
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}

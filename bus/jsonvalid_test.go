@@ -1,0 +1,50 @@
+package bus
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+var jsonCases = []string{
+	``, ` `, `{}`, `[]`, `{"a":1}`, `{"a":1,}`, `[1,2,]`, `[1 2]`, `{"a" 1}`, `{a:1}`,
+	`"x"`, `"\u00e9\n\"\\\/\b\f\r\t"`, `"\x"`, `"\u12"`, `"\u12G4"`, "\"a\tb\"", "\"\xff\xfe\"",
+	`0`, `-0`, `01`, `-`, `1.`, `1.5`, `.5`, `1e5`, `1E+5`, `1e-`, `1e`, `-1.25e-10`, `+1`,
+	`true`, `tru`, `false`, `null`, `nul`, `nullx`, `[true,false,null]`, ` {"a" : [ 1 , {"b":null} ] } `,
+	`{"a":1}}`, `[[]`, `]`, `{"a":}`, `{"a":1 "b":2}`, `{,}`, `[,]`, "[1]\x00", "\r\n[1]\t",
+	strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
+	strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
+	strings.Repeat(`{"a":`, 10000) + "1" + strings.Repeat("}", 10000),
+	strings.Repeat(`{"a":`, 10001) + "1" + strings.Repeat("}", 10001),
+}
+
+func TestValidJSONMatchesEncodingJSON(t *testing.T) {
+	for _, c := range jsonCases {
+		if got, want := validJSON([]byte(c)), json.Valid([]byte(c)); got != want {
+			t.Errorf("validJSON(%.40q) = %v, json.Valid = %v", c, got, want)
+		}
+	}
+}
+
+func FuzzValidJSON(f *testing.F) {
+	for _, c := range jsonCases {
+		if len(c) < 200 {
+			f.Add([]byte(c))
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := validJSON(b), json.Valid(b); got != want {
+			t.Fatalf("validJSON(%q) = %v, json.Valid = %v", b, got, want)
+		}
+	})
+}
+
+func BenchmarkValidJSON(b *testing.B) {
+	d, _ := json.Marshal(map[string]any{"call": map[string]string{"id": "c1"}, "result": map[string]any{"content": strings.Repeat("x", 1024), "n": 1.5}})
+	b.SetBytes(int64(len(d)))
+	for b.Loop() {
+		if !validJSON(d) {
+			b.Fatal("invalid")
+		}
+	}
+}
