@@ -1,11 +1,7 @@
 package interceptors
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"time"
 
 	"github.com/hookbus/hookbus/events"
@@ -68,18 +64,4 @@ func (p *pending) wait() result {
 	r := p.res
 	r.latency = time.Since(p.start)
 	return r
-}
-
-// decodeStrict decodes data into v, rejecting unknown fields and trailing
-// data.
-func decodeStrict(data []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return err
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return errors.New("trailing data after the JSON value")
-	}
-	return nil
 }

@@ -246,14 +246,16 @@ func checkReply(reg *Registration, res result, data json.RawMessage) (*Decision,
 	return dec, next, nil
 }
 
-// checkPayload makes sure a modified payload still is the stage's payload:
-// a misspelt field or a wrong type is a bad reply, not a silent no-op.
+// checkPayload makes sure a modified payload still decodes as the stage's
+// payload (a wrong type is a bad reply). Unknown fields pass: readers ignore
+// them (docs/PROTOCOL.md), so a plugin built against a newer payload with an
+// added field still works; the audit patch shows what it added.
 func checkPayload(stage events.Stage, data json.RawMessage) error {
 	p, err := events.PayloadFor(stage)
 	if err != nil {
 		return err
 	}
-	if err := decodeStrict(data, p); err != nil {
+	if err := json.Unmarshal(data, p); err != nil {
 		return fmt.Errorf("%w: modified payload is not a %s payload: %v", ErrBadReply, stage, err)
 	}
 	return nil

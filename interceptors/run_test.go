@@ -68,23 +68,28 @@ func TestRunDataNotFetched(t *testing.T) {
 	}
 }
 
-// TestModifyMustKeepPayloadShape: a modification that is no longer the
-// stage's payload is a bad reply, not a silent no-op.
+// TestModifyMustKeepPayloadShape: a modification that no longer decodes as
+// the stage's payload is a bad reply; an added field is not (readers ignore
+// unknown fields), and the audit patch shows it.
 func TestModifyMustKeepPayloadShape(t *testing.T) {
 	ev := newEvent(t, events.StageToolBefore, "bash", events.ToolBefore{Call: events.ToolCall{ID: "1", Name: "bash"}})
 	for name, d := range map[string]*Decision{
-		"unknown field": {Kind: Modify, Data: json.RawMessage(`{"cal":{"id":"1"}}`)},
-		"wrong type":    {Kind: Modify, Data: json.RawMessage(`{"call":{"id":1}}`)},
-		"patched typo":  {Kind: Modify, Patch: []PatchOp{{Op: "add", Path: "/call/nam", Value: json.RawMessage(`"x"`)}}},
-		"invalid json":  {Kind: Modify, Data: json.RawMessage(`{"call":`)},
-		"trailing data": {Kind: Modify, Data: json.RawMessage(`{"call":{}} {}`)},
+		"wrong type":         {Kind: Modify, Data: json.RawMessage(`{"call":{"id":1}}`)},
+		"patched wrong type": {Kind: Modify, Patch: []PatchOp{{Op: "replace", Path: "/call", Value: json.RawMessage(`"x"`)}}},
+		"invalid json":       {Kind: Modify, Data: json.RawMessage(`{"call":`)},
+		"trailing data":      {Kind: Modify, Data: json.RawMessage(`{"call":{}} {}`)},
 	} {
 		out := runOne(t, Registration{Plugin: "m", Stage: events.StageToolBefore}, decide(d, nil), ev)
 		if out.Decision != Allow || out.Records[0].Failure == nil || out.Records[0].Failure.Kind != events.FailBadReply {
 			t.Errorf("%s: %s, record %+v", name, out.Decision, out.Records[0])
 		}
 	}
-	out := runOne(t, Registration{Plugin: "m", Stage: events.StageToolBefore}, decide(&Decision{Kind: Modify, Patch: []PatchOp{}}, nil), ev)
+	added := &Decision{Kind: Modify, Patch: []PatchOp{{Op: "add", Path: "/call/future", Value: json.RawMessage(`1`)}}}
+	out := runOne(t, Registration{Plugin: "m", Stage: events.StageToolBefore}, decide(added, nil), ev)
+	if out.Decision != Modify || out.Records[0].Failure != nil || !strings.Contains(string(out.Data), `"future":1`) {
+		t.Errorf("added field: %+v", out.Records[0])
+	}
+	out = runOne(t, Registration{Plugin: "m", Stage: events.StageToolBefore}, decide(&Decision{Kind: Modify, Patch: []PatchOp{}}, nil), ev)
 	if out.Decision != Modify || out.Records[0].Failure != nil || string(out.Data) != string(ev.Data) {
 		t.Errorf("empty patch: %+v", out)
 	}

@@ -2,8 +2,10 @@ package interceptors
 
 // Trust says which plugins were granted privileged_hooks, the permission to
 // intercept the privileged stages (context.assembled, model.responded).
-// Chain.Register consults it; the bus implements it over the hookbus_trust
-// KV bucket. Implementations must be safe for concurrent use.
+// Chain.Register consults it, once: revoking a grant does not remove the
+// plugin's existing registrations (whoever revokes unregisters them). The
+// bus implements it over the hookbus_trust KV bucket. Implementations must
+// be safe for concurrent use.
 type Trust interface {
 	Privileged(plugin string) bool
 }

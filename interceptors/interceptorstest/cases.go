@@ -565,9 +565,9 @@ func testBadReplyValidatingModify(h *harness) {
 
 func testBadReplyPatch(h *harness) {
 	c := h.chain()
-	h.register(c, interceptors.Registration{Plugin: "typo", Stage: tb}, func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
+	h.register(c, interceptors.Registration{Plugin: "mistyped", Stage: tb}, func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
 		return &interceptors.Decision{Kind: interceptors.Modify, Patch: []interceptors.PatchOp{
-			{Op: "add", Path: "/call/argumnets", Value: json.RawMessage(`{}`)}, // misspelt field
+			{Op: "replace", Path: "/call/name", Value: json.RawMessage(`42`)}, // a tool name is a string
 		}}, nil
 	})
 	h.register(c, interceptors.Registration{Plugin: "missing", Stage: tb}, func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
