@@ -39,13 +39,17 @@ func (c *Chain) start(ctx context.Context, e *entry, ev *events.Event) *pending 
 }
 
 func (p *pending) call() {
-	defer close(p.done)
+	returned := false
 	defer func() {
 		if v := recover(); v != nil {
 			p.res = result{err: recovered(v)}
+		} else if !returned {
+			p.res = result{err: recovered("runtime.Goexit")} // e.g. t.FailNow in a handler
 		}
+		close(p.done)
 	}()
 	p.res.dec, p.res.err = p.e.ic.Intercept(p.ctx, &p.req)
+	returned = true
 }
 
 // wait returns the call's result, or a timeout error when its deadline (or

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -235,6 +236,16 @@ func TestValidatorFailClosed(t *testing.T) {
 	}
 	if out.Records[1].Decision != Deny {
 		t.Fatalf("second validator not recorded: %+v", out.Records[1])
+	}
+}
+
+func TestGoexitIsAFailure(t *testing.T) {
+	out := runOne(t, Registration{Plugin: "quits", Stage: events.StageIntake}, Func(func(context.Context, *Request) (*Decision, error) {
+		runtime.Goexit()
+		return nil, nil
+	}), intakeEvent(t, "hi"))
+	if f := out.Records[0].Failure; f == nil || f.Kind != events.FailPanic || !strings.Contains(f.Err.Error(), "Goexit") {
+		t.Fatalf("record %+v", out.Records[0])
 	}
 }
 
