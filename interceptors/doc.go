@@ -31,7 +31,8 @@
 // most 30s), enforced even when the interceptor ignores its ctx. A timeout,
 // error, panic, bad reply or (for remote interceptors) no responders is a
 // failure: policy ignore records it and goes on, policy fail denies the
-// event. context.assembled and model.responded accept only built-in
+// event (or stops the run on step.started, tool.after and stop, which
+// accept no deny). context.assembled and model.responded accept only built-in
 // interceptors and plugins the chain's Trust grants privileged_hooks.
 //
 // A decision's JSON form is the wire reply of remote interceptors; see

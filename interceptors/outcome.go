@@ -13,10 +13,10 @@ type Outcome struct {
 	Stage   events.Stage
 	EventID string
 	// Decision is the final decision: the one that ended the chain (deny,
-	// mock, stop, ask, continue), deny when a validating interceptor denied
-	// or an interceptor with policy fail failed, else modify when any
-	// interceptor changed the payload, else allow. It is always one of
-	// StageKinds(Stage).
+	// mock, stop, ask, continue), deny when a validating interceptor denied,
+	// deny (stop where the stage accepts no deny) when an interceptor with
+	// policy fail failed, else modify when any interceptor changed the
+	// payload, else allow. It is always one of StageKinds(Stage).
 	Decision Kind
 	// Data is the payload as the interceptors left it (the input's when
 	// none modified it).
