@@ -116,7 +116,7 @@ const ReasonFailed = "failed"
 // A run that ends with run.completed returns a nil error, whatever the
 // reason (done, denied, stopped, ...). A model failure or a failure to
 // publish ends the run with run.failed and returns the error.
-func (e *Engine) Run(ctx context.Context, req *events.RunRequest) (*Result, error) {
+func (e *Engine) Run(ctx context.Context, req *events.RunRequest, opts ...RunOption) (*Result, error) {
 	rq := *req
 	if rq.RunID == "" {
 		rq.RunID = events.NewID()
@@ -127,7 +127,10 @@ func (e *Engine) Run(ctx context.Context, req *events.RunRequest) (*Result, erro
 	if err := rq.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
-	r := &run{eng: e, req: &rq, maxSteps: e.cfg.MaxSteps}
+	r := &run{eng: e, req: &rq, maxSteps: e.cfg.MaxSteps, hooks: e.cfg.Hooks}
+	for _, o := range opts {
+		o(r)
+	}
 	if rq.MaxSteps > 0 {
 		r.maxSteps = rq.MaxSteps
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
 )
 
 func nowUTC() time.Time { return time.Now().UTC() }
@@ -18,6 +19,7 @@ type run struct {
 	req      *events.RunRequest
 	maxSteps int
 
+	hooks     Interception
 	seq       uint64
 	step      int
 	events    int
@@ -103,7 +105,7 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 		if err := r.publish(ctx, ev, false); err != nil {
 			return nil, err
 		}
-		if v.kind == "deny" || v.kind == "stop" {
+		if v.kind == interceptors.Deny || v.kind == interceptors.Stop {
 			return nil, &errEnd{events.ReasonRejected, v.describe()}
 		}
 	}
@@ -154,7 +156,7 @@ func (r *run) doStep(ctx context.Context) (*Result, error) {
 	if err := r.publish(ctx, ev, false); err != nil {
 		return nil, err
 	}
-	if v.kind == "stop" {
+	if v.kind == interceptors.Stop {
 		return nil, &errEnd{events.ReasonStopped, v.describe()}
 	}
 
@@ -242,7 +244,7 @@ func (r *run) afterModel(ctx context.Context, calls []events.ToolCall, total int
 	if err != nil {
 		return nil, err
 	}
-	if v.kind == "continue" && r.continues < r.eng.cfg.MaxContinues {
+	if v.kind == interceptors.Continue && r.continues < r.eng.cfg.MaxContinues {
 		msg := v.context
 		if msg == "" {
 			msg = v.reason
@@ -257,7 +259,7 @@ func (r *run) afterModel(ctx context.Context, calls []events.ToolCall, total int
 	if err := r.publish(ctx, ev, false); err != nil {
 		return nil, err
 	}
-	if v.kind == "stop" {
+	if v.kind == interceptors.Stop {
 		return nil, &errEnd{events.ReasonStopped, v.describe()}
 	}
 	return r.finish(ctx, events.ReasonDone, "")
@@ -284,9 +286,9 @@ func (r *run) callTool(ctx context.Context, call events.ToolCall) error {
 	}
 	var result events.ToolResult
 	switch v.kind {
-	case "stop":
+	case interceptors.Stop:
 		return &errEnd{events.ReasonStopped, v.describe()}
-	case "deny", "ask":
+	case interceptors.Deny:
 		result = events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "denied: " + v.describe()}
 		after := events.ToolAfter{Call: call, Result: result}
 		if _, err := r.emit(ctx, events.StageToolAfter, after, call.Name, false); err != nil {
@@ -294,7 +296,7 @@ func (r *run) callTool(ctx context.Context, call events.ToolCall) error {
 		}
 		r.messages = append(r.messages, toolMessage(&after))
 		return nil
-	case "mock":
+	case interceptors.Mock:
 		result = *v.mock
 		result.CallID, result.Name, result.Mocked = call.ID, call.Name, true
 	default:
@@ -324,7 +326,7 @@ func (r *run) callTool(ctx context.Context, call events.ToolCall) error {
 		return err
 	}
 	r.messages = append(r.messages, toolMessage(&ta))
-	if v.kind == "stop" {
+	if v.kind == interceptors.Stop {
 		return &errEnd{events.ReasonStopped, v.describe()}
 	}
 	return nil
@@ -414,9 +416,9 @@ func resultOf(req *events.RunRequest, term *events.Event, n int) *Result {
 
 func endOf(v verdict) *errEnd {
 	switch v.kind {
-	case "deny", "ask":
+	case interceptors.Deny:
 		return &errEnd{events.ReasonDenied, v.describe()}
-	case "stop":
+	case interceptors.Stop:
 		return &errEnd{events.ReasonStopped, v.describe()}
 	}
 	return nil
@@ -425,7 +427,7 @@ func endOf(v verdict) *errEnd {
 func (v verdict) describe() string {
 	s := v.reason
 	if s == "" {
-		s = v.kind
+		s = string(v.kind)
 	}
 	if v.plugin != "" {
 		s = v.plugin + ": " + s
