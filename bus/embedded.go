@@ -61,6 +61,11 @@ type Embedded struct {
 // (no store dir, bad Listen), ErrAddrInUse (the listen address is taken),
 // ErrStoreLocked (another server holds the store), ErrServerStart.
 func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
+	return startEmbedded(ctx, cfg, nil)
+}
+
+// startEmbedded runs check, if any, once the store is locked.
+func startEmbedded(ctx context.Context, cfg EmbeddedConfig, check func() error) (*Embedded, error) {
 	if cfg.StoreDir == "" {
 		return nil, invalid("embedded server: empty store directory")
 	}
@@ -83,6 +88,12 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	lock, err := lockStore(cfg.StoreDir)
 	if err != nil {
 		return nil, err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			unlockStore(lock)
+			return nil, err
+		}
 	}
 	name := cfg.ServerName
 	if name == "" {
@@ -137,15 +148,24 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 // ErrStoreLocked when a running server holds it, or what StartEmbedded
 // returns.
 func OpenStore(ctx context.Context, dir string) (*Embedded, error) {
-	js := filepath.Join(dir, "jetstream")
-	entries, err := os.ReadDir(js)
-	if err != nil || len(entries) == 0 {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		if err == nil {
+			err = errors.New("not a directory")
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrNoStore, dir, err)
+	}
+	hasData := func() error {
+		js := filepath.Join(dir, "jetstream")
+		entries, err := os.ReadDir(js)
+		if err == nil && len(entries) == 0 {
 			err = errors.New("empty")
 		}
-		return nil, fmt.Errorf("%w: %s: %w", ErrNoStore, js, err)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrNoStore, js, err)
+		}
+		return nil
 	}
-	return StartEmbedded(ctx, EmbeddedConfig{StoreDir: dir, ServerName: "hookbus-offline"})
+	return startEmbedded(ctx, EmbeddedConfig{StoreDir: dir, ServerName: "hookbus-offline"}, hasData)
 }
 
 func splitListen(listen string) (string, int, error) {

@@ -1,0 +1,398 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults of ObserveConfig.
+const (
+	DefaultMaxAckPending = 256
+	DefaultMaxDeliver    = 5
+	DefaultAckWait       = 30 * time.Second
+)
+
+// DefaultBackoff returns the delays before a failed event is delivered
+// again: 1s, 5s, then 30s (see ObserveConfig.Backoff).
+func DefaultBackoff() []time.Duration {
+	return []time.Duration{time.Second, 5 * time.Second, 30 * time.Second}
+}
+
+// Headers added to a dead letter, besides the original message's headers.
+const (
+	HeaderDLQConsumer   = "Hookbus-Dlq-Consumer"   // the observer's durable name
+	HeaderDLQError      = "Hookbus-Dlq-Error"      // the handler's last error
+	HeaderDLQDeliveries = "Hookbus-Dlq-Deliveries" // how many times it was delivered
+	HeaderDLQStream     = "Hookbus-Dlq-Stream"     // the stream of the original
+	HeaderDLQSequence   = "Hookbus-Dlq-Sequence"   // its stream sequence
+	HeaderDLQSubject    = "Hookbus-Dlq-Subject"    // its subject
+)
+
+// EventHandler handles one event. A nil error acknowledges it; an error
+// has it delivered again after a back-off, and dead-lettered once the
+// deliveries are used up. A panic counts as an error.
+type EventHandler func(ctx context.Context, e *events.Event) error
+
+// ObserveConfig configures a durable observer of the events stream.
+type ObserveConfig struct {
+	// Durable names the consumer (required; a valid id, no '/' or '\').
+	// Observers with the same name share the work and the acked position: a
+	// restarted observer continues where the last one stopped.
+	Durable string
+	// Agent and Session narrow the events (empty matches any).
+	Agent, Session string
+	// Stages narrows the events to these stages (empty means every stage).
+	Stages []events.Stage
+	// MaxAckPending bounds the events delivered and not yet acknowledged
+	// (default 256).
+	MaxAckPending int
+	// MaxDeliver is how many times an event is delivered before it is dead-
+	// lettered (default 5; -1 retries forever).
+	MaxDeliver int
+	// Backoff is the delay before redelivering a failed event: Backoff[n-1]
+	// after the n-th failed delivery, the last value repeating (default
+	// DefaultBackoff(); an empty non-nil slice redelivers at once).
+	Backoff []time.Duration
+	// AckWait is how long a delivered event may stay unacknowledged (a hung
+	// or crashed observer) before it is delivered again (default 30s).
+	AckWait time.Duration
+	// NoDeadLetter drops (terminates) an event whose deliveries are used up
+	// instead of writing it to <prefix>.dlq.<durable>.
+	NoDeadLetter bool
+	// DeliverPolicy says where a new durable starts (default all events;
+	// DeliverByStartTimePolicy when StartTime is set). An existing durable
+	// keeps its position.
+	DeliverPolicy jetstream.DeliverPolicy
+	// StartTime is where a new durable starts, with DeliverByStartTimePolicy.
+	StartTime time.Time
+}
+
+// ObserverStats counts what an observer did since it started.
+type ObserverStats struct {
+	Delivered    uint64 // messages received, redeliveries included
+	Acked        uint64 // events handled and acknowledged
+	Naked        uint64 // failed deliveries to be retried
+	DeadLettered uint64 // events written to the dead-letter subject
+	Malformed    uint64 // messages that are not hookbus events (terminated)
+}
+
+// Observer is a running durable consumer of events. Stop, Drain or the
+// cancellation of Observe's ctx ends it; Closed tells when it has ended.
+type Observer struct {
+	b       *Bus
+	cfg     ObserveConfig
+	handler EventHandler
+	dlq     string
+	ctx     context.Context // cancelled by Stop, given to the handler
+	cancel  context.CancelFunc
+	cc      jetstream.ConsumeContext
+	mu      sync.Mutex // held while an event is handled
+	closed  chan struct{}
+
+	delivered, acked, naked, deadLettered, malformed atomic.Uint64
+}
+
+func validDurable(kind, name string) error {
+	if err := events.ValidateID(kind, name); err != nil {
+		return invalid("%v", err)
+	}
+	if strings.ContainsAny(name, `/\`) {
+		return invalid("%s %q contains a path separator", kind, name)
+	}
+	return nil
+}
+
+// filterSubjects returns the event subject filters of agent, session and
+// stages (each validated).
+func (b *Bus) filterSubjects(agent, session string, stages []events.Stage) ([]string, error) {
+	if len(stages) == 0 {
+		f, err := b.subj.EventFilter(agent, session, "")
+		if err != nil {
+			return nil, err
+		}
+		return []string{f}, nil
+	}
+	out := make([]string, 0, len(stages))
+	seen := make(map[events.Stage]bool, len(stages))
+	for _, st := range stages {
+		if st == "" || seen[st] {
+			continue
+		}
+		seen[st] = true
+		f, err := b.subj.EventFilter(agent, session, st)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// Observe starts a durable pull consumer on the events stream that calls
+// handler for each event, one at a time, in stream order (redeliveries
+// aside). The consumer is created, or updated when it exists with another
+// filter or limits. handler's nil error acknowledges the event (the ack is
+// confirmed by the server before the next event is handled); an error or a
+// panic naks it with the back-off of its delivery count; after MaxDeliver
+// failed deliveries the original message is written to
+// <prefix>.dlq.<durable>, with the Hookbus-Dlq-* headers, and terminated.
+// A message that is not a hookbus event is logged, counted as malformed and
+// terminated. Cancelling ctx stops the observer.
+//
+// It returns an error wrapping ErrInvalidOption for a bad config,
+// events.ErrInvalidID or events.ErrUnknownStage for a bad filter, or
+// ErrConsumer when JetStream refuses the consumer.
+func (b *Bus) Observe(ctx context.Context, cfg ObserveConfig, handler EventHandler) (*Observer, error) {
+	if handler == nil {
+		return nil, invalid("nil handler")
+	}
+	if err := validDurable("durable", cfg.Durable); err != nil {
+		return nil, err
+	}
+	if cfg.MaxAckPending == 0 {
+		cfg.MaxAckPending = DefaultMaxAckPending
+	}
+	if cfg.MaxDeliver == 0 {
+		cfg.MaxDeliver = DefaultMaxDeliver
+	}
+	if cfg.AckWait == 0 {
+		cfg.AckWait = DefaultAckWait
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = DefaultBackoff()
+	}
+	switch {
+	case cfg.MaxAckPending < 0:
+		return nil, invalid("max ack pending %d is negative", cfg.MaxAckPending)
+	case cfg.MaxDeliver < -1:
+		return nil, invalid("max deliver %d (want -1 or > 0)", cfg.MaxDeliver)
+	case cfg.AckWait < time.Second/10:
+		return nil, invalid("ack wait %v (want >= 100ms)", cfg.AckWait)
+	}
+	for _, d := range cfg.Backoff {
+		if d < 0 {
+			return nil, invalid("negative back-off %v", d)
+		}
+	}
+	filters, err := b.filterSubjects(cfg.Agent, cfg.Session, cfg.Stages)
+	if err != nil {
+		return nil, err
+	}
+	dlq, err := b.subj.DeadLetter(cfg.Durable)
+	if err != nil {
+		return nil, invalid("%v", err)
+	}
+	cc := jetstream.ConsumerConfig{
+		Durable:       cfg.Durable,
+		Description:   "hookbus observer",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxAckPending: cfg.MaxAckPending,
+		MaxDeliver:    cfg.MaxDeliver,
+		DeliverPolicy: cfg.DeliverPolicy,
+	}
+	if !cfg.StartTime.IsZero() {
+		if cc.DeliverPolicy == jetstream.DeliverAllPolicy {
+			cc.DeliverPolicy = jetstream.DeliverByStartTimePolicy
+		}
+		start := cfg.StartTime
+		cc.OptStartTime = &start
+	}
+	setFilters(&cc, filters)
+
+	rctx, cancel := b.withTimeout(ctx)
+	cons, err := b.js.CreateOrUpdateConsumer(rctx, b.names.Events, cc)
+	err = ctxErr(rctx, err)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("%w: observer %s: %w", ErrConsumer, cfg.Durable, err)
+	}
+	o := &Observer{b: b, cfg: cfg, handler: handler, dlq: dlq, closed: make(chan struct{})}
+	o.ctx, o.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	o.cc, err = cons.Consume(o.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		b.log.Warn("hookbus: observer consume error", "durable", cfg.Durable, "error", err)
+	}))
+	if err != nil {
+		o.cancel()
+		return nil, fmt.Errorf("%w: observer %s: %w", ErrConsumer, cfg.Durable, err)
+	}
+	go o.watch(ctx)
+	b.log.Debug("hookbus: observer started", "durable", cfg.Durable, "filters", filters)
+	return o, nil
+}
+
+func setFilters(cc *jetstream.ConsumerConfig, filters []string) {
+	if len(filters) == 1 {
+		cc.FilterSubject = filters[0]
+	} else {
+		cc.FilterSubjects = filters
+	}
+}
+
+// watch stops the observer with ctx and closes o.closed once consumption
+// has ended and no handler runs.
+func (o *Observer) watch(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		o.Stop()
+	case <-o.cc.Closed():
+	}
+	<-o.cc.Closed()
+	o.mu.Lock() // wait for a running handler
+	o.cancel()
+	close(o.closed)
+	o.mu.Unlock()
+}
+
+// Stop ends the observer at once: no more events are handled and the
+// running handler's ctx is cancelled. Events delivered and not acknowledged
+// are delivered again after AckWait (to this durable's next observer).
+func (o *Observer) Stop() {
+	o.cancel()
+	o.cc.Stop()
+}
+
+// Drain ends the observer after the events already received are handled.
+func (o *Observer) Drain() { o.cc.Drain() }
+
+// Closed is closed once the observer has ended and its last handler call
+// has returned.
+func (o *Observer) Closed() <-chan struct{} { return o.closed }
+
+// Durable returns the consumer's name.
+func (o *Observer) Durable() string { return o.cfg.Durable }
+
+// Stats returns the observer's counters.
+func (o *Observer) Stats() ObserverStats {
+	return ObserverStats{
+		Delivered: o.delivered.Load(), Acked: o.acked.Load(), Naked: o.naked.Load(),
+		DeadLettered: o.deadLettered.Load(), Malformed: o.malformed.Load(),
+	}
+}
+
+func (o *Observer) handle(m jetstream.Msg) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ctx.Err() != nil {
+		return // stopped: leave it to redelivery
+	}
+	o.delivered.Add(1)
+	log := o.b.log
+	meta, err := m.Metadata()
+	if err != nil {
+		log.Warn("hookbus: observer got a message without JetStream metadata", "durable", o.cfg.Durable, "subject", m.Subject(), "error", err)
+		return
+	}
+	e, err := o.b.codec.decode(m.Headers(), m.Data())
+	if err != nil {
+		o.malformed.Add(1)
+		log.Warn("hookbus: malformed event skipped", "durable", o.cfg.Durable, "subject", m.Subject(),
+			"stream_seq", meta.Sequence.Stream, "reason", err)
+		if err := m.TermWithReason("malformed: " + oneLine(err.Error(), 200)); err != nil {
+			log.Warn("hookbus: term failed", "durable", o.cfg.Durable, "error", err)
+		}
+		return
+	}
+	herr := o.call(e)
+	if herr == nil {
+		// Handled: ack even if Stop came meanwhile.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(o.ctx), o.b.opts.timeout)
+		err := m.DoubleAck(actx)
+		cancel()
+		if err != nil {
+			log.Warn("hookbus: ack failed; the event will be delivered again", "durable", o.cfg.Durable, "id", e.ID, "error", err)
+			return
+		}
+		o.acked.Add(1)
+		return
+	}
+	if o.cfg.MaxDeliver > 0 && meta.NumDelivered >= uint64(o.cfg.MaxDeliver) {
+		o.giveUp(m, meta, e, herr)
+		return
+	}
+	o.naked.Add(1)
+	delay := time.Duration(0)
+	if n := len(o.cfg.Backoff); n > 0 {
+		delay = o.cfg.Backoff[min(int(meta.NumDelivered), n)-1]
+	}
+	log.Debug("hookbus: handler failed; event naked", "durable", o.cfg.Durable, "id", e.ID,
+		"delivery", meta.NumDelivered, "retry_in", delay, "error", herr)
+	if err := m.NakWithDelay(delay); err != nil {
+		log.Warn("hookbus: nak failed", "durable", o.cfg.Durable, "id", e.ID, "error", err)
+	}
+}
+
+// call runs the handler, turning a panic into an error.
+func (o *Observer) call(e *events.Event) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panic: %v", r)
+		}
+	}()
+	return o.handler(o.ctx, e)
+}
+
+// giveUp dead-letters (unless disabled) and terminates an event whose
+// deliveries are used up.
+func (o *Observer) giveUp(m jetstream.Msg, meta *jetstream.MsgMetadata, e *events.Event, herr error) {
+	log := o.b.log
+	if !o.cfg.NoDeadLetter {
+		if err := o.deadLetter(m, meta, herr); err != nil {
+			// Not terminated: the event stays in the events stream and the
+			// error is loud. Nothing acknowledged is lost.
+			log.Error("hookbus: dead letter failed", "durable", o.cfg.Durable, "id", e.ID, "error", err, "handler_error", herr)
+			return
+		}
+		o.deadLettered.Add(1)
+		log.Warn("hookbus: event dead-lettered", "durable", o.cfg.Durable, "id", e.ID, "subject", o.dlq,
+			"deliveries", meta.NumDelivered, "error", herr)
+	} else {
+		log.Warn("hookbus: event dropped after its last delivery", "durable", o.cfg.Durable, "id", e.ID,
+			"deliveries", meta.NumDelivered, "error", herr)
+	}
+	if err := m.TermWithReason("max deliveries: " + oneLine(herr.Error(), 200)); err != nil {
+		log.Warn("hookbus: term failed", "durable", o.cfg.Durable, "id", e.ID, "error", err)
+	}
+}
+
+func (o *Observer) deadLetter(m jetstream.Msg, meta *jetstream.MsgMetadata, herr error) error {
+	h := make(nats.Header, len(m.Headers())+8)
+	for k, v := range m.Headers() {
+		h[k] = append([]string(nil), v...)
+	}
+	h.Set(HeaderDLQConsumer, o.cfg.Durable)
+	h.Set(HeaderDLQError, oneLine(herr.Error(), 1024))
+	h.Set(HeaderDLQDeliveries, strconv.FormatUint(meta.NumDelivered, 10))
+	h.Set(HeaderDLQStream, meta.Stream)
+	h.Set(HeaderDLQSequence, strconv.FormatUint(meta.Sequence.Stream, 10))
+	h.Set(HeaderDLQSubject, m.Subject())
+	// One dead letter per consumer and stream message, even if retried.
+	h.Set(jetstream.MsgIDHeader, "dlq."+o.cfg.Durable+"."+meta.Stream+"."+strconv.FormatUint(meta.Sequence.Stream, 10))
+	ctx, cancel := context.WithTimeout(o.ctx, o.b.opts.timeout)
+	defer cancel()
+	_, err := o.b.js.PublishMsg(ctx, &nats.Msg{Subject: o.dlq, Header: h, Data: m.Data()})
+	return err
+}
+
+// oneLine makes s fit in a header value: no line breaks, at most n bytes.
+func oneLine(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > n {
+		s = s[:n]
+	}
+	return s
+}

@@ -1,0 +1,259 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Filter selects events for Replay and Tail. Zero fields match everything.
+type Filter struct {
+	Agent   string
+	Session string
+	// Run keeps the events of one run (matched on the decoded runid, which
+	// is not part of the subject).
+	Run    string
+	Stages []events.Stage
+	// Since and Until bound the time the events were stored, inclusive.
+	Since, Until time.Time
+}
+
+// ReplayStats counts what a replay read.
+type ReplayStats struct {
+	Events    int // events given to fn
+	Malformed int // messages that are not hookbus events, skipped
+	Filtered  int // events read but not matching the filter (Run, Until)
+}
+
+func (b *Bus) replayFilters(f Filter) ([]string, error) {
+	if f.Run != "" {
+		if err := events.ValidateID("run", f.Run); err != nil {
+			return nil, err
+		}
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && f.Until.Before(f.Since) {
+		return nil, invalid("filter until %v is before since %v", f.Until, f.Since)
+	}
+	return b.filterSubjects(f.Agent, f.Session, f.Stages)
+}
+
+// lastSeq returns the stream sequence of the last event matching filters
+// (and stored at or after since), or false when there is none.
+func (b *Bus) lastSeq(ctx context.Context, filters []string, since time.Time) (uint64, bool, error) {
+	ctx, cancel := b.withTimeout(ctx)
+	defer cancel()
+	s, err := b.js.Stream(ctx, b.names.Events)
+	if err != nil {
+		return 0, false, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, ctxErr(ctx, err))
+	}
+	var last uint64
+	for _, f := range filters {
+		m, err := s.GetLastMsgForSubject(ctx, f)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("%w: last event of %s: %w", ErrConsumer, f, ctxErr(ctx, err))
+		}
+		if m.Time.Before(since) {
+			continue
+		}
+		last = max(last, m.Sequence)
+	}
+	return last, last > 0, nil
+}
+
+// reader is an ordered consumer over the events stream.
+type reader struct {
+	it jetstream.MessagesContext
+}
+
+func (b *Bus) newReader(ctx context.Context, filters []string, policy jetstream.DeliverPolicy, since time.Time) (*reader, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: policy}
+	if !since.IsZero() {
+		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
+		cfg.OptStartTime = &since
+	}
+	rctx, cancel := b.withTimeout(ctx)
+	defer cancel()
+	cons, err := b.js.OrderedConsumer(rctx, b.names.Events, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: ordered consumer: %w", ErrConsumer, ctxErr(rctx, err))
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, fmt.Errorf("%w: ordered consumer: %w", ErrConsumer, err)
+	}
+	return &reader{it: it}, nil
+}
+
+func (r *reader) next(ctx context.Context) (jetstream.Msg, *jetstream.MsgMetadata, error) {
+	m, err := r.it.Next(jetstream.NextContext(ctx))
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, nil, cerr
+		}
+		return nil, nil, fmt.Errorf("%w: %w", ErrConsumer, err)
+	}
+	meta, err := m.Metadata()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrConsumer, err)
+	}
+	return m, meta, nil
+}
+
+func (r *reader) stop() { r.it.Stop() }
+
+// decode decodes m, counting and logging a malformed message (nil event).
+func (b *Bus) decodeMsg(m jetstream.Msg, meta *jetstream.MsgMetadata, malformed *int) *events.Event {
+	e, err := b.codec.decode(m.Headers(), m.Data())
+	if err != nil {
+		*malformed++
+		b.log.Warn("hookbus: malformed event skipped", "subject", m.Subject(), "stream_seq", meta.Sequence.Stream, "reason", err)
+		return nil
+	}
+	return e
+}
+
+// Replay calls fn for every event matching f that is in the stream when
+// Replay starts, in stream order, and returns; events stored meanwhile are
+// not waited for. An empty stream or no match returns at once. Messages that
+// are not hookbus events are skipped, counted and logged. fn's error stops
+// the replay and is returned as is.
+//
+// It returns an error wrapping events.ErrInvalidID, events.ErrUnknownStage
+// or ErrInvalidOption for a bad filter, ErrConsumer when the stream cannot
+// be read, or ctx's error.
+func (b *Bus) Replay(ctx context.Context, f Filter, fn func(*events.Event) error) (ReplayStats, error) {
+	var st ReplayStats
+	filters, err := b.replayFilters(f)
+	if err != nil {
+		return st, err
+	}
+	last, ok, err := b.lastSeq(ctx, filters, f.Since)
+	if err != nil || !ok {
+		return st, err
+	}
+	r, err := b.newReader(ctx, filters, jetstream.DeliverAllPolicy, f.Since)
+	if err != nil {
+		return st, err
+	}
+	defer r.stop()
+	for {
+		m, meta, err := r.next(ctx)
+		if err != nil {
+			return st, err
+		}
+		if !f.Until.IsZero() && meta.Timestamp.After(f.Until) {
+			return st, nil // stream order is storage-time order
+		}
+		if e := b.decodeMsg(m, meta, &st.Malformed); e != nil {
+			if f.Run != "" && e.RunID != f.Run {
+				st.Filtered++
+			} else {
+				st.Events++
+				if err := fn(e); err != nil {
+					return st, err
+				}
+			}
+		}
+		if meta.Sequence.Stream >= last || meta.NumPending == 0 {
+			return st, nil
+		}
+	}
+}
+
+// Tail calls fn for every event matching f stored from now on (from
+// f.Since when set), in stream order, until ctx is done, then returns nil.
+// With f.Until set it returns nil at the first event stored after it.
+// Malformed messages are skipped and logged. fn's error stops the tail and
+// is returned as is; otherwise errors are those of Replay.
+func (b *Bus) Tail(ctx context.Context, f Filter, fn func(*events.Event) error) error {
+	filters, err := b.replayFilters(f)
+	if err != nil {
+		return err
+	}
+	r, err := b.newReader(ctx, filters, jetstream.DeliverNewPolicy, f.Since)
+	if err != nil {
+		return err
+	}
+	defer r.stop()
+	var malformed int
+	for {
+		m, meta, err := r.next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if !f.Until.IsZero() && meta.Timestamp.After(f.Until) {
+			return nil
+		}
+		e := b.decodeMsg(m, meta, &malformed)
+		if e == nil || f.Run != "" && e.RunID != f.Run {
+			continue
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+}
+
+// SessionEvents returns every event of a session, in stream order (the
+// loop rebuilds a session from them). Malformed messages are skipped and
+// logged. Errors are those of Replay.
+func (b *Bus) SessionEvents(ctx context.Context, agent, session string) ([]*events.Event, error) {
+	if err := events.ValidateID("agent", agent); err != nil {
+		return nil, err
+	}
+	if err := events.ValidateID("session", session); err != nil {
+		return nil, err
+	}
+	var out []*events.Event
+	_, err := b.Replay(ctx, Filter{Agent: agent, Session: session}, func(e *events.Event) error {
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+// WaitRun returns the terminal event (run.completed or run.failed) of a
+// run, whether it is already stored or yet to come. It waits until ctx is
+// done: give ctx a deadline. It returns an error wrapping
+// events.ErrInvalidID for a bad id, ErrConsumer when the stream cannot be
+// read, or ctx's error.
+func (b *Bus) WaitRun(ctx context.Context, agent, session, runID string) (*events.Event, error) {
+	if err := events.ValidateID("agent", agent); err != nil {
+		return nil, err
+	}
+	if err := events.ValidateID("session", session); err != nil {
+		return nil, err
+	}
+	if err := events.ValidateID("run", runID); err != nil {
+		return nil, err
+	}
+	filters, err := b.filterSubjects(agent, session, []events.Stage{events.StageRunCompleted, events.StageRunFailed})
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.newReader(ctx, filters, jetstream.DeliverAllPolicy, time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	defer r.stop()
+	var malformed int
+	for {
+		m, meta, err := r.next(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("hookbus: wait for run %s: %w", runID, err)
+		}
+		if e := b.decodeMsg(m, meta, &malformed); e != nil && e.RunID == runID {
+			return e, nil
+		}
+	}
+}
