@@ -102,6 +102,9 @@ type Result struct {
 	Events int
 	// Resumed is true when the run continued an interrupted attempt.
 	Resumed bool
+	// Ended is true when the run's end (run.completed or run.failed) is in
+	// the stream: the request is done with, even if Run returned an error.
+	Ended bool
 }
 
 // ReasonFailed is Result.Reason for a run that ended with run.failed.

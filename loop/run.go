@@ -379,7 +379,7 @@ func (r *run) finish(ctx context.Context, reason, detail string) (*Result, error
 	return &Result{
 		RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID,
 		Reason: reason, Detail: detail, Answer: rc.Answer, Steps: r.step, Usage: r.usage,
-		Events: r.events, Resumed: r.resumed,
+		Events: r.events, Resumed: r.resumed, Ended: true,
 	}, nil
 }
 
@@ -395,13 +395,13 @@ func (r *run) fail(ctx context.Context, cause error) (*Result, error) {
 	if _, err := r.emit(c, events.StageRunFailed, events.RunFailed{Error: cause.Error(), Steps: r.step}, "", true); err != nil {
 		return res, errors.Join(cause, ferr, fmt.Errorf("publish run.failed: %w", err))
 	}
-	res.Events = r.events
+	res.Events, res.Ended = r.events, true
 	return res, errors.Join(cause, ferr)
 }
 
 // resultOf reads the result of a run that already ended.
 func resultOf(req *events.RunRequest, term *events.Event, n int) *Result {
-	res := &Result{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Events: n, Steps: term.Step}
+	res := &Result{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Events: n, Steps: term.Step, Ended: true}
 	if term.Stage == events.StageRunFailed {
 		var p events.RunFailed
 		_ = term.DecodeData(&p)

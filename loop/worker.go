@@ -1,0 +1,49 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+
+	"github.com/hookbus/hookbus/events"
+)
+
+// Worker runs the requests of the run queue with an Engine. Its Handle is
+// the handler of bus.Bus.ConsumeRuns: a nil error acknowledges the request,
+// an error sends it back to the queue for another attempt (which resumes the
+// run from its events).
+type Worker struct {
+	eng *Engine
+	log *slog.Logger
+}
+
+// NewWorker returns a worker over eng; log defaults to discarding.
+func NewWorker(eng *Engine, log *slog.Logger) *Worker {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Worker{eng: eng, log: log}
+}
+
+// Handle runs one request. It returns nil when the run's end is recorded
+// (whatever the reason, failures included) or the request can never run (bad
+// ids: retrying would not help); it returns the error when the run could not
+// be brought to an end, so the request is delivered again.
+func (w *Worker) Handle(ctx context.Context, req *events.RunRequest) error {
+	res, err := w.eng.Run(ctx, req)
+	switch {
+	case err == nil:
+		w.log.Info("run ended", "run", res.RunID, "agent", res.AgentID, "session", res.SessionID, "reason", res.Reason, "steps", res.Steps)
+		return nil
+	case errors.Is(err, ErrInvalidRequest):
+		w.log.Warn("dropping an invalid run request", "run", req.RunID, "err", err)
+		return nil
+	case res != nil && res.Ended:
+		w.log.Warn("run failed", "run", res.RunID, "err", err)
+		return nil
+	default:
+		w.log.Warn("run interrupted, it will be retried", "run", req.RunID, "err", err)
+		return err
+	}
+}
