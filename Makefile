@@ -16,10 +16,10 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ ./cmd/loop ./cmd/observer
 
-## run: a demo agent run on the embedded server (store ./.hookbus), every stage traced, then its replay.
+## run: a demo agent run on the embedded default (store ./.hookbus), every stage traced, then its replay.
 run: build
 	@echo "== loop run (embedded NATS, store $(STORE), session $(SESSION))"
-	$(BIN)/loop run --store $(STORE) --session $(SESSION) --trace "$(PROMPT)"
+	$(BIN)/loop run --session $(SESSION) --trace "$(PROMPT)"
 	@echo
 	@echo "== observer replay --session $(SESSION)"
 	$(BIN)/observer replay --store $(STORE) --session $(SESSION)
@@ -36,10 +36,12 @@ staticcheck:
 unit:
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
+BENCHES   := 'Benchmark(RemoteRoundTrip|RawRequestReply|RemoteChain3|RawRequestReply3|ChainOneInterceptor|BareFuncWithTimeout|Publish|RawPublishAsync|Replay|RawOrderedConsumer)$$'
+
 ## bench: benchmarks against raw nats.go in the same run, then the ratio table.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./test/bench | tee bench.txt
-	$(GO) run ./test/bench/report < bench.txt
+	$(GO) test -run '^$$' -bench $(BENCHES) -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./bus ./interceptors | tee bench.txt
+	$(GO) run ./internal/benchreport < bench.txt
 
 ## fuzz: a short run of every fuzz target.
 fuzz:
