@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/loop"
+)
+
+var errHelp = errors.New("help shown")
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("loop "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parse parses args, mapping -h to errHelp and mistakes to cli.ErrUsage.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	}
+	return nil
+}
+
+func logger(verbose bool, w io.Writer) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// agentFlags are the flags that build an engine.
+type agentFlags struct {
+	script   string
+	root     string
+	system   string
+	maxSteps int
+}
+
+func (a *agentFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&a.script, "script", "", "scripted model: a JSON script file (default: the built-in demo script)")
+	fs.StringVar(&a.root, "root", ".", "directory the read_file tool is confined to")
+	fs.StringVar(&a.system, "system", "", "system prompt")
+	fs.IntVar(&a.maxSteps, "max-steps", loop.DefaultMaxSteps, "most steps a run may take")
+}
+
+func (a *agentFlags) engine(em loop.Emitter, h loop.History, hooks loop.Interception, log *slog.Logger) (*loop.Engine, error) {
+	script := loop.DemoScript()
+	if a.script != "" {
+		s, err := loop.LoadScript(a.script)
+		if err != nil {
+			return nil, err
+		}
+		script = s
+	}
+	return loop.New(loop.Config{
+		Emitter: em, History: h, Model: loop.NewScriptedModel(script), Tools: loop.BuiltinTools(a.root),
+		Hooks: hooks, SystemPrompt: a.system, MaxSteps: a.maxSteps, Logger: log,
+	})
+}
+
+func prompt(fs *flag.FlagSet) (string, error) {
+	p := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if p == "" {
+		return "", fmt.Errorf("%w: no PROMPT given", cli.ErrUsage)
+	}
+	return p, nil
+}

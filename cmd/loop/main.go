@@ -1,0 +1,83 @@
+// Command loop runs hookbus agent loops: one run in the foreground (loop
+// run), a worker over the run queue (loop serve), or a submission to that
+// queue (loop submit). See "loop --help".
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hookbus/hookbus/internal/cli"
+)
+
+const usage = `loop — the hookbus agent loop
+
+Usage:
+  loop run    [--nats URL | --store DIR] [--listen ADDR] [--agent ID] [--session ID] [--script FILE] [--trace] PROMPT
+  loop serve  [--nats URL | --store DIR] [--listen ADDR] [--concurrency N] [--agents ID,ID] [--script FILE]
+  loop submit [--nats URL] [--agent ID] [--session ID] [--wait] [--timeout D] PROMPT
+
+With neither --nats nor --store, run and serve start an embedded NATS server
+on ./.hookbus that listens on 127.0.0.1:4222, so observers and interceptors in
+other processes can connect while it runs.
+
+"loop COMMAND --help" lists a command's flags.
+`
+
+// exit codes
+const (
+	exitOK       = 0
+	exitFailure  = 1
+	exitUsage    = 2
+	exitNoAnswer = 3 // the run ended without an answer: denied, stopped, rejected, max_steps, interrupted
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	var err error
+	code := exitOK
+	switch args[0] {
+	case "run":
+		code, err = cmdRun(ctx, args[1:], stdout, stderr)
+	case "serve":
+		err = cmdServe(ctx, args[1:], stdout, stderr)
+	case "submit":
+		code, err = cmdSubmit(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "loop: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+	switch {
+	case err == nil:
+		return code
+	case errors.Is(err, errHelp):
+		return exitOK
+	case errors.Is(err, cli.ErrUsage):
+		fmt.Fprintf(stderr, "loop %s: %v\n", args[0], err)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "loop %s: %v\n", args[0], err)
+		if code == exitOK {
+			code = exitFailure
+		}
+		return code
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/loop"
+)
+
+func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
+	fs := newFlagSet("serve", stderr)
+	conn := cli.ConnFlags{Embeds: true}
+	conn.Register(fs)
+	var af agentFlags
+	af.register(fs)
+	concurrency := fs.Int("concurrency", 4, "runs in flight at once")
+	agents := fs.String("agents", "", "comma-separated agent ids to serve (default: every agent)")
+	verbose := fs.Bool("v", false, "log every run on stderr")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: loop serve [flags]\n\nTakes run requests from the HOOKBUS_RUNS work queue until interrupted; start several to share it.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
+	}
+	if *concurrency < 1 {
+		return fmt.Errorf("%w: --concurrency %d must be at least 1", cli.ErrUsage, *concurrency)
+	}
+	var ids []string
+	if *agents != "" {
+		for _, a := range strings.Split(*agents, ",") {
+			if err := events.ValidateID("agent", a); err != nil {
+				return fmt.Errorf("%w: --agents: %v", cli.ErrUsage, err)
+			}
+			ids = append(ids, a)
+		}
+	}
+	log := logger(*verbose, stderr)
+	c, err := conn.Open(ctx, "hookbus-worker", log, cli.Provision)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	hooks, stopHooks, err := syncHooks(ctx, c.Bus, log)
+	if err != nil {
+		return err
+	}
+	defer stopHooks()
+	eng, err := af.engine(c.Bus, c.Bus, hooks, log)
+	if err != nil {
+		return err
+	}
+	w := loop.NewWorker(eng, log)
+	rc, err := c.Bus.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: ids, Concurrency: *concurrency}, w.Handle)
+	if err != nil {
+		return err
+	}
+	where := "all agents"
+	if len(ids) > 0 {
+		where = "agents " + strings.Join(ids, ", ")
+	}
+	fmt.Fprintf(stderr, "loop serve: taking runs for %s, %d at a time (%s)\n", where, *concurrency, c.NC.ConnectedUrlRedacted())
+	<-ctx.Done()
+	fmt.Fprintln(stderr, "loop serve: draining")
+	rc.Drain()
+	select {
+	case <-rc.Closed():
+	case <-time.After(30 * time.Second):
+		fmt.Fprintln(stderr, "loop serve: runs still in flight after 30s; they will be redelivered")
+	}
+	return nil
+}
+
+func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := newFlagSet("submit", stderr)
+	conn := cli.ConnFlags{DefaultURL: "nats://" + cli.DefaultListen}
+	conn.Register(fs)
+	agent := fs.String("agent", "demo", "agent id")
+	session := fs.String("session", "", "session id (default: a new one)")
+	maxSteps := fs.Int("max-steps", 0, "most steps (default: the worker's)")
+	wait := fs.Bool("wait", false, "wait for the run to end and print its answer")
+	timeout := fs.Duration("timeout", 5*time.Minute, "with --wait: how long to wait")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: loop submit [flags] PROMPT\n\nEnqueues a run request on hookbus.run.<agent> for the workers (loop serve).\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return exitUsage, err
+	}
+	p, err := prompt(fs)
+	if err != nil {
+		return exitUsage, err
+	}
+	if *session == "" {
+		*session = events.NewID()
+	}
+	req := &events.RunRequest{RunID: events.NewID(), AgentID: *agent, SessionID: *session, Prompt: p, MaxSteps: *maxSteps, SubmittedAt: time.Now().UTC()}
+	if err := req.Validate(); err != nil {
+		return exitUsage, fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	}
+	c, err := conn.Open(ctx, "hookbus-submit", logger(false, stderr), cli.ReadOnly)
+	if err != nil {
+		return exitFailure, err
+	}
+	defer c.Close()
+	if err := c.Bus.SubmitRun(ctx, req); err != nil {
+		return exitFailure, err
+	}
+	fmt.Fprintf(stderr, "submitted run %s session %s agent %s\n", req.RunID, req.SessionID, req.AgentID)
+	if !*wait {
+		fmt.Fprintln(stdout, req.RunID)
+		return exitOK, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	end, err := c.Bus.WaitRun(wctx, req.AgentID, req.SessionID, req.RunID)
+	if err != nil {
+		return exitFailure, fmt.Errorf("waiting for run %s: %w", req.RunID, err)
+	}
+	if end.Stage == events.StageRunFailed {
+		var p events.RunFailed
+		_ = end.DecodeData(&p)
+		return exitFailure, fmt.Errorf("run %s failed: %s", req.RunID, p.Error)
+	}
+	var rc events.RunCompleted
+	if err := end.DecodeData(&rc); err != nil {
+		return exitFailure, err
+	}
+	fmt.Fprintf(stderr, "run %s: %s", req.RunID, rc.Reason)
+	if rc.Detail != "" {
+		fmt.Fprintf(stderr, " (%s)", rc.Detail)
+	}
+	fmt.Fprintf(stderr, ", %d steps\n", rc.Steps)
+	if rc.Answer != "" {
+		fmt.Fprintln(stdout, rc.Answer)
+	}
+	if rc.Reason != events.ReasonDone {
+		return exitNoAnswer, nil
+	}
+	return exitOK, nil
+}

@@ -1,0 +1,75 @@
+// Command observer is hookbus' CLI for people: replay a session's timeline
+// from the stream, tail live events, and manage the interceptor registry.
+// See "observer --help".
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hookbus/hookbus/internal/cli"
+)
+
+const usage = `observer — read and manage a hookbus
+
+Usage:
+  observer replay [--nats URL | --store DIR] [--agent A] [--session S] [--run R] [--stage X] [--since DURATION] [--json]
+  observer tail   [--nats URL] [--agent A] [--session S] [--run R] [--stage X] [--json]
+
+replay prints the matching events in stream order and exits; --store reads a
+stopped server's store directory. tail follows new events until interrupted.
+Without --nats or --store they connect to $NATS_URL or nats://127.0.0.1:4222
+(where "loop run" listens).
+
+"observer COMMAND --help" lists a command's flags.
+`
+
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+var errHelp = errors.New("help shown")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	var err error
+	switch args[0] {
+	case "replay":
+		err = cmdReplay(ctx, args[1:], stdout, stderr, false)
+	case "tail":
+		err = cmdReplay(ctx, args[1:], stdout, stderr, true)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "observer: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return exitOK
+	case errors.Is(err, cli.ErrUsage):
+		fmt.Fprintf(stderr, "observer %s: %v\n", args[0], err)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "observer %s: %v\n", args[0], err)
+		return exitFailure
+	}
+}

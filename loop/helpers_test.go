@@ -1,0 +1,131 @@
+package loop_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/loop"
+)
+
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// allEvents reads every event of the bus' stream, in order.
+func allEvents(t *testing.T, b *bus.Bus) []*events.Event {
+	t.Helper()
+	var out []*events.Event
+	if _, err := b.Replay(ctxT(t), bus.Filter{}, func(e *events.Event) error {
+		out = append(out, e)
+		return nil
+	}); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	return out
+}
+
+func stagesOf(evs []*events.Event) []events.Stage {
+	out := make([]events.Stage, len(evs))
+	for i, e := range evs {
+		out[i] = e.Stage
+	}
+	return out
+}
+
+func runEvents(evs []*events.Event, runID string) []*events.Event {
+	var out []*events.Event
+	for _, e := range evs {
+		if e.RunID == runID {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func newEngine(t *testing.T, b *bus.Bus, cfg loop.Config) *loop.Engine {
+	t.Helper()
+	if cfg.Emitter == nil {
+		cfg.Emitter = b
+	}
+	if cfg.History == nil {
+		cfg.History = b
+	}
+	if cfg.Model == nil {
+		cfg.Model = loop.NewScriptedModel(nil)
+	}
+	if cfg.Tools == nil {
+		cfg.Tools = loop.BuiltinTools("")
+	}
+	e, err := loop.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// countingTool counts its calls and answers with a fixed text.
+type countingTool struct {
+	name   string
+	answer string
+	err    error
+	panics bool
+	calls  atomic.Int32
+}
+
+func (c *countingTool) Spec() events.ToolSpec { return events.ToolSpec{Name: c.name} }
+func (c *countingTool) Call(context.Context, json.RawMessage) (string, error) {
+	c.calls.Add(1)
+	if c.panics {
+		panic("tool exploded")
+	}
+	return c.answer, c.err
+}
+
+// failingEmitter passes publishes to the bus until limit events were
+// published, then fails them all: a worker that lost its connection.
+type failingEmitter struct {
+	inner loop.Emitter
+	mu    sync.Mutex
+	n     int
+	limit int
+}
+
+var errLost = errors.New("connection lost")
+
+func (f *failingEmitter) ok() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	return f.n <= f.limit
+}
+
+func (f *failingEmitter) Publish(ctx context.Context, e *events.Event) error {
+	if !f.ok() {
+		return errLost
+	}
+	return f.inner.Publish(ctx, e)
+}
+
+func (f *failingEmitter) PublishSync(ctx context.Context, e *events.Event) error {
+	if !f.ok() {
+		return errLost
+	}
+	return f.inner.PublishSync(ctx, e)
+}
+
+func (f *failingEmitter) Flush(ctx context.Context, runID string) error {
+	return f.inner.Flush(ctx, runID)
+}
+
+var _ = bustest.StartBus
