@@ -1,0 +1,225 @@
+package bus
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// Headers of an interception request, besides the event's ce-* headers.
+const (
+	// HeaderDeadline is when the caller stops waiting for the reply, RFC 3339
+	// with nanoseconds, UTC.
+	HeaderDeadline = "Hookbus-Deadline"
+	// HeaderTimeoutMs is the budget left when the request was sent, in
+	// milliseconds rounded up: the deadline for a service whose clock cannot
+	// be trusted.
+	HeaderTimeoutMs = "Hookbus-Timeout-Ms"
+)
+
+// Remote is an interceptor served over NATS (by Serve, or by any service
+// that speaks the protocol in docs/PROTOCOL.md): Intercept sends the stage's
+// event as a request to <prefix>.hook.<stage>.<plugin> and reads the
+// decision from the reply. It is safe for concurrent use.
+//
+// Register it with the registration Registration returns (Remote set, so
+// the audit records say so), or with RegisterRemote.
+type Remote struct {
+	nc    *nats.Conn
+	codec *codec
+	subj  events.Subjects
+	reg   interceptors.Registration
+	hook  string // the subject of reg.Stage
+}
+
+// Remote returns a client of the plugin reg names on reg.Stage. It does no
+// I/O. The error wraps interceptors.ErrInvalidRegistration, or
+// events.ErrInvalidID for a bad plugin id.
+func (b *Bus) Remote(reg interceptors.Registration) (*Remote, error) {
+	if err := reg.Validate(); err != nil {
+		return nil, err
+	}
+	hook, err := b.subj.Hook(reg.Stage, reg.Plugin)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", interceptors.ErrInvalidRegistration, err)
+	}
+	reg.Remote = true
+	return &Remote{nc: b.nc, codec: &b.codec, subj: b.subj, reg: reg, hook: hook}, nil
+}
+
+// RegisterRemote registers a Remote client of reg on chain and returns the
+// function that removes it. Errors are those of Remote and
+// interceptors.Chain.Register (ErrInvalidRegistration, ErrPrivileged,
+// ErrDuplicate).
+func (b *Bus) RegisterRemote(chain *interceptors.Chain, reg interceptors.Registration) (unregister func(), err error) {
+	r, err := b.Remote(reg)
+	if err != nil {
+		return nil, err
+	}
+	return chain.Register(r.Registration(), r)
+}
+
+// Registration returns the registration the client was made for, with
+// Remote set.
+func (r *Remote) Registration() interceptors.Registration { return r.reg }
+
+// Subject returns the subject the client sends requests to.
+func (r *Remote) Subject() string { return r.hook }
+
+// Intercept sends req.Event to the plugin and returns its decision, which the
+// chain validates for the stage. The request carries the event in
+// CloudEvents binary mode plus HeaderDeadline and HeaderTimeoutMs, taken
+// from the earlier of ctx's deadline and req.Deadline (the registration's
+// timeout when neither is set).
+//
+// An empty reply is allow (a nil decision). Failures are
+// *interceptors.HookError values whose kind matches the sentinel:
+// ErrNoResponders when nobody serves the subject (reported at once, not at
+// the deadline), ErrTimeout when the deadline passes first, ErrBadReply for
+// a reply that does not parse (the error says what is wrong), and
+// ErrHookError for an error reply (a micro error, whose *ServiceError the
+// HookError wraps) or a request that could not be sent. An error reply with
+// code 504 (the service gave up at the deadline) is a timeout. When ctx is
+// canceled the error wraps ctx.Err().
+func (r *Remote) Intercept(ctx context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
+	if req == nil || req.Event == nil {
+		return nil, r.fail(req, events.FailError, fmt.Errorf("%w: no event to send", events.ErrMalformedEvent))
+	}
+	subj := r.hook
+	if req.Stage != r.reg.Stage && req.Stage != "" {
+		var err error
+		if subj, err = r.subj.Hook(req.Stage, r.reg.Plugin); err != nil {
+			return nil, r.fail(req, events.FailError, err)
+		}
+	}
+	deadline, bounded := ctx.Deadline()
+	if !bounded || (!req.Deadline.IsZero() && req.Deadline.Before(deadline)) {
+		deadline = req.Deadline
+		if deadline.IsZero() {
+			deadline = time.Now().Add(r.reg.WithDefaults().Timeout)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	budget := time.Until(deadline)
+	if budget <= 0 {
+		return nil, r.fail(req, events.FailTimeout, fmt.Errorf("no time left to call %s: %w", subj, context.DeadlineExceeded))
+	}
+
+	h, body, err := r.codec.encode(req.Event)
+	if err != nil {
+		return nil, r.fail(req, events.FailError, fmt.Errorf("encode request: %w", err))
+	}
+	delete(h, events.HeaderMsgID) // a JetStream de-duplication id means nothing on a request
+	h[HeaderDeadline] = []string{deadline.UTC().Format(time.RFC3339Nano)}
+	h[HeaderTimeoutMs] = []string{strconv.FormatInt(int64((budget+time.Millisecond-1)/time.Millisecond), 10)}
+
+	reply, err := r.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subj, Header: h, Data: body})
+	if err != nil {
+		return nil, r.requestError(ctx, req, subj, budget, err)
+	}
+	return r.decision(req, reply)
+}
+
+// requestError maps a failed request to its failure kind.
+func (r *Remote) requestError(ctx context.Context, req *interceptors.Request, subj string, budget time.Duration, err error) error {
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return r.fail(req, events.FailNoResponders, fmt.Errorf("no service answers on %s: %w", subj, err))
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return r.fail(req, events.FailTimeout, fmt.Errorf("no reply on %s within %s: %w", subj, budget.Round(time.Millisecond), err))
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("request on %s: %w", subj, ctx.Err())
+	}
+	return r.fail(req, events.FailError, fmt.Errorf("request on %s: %w", subj, err))
+}
+
+// decision reads a reply.
+func (r *Remote) decision(req *interceptors.Request, reply *nats.Msg) (*interceptors.Decision, error) {
+	if len(reply.Header) > 0 {
+		if err := replyError(reply.Header); err != nil {
+			kind := events.FailError
+			if se, ok := err.(*ServiceError); ok && se.Code == "504" {
+				kind = events.FailTimeout // the service gave up at the deadline
+			}
+			return nil, r.fail(req, kind, err)
+		}
+	}
+	if len(bytes.TrimSpace(reply.Data)) == 0 {
+		return nil, nil
+	}
+	d, err := interceptors.ParseDecision(reply.Data)
+	if err != nil {
+		return nil, r.fail(req, events.FailBadReply, err)
+	}
+	return d, nil
+}
+
+func (r *Remote) fail(req *interceptors.Request, kind string, err error) error {
+	stage := r.reg.Stage
+	if req != nil && req.Stage != "" {
+		stage = req.Stage
+	}
+	return &interceptors.HookError{Plugin: r.reg.Plugin, Stage: stage, Kind: kind, Err: err}
+}
+
+// ServiceError is the error reply of a remote interceptor: a nats.go micro
+// error, whose headers Nats-Service-Error-Code and Nats-Service-Error carry
+// Code and Description. Serve answers 400 for a request it cannot read, 500
+// for an interceptor that returned an error or panicked, 504 when the
+// interceptor did not answer before the deadline and 503 when the service
+// is stopping.
+type ServiceError struct {
+	Code        string
+	Description string
+}
+
+// Error returns the code and the description.
+func (e *ServiceError) Error() string {
+	return "service error " + e.Code + ": " + e.Description
+}
+
+// replyError returns the *ServiceError of a micro error reply, an error for
+// a NATS status message, or nil.
+func replyError(h nats.Header) error {
+	code, _ := headerValue(h, micro.ErrorCodeHeader)
+	desc, isErr := headerValue(h, micro.ErrorHeader)
+	if code != "" || isErr {
+		if code == "" {
+			code = "500"
+		}
+		if desc == "" {
+			desc = "(no description)"
+		}
+		return &ServiceError{Code: code, Description: desc}
+	}
+	if status, ok := headerValue(h, "Status"); ok {
+		d, _ := headerValue(h, "Description")
+		return fmt.Errorf("reply is a NATS status message %s %s, not an answer", status, d)
+	}
+	return nil
+}
+
+// headerValue looks key up exactly, then without regard to case (services
+// in other languages may write nats-service-error).
+func headerValue(h nats.Header, key string) (string, bool) {
+	if v, ok := h[key]; ok && len(v) > 0 {
+		return v[0], true
+	}
+	for k, v := range h {
+		if len(v) > 0 && strings.EqualFold(k, key) {
+			return v[0], true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,39 @@
+package bus_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
+	"github.com/hookbus/hookbus/interceptors/interceptorstest"
+)
+
+// TestRemoteConformance runs the interception conformance suite over NATS:
+// every interceptor of the suite is served with Serve on one connection and
+// called through a Remote client on another.
+func TestRemoteConformance(t *testing.T) {
+	srv, nc := bustest.Start(t)
+	client, err := bus.New(bustest.Conn(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	interceptorstest.Run(t, func(t *testing.T, reg interceptors.Registration, ic interceptors.Interceptor) interceptors.Interceptor {
+		svc, err := bus.Serve(context.Background(), nc, bus.ServeConfig{Plugin: reg.Plugin, Stages: []events.Stage{reg.Stage}}, ic)
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := svc.Stop(); err != nil {
+				t.Errorf("Stop: %v", err)
+			}
+		})
+		r, err := client.Remote(reg)
+		if err != nil {
+			t.Fatalf("Remote: %v", err)
+		}
+		return r
+	}, interceptorstest.Features{PanicKind: events.FailError})
+}

@@ -1,0 +1,358 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// DefaultServiceVersion is the micro service version Serve announces when
+// ServeConfig.Version is empty.
+const DefaultServiceVersion = "0.0.0"
+
+// ServeConfig says what Serve serves.
+type ServeConfig struct {
+	// Plugin is the plugin id (required): the micro service name, the last
+	// token of the subjects and the queue group. It must be a valid id
+	// (events.ValidateID) and a micro service name: letters, digits, '-'
+	// and '_' only.
+	Plugin string
+	// Stages are the stages served (at least one), each an
+	// interceptable stage, one endpoint each.
+	Stages []events.Stage
+	// Prefix is the subject prefix (default "hookbus").
+	Prefix string
+	// Version is the service's SemVer version (default DefaultServiceVersion).
+	Version string
+	// Description describes the service in $SRV.INFO.
+	Description string
+	// Metadata annotates the service in $SRV.INFO; Serve adds
+	// "hookbus.protocol" (the wire protocol version, "1") and
+	// "hookbus.prefix".
+	Metadata map[string]string
+	// Logger receives panics (with their stack) and reply failures; the
+	// default discards.
+	Logger *slog.Logger
+}
+
+// Service is an interceptor served by Serve. Stop it when done.
+type Service struct {
+	svc    micro.Service
+	ic     interceptors.Interceptor
+	plugin string
+	codec  codec
+	log    *slog.Logger
+	ctx    context.Context // parent of every call's ctx; canceled by Stop
+	cancel context.CancelFunc
+	unhook func() bool // stops the Stop-on-ctx-done hook
+}
+
+// Serve serves ic as a nats.go micro service: service name cfg.Plugin, one
+// endpoint per stage (named after the stage, "tool_before") on
+// <prefix>.hook.<stage>.<plugin>, queue group cfg.Plugin, so instances of
+// one plugin share the requests and $SRV.PING, $SRV.INFO and $SRV.STATS
+// find them. It returns once the server has the subscriptions (a request
+// made after Serve returns finds a responder).
+//
+// Each request is decoded (a request that is not a hookbus CloudEvent of
+// the endpoint's stage is answered with error 400 naming the problem) and
+// ic is called with a ctx that ends at the request's deadline (the earlier
+// of HeaderDeadline and now + HeaderTimeoutMs; interceptors.DefaultTimeout
+// when the request carries neither). The decision is the JSON reply (a bare
+// allow is an empty body); an error is answered with error 500 and its
+// text, a panic with error 500 "panic: <value>", no answer before the
+// deadline with error 504. One endpoint answers one request at a time per
+// instance; run more instances to share the load.
+//
+// ctx bounds the service: when it ends, the service stops. The error wraps
+// ErrInvalidOption for a bad config (naming the field) or a plugin id that
+// cannot be a micro service name, or is the connection's error.
+func Serve(ctx context.Context, nc *nats.Conn, cfg ServeConfig, ic interceptors.Interceptor) (*Service, error) {
+	subj, err := cfg.check(nc, ic)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	meta := make(map[string]string, len(cfg.Metadata)+2)
+	for k, v := range cfg.Metadata {
+		meta[k] = v
+	}
+	meta["hookbus.protocol"] = "1"
+	meta["hookbus.prefix"] = subj.Prefix
+	version := cfg.Version
+	if version == "" {
+		version = DefaultServiceVersion
+	}
+	s := &Service{ic: ic, plugin: cfg.Plugin, log: cfg.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	svc, err := micro.AddService(nc, micro.Config{
+		Name: cfg.Plugin, Version: version, Description: cfg.Description, Metadata: meta,
+		QueueGroup: cfg.Plugin,
+		ErrorHandler: func(_ micro.Service, e *micro.NATSError) {
+			s.log.Error("hookbus serve: subscription error", "plugin", cfg.Plugin, "subject", e.Subject, "err", e.Description)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: serve plugin %s: %w", ErrInvalidOption, cfg.Plugin, err)
+	}
+	s.svc = svc
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	for _, stage := range cfg.Stages {
+		hook, _ := subj.Hook(stage, cfg.Plugin) // checked
+		err := svc.AddEndpoint(endpointName(stage), s.handler(stage),
+			micro.WithEndpointSubject(hook),
+			micro.WithEndpointQueueGroup(cfg.Plugin),
+			micro.WithEndpointMetadata(map[string]string{"hookbus.stage": string(stage)}))
+		if err != nil {
+			_ = s.Stop()
+			return nil, fmt.Errorf("serve plugin %s on %s: %w", cfg.Plugin, stage, err)
+		}
+	}
+	if err := flush(ctx, nc); err != nil {
+		_ = s.Stop()
+		return nil, fmt.Errorf("serve plugin %s: %w", cfg.Plugin, err)
+	}
+	s.unhook = context.AfterFunc(ctx, func() { _ = s.Stop() })
+	return s, nil
+}
+
+// check validates the config and returns the subjects of its prefix.
+func (cfg *ServeConfig) check(nc *nats.Conn, ic interceptors.Interceptor) (events.Subjects, error) {
+	switch {
+	case nc == nil:
+		return events.Subjects{}, invalid("serve: nil connection")
+	case ic == nil:
+		return events.Subjects{}, invalid("serve: nil interceptor")
+	}
+	if err := events.ValidateID("plugin", cfg.Plugin); err != nil {
+		return events.Subjects{}, invalid("serve: %v", err)
+	}
+	if !validServiceName(cfg.Plugin) {
+		return events.Subjects{}, invalid("serve: plugin id %q cannot be a micro service name (letters, digits, '-' and '_' only)", cfg.Plugin)
+	}
+	subj, err := events.NewSubjects(cfg.Prefix)
+	if err != nil {
+		return events.Subjects{}, invalid("serve: %v", err)
+	}
+	if len(cfg.Stages) == 0 {
+		return events.Subjects{}, invalid("serve plugin %s: no stages", cfg.Plugin)
+	}
+	for i, st := range cfg.Stages {
+		switch {
+		case !st.Valid():
+			return events.Subjects{}, invalid("serve plugin %s: stage %q is not a hookbus stage", cfg.Plugin, string(st))
+		case !st.Interceptable():
+			return events.Subjects{}, invalid("serve plugin %s: stage %s is observe-only", cfg.Plugin, st)
+		case slices.Contains(cfg.Stages[:i], st):
+			return events.Subjects{}, invalid("serve plugin %s: stage %s listed twice", cfg.Plugin, st)
+		}
+	}
+	return subj, nil
+}
+
+// validServiceName reports whether s matches micro's service name rule,
+// ^[A-Za-z0-9\-_]+$.
+func validServiceName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// endpointName is the micro endpoint name of a stage: "tool.before" gives
+// "tool_before".
+func endpointName(st events.Stage) string { return strings.ReplaceAll(string(st), ".", "_") }
+
+// flush waits until the server has processed the connection's
+// subscriptions, within ctx (or DefaultTimeout when ctx has no deadline).
+func flush(ctx context.Context, nc *nats.Conn) error {
+	if _, ok := ctx.Deadline(); !ok {
+		return nc.FlushTimeout(DefaultTimeout)
+	}
+	return nc.FlushWithContext(ctx)
+}
+
+// Stop stops the service: its subscriptions are drained and the ctx of
+// calls in flight is canceled. It is idempotent.
+func (s *Service) Stop() error {
+	if s.unhook != nil {
+		s.unhook()
+	}
+	s.cancel()
+	if err := s.svc.Stop(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		return fmt.Errorf("stop plugin %s: %w", s.plugin, err)
+	}
+	return nil
+}
+
+// Stopped reports whether the service stopped (Stop, its ctx ended, or the
+// connection closed).
+func (s *Service) Stopped() bool { return s.svc.Stopped() }
+
+// Micro returns the micro service: Info and Stats.
+func (s *Service) Micro() micro.Service { return s.svc }
+
+func (s *Service) handler(stage events.Stage) micro.HandlerFunc {
+	return func(r micro.Request) { s.handle(stage, r) }
+}
+
+// handle answers one request.
+func (s *Service) handle(stage events.Stage, r micro.Request) {
+	now := time.Now()
+	h := nats.Header(r.Headers())
+	ev, err := s.codec.decode(h, r.Data())
+	if err != nil {
+		s.replyError(r, "400", "malformed request: "+err.Error())
+		return
+	}
+	if ev.Stage != stage {
+		s.replyError(r, "400", fmt.Sprintf("malformed request: a %s event sent to the %s endpoint", ev.Stage, stage))
+		return
+	}
+	deadline, err := requestDeadline(h, now)
+	if err != nil {
+		s.replyError(r, "400", "malformed request: "+err.Error())
+		return
+	}
+	if !deadline.After(now) {
+		s.replyError(r, "504", fmt.Sprintf("deadline %s passed before the request was handled (clock skew?)", deadline.Format(time.RFC3339Nano)))
+		return
+	}
+	ctx, cancel := context.WithDeadline(s.ctx, deadline)
+	defer cancel()
+	req := &interceptors.Request{
+		Stage: stage, Event: ev, Deadline: deadline,
+		Registration: interceptors.Registration{Plugin: s.plugin, Stage: stage, Remote: true},
+	}
+	done := make(chan served, 1)
+	go s.call(ctx, req, done)
+	var res served
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		select {
+		case res = <-done: // answered together with the deadline
+		default:
+			if s.ctx.Err() != nil {
+				s.replyError(r, "503", "service stopping")
+			} else {
+				s.replyError(r, "504", "no answer before the deadline")
+			}
+			return
+		}
+	}
+	switch {
+	case res.err != nil:
+		s.replyError(r, "500", res.err.Error())
+	case bareAllow(res.dec):
+		s.respond(r, nil)
+	default:
+		body, err := json.Marshal(res.dec)
+		if err != nil {
+			s.replyError(r, "500", "cannot encode the decision: "+err.Error())
+			return
+		}
+		s.respond(r, body)
+	}
+}
+
+// served is the result of one call of the interceptor.
+type served struct {
+	dec *interceptors.Decision
+	err error
+}
+
+// call runs the interceptor, turning a panic (or runtime.Goexit) into an
+// error; it runs in its own goroutine so that a hung interceptor does not
+// hold the endpoint past the deadline.
+func (s *Service) call(ctx context.Context, req *interceptors.Request, done chan<- served) {
+	returned := false
+	var res served
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("hookbus serve: interceptor panicked", "plugin", s.plugin, "stage", req.Stage, "event", req.Event.ID, "panic", v, "stack", string(debug.Stack()))
+			res = served{err: fmt.Errorf("panic: %v", v)}
+		} else if !returned {
+			res = served{err: errors.New("panic: runtime.Goexit")}
+		}
+		done <- res
+	}()
+	res.dec, res.err = s.ic.Intercept(ctx, req)
+	returned = true
+}
+
+// bareAllow reports whether d is an allow with nothing else to say, sent as
+// an empty body.
+func bareAllow(d *interceptors.Decision) bool {
+	return d == nil || d.Kind == interceptors.Allow && d.Data == nil && d.Patch == nil && d.Reason == "" &&
+		d.Context == "" && len(d.Warnings) == 0 && len(d.Annotations) == 0
+}
+
+func (s *Service) respond(r micro.Request, body []byte) {
+	if err := r.Respond(body); err != nil {
+		s.log.Warn("hookbus serve: reply failed", "plugin", s.plugin, "subject", r.Subject(), "err", err)
+	}
+}
+
+// replyError answers a micro error. The description goes in a header: it is
+// made one line of at most maxErrorText bytes.
+func (s *Service) replyError(r micro.Request, code, desc string) {
+	desc = strings.TrimSpace(oneLine(desc, maxErrorText))
+	if desc == "" {
+		desc = "error"
+	}
+	if err := r.Error(code, desc, nil); err != nil {
+		s.log.Warn("hookbus serve: error reply failed", "plugin", s.plugin, "subject", r.Subject(), "err", err)
+	}
+}
+
+// maxErrorText bounds the description of an error reply.
+const maxErrorText = 1024
+
+// requestDeadline is the earlier of the request's HeaderDeadline and now +
+// HeaderTimeoutMs; now + interceptors.DefaultTimeout when it has neither.
+func requestDeadline(h nats.Header, now time.Time) (time.Time, error) {
+	var deadline time.Time
+	if v, ok := headerValue(h, HeaderDeadline); ok {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("header %s %q is not an RFC 3339 time", HeaderDeadline, v)
+		}
+		deadline = t
+	}
+	if v, ok := headerValue(h, HeaderTimeoutMs); ok {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 {
+			return time.Time{}, fmt.Errorf("header %s %q is not a number of milliseconds", HeaderTimeoutMs, v)
+		}
+		if t := now.Add(time.Duration(ms) * time.Millisecond); deadline.IsZero() || t.Before(deadline) {
+			deadline = t
+		}
+	}
+	if deadline.IsZero() {
+		deadline = now.Add(interceptors.DefaultTimeout)
+	}
+	return deadline, nil
+}
