@@ -56,33 +56,48 @@ func (c *codec) encode(e *events.Event) (nats.Header, []byte, error) {
 		h, body, err := events.Encode(e)
 		return nats.Header(h), body, err
 	}
-	h := make(nats.Header, 16)
-	h["ce-specversion"] = []string{"1.0"}
-	h["ce-id"] = []string{e.ID}
-	h["ce-type"] = []string{e.Stage.Type()}
-	h["ce-source"] = []string{pctEncode(e.Source)}
-	h["ce-time"] = []string{e.Time.UTC().Format(time.RFC3339Nano)}
+	// One backing array for the 15 values at most: 2 allocations, not 16.
+	hb := headerBuilder{h: make(nats.Header, 16), vals: make([]string, 0, 15)}
+	hb.set("ce-specversion", "1.0")
+	hb.set("ce-id", e.ID)
+	hb.set("ce-type", e.Stage.Type())
+	hb.set("ce-source", pctEncode(e.Source))
+	hb.set("ce-time", e.Time.UTC().Format(time.RFC3339Nano))
 	if subj := strings.TrimSpace(e.Subject); subj != "" { // sdk-go trims it
-		h["ce-subject"] = []string{pctEncode(subj)}
+		hb.set("ce-subject", pctEncode(subj))
 	}
-	h[events.HeaderContentType] = []string{events.ContentTypeJSON}
-	h["ce-"+events.ExtAgentID] = []string{pctEncode(e.AgentID)}
-	h["ce-"+events.ExtSessionID] = []string{pctEncode(e.SessionID)}
-	h["ce-"+events.ExtRunID] = []string{pctEncode(e.RunID)}
-	h["ce-"+events.ExtStep] = []string{strconv.Itoa(e.Step)}
-	h["ce-"+events.ExtSeq] = []string{e.SeqString()}
+	hb.set(events.HeaderContentType, events.ContentTypeJSON)
+	hb.set("ce-"+events.ExtAgentID, pctEncode(e.AgentID))
+	hb.set("ce-"+events.ExtSessionID, pctEncode(e.SessionID))
+	hb.set("ce-"+events.ExtRunID, pctEncode(e.RunID))
+	hb.set("ce-"+events.ExtStep, strconv.Itoa(e.Step))
+	hb.set("ce-"+events.ExtSeq, e.SeqString())
 	if e.Traceparent != "" {
-		h["ce-"+events.ExtTraceparent] = []string{pctEncode(e.Traceparent)}
+		hb.set("ce-"+events.ExtTraceparent, pctEncode(e.Traceparent))
 	}
 	if e.DataRef != "" {
-		h["ce-"+events.ExtDataRef] = []string{pctEncode(e.DataRef)}
+		hb.set("ce-"+events.ExtDataRef, pctEncode(e.DataRef))
 	}
-	h[events.HeaderMsgID] = []string{e.ID}
+	hb.set(events.HeaderMsgID, e.ID)
+	h := hb.h
 	var body []byte
 	if len(e.Data) > 0 {
-		body = append([]byte(nil), e.Data...)
+		body = e.Data // not copied: see Publish
 	}
 	return h, body, nil
+}
+
+type headerBuilder struct {
+	h    nats.Header
+	vals []string
+}
+
+// set adds a one-value header whose value lives in hb.vals (full slice
+// expression: an append by a user of the header cannot overwrite the next).
+func (hb *headerBuilder) set(k, v string) {
+	n := len(hb.vals)
+	hb.vals = append(hb.vals, v)
+	hb.h[k] = hb.vals[n : n+1 : n+1]
 }
 
 // Header slots the fast decoder knows.

@@ -210,3 +210,28 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkCodecEncode(b *testing.B) {
+	e, _ := events.New(events.StageToolAfter, events.Meta{Source: "hookbus/bench", AgentID: "agent", SessionID: "sess", RunID: "run1", Step: 1, Seq: 1},
+		events.ToolAfter{Result: events.ToolResult{CallID: "c1", Name: "search", Content: strings.Repeat("x", 1024)}})
+	var c codec
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := c.encode(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCodecDecode(b *testing.B) {
+	e, _ := events.New(events.StageToolAfter, events.Meta{Source: "hookbus/bench", AgentID: "agent", SessionID: "sess", RunID: "run1", Step: 1, Seq: 1},
+		events.ToolAfter{Result: events.ToolResult{CallID: "c1", Name: "search", Content: strings.Repeat("x", 1024)}})
+	h, body, _ := events.Encode(e)
+	var c codec
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.decode(nats.Header(h), body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

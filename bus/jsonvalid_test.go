@@ -48,3 +48,19 @@ func BenchmarkValidJSON(b *testing.B) {
 		}
 	}
 }
+
+// TestValidJSONSpecialBytesAtEveryOffset puts each byte that matters inside
+// a string at every offset of the 8-byte fast path.
+func TestValidJSONSpecialBytesAtEveryOffset(t *testing.T) {
+	for n := 0; n < 40; n++ {
+		for p := 0; p < n; p++ {
+			for _, c := range []byte{'"', '\\', 0x00, 0x1f, 0x20, 0x7f, 0x80, 0xff, 'x'} {
+				s := []byte(`"` + strings.Repeat("a", n) + `"`)
+				s[1+p] = c
+				if got, want := validJSON(s), json.Valid(s); got != want {
+					t.Fatalf("validJSON(%q) = %v, json.Valid = %v", s, got, want)
+				}
+			}
+		}
+	}
+}

@@ -23,7 +23,9 @@ var _ Publisher = (*Bus)(nil)
 
 // Publish sends e to JetStream asynchronously on
 // <prefix>.evt.<agent>.<session>.<stage> with Nats-Msg-Id = e.ID and returns
-// once the message is queued on the connection. The ack is tracked under
+// once the message is queued on the connection. e itself is not kept, but
+// its Data bytes are (as nats.go keeps a message for retries) until the
+// publish is acknowledged: replace e.Data rather than modify it in place. The ack is tracked under
 // e.RunID: a publish whose ack times out or finds no stream is sent again
 // with the same id (the duplicate window makes that safe) up to the retry
 // bound, and Flush reports what still failed. Publish waits for room when
