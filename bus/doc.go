@@ -3,4 +3,54 @@
 // events (asynchronous, write-ahead, and a per-run flush barrier), durable
 // observers with back-off and dead letters, replay and tail over ordered
 // consumers, and the run-request work queue.
+//
+// # Start
+//
+// Run a server in the process (or Connect to one), put a Bus on a
+// connection and provision it once:
+//
+//	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: ".hookbus"})
+//	defer srv.Shutdown()
+//	nc, err := srv.Connect()               // in-process, no TCP
+//	b, err := bus.New(nc)                  // no I/O
+//	err = b.Provision(ctx)                 // idempotent: streams, KV buckets, object store
+//
+// Tests use bus/bustest instead: bustest.StartBus(t) is all of the above on
+// a t.TempDir() store, shut down by t.Cleanup.
+//
+// # Write
+//
+// Publish is asynchronous and returns once the message is queued;
+// PublishSync returns after JetStream stored the event (write-ahead: a
+// tool.before is stored before the tool runs); Flush(ctx, runID) waits for
+// every earlier Publish of a run and reports the first that failed after
+// its retries. Every message carries Nats-Msg-Id = event id, so a retry is
+// stored once.
+//
+// # Read
+//
+// Observe runs a durable consumer: explicit acks, bounded pending acks,
+// back-off between redeliveries, and a dead-letter subject
+// (<prefix>.dlq.<durable>) once the deliveries are used up. Replay reads
+// what is stored (by agent, session, run, stage and time) and returns; Tail
+// follows new events; SessionEvents returns a session in order; WaitRun
+// waits for a run's terminal event. Messages on the event subjects that are
+// not hookbus events are skipped, counted and logged, never a crash.
+//
+// # Runs
+//
+// SubmitRun queues a run request (once per run id); ConsumeRuns is a
+// loop worker's side of the queue, with bounded concurrency and a lease
+// renewed while a run lasts.
+//
+// # Assets
+//
+// With the default prefix "hookbus": streams HOOKBUS_EVENTS
+// (hookbus.evt.>, limits retention, file storage, duplicate window),
+// HOOKBUS_RUNS (hookbus.run.>, work queue) and HOOKBUS_DLQ (hookbus.dlq.>);
+// KV buckets hookbus_hooks and hookbus_trust; object store
+// hookbus_payloads. Another prefix derives its own names (see Names), so
+// several hookbus installations can share one NATS account.
+//
+// An offline store directory (a stopped server's) is read with OpenStore.
 package bus

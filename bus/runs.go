@@ -17,7 +17,7 @@ import (
 const (
 	DefaultRunDurable  = "hookbus-workers"
 	DefaultRunAckWait  = 10 * time.Minute
-	DefaultRunPollWait = 2 * time.Second
+	DefaultRunPollWait = time.Second
 )
 
 // SubmitRun queues a run request on <prefix>.run.<agent> (the runs work
@@ -84,7 +84,7 @@ type RunConsumerConfig struct {
 	// server's, 1000).
 	MaxAckPending int
 	// PollWait is how long one pull for work waits; Stop and Drain take up
-	// to this long (default 2s).
+	// to this long (default 1s).
 	PollWait time.Duration
 }
 

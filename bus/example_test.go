@@ -1,0 +1,163 @@
+package bus_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/events"
+)
+
+// exampleBus starts an embedded server on a temporary store and returns a
+// provisioned bus and a cleanup function.
+func exampleBus() (*bus.Bus, func()) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "hookbus-example")
+	if err != nil {
+		panic(err)
+	}
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: dir})
+	if err != nil {
+		panic(err)
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		panic(err)
+	}
+	b, err := bus.New(nc)
+	if err != nil {
+		panic(err)
+	}
+	if err := b.Provision(ctx); err != nil {
+		panic(err)
+	}
+	return b, func() {
+		nc.Close()
+		srv.Shutdown()
+		os.RemoveAll(dir)
+	}
+}
+
+func ExampleBus_Publish() {
+	b, cleanup := exampleBus()
+	defer cleanup()
+	ctx := context.Background()
+
+	for i, stage := range []events.Stage{events.StageRunStarted, events.StageStepStarted, events.StageRunCompleted} {
+		e, err := events.New(stage, events.Meta{
+			Source: "hookbus/example", AgentID: "support", SessionID: "s1", RunID: "r1", Seq: uint64(i),
+		}, struct{}{})
+		if err != nil {
+			panic(err)
+		}
+		if err := b.Publish(ctx, e); err != nil { // asynchronous
+			panic(err)
+		}
+	}
+	if err := b.Flush(ctx, "r1"); err != nil { // every publish of r1 is stored
+		panic(err)
+	}
+	evs, err := b.SessionEvents(ctx, "support", "s1")
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range evs {
+		fmt.Println(e.Seq, e.Stage)
+	}
+	// Output:
+	// 0 run.started
+	// 1 step.started
+	// 2 run.completed
+}
+
+func ExampleBus_Replay() {
+	b, cleanup := exampleBus()
+	defer cleanup()
+	ctx := context.Background()
+
+	call := events.ToolBefore{Call: events.ToolCall{ID: "c1", Name: "search"}}
+	for _, run := range []string{"r1", "r2"} {
+		e, _ := events.New(events.StageToolBefore, events.Meta{
+			Source: "hookbus/example", AgentID: "support", SessionID: "s1", RunID: run,
+		}, call)
+		if err := b.PublishSync(ctx, e); err != nil { // write-ahead
+			panic(err)
+		}
+	}
+	st, err := b.Replay(ctx, bus.Filter{Agent: "support", Run: "r2", Stages: []events.Stage{events.StageToolBefore}},
+		func(e *events.Event) error {
+			var p events.ToolBefore
+			if err := e.DecodeData(&p); err != nil {
+				return err
+			}
+			fmt.Println(e.RunID, e.Stage, p.Call.Name)
+			return nil
+		})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%d event, %d filtered out\n", st.Events, st.Filtered)
+	// Output:
+	// r2 tool.before search
+	// 1 event, 1 filtered out
+}
+
+func ExampleBus_Observe() {
+	b, cleanup := exampleBus()
+	defer cleanup()
+	ctx := context.Background()
+
+	done := make(chan string, 1)
+	o, err := b.Observe(ctx, bus.ObserveConfig{Durable: "billing", Stages: []events.Stage{events.StageRunCompleted}},
+		func(_ context.Context, e *events.Event) error {
+			done <- e.RunID
+			return nil // acknowledged
+		})
+	if err != nil {
+		panic(err)
+	}
+	defer o.Stop()
+	e, _ := events.New(events.StageRunCompleted, events.Meta{
+		Source: "hookbus/example", AgentID: "support", SessionID: "s1", RunID: "r1",
+	}, events.RunCompleted{Reason: events.ReasonDone})
+	if err := b.PublishSync(ctx, e); err != nil {
+		panic(err)
+	}
+	select {
+	case run := <-done:
+		fmt.Println("billed", run)
+	case <-time.After(10 * time.Second):
+		fmt.Println("timeout")
+	}
+	// Output: billed r1
+}
+
+func ExampleBus_SubmitRun() {
+	b, cleanup := exampleBus()
+	defer cleanup()
+	ctx := context.Background()
+
+	req := &events.RunRequest{RunID: "r1", AgentID: "support", SessionID: "s1", Prompt: "hello"}
+	for i := 0; i < 2; i++ { // a retried submission is queued once
+		if err := b.SubmitRun(ctx, req); err != nil {
+			panic(err)
+		}
+	}
+	done := make(chan string, 2)
+	w, err := b.ConsumeRuns(ctx, bus.RunConsumerConfig{Concurrency: 4}, func(_ context.Context, r *events.RunRequest) error {
+		done <- r.RunID
+		return nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("ran", <-done)
+	w.Drain()
+	<-w.Closed()
+	fmt.Println("also ran:", len(done))
+	// Output:
+	// ran r1
+	// also ran: 0
+}
