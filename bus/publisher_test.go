@@ -3,12 +3,18 @@ package bus_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -261,4 +267,81 @@ func TestFlushReportsFailedPublish(t *testing.T) {
 	if err := b.Flush(ctx, "r2"); err != nil {
 		t.Fatalf("Flush after a refused publish = %v", err)
 	}
+}
+
+func TestPublishSurvivesServerRestart(t *testing.T) {
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx := testCtx(t)
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: dir, Listen: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown() })
+	nc, err := bus.Connect(srv.ClientURL(), nats.ReconnectWait(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var logs strings.Builder
+	var logMu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	b := bustest.Provision(t, nc, bus.WithPublishRetry(time.Second, 10), bus.WithLogger(log))
+
+	var want []string
+	publish := func(n int) {
+		for i := 0; i < n; i++ {
+			e := testEvent(t, "a", "s", "r1", events.StageToolBefore, uint64(len(want)))
+			want = append(want, e.ID)
+			if err := b.Publish(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	publish(50)
+	if err := b.Flush(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	publish(50) // acks in flight when the server goes away
+	srv.Shutdown()
+	publish(50) // published while it is down: buffered by the client
+	srv, err = bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: dir, Listen: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Flush(ctx, "r1"); err != nil {
+		t.Fatalf("flush after the restart: %v", err)
+	}
+	got := ids(storedEvents(t, b))
+	seen := map[string]int{}
+	for _, id := range got {
+		seen[id]++
+	}
+	for _, id := range want {
+		if seen[id] != 1 {
+			t.Errorf("event %s stored %d times, want once", id, seen[id])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("stream holds %d events, want %d", len(got), len(want))
+	}
+	logMu.Lock()
+	t.Logf("publishes retried: %d", strings.Count(logs.String(), "publish retried"))
+	logMu.Unlock()
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -69,7 +69,9 @@ func (b *Bus) lastSeq(ctx context.Context, filters []string, since time.Time) (u
 
 // reader is an ordered consumer over the events stream.
 type reader struct {
-	it jetstream.MessagesContext
+	b    *Bus
+	cons jetstream.Consumer
+	it   jetstream.MessagesContext
 }
 
 func (b *Bus) newReader(ctx context.Context, filters []string, policy jetstream.DeliverPolicy, since time.Time) (*reader, error) {
@@ -88,7 +90,7 @@ func (b *Bus) newReader(ctx context.Context, filters []string, policy jetstream.
 	if err != nil {
 		return nil, fmt.Errorf("%w: ordered consumer: %w", ErrConsumer, err)
 	}
-	return &reader{it: it}, nil
+	return &reader{b: b, cons: cons, it: it}, nil
 }
 
 func (r *reader) next(ctx context.Context) (jetstream.Msg, *jetstream.MsgMetadata, error) {
@@ -106,7 +108,21 @@ func (r *reader) next(ctx context.Context) (jetstream.Msg, *jetstream.MsgMetadat
 	return m, meta, nil
 }
 
-func (r *reader) stop() { r.it.Stop() }
+// stop ends the iteration and deletes the consumer rather than leave it
+// to the server's 5-minute inactivity clean-up (a worker replays a session
+// at every run).
+func (r *reader) stop() {
+	r.it.Stop()
+	info := r.cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.b.opts.timeout)
+	defer cancel()
+	if err := r.b.js.DeleteConsumer(ctx, r.b.names.Events, info.Name); err != nil {
+		r.b.log.Debug("hookbus: ordered consumer not deleted", "consumer", info.Name, "error", err)
+	}
+}
 
 // decode decodes m, counting and logging a malformed message (nil event).
 func (b *Bus) decodeMsg(m jetstream.Msg, meta *jetstream.MsgMetadata, malformed *int) *events.Event {

@@ -246,3 +246,16 @@ func TestTail(t *testing.T) {
 		t.Fatalf("tail delivered %d extra events", len(got))
 	}
 }
+
+func TestReplayLeavesNoConsumer(t *testing.T) {
+	b := bustest.StartBus(t)
+	publishAll(t, b, testEvent(t, "a", "s", "r", events.StageToolBefore, 1))
+	for i := 0; i < 3; i++ {
+		if _, err := b.SessionEvents(testCtx(t), "a", "s"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := consumers(t, b); n != 0 {
+		t.Fatalf("%d consumers left on the events stream after 3 replays", n)
+	}
+}
