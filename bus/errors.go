@@ -35,3 +35,16 @@ var (
 	// ConsumeRuns when the JetStream consumer cannot be created or fails.
 	ErrConsumer = errors.New("hookbus: consumer failed")
 )
+
+// Errors of the interceptor registry and trust grants.
+var (
+	// ErrRegistry is returned by the Registry methods, WatchTrust and
+	// SyncHooks when the registry or trust bucket cannot be opened, read or
+	// written (the error names the bucket; a missing bucket means the bus
+	// was not provisioned).
+	ErrRegistry = errors.New("hookbus: registry unavailable")
+	// ErrNotFound is returned by Registry.Get and Registry.Delete for a
+	// stage and plugin with no registration, and by Registry.Revoke for a
+	// plugin with no grant.
+	ErrNotFound = errors.New("hookbus: not found")
+)

@@ -223,10 +223,12 @@ func TestRemoteNoResponders(t *testing.T) {
 
 func TestRemoteTimeout(t *testing.T) {
 	env := newRemoteEnv(t)
-	released := make(chan struct{})
+	released, end := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(end) })
 	env.serve(t, "slow", events.StageToolBefore, func(ctx context.Context, _ *interceptors.Request) (*interceptors.Decision, error) {
 		<-ctx.Done() // the service's ctx ends at the request's deadline
 		close(released)
+		<-end // and the interceptor hangs on
 		return &interceptors.Decision{Kind: interceptors.Deny, Reason: "too late"}, nil
 	})
 	r := env.remote(t, interceptors.Registration{Plugin: "slow", Stage: events.StageToolBefore})

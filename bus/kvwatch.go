@@ -1,0 +1,149 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// bucketWatch follows every key of one KV bucket. open hands the initial
+// values to a function before returning; the owner then reads Updates from
+// one goroutine and calls stop when done.
+type bucketWatch struct {
+	bucket string
+	kv     jetstream.KeyValue
+	w      jetstream.KeyWatcher
+	cancel context.CancelFunc
+}
+
+// openWatch starts watching kv (delete markers included) and applies the
+// current values, in revision order, before returning. It returns the
+// revision the initial values bring the watcher to: at least the bucket's
+// last revision when the watch started. ctx bounds the initial load only;
+// the watch lasts until stop.
+func openWatch(ctx context.Context, kv jetstream.KeyValue, bucket string, apply func(jetstream.KeyValueEntry)) (*bucketWatch, uint64, error) {
+	last, err := lastRevision(ctx, kv)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: watch key-value bucket %s: %w", ErrRegistry, bucket, ctxErr(ctx, err))
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	unbind := context.AfterFunc(ctx, cancel) // ctx ends the watch until the initial load is done
+	w, err := kv.WatchAll(wctx)
+	if err != nil {
+		unbind()
+		cancel()
+		return nil, 0, fmt.Errorf("%w: watch key-value bucket %s: %w", ErrRegistry, bucket, ctxErr(ctx, err))
+	}
+	bw := &bucketWatch{bucket: bucket, kv: kv, w: w, cancel: cancel}
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				unbind()
+				bw.stop()
+				return nil, 0, fmt.Errorf("%w: watch of key-value bucket %s closed during the initial load: %w", ErrRegistry, bucket, ctxErr(ctx, errors.New("watcher closed")))
+			}
+			if e == nil {
+				if !unbind() { // ctx ended just now
+					bw.stop()
+					return nil, 0, fmt.Errorf("%w: initial load of key-value bucket %s: %w", ErrRegistry, bucket, ctx.Err())
+				}
+				return bw, last, nil
+			}
+			apply(e)
+			last = max(last, e.Revision())
+		case <-ctx.Done():
+			bw.stop()
+			return nil, 0, fmt.Errorf("%w: initial load of key-value bucket %s: %w", ErrRegistry, bucket, ctx.Err())
+		}
+	}
+}
+
+// updates is the channel of changes; it is closed when the watch ends.
+func (bw *bucketWatch) updates() <-chan jetstream.KeyValueEntry { return bw.w.Updates() }
+
+// stop ends the watch and drains what the watcher still delivers, so that
+// its subscription's callback, which blocks on a full channel, can return.
+func (bw *bucketWatch) stop() {
+	bw.cancel()
+	_ = bw.w.Stop()
+	for range bw.w.Updates() {
+	}
+}
+
+// lastRevision returns the bucket's last revision (its stream's last
+// sequence).
+func lastRevision(ctx context.Context, kv jetstream.KeyValue) (uint64, error) {
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return 0, err
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return 0, fmt.Errorf("unexpected bucket status %T", st)
+	}
+	return bs.StreamInfo().State.LastSeq, nil
+}
+
+// progress is a revision applied by a watching goroutine, which others wait
+// for.
+type progress struct {
+	mu      sync.Mutex
+	rev     uint64
+	changed chan struct{} // closed and replaced at each change
+	err     error         // why the watch ended, once it has
+}
+
+func newProgress(rev uint64) *progress {
+	return &progress{rev: rev, changed: make(chan struct{})}
+}
+
+// set records rev as applied and wakes the waiters.
+func (p *progress) set(rev uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rev = max(p.rev, rev)
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// end records that the watch ended with err and wakes the waiters.
+func (p *progress) end(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil {
+		p.err = err
+		close(p.changed)
+		p.changed = make(chan struct{})
+	}
+}
+
+// state returns the applied revision, a channel closed at the next change,
+// and the error of an ended watch.
+func (p *progress) state() (uint64, <-chan struct{}, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rev, p.changed, p.err
+}
+
+// wait returns when rev is applied, the watch has ended (its error, even
+// when rev was applied before: what follows will not be), or ctx ends.
+func (p *progress) wait(ctx context.Context, rev uint64) error {
+	for {
+		have, changed, err := p.state()
+		switch {
+		case err != nil: // frozen: later changes will not be applied
+			return err
+		case have >= rev:
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for revision %d (applied %d): %w", rev, have, ctx.Err())
+		}
+	}
+}
