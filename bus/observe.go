@@ -62,8 +62,10 @@ type ObserveConfig struct {
 	// after the n-th failed delivery, the last value repeating (default
 	// DefaultBackoff(); an empty non-nil slice redelivers at once).
 	Backoff []time.Duration
-	// AckWait is how long a delivered event may stay unacknowledged (a hung
-	// or crashed observer) before it is delivered again (default 30s).
+	// AckWait is how long a delivered event may stay unacknowledged before
+	// it is delivered again (default 30s). A handler that runs longer keeps
+	// its event: the observer reports progress every AckWait/3; a crashed
+	// or stopped observer's events come back after AckWait.
 	AckWait time.Duration
 	// NoDeadLetter drops (terminates) an event whose deliveries are used up
 	// instead of writing it to <prefix>.dlq.<durable>.
@@ -74,6 +76,12 @@ type ObserveConfig struct {
 	DeliverPolicy jetstream.DeliverPolicy
 	// StartTime is where a new durable starts, with DeliverByStartTimePolicy.
 	StartTime time.Time
+}
+
+// handling is an event whose handler is running.
+type handling struct {
+	m     jetstream.Msg
+	since time.Time
 }
 
 // ObserverStats counts what an observer did since it started.
@@ -97,6 +105,7 @@ type Observer struct {
 	cc      jetstream.ConsumeContext
 	mu      sync.Mutex // held while an event is handled
 	closed  chan struct{}
+	current atomic.Pointer[handling] // the event being handled, for keepAlive
 
 	delivered, acked, naked, deadLettered, malformed atomic.Uint64
 }
@@ -226,6 +235,7 @@ func (b *Bus) Observe(ctx context.Context, cfg ObserveConfig, handler EventHandl
 		return nil, fmt.Errorf("%w: observer %s: %w", ErrConsumer, cfg.Durable, err)
 	}
 	go o.watch(ctx)
+	go o.keepAlive()
 	b.log.Debug("hookbus: observer started", "durable", cfg.Durable, "filters", filters)
 	return o, nil
 }
@@ -251,6 +261,26 @@ func (o *Observer) watch(ctx context.Context) {
 	o.cancel()
 	close(o.closed)
 	o.mu.Unlock()
+}
+
+// keepAlive tells the server that a handler running longer than a third of
+// AckWait is still at work, so its event is not delivered again meanwhile.
+func (o *Observer) keepAlive() {
+	every := o.cfg.AckWait / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-o.closed:
+			return
+		case <-t.C:
+			if h := o.current.Load(); h != nil && time.Since(h.since) >= every {
+				if err := h.m.InProgress(); err != nil {
+					o.b.log.Debug("hookbus: progress not reported", "durable", o.cfg.Durable, "error", err)
+				}
+			}
+		}
+	}
 }
 
 // Stop ends the observer at once: no more events are handled and the
@@ -302,7 +332,7 @@ func (o *Observer) handle(m jetstream.Msg) {
 		}
 		return
 	}
-	herr := o.call(e)
+	herr := o.call(m, e)
 	if herr == nil {
 		// Handled: ack even if Stop came meanwhile.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(o.ctx), o.b.opts.timeout)
@@ -332,7 +362,9 @@ func (o *Observer) handle(m jetstream.Msg) {
 }
 
 // call runs the handler, turning a panic into an error.
-func (o *Observer) call(e *events.Event) (err error) {
+func (o *Observer) call(m jetstream.Msg, e *events.Event) (err error) {
+	o.current.Store(&handling{m: m, since: time.Now()})
+	defer o.current.Store(nil)
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("handler panic: %v", r)

@@ -268,3 +268,39 @@ func TestObserverStopsWithContext(t *testing.T) {
 	cancel()
 	waitClosed(t, o)
 }
+
+func TestObserverSlowHandlerKeepsItsEvent(t *testing.T) {
+	b := bustest.StartBus(t)
+	ctx := testCtx(t)
+	publishAll(t, b, testEvent(t, "a", "s", "r1", events.StageToolBefore, 1))
+	release := make(chan struct{})
+	var calls collector
+	o, err := b.Observe(ctx, bus.ObserveConfig{Durable: "slow", AckWait: 500 * time.Millisecond},
+		func(_ context.Context, e *events.Event) error {
+			calls.add(e)
+			<-release
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Stop()
+	bustest.Eventually(t, 5*time.Second, func() bool { return calls.len() == 1 })
+	// Hold the handler for four AckWaits: without progress reports the
+	// server would deliver the event again.
+	hold := time.NewTimer(2 * time.Second)
+	<-hold.C
+	close(release)
+	bustest.Eventually(t, 5*time.Second, func() bool { return o.Stats().Acked == 1 })
+	c, err := b.JetStream().Consumer(ctx, b.Names().Events, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := c.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci.Delivered.Consumer != 1 || calls.len() != 1 {
+		t.Fatalf("event delivered %d times (handler called %d), want once", ci.Delivered.Consumer, calls.len())
+	}
+}
