@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hookbus/hookbus/events"
 )
@@ -34,6 +35,9 @@ type ScriptReply struct {
 	ToolCalls []ScriptToolCall `json:"tool_calls,omitempty"`
 	// Error makes the model fail on this step with this message.
 	Error string `json:"error,omitempty"`
+	// DelayMS makes the model take this long to answer (as a real one
+	// does); the wait ends early, with ctx's error, if ctx ends.
+	DelayMS int `json:"delay_ms,omitempty"`
 }
 
 // ScriptToolCall is one scripted tool call; its id is derived from the step
@@ -63,6 +67,9 @@ func ParseScript(b []byte) (*Script, error) {
 		return nil, fmt.Errorf("%w: no replies", ErrBadScript)
 	}
 	for i, r := range s.Replies {
+		if r.DelayMS < 0 {
+			return nil, fmt.Errorf("%w: reply %d delay_ms %d is negative", ErrBadScript, i+1, r.DelayMS)
+		}
 		for j, c := range r.ToolCalls {
 			if c.Name == "" {
 				return nil, fmt.Errorf("%w: reply %d tool call %d has no name", ErrBadScript, i+1, j+1)
@@ -128,6 +135,15 @@ func (m *ScriptedModel) Generate(ctx context.Context, req *ModelRequest) (*Model
 		return nil, fmt.Errorf("%w: step %d, script has %d replies", ErrScriptExhausted, req.Step, len(m.script.Replies))
 	}
 	r := m.script.Replies[i]
+	if r.DelayMS > 0 {
+		t := time.NewTimer(time.Duration(r.DelayMS) * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 	if r.Error != "" {
 		return nil, fmt.Errorf("scripted model error: %s", r.Error)
 	}

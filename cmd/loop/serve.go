@@ -21,6 +21,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	af.register(fs)
 	concurrency := fs.Int("concurrency", 4, "runs in flight at once")
 	agents := fs.String("agents", "", "comma-separated agent ids to serve (default: every agent)")
+	lease := fs.Duration("lease", bus.DefaultRunAckWait, "how long a run may go without a sign of life from its worker before another worker takes it over (the same for every worker of the pool)")
 	verbose := fs.Bool("v", false, "log every run on stderr")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: loop serve [flags]\n\nTakes run requests from the HOOKBUS_RUNS work queue until interrupted; start several to share it.\n\nFlags:")
@@ -31,6 +32,9 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
+	}
+	if *lease < time.Second {
+		return fmt.Errorf("%w: --lease %s is shorter than a second", cli.ErrUsage, *lease)
 	}
 	if *concurrency < 1 {
 		return fmt.Errorf("%w: --concurrency %d must be at least 1", cli.ErrUsage, *concurrency)
@@ -60,7 +64,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	w := loop.NewWorker(eng, log)
-	rc, err := c.Bus.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: ids, Concurrency: *concurrency}, w.Handle)
+	rc, err := c.Bus.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: ids, Concurrency: *concurrency, AckWait: *lease}, w.Handle)
 	if err != nil {
 		return err
 	}
