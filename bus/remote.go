@@ -121,8 +121,12 @@ func (r *Remote) Intercept(ctx context.Context, req *interceptors.Request) (*int
 		return nil, r.fail(req, events.FailError, fmt.Errorf("encode request: %w", err))
 	}
 	delete(h, events.HeaderMsgID) // a JetStream de-duplication id means nothing on a request
-	h[HeaderDeadline] = []string{deadline.UTC().Format(time.RFC3339Nano)}
-	h[HeaderTimeoutMs] = []string{strconv.FormatInt(int64((budget+time.Millisecond-1)/time.Millisecond), 10)}
+	// One allocation for both values.
+	vals := []string{
+		deadline.UTC().Format(time.RFC3339Nano),
+		strconv.FormatInt(int64((budget+time.Millisecond-1)/time.Millisecond), 10),
+	}
+	h[HeaderDeadline], h[HeaderTimeoutMs] = vals[0:1:1], vals[1:2:2]
 
 	reply, err := r.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subj, Header: h, Data: body})
 	if err != nil {
@@ -176,9 +180,9 @@ func (r *Remote) fail(req *interceptors.Request, kind string, err error) error {
 // ServiceError is the error reply of a remote interceptor: a nats.go micro
 // error, whose headers Nats-Service-Error-Code and Nats-Service-Error carry
 // Code and Description. Serve answers 400 for a request it cannot read, 500
-// for an interceptor that returned an error or panicked, 504 when the
-// interceptor did not answer before the deadline and 503 when the service
-// is stopping.
+// for an interceptor that returned an error or panicked, and 504 when the
+// request's deadline passed before it was handled (a timeout for the
+// caller).
 type ServiceError struct {
 	Code        string
 	Description string

@@ -54,9 +54,8 @@ type Service struct {
 	plugin string
 	codec  codec
 	log    *slog.Logger
-	ctx    context.Context // parent of every call's ctx; canceled by Stop
-	cancel context.CancelFunc
-	unhook func() bool // stops the Stop-on-ctx-done hook
+	ctx    context.Context // parent of every call's ctx: Serve's, without its cancellation
+	unhook func() bool     // stops the Stop-on-ctx-done hook
 }
 
 // Serve serves ic as a nats.go micro service: service name cfg.Plugin, one
@@ -70,11 +69,15 @@ type Service struct {
 // the endpoint's stage is answered with error 400 naming the problem) and
 // ic is called with a ctx that ends at the request's deadline (the earlier
 // of HeaderDeadline and now + HeaderTimeoutMs; interceptors.DefaultTimeout
-// when the request carries neither). The decision is the JSON reply (a bare
-// allow is an empty body); an error is answered with error 500 and its
-// text, a panic with error 500 "panic: <value>", no answer before the
-// deadline with error 504. One endpoint answers one request at a time per
-// instance; run more instances to share the load.
+// when the request carries neither; error 504 when it passed before the
+// request was handled). The decision is the JSON reply (a bare allow is an
+// empty body); an error is answered with error 500 and its text, a panic
+// with error 500 "panic: <value>" (the service goes on).
+//
+// ic runs on the endpoint's subscription, as micro handlers do: one request
+// at a time per endpoint and instance. It must return when its ctx ends: a
+// call that hangs holds up the requests behind it (they fail as timeouts on
+// the caller's side). Run more instances to share the load.
 //
 // ctx bounds the service: when it ends, the service stops. The error wraps
 // ErrInvalidOption for a bad config (naming the field) or a plugin id that
@@ -112,7 +115,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServeConfig, ic interceptors.
 		return nil, fmt.Errorf("%w: serve plugin %s: %w", ErrInvalidOption, cfg.Plugin, err)
 	}
 	s.svc = svc
-	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.ctx = context.WithoutCancel(ctx)
 	for _, stage := range cfg.Stages {
 		hook, _ := subj.Hook(stage, cfg.Plugin) // checked
 		err := svc.AddEndpoint(endpointName(stage), s.handler(stage),
@@ -194,13 +197,13 @@ func flush(ctx context.Context, nc *nats.Conn) error {
 	return nc.FlushWithContext(ctx)
 }
 
-// Stop stops the service: its subscriptions are drained and the ctx of
-// calls in flight is canceled. It is idempotent.
+// Stop stops the service: its subscriptions are drained, so the server
+// sends it no more requests and those it already has are answered (each
+// within its deadline). It is idempotent.
 func (s *Service) Stop() error {
 	if s.unhook != nil {
 		s.unhook()
 	}
-	s.cancel()
 	if err := s.svc.Stop(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		return fmt.Errorf("stop plugin %s: %w", s.plugin, err)
 	}
@@ -218,10 +221,20 @@ func (s *Service) handler(stage events.Stage) micro.HandlerFunc {
 	return func(r micro.Request) { s.handle(stage, r) }
 }
 
-// handle answers one request.
+// handle answers one request. The interceptor runs on the endpoint's
+// subscription goroutine, as micro handlers do: one request at a time per
+// endpoint and instance, and micro's statistics count the call.
 func (s *Service) handle(stage events.Stage, r micro.Request) {
 	now := time.Now()
 	h := nats.Header(r.Headers())
+	deadline, err := requestDeadline(h, now)
+	if err != nil {
+		s.replyError(r, "400", "malformed request: "+err.Error())
+		return
+	}
+	// Not CloudEvents headers: off the decoder's path.
+	delete(h, HeaderDeadline)
+	delete(h, HeaderTimeoutMs)
 	ev, err := s.codec.decode(h, r.Data())
 	if err != nil {
 		s.replyError(r, "400", "malformed request: "+err.Error())
@@ -229,11 +242,6 @@ func (s *Service) handle(stage events.Stage, r micro.Request) {
 	}
 	if ev.Stage != stage {
 		s.replyError(r, "400", fmt.Sprintf("malformed request: a %s event sent to the %s endpoint", ev.Stage, stage))
-		return
-	}
-	deadline, err := requestDeadline(h, now)
-	if err != nil {
-		s.replyError(r, "400", "malformed request: "+err.Error())
 		return
 	}
 	if !deadline.After(now) {
@@ -246,30 +254,14 @@ func (s *Service) handle(stage events.Stage, r micro.Request) {
 		Stage: stage, Event: ev, Deadline: deadline,
 		Registration: interceptors.Registration{Plugin: s.plugin, Stage: stage, Remote: true},
 	}
-	done := make(chan served, 1)
-	go s.call(ctx, req, done)
-	var res served
-	select {
-	case res = <-done:
-	case <-ctx.Done():
-		select {
-		case res = <-done: // answered together with the deadline
-		default:
-			if s.ctx.Err() != nil {
-				s.replyError(r, "503", "service stopping")
-			} else {
-				s.replyError(r, "504", "no answer before the deadline")
-			}
-			return
-		}
-	}
+	dec, err := s.call(ctx, req)
 	switch {
-	case res.err != nil:
-		s.replyError(r, "500", res.err.Error())
-	case bareAllow(res.dec):
+	case err != nil:
+		s.replyError(r, "500", err.Error())
+	case bareAllow(dec):
 		s.respond(r, nil)
 	default:
-		body, err := json.Marshal(res.dec)
+		body, err := json.Marshal(dec)
 		if err != nil {
 			s.replyError(r, "500", "cannot encode the decision: "+err.Error())
 			return
@@ -278,29 +270,21 @@ func (s *Service) handle(stage events.Stage, r micro.Request) {
 	}
 }
 
-// served is the result of one call of the interceptor.
-type served struct {
-	dec *interceptors.Decision
-	err error
-}
-
 // call runs the interceptor, turning a panic (or runtime.Goexit) into an
-// error; it runs in its own goroutine so that a hung interceptor does not
-// hold the endpoint past the deadline.
-func (s *Service) call(ctx context.Context, req *interceptors.Request, done chan<- served) {
+// error.
+func (s *Service) call(ctx context.Context, req *interceptors.Request) (dec *interceptors.Decision, err error) {
 	returned := false
-	var res served
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.Error("hookbus serve: interceptor panicked", "plugin", s.plugin, "stage", req.Stage, "event", req.Event.ID, "panic", v, "stack", string(debug.Stack()))
-			res = served{err: fmt.Errorf("panic: %v", v)}
+			dec, err = nil, fmt.Errorf("panic: %v", v)
 		} else if !returned {
-			res = served{err: errors.New("panic: runtime.Goexit")}
+			dec, err = nil, errors.New("panic: runtime.Goexit")
 		}
-		done <- res
 	}()
-	res.dec, res.err = s.ic.Intercept(ctx, req)
+	dec, err = s.ic.Intercept(ctx, req)
 	returned = true
+	return dec, err
 }
 
 // bareAllow reports whether d is an allow with nothing else to say, sent as
