@@ -235,3 +235,37 @@ func BenchmarkCodecDecode(b *testing.B) {
 		}
 	}
 }
+
+func TestParseTimeUTCMatchesTimeParse(t *testing.T) {
+	for _, s := range []string{
+		"2024-01-02T03:04:05Z", "2024-01-02T03:04:05.5Z", "2024-01-02T03:04:05.000000001Z",
+		"2024-02-29T23:59:59.123456789Z", "2023-02-29T00:00:00Z", "2024-13-01T00:00:00Z",
+		"2024-01-02T24:00:00Z", "2024-01-02T03:04:60Z", "2024-01-02T03:04:05.Z", "2024-01-02T03:04:05.1234567890Z",
+		"2024-01-02T03:04:05+01:00", "2024-01-02 03:04:05Z", "0000-01-01T00:00:00Z", "2024-04-31T00:00:00Z",
+		"1900-02-29T00:00:00Z", "2000-02-29T00:00:00Z", "2024-01-02T03:04:05,5Z", "2024-1-02T03:04:05Z",
+	} {
+		want, werr := time.Parse(time.RFC3339Nano, s)
+		got, ok := parseTimeUTC(s)
+		if ok && (werr != nil || !reflect.DeepEqual(got, want)) {
+			t.Errorf("parseTimeUTC(%q) = %v, time.Parse = %v, %v", s, got, want, werr)
+		}
+		if !ok && werr == nil && strings.HasSuffix(s, "Z") && !strings.Contains(s, ",") {
+			t.Logf("parseTimeUTC(%q) defers to time.Parse", s)
+		}
+	}
+}
+
+func FuzzParseTimeUTC(f *testing.F) {
+	f.Add("2024-01-02T03:04:05.123Z")
+	f.Add("2024-02-29T23:59:59Z")
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseTimeUTC(s)
+		if !ok {
+			return
+		}
+		want, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("parseTimeUTC(%q) = %v, time.Parse = %v, %v", s, got, want, err)
+		}
+	})
+}
