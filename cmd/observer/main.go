@@ -20,6 +20,7 @@ const usage = `observer — read and manage a hookbus
 Usage:
   observer replay [--nats URL | --store DIR] [--agent A] [--session S] [--run R] [--stage X] [--since DURATION] [--json]
   observer tail   [--nats URL] [--agent A] [--session S] [--run R] [--stage X] [--json]
+  observer hooks  list|add|rm|grant|revoke [--nats URL | --store DIR]   (see "observer hooks --help")
 
 replay prints the matching events in stream order and exits; --store reads a
 stopped server's store directory. tail follows new events until interrupted.
@@ -55,6 +56,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdReplay(ctx, args[1:], stdout, stderr, false)
 	case "tail":
 		err = cmdReplay(ctx, args[1:], stdout, stderr, true)
+	case "hooks":
+		err = cmdHooks(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
+	"github.com/hookbus/hookbus/internal/cli"
+)
+
+const hooksUsage = `observer hooks — the registry of remote interceptors
+
+Usage:
+  observer hooks list   [--nats URL | --store DIR]
+  observer hooks add    --stage S --plugin P [--order N] [--timeout D] [--policy ignore|fail]
+                        [--mode mutate|validate] [--tools GLOB] [--agents GLOB] [--nats URL | --store DIR]
+  observer hooks rm     --stage S --plugin P [--nats URL | --store DIR]
+  observer hooks grant  PLUGIN [--nats URL | --store DIR]
+  observer hooks revoke PLUGIN [--nats URL | --store DIR]
+
+add registers (or replaces) the plugin's interceptor on a stage; the loop
+calls it at <prefix>.hook.<stage>.<plugin>, in order. context.assembled and
+model.responded need the plugin to be granted privileged_hooks first (grant);
+revoke withdraws the grant, and the loop stops calling the plugin there.
+Changes apply to running loops at once.
+`
+
+// cmdHooks runs "observer hooks SUBCOMMAND ...".
+func cmdHooks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, hooksUsage)
+		return fmt.Errorf("%w: want a subcommand: list, add, rm, grant or revoke", cli.ErrUsage)
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "list", "add", "rm", "grant", "revoke":
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, hooksUsage)
+		return errHelp
+	default:
+		return fmt.Errorf("%w: unknown subcommand %q (want list, add, rm, grant or revoke)", cli.ErrUsage, sub)
+	}
+	fs := flag.NewFlagSet("observer hooks "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	conn := cli.ConnFlags{DefaultURL: "nats://" + cli.DefaultListen}
+	conn.Register(fs)
+	verbose := fs.Bool("v", false, "log debug output on stderr")
+	var hf hookFlags
+	if sub == "add" || sub == "rm" {
+		hf.register(fs, sub == "add")
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	var plugin string
+	switch sub {
+	case "grant", "revoke":
+		if len(pos) != 1 {
+			return fmt.Errorf("%w: %s takes one plugin id, got %d arguments", cli.ErrUsage, sub, len(pos))
+		}
+		plugin = pos[0]
+		if err := events.ValidateID("plugin", plugin); err != nil {
+			return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+		}
+	default:
+		if len(pos) > 0 {
+			return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, pos[0])
+		}
+	}
+	var reg interceptors.Registration
+	if sub == "add" || sub == "rm" {
+		if reg, err = hf.registration(); err != nil {
+			return err
+		}
+	}
+
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	mode := cli.Provision // writes: the buckets must exist
+	if sub == "list" {
+		mode = cli.Offline // only where --store is given
+	}
+	c, err := conn.Open(ctx, "hookbus-observer", log, mode)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r := c.Bus.Registry()
+	switch sub {
+	case "list":
+		return listHooks(ctx, r, stdout)
+	case "add":
+		if err := r.Put(ctx, reg); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "registered %s on %s (%s)\n", reg.Plugin, reg.Stage, describe(reg))
+	case "rm":
+		if err := r.Delete(ctx, reg.Stage, reg.Plugin); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "removed %s from %s\n", reg.Plugin, reg.Stage)
+	case "grant":
+		if err := r.Grant(ctx, plugin); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "granted %s privileged_hooks\n", plugin)
+	case "revoke":
+		if err := r.Revoke(ctx, plugin); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "revoked privileged_hooks of %s\n", plugin)
+	}
+	return nil
+}
+
+// parseInterspersed parses flags that may come before, between and after
+// the positional arguments, which it returns.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, errHelp
+			}
+			return nil, fmt.Errorf("%w: %v", cli.ErrUsage, err)
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// hookFlags are the registration flags of add and rm.
+type hookFlags struct {
+	stage, plugin, policy, mode, tools, agents string
+	order                                      int
+	timeout                                    string // a Go duration, as in the registry
+}
+
+func (f *hookFlags) register(fs *flag.FlagSet, add bool) {
+	fs.StringVar(&f.stage, "stage", "", "stage (e.g. tool.before); required")
+	fs.StringVar(&f.plugin, "plugin", "", "plugin id (the service's name); required")
+	if !add {
+		return
+	}
+	fs.IntVar(&f.order, "order", 0, "lower runs first; equal orders run in registration order")
+	fs.StringVar(&f.timeout, "timeout", "", "per-call timeout (default 5s, at most 30s)")
+	fs.StringVar(&f.policy, "policy", "", "on failure: ignore (fail open, the default) or fail (deny)")
+	fs.StringVar(&f.mode, "mode", "", "mutate (the default) or validate (allow or deny only, run in parallel)")
+	fs.StringVar(&f.tools, "tools", "", "only for tool names matching this glob (fs_*|bash); tool stages only")
+	fs.StringVar(&f.agents, "agents", "", "only for agent ids matching this glob")
+}
+
+// registration reads the flags; a missing or malformed stage or plugin or
+// a malformed timeout is a usage error. The rest is checked by
+// Registry.Put.
+func (f *hookFlags) registration() (interceptors.Registration, error) {
+	if f.stage == "" || f.plugin == "" {
+		return interceptors.Registration{}, fmt.Errorf("%w: --stage and --plugin are required", cli.ErrUsage)
+	}
+	stage, err := events.ParseStage(f.stage)
+	if err != nil {
+		return interceptors.Registration{}, fmt.Errorf("%w: --stage: %v", cli.ErrUsage, err)
+	}
+	if err := events.ValidateID("plugin", f.plugin); err != nil {
+		return interceptors.Registration{}, fmt.Errorf("%w: --plugin: %v", cli.ErrUsage, err)
+	}
+	reg := interceptors.Registration{
+		Plugin: f.plugin, Stage: stage, Order: f.order, Policy: interceptors.Policy(f.policy),
+		Mode: interceptors.Mode(f.mode), Tools: f.tools, Agents: f.agents,
+	}
+	if f.timeout != "" {
+		d, err := time.ParseDuration(f.timeout)
+		if err != nil {
+			return interceptors.Registration{}, fmt.Errorf("%w: --timeout %q is not a duration (5s, 250ms)", cli.ErrUsage, f.timeout)
+		}
+		reg.Timeout = d
+	}
+	return reg, nil
+}
+
+// describe summarises a registration's settings, defaults included.
+func describe(reg interceptors.Registration) string {
+	d := reg.WithDefaults()
+	return fmt.Sprintf("order %d, timeout %s, policy %s, mode %s, tools %s, agents %s",
+		d.Order, d.Timeout, d.Policy, d.Mode, orAny(d.Tools), orAny(d.Agents))
+}
+
+func orAny(glob string) string {
+	if glob == "" {
+		return "*"
+	}
+	return glob
+}
+
+// listHooks prints the registry as a table, in run order, then the grants.
+func listHooks(ctx context.Context, r *bus.Registry, w io.Writer) error {
+	regs, err := r.List(ctx)
+	if err != nil {
+		return err
+	}
+	granted, err := r.Granted(ctx)
+	if err != nil {
+		return err
+	}
+	isGranted := make(map[string]bool, len(granted))
+	for _, p := range granted {
+		isGranted[p] = true
+	}
+	if len(regs) == 0 {
+		fmt.Fprintln(w, "no interceptors registered")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "STAGE\tORDER\tPLUGIN\tTIMEOUT\tPOLICY\tMODE\tTOOLS\tAGENTS\tPRIVILEGED")
+		for _, reg := range regs {
+			d := reg.WithDefaults()
+			priv := "no"
+			switch {
+			case d.Stage.Privileged() && isGranted[d.Plugin]:
+				priv = "yes (granted)"
+			case d.Stage.Privileged():
+				priv = "yes (NOT granted: not called)"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+				d.Stage, d.Order, d.Plugin, d.Timeout, d.Policy, d.Mode, orAny(d.Tools), orAny(d.Agents), priv)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(granted) == 0 {
+		fmt.Fprintln(w, "privileged_hooks granted to: nobody")
+	} else {
+		fmt.Fprintln(w, "privileged_hooks granted to: "+strings.Join(granted, ", "))
+	}
+	return nil
+}
