@@ -43,6 +43,23 @@
 // loop worker's side of the queue, with bounded concurrency and a lease
 // renewed while a run lasts.
 //
+// # Intercept
+//
+// Remote interceptors are NATS services. Serve makes an
+// interceptors.Interceptor one: a nats.go micro service named after the
+// plugin, an endpoint per stage on <prefix>.hook.<stage>.<plugin>, queue
+// group = plugin. On the loop's side a Remote client (b.Remote, or
+// RegisterRemote onto a chain) sends the stage's event with its deadline
+// and reads the decision; failures are *interceptors.HookError values
+// (timeout, no_responders at once, bad_reply, error). Registry holds what
+// the loop calls (KV hookbus_hooks, key <stage>.<plugin>) and the
+// privileged_hooks grants (KV hookbus_trust); WatchTrust and SyncHooks keep
+// a chain in step with both, live:
+//
+//	trust, err := b.WatchTrust(ctx)
+//	chain := interceptors.NewChain(interceptors.WithTrust(trust))
+//	hs, err := b.SyncHooks(ctx, chain, trust) // hs.Synced(ctx) waits for changes to apply
+//
 // # Assets
 //
 // With the default prefix "hookbus": streams HOOKBUS_EVENTS
