@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,6 +31,9 @@ type HookSync struct {
 
 	hooksApplied *progress // registry revision applied
 	trustApplied *progress // trust revision the registrations reflect
+
+	stopping   atomic.Bool
+	unregister sync.Once
 }
 
 type activeHook struct {
@@ -92,8 +97,12 @@ func (s *HookSync) follow(trustChanged <-chan struct{}) {
 		select {
 		case e, ok := <-s.bw.updates():
 			if !ok {
-				s.unregisterAll()
+				// Stopped, or the connection closed: the registrations stay
+				// (a fail-closed one goes on failing closed) until Stop.
 				err := fmt.Errorf("%w: watch of key-value bucket %s ended", ErrRegistry, s.bw.bucket)
+				if !s.stopping.Load() {
+					s.log.Error("hookbus hooks: registry watch ended; the chain keeps its registrations, no longer updated", "err", err)
+				}
 				s.hooksApplied.end(err)
 				s.trustApplied.end(err)
 				return
@@ -213,10 +222,14 @@ func (s *HookSync) Synced(ctx context.Context) error {
 // Stop stops following the registry and removes the registrations the
 // sync made from the chain. It is idempotent.
 func (s *HookSync) Stop() {
+	s.stopping.Store(true)
 	s.bw.stop()
 	<-s.done
+	s.unregister.Do(s.unregisterAll) // the follower is gone: s.active is ours
 }
 
-// Done is closed when the sync has stopped: after Stop, or when its watch
-// ended (the connection closed).
+// Done is closed when the sync no longer follows the registry: after Stop,
+// or when its watch ended (the connection closed). In the second case the
+// chain keeps the registrations of the moment, so that a policy fail
+// registration still fails closed, until Stop removes them.
 func (s *HookSync) Done() <-chan struct{} { return s.done }

@@ -269,3 +269,45 @@ func TestSyncHooksValidates(t *testing.T) {
 		t.Fatalf("nil trust: %v", err)
 	}
 }
+
+// TestSyncHooksConnectionClosed: when the sync's connection closes, the
+// chain keeps its registrations (a fail-closed one goes on failing closed)
+// until Stop.
+func TestSyncHooksConnectionClosed(t *testing.T) {
+	srv, nc := bustest.Start(t)
+	bustest.Provision(t, nc)
+	own := bustest.Conn(t, srv)
+	b, err := bus.New(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	mustPut(t, b.Registry(), interceptors.Registration{Plugin: "policy", Stage: events.StageToolBefore, Policy: interceptors.PolicyFail})
+	trust, err := b.WatchTrust(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer trust.Stop()
+	chain := interceptors.NewChain(interceptors.WithTrust(trust))
+	hs, err := b.SyncHooks(ctx, chain, trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own.Close()
+	select {
+	case <-hs.Done():
+	case <-ctx.Done():
+		t.Fatal("the sync did not notice its connection closed")
+	}
+	if !chain.Has(events.StageToolBefore, "bash", "a") {
+		t.Fatal("the registrations went with the connection")
+	}
+	out, err := chain.Run(ctx, toolBefore(t))
+	if err != nil || out.Decision != interceptors.Deny || out.Records[0].Failure == nil {
+		t.Fatalf("Run: %+v (%v), want the fail-closed registration to deny", out, err)
+	}
+	hs.Stop()
+	if chain.Has(events.StageToolBefore, "bash", "a") {
+		t.Fatal("Stop left the registrations")
+	}
+}
