@@ -79,7 +79,8 @@ type Service struct {
 // call that hangs holds up the requests behind it (they fail as timeouts on
 // the caller's side). Run more instances to share the load.
 //
-// ctx bounds the service: when it ends, the service stops. The error wraps
+// ctx bounds the service: when it ends, the service stops. micro chains
+// the connection's closed and error handlers: set them before Serve. The error wraps
 // ErrInvalidOption for a bad config (naming the field) or a plugin id that
 // cannot be a micro service name, or is the connection's error.
 func Serve(ctx context.Context, nc *nats.Conn, cfg ServeConfig, ic interceptors.Interceptor) (*Service, error) {
