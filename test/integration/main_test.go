@@ -19,6 +19,10 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envInterceptor) != "" {
+		// This test binary was started as an interceptor process.
+		os.Exit(interceptorProcess())
+	}
 	os.Exit(buildAndRun(m))
 }
 
