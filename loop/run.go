@@ -46,6 +46,9 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		for _, err := range sess.Skipped {
+			r.eng.cfg.Logger.Warn("loop: session event skipped", "agent", r.req.AgentID, "session", r.req.SessionID, "err", err)
+		}
 		if rs.terminal != nil {
 			return resultOf(r.req, rs.terminal, rs.events), nil
 		}

@@ -14,6 +14,12 @@ type Session struct {
 	Messages []events.Message
 	// Runs is how many runs the session has, finished or not.
 	Runs int
+	// Skipped holds an error (wrapping ErrCorruptSession, naming the event)
+	// for each event left out of Messages because its data does not decode
+	// as its stage's payload: another producer's event, or a damaged one.
+	// Like every hookbus reader, the rebuild skips what it cannot read
+	// rather than make the session unusable.
+	Skipped []error
 }
 
 // runState is what the events of one run id say about it, so an
@@ -35,8 +41,8 @@ type runState struct {
 }
 
 // RebuildSession turns a session's events (in stream order) into its
-// conversation. Events it cannot decode give an error wrapping
-// ErrCorruptSession naming the event.
+// conversation. Events whose data it cannot decode are left out and listed
+// in Session.Skipped.
 func RebuildSession(evs []*events.Event) (*Session, error) {
 	s, _, err := rebuild(evs, "")
 	return s, err
@@ -60,15 +66,18 @@ func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
 		case events.StageIntake:
 			if mine {
 				var p events.Intake
-				if err := decode(e, &p); err != nil {
+				if _, err := s.decode(e, mine, &p); err != nil {
 					return nil, nil, err
 				}
 				rs.intake = &p
 			}
 		case events.StageRunStarted:
 			var p events.RunStarted
-			if err := decode(e, &p); err != nil {
-				return nil, nil, err
+			if ok, err := s.decode(e, mine, &p); !ok {
+				if err != nil {
+					return nil, nil, err
+				}
+				continue
 			}
 			s.Messages = append(s.Messages, events.Message{Role: events.RoleUser, Content: p.Prompt})
 			if mine {
@@ -80,8 +89,11 @@ func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
 			}
 		case events.StageModelResponded:
 			var p events.ModelResponded
-			if err := decode(e, &p); err != nil {
-				return nil, nil, err
+			if ok, err := s.decode(e, mine, &p); !ok {
+				if err != nil {
+					return nil, nil, err
+				}
+				continue
 			}
 			s.Messages = append(s.Messages, p.Message)
 			if mine {
@@ -90,8 +102,11 @@ func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
 			}
 		case events.StageToolAfter:
 			var p events.ToolAfter
-			if err := decode(e, &p); err != nil {
-				return nil, nil, err
+			if ok, err := s.decode(e, mine, &p); !ok {
+				if err != nil {
+					return nil, nil, err
+				}
+				continue
 			}
 			s.Messages = append(s.Messages, toolMessage(&p))
 			if mine {
@@ -103,8 +118,11 @@ func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
 			}
 		case events.StageStop:
 			var p events.Stop
-			if err := decode(e, &p); err != nil {
-				return nil, nil, err
+			if ok, err := s.decode(e, mine, &p); !ok {
+				if err != nil {
+					return nil, nil, err
+				}
+				continue
 			}
 			if p.Continue != "" {
 				s.Messages = append(s.Messages, continueMessage(p.Continue))
@@ -122,11 +140,21 @@ func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
 	return s, rs, nil
 }
 
-func decode(e *events.Event, v any) error {
-	if err := e.DecodeData(v); err != nil {
-		return fmt.Errorf("%w: %v", ErrCorruptSession, err)
+// decode decodes e's data into v. An event of the run being resumed
+// (mine) that does not decode is an error: the run cannot go on from a
+// record it cannot read. Any other is skipped: decode returns false and
+// lists it in s.Skipped.
+func (s *Session) decode(e *events.Event, mine bool, v any) (bool, error) {
+	err := e.DecodeData(v)
+	if err == nil {
+		return true, nil
 	}
-	return nil
+	err = fmt.Errorf("%w: %v", ErrCorruptSession, err)
+	if mine {
+		return false, err
+	}
+	s.Skipped = append(s.Skipped, err)
+	return false, nil
 }
 
 // toolMessage is the message the model is given for a finished tool call,
