@@ -395,7 +395,8 @@ func TestAuditorReadsLargePayloads(t *testing.T) {
 }
 
 // TestAuditorPublishesNothing: the auditor cannot publish under hookbus.>
-// nor change the stream or its consumers; the stream keeps its one event.
+// nor change the event stream, nor touch the run queue's consumers; the
+// stream keeps its one event.
 func TestAuditorPublishesNothing(t *testing.T) {
 	f := startSingle(t)
 	loop, _ := f.connect(t, "loop")
@@ -416,7 +417,7 @@ func TestAuditorPublishesNothing(t *testing.T) {
 		"$JS.API.STREAM.PURGE.HOOKBUS_EVENTS",
 		"$JS.API.STREAM.UPDATE.HOOKBUS_EVENTS",
 		"$JS.API.STREAM.MSG.DELETE.HOOKBUS_EVENTS",
-		"$JS.API.CONSUMER.DELETE.HOOKBUS_EVENTS.billing",
+		"$JS.API.CONSUMER.DELETE.HOOKBUS_RUNS.workers",
 		"$JS.API.CONSUMER.CREATE.HOOKBUS_RUNS.thief",
 		"$JS.API.STREAM.CREATE.EVIL",
 	} {

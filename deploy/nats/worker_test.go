@@ -220,9 +220,9 @@ func firstUpdate(t *testing.T, ctx context.Context, kv jetstream.KeyValue, want 
 
 // readOrdered reads the first message of stream through an ordered
 // consumer (optionally filtered) and decodes it as a hookbus event. It
-// iterates with Messages, as a tail or a replay does: Next and Fetch on an
-// ordered consumer delete and recreate the server-side consumer on every
-// call, and the auditor may not delete consumers (see accounts.conf).
+// iterates with Messages, as a tail or a replay does (Next and Fetch on an
+// ordered consumer delete and recreate the server-side consumer at every
+// call).
 func readOrdered(t *testing.T, js jetstream.JetStream, stream string, filter []string) *events.Event {
 	t.Helper()
 	cons, err := js.OrderedConsumer(testContext(t), stream, jetstream.OrderedConsumerConfig{FilterSubjects: filter})
