@@ -20,7 +20,8 @@ import (
 // hookbus: Remote (encode, request, reply check) against a Serve'd micro
 // service (decode, call, reply); raw: nc.RequestMsgWithContext of the
 // pre-encoded message against an nc.Subscribe responder. Each reports the
-// median latency per operation as p50-ns besides ns/op.
+// median latency per operation as p50-ns besides ns/op. The ...TCP variants
+// connect both sides over TCP loopback instead of in-process.
 
 // benchPlugins are the plugins of the chain benchmarks.
 var benchPlugins = []string{"bench-a", "bench-b", "bench-c"}
@@ -40,6 +41,27 @@ func newInterceptEnv(b *testing.B) *interceptEnv {
 		b.Fatal(err)
 	}
 	return &interceptEnv{srv: srv, svcNC: nc, client: client, ev: toolBefore(b)}
+}
+
+// newTCPInterceptEnv is newInterceptEnv with both connections over TCP
+// loopback, as a plugin and a loop in other processes would be.
+func newTCPInterceptEnv(b *testing.B) *interceptEnv {
+	b.Helper()
+	srv, _ := bustest.Start(b, bustest.WithListener())
+	dial := func() *nats.Conn {
+		nc, err := bus.Connect(srv.ClientURL())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(nc.Close)
+		return nc
+	}
+	svcNC := dial()
+	client, err := bus.New(dial())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &interceptEnv{srv: srv, svcNC: svcNC, client: client, ev: toolBefore(b)}
 }
 
 // serveAllow serves an interceptor that allows, as plugin.
@@ -105,8 +127,21 @@ func measure(b *testing.B, op func(ctx context.Context) error) {
 
 // BenchmarkRemoteRoundTrip is one Remote.Intercept on tool.before against
 // a Serve'd allow. Compare with BenchmarkRawRequestReply.
-func BenchmarkRemoteRoundTrip(b *testing.B) {
-	env := newInterceptEnv(b)
+func BenchmarkRemoteRoundTrip(b *testing.B) { benchRemoteRoundTrip(b, newInterceptEnv(b)) }
+
+// BenchmarkRawRequestReply is the baseline of BenchmarkRemoteRoundTrip:
+// one raw nats.go request of the same bytes, answered empty.
+func BenchmarkRawRequestReply(b *testing.B) { benchRawRequestReply(b, newInterceptEnv(b)) }
+
+// BenchmarkRemoteRoundTripTCP is BenchmarkRemoteRoundTrip over TCP
+// loopback. Compare with BenchmarkRawRequestReplyTCP.
+func BenchmarkRemoteRoundTripTCP(b *testing.B) { benchRemoteRoundTrip(b, newTCPInterceptEnv(b)) }
+
+// BenchmarkRawRequestReplyTCP is BenchmarkRawRequestReply over TCP
+// loopback.
+func BenchmarkRawRequestReplyTCP(b *testing.B) { benchRawRequestReply(b, newTCPInterceptEnv(b)) }
+
+func benchRemoteRoundTrip(b *testing.B, env *interceptEnv) {
 	env.serveAllow(b, benchPlugins[0])
 	r, err := env.client.Remote(interceptors.Registration{Plugin: benchPlugins[0], Stage: events.StageToolBefore})
 	if err != nil {
@@ -122,10 +157,7 @@ func BenchmarkRemoteRoundTrip(b *testing.B) {
 	})
 }
 
-// BenchmarkRawRequestReply is the baseline of BenchmarkRemoteRoundTrip:
-// one raw nats.go request of the same bytes, answered empty.
-func BenchmarkRawRequestReply(b *testing.B) {
-	env := newInterceptEnv(b)
+func benchRawRequestReply(b *testing.B, env *interceptEnv) {
 	msg := env.rawAllow(b, benchPlugins[0])
 	nc := env.client.Conn()
 	measure(b, func(ctx context.Context) error {
