@@ -15,6 +15,17 @@ import (
 // benchPayload is the size of the events' JSON data in the benchmarks.
 const benchPayload = 1024
 
+// cpuPerOp starts measuring the process' CPU time; the returned function
+// reports it per op as "cpu-ns/op" (client and embedded server together).
+func cpuPerOp(b *testing.B) func() {
+	start := processCPU()
+	return func() {
+		if d := processCPU() - start; d > 0 && b.N > 0 {
+			b.ReportMetric(float64(d.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		}
+	}
+}
+
 // benchRing is how many distinct messages the publish benchmarks cycle
 // through; each publish still carries a new event id.
 const benchRing = 8192
@@ -42,6 +53,7 @@ func BenchmarkPublish(b *testing.B) {
 	ctx := context.Background()
 	b.SetBytes(benchPayload)
 	b.ResetTimer()
+	defer cpuPerOp(b)()
 	for i, id := range ids {
 		e := ring[i%benchRing]
 		e.ID = id // the bus keeps no reference to the event after Publish
@@ -78,6 +90,7 @@ func BenchmarkRawPublishAsync(b *testing.B) {
 	ids := benchIDs(b.N)
 	b.SetBytes(benchPayload)
 	b.ResetTimer()
+	defer cpuPerOp(b)()
 	for i, id := range ids {
 		m := ring[i%benchRing]
 		m.Header[events.HeaderMsgID][0] = id
@@ -123,6 +136,7 @@ func BenchmarkReplay(b *testing.B) {
 	ctx := context.Background()
 	b.SetBytes(benchPayload)
 	b.ResetTimer()
+	defer cpuPerOp(b)()
 	for left := b.N; left > 0; {
 		n := 0
 		want := min(left, replayStreamLen)
@@ -151,6 +165,7 @@ func BenchmarkRawOrderedConsumer(b *testing.B) {
 	ctx := context.Background()
 	b.SetBytes(benchPayload)
 	b.ResetTimer()
+	defer cpuPerOp(b)()
 	for left := b.N; left > 0; {
 		want := min(left, replayStreamLen)
 		c, err := js.OrderedConsumer(ctx, bs.Names().Events, jetstream.OrderedConsumerConfig{
@@ -185,6 +200,7 @@ func BenchmarkRawOrderedConsume(b *testing.B) {
 	ctx := context.Background()
 	b.SetBytes(benchPayload)
 	b.ResetTimer()
+	defer cpuPerOp(b)()
 	for left := b.N; left > 0; {
 		want := min(left, replayStreamLen)
 		c, err := js.OrderedConsumer(ctx, bs.Names().Events, jetstream.OrderedConsumerConfig{

@@ -39,7 +39,9 @@ const (
 
 // EventHandler handles one event. A nil error acknowledges it; an error
 // has it delivered again after a back-off, and dead-lettered once the
-// deliveries are used up. A panic counts as an error.
+// deliveries are used up. A panic counts as an error. e.Data shares the
+// received message's buffer (which a dead letter copies): replace it rather
+// than modify it in place.
 type EventHandler func(ctx context.Context, e *events.Event) error
 
 // ObserveConfig configures a durable observer of the events stream.

@@ -67,74 +67,6 @@ func (b *Bus) lastSeq(ctx context.Context, filters []string, since time.Time) (u
 	return last, last > 0, nil
 }
 
-// reader is an ordered consumer over the events stream.
-type reader struct {
-	b    *Bus
-	cons jetstream.Consumer
-	it   jetstream.MessagesContext
-}
-
-func (b *Bus) newReader(ctx context.Context, filters []string, policy jetstream.DeliverPolicy, since time.Time) (*reader, error) {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: policy}
-	if !since.IsZero() {
-		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
-		cfg.OptStartTime = &since
-	}
-	rctx, cancel := b.withTimeout(ctx)
-	defer cancel()
-	cons, err := b.js.OrderedConsumer(rctx, b.names.Events, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%w: ordered consumer: %w", ErrConsumer, ctxErr(rctx, err))
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return nil, fmt.Errorf("%w: ordered consumer: %w", ErrConsumer, err)
-	}
-	return &reader{b: b, cons: cons, it: it}, nil
-}
-
-func (r *reader) next(ctx context.Context) (jetstream.Msg, *jetstream.MsgMetadata, error) {
-	m, err := r.it.Next(jetstream.NextContext(ctx))
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, nil, cerr
-		}
-		return nil, nil, fmt.Errorf("%w: %w", ErrConsumer, err)
-	}
-	meta, err := m.Metadata()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrConsumer, err)
-	}
-	return m, meta, nil
-}
-
-// stop ends the iteration and deletes the consumer rather than leave it
-// to the server's 5-minute inactivity clean-up (a worker replays a session
-// at every run).
-func (r *reader) stop() {
-	r.it.Stop()
-	info := r.cons.CachedInfo()
-	if info == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.b.opts.timeout)
-	defer cancel()
-	if err := r.b.js.DeleteConsumer(ctx, r.b.names.Events, info.Name); err != nil {
-		r.b.log.Debug("hookbus: ordered consumer not deleted", "consumer", info.Name, "error", err)
-	}
-}
-
-// decode decodes m, counting and logging a malformed message (nil event).
-func (b *Bus) decodeMsg(m jetstream.Msg, meta *jetstream.MsgMetadata, malformed *int) *events.Event {
-	e, err := b.codec.decode(m.Headers(), m.Data())
-	if err != nil {
-		*malformed++
-		b.log.Warn("hookbus: malformed event skipped", "subject", m.Subject(), "stream_seq", meta.Sequence.Stream, "reason", err)
-		return nil
-	}
-	return e
-}
-
 // Replay calls fn for every event matching f that is in the stream when
 // Replay starts, in stream order, and returns; events stored meanwhile are
 // not waited for. An empty stream or no match returns at once. Messages that
@@ -154,18 +86,9 @@ func (b *Bus) Replay(ctx context.Context, f Filter, fn func(*events.Event) error
 	if err != nil || !ok {
 		return st, err
 	}
-	r, err := b.newReader(ctx, filters, jetstream.DeliverAllPolicy, f.Since)
-	if err != nil {
-		return st, err
-	}
-	defer r.stop()
-	for {
-		m, meta, err := r.next(ctx)
-		if err != nil {
-			return st, err
-		}
+	err = b.readOrdered(ctx, filters, jetstream.DeliverAllPolicy, f.Since, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
 		if !f.Until.IsZero() && meta.Timestamp.After(f.Until) {
-			return st, nil // stream order is storage-time order
+			return true, nil // stream order is storage-time order
 		}
 		if e := b.decodeMsg(m, meta, &st.Malformed); e != nil {
 			if f.Run != "" && e.RunID != f.Run {
@@ -173,14 +96,13 @@ func (b *Bus) Replay(ctx context.Context, f Filter, fn func(*events.Event) error
 			} else {
 				st.Events++
 				if err := fn(e); err != nil {
-					return st, err
+					return true, err
 				}
 			}
 		}
-		if meta.Sequence.Stream >= last || meta.NumPending == 0 {
-			return st, nil
-		}
-	}
+		return meta.Sequence.Stream >= last || meta.NumPending == 0, nil
+	})
+	return st, err
 }
 
 // Tail calls fn for every event matching f stored from now on (from
@@ -193,31 +115,21 @@ func (b *Bus) Tail(ctx context.Context, f Filter, fn func(*events.Event) error) 
 	if err != nil {
 		return err
 	}
-	r, err := b.newReader(ctx, filters, jetstream.DeliverNewPolicy, f.Since)
-	if err != nil {
-		return err
-	}
-	defer r.stop()
 	var malformed int
-	for {
-		m, meta, err := r.next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
+	err = b.readOrdered(ctx, filters, jetstream.DeliverNewPolicy, f.Since, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
 		if !f.Until.IsZero() && meta.Timestamp.After(f.Until) {
-			return nil
+			return true, nil
 		}
 		e := b.decodeMsg(m, meta, &malformed)
 		if e == nil || f.Run != "" && e.RunID != f.Run {
-			continue
+			return false, nil
 		}
-		if err := fn(e); err != nil {
-			return err
-		}
+		return false, fn(e)
+	})
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil
 	}
+	return err
 }
 
 // SessionEvents returns every event of a session, in stream order (the
@@ -257,19 +169,19 @@ func (b *Bus) WaitRun(ctx context.Context, agent, session, runID string) (*event
 	if err != nil {
 		return nil, err
 	}
-	r, err := b.newReader(ctx, filters, jetstream.DeliverAllPolicy, time.Time{})
-	if err != nil {
-		return nil, err
-	}
-	defer r.stop()
-	var malformed int
-	for {
-		m, meta, err := r.next(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("hookbus: wait for run %s: %w", runID, err)
-		}
+	var (
+		malformed int
+		found     *events.Event
+	)
+	err = b.readOrdered(ctx, filters, jetstream.DeliverAllPolicy, time.Time{}, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
 		if e := b.decodeMsg(m, meta, &malformed); e != nil && e.RunID == runID {
-			return e, nil
+			found = e
+			return true, nil
 		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hookbus: wait for run %s: %w", runID, err)
 	}
+	return found, nil
 }
