@@ -187,7 +187,11 @@ func readAll(ctx context.Context, kv jetstream.KeyValue, fn func(jetstream.KeyVa
 	if err != nil {
 		return err
 	}
-	defer func() { _ = w.Stop() }()
+	defer func() { // stop, and drain so that the watcher's callback can return
+		_ = w.Stop()
+		for range w.Updates() {
+		}
+	}()
 	for {
 		select {
 		case e, ok := <-w.Updates():
