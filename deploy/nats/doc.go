@@ -33,8 +33,13 @@
 //     do what a worker does with nats.go (events, KV registry, run queue,
 //     object store, session replay) without one permission error, and cannot
 //     write trust grants or reconfigure the audit stream; the admin
-//     provisions the real assets with bus.Provision.
+//     provisions the real assets with bus.Provision. hookbus' own transport
+//     runs under these users too: bus.Serve as a plugin, bus.Publish,
+//     SessionEvents as the loop, bus.Replay as the auditor.
 //   - docker-compose.yml mounts the files that exist, runs nodes named as
 //     the routes name them, and connects with users and passwords
 //     accounts.conf defines.
+//
+// BenchmarkSyncInterval measures what sync_interval always costs on the
+// disk under TMPDIR. README.md has the permission table and the known gaps.
 package natsconf

@@ -56,7 +56,7 @@ func startServer(t *testing.T, opts *server.Options) *server.Server {
 }
 
 // password returns the password the configuration gives user.
-func password(t *testing.T, opts *server.Options, user string) string {
+func password(t testing.TB, opts *server.Options, user string) string {
 	t.Helper()
 	for _, u := range opts.Users {
 		if u.Username == user {
@@ -74,7 +74,7 @@ type asyncErrors chan error
 
 // connect connects to s as user, with the password the configuration
 // gives it; t.Cleanup closes the connection.
-func connect(t *testing.T, s *server.Server, opts *server.Options, user string) (*nats.Conn, asyncErrors) {
+func connect(t testing.TB, s *server.Server, opts *server.Options, user string) (*nats.Conn, asyncErrors) {
 	t.Helper()
 	errs := make(asyncErrors, 64)
 	nc, err := nats.Connect(s.ClientURL(),
