@@ -134,8 +134,8 @@ func WithMaxPayload(n int) Option {
 	}
 }
 
-// WithDefaultTimeout sets the timeout of requests (provisioning, PublishSync,
-// SubmitRun, DLQ writes) made with a ctx that has no deadline (default 5s).
+// WithDefaultTimeout sets the timeout of requests (provisioning, SubmitRun,
+// DLQ writes) made with a ctx that has no deadline (default 5s).
 func WithDefaultTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
@@ -146,10 +146,10 @@ func WithDefaultTimeout(d time.Duration) Option {
 	}
 }
 
-// WithPublishRetry sets how long Publish waits for one JetStream ack
-// (default 5s) and how many times a publish whose ack timed out or found no
-// stream is sent again, with the same Nats-Msg-Id, before Flush reports it
-// (default 3).
+// WithPublishRetry sets how long Publish and PublishSync wait for one
+// JetStream ack (default 5s) and how many times a publish whose ack timed
+// out or found no stream is sent again, with the same Nats-Msg-Id, before
+// Flush (or PublishSync) reports it (default 3).
 func WithPublishRetry(ackTimeout time.Duration, retries int) Option {
 	return func(o *options) error {
 		if ackTimeout <= 0 {

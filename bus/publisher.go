@@ -58,9 +58,13 @@ func (b *Bus) Publish(ctx context.Context, e *events.Event) error {
 }
 
 // PublishSync publishes e and returns only after JetStream acknowledged it
-// (write-ahead: the event is stored before the effect it describes). It
-// waits up to ctx's deadline, or the default timeout when ctx has none. A
-// duplicate (the id was stored before) counts as stored.
+// (write-ahead: the event is stored before the effect it describes). Like
+// Publish, it waits for one ack up to the ack timeout and sends the event
+// again, with the same Nats-Msg-Id, when the ack does not come or no stream
+// answers, up to the retry bound (WithPublishRetry): a request lost with a
+// server or a stream leader that went away is sent again rather than waited
+// for until ctx ends. ctx bounds every attempt. A duplicate (the id was
+// stored before) counts as stored.
 //
 // It returns an error wrapping events.ErrMalformedEvent or
 // events.ErrInvalidID, ErrPayloadTooLarge, ErrPublish (with the cause:
@@ -70,12 +74,19 @@ func (b *Bus) PublishSync(ctx context.Context, e *events.Event) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := b.withTimeout(ctx)
-	defer cancel()
-	if _, err := b.js.PublishMsg(ctx, msg); err != nil {
-		return fmt.Errorf("%w: event %s: %w", ErrPublish, e.ID, ctxErr(ctx, err))
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, b.opts.ackTimeout)
+		_, err := b.js.PublishMsg(actx, msg)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		lost := actx.Err() != nil && ctx.Err() == nil // this attempt's ack never came
+		if !(lost || retryable(err)) || ctx.Err() != nil || attempt >= b.opts.retries {
+			return fmt.Errorf("%w: event %s after %d attempts: %w", ErrPublish, e.ID, attempt+1, ctxErr(ctx, err))
+		}
+		b.log.Debug("hookbus: publish retried", "subject", msg.Subject, "id", e.ID, "attempt", attempt+1, "error", err)
 	}
-	return nil
 }
 
 // Flush waits until every asynchronous publish of the run made before it is
