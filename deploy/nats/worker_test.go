@@ -188,11 +188,11 @@ func TestLoopCannotGrantTrustOrRewriteTheAuditTrail(t *testing.T) {
 	}
 }
 
-// largePayload is big enough (8 MB, 64 chunks of 128 KB) that reading it
+// largePayload is big enough (2 MB, 16 chunks of 128 KB) that reading it
 // back through the object store's push consumer needs flow-control
 // replies.
 func largePayload() []byte {
-	b := make([]byte, 8<<20)
+	b := make([]byte, 2<<20)
 	for i := range b {
 		b[i] = byte(i % 251)
 	}
