@@ -114,6 +114,9 @@ func TestClusterSettings(t *testing.T) {
 			if opts.Cluster.Name != "hookbus" || opts.Cluster.Port != 6222 {
 				t.Errorf("cluster %q port %d, want hookbus 6222", opts.Cluster.Name, opts.Cluster.Port)
 			}
+			if !opts.Cluster.NoAdvertise {
+				t.Error("cluster advertises node addresses to clients")
+			}
 			if opts.Cluster.Username == "" || opts.Cluster.Password == "" {
 				t.Error("routes are not authenticated")
 			}
