@@ -95,8 +95,14 @@ func BenchmarkRawPublishAsync(b *testing.B) {
 		m := ring[i%benchRing]
 		m.Header[events.HeaderMsgID][0] = id
 		m.Header["ce-id"][0] = id
-		if _, err := js.PublishMsgAsync(m); err != nil {
-			b.Fatal(err)
+		for { // wait for room as bus.Publish does
+			_, err := js.PublishMsgAsync(m)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+				b.Fatal(err)
+			}
 		}
 	}
 	<-js.PublishAsyncComplete()
