@@ -109,6 +109,11 @@ func Decode(h Header, body []byte) (*Event, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: header %s: %v", ErrMalformedEvent, k, err)
 		}
+		if prev, ok := m.h[lk]; ok && prev != v {
+			// ce-id and CE-ID with two values: which one is meant is
+			// anybody's guess (it would be map order's).
+			return nil, fmt.Errorf("%w: header %s is given twice, in different cases, with different values", ErrMalformedEvent, lk)
+		}
 		m.h[lk] = v
 	}
 	if sv, ok := m.h[HeaderPrefix+"specversion"]; ok {
