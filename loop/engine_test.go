@@ -150,13 +150,18 @@ func TestInterruptedRunResumesWithoutRerunningRecordedTools(t *testing.T) {
 			t.Fatalf("event %d (%s) seq %d after resume", i, e.Stage, e.Seq)
 		}
 	}
-	if n := len(evs); evs[n-1].Stage != events.StageRunCompleted || n != 16 {
+	// The second attempt starts with a run.started that says it resumed.
+	if n := len(evs); evs[n-1].Stage != events.StageRunCompleted || n != 17 || evs[7].Stage != events.StageRunStarted {
 		t.Fatalf("stream after resume: %v", stagesOf(evs))
+	}
+	var started events.RunStarted
+	if err := evs[7].DecodeData(&started); err != nil || !started.Resumed || started.Prompt != "go" || started.HistoryMessages != 0 {
+		t.Fatalf("run.started of the resumed attempt: %+v, %v", started, err)
 	}
 
 	// A run that already ended is not run again.
 	again, err := second.Run(ctxT(t), req)
-	if err != nil || again.Answer != res.Answer || len(allEvents(t, b)) != 16 {
+	if err != nil || again.Answer != res.Answer || len(allEvents(t, b)) != 17 {
 		t.Fatalf("re-running an ended run: %+v, %v", again, err)
 	}
 }

@@ -112,13 +112,31 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 			return nil, &errEnd{events.ReasonRejected, v.describe()}
 		}
 	}
+	history := 0
 	if st == nil || !st.started {
 		r.messages = append(r.messages, events.Message{Role: events.RoleUser, Content: prompt})
-		if _, err := r.emit(ctx, events.StageRunStarted, events.RunStarted{
-			Prompt: prompt, HistoryMessages: len(r.messages) - 1, Resumed: r.resumed, MaxSteps: r.maxSteps,
-		}, "", false); err != nil {
-			return nil, err
+		history = len(r.messages) - 1
+	} else {
+		history = st.history
+	}
+	// Every attempt starts with run.started: a resumed one says so, and the
+	// record shows where a worker took the run over.
+	if _, err := r.emit(ctx, events.StageRunStarted, events.RunStarted{
+		Prompt: prompt, HistoryMessages: history, Resumed: r.resumed, MaxSteps: r.maxSteps,
+	}, "", false); err != nil {
+		return nil, err
+	}
+	if st != nil && st.answered() {
+		// The last step's reply is the answer; only the run's end is
+		// missing. End it without asking the model again.
+		r.answer = st.responded.Message.Content
+		if st.stopStep != st.stepDone {
+			return r.stop(ctx)
 		}
+		if st.stopHook != nil { // a stop hook ended it
+			return nil, &errEnd{events.ReasonStopped, describeDecided(st.stopHook)}
+		}
+		return r.finish(ctx, events.ReasonDone, "")
 	}
 	if pending != nil {
 		r.step = resumeStep
@@ -239,6 +257,12 @@ func (r *run) afterModel(ctx context.Context, calls []events.ToolCall, total int
 	if total > 0 {
 		return nil, nil
 	}
+	return r.stop(ctx)
+}
+
+// stop asks the stop hooks whether the run ends with r.answer, and ends it
+// or (a hook's continue) returns nil to go on.
+func (r *run) stop(ctx context.Context) (*Result, error) {
 	ev, err := r.event(events.StageStop, events.Stop{Reason: events.ReasonDone, Answer: r.answer, Continues: r.continues}, "")
 	if err != nil {
 		return nil, err
@@ -415,6 +439,12 @@ func resultOf(req *events.RunRequest, term *events.Event, n int) *Result {
 	_ = term.DecodeData(&p)
 	res.Reason, res.Detail, res.Answer, res.Steps, res.Usage = p.Reason, p.Detail, p.Answer, p.Steps, p.Usage
 	return res
+}
+
+// describeDecided describes a recorded hook decision as verdict.describe
+// does a live one.
+func describeDecided(d *events.HookDecided) string {
+	return verdict{kind: interceptors.Kind(d.Decision), reason: d.Reason, plugin: d.Plugin}.describe()
 }
 
 func endOf(v verdict) *errEnd {

@@ -1,9 +1,12 @@
 package loop
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
 )
 
 // Session is a conversation rebuilt from a session's events.
@@ -38,20 +41,37 @@ type runState struct {
 	usage     events.Usage
 	continues int
 	events    int
+	history   int                 // messages of the session before the run's prompt
+	stopStep  int                 // step of the last stop that ended the run (no continue)
+	contStep  int                 // step of the last stop a hook continued
+	stopHook  *events.HookDecided // the last stop hook that decided stop
+}
+
+// answered reports whether the run's last completed step gave the answer
+// (a reply without tool calls that no stop hook continued): only the run's
+// end is missing.
+func (rs *runState) answered() bool {
+	return rs.responded != nil && rs.stepDone > 0 && rs.respStep == rs.stepDone &&
+		len(rs.responded.Message.ToolCalls) == 0 && rs.contStep != rs.stepDone
 }
 
 // RebuildSession turns a session's events (in stream order) into its
-// conversation. Events whose data it cannot decode are left out and listed
-// in Session.Skipped.
+// conversation. A run's events are taken in seq order: after a fault (a
+// reconnect, a stream leader change) a publish sent again may be stored
+// after later events of its run. A resumed attempt's run.started does not
+// repeat the run's prompt. Events whose data it cannot decode are left out
+// and listed in Session.Skipped.
 func RebuildSession(evs []*events.Event) (*Session, error) {
 	s, _, err := rebuild(evs, "")
 	return s, err
 }
 
 func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
+	evs = inRunOrder(evs)
 	s := &Session{}
 	rs := &runState{afterIDs: map[string]bool{}}
 	runs := map[string]bool{}
+	started := map[string]bool{} // runs whose prompt is in s.Messages
 	for _, e := range evs {
 		runs[e.RunID] = true
 		mine := runID != "" && e.RunID == runID
@@ -79,10 +99,14 @@ func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
 				}
 				continue
 			}
-			s.Messages = append(s.Messages, events.Message{Role: events.RoleUser, Content: p.Prompt})
-			if mine {
-				rs.started = true
+			if started[e.RunID] {
+				continue // a resumed attempt of the run: its prompt is in
 			}
+			started[e.RunID] = true
+			if mine {
+				rs.started, rs.history = true, len(s.Messages)
+			}
+			s.Messages = append(s.Messages, events.Message{Role: events.RoleUser, Content: p.Prompt})
 		case events.StageStepStarted:
 			if mine {
 				rs.step = e.Step
@@ -128,6 +152,16 @@ func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
 				s.Messages = append(s.Messages, continueMessage(p.Continue))
 				if mine {
 					rs.continues++
+					rs.contStep = e.Step
+				}
+			} else if mine {
+				rs.stopStep = e.Step
+			}
+		case events.StageHookDecided:
+			if mine {
+				var p events.HookDecided // audit only: one that does not decode is no stop
+				if e.DecodeData(&p) == nil && p.Stage == events.StageStop && p.Decision == string(interceptors.Stop) {
+					rs.stopHook = &p
 				}
 			}
 		case events.StageRunCompleted, events.StageRunFailed:
@@ -138,6 +172,35 @@ func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
 	}
 	s.Runs = len(runs)
 	return s, rs, nil
+}
+
+// inRunOrder returns evs with each run's events in seq order, the runs in
+// the order their first events were stored. Events already in that order
+// (the rule: only a fault reorders them) are returned as they are.
+func inRunOrder(evs []*events.Event) []*events.Event {
+	last := map[string]uint64{}
+	ordered := true
+	for _, e := range evs {
+		if e.Seq < last[e.RunID] {
+			ordered = false
+			break
+		}
+		last[e.RunID] = e.Seq
+	}
+	if ordered {
+		return evs
+	}
+	first := map[string]int{}
+	for i, e := range evs {
+		if _, ok := first[e.RunID]; !ok {
+			first[e.RunID] = i
+		}
+	}
+	out := slices.Clone(evs)
+	slices.SortStableFunc(out, func(a, b *events.Event) int {
+		return cmp.Or(cmp.Compare(first[a.RunID], first[b.RunID]), cmp.Compare(a.Seq, b.Seq))
+	})
+	return out
 }
 
 // decode decodes e's data into v. An event of the run being resumed
