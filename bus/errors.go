@@ -24,6 +24,9 @@ var (
 	// ErrProvision is returned by Provision when a stream, bucket or object
 	// store cannot be created or updated.
 	ErrProvision = errors.New("hookbus: provisioning failed")
+	// ErrNotProvisioned is returned by CheckProvisioned when a stream,
+	// bucket or object store is missing.
+	ErrNotProvisioned = errors.New("hookbus: not provisioned")
 	// ErrPublish is returned by Publish, PublishSync, Flush and SubmitRun when
 	// JetStream did not store a message (no stream, timeout after retries,
 	// rejected by the server).

@@ -17,6 +17,7 @@ const usage = `observer — read and manage a hookbus
 Usage:
   observer replay [--nats URL | --store DIR] [--agent A] [--session S] [--run R] [--stage X] [--since DURATION] [--json]
   observer tail   [--nats URL] [--agent A] [--session S] [--run R] [--stage X] [--json]
+  observer provision [--nats URL] [--replicas N]    (an operator: create or update the streams and buckets)
   observer hooks  list|add|rm|grant|revoke [--nats URL | --store DIR]   (see "observer hooks --help")
 
 replay prints the matching events in stream order and exits; --store reads a
@@ -53,6 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdReplay(ctx, args[1:], stdout, stderr, false)
 	case "tail":
 		err = cmdReplay(ctx, args[1:], stdout, stderr, true)
+	case "provision":
+		err = cmdProvision(ctx, args[1:], stdout, stderr)
 	case "hooks":
 		err = cmdHooks(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -35,7 +36,7 @@ type ConnFlags struct {
 
 // Register adds the flags to fs.
 func (c *ConnFlags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&c.NATS, "nats", "", "NATS server URL (nats://user:pass@host:4222); default: "+c.defaultDesc())
+	fs.StringVar(&c.NATS, "nats", "", "NATS server URL (nats://user:pass@host:4222); default: $NATS_URL, else "+c.defaultDesc())
 	fs.StringVar(&c.Store, "store", "", "store directory of an embedded server (default "+DefaultStore+" when no --nats)")
 	if c.Embeds {
 		fs.StringVar(&c.Listen, "listen", DefaultListen, "address the embedded server listens on for other processes (\"none\": in-process only)")
@@ -48,7 +49,7 @@ func (c *ConnFlags) defaultDesc() string {
 	if c.Embeds {
 		return "an embedded server on --store"
 	}
-	return "$NATS_URL or " + c.DefaultURL
+	return c.DefaultURL
 }
 
 // Conn is an open, provisioned bus, with the embedded server behind it if
@@ -94,9 +95,12 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 	url := c.NATS
 	store := c.Store
 	if url == "" && store == "" {
-		if c.Embeds {
+		url = os.Getenv("NATS_URL")
+		switch {
+		case url != "":
+		case c.Embeds:
 			store = DefaultStore
-		} else if url = os.Getenv("NATS_URL"); url == "" {
+		default:
 			url = c.DefaultURL
 		}
 	}
@@ -135,9 +139,20 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 	if mode != Provision {
 		return out, nil
 	}
-	if err := b.Provision(ctx); err != nil {
+	// Provision only what is missing: a least-privileged user (the loop's in
+	// deploy/nats) may read stream information but not create or update
+	// streams, which an operator provisions (observer provision).
+	err = b.CheckProvisioned(ctx)
+	if err == nil {
+		return out, nil
+	}
+	if !errors.Is(err, bus.ErrNotProvisioned) {
 		out.Close()
 		return nil, err
+	}
+	if perr := b.Provision(ctx); perr != nil {
+		out.Close()
+		return nil, fmt.Errorf("%w; creating them failed: %w (an operator can create them with \"observer provision\")", err, perr)
 	}
 	return out, nil
 }

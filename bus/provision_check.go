@@ -1,0 +1,41 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// CheckProvisioned reports whether every stream, bucket and object store
+// Provision creates exists, reading only stream information: it is what a
+// least-privileged user (a loop worker, an auditor) can do where it may not
+// create or update streams. It returns nil when everything is there, an
+// error wrapping ErrNotProvisioned that names each missing asset, or the
+// error of the first lookup that failed otherwise (for example a permission
+// error, which it does not mistake for a missing asset).
+func (b *Bus) CheckProvisioned(ctx context.Context) error {
+	ctx, cancel := b.withTimeout(ctx)
+	defer cancel()
+	streams := []string{
+		b.names.Events, b.names.Runs, b.names.DeadLetters,
+		"KV_" + b.names.Hooks, "KV_" + b.names.Trust, "OBJ_" + b.names.Payloads,
+	}
+	var missing []string
+	for _, name := range streams {
+		_, err := b.js.Stream(ctx, name)
+		switch {
+		case err == nil:
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			missing = append(missing, name)
+		default:
+			return fmt.Errorf("hookbus: checking stream %s: %w", name, ctxErr(ctx, err))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: missing %s", ErrNotProvisioned, strings.Join(missing, ", "))
+	}
+	return nil
+}
