@@ -108,4 +108,3 @@ func jsonEvents(t *testing.T, out string) []*events.Event {
 	}
 	return evs
 }
-
