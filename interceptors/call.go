@@ -30,9 +30,13 @@ type result struct {
 
 // start calls e's interceptor on ev under e's timeout.
 func (c *Chain) start(ctx context.Context, e *entry, ev *events.Event) *pending {
-	cctx, cancel := context.WithTimeout(ctx, e.reg.Timeout)
+	// The latency counts from the instant the timeout does: a call that
+	// times out is never recorded as faster than its timeout, even when
+	// this goroutine is preempted here.
+	start := time.Now()
+	cctx, cancel := context.WithDeadline(ctx, start.Add(e.reg.Timeout))
 	deadline, _ := cctx.Deadline()
-	p := &pending{e: e, ctx: cctx, cancel: cancel, done: make(chan struct{}), start: time.Now()}
+	p := &pending{e: e, ctx: cctx, cancel: cancel, done: make(chan struct{}), start: start}
 	p.req = Request{Stage: ev.Stage, Event: ev, Registration: e.reg, Deadline: deadline}
 	go p.call()
 	return p
