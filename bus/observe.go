@@ -324,7 +324,7 @@ func (o *Observer) handle(m jetstream.Msg) {
 		log.Warn("hookbus: observer got a message without JetStream metadata", "durable", o.cfg.Durable, "subject", m.Subject(), "error", err)
 		return
 	}
-	e, err := o.b.codec.decode(m.Headers(), m.Data())
+	e, err := o.b.decodeStored(m.Subject(), m.Headers(), m.Data())
 	if err != nil {
 		o.malformed.Add(1)
 		log.Warn("hookbus: malformed event skipped", "durable", o.cfg.Durable, "subject", m.Subject(),

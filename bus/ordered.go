@@ -107,7 +107,7 @@ func (b *Bus) deleteOrdered(cons jetstream.Consumer) {
 
 // decodeMsg decodes m, counting and logging a malformed message (nil event).
 func (b *Bus) decodeMsg(m jetstream.Msg, meta *jetstream.MsgMetadata, malformed *int) *events.Event {
-	e, err := b.codec.decode(m.Headers(), m.Data())
+	e, err := b.decodeStored(m.Subject(), m.Headers(), m.Data())
 	if err != nil {
 		*malformed++
 		b.log.Warn("hookbus: malformed event skipped", "subject", m.Subject(), "stream_seq", meta.Sequence.Stream, "reason", err)

@@ -113,12 +113,12 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer, liv
 	if err != nil {
 		return err
 	}
-	if !*asJSON {
-		fmt.Fprintf(stderr, "%d events", st.Events)
-		if st.Malformed > 0 {
-			fmt.Fprintf(stderr, ", %d malformed messages skipped", st.Malformed)
-		}
-		fmt.Fprintln(stderr)
+	// The summary goes to stderr in both formats: stdout stays one event a
+	// line with --json.
+	fmt.Fprintf(stderr, "%d events", st.Events)
+	if st.Malformed > 0 {
+		fmt.Fprintf(stderr, ", %d malformed messages skipped", st.Malformed)
 	}
+	fmt.Fprintln(stderr)
 	return nil
 }
