@@ -20,7 +20,8 @@ type Cluster struct {
 // StartCluster starts an n-node JetStream cluster in this process: client
 // listeners on free loopback ports, routes between every pair of nodes,
 // each store in its own t.TempDir(). It returns once every node routes to
-// every other and JetStream has a meta leader that every node follows.
+// every other and JetStream has a meta leader that every node follows and
+// that sees every node online.
 // t.Cleanup shuts the nodes down (a node the test shut down already is
 // fine) and waits for them.
 func StartCluster(t testing.TB, n int) *Cluster {
@@ -68,16 +69,20 @@ func StartCluster(t testing.TB, n int) *Cluster {
 			t.Fatalf("bustest: cluster node %s not ready", s.Name())
 		}
 	}
+	// Ready when the meta leader counts every node as an online JetStream
+	// peer: before that, placing an R(n) stream fails ("no suitable peers").
 	Eventuallyf(t, 60*time.Second, func() bool {
-		leader := false
+		peers := 0
 		for _, s := range c.Servers {
 			if s.NumRoutes() < n-1 || !s.JetStreamIsCurrent() {
 				return false
 			}
-			leader = leader || s.JetStreamIsLeader()
+			if s.JetStreamIsLeader() {
+				peers = len(s.JetStreamClusterPeers())
+			}
 		}
-		return leader
-	}, "a %d-node cluster with a JetStream meta leader", n)
+		return peers == n
+	}, "a %d-node cluster whose JetStream meta leader sees every node", n)
 	return c
 }
 
