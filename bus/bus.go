@@ -23,6 +23,7 @@ type Bus struct {
 	log   *slog.Logger
 	acks  *ackTracker
 	codec codec
+	pay   *payloads // the claim check (payloads.go)
 }
 
 // New returns a Bus over nc. It does no I/O: call Provision to create the
@@ -60,6 +61,7 @@ func New(nc *nats.Conn, opts ...Option) (*Bus, error) {
 		return nil, invalid("%v", err)
 	}
 	b.js = js
+	b.pay = newPayloads(nc, js, b.names.Payloads, o.maxPayload, o.timeout, b.log)
 	return b, nil
 }
 

@@ -32,8 +32,16 @@ var (
 	// rejected by the server).
 	ErrPublish = errors.New("hookbus: publish failed")
 	// ErrPayloadTooLarge is returned by Publish and PublishSync when an
-	// encoded event exceeds the bus' payload limit (see WithMaxPayload).
+	// event exceeds the bus' payload limit (see WithMaxPayload) even
+	// without its data: larger data is claim-checked, not refused.
 	ErrPayloadTooLarge = errors.New("hookbus: event payload too large")
+	// ErrClaimCheck is returned (wrapped, naming the event and the
+	// reference) when the data of an event too large for a message cannot
+	// be stored in the payloads object store (Publish, PublishSync: with
+	// ErrPublish; a Remote request) or fetched back (FetchData; Replay,
+	// Tail, SessionEvents and WaitRun when the failure may pass: data gone
+	// for good is not an error of the read, see ReplayStats.Unfetched).
+	ErrClaimCheck = errors.New("hookbus: claim check failed")
 	// ErrConsumer is returned by Observe, Replay, Tail, WaitRun and
 	// ConsumeRuns when the JetStream consumer cannot be created or fails.
 	ErrConsumer = errors.New("hookbus: consumer failed")

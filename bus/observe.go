@@ -93,6 +93,10 @@ type ObserverStats struct {
 	Naked        uint64 // failed deliveries to be retried
 	DeadLettered uint64 // events written to the dead-letter subject
 	Malformed    uint64 // messages that are not hookbus events (terminated)
+	// Unfetched counts events handed to the handler without their data:
+	// claim-checked data gone for good from the object store (expired,
+	// deleted). e.DecodeData names the reference.
+	Unfetched uint64
 }
 
 // Observer is a running durable consumer of events. Stop, Drain or the
@@ -109,7 +113,7 @@ type Observer struct {
 	closed  chan struct{}
 	current atomic.Pointer[handling] // the event being handled, for keepAlive
 
-	delivered, acked, naked, deadLettered, malformed atomic.Uint64
+	delivered, acked, naked, deadLettered, malformed, unfetched atomic.Uint64
 }
 
 func validDurable(kind, name string) error {
@@ -157,7 +161,11 @@ func (b *Bus) filterSubjects(agent, session string, stages []events.Stage) ([]st
 // failed deliveries the original message is written to
 // <prefix>.dlq.<durable>, with the Hookbus-Dlq-* headers, and terminated.
 // A message that is not a hookbus event is logged, counted as malformed and
-// terminated. Cancelling ctx stops the observer.
+// terminated. A claim-checked event reaches handler with its data fetched
+// from the payloads object store (DataRef still set); a fetch that fails
+// for a reason that may pass counts as a failed delivery, and data gone for
+// good is counted (Unfetched) and logged, the handler getting the event
+// without it. Cancelling ctx stops the observer.
 //
 // It returns an error wrapping ErrInvalidOption for a bad config,
 // events.ErrInvalidID or events.ErrUnknownStage for a bad filter, or
@@ -307,7 +315,7 @@ func (o *Observer) Durable() string { return o.cfg.Durable }
 func (o *Observer) Stats() ObserverStats {
 	return ObserverStats{
 		Delivered: o.delivered.Load(), Acked: o.acked.Load(), Naked: o.naked.Load(),
-		DeadLettered: o.deadLettered.Load(), Malformed: o.malformed.Load(),
+		DeadLettered: o.deadLettered.Load(), Malformed: o.malformed.Load(), Unfetched: o.unfetched.Load(),
 	}
 }
 
@@ -334,7 +342,10 @@ func (o *Observer) handle(m jetstream.Msg) {
 		}
 		return
 	}
-	herr := o.call(m, e)
+	herr := o.fetch(e) // claim-checked data (payloads.go)
+	if herr == nil {
+		herr = o.call(m, e)
+	}
 	if herr == nil {
 		// Handled: ack even if Stop came meanwhile.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(o.ctx), o.b.opts.timeout)

@@ -96,7 +96,8 @@ func WithReplicas(n int) Option {
 }
 
 // WithEventsMaxAge bounds how long the events stream keeps an event
-// (default 0: forever).
+// (default 0: forever), and the payloads object store the data of a
+// claim-checked one (its TTL).
 func WithEventsMaxAge(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {
@@ -119,11 +120,11 @@ func WithDuplicateWindow(d time.Duration) Option {
 	}
 }
 
-// WithMaxPayload sets the largest encoded event (headers + body, in bytes)
-// the bus publishes as one message; 0 (the default) means the server's
-// max_payload. Larger events are the claim check's job (data stored in the
-// object store, the event carrying a dataref); until that lands they are
-// rejected with ErrPayloadTooLarge.
+// WithMaxPayload sets the largest encoded event or interception request
+// (headers + body, in bytes) the bus sends as one message; 0 (the default)
+// means the server's max_payload, which also bounds a larger value. The
+// data of a larger event is claim-checked: stored in the payloads object
+// store, the message carrying a dataref instead (see ObjectName).
 func WithMaxPayload(n int) Option {
 	return func(o *options) error {
 		if n < 0 {

@@ -31,11 +31,19 @@ var _ Publisher = (*Bus)(nil)
 // bound, and Flush reports what still failed. Publish waits for room when
 // too many acks are pending (WithMaxPending), until ctx is done.
 //
+// An event larger than the payload limit (the server's max_payload, or
+// WithMaxPayload when smaller) is claim-checked: its data is stored in the
+// payloads object store first, then the event is queued with a dataref and
+// an empty body (see ObjectName); readers fetch the data back. Publish then
+// returns once the data is stored. e is not changed.
+//
 // It returns an error wrapping events.ErrMalformedEvent or
-// events.ErrInvalidID for an invalid event, ErrPayloadTooLarge, ErrPublish
-// when the message could not be queued, or ctx's error.
+// events.ErrInvalidID for an invalid event, ErrPayloadTooLarge (the event
+// does not fit even without its data), ErrPublish when the message could
+// not be queued or a claim-checked event's data could not be stored (with
+// ErrClaimCheck), or ctx's error.
 func (b *Bus) Publish(ctx context.Context, e *events.Event) error {
-	msg, err := b.eventMsg(e)
+	msg, err := b.eventMsg(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -64,13 +72,14 @@ func (b *Bus) Publish(ctx context.Context, e *events.Event) error {
 // answers, up to the retry bound (WithPublishRetry): a request lost with a
 // server or a stream leader that went away is sent again rather than waited
 // for until ctx ends. ctx bounds every attempt. A duplicate (the id was
-// stored before) counts as stored.
+// stored before) counts as stored. A large event is claim-checked as in
+// Publish: its data is stored before the event is sent.
 //
 // It returns an error wrapping events.ErrMalformedEvent or
 // events.ErrInvalidID, ErrPayloadTooLarge, ErrPublish (with the cause:
-// timeout, no stream, server rejection) or ctx's error.
+// timeout, no stream, server rejection, ErrClaimCheck) or ctx's error.
 func (b *Bus) PublishSync(ctx context.Context, e *events.Event) error {
-	msg, err := b.eventMsg(e)
+	msg, err := b.eventMsg(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -100,8 +109,10 @@ func (b *Bus) Flush(ctx context.Context, runID string) error {
 	return b.acks.flush(ctx, runID)
 }
 
-// eventMsg encodes e into a JetStream message.
-func (b *Bus) eventMsg(e *events.Event) (*nats.Msg, error) {
+// eventMsg encodes e into a JetStream message. An event too large for one
+// message has its data stored in the object store first (the claim check,
+// payloads.go) and is sent with a dataref and no body.
+func (b *Bus) eventMsg(ctx context.Context, e *events.Event) (*nats.Msg, error) {
 	if e == nil {
 		return nil, fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
 	}
@@ -113,34 +124,11 @@ func (b *Bus) eventMsg(e *events.Event) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	msg := &nats.Msg{Subject: subject, Header: hdr, Data: body}
-	if err := b.checkSize(e, msg); err != nil {
-		return nil, err
+	msg, err := b.pay.fit(ctx, &b.codec, e, &nats.Msg{Subject: subject, Header: hdr, Data: body}, 0)
+	if errors.Is(err, ErrClaimCheck) {
+		return nil, fmt.Errorf("%w: event %s: %w", ErrPublish, e.ID, err)
 	}
-	return msg, nil
-}
-
-// checkSize is where the claim check will go: an event larger than the
-// payload limit will have its data stored in the object store (Names.Payloads)
-// and travel with a dataref. Until then it is refused.
-func (b *Bus) checkSize(e *events.Event, msg *nats.Msg) error {
-	limit := b.opts.maxPayload
-	if limit == 0 {
-		limit = int(b.nc.MaxPayload())
-	}
-	if limit <= 0 || len(msg.Data) <= limit/2 {
-		return nil // fast path: no need to size the headers
-	}
-	size := len(msg.Subject) + len(msg.Data)
-	for k, vs := range msg.Header {
-		for _, v := range vs {
-			size += len(k) + len(v) + 4
-		}
-	}
-	if size > limit {
-		return fmt.Errorf("%w: event %s (%s) is %d bytes, limit %d", ErrPayloadTooLarge, e.ID, e.Stage, size, limit)
-	}
-	return nil
+	return msg, err
 }
 
 // ackTracker counts the pending asynchronous publishes of each run and keeps

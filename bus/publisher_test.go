@@ -227,18 +227,6 @@ func TestPublishRejectsInvalidEvents(t *testing.T) {
 	}
 }
 
-func TestPublishTooLarge(t *testing.T) {
-	_, nc := bustest.Start(t)
-	b := bustest.Provision(t, nc, bus.WithMaxPayload(4096))
-	ctx := testCtx(t)
-	if err := b.Publish(ctx, sizedEvent(t, "a", "s", "r", 1, 8192)); !errors.Is(err, bus.ErrPayloadTooLarge) {
-		t.Fatalf("Publish 8 KiB with a 4 KiB limit: %v, want ErrPayloadTooLarge", err)
-	}
-	if err := b.PublishSync(ctx, sizedEvent(t, "a", "s", "r", 2, 1024)); err != nil {
-		t.Fatalf("Publish 1 KiB: %v", err)
-	}
-}
-
 func TestFlushReportsFailedPublish(t *testing.T) {
 	_, nc := bustest.Start(t)
 	// No Provision: no stream listens, so every publish finds no stream.

@@ -27,6 +27,10 @@ type ReplayStats struct {
 	Events    int // events given to fn
 	Malformed int // messages that are not hookbus events, skipped
 	Filtered  int // events read but not matching the filter (Run, Until)
+	// Unfetched counts events given to fn without their data (also in
+	// Events): claim-checked data gone for good from the object store
+	// (expired, deleted). e.DecodeData names the reference.
+	Unfetched int
 }
 
 func (b *Bus) replayFilters(f Filter) ([]string, error) {
@@ -73,9 +77,15 @@ func (b *Bus) lastSeq(ctx context.Context, filters []string, since time.Time) (u
 // are not hookbus events are skipped, counted and logged. fn's error stops
 // the replay and is returned as is.
 //
+// A claim-checked event (too large for a message) reaches fn with its data
+// fetched from the payloads object store, DataRef still set. When the data
+// is gone for good (expired, deleted) fn gets the event without it,
+// counted in Unfetched and logged: e.DecodeData names the reference.
+//
 // It returns an error wrapping events.ErrInvalidID, events.ErrUnknownStage
 // or ErrInvalidOption for a bad filter, ErrConsumer when the stream cannot
-// be read, or ctx's error.
+// be read, ErrClaimCheck when an event's data cannot be fetched for a
+// reason that may pass (a timeout, a lost connection), or ctx's error.
 func (b *Bus) Replay(ctx context.Context, f Filter, fn func(*events.Event) error) (ReplayStats, error) {
 	var st ReplayStats
 	filters, err := b.replayFilters(f)
@@ -94,6 +104,9 @@ func (b *Bus) Replay(ctx context.Context, f Filter, fn func(*events.Event) error
 			if f.Run != "" && e.RunID != f.Run {
 				st.Filtered++
 			} else {
+				if err := b.fill(ctx, e, &st.Unfetched); err != nil {
+					return true, err
+				}
 				st.Events++
 				if err := fn(e); err != nil {
 					return true, err
@@ -108,14 +121,15 @@ func (b *Bus) Replay(ctx context.Context, f Filter, fn func(*events.Event) error
 // Tail calls fn for every event matching f stored from now on (from
 // f.Since when set), in stream order, until ctx is done, then returns nil.
 // With f.Until set it returns nil at the first event stored after it.
-// Malformed messages are skipped and logged. fn's error stops the tail and
-// is returned as is; otherwise errors are those of Replay.
+// Malformed messages are skipped and logged; claim-checked data is fetched
+// as in Replay. fn's error stops the tail and is returned as is; otherwise
+// errors are those of Replay.
 func (b *Bus) Tail(ctx context.Context, f Filter, fn func(*events.Event) error) error {
 	filters, err := b.replayFilters(f)
 	if err != nil {
 		return err
 	}
-	var malformed int
+	var malformed, unfetched int
 	err = b.readOrdered(ctx, filters, jetstream.DeliverNewPolicy, f.Since, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
 		if !f.Until.IsZero() && meta.Timestamp.After(f.Until) {
 			return true, nil
@@ -123,6 +137,9 @@ func (b *Bus) Tail(ctx context.Context, f Filter, fn func(*events.Event) error) 
 		e := b.decodeMsg(m, meta, &malformed)
 		if e == nil || f.Run != "" && e.RunID != f.Run {
 			return false, nil
+		}
+		if err := b.fill(ctx, e, &unfetched); err != nil {
+			return true, err
 		}
 		return false, fn(e)
 	})
@@ -133,8 +150,9 @@ func (b *Bus) Tail(ctx context.Context, f Filter, fn func(*events.Event) error) 
 }
 
 // SessionEvents returns every event of a session, in stream order (the
-// loop rebuilds a session from them). Malformed messages are skipped and
-// logged. Errors are those of Replay.
+// loop rebuilds a session from them), claim-checked data fetched as in
+// Replay. Malformed messages are skipped and logged. Errors are those of
+// Replay.
 func (b *Bus) SessionEvents(ctx context.Context, agent, session string) ([]*events.Event, error) {
 	if err := events.ValidateID("agent", agent); err != nil {
 		return nil, err
@@ -152,9 +170,11 @@ func (b *Bus) SessionEvents(ctx context.Context, agent, session string) ([]*even
 
 // WaitRun returns the terminal event (run.completed or run.failed) of a
 // run, whether it is already stored or yet to come. It waits until ctx is
-// done: give ctx a deadline. It returns an error wrapping
-// events.ErrInvalidID for a bad id, ErrConsumer when the stream cannot be
-// read, or ctx's error.
+// done: give ctx a deadline. Claim-checked data is fetched as in Replay.
+// It returns an error wrapping events.ErrInvalidID for a bad id,
+// ErrConsumer when the stream cannot be read, ErrClaimCheck when the
+// event's data cannot be fetched for a reason that may pass, or ctx's
+// error.
 func (b *Bus) WaitRun(ctx context.Context, agent, session, runID string) (*events.Event, error) {
 	if err := events.ValidateID("agent", agent); err != nil {
 		return nil, err
@@ -170,13 +190,13 @@ func (b *Bus) WaitRun(ctx context.Context, agent, session, runID string) (*event
 		return nil, err
 	}
 	var (
-		malformed int
-		found     *events.Event
+		malformed, unfetched int
+		found                *events.Event
 	)
 	err = b.readOrdered(ctx, filters, jetstream.DeliverAllPolicy, time.Time{}, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
 		if e := b.decodeMsg(m, meta, &malformed); e != nil && e.RunID == runID {
 			found = e
-			return true, nil
+			return true, b.fill(ctx, e, &unfetched)
 		}
 		return false, nil
 	})
