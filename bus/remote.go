@@ -38,7 +38,8 @@ type Remote struct {
 	codec *codec
 	subj  events.Subjects
 	reg   interceptors.Registration
-	hook  string // the subject of reg.Stage
+	hook  string    // the subject of reg.Stage
+	pay   *payloads // the claim check of requests too large for a message
 }
 
 // Remote returns a client of the plugin reg names on reg.Stage. It does no
@@ -53,7 +54,7 @@ func (b *Bus) Remote(reg interceptors.Registration) (*Remote, error) {
 		return nil, fmt.Errorf("%w: %w", interceptors.ErrInvalidRegistration, err)
 	}
 	reg.Remote = true
-	return &Remote{nc: b.nc, codec: &b.codec, subj: b.subj, reg: reg, hook: hook}, nil
+	return &Remote{nc: b.nc, codec: &b.codec, subj: b.subj, reg: reg, hook: hook, pay: b.pay}, nil
 }
 
 // RegisterRemote registers a Remote client of reg on chain and returns the
@@ -79,7 +80,12 @@ func (r *Remote) Subject() string { return r.hook }
 // chain validates for the stage. The request carries the event in
 // CloudEvents binary mode plus HeaderDeadline and HeaderTimeoutMs, taken
 // from the earlier of ctx's deadline and req.Deadline (the registration's
-// timeout when neither is set).
+// timeout when neither is set). An event too large for a request (the
+// payload limit, see WithMaxPayload) is claim-checked as Publish does: its
+// data is stored in the payloads object store first, within the deadline,
+// and the request carries ce-dataref and no body (Serve fetches the data
+// before calling the interceptor). A reply is not claim-checked: a decision
+// that modifies a large payload should send a patch, not the whole data.
 //
 // An empty reply is allow (a nil decision). Failures are
 // *interceptors.HookError values whose kind matches the sentinel:
@@ -111,14 +117,31 @@ func (r *Remote) Intercept(ctx context.Context, req *interceptors.Request) (*int
 		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
-	budget := time.Until(deadline)
-	if budget <= 0 {
+	if time.Until(deadline) <= 0 {
 		return nil, r.fail(req, events.FailTimeout, fmt.Errorf("no time left to call %s: %w", subj, context.DeadlineExceeded))
 	}
 
 	h, body, err := r.codec.encode(req.Event)
 	if err != nil {
 		return nil, r.fail(req, events.FailError, fmt.Errorf("encode request: %w", err))
+	}
+	if r.pay != nil { // data too large for a request: claim-checked (payloads.go)
+		msg, err := r.pay.fit(ctx, r.codec, req.Event, &nats.Msg{Subject: subj, Header: h, Data: body}, requestHeaderSize)
+		if err != nil {
+			err = fmt.Errorf("request on %s: %w", subj, ctxErr(ctx, err))
+			switch {
+			case errors.Is(ctx.Err(), context.DeadlineExceeded):
+				return nil, r.fail(req, events.FailTimeout, err)
+			case ctx.Err() != nil:
+				return nil, err
+			}
+			return nil, r.fail(req, events.FailError, err)
+		}
+		h, body = msg.Header, msg.Data
+	}
+	budget := time.Until(deadline)
+	if budget <= 0 {
+		return nil, r.fail(req, events.FailTimeout, fmt.Errorf("no time left to call %s: %w", subj, context.DeadlineExceeded))
 	}
 	delete(h, events.HeaderMsgID) // a JetStream de-duplication id means nothing on a request
 	// One allocation for both values.
@@ -134,6 +157,9 @@ func (r *Remote) Intercept(ctx context.Context, req *interceptors.Request) (*int
 	}
 	return r.decision(req, reply)
 }
+
+// requestHeaderSize bounds what the deadline headers add to a request.
+const requestHeaderSize = len(HeaderDeadline+": \r\n"+HeaderTimeoutMs+": \r\n") + len(time.RFC3339Nano) + 20
 
 // requestError maps a failed request to its failure kind.
 func (r *Remote) requestError(ctx context.Context, req *interceptors.Request, subj string, budget time.Duration, err error) error {

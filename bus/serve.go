@@ -15,6 +15,7 @@ import (
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 )
 
@@ -54,6 +55,7 @@ type Service struct {
 	plugin string
 	codec  codec
 	log    *slog.Logger
+	pay    *payloads       // fetches claim-checked request data
 	ctx    context.Context // parent of every call's ctx: Serve's, without its cancellation
 	unhook func() bool     // stops the Stop-on-ctx-done hook
 }
@@ -73,6 +75,15 @@ type Service struct {
 // request was handled). The decision is the JSON reply (a bare allow is an
 // empty body); an error is answered with error 500 and its text, a panic
 // with error 500 "panic: <value>" (the service goes on).
+//
+// A claim-checked request (ce-dataref, no body: data too large for a
+// message) has its data fetched from the prefix's payloads object store
+// before ic is called, so ic sees the data as with any other request (and
+// DataRef set); the connection's user must be allowed to read that object
+// store. The fetch counts against the deadline: error 400 when the data is
+// gone, 504 at the deadline, 500 for another failure. A decision larger
+// than a message is answered with error 500 (modify a large payload with a
+// patch).
 //
 // ic runs on the endpoint's subscription, as micro handlers do: one request
 // at a time per endpoint and instance. It must return when its ctx ends: a
@@ -117,6 +128,12 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServeConfig, ic interceptors.
 	}
 	s.svc = svc
 	s.ctx = context.WithoutCancel(ctx)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		_ = s.Stop()
+		return nil, fmt.Errorf("serve plugin %s: %w", cfg.Plugin, err)
+	}
+	s.pay = newPayloads(nc, js, NamesFor(subj.Prefix).Payloads, 0, DefaultTimeout, s.log)
 	for _, stage := range cfg.Stages {
 		hook, _ := subj.Hook(stage, cfg.Plugin) // checked
 		err := svc.AddEndpoint(endpointName(stage), s.handler(stage),
@@ -251,6 +268,17 @@ func (s *Service) handle(stage events.Stage, r micro.Request) {
 	}
 	ctx, cancel := context.WithDeadline(s.ctx, deadline)
 	defer cancel()
+	if gone, err := s.pay.fetch(ctx, ev); err != nil { // claim-checked data (payloads.go)
+		switch {
+		case gone:
+			s.replyError(r, "400", "malformed request: "+err.Error())
+		case ctx.Err() != nil:
+			s.replyError(r, "504", "deadline passed fetching the request's data: "+err.Error())
+		default:
+			s.replyError(r, "500", "cannot fetch the request's data: "+err.Error())
+		}
+		return
+	}
 	req := &interceptors.Request{
 		Stage: stage, Event: ev, Deadline: deadline,
 		Registration: interceptors.Registration{Plugin: s.plugin, Stage: stage, Remote: true},
@@ -296,6 +324,10 @@ func bareAllow(d *interceptors.Decision) bool {
 }
 
 func (s *Service) respond(r micro.Request, body []byte) {
+	if limit := s.pay.limit(); limit > 0 && len(body) > limit {
+		s.replyError(r, "500", fmt.Sprintf("the decision is %d bytes, more than a reply may carry (%d): modify a large payload with a patch", len(body), limit))
+		return
+	}
 	if err := r.Respond(body); err != nil {
 		s.log.Warn("hookbus serve: reply failed", "plugin", s.plugin, "subject", r.Subject(), "err", err)
 	}
@@ -321,9 +353,12 @@ const maxErrorText = 1024
 func requestDeadline(h nats.Header, now time.Time) (time.Time, error) {
 	var deadline time.Time
 	if v, ok := headerValue(h, HeaderDeadline); ok {
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			return time.Time{}, fmt.Errorf("header %s %q is not an RFC 3339 time", HeaderDeadline, v)
+		t, ok := parseTimeUTC(v) // the form Remote writes, without time.Parse's cost
+		if !ok {
+			var err error
+			if t, err = time.Parse(time.RFC3339Nano, v); err != nil {
+				return time.Time{}, fmt.Errorf("header %s %q is not an RFC 3339 time", HeaderDeadline, v)
+			}
 		}
 		deadline = t
 	}
