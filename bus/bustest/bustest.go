@@ -10,7 +10,8 @@
 //	}
 //
 // Use Start when the test needs the server itself (a TCP URL, a restart, a
-// second connection) and Provision to put a bus on a connection.
+// second connection) and Provision to put a bus on a connection;
+// StartCluster for a JetStream cluster (R3 streams, a leader to kill).
 package bustest
 
 import (
