@@ -37,6 +37,24 @@
 // waits for a run's terminal event. Messages on the event subjects that are
 // not hookbus events are skipped, counted and logged, never a crash.
 //
+// # Large payloads
+//
+// An event too large for one message (the server's max_payload, 1 MiB by
+// default, or WithMaxPayload when smaller) is claim-checked: Publish and
+// PublishSync store its data in the payloads object store first, under
+// ObjectName ("evt/<event id>/<SHA-256 of the data>": the same event is the
+// same object, never overwritten), then send the event with ce-dataref =
+// "<bucket>/<name>" and an empty body. Observe, Replay, Tail, SessionEvents
+// and WaitRun fetch the data back before handing the event over (DataRef
+// stays set, so an auditor sees it was claim-checked); an event whose object
+// is gone is handed over without data, counted (Unfetched) and logged, and
+// e.DecodeData names the reference. Remote requests are claim-checked the
+// same way and Serve fetches the data before calling the interceptor; a
+// reply cannot be: a decision that modifies a large payload should send a
+// patch. FetchData reads the data of an event obtained otherwise (a dead
+// letter). The object store's TTL is the events' max age
+// (WithEventsMaxAge).
+//
 // # Runs
 //
 // SubmitRun queues a run request (once per run id); ConsumeRuns is a

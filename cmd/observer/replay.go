@@ -119,6 +119,9 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer, liv
 	if st.Malformed > 0 {
 		fmt.Fprintf(stderr, ", %d malformed messages skipped", st.Malformed)
 	}
+	if st.Unfetched > 0 {
+		fmt.Fprintf(stderr, ", %d without their data (the object of their dataref is gone)", st.Unfetched)
+	}
 	fmt.Fprintln(stderr)
 	return nil
 }
