@@ -37,7 +37,8 @@ func (c *codec) plainSource(src string) bool {
 	}
 	if v, ok := c.sources.Load(src); ok {
 		if v.(bool) {
-			c.last.Store(&src)
+			last := src // not &src: that would move src to the heap on every call
+			c.last.Store(&last)
 		}
 		return v.(bool)
 	}
@@ -66,11 +67,79 @@ func (c *codec) encode(e *events.Event) (nats.Header, []byte, error) {
 		h, body, err := events.Encode(e)
 		return nats.Header(h), body, err
 	}
-	// One backing array for the 15 values at most: 2 allocations, not 16.
-	hb := headerBuilder{h: make(nats.Header, 16), vals: make([]string, 0, 15)}
+	// The map sized for exactly the headers written (a hint of 16 where 14
+	// are written doubles the map's table), one backing array for the
+	// values: 2 allocations, not 16.
+	n := headerCount(e) + 1
+	hb := headerBuilder{h: make(nats.Header, n), vals: make([]string, 0, n)}
+	c.setHeaders(&hb, e)
+	hb.set(events.HeaderMsgID, e.ID)
+	return hb.h, eventBody(e), nil
+}
+
+// encodeRequest is encode for an interception request, without
+// events.HeaderMsgID: the headers are in a pooled builder (nil on the slow
+// path, when h is events.Encode's without the id) that the caller gives
+// back with release once the request is sent (nats.go keeps no reference to
+// a message's header after it is written), with room for the deadline
+// headers.
+func (c *codec) encodeRequest(e *events.Event) (*headerBuilder, nats.Header, []byte, error) {
+	if !c.valid(e) || !c.plainSource(e.Source) {
+		h, body, err := events.Encode(e)
+		delete(h, events.HeaderMsgID)
+		return nil, nats.Header(h), body, err
+	}
+	hb := requestHeaders.Get().(*headerBuilder)
+	c.setHeaders(hb, e)
+	return hb, hb.h, eventBody(e), nil
+}
+
+// requestHeaders pools the builders of encodeRequest.
+var requestHeaders = sync.Pool{New: func() any {
+	return &headerBuilder{h: make(nats.Header, maxRequestHeaders), vals: make([]string, 0, maxRequestHeaders)}
+}}
+
+// maxRequestHeaders is the most headers a request has: 14 CloudEvents
+// headers and the 2 deadline headers.
+const maxRequestHeaders = 16
+
+// release empties hb and puts it back in the pool; nil does nothing.
+func (hb *headerBuilder) release() {
+	if hb == nil || len(hb.h) > maxRequestHeaders || cap(hb.vals) > maxRequestHeaders {
+		return // grown by a caller's header: let it go
+	}
+	hb.reset()
+	requestHeaders.Put(hb)
+}
+
+// reset empties hb, keeping no reference to an event's strings.
+func (hb *headerBuilder) reset() {
+	clear(hb.h)
+	clear(hb.vals[:cap(hb.vals)])
+	hb.vals = hb.vals[:0]
+}
+
+// headerCount is the number of CloudEvents headers setHeaders writes for e.
+func headerCount(e *events.Event) int {
+	n := 11
+	if strings.TrimSpace(e.Subject) != "" {
+		n++
+	}
+	if e.Traceparent != "" {
+		n++
+	}
+	if e.DataRef != "" {
+		n++
+	}
+	return n
+}
+
+// setHeaders writes e's CloudEvents headers, as events.Encode does, for a
+// valid event with a plain source.
+func (c *codec) setHeaders(hb *headerBuilder, e *events.Event) {
 	hb.set("ce-specversion", "1.0")
 	hb.set("ce-id", e.ID)
-	hb.set("ce-type", e.Stage.Type())
+	hb.set("ce-type", stageType(e.Stage))
 	hb.set("ce-source", pctEncode(e.Source))
 	hb.set("ce-time", e.Time.UTC().Format(time.RFC3339Nano))
 	if subj := strings.TrimSpace(e.Subject); subj != "" { // sdk-go trims it
@@ -88,13 +157,31 @@ func (c *codec) encode(e *events.Event) (nats.Header, []byte, error) {
 	if e.DataRef != "" {
 		hb.set("ce-"+events.ExtDataRef, pctEncode(e.DataRef))
 	}
-	hb.set(events.HeaderMsgID, e.ID)
-	h := hb.h
-	var body []byte
+}
+
+// eventBody is the body of e's message.
+func eventBody(e *events.Event) []byte {
 	if len(e.Data) > 0 {
-		body = e.Data // not copied: see Publish
+		return e.Data // not copied: see Publish
 	}
-	return h, body, nil
+	return nil
+}
+
+// stageTypes holds the CloudEvents type of every stage, built once.
+var stageTypes = func() map[events.Stage]string {
+	m := make(map[events.Stage]string)
+	for _, st := range events.Stages() {
+		m[st] = st.Type()
+	}
+	return m
+}()
+
+// stageType is st.Type() without an allocation.
+func stageType(st events.Stage) string {
+	if t, ok := stageTypes[st]; ok {
+		return t
+	}
+	return st.Type()
 }
 
 type headerBuilder struct {

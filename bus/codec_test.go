@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,37 @@ func TestCodecEncodeEqualsEvents(t *testing.T) {
 		}
 		if string(body) != string(wbody) {
 			t.Errorf("#%d: body %q, want %q", i, body, wbody)
+		}
+	}
+}
+
+// encodeRequest is encode without the message id, in a pooled builder
+// that comes back empty.
+func TestCodecEncodeRequestEqualsEvents(t *testing.T) {
+	var c codec
+	for i, e := range append(codecEvents(t), badEvents(t)...) {
+		hb, h, body, err := c.encodeRequest(e)
+		wh, wbody, werr := events.Encode(e)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("#%d: encodeRequest err %v, events err %v", i, err, werr)
+		}
+		if err != nil {
+			hb.release()
+			continue
+		}
+		delete(wh, events.HeaderMsgID)
+		if !reflect.DeepEqual(map[string][]string(h), wh) {
+			t.Errorf("#%d: headers differ\n got %v\nwant %v", i, h, wh)
+		}
+		if string(body) != string(wbody) {
+			t.Errorf("#%d: body %q, want %q", i, body, wbody)
+		}
+		if hb != nil {
+			hb.reset() // what release does before giving it back
+			if len(hb.h) != 0 || len(hb.vals) != 0 || slices.ContainsFunc(hb.vals[:cap(hb.vals)], func(v string) bool { return v != "" }) {
+				t.Fatalf("#%d: reset builder holds %v %q", i, hb.h, hb.vals[:cap(hb.vals)])
+			}
+			hb.release()
 		}
 	}
 }

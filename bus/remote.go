@@ -121,7 +121,8 @@ func (r *Remote) Intercept(ctx context.Context, req *interceptors.Request) (*int
 		return nil, r.fail(req, events.FailTimeout, fmt.Errorf("no time left to call %s: %w", subj, context.DeadlineExceeded))
 	}
 
-	h, body, err := r.codec.encode(req.Event)
+	hb, h, body, err := r.codec.encodeRequest(req.Event)
+	defer hb.release() // the request is written before RequestMsgWithContext returns
 	if err != nil {
 		return nil, r.fail(req, events.FailError, fmt.Errorf("encode request: %w", err))
 	}
