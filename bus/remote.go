@@ -76,6 +76,13 @@ func (r *Remote) Registration() interceptors.Registration { return r.reg }
 // Subject returns the subject the client sends requests to.
 func (r *Remote) Subject() string { return r.hook }
 
+// BoundByContext makes Remote an interceptors.ContextBound: Intercept
+// returns once its ctx ends (the NATS request and the claim check are
+// bounded by it), so a chain calls it without a goroutine of its own.
+func (r *Remote) BoundByContext() {}
+
+var _ interceptors.ContextBound = (*Remote)(nil)
+
 // Intercept sends req.Event to the plugin and returns its decision, which the
 // chain validates for the stage. The request carries the event in
 // CloudEvents binary mode plus HeaderDeadline and HeaderTimeoutMs, taken

@@ -32,9 +32,10 @@ type Chain struct {
 type snapshot [numStages][]*entry
 
 type entry struct {
-	reg Registration // defaults applied
-	ic  Interceptor
-	seq uint64
+	reg   Registration // defaults applied
+	ic    Interceptor
+	seq   uint64
+	bound bool // ic is ContextBound: called on the chain's goroutine
 }
 
 func (e *entry) matches(tool, agent string) bool {
@@ -112,7 +113,8 @@ func (c *Chain) Register(reg Registration, ic Interceptor) (unregister func(), e
 			return nil, fmt.Errorf("%w: plugin %s on %s", ErrDuplicate, reg.Plugin, reg.Stage)
 		}
 	}
-	e := &entry{reg: reg.WithDefaults(), ic: ic, seq: c.seq.Add(1)}
+	_, bound := ic.(ContextBound)
+	e := &entry{reg: reg.WithDefaults(), ic: ic, seq: c.seq.Add(1), bound: bound}
 	list := make([]*entry, 0, len(old[i])+1)
 	at := len(old[i])
 	for j, o := range old[i] {

@@ -69,8 +69,14 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*Outcome, error) {
 		if err := ctx.Err(); err != nil {
 			return out, interrupted(ev, err)
 		}
-		p := c.start(ctx, e, cur)
-		res := p.wait()
+		var p *pending
+		var res result
+		if e.bound {
+			p, res = c.callBound(ctx, e, cur)
+		} else {
+			p = c.start(ctx, e, cur)
+			res = p.wait()
+		}
 		if res.err != nil && ctx.Err() != nil {
 			return out, interrupted(ev, ctx.Err())
 		}

@@ -321,3 +321,68 @@ func TestAuditPayloads(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// bound is a ContextBound interceptor.
+type bound struct{ Func }
+
+func (bound) BoundByContext() {}
+
+// TestContextBound: a ContextBound interceptor, called on the chain's
+// goroutine, still has its timeout, its panics recovered and its ctx
+// cancellation reported as for any other.
+func TestContextBound(t *testing.T) {
+	waits := bound{func(ctx context.Context, _ *Request) (*Decision, error) {
+		<-ctx.Done()
+		return nil, fmt.Errorf("request: %w", ctx.Err())
+	}}
+	out := runOne(t, Registration{Plugin: "slow", Stage: events.StageIntake, Timeout: 10 * time.Millisecond}, waits, intakeEvent(t, "hi"))
+	f := out.Records[0].Failure
+	if f == nil || f.Kind != events.FailTimeout || !strings.Contains(f.Err.Error(), "no answer within 10ms") || out.Records[0].Latency < 10*time.Millisecond {
+		t.Fatalf("timed-out record %+v", out.Records[0])
+	}
+
+	out = runOne(t, Registration{Plugin: "panics", Stage: events.StageIntake}, bound{func(context.Context, *Request) (*Decision, error) {
+		panic("boom")
+	}}, intakeEvent(t, "hi"))
+	if f := out.Records[0].Failure; f == nil || f.Kind != events.FailPanic || !strings.Contains(f.Err.Error(), "boom") {
+		t.Fatalf("panicked record %+v", out.Records[0])
+	}
+
+	c := NewChain()
+	mustRegister(t, c, Registration{Plugin: "first", Stage: events.StageIntake}, bound{func(context.Context, *Request) (*Decision, error) {
+		return Replace(events.Intake{Prompt: "first"})
+	}})
+	started := make(chan struct{})
+	mustRegister(t, c, Registration{Plugin: "blocks", Stage: events.StageIntake}, bound{func(ctx context.Context, req *Request) (*Decision, error) {
+		if !strings.Contains(string(req.Event.Data), `"first"`) {
+			t.Errorf("second call sees %s", req.Event.Data)
+		}
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	out, err := c.Run(ctx, intakeEvent(t, "hi"))
+	if !errors.Is(err, context.Canceled) || out == nil || len(out.Records) != 1 || out.Records[0].Plugin != "first" {
+		t.Fatalf("interrupted run: %+v, %v", out, err)
+	}
+
+	// Validators run in parallel still: two that each wait for the other.
+	c = NewChain()
+	a, b := make(chan struct{}), make(chan struct{})
+	mustRegister(t, c, Registration{Plugin: "va", Stage: events.StageIntake, Mode: ModeValidate, Timeout: 5 * time.Second}, bound{func(ctx context.Context, _ *Request) (*Decision, error) {
+		close(a)
+		<-b
+		return nil, nil
+	}})
+	mustRegister(t, c, Registration{Plugin: "vb", Stage: events.StageIntake, Mode: ModeValidate, Timeout: 5 * time.Second}, bound{func(ctx context.Context, _ *Request) (*Decision, error) {
+		close(b)
+		<-a
+		return nil, nil
+	}})
+	out, err = c.Run(context.Background(), intakeEvent(t, "hi"))
+	if err != nil || out.Decision != Allow || len(out.Records) != 2 || out.Records[0].Failure != nil || out.Records[1].Failure != nil {
+		t.Fatalf("validators: %+v, %v", out, err)
+	}
+}
