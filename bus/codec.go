@@ -53,12 +53,24 @@ func (c *codec) plainSource(src string) bool {
 func (c *codec) valid(e *events.Event) bool {
 	if events.ValidateULID("event", e.ID) != nil || !e.Stage.Valid() || e.Source == "" || e.Time.IsZero() ||
 		e.Step < 0 || e.Step > 1<<31-1 ||
-		events.ValidateID("agent", e.AgentID) != nil ||
-		events.ValidateID("session", e.SessionID) != nil ||
-		events.ValidateID("run", e.RunID) != nil {
+		!validID(e.AgentID) || !validID(e.SessionID) || !validID(e.RunID) {
 		return false
 	}
 	return e.DataRef != "" || validJSON(e.Data)
+}
+
+// validID is events.ValidateID(...) == nil, without decoding runes when id
+// is printable ASCII.
+func validID(id string) bool {
+	if id == "" || len(id) > events.MaxIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c <= ' ' || c >= 0x7F || c == '.' || c == '*' || c == '>' {
+			return events.ValidateID("", id) == nil
+		}
+	}
+	return true
 }
 
 // encode returns what events.Encode returns for e, as a nats.Header.

@@ -301,3 +301,22 @@ func FuzzParseTimeUTC(f *testing.F) {
 		}
 	})
 }
+
+func TestValidIDMatchesEvents(t *testing.T) {
+	for _, id := range []string{"", "a", "agent-1", "a.b", "a*", "a>", "a b", "a\tb", "é", "a\u00a0b", "a\u0085", "\x7f", "\xff", "a\ufffd", "~!@#$%^&()_+=[]{}|;:'\",<?/`", strings.Repeat("x", events.MaxIDLen), strings.Repeat("x", events.MaxIDLen+1)} {
+		if got, want := validID(id), events.ValidateID("x", id) == nil; got != want {
+			t.Errorf("validID(%q) = %v, ValidateID says %v", id, got, want)
+		}
+	}
+}
+
+func FuzzValidID(f *testing.F) {
+	f.Add("agent-1")
+	f.Add("a.b")
+	f.Add("a\u00a0b")
+	f.Fuzz(func(t *testing.T, id string) {
+		if got, want := validID(id), events.ValidateID("x", id) == nil; got != want {
+			t.Fatalf("validID(%q) = %v, ValidateID says %v", id, got, want)
+		}
+	})
+}
