@@ -166,3 +166,37 @@ func TestResumeAfterTheAnswerDoesNotAskTheModelAgain(t *testing.T) {
 		})
 	}
 }
+
+// A hook denied the model's reply, and the worker stopped before
+// run.completed: the resumed run ends denied, from the recorded decision,
+// and the reply's tool calls never run (even though the hook is gone now).
+func TestResumeHonoursADenyRecordedOnModelResponded(t *testing.T) {
+	guard := interceptors.NewChain()
+	if _, err := guard.Register(interceptors.Registration{Plugin: "guard", Stage: events.StageModelResponded, Builtin: true},
+		interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
+			return &interceptors.Decision{Kind: interceptors.Deny, Reason: "no tools"}, nil
+		})); err != nil {
+		t.Fatal(err)
+	}
+	b := bustest.StartBus(t)
+	req := &events.RunRequest{RunID: events.NewID(), AgentID: "demo", SessionID: "s1", Prompt: "go"}
+	// intake, run.started, step.started, context.assembled, hook.decided, model.responded | run.completed
+	first := newEngine(t, b, loop.Config{Emitter: &failingEmitter{inner: b, limit: 6}, Hooks: guard})
+	if res, err := first.Run(ctxT(t), req); err == nil || res != nil && res.Ended {
+		t.Fatalf("first attempt: %+v, %v; want it cut off", res, err)
+	}
+	clock := &countingTool{name: "clock", answer: "noon"}
+	calc := &countingTool{name: "calculator", answer: "42"}
+	res, err := newEngine(t, b, loop.Config{Tools: []loop.Tool{clock, calc}}).Run(ctxT(t), req)
+	if err != nil || res.Reason != events.ReasonDenied || res.Detail != "guard: no tools" {
+		t.Fatalf("resumed: %+v, %v; want denied by guard", res, err)
+	}
+	if clock.calls.Load() != 0 || calc.calls.Load() != 0 {
+		t.Fatalf("a denied reply's tools ran on resume: clock %d, calculator %d", clock.calls.Load(), calc.calls.Load())
+	}
+	for _, e := range allEvents(t, b) {
+		if e.Stage == events.StageToolBefore {
+			t.Fatal("tool.before published for a denied reply")
+		}
+	}
+}

@@ -138,6 +138,12 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 		}
 		return r.finish(ctx, events.ReasonDone, "")
 	}
+	if pending != nil && st.respEnd != nil {
+		// A hook ended the run on this reply before the worker stopped: its
+		// tool calls never run.
+		r.step = resumeStep
+		return nil, st.respEnd
+	}
 	if pending != nil {
 		r.step = resumeStep
 		var calls []events.ToolCall

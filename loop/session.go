@@ -45,6 +45,11 @@ type runState struct {
 	stopStep  int                 // step of the last stop that ended the run (no continue)
 	contStep  int                 // step of the last stop a hook continued
 	stopHook  *events.HookDecided // the last stop hook that decided stop
+	// ends holds the hook decisions that ended the run on an event, by the
+	// event's id; respEnd is the one that ended it on the last
+	// model.responded (its tool calls must not run on resume).
+	ends    map[string]*errEnd
+	respEnd *errEnd
 }
 
 // answered reports whether the run's last completed step gave the answer
@@ -69,7 +74,7 @@ func RebuildSession(evs []*events.Event) (*Session, error) {
 func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
 	evs = inRunOrder(evs)
 	s := &Session{}
-	rs := &runState{afterIDs: map[string]bool{}}
+	rs := &runState{afterIDs: map[string]bool{}, ends: map[string]*errEnd{}}
 	runs := map[string]bool{}
 	started := map[string]bool{} // runs whose prompt is in s.Messages
 	for _, e := range evs {
@@ -123,6 +128,7 @@ func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
 			if mine {
 				rs.responded, rs.respStep = &p, e.Step
 				rs.usage = rs.usage.Add(p.Usage)
+				rs.respEnd = rs.ends[e.ID]
 			}
 		case events.StageToolAfter:
 			var p events.ToolAfter
@@ -160,8 +166,22 @@ func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
 		case events.StageHookDecided:
 			if mine {
 				var p events.HookDecided // audit only: one that does not decode is no stop
-				if e.DecodeData(&p) == nil && p.Stage == events.StageStop && p.Decision == string(interceptors.Stop) {
-					rs.stopHook = &p
+				if e.DecodeData(&p) == nil {
+					if p.Stage == events.StageStop && p.Decision == string(interceptors.Stop) {
+						rs.stopHook = &p
+					}
+					if p.EventID != "" {
+						if end := endOf(verdict{kind: interceptors.Kind(p.Decision), reason: p.Reason, plugin: p.Plugin}); end != nil {
+							rs.ends[p.EventID] = end
+						}
+					}
+				}
+			}
+		case events.StageHookFailed:
+			if mine {
+				var p events.HookFailed
+				if e.DecodeData(&p) == nil && p.EventID != "" && p.Outcome == string(interceptors.FailedClosed) {
+					rs.ends[p.EventID] = &errEnd{events.ReasonDenied, p.Plugin + ": " + p.Kind + " (policy fail)"}
 				}
 			}
 		case events.StageRunCompleted, events.StageRunFailed:
