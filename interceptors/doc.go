@@ -28,7 +28,10 @@
 // payload as the previous one left it; the first deny, mock, stop, ask or
 // continue ends them. Validating interceptors (allow or deny only) then run
 // in parallel; any deny wins. Each call has its own timeout (default 5s, at
-// most 30s), enforced even when the interceptor ignores its ctx. A timeout,
+// most 30s), enforced even when the interceptor ignores its ctx (each call
+// runs in a goroutine of its own, abandoned at the timeout; a mutating
+// ContextBound interceptor, which returns once its ctx ends, as bus.Remote
+// does, is called on the chain's goroutine instead). A timeout,
 // error, panic, bad reply or (for remote interceptors) no responders is a
 // failure: policy ignore records it and goes on, policy fail denies the
 // event (or stops the run on step.started, tool.after and stop, which
