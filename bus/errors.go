@@ -27,6 +27,10 @@ var (
 	// ErrNotProvisioned is returned by CheckProvisioned when a stream,
 	// bucket or object store is missing.
 	ErrNotProvisioned = errors.New("hookbus: not provisioned")
+	// ErrFenced is returned by PublishFenced when another attempt has
+	// claimed the session since the fence was set: the caller no longer
+	// owns the session and must not write ahead.
+	ErrFenced = errors.New("hookbus: session claimed by another attempt")
 	// ErrPublish is returned by Publish, PublishSync, Flush and SubmitRun when
 	// JetStream did not store a message (no stream, timeout after retries,
 	// rejected by the server).

@@ -83,18 +83,26 @@ func (b *Bus) PublishSync(ctx context.Context, e *events.Event) error {
 	if err != nil {
 		return err
 	}
+	_, err = b.publishAcked(ctx, msg, e.ID)
+	return err
+}
+
+// publishAcked publishes msg and waits for its ack, sending it again (same
+// Nats-Msg-Id, so it is stored once) when an attempt's ack does not come
+// within the ack timeout or the error is retryable, up to the retry bound.
+func (b *Bus) publishAcked(ctx context.Context, msg *nats.Msg, id string) (*jetstream.PubAck, error) {
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, b.opts.ackTimeout)
-		_, err := b.js.PublishMsg(actx, msg)
+		ack, err := b.js.PublishMsg(actx, msg)
 		cancel()
 		if err == nil {
-			return nil
+			return ack, nil
 		}
 		lost := actx.Err() != nil && ctx.Err() == nil // this attempt's ack never came
 		if !(lost || retryable(err)) || ctx.Err() != nil || attempt >= b.opts.retries {
-			return fmt.Errorf("%w: event %s after %d attempts: %w", ErrPublish, e.ID, attempt+1, ctxErr(ctx, err))
+			return nil, fmt.Errorf("%w: event %s after %d attempts: %w", ErrPublish, id, attempt+1, ctxErr(ctx, err))
 		}
-		b.log.Debug("hookbus: publish retried", "subject", msg.Subject, "id", e.ID, "attempt", attempt+1, "error", err)
+		b.log.Debug("hookbus: publish retried", "subject", msg.Subject, "id", id, "attempt", attempt+1, "error", err)
 	}
 }
 

@@ -26,9 +26,12 @@ func (r *run) publish(ctx context.Context, ev *events.Event, sync bool) error {
 	r.seq++
 	ev.Seq = r.seq
 	var err error
-	if sync {
+	switch {
+	case sync && r.fence != nil:
+		err = r.eng.cfg.Emitter.(Fencer).PublishFenced(ctx, ev, r.fence)
+	case sync:
 		err = r.eng.cfg.Emitter.PublishSync(ctx, ev)
-	} else {
+	default:
 		err = r.eng.cfg.Emitter.Publish(ctx, ev)
 	}
 	if err != nil {
@@ -63,4 +66,22 @@ func marshal(v any) (json.RawMessage, error) {
 		return nil, fmt.Errorf("%w: %v", events.ErrPayload, err)
 	}
 	return b, nil
+}
+
+// claim publishes the attempt's run.started: with a Fencer it claims the
+// session (synchronously) and later write-ahead publishes are fenced by it.
+func (r *run) claim(ctx context.Context, ev *events.Event) error {
+	f, ok := r.eng.cfg.Emitter.(Fencer)
+	if !ok {
+		return r.publish(ctx, ev, false)
+	}
+	r.seq++
+	ev.Seq = r.seq
+	fence, err := f.Claim(ctx, ev)
+	if err != nil {
+		return fmt.Errorf("loop: claim session %s/%s for run %s: %w", r.req.AgentID, r.req.SessionID, r.req.RunID, err)
+	}
+	r.fence = &fence
+	r.events++
+	return nil
 }

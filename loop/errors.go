@@ -19,6 +19,10 @@ var (
 	ErrScriptExhausted = errors.New("loop: script has no reply for this step")
 	// ErrBadScript is returned when a script file does not parse.
 	ErrBadScript = errors.New("loop: bad script")
+	// ErrLostRun is returned by Run when another attempt of the same run
+	// (another worker, after this one's lease lapsed) claimed the session:
+	// that attempt ends the run; this one wrote nothing more.
+	ErrLostRun = errors.New("loop: run taken over by another attempt")
 	// ErrCorruptSession is returned when a session's events cannot be
 	// rebuilt into a conversation.
 	ErrCorruptSession = errors.New("loop: session events cannot be rebuilt")

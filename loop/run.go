@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
@@ -20,6 +21,7 @@ type run struct {
 	maxSteps int
 
 	hooks     Interception
+	fence     *bus.Fence // the attempt's claim on the session (with a Fencer)
 	seq       uint64
 	step      int
 	events    int
@@ -36,6 +38,41 @@ type errEnd struct{ reason, detail string }
 func (e *errEnd) Error() string { return e.reason + ": " + e.detail }
 
 func (r *run) execute(ctx context.Context) (*Result, error) {
+	res, err := r.attempt(ctx)
+	if errors.Is(err, bus.ErrFenced) {
+		return r.lost(ctx, err)
+	}
+	return res, err
+}
+
+// lost ends an attempt whose session another attempt claimed: it writes
+// nothing ahead any more. If the claim is another run's, this run's end is
+// recorded (run.failed, unfenced: it starts nothing) so nobody waits for it;
+// if it is another attempt of this run, that attempt ends the run.
+func (r *run) lost(ctx context.Context, cause error) (*Result, error) {
+	res := &Result{
+		RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID,
+		Reason: ReasonFailed, Detail: cause.Error(), Steps: r.step, Usage: r.usage, Events: r.events, Resumed: r.resumed,
+	}
+	var fenced *bus.FencedError
+	if !errors.As(cause, &fenced) || fenced.By.RunID == r.req.RunID {
+		r.eng.cfg.Logger.Warn("loop: run taken over by another attempt", "run", r.req.RunID, "err", cause)
+		return res, fmt.Errorf("%w: %w", ErrLostRun, cause)
+	}
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	r.fence = nil
+	why := fmt.Sprintf("session %s/%s taken over by run %s (one writer per session)", r.req.AgentID, r.req.SessionID, fenced.By.RunID)
+	if _, err := r.emit(c, events.StageRunFailed, events.RunFailed{Error: why, Steps: r.step}, "", true); err != nil {
+		return res, errors.Join(cause, err)
+	}
+	res.Detail, res.Events, res.Ended = why, r.events, true
+	return res, fmt.Errorf("loop: %s: %w", why, cause)
+}
+
+// attempt rebuilds the session and runs the request from where its events
+// say it is.
+func (r *run) attempt(ctx context.Context) (*Result, error) {
 	var st *runState
 	if h := r.eng.cfg.History; h != nil {
 		evs, err := h.SessionEvents(ctx, r.req.AgentID, r.req.SessionID)
@@ -64,6 +101,9 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 	var end *errEnd
 	if errors.As(err, &end) {
 		return r.finish(ctx, end.reason, end.detail)
+	}
+	if errors.Is(err, bus.ErrFenced) {
+		return nil, err // lost: nothing more is written ahead (execute)
 	}
 	if ctx.Err() != nil {
 		// The caller gave up: record it, on a context that still works.
@@ -121,9 +161,13 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 	}
 	// Every attempt starts with run.started: a resumed one says so, and the
 	// record shows where a worker took the run over.
-	if _, err := r.emit(ctx, events.StageRunStarted, events.RunStarted{
+	started, err := r.event(events.StageRunStarted, events.RunStarted{
 		Prompt: prompt, HistoryMessages: history, Resumed: r.resumed, MaxSteps: r.maxSteps,
-	}, "", false); err != nil {
+	}, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := r.claim(ctx, started); err != nil {
 		return nil, err
 	}
 	if st != nil && st.answered() {

@@ -36,6 +36,10 @@ func (w *Worker) Handle(ctx context.Context, req *events.RunRequest) error {
 	case err == nil:
 		w.log.Info("run ended", "run", res.RunID, "agent", res.AgentID, "session", res.SessionID, "reason", res.Reason, "steps", res.Steps)
 		return nil
+	case errors.Is(err, ErrLostRun):
+		// Another worker holds the run now and will end it.
+		w.log.Warn("run taken over by another worker", "run", req.RunID, "err", err)
+		return nil
 	case errors.Is(err, ErrInvalidRequest):
 		w.log.Warn("dropping an invalid run request", "run", req.RunID, "err", err)
 		return nil

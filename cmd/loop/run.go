@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
@@ -48,7 +49,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	defer c.Close()
 	var em loop.Emitter = c.Bus
 	if *trace {
-		em = &tracer{Emitter: c.Bus, w: stderr}
+		em = &tracer{Bus: c.Bus, w: stderr}
 	}
 	hooks, stopHooks, err := syncHooks(ctx, c.Bus, log)
 	if err != nil {
@@ -79,12 +80,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	return exitOK, nil
 }
 
-// tracer prints every event as it is published.
+// tracer prints every event as it is published. It wraps the bus whole, so
+// the engine still finds its Fencer (the session fence) through it.
 type tracer struct {
-	loop.Emitter
+	*bus.Bus
 	mu sync.Mutex
 	w  io.Writer
 }
+
+var _ loop.Fencer = (*tracer)(nil)
 
 func (t *tracer) print(e *events.Event) {
 	t.mu.Lock()
@@ -94,10 +98,20 @@ func (t *tracer) print(e *events.Event) {
 
 func (t *tracer) Publish(ctx context.Context, e *events.Event) error {
 	t.print(e)
-	return t.Emitter.Publish(ctx, e)
+	return t.Bus.Publish(ctx, e)
 }
 
 func (t *tracer) PublishSync(ctx context.Context, e *events.Event) error {
 	t.print(e)
-	return t.Emitter.PublishSync(ctx, e)
+	return t.Bus.PublishSync(ctx, e)
+}
+
+func (t *tracer) Claim(ctx context.Context, e *events.Event) (bus.Fence, error) {
+	t.print(e)
+	return t.Bus.Claim(ctx, e)
+}
+
+func (t *tracer) PublishFenced(ctx context.Context, e *events.Event, f *bus.Fence) error {
+	t.print(e)
+	return t.Bus.PublishFenced(ctx, e, f)
 }

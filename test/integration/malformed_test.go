@@ -93,10 +93,12 @@ func TestMalformedEventsOnTheStream(t *testing.T) {
 		{Subject: subj("intake"), Header: nats.Header{"content-type": {"application/cloudevents+json"}}, Data: []byte(`{"specversion":"1.0","id":"x"}`)},
 	}
 	// A valid event whose data is not its stage's payload: a reader of the
-	// stream gets it; the loop's rebuild must not choke on it.
-	odd, err := events.New(events.StageRunStarted, events.Meta{
+	// stream gets it; the loop's rebuild must not choke on it. (Not a
+	// run.started: a valid run.started claims the session, and the running
+	// loop would rightly lose it — loop/fence_test.go tests that.)
+	odd, err := events.New(events.StageModelResponded, events.Meta{
 		Source: "https://example.com/other", AgentID: agent, SessionID: session, RunID: "foreign-run", Seq: 2,
-	}, json.RawMessage(`{"prompt":5}`))
+	}, json.RawMessage(`{"message":5}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ func TestMalformedEventsOnTheStream(t *testing.T) {
 	}
 	valid := []*nats.Msg{
 		{Subject: subj("hook.decided"), Header: nats.Header{"Content-Type": {"application/cloudevents+json"}}, Data: structured},
-		{Subject: subj("run.started"), Header: nats.Header(oddH), Data: oddBody},
+		{Subject: subj("model.responded"), Header: nats.Header(oddH), Data: oddBody},
 	}
 	pending := append(append([]*nats.Msg{}, malformed[:4]...), valid...)
 	pending = append(pending, malformed[4:len(malformed)-1]...)
