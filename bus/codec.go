@@ -152,22 +152,22 @@ func (c *codec) setHeaders(hb *headerBuilder, e *events.Event) {
 	hb.set("ce-specversion", "1.0")
 	hb.set("ce-id", e.ID)
 	hb.set("ce-type", stageType(e.Stage))
-	hb.set("ce-source", pctEncode(e.Source))
+	hb.set("ce-source", events.PercentEncode(e.Source))
 	hb.set("ce-time", e.Time.UTC().Format(time.RFC3339Nano))
 	if subj := strings.TrimSpace(e.Subject); subj != "" { // sdk-go trims it
-		hb.set("ce-subject", pctEncode(subj))
+		hb.set("ce-subject", events.PercentEncode(subj))
 	}
 	hb.set(events.HeaderContentType, events.ContentTypeJSON)
-	hb.set("ce-"+events.ExtAgentID, pctEncode(e.AgentID))
-	hb.set("ce-"+events.ExtSessionID, pctEncode(e.SessionID))
-	hb.set("ce-"+events.ExtRunID, pctEncode(e.RunID))
+	hb.set("ce-"+events.ExtAgentID, events.PercentEncode(e.AgentID))
+	hb.set("ce-"+events.ExtSessionID, events.PercentEncode(e.SessionID))
+	hb.set("ce-"+events.ExtRunID, events.PercentEncode(e.RunID))
 	hb.set("ce-"+events.ExtStep, strconv.Itoa(e.Step))
 	hb.set("ce-"+events.ExtSeq, e.SeqString())
 	if e.Traceparent != "" {
-		hb.set("ce-"+events.ExtTraceparent, pctEncode(e.Traceparent))
+		hb.set("ce-"+events.ExtTraceparent, events.PercentEncode(e.Traceparent))
 	}
 	if e.DataRef != "" {
-		hb.set("ce-"+events.ExtDataRef, pctEncode(e.DataRef))
+		hb.set("ce-"+events.ExtDataRef, events.PercentEncode(e.DataRef))
 	}
 }
 
@@ -292,8 +292,8 @@ func (c *codec) fastDecode(h nats.Header, body []byte) *events.Event {
 			return nil // the same header in two cases
 		}
 		seen[slot] = true
-		s, ok := pctDecode(vs[0])
-		if !ok {
+		s, err := events.PercentDecode(vs[0])
+		if err != nil {
 			return nil
 		}
 		v[slot] = s
@@ -393,59 +393,4 @@ func daysIn(m, y int) int {
 		return 30
 	}
 	return 31
-}
-
-// pctEncode escapes header values as the CloudEvents bindings require (and
-// as events.Encode does): bytes outside printable ASCII, space, '"', '%'.
-func pctEncode(s string) string {
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if pctEscape(s[i]) {
-			n++
-		}
-	}
-	if n == 0 {
-		return s
-	}
-	const hex = "0123456789ABCDEF"
-	b := make([]byte, 0, len(s)+2*n)
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; pctEscape(c) {
-			b = append(b, '%', hex[c>>4], hex[c&15])
-		} else {
-			b = append(b, c)
-		}
-	}
-	return string(b)
-}
-
-func pctEscape(c byte) bool { return c <= 0x20 || c >= 0x7F || c == '"' || c == '%' }
-
-func pctDecode(s string) (string, bool) {
-	if strings.IndexByte(s, '%') < 0 {
-		return s, true
-	}
-	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		if s[i] != '%' {
-			b = append(b, s[i])
-			continue
-		}
-		if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
-			return "", false
-		}
-		b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
-		i += 2
-	}
-	return string(b), true
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c <= '9':
-		return c - '0'
-	case c <= 'F':
-		return c - 'A' + 10
-	}
-	return c - 'a' + 10
 }

@@ -86,7 +86,7 @@ func (w *headerWriter) set(key string, v any) error {
 	if err != nil {
 		return err
 	}
-	w.h[key] = []string{percentEncode(s)}
+	w.h[key] = []string{PercentEncode(s)}
 	return nil
 }
 
@@ -105,7 +105,7 @@ func Decode(h Header, body []byte) (*Event, error) {
 		if !strings.HasPrefix(lk, HeaderPrefix) && lk != HeaderContentType {
 			continue
 		}
-		v, err := percentDecode(vs[0])
+		v, err := PercentDecode(vs[0])
 		if err != nil {
 			return nil, fmt.Errorf("%w: header %s: %v", ErrMalformedEvent, k, err)
 		}
@@ -213,9 +213,10 @@ func (m *headerMessage) GetExtension(name string) any {
 	return nil
 }
 
-// percentEncode escapes what the CloudEvents bindings require in header
-// values: bytes outside printable ASCII, space, '"' and '%'.
-func percentEncode(s string) string {
+// PercentEncode escapes a header value as the CloudEvents bindings require:
+// bytes outside printable ASCII, space, '"' and '%' become %XX. A value with
+// none of them is returned as is, without allocating.
+func PercentEncode(s string) string {
 	n := 0
 	for i := 0; i < len(s); i++ {
 		if needsEscape(s[i]) {
@@ -240,7 +241,9 @@ func percentEncode(s string) string {
 
 func needsEscape(c byte) bool { return c <= 0x20 || c >= 0x7F || c == '"' || c == '%' }
 
-func percentDecode(s string) (string, error) {
+// PercentDecode undoes PercentEncode; a truncated or non-hex escape is an
+// error. A value without '%' is returned as is, without allocating.
+func PercentDecode(s string) (string, error) {
 	if strings.IndexByte(s, '%') < 0 {
 		return s, nil
 	}
