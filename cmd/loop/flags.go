@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,24 +11,14 @@ import (
 	"github.com/hookbus/hookbus/loop"
 )
 
-var errHelp = errors.New("help shown")
-
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("loop "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	return fs
 }
 
-// parse parses args, mapping -h to errHelp and mistakes to cli.ErrUsage.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
-	}
-	return nil
-}
+// parse parses args, mapping -h to cli.ErrHelp and mistakes to cli.ErrUsage.
+func parse(fs *flag.FlagSet, args []string) error { return cli.Parse(fs, args) }
 
 func logger(verbose bool, w io.Writer) *slog.Logger {
 	level := slog.LevelWarn

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,9 +27,9 @@ other processes can connect while it runs.
 
 // exit codes
 const (
-	exitOK       = 0
-	exitFailure  = 1
-	exitUsage    = 2
+	exitOK       = cli.ExitOK
+	exitFailure  = cli.ExitFailure
+	exitUsage    = cli.ExitUsage
 	exitNoAnswer = 3 // the run ended without an answer: denied, stopped, rejected, max_steps, interrupted
 )
 
@@ -62,19 +61,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "loop: unknown command %q\n\n%s", args[0], usage)
 		return exitUsage
 	}
-	switch {
-	case err == nil:
-		return code
-	case errors.Is(err, errHelp):
-		return exitOK
-	case errors.Is(err, cli.ErrUsage):
-		fmt.Fprintf(stderr, "loop %s: %v\n", args[0], err)
-		return exitUsage
-	default:
-		fmt.Fprintf(stderr, "loop %s: %v\n", args[0], err)
-		if code == exitOK {
-			code = exitFailure
-		}
-		return code
-	}
+	return cli.ExitCode(stderr, "loop "+args[0], code, err)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,7 +44,7 @@ func cmdHooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "list", "add", "rm", "grant", "revoke":
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, hooksUsage)
-		return errHelp
+		return cli.ErrHelp
 	default:
 		return fmt.Errorf("%w: unknown subcommand %q (want list, add, rm, grant or revoke)", cli.ErrUsage, sub)
 	}
@@ -131,11 +130,8 @@ func cmdHooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, errHelp
-			}
-			return nil, fmt.Errorf("%w: %v", cli.ErrUsage, err)
+		if err := cli.Parse(fs, args); err != nil {
+			return nil, err
 		}
 		if fs.NArg() == 0 {
 			return pos, nil

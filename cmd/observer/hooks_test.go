@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/hookbus/hookbus/internal/cli"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ func rows(t *testing.T, list string) map[string][]string {
 func TestHooksCLI(t *testing.T) {
 	srv, nc := bustest.Start(t, bustest.WithListener())
 	c := &hooksCLI{t: t, url: srv.ClientURL()}
-	c.fails(exitFailure, "key-value bucket hookbus_hooks does not exist (provision the bus first)", "list")
+	c.fails(cli.ExitFailure, "key-value bucket hookbus_hooks does not exist (provision the bus first)", "list")
 	b := bustest.Provision(t, nc)
 
 	if out := c.ok("list"); !strings.Contains(out, "no interceptors registered") || !strings.Contains(out, "granted to: nobody") {
@@ -79,7 +80,7 @@ func TestHooksCLI(t *testing.T) {
 	c.ok("add", "--stage", "tool.after", "--plugin", "pii")
 
 	// Privileged stages need a grant first.
-	c.fails(exitFailure, "plugin rewriter lacks privileged_hooks permission for stage context.assembled",
+	c.fails(cli.ExitFailure, "plugin rewriter lacks privileged_hooks permission for stage context.assembled",
 		"add", "--stage", "context.assembled", "--plugin", "rewriter")
 	if out := c.ok("grant", "rewriter"); !strings.Contains(out, "granted rewriter privileged_hooks") {
 		t.Fatalf("grant output %q", out)
@@ -114,7 +115,7 @@ func TestHooksCLI(t *testing.T) {
 	if got := strings.Join(rows(t, c.ok("list"))["context.assembled.rewriter"], " "); !strings.Contains(got, "NOT granted") {
 		t.Fatalf("after revoke, row %q", got)
 	}
-	c.fails(exitFailure, "plugin rewriter has no grant", "revoke", "rewriter")
+	c.fails(cli.ExitFailure, "plugin rewriter has no grant", "revoke", "rewriter")
 
 	// What the CLI wrote is what the bus reads.
 	reg, err := b.Registry().Get(context.Background(), events.StageToolBefore, "guard")
@@ -129,7 +130,7 @@ func TestHooksCLI(t *testing.T) {
 	if out := c.ok("rm", "--stage", "tool.before", "--plugin", "guard"); !strings.Contains(out, "removed guard from tool.before") {
 		t.Fatalf("rm output %q", out)
 	}
-	c.fails(exitFailure, "no registration of plugin guard on tool.before", "rm", "--stage", "tool.before", "--plugin", "guard")
+	c.fails(cli.ExitFailure, "no registration of plugin guard on tool.before", "rm", "--stage", "tool.before", "--plugin", "guard")
 	if _, ok := rows(t, c.ok("list"))["tool.before.guard"]; ok {
 		t.Fatal("guard still listed after rm")
 	}
@@ -150,12 +151,12 @@ func TestHooksCLIErrors(t *testing.T) {
 		{exitUsage, "grant takes one plugin id", []string{"grant"}},
 		{exitUsage, `unknown subcommand "frob"`, []string{"frob"}},
 		{exitUsage, `unexpected argument "extra"`, []string{"list", "extra"}},
-		{exitFailure, "observe-only", []string{"add", "--stage", "run.completed", "--plugin", "p"}},
-		{exitFailure, `plugin id "pii@v2" cannot be a registry key`, []string{"add", "--stage", "intake", "--plugin", "pii@v2"}},
-		{exitFailure, "exceeds the 30s cap", []string{"add", "--stage", "intake", "--plugin", "p", "--timeout", "1m"}},
-		{exitFailure, `policy "maybe"`, []string{"add", "--stage", "intake", "--plugin", "p", "--policy", "maybe"}},
-		{exitFailure, "tools matcher", []string{"add", "--stage", "intake", "--plugin", "p", "--tools", "bash"}},
-		{exitFailure, "model.responded", []string{"add", "--stage", "model.responded", "--plugin", "p"}},
+		{cli.ExitFailure, "observe-only", []string{"add", "--stage", "run.completed", "--plugin", "p"}},
+		{cli.ExitFailure, `plugin id "pii@v2" cannot be a registry key`, []string{"add", "--stage", "intake", "--plugin", "pii@v2"}},
+		{cli.ExitFailure, "exceeds the 30s cap", []string{"add", "--stage", "intake", "--plugin", "p", "--timeout", "1m"}},
+		{cli.ExitFailure, `policy "maybe"`, []string{"add", "--stage", "intake", "--plugin", "p", "--policy", "maybe"}},
+		{cli.ExitFailure, "tools matcher", []string{"add", "--stage", "intake", "--plugin", "p", "--tools", "bash"}},
+		{cli.ExitFailure, "model.responded", []string{"add", "--stage", "model.responded", "--plugin", "p"}},
 	} {
 		c.fails(tc.code, tc.want, tc.args...)
 	}
@@ -164,7 +165,7 @@ func TestHooksCLIErrors(t *testing.T) {
 	}
 	// No server: a clear connection error, exit 1.
 	bad := &hooksCLI{t: t, url: "nats://127.0.0.1:1"}
-	if code, _, errOut := bad.run("list"); code != exitFailure || errOut == "" {
+	if code, _, errOut := bad.run("list"); code != cli.ExitFailure || errOut == "" {
 		t.Fatalf("list without a server: exit %d, stderr %q", code, errOut)
 	}
 }

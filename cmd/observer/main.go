@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,12 +28,9 @@ Without --nats or --store they connect to $NATS_URL or nats://127.0.0.1:4222
 `
 
 const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
+	exitOK    = cli.ExitOK
+	exitUsage = cli.ExitUsage
 )
-
-var errHelp = errors.New("help shown")
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -65,14 +61,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "observer: unknown command %q\n\n%s", args[0], usage)
 		return exitUsage
 	}
-	switch {
-	case err == nil, errors.Is(err, errHelp):
-		return exitOK
-	case errors.Is(err, cli.ErrUsage):
-		fmt.Fprintf(stderr, "observer %s: %v\n", args[0], err)
-		return exitUsage
-	default:
-		fmt.Fprintf(stderr, "observer %s: %v\n", args[0], err)
-		return exitFailure
-	}
+	return cli.ExitCode(stderr, "observer "+args[0], exitOK, err)
 }

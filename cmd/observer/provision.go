@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,14 +24,11 @@ func cmdProvision(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintln(stderr, "Usage: observer provision [flags]\n\nCreates or updates hookbus' streams (HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_DLQ),\nKV buckets (hookbus_hooks, hookbus_trust) and object store (hookbus_payloads).\nIdempotent. Use --replicas 3 on a 3-node cluster.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	if err := cli.Parse(fs, args); err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
+	if err := cli.NoArgs(fs); err != nil {
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c, err := conn.Open(ctx, "hookbus-provision", log, cli.ReadOnly)

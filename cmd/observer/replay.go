@@ -70,14 +70,11 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer, liv
 	ff.register(fs)
 	asJSON := fs.Bool("json", false, "one CloudEvent (JSON format) per line")
 	verbose := fs.Bool("v", false, "log warnings and debug output on stderr")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	if err := cli.Parse(fs, args); err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
+	if err := cli.NoArgs(fs); err != nil {
+		return err
 	}
 	filter, err := ff.filter()
 	if err != nil {

@@ -2,6 +2,10 @@ package cli
 
 import "errors"
 
-// ErrUsage marks a command-line mistake: the command prints its usage and
-// exits 2.
-var ErrUsage = errors.New("usage")
+var (
+	// ErrUsage marks a command-line mistake: the command says what is wrong
+	// and exits 2.
+	ErrUsage = errors.New("usage")
+	// ErrHelp says a command printed its help: it exits 0.
+	ErrHelp = errors.New("help shown")
+)
