@@ -31,6 +31,9 @@ var (
 	// claimed the session since the fence was set: the caller no longer
 	// owns the session and must not write ahead.
 	ErrFenced = errors.New("hookbus: session claimed by another attempt")
+	// ErrPermission is returned when the server refuses what the caller's
+	// user may not do (Serve on a subject outside its permissions).
+	ErrPermission = errors.New("hookbus: permission denied")
 	// ErrPublish is returned by Publish, PublishSync, Flush and SubmitRun when
 	// JetStream did not store a message (no stream, timeout after retries,
 	// rejected by the server).

@@ -149,6 +149,13 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServeConfig, ic interceptors.
 		_ = s.Stop()
 		return nil, fmt.Errorf("serve plugin %s: %w", cfg.Plugin, err)
 	}
+	// The server refuses a subscription asynchronously, but before it
+	// answers the flush: a refusal of one of ours is the connection's last
+	// error now.
+	if err := refused(nc, subj, cfg.Plugin, cfg.Stages); err != nil {
+		_ = s.Stop()
+		return nil, err
+	}
 	s.unhook = context.AfterFunc(ctx, func() { _ = s.Stop() })
 	return s, nil
 }
@@ -213,6 +220,25 @@ func flush(ctx context.Context, nc *nats.Conn) error {
 		return nc.FlushTimeout(DefaultTimeout)
 	}
 	return nc.FlushWithContext(ctx)
+}
+
+// refused returns an error wrapping ErrPermission when the connection's last
+// error is the server refusing a subscription to one of the plugin's
+// endpoint subjects.
+func refused(nc *nats.Conn, subj events.Subjects, plugin string, stages []events.Stage) error {
+	last := nc.LastError()
+	if last == nil || !errors.Is(last, nats.ErrPermissionViolation) {
+		return nil
+	}
+	text := strings.ToLower(last.Error())
+	for _, st := range stages {
+		subject, err := subj.Hook(st, plugin)
+		if err == nil && strings.Contains(text, "subscription to \""+strings.ToLower(subject)+"\"") {
+			return fmt.Errorf("%w: serve plugin %s: the server refused the subscription to %s (a privileged stage needs a privileged user): %v",
+				ErrPermission, plugin, subject, last)
+		}
+	}
+	return nil
 }
 
 // Stop stops the service: its subscriptions are drained, so the server

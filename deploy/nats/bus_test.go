@@ -3,6 +3,7 @@ package natsconf_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,10 +48,12 @@ func TestBusServeUnderPluginUsers(t *testing.T) {
 		Plugin: "plugin-pii", Stages: []events.Stage{events.StageContextAssembled},
 	}, allow)
 	if err == nil {
-		t.Cleanup(func() { _ = priv.Stop() })
+		_ = priv.Stop()
+		t.Fatal("bus.Serve on a stage the user may not subscribe to returned no error")
 	}
-	t.Logf("bus.Serve on a refused stage returned %v", err)
-	// Whatever Serve returned, the server refused the subscription.
+	if !errors.Is(err, bus.ErrPermission) || !strings.Contains(err.Error(), "hookbus.hook.context.assembled.plugin-pii") {
+		t.Fatalf("bus.Serve on a refused stage = %v, want ErrPermission naming the subject", err)
+	}
 	errs.wantViolation(t, "Subscription to", "hookbus.hook.context.assembled.plugin-pii")
 	if _, err := loop.Request("hookbus.hook.context.assembled.plugin-pii", nil, wait); !errors.Is(err, nats.ErrNoResponders) {
 		t.Fatalf("request to the refused stage: %v, want no responders", err)
