@@ -3,6 +3,7 @@ package natsconf_test
 import (
 	"errors"
 	"fmt"
+	"github.com/hookbus/hookbus/bus/bustest"
 	"net"
 	"strings"
 	"testing"
@@ -143,16 +144,10 @@ func noErrors(t *testing.T, nc *nats.Conn) {
 	}
 }
 
-// eventually polls cond until it holds or wait passes.
+// eventually polls cond until it holds or wait passes (bustest's poll).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", wait, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	bustest.Eventuallyf(t, wait, cond, "%s", what)
 }
 
 // freePorts returns n TCP ports free on 127.0.0.1 a moment ago. Route ports
