@@ -1,13 +1,11 @@
 package bus_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hookbus/hookbus/bus"
@@ -24,32 +22,14 @@ type syncEnv struct {
 	trust *bus.Trust
 	chain *interceptors.Chain
 	hs    *bus.HookSync
-	log   *syncBuffer
-}
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log   *bustest.Buffer
 }
 
 // newSyncEnv provisions a bus, runs before (registry writes to find at
 // start) and starts the sync.
 func newSyncEnv(t *testing.T, before func(*bus.Registry)) *syncEnv {
 	t.Helper()
-	log := &syncBuffer{}
+	log := &bustest.Buffer{}
 	b := bustest.StartBus(t, bus.WithLogger(slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	env := &syncEnv{b: b, reg: b.Registry(), log: log}
 	if before != nil {

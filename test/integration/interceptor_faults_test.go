@@ -66,7 +66,7 @@ func (f *faultBus) replay(t *testing.T, agent, session string) []*events.Event {
 type faultProc struct {
 	name           string
 	cmd            *exec.Cmd
-	stdout, stderr syncBuffer
+	stdout, stderr bustest.Buffer
 	done           chan struct{}
 	code           int
 }

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"github.com/hookbus/hookbus/bus/bustest"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -77,7 +78,7 @@ func startInterceptor(t *testing.T, url, plugin, behaviour string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envInterceptor+"="+behaviour, envNATS+"="+url, envPlugin+"="+plugin)
-	var out syncBuffer
+	var out bustest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/hookbus/hookbus/bus/bustest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,11 +77,11 @@ func run(t *testing.T, name string, args ...string) result {
 }
 
 // start starts a binary in the background; it is killed at cleanup.
-func start(t *testing.T, name string, args ...string) (*exec.Cmd, *syncBuffer) {
+func start(t *testing.T, name string, args ...string) (*exec.Cmd, *bustest.Buffer) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(bin, name), args...)
 	cmd.Dir = t.TempDir()
-	var buf syncBuffer
+	var buf bustest.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
