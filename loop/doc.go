@@ -14,10 +14,10 @@
 // without re-running a tool whose tool.after is recorded.
 //
 // Start with New, giving it an Emitter and a History (a *bus.Bus provides
-// both, see bus.Publisher and bus.Bus.SessionEvents), a Model (NewScriptedModel
-// for deterministic demos and tests) and Tools (Clock, Calculator, ReadFile):
+// both), a Model (package scripted for deterministic demos and tests) and
+// Tools (package tools):
 //
-//	eng, err := loop.New(loop.Config{Emitter: pub, History: b, Model: model, Tools: loop.BuiltinTools(root)})
+//	eng, err := loop.New(loop.Config{Emitter: pub, History: b, Model: model, Tools: tools.Builtin(root)})
 //	res, err := eng.Run(ctx, &events.RunRequest{AgentID: "demo", SessionID: "s1", Prompt: "what is 6*7?"})
 //
 // Worker runs the engine over the run queue (loop serve).

@@ -9,6 +9,7 @@ import (
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/scripted"
 	"github.com/oklog/ulid/v2"
 )
 
@@ -195,7 +196,7 @@ func TestToolErrorsAndPanicsAreReportedToTheModel(t *testing.T) {
 
 func TestModelFailureEndsWithRunFailed(t *testing.T) {
 	b := bustest.StartBus(t)
-	model := loop.NewScriptedModel(&loop.Script{Replies: []loop.ScriptReply{{Error: "rate limited"}}})
+	model := scripted.New(&scripted.Script{Replies: []scripted.Reply{{Error: "rate limited"}}})
 	eng := newEngine(t, b, loop.Config{Model: model})
 	res, err := eng.Run(ctxT(t), &events.RunRequest{AgentID: "demo", SessionID: "s1", Prompt: "go"})
 	if err == nil || !strings.Contains(err.Error(), "rate limited") || res.Reason != loop.ReasonFailed {
@@ -211,12 +212,12 @@ func TestModelFailureEndsWithRunFailed(t *testing.T) {
 
 func TestMaxSteps(t *testing.T) {
 	b := bustest.StartBus(t)
-	loopy := &loop.Script{Replies: []loop.ScriptReply{
-		{ToolCalls: []loop.ScriptToolCall{{Name: "clock"}}},
-		{ToolCalls: []loop.ScriptToolCall{{Name: "clock"}}},
-		{ToolCalls: []loop.ScriptToolCall{{Name: "clock"}}},
+	loopy := &scripted.Script{Replies: []scripted.Reply{
+		{ToolCalls: []scripted.ToolCall{{Name: "clock"}}},
+		{ToolCalls: []scripted.ToolCall{{Name: "clock"}}},
+		{ToolCalls: []scripted.ToolCall{{Name: "clock"}}},
 	}}
-	eng := newEngine(t, b, loop.Config{Model: loop.NewScriptedModel(loopy), MaxSteps: 2})
+	eng := newEngine(t, b, loop.Config{Model: scripted.New(loopy), MaxSteps: 2})
 	res, err := eng.Run(ctxT(t), &events.RunRequest{AgentID: "demo", SessionID: "s1", Prompt: "go"})
 	if err != nil || res.Reason != events.ReasonMaxSteps || res.Steps != 2 {
 		t.Fatalf("Run = %+v, %v", res, err)

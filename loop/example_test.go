@@ -10,6 +10,8 @@ import (
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/scripted"
+	"github.com/hookbus/hookbus/loop/tools"
 )
 
 // A run on an embedded server, with an in-process hook that denies the
@@ -37,8 +39,8 @@ func ExampleEngine_Run() {
 		}))
 	clock := loop.ToolFunc(events.ToolSpec{Name: "clock"}, func(context.Context, json.RawMessage) (string, error) { return "noon", nil })
 	eng, err := loop.New(loop.Config{
-		Emitter: b, History: b, Model: loop.NewScriptedModel(nil), Hooks: hooks,
-		Tools: []loop.Tool{clock, loop.Calculator()},
+		Emitter: b, History: b, Model: scripted.New(nil), Hooks: hooks,
+		Tools: []loop.Tool{clock, tools.Calculator()},
 	})
 	if err != nil {
 		panic(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/tools"
 )
 
 // blockingTool blocks its first call until released (a worker paused past
@@ -66,7 +67,7 @@ func TestFenceStopsTheOldAttemptOfARun(t *testing.T) {
 
 	// The run is taken over and finished by another attempt.
 	newCalc := &countingTool{name: "calculator", answer: "42"}
-	fresh := newEngine(t, b, loop.Config{Tools: []loop.Tool{loop.Clock(nil), newCalc}})
+	fresh := newEngine(t, b, loop.Config{Tools: []loop.Tool{tools.Clock(nil), newCalc}})
 	res, err := fresh.Run(ctxT(t), req)
 	if err != nil || res.Reason != events.ReasonDone || !res.Resumed {
 		t.Fatalf("the new attempt: %+v, %v", res, err)
@@ -114,7 +115,7 @@ func TestFenceEndsAnOlderRunOfTheSession(t *testing.T) {
 	}()
 	<-slowClock.entered
 
-	second := newEngine(t, b, loop.Config{Tools: []loop.Tool{loop.Clock(nil), loop.Calculator()}})
+	second := newEngine(t, b, loop.Config{Tools: []loop.Tool{tools.Clock(nil), tools.Calculator()}})
 	resB, err := second.Run(ctxT(t), &events.RunRequest{AgentID: "demo", SessionID: "s1", Prompt: "second"})
 	if err != nil || resB.Reason != events.ReasonDone {
 		t.Fatalf("run B: %+v, %v", resB, err)

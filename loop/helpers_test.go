@@ -13,6 +13,8 @@ import (
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/scripted"
+	"github.com/hookbus/hookbus/loop/tools"
 )
 
 func ctxT(t *testing.T) context.Context {
@@ -62,10 +64,10 @@ func newEngine(t *testing.T, b *bus.Bus, cfg loop.Config) *loop.Engine {
 		cfg.History = b
 	}
 	if cfg.Model == nil {
-		cfg.Model = loop.NewScriptedModel(nil)
+		cfg.Model = scripted.New(nil)
 	}
 	if cfg.Tools == nil {
-		cfg.Tools = loop.BuiltinTools("")
+		cfg.Tools = tools.Builtin("")
 	}
 	e, err := loop.New(cfg)
 	if err != nil {

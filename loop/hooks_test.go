@@ -13,6 +13,8 @@ import (
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/scripted"
+	"github.com/hookbus/hookbus/loop/tools"
 )
 
 var _ loop.Interception = (*interceptors.Chain)(nil)
@@ -70,7 +72,7 @@ func TestContextAssembledHookChangesWhatTheModelSees(t *testing.T) {
 			}
 			return interceptors.Replace(ca)
 		})
-	model := &recordingModel{Model: loop.NewScriptedModel(nil)}
+	model := &recordingModel{Model: scripted.New(nil)}
 	eng := newEngine(t, b, loop.Config{Hooks: chain, Model: model})
 	res, err := eng.Run(ctxT(t), &events.RunRequest{AgentID: "demo", SessionID: "s1", Prompt: "my password is secret-123"})
 	if err != nil || res.Reason != events.ReasonDone {
@@ -132,7 +134,7 @@ func TestToolBeforeMockSkipsTheTool(t *testing.T) {
 			return interceptors.Mocked("1999-12-31T23:59:59Z", false), nil
 		})
 	clock := &countingTool{name: "clock", answer: "noon"}
-	eng := newEngine(t, b, loop.Config{Hooks: chain, Tools: []loop.Tool{clock, loop.Calculator()}})
+	eng := newEngine(t, b, loop.Config{Hooks: chain, Tools: []loop.Tool{clock, tools.Calculator()}})
 	res, err := eng.Run(ctxT(t), &events.RunRequest{AgentID: "demo", SessionID: "s1", Prompt: "go"})
 	if err != nil || !strings.Contains(res.Answer, "It is 1999-12-31T23:59:59Z") {
 		t.Fatalf("Run = %+v, %v", res, err)
@@ -217,11 +219,11 @@ func TestStopHookContinueIsCapped(t *testing.T) {
 		func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
 			return &interceptors.Decision{Kind: interceptors.Continue, Context: "check your work"}, nil
 		})
-	replies := make([]loop.ScriptReply, 6)
+	replies := make([]scripted.Reply, 6)
 	for i := range replies {
-		replies[i] = loop.ScriptReply{Content: "done, I think"}
+		replies[i] = scripted.Reply{Content: "done, I think"}
 	}
-	eng := newEngine(t, b, loop.Config{Hooks: chain, MaxContinues: 2, Model: loop.NewScriptedModel(&loop.Script{Replies: replies})})
+	eng := newEngine(t, b, loop.Config{Hooks: chain, MaxContinues: 2, Model: scripted.New(&scripted.Script{Replies: replies})})
 	res, err := eng.Run(ctxT(t), &events.RunRequest{AgentID: "demo", SessionID: "s1", Prompt: "go"})
 	if err != nil || res.Reason != events.ReasonDone || res.Steps != 3 {
 		t.Fatalf("Run = %+v, %v", res, err)

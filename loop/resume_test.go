@@ -10,6 +10,7 @@ import (
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/scripted"
 )
 
 // interrupted runs the demo script on a fresh bus until limit events are
@@ -120,7 +121,7 @@ func TestResumeAfterTheAnswerDoesNotAskTheModelAgain(t *testing.T) {
 			if res, err := newEngine(t, b, cfg).Run(ctxT(t), req); err == nil || res != nil && res.Ended {
 				t.Fatalf("first attempt: %+v, %v; want it cut off", res, err)
 			}
-			model := &countingModel{Model: loop.NewScriptedModel(nil)}
+			model := &countingModel{Model: scripted.New(nil)}
 			cfg = loop.Config{Model: model}
 			if tc.hooks != nil {
 				cfg.Hooks = tc.hooks

@@ -9,6 +9,8 @@ import (
 
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/scripted"
+	"github.com/hookbus/hookbus/loop/tools"
 )
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
@@ -44,16 +46,16 @@ func (a *agentFlags) register(fs *flag.FlagSet) {
 }
 
 func (a *agentFlags) engine(em loop.Emitter, h loop.History, hooks loop.Interception, log *slog.Logger) (*loop.Engine, error) {
-	script := loop.DemoScript()
+	script := scripted.Demo()
 	if a.script != "" {
-		s, err := loop.LoadScript(a.script)
+		s, err := scripted.Load(a.script)
 		if err != nil {
 			return nil, err
 		}
 		script = s
 	}
 	return loop.New(loop.Config{
-		Emitter: em, History: h, Model: loop.NewScriptedModel(script), Tools: loop.BuiltinTools(a.root),
+		Emitter: em, History: h, Model: scripted.New(script), Tools: tools.Builtin(a.root),
 		Hooks: hooks, SystemPrompt: a.system, MaxSteps: a.maxSteps, Logger: log,
 	})
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/scripted"
+	"github.com/hookbus/hookbus/loop/tools"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -118,8 +120,8 @@ func TestClusterLeaderKilledMidRun(t *testing.T) {
 		c.Server(leader).Shutdown()
 		c.Server(leader).WaitForShutdown()
 	}}
-	eng, err := loop.New(loop.Config{Emitter: em, History: admin, Model: loop.NewScriptedModel(threeStepScript(300 * time.Millisecond)),
-		Tools: loop.BuiltinTools("")})
+	eng, err := loop.New(loop.Config{Emitter: em, History: admin, Model: scripted.New(threeStepScript(300 * time.Millisecond)),
+		Tools: tools.Builtin("")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,12 +205,12 @@ func TestClusterWorkersShareRunQueue(t *testing.T) {
 	}
 	streamLeader(t, ctx, admin, admin.Names().Runs, 2)
 
-	model := &barrierModel{Model: loop.NewScriptedModel(nil), n: 2, all: make(chan struct{})}
+	model := &barrierModel{Model: scripted.New(nil), n: 2, all: make(chan struct{})}
 	workers := make([]*bus.RunConsumer, 2)
 	for i := range workers {
 		nc := connect(t, c.Servers[i].ClientURL())
 		wb := newBus(t, nc)
-		eng, err := loop.New(loop.Config{Emitter: wb, History: wb, Model: model, Tools: loop.BuiltinTools("")})
+		eng, err := loop.New(loop.Config{Emitter: wb, History: wb, Model: model, Tools: tools.Builtin("")})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/scripted"
 	"github.com/nats-io/nats.go"
 )
 
@@ -262,11 +263,11 @@ func runEventsOf(ctx context.Context, b *bus.Bus, run string) []*events.Event {
 
 // threeStepScript: step 1 asks the clock, step 2 (after delay) the
 // calculator, step 3 answers with both results.
-func threeStepScript(delay time.Duration) *loop.Script {
-	return &loop.Script{Name: "faults", Replies: []loop.ScriptReply{
-		{Content: "Let me check the clock.", ToolCalls: []loop.ScriptToolCall{{Name: "clock", Arguments: json.RawMessage(`{}`)}}},
+func threeStepScript(delay time.Duration) *scripted.Script {
+	return &scripted.Script{Name: "faults", Replies: []scripted.Reply{
+		{Content: "Let me check the clock.", ToolCalls: []scripted.ToolCall{{Name: "clock", Arguments: json.RawMessage(`{}`)}}},
 		{Content: "Now the sum.", DelayMS: int(delay / time.Millisecond),
-			ToolCalls: []loop.ScriptToolCall{{Name: "calculator", Arguments: json.RawMessage(`{"expression":"6*7"}`)}}},
+			ToolCalls: []scripted.ToolCall{{Name: "calculator", Arguments: json.RawMessage(`{"expression":"6*7"}`)}}},
 		{Content: "It is {{tool:clock}}, and 6*7 = {{tool:calculator}}."},
 	}}
 }

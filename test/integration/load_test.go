@@ -16,13 +16,15 @@ import (
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/scripted"
+	"github.com/hookbus/hookbus/loop/tools"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // loadScript is short, so that 200 runs stay quick under the race
 // detector: one calculator call, then the answer.
-var loadScript = &loop.Script{Name: "load", Replies: []loop.ScriptReply{
-	{Content: "Working it out.", ToolCalls: []loop.ScriptToolCall{{Name: "calculator", Arguments: json.RawMessage(`{"expression":"6*7"}`)}}},
+var loadScript = &scripted.Script{Name: "load", Replies: []scripted.Reply{
+	{Content: "Working it out.", ToolCalls: []scripted.ToolCall{{Name: "calculator", Arguments: json.RawMessage(`{"expression":"6*7"}`)}}},
 	{Content: "6*7 = {{tool:calculator}}"},
 }}
 
@@ -136,7 +138,7 @@ func TestLoad200ConcurrentRunsWithRemoteInterceptors(t *testing.T) {
 			t.Fatalf("the chain has no interceptor on %s after SyncHooks", st)
 		}
 	}
-	eng, err := loop.New(loop.Config{Emitter: wb, History: wb, Model: loop.NewScriptedModel(loadScript), Tools: loop.BuiltinTools(""), Hooks: chain})
+	eng, err := loop.New(loop.Config{Emitter: wb, History: wb, Model: scripted.New(loadScript), Tools: tools.Builtin(""), Hooks: chain})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/scripted"
+	"github.com/hookbus/hookbus/loop/tools"
 )
 
 // The only server is shut down mid-run and started again on the same port
@@ -52,8 +54,8 @@ func TestRestartServerMidRun(t *testing.T) {
 			srv.Shutdown()
 			down = time.Now()
 		}}
-	eng, err := loop.New(loop.Config{Emitter: em, History: admin, Model: loop.NewScriptedModel(threeStepScript(300 * time.Millisecond)),
-		Tools: loop.BuiltinTools("")})
+	eng, err := loop.New(loop.Config{Emitter: em, History: admin, Model: scripted.New(threeStepScript(300 * time.Millisecond)),
+		Tools: tools.Builtin("")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package loop
+package tools
 
 import (
 	"context"
@@ -14,12 +14,13 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/loop"
 )
 
-// BuiltinTools returns the built-in tools: clock, calculator and read_file
+// Builtin returns the built-in tools: clock, calculator and read_file
 // confined to root (read_file is left out when root is "").
-func BuiltinTools(root string) []Tool {
-	ts := []Tool{Clock(nil), Calculator()}
+func Builtin(root string) []loop.Tool {
+	ts := []loop.Tool{Clock(nil), Calculator()}
 	if root != "" {
 		ts = append(ts, ReadFile(root))
 	}
@@ -28,11 +29,11 @@ func BuiltinTools(root string) []Tool {
 
 // Clock returns the "clock" tool: the current time, RFC 3339, UTC. now
 // defaults to time.Now.
-func Clock(now func() time.Time) Tool {
+func Clock(now func() time.Time) loop.Tool {
 	if now == nil {
 		now = time.Now
 	}
-	return ToolFunc(events.ToolSpec{
+	return loop.ToolFunc(events.ToolSpec{
 		Name:        "clock",
 		Description: "Returns the current date and time (RFC 3339, UTC).",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{}}`),
@@ -44,8 +45,8 @@ func Clock(now func() time.Time) Tool {
 // Calculator returns the "calculator" tool: evaluates an arithmetic
 // expression of numbers, + - * / %, unary minus and parentheses, given as
 // {"expression": "6*7"}.
-func Calculator() Tool {
-	return ToolFunc(events.ToolSpec{
+func Calculator() loop.Tool {
+	return loop.ToolFunc(events.ToolSpec{
 		Name:        "calculator",
 		Description: "Evaluates an arithmetic expression: numbers, + - * / %, parentheses.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"expression":{"type":"string"}},"required":["expression"]}`),
@@ -54,7 +55,7 @@ func Calculator() Tool {
 			Expression string `json:"expression"`
 		}
 		if err := json.Unmarshal(raw, &args); err != nil {
-			return "", fmt.Errorf("%w: calculator wants {\"expression\": \"...\"}: %v", ErrToolArguments, err)
+			return "", fmt.Errorf("%w: calculator wants {\"expression\": \"...\"}: %v", ErrArguments, err)
 		}
 		v, err := Evaluate(args.Expression)
 		if err != nil {
@@ -68,9 +69,9 @@ func Calculator() Tool {
 // {"path": "notes.txt"}. A path that leaves root (absolute, "..", or a
 // symlink pointing out) is an error wrapping ErrPathEscape. Files are read up
 // to 1 MiB.
-func ReadFile(root string) Tool {
+func ReadFile(root string) loop.Tool {
 	const limit = 1 << 20
-	return ToolFunc(events.ToolSpec{
+	return loop.ToolFunc(events.ToolSpec{
 		Name:        "read_file",
 		Description: "Reads a text file under the agent's root directory.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
@@ -79,7 +80,7 @@ func ReadFile(root string) Tool {
 			Path string `json:"path"`
 		}
 		if err := json.Unmarshal(raw, &args); err != nil || args.Path == "" {
-			return "", fmt.Errorf("%w: read_file wants {\"path\": \"...\"}", ErrToolArguments)
+			return "", fmt.Errorf("%w: read_file wants {\"path\": \"...\"}", ErrArguments)
 		}
 		if filepath.IsAbs(args.Path) || !filepath.IsLocal(args.Path) {
 			return "", fmt.Errorf("%w: %q", ErrPathEscape, args.Path)
@@ -103,7 +104,7 @@ func ReadFile(root string) Tool {
 			return "", fmt.Errorf("read_file: %w", err)
 		}
 		if len(b) > limit {
-			return "", fmt.Errorf("%w: %q is larger than %d bytes", ErrToolArguments, args.Path, limit)
+			return "", fmt.Errorf("%w: %q is larger than %d bytes", ErrArguments, args.Path, limit)
 		}
 		return string(b), nil
 	})

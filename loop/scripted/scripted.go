@@ -1,4 +1,4 @@
-package loop
+package scripted
 
 import (
 	"bytes"
@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/loop"
 )
 
-// Script is what a ScriptedModel replies: reply i answers step i+1 of a run.
+// Script is what a Model replies: reply i answers step i+1 of a run.
 //
 // As JSON (the --script file), either {"name": "...", "replies": [...]} or a
 // bare list of replies:
@@ -25,14 +26,14 @@ import (
 // latest result of tool NAME) and {{messages}} (how many messages the model
 // was given), so a script can echo what really happened in the run.
 type Script struct {
-	Name    string        `json:"name,omitempty"`
-	Replies []ScriptReply `json:"replies"`
+	Name    string  `json:"name,omitempty"`
+	Replies []Reply `json:"replies"`
 }
 
-// ScriptReply is one scripted assistant message.
-type ScriptReply struct {
-	Content   string           `json:"content,omitempty"`
-	ToolCalls []ScriptToolCall `json:"tool_calls,omitempty"`
+// Reply is one scripted assistant message.
+type Reply struct {
+	Content   string     `json:"content,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// Error makes the model fail on this step with this message.
 	Error string `json:"error,omitempty"`
 	// DelayMS makes the model take this long to answer (as a real one
@@ -40,16 +41,16 @@ type ScriptReply struct {
 	DelayMS int `json:"delay_ms,omitempty"`
 }
 
-// ScriptToolCall is one scripted tool call; its id is derived from the step
+// ToolCall is one scripted tool call; its id is derived from the step
 // and position, so runs are reproducible.
-type ScriptToolCall struct {
+type ToolCall struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
-// ParseScript parses a script (object or bare list of replies). An error
+// Parse parses a script (object or bare list of replies). An error
 // wraps ErrBadScript and says what is wrong.
-func ParseScript(b []byte) (*Script, error) {
+func Parse(b []byte) (*Script, error) {
 	var s Script
 	trimmed := bytes.TrimSpace(b)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
@@ -82,26 +83,26 @@ func ParseScript(b []byte) (*Script, error) {
 	return &s, nil
 }
 
-// LoadScript reads and parses a script file.
-func LoadScript(path string) (*Script, error) {
+// Load reads and parses a script file.
+func Load(path string) (*Script, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadScript, err)
 	}
-	s, err := ParseScript(b)
+	s, err := Parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
 }
 
-// DemoScript is the built-in script used when no --script is given: it asks
+// Demo is the built-in script used when no --script is given: it asks
 // the clock and the calculator, then answers with their results.
-func DemoScript() *Script {
-	return &Script{Name: "demo", Replies: []ScriptReply{
+func Demo() *Script {
+	return &Script{Name: "demo", Replies: []Reply{
 		{
 			Content: "Let me check the clock and work that out.",
-			ToolCalls: []ScriptToolCall{
+			ToolCalls: []ToolCall{
 				{Name: "clock", Arguments: json.RawMessage(`{}`)},
 				{Name: "calculator", Arguments: json.RawMessage(`{"expression":"6*7"}`)},
 			},
@@ -110,29 +111,29 @@ func DemoScript() *Script {
 	}}
 }
 
-// ScriptedModel is a deterministic Model that replies from a Script: reply
+// Model is a deterministic Model that replies from a Script: reply
 // i on step i+1 of every run. It is for demos and tests.
-type ScriptedModel struct {
+type Model struct {
 	script *Script
 }
 
-// NewScriptedModel returns a model replying from s (DemoScript when nil).
-func NewScriptedModel(s *Script) *ScriptedModel {
+// New returns a model replying from s (Demo when nil).
+func New(s *Script) *Model {
 	if s == nil {
-		s = DemoScript()
+		s = Demo()
 	}
-	return &ScriptedModel{script: s}
+	return &Model{script: s}
 }
 
-// Generate implements Model. It returns ErrScriptExhausted when the step has
+// Generate implements loop.Model. It returns ErrExhausted when the step has
 // no reply.
-func (m *ScriptedModel) Generate(ctx context.Context, req *ModelRequest) (*ModelResponse, error) {
+func (m *Model) Generate(ctx context.Context, req *loop.ModelRequest) (*loop.ModelResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	i := req.Step - 1
 	if i < 0 || i >= len(m.script.Replies) {
-		return nil, fmt.Errorf("%w: step %d, script has %d replies", ErrScriptExhausted, req.Step, len(m.script.Replies))
+		return nil, fmt.Errorf("%w: step %d, script has %d replies", ErrExhausted, req.Step, len(m.script.Replies))
 	}
 	r := m.script.Replies[i]
 	if r.DelayMS > 0 {
@@ -165,7 +166,7 @@ func (m *ScriptedModel) Generate(ctx context.Context, req *ModelRequest) (*Model
 	if len(msg.ToolCalls) > 0 {
 		finish = "tool_calls"
 	}
-	return &ModelResponse{
+	return &loop.ModelResponse{
 		Message:      msg,
 		Usage:        events.Usage{InputTokens: in, OutputTokens: len(strings.Fields(msg.Content))},
 		FinishReason: finish,
@@ -173,7 +174,7 @@ func (m *ScriptedModel) Generate(ctx context.Context, req *ModelRequest) (*Model
 	}, nil
 }
 
-func (m *ScriptedModel) name() string {
+func (m *Model) name() string {
 	if m.script.Name == "" {
 		return "script"
 	}

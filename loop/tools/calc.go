@@ -1,4 +1,4 @@
-package loop
+package tools
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 
 // Evaluate computes an arithmetic expression: numbers, + - * / %, unary
 // minus and parentheses, with the usual precedence. Division by zero and
-// malformed input are errors wrapping ErrToolArguments.
+// malformed input are errors wrapping ErrArguments.
 func Evaluate(expr string) (float64, error) {
 	p := &calcParser{s: expr}
 	v, err := p.sum()
@@ -17,10 +17,10 @@ func Evaluate(expr string) (float64, error) {
 	}
 	p.space()
 	if p.i != len(p.s) {
-		return 0, fmt.Errorf("%w: unexpected %q at offset %d in %q", ErrToolArguments, p.s[p.i:], p.i, expr)
+		return 0, fmt.Errorf("%w: unexpected %q at offset %d in %q", ErrArguments, p.s[p.i:], p.i, expr)
 	}
 	if math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("%w: %q has no finite value", ErrToolArguments, expr)
+		return 0, fmt.Errorf("%w: %q has no finite value", ErrArguments, expr)
 	}
 	return v, nil
 }
@@ -89,12 +89,12 @@ func (p *calcParser) product() (float64, error) {
 				v *= r
 			case '/':
 				if r == 0 {
-					return 0, fmt.Errorf("%w: division by zero in %q", ErrToolArguments, p.s)
+					return 0, fmt.Errorf("%w: division by zero in %q", ErrArguments, p.s)
 				}
 				v /= r
 			case '%':
 				if r == 0 {
-					return 0, fmt.Errorf("%w: modulo by zero in %q", ErrToolArguments, p.s)
+					return 0, fmt.Errorf("%w: modulo by zero in %q", ErrArguments, p.s)
 				}
 				v = math.Mod(v, r)
 			}
@@ -117,14 +117,14 @@ func (p *calcParser) unary() (float64, error) {
 		p.i++
 		p.depth++
 		if p.depth > 64 {
-			return 0, fmt.Errorf("%w: parentheses nested too deep in %q", ErrToolArguments, p.s)
+			return 0, fmt.Errorf("%w: parentheses nested too deep in %q", ErrArguments, p.s)
 		}
 		v, err := p.sum()
 		if err != nil {
 			return 0, err
 		}
 		if p.peek() != ')' {
-			return 0, fmt.Errorf("%w: missing ')' in %q", ErrToolArguments, p.s)
+			return 0, fmt.Errorf("%w: missing ')' in %q", ErrArguments, p.s)
 		}
 		p.i++
 		p.depth--
@@ -136,13 +136,13 @@ func (p *calcParser) unary() (float64, error) {
 	}
 	if start == p.i {
 		if p.i >= len(p.s) {
-			return 0, fmt.Errorf("%w: expression %q ends early", ErrToolArguments, p.s)
+			return 0, fmt.Errorf("%w: expression %q ends early", ErrArguments, p.s)
 		}
-		return 0, fmt.Errorf("%w: unexpected %q at offset %d in %q", ErrToolArguments, p.s[p.i], p.i, p.s)
+		return 0, fmt.Errorf("%w: unexpected %q at offset %d in %q", ErrArguments, p.s[p.i], p.i, p.s)
 	}
 	v, err := strconv.ParseFloat(p.s[start:p.i], 64)
 	if err != nil {
-		return 0, fmt.Errorf("%w: bad number %q in %q", ErrToolArguments, p.s[start:p.i], p.s)
+		return 0, fmt.Errorf("%w: bad number %q in %q", ErrArguments, p.s[start:p.i], p.s)
 	}
 	return v, nil
 }

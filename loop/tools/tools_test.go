@@ -1,4 +1,4 @@
-package loop_test
+package tools_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/tools"
 )
 
 func TestEvaluate(t *testing.T) {
@@ -20,32 +20,32 @@ func TestEvaluate(t *testing.T) {
 		{"6*7", 42}, {"1 + 2 * 3", 7}, {"(1+2)*3", 9}, {"-4 + 10 / 4", -1.5}, {"7 % 3", 1}, {"--2", 2}, {" 2.5*2 ", 5},
 	}
 	for _, tc := range cases {
-		got, err := loop.Evaluate(tc.expr)
+		got, err := tools.Evaluate(tc.expr)
 		if err != nil || got != tc.want {
 			t.Errorf("Evaluate(%q) = %v, %v; want %v", tc.expr, got, err, tc.want)
 		}
 	}
 	for _, bad := range []string{"", "1/0", "1 +", "(1", "2 $ 3", "1.2.3", "abc", "5 % 0"} {
-		if _, err := loop.Evaluate(bad); !errors.Is(err, loop.ErrToolArguments) {
+		if _, err := tools.Evaluate(bad); !errors.Is(err, tools.ErrArguments) {
 			t.Errorf("Evaluate(%q) = %v, want ErrToolArguments", bad, err)
 		}
 	}
 }
 
 func TestCalculatorTool(t *testing.T) {
-	c := loop.Calculator()
+	c := tools.Calculator()
 	got, err := c.Call(context.Background(), json.RawMessage(`{"expression":"6*7"}`))
 	if err != nil || got != "42" {
 		t.Fatalf("calculator = %q, %v", got, err)
 	}
-	if _, err := c.Call(context.Background(), json.RawMessage(`[1]`)); !errors.Is(err, loop.ErrToolArguments) {
+	if _, err := c.Call(context.Background(), json.RawMessage(`[1]`)); !errors.Is(err, tools.ErrArguments) {
 		t.Fatalf("calculator with bad args: %v", err)
 	}
 }
 
 func TestClockTool(t *testing.T) {
 	at := time.Date(2026, 11, 21, 9, 30, 0, 0, time.FixedZone("x", 3600))
-	got, err := loop.Clock(func() time.Time { return at }).Call(context.Background(), nil)
+	got, err := tools.Clock(func() time.Time { return at }).Call(context.Background(), nil)
 	if err != nil || got != "2026-11-21T08:30:00Z" {
 		t.Fatalf("clock = %q, %v", got, err)
 	}
@@ -69,7 +69,7 @@ func TestReadFileConfined(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "link")); err != nil {
 		t.Fatal(err)
 	}
-	rf := loop.ReadFile(root)
+	rf := tools.ReadFile(root)
 	call := func(p string) (string, error) {
 		b, _ := json.Marshal(map[string]string{"path": p})
 		return rf.Call(context.Background(), b)
@@ -82,27 +82,11 @@ func TestReadFileConfined(t *testing.T) {
 	}
 	for _, p := range []string{"../secret", filepath.Join(outside, "secret"), "sub/../../x", "link"} {
 		got, err := call(p)
-		if !errors.Is(err, loop.ErrPathEscape) {
+		if !errors.Is(err, tools.ErrPathEscape) {
 			t.Errorf("read %q = %q, %v; want ErrPathEscape", p, got, err)
 		}
 	}
-	if _, err := call("missing.txt"); err == nil || errors.Is(err, loop.ErrPathEscape) {
+	if _, err := call("missing.txt"); err == nil || errors.Is(err, tools.ErrPathEscape) {
 		t.Errorf("missing file: %v", err)
-	}
-}
-
-func TestParseScript(t *testing.T) {
-	s, err := loop.ParseScript([]byte(`[{"content":"a","tool_calls":[{"name":"clock"}]},{"content":"b"}]`))
-	if err != nil || len(s.Replies) != 2 || s.Replies[0].ToolCalls[0].Name != "clock" {
-		t.Fatalf("ParseScript list = %+v, %v", s, err)
-	}
-	s, err = loop.ParseScript([]byte(`{"name":"x","replies":[{"content":"a"}]}`))
-	if err != nil || s.Name != "x" {
-		t.Fatalf("ParseScript object = %+v, %v", s, err)
-	}
-	for _, bad := range []string{``, `[]`, `{"replies":[]}`, `{"replies":[{"tool_calls":[{}]}]}`, `{"replys":[]}`, `[{"tool_calls":[{"name":"x","arguments":"{"}]}]`} {
-		if _, err := loop.ParseScript([]byte(bad)); !errors.Is(err, loop.ErrBadScript) {
-			t.Errorf("ParseScript(%q) = %v, want ErrBadScript", bad, err)
-		}
 	}
 }
