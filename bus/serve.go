@@ -289,7 +289,7 @@ func (s *Service) handle(stage events.Stage, r micro.Request) {
 		return
 	}
 	if !deadline.After(now) {
-		s.replyError(r, "504", fmt.Sprintf("deadline %s passed before the request was handled (clock skew?)", deadline.Format(time.RFC3339Nano)))
+		s.replyError(r, "504", fmt.Sprintf("deadline %s passed before the request was handled (a request without %s)", deadline.Format(time.RFC3339Nano), HeaderTimeoutMs))
 		return
 	}
 	ctx, cancel := context.WithDeadline(s.ctx, deadline)
@@ -374,8 +374,12 @@ func (s *Service) replyError(r micro.Request, code, desc string) {
 // maxErrorText bounds the description of an error reply.
 const maxErrorText = 1024
 
-// requestDeadline is the earlier of the request's HeaderDeadline and now +
-// HeaderTimeoutMs; now + interceptors.DefaultTimeout when it has neither.
+// requestDeadline is when a request's budget ends. The budget is measured
+// from the request's receipt (now + HeaderTimeoutMs), so a service whose
+// clock disagrees with the loop's still gets the whole budget; the absolute
+// HeaderDeadline is used only by a request that carries no HeaderTimeoutMs,
+// and now + interceptors.DefaultTimeout by one that carries neither. A
+// header that does not parse is an error naming it.
 func requestDeadline(h nats.Header, now time.Time) (time.Time, error) {
 	var deadline time.Time
 	if v, ok := headerValue(h, HeaderDeadline); ok {
@@ -390,15 +394,16 @@ func requestDeadline(h nats.Header, now time.Time) (time.Time, error) {
 	}
 	if v, ok := headerValue(h, HeaderTimeoutMs); ok {
 		ms, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || ms < 0 {
+		if err != nil || ms < 0 || ms > maxTimeoutMs {
 			return time.Time{}, fmt.Errorf("header %s %q is not a number of milliseconds", HeaderTimeoutMs, v)
 		}
-		if t := now.Add(time.Duration(ms) * time.Millisecond); deadline.IsZero() || t.Before(deadline) {
-			deadline = t
-		}
+		return now.Add(time.Duration(ms) * time.Millisecond), nil
 	}
 	if deadline.IsZero() {
 		deadline = now.Add(interceptors.DefaultTimeout)
 	}
 	return deadline, nil
 }
+
+// maxTimeoutMs bounds HeaderTimeoutMs (a day): a larger budget is no budget.
+const maxTimeoutMs = 24 * 60 * 60 * 1000

@@ -110,7 +110,10 @@ func (env *remoteEnv) serveStats(t *testing.T, plugin string) micro.EndpointStat
 }
 
 // TestServeDeadline: the handler's ctx and Request.Deadline are the
-// earlier of the two deadline headers.
+// request's receipt plus its budget (Hookbus-Timeout-Ms), whatever
+// Hookbus-Deadline says: a service whose clock is ahead of or behind the
+// loop's still gets the whole budget. Hookbus-Deadline counts only without
+// a budget.
 func TestServeDeadline(t *testing.T) {
 	env := newRemoteEnv(t)
 	type seen struct {
@@ -133,6 +136,8 @@ func TestServeDeadline(t *testing.T) {
 		{"deadline only", far.Format(time.RFC3339Nano), "", time.Hour - time.Minute, time.Hour},
 		{"budget only", "", "1500", time.Second, 1500 * time.Millisecond},
 		{"budget earlier", far.Format(time.RFC3339Nano), "1500", time.Second, 1500 * time.Millisecond},
+		{"clock behind the loop's", time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano), "1500", time.Second, 1500 * time.Millisecond},
+		{"clock ahead of the loop's", far.Format(time.RFC3339Nano), "40000", 39 * time.Second, 40 * time.Second},
 		{"neither", "", "", interceptors.DefaultTimeout - time.Second, interceptors.DefaultTimeout},
 	} {
 		h, body := encoded(t, toolBefore(t))

@@ -52,6 +52,12 @@ type ToolSpec struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	// Idempotent declares that running the tool twice with the same
+	// arguments does no more than running it once. When a worker dies while
+	// a tool runs (its outcome unknown), the resumed run runs an idempotent
+	// tool again and reports any other to the model as "outcome unknown".
+	// Model providers do not send it to the model.
+	Idempotent bool `json:"idempotent,omitempty"`
 }
 
 // Usage counts model tokens.

@@ -45,9 +45,24 @@ type ModelResponded struct {
 	Model        string  `json:"model,omitempty"`
 }
 
-// ModelFailed is the data of model.failed.
+// ModelFailed is the data of model.failed: one failed model call. A run
+// whose call is retried has one model.failed per failed attempt.
 type ModelFailed struct {
 	Error string `json:"error"`
+	// Provider names the model provider ("openai", "anthropic", ...).
+	Provider string `json:"provider,omitempty"`
+	// Status is the HTTP status of the provider's answer (0: none).
+	Status int `json:"status,omitempty"`
+	// Type is the provider's error type or code ("rate_limit_error",
+	// "overloaded_error", ...) or hookbus' ("timeout", "bad_response",
+	// "connection").
+	Type string `json:"type,omitempty"`
+	// Attempt numbers the call's attempts from 1.
+	Attempt int `json:"attempt,omitempty"`
+	// RetryInMS is set when the call is retried: the wait before the next
+	// attempt, in milliseconds (the provider's Retry-After when it gave
+	// one). Absent on the attempt that ends the run.
+	RetryInMS int64 `json:"retry_in_ms,omitempty"`
 }
 
 // ToolBefore is the data of tool.before: a tool call about to run.
