@@ -21,7 +21,8 @@ type Bus struct {
 	names Names
 	opts  options
 	log   *slog.Logger
-	acks  *ackTracker
+	acks   *ackTracker
+	fences movedFences // fences moved past foreign messages (fence.go)
 	codec codec
 	pay   *payloads // the claim check (payloads.go)
 }

@@ -94,8 +94,10 @@ func (c *countingTool) Call(context.Context, json.RawMessage) (string, error) {
 	return c.answer, c.err
 }
 
-// failingEmitter passes publishes to the bus until limit events were
-// published, then fails them all: a worker that lost its connection.
+// failingEmitter passes appends to the bus until limit events were
+// appended, then fails them all: a worker that lost its connection once
+// everything it had sent was stored (so a test knows what the record
+// holds).
 type failingEmitter struct {
 	inner loop.Emitter
 	mu    sync.Mutex
@@ -105,25 +107,35 @@ type failingEmitter struct {
 
 var errLost = errors.New("connection lost")
 
-func (f *failingEmitter) ok() bool {
+func (f *failingEmitter) ok(e *events.Event) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n++
+	if f.n == f.limit+1 {
+		_ = f.inner.Flush(context.Background(), e.RunID)
+	}
 	return f.n <= f.limit
 }
 
-func (f *failingEmitter) Publish(ctx context.Context, e *events.Event) error {
-	if !f.ok() {
+func (f *failingEmitter) Append(ctx context.Context, e *events.Event, claim uint64) error {
+	if !f.ok(e) {
 		return errLost
 	}
-	return f.inner.Publish(ctx, e)
+	return f.inner.Append(ctx, e, claim)
 }
 
-func (f *failingEmitter) PublishSync(ctx context.Context, e *events.Event) error {
-	if !f.ok() {
+func (f *failingEmitter) AppendSync(ctx context.Context, e *events.Event, claim uint64) error {
+	if !f.ok(e) {
 		return errLost
 	}
-	return f.inner.PublishSync(ctx, e)
+	return f.inner.AppendSync(ctx, e, claim)
+}
+
+func (f *failingEmitter) Claim(ctx context.Context, e *events.Event, last uint64) (uint64, error) {
+	if !f.ok(e) {
+		return 0, errLost
+	}
+	return f.inner.Claim(ctx, e, last)
 }
 
 func (f *failingEmitter) Flush(ctx context.Context, runID string) error {

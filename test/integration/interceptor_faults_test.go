@@ -271,9 +271,7 @@ func TestInterceptorFaultKilledMidRequest(t *testing.T) {
 	}
 	evs := wholeRun(t, f.replay(t, "k1", "s1"), loopRunID(t, r))
 	hf := oneHookFailed(t, evs, "guard", events.StageToolBefore, events.FailTimeout, interceptors.PolicyFail)
-	if hf.EventID != eventID {
-		t.Fatalf("hook.failed is about event %s, the interceptor held %s", hf.EventID, eventID)
-	}
+	decidedOnStored(t, evs, hf.EventID, eventID, events.StageToolBefore, "calculator")
 	// The tool did not run: the model got the deny, which names the failure.
 	calc := toolAfterOf(t, evs, "calculator")
 	if !calc.Result.IsError || !strings.HasPrefix(calc.Result.Content, "denied: guard: ") ||
@@ -292,15 +290,19 @@ func TestInterceptorFaultKilledMidRequest(t *testing.T) {
 	if rc := runCompletedOf(t, evs); rc.Reason != events.ReasonDone {
 		t.Fatalf("run.completed %+v", rc)
 	}
-	// The tool.before the interceptor held is recorded once, as decided.
+	// The tool.before the interceptor held is recorded once, as decided,
+	// under an id the interceptor never saw.
 	var held []*events.Event
 	for _, e := range evs {
-		if e.ID == eventID {
+		if e.Stage == events.StageToolBefore && e.Subject == "calculator" {
 			held = append(held, e)
 		}
+		if e.ID == eventID {
+			t.Fatalf("an event was stored under the id of the interception request, %s", eventID)
+		}
 	}
-	if len(held) != 1 || held[0].Stage != events.StageToolBefore {
-		t.Fatalf("event %s recorded %d times", eventID, len(held))
+	if len(held) != 1 {
+		t.Fatalf("calculator's tool.before recorded %d times", len(held))
 	}
 }
 
@@ -336,9 +338,7 @@ func TestInterceptorFaultNeverAnswers(t *testing.T) {
 		t.Fatal("the interceptor never got the request: the failure would not be a timeout")
 	}
 	hf := oneHookFailed(t, evs, "sleeper", events.StageToolBefore, events.FailTimeout, interceptors.PolicyIgnore)
-	if hf.EventID != eventID {
-		t.Fatalf("hook.failed %+v, the interceptor held %s", hf, eventID)
-	}
+	decidedOnStored(t, evs, hf.EventID, eventID, events.StageToolBefore, "calculator")
 	if calc := toolAfterOf(t, evs, "calculator"); calc.Result.IsError || calc.Result.Content != "42" {
 		t.Fatalf("calculator result %+v, want 42 (fail-open)", calc.Result)
 	}
@@ -460,5 +460,28 @@ func TestInterceptorFaultGarbageReply(t *testing.T) {
 			}
 			tc.check(t, r, evs)
 		})
+	}
+}
+
+// decidedOnStored checks that a hook record names the stored event of
+// stage for tool, and that the interceptor's request carried another id:
+// the id an event is stored under cannot be known from its interception
+// request (so no interceptor can store a forgery under it first).
+func decidedOnStored(t *testing.T, evs []*events.Event, decidedOn, requestID string, stage events.Stage, tool string) {
+	t.Helper()
+	var stored *events.Event
+	for _, e := range evs {
+		if e.Stage == stage && e.Subject == tool {
+			stored = e
+		}
+	}
+	if stored == nil {
+		t.Fatalf("no %s of %s stored", stage, tool)
+	}
+	if decidedOn != stored.ID {
+		t.Fatalf("the hook record is about event %s, the stored %s is %s", decidedOn, stage, stored.ID)
+	}
+	if requestID == stored.ID {
+		t.Fatalf("the interceptor's request carried the id %s the event was stored under", requestID)
 	}
 }
