@@ -178,6 +178,9 @@ func (b *Bus) publishAcked(ctx context.Context, msg *nats.Msg, e *events.Event, 
 			return nil, fmt.Errorf("%w: event %s: still failing after %s (%d attempts): %w", ErrPublish, e.ID, b.opts.outage, attempt+1, err)
 		}
 		wait := backoff(attempt)
+		if inProcess(err) {
+			wait = shortBackoff(attempt)
+		}
 		b.log.Debug("hookbus: publish retried", "subject", msg.Subject, "id", e.ID, "attempt", attempt+1, "in", wait, "error", err)
 		t := time.NewTimer(wait)
 		select {
@@ -199,6 +202,21 @@ func backoff(n int) time.Duration {
 	return min(d, 2*time.Second)
 }
 
+// shortBackoff is the wait before sending again an append a replicated
+// stream refused while it applies the claim's previous append: 1 ms
+// doubling to 64 ms.
+func shortBackoff(n int) time.Duration {
+	return time.Millisecond << min(n, 6)
+}
+
+// inProcess reports whether err is a replicated stream refusing a fenced
+// message while an earlier one on the same claim subject is not applied
+// yet: it passes in a moment.
+func inProcess(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
+
 func duplicateError(e *events.Event, subject string) error {
 	return fmt.Errorf("%w: event %s on %s: the stream already holds a message with this id, stored by another publisher; this event was not stored", ErrDuplicate, e.ID, subject)
 }
@@ -206,9 +224,8 @@ func duplicateError(e *events.Event, subject string) error {
 // retryable reports whether a publish error may pass: the server or a
 // stream leader is away for a while.
 func retryable(err error) bool {
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant {
-		return true // a replicated stream still applying the claim's previous write
+	if inProcess(err) {
+		return true
 	}
 	return errors.Is(err, jetstream.ErrAsyncPublishTimeout) ||
 		errors.Is(err, jetstream.ErrNoStreamResponse) ||
@@ -310,6 +327,9 @@ func (t *ackTracker) failed(_ jetstream.JetStream, msg *nats.Msg, err error) {
 	if retryable(err) && now.Before(in.giveUp) {
 		in.attempts++
 		wait := backoff(in.attempts - 1)
+		if inProcess(err) {
+			wait = shortBackoff(in.attempts - 1)
+		}
 		t.mu.Unlock()
 		t.b.log.Debug("hookbus: publish retried", "subject", msg.Subject, "id", msg.Header.Get(events.HeaderMsgID), "attempt", in.attempts, "in", wait, "error", err)
 		time.AfterFunc(wait, func() { t.retry(msg) })

@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -121,9 +123,12 @@ func loopRunID(t *testing.T, r result) string {
 	return m[1]
 }
 
-// runEvents returns the events of one run among evs and checks they are
-// whole: no event twice (by id, in the whole session), the run's seq 1..n
-// in stream order, exactly one terminal event and it is the last.
+// wholeRun returns the events of one run among evs, in seq order, and
+// checks they are whole: no event twice (by id, in the whole session), the
+// run's seq 1..n, exactly one terminal event and it is the last. (A publish
+// sent again after a fault, foreign messages on the session's claim subject
+// included, may be stored after later events of its run: readers order a
+// run by seq.)
 func wholeRun(t *testing.T, evs []*events.Event, runID string) []*events.Event {
 	t.Helper()
 	seen := map[string]bool{}
@@ -140,6 +145,7 @@ func wholeRun(t *testing.T, evs []*events.Event, runID string) []*events.Event {
 	if len(out) == 0 {
 		t.Fatalf("no event of run %s", runID)
 	}
+	slices.SortStableFunc(out, func(a, b *events.Event) int { return cmp.Compare(a.Seq, b.Seq) })
 	terminals := 0
 	for i, e := range out {
 		if e.Seq != uint64(i+1) {
