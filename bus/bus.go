@@ -15,15 +15,16 @@ import (
 // concurrent use. The connection belongs to the caller: close it after the
 // bus is no longer used.
 type Bus struct {
-	nc    *nats.Conn
-	js    jetstream.JetStream
-	subj  events.Subjects
-	names Names
-	opts  options
-	log   *slog.Logger
-	acks  *ackTracker
-	codec codec
-	pay   *payloads // the claim check (payloads.go)
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	subj   events.Subjects
+	names  Names
+	opts   options
+	log    *slog.Logger
+	acks   *ackTracker
+	fences movedFences // fences moved past foreign messages (fence.go)
+	codec  codec
+	pay    *payloads // the claim check (payloads.go)
 }
 
 // New returns a Bus over nc. It does no I/O: call Provision to create the

@@ -27,9 +27,10 @@ var (
 	// ErrNotProvisioned is returned by CheckProvisioned when a stream,
 	// bucket or object store is missing.
 	ErrNotProvisioned = errors.New("hookbus: not provisioned")
-	// ErrFenced is returned by PublishFenced when another attempt has
-	// claimed the session since the fence was set: the caller no longer
-	// owns the session and must not write ahead.
+	// ErrFenced is returned by Claim, AppendSync and Flush (for an Append)
+	// when another attempt has claimed the session since the caller's
+	// claim: the caller no longer owns the session and nothing more of it
+	// is stored. The error is a *FencedError naming the claim.
 	ErrFenced = errors.New("hookbus: session claimed by another attempt")
 	// ErrPermission is returned when the server refuses what the caller's
 	// user may not do (Serve on a subject outside its permissions).
@@ -38,6 +39,11 @@ var (
 	// JetStream did not store a message (no stream, timeout after retries,
 	// rejected by the server).
 	ErrPublish = errors.New("hookbus: publish failed")
+	// ErrDuplicate is returned by PublishSync, AppendSync, Claim and Flush
+	// when JetStream reports the FIRST send of an event as a duplicate:
+	// another publisher stored a message under the event's id before it,
+	// so the event itself was not stored.
+	ErrDuplicate = errors.New("hookbus: event id already stored by another publisher")
 	// ErrPayloadTooLarge is returned by Publish and PublishSync when an
 	// event exceeds the bus' payload limit (see WithMaxPayload) even
 	// without its data: larger data is claim-checked, not refused.

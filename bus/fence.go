@@ -5,47 +5,96 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Fence is an attempt's claim on a session: the stream sequence of the
-// run.started event the attempt published. A fenced publish is stored only
-// while that run.started is still the session's last one, so once another
-// attempt (a worker that took the run over, or another run of the session)
-// has claimed the session, the old attempt can no longer write ahead: it
-// cannot start a tool or end the run. One writer per session.
-type Fence struct {
-	// Subject is the session's run.started subject.
-	Subject string
-	// Seq is the stream sequence of the claiming run.started.
-	Seq uint64
+// One writer per session. Each attempt of a run claims its session by
+// appending its run.started (Claim) on condition that the session's last
+// claim is the one the attempt read; the stream sequence of its run.started
+// is then its claim, and every other event of the attempt is appended
+// (Append, AppendSync) on condition that this claim is still the session's
+// last. JetStream checks the condition atomically when it stores the
+// message (Nats-Expected-Last-Subject-Sequence on the session's run.started
+// subject), so once another attempt has claimed the session, nothing the
+// old attempt sends is stored: the stream never holds an event of a
+// superseded attempt written after the claim that superseded it. See
+// docs/PROTOCOL.md, "One writer per session".
+
+// Append publishes e asynchronously as Publish does, fenced on claim: it is
+// stored only while the last run.started of e's session is the one at
+// stream sequence claim (0: while the session has none). Failures surface
+// at Flush: a *FencedError (errors.Is ErrFenced) naming the run.started
+// that claimed the session since, or Publish's failures. Messages on the
+// claim subject that are not valid run.started events (a foreign or
+// malformed publish) claim nothing: the append steps over them.
+//
+// It returns Publish's errors.
+func (b *Bus) Append(ctx context.Context, e *events.Event, claim uint64) error {
+	f, err := b.fenceOf(e, claim)
+	if err != nil {
+		return err
+	}
+	msg, err := b.eventMsg(ctx, e, f)
+	if err != nil {
+		return err
+	}
+	return b.publishAsync(ctx, msg, e, f)
 }
 
-// Claim publishes e, an attempt's run.started event, as PublishSync does,
-// and returns the fence it sets on the session. It returns an error
-// wrapping ErrInvalidOption when e is not a run.started event, or
+// AppendSync publishes e fenced on claim as Append does, and returns once
+// it is stored, as PublishSync does. It returns a *FencedError (errors.Is
+// ErrFenced) when another attempt claimed the session, or PublishSync's
+// errors.
+func (b *Bus) AppendSync(ctx context.Context, e *events.Event, claim uint64) error {
+	f, err := b.fenceOf(e, claim)
+	if err != nil {
+		return err
+	}
+	msg, err := b.eventMsg(ctx, e, f)
+	if err != nil {
+		return err
+	}
+	_, err = b.publishAcked(ctx, msg, e, f)
+	return err
+}
+
+// Claim appends e, an attempt's run.started event, on condition that the
+// session's last claim is still last (the stream sequence of the last
+// run.started the attempt read; 0 when it read none), and returns the
+// stream sequence e was stored at: the attempt's claim, for Append and
+// AppendSync. It returns an error wrapping ErrInvalidOption when e is not a
+// run.started event, a *FencedError naming the run.started that claimed
+// the session since last (read the session again and claim anew), or
 // PublishSync's errors.
-func (b *Bus) Claim(ctx context.Context, e *events.Event) (Fence, error) {
+func (b *Bus) Claim(ctx context.Context, e *events.Event, last uint64) (uint64, error) {
 	if e == nil || e.Stage != events.StageRunStarted {
-		return Fence{}, invalid("claim: only a run.started event claims a session")
+		return 0, invalid("claim: only a run.started event claims a session")
 	}
-	msg, err := b.eventMsg(ctx, e)
+	f, err := b.fenceOf(e, last)
 	if err != nil {
-		return Fence{}, err
+		return 0, err
 	}
-	ack, err := b.publishAcked(ctx, msg, e.ID)
+	msg, err := b.eventMsg(ctx, e, f)
 	if err != nil {
-		return Fence{}, err
+		return 0, err
 	}
-	return Fence{Subject: msg.Subject, Seq: ack.Sequence}, nil
+	ack, err := b.publishAcked(ctx, msg, e, f)
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
 }
 
-// FencedError is the error of a fenced publish refused because another
+// FencedError is the error of an append or claim refused because another
 // attempt claimed the session; it matches ErrFenced with errors.Is.
 type FencedError struct {
-	// By is the run.started event that claimed the session last.
+	// By is the run.started event that claimed the session last; its
+	// Stored field is its stream sequence (the claim to append after).
 	By  *events.Event
 	msg string
 }
@@ -53,59 +102,122 @@ type FencedError struct {
 func (e *FencedError) Error() string        { return e.msg }
 func (e *FencedError) Is(target error) bool { return target == ErrFenced }
 
-// maxRefence bounds how often one fenced publish moves its fence past
-// foreign messages before it gives up.
-const maxRefence = 3
+// ClaimedBy returns the run.started event that claimed the session.
+func (e *FencedError) ClaimedBy() *events.Event { return e.By }
 
-// PublishFenced publishes e as PublishSync does, on condition that no
-// attempt has claimed e's session since f (JetStream checks it atomically:
-// Nats-Expected-Last-Subject-Sequence on f.Subject). Messages on the claim
-// subject that are not valid run.started events (a foreign or malformed
-// publish) claim nothing: PublishFenced moves f past them and publishes
-// again. It returns a *FencedError (errors.Is ErrFenced) naming the
-// claiming event when another attempt has claimed the session, an error
-// wrapping ErrInvalidOption for a fence of another session, or
-// PublishSync's errors.
-func (b *Bus) PublishFenced(ctx context.Context, e *events.Event, f *Fence) error {
-	if f == nil || f.Subject == "" || f.Seq == 0 {
-		return invalid("publish fenced: an empty fence")
-	}
-	msg, err := b.eventMsg(ctx, e)
-	if err != nil {
-		return err
-	}
-	if want, err := b.subj.Event(e.AgentID, e.SessionID, events.StageRunStarted); err != nil || want != f.Subject {
-		return invalid("publish fenced: the fence is on %s, the event of session %s/%s", f.Subject, e.AgentID, e.SessionID)
-	}
-	for moved := 0; ; moved++ {
-		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(f.Seq, 10))
-		msg.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, f.Subject)
-		_, err := b.publishAcked(ctx, msg, e.ID)
-		var apiErr *jetstream.APIError
-		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence {
-			return err
-		}
-		claim, last, serr := b.claimsSince(ctx, f)
-		if serr != nil {
-			return fmt.Errorf("%w: %w", err, serr)
-		}
-		if claim != nil {
-			return &FencedError{By: claim, msg: fmt.Sprintf("%s: %s %s of run %s: session %s/%s was claimed by run %s (event %s)",
-				ErrFenced, e.Stage, e.ID, e.RunID, e.AgentID, e.SessionID, claim.RunID, claim.ID)}
-		}
-		if moved >= maxRefence || last <= f.Seq {
-			return err
-		}
-		b.log.Warn("hookbus: foreign messages on a session's claim subject; fence moved past them",
-			"subject", f.Subject, "from", f.Seq, "to", last)
-		f.Seq = last
-	}
+// fence is the condition of a fenced publish: the session's run.started
+// subject and the claim the caller holds.
+type fence struct {
+	subject string
+	claim   uint64
 }
 
-// claimsSince reads the messages on f.Subject after f.Seq: it returns the
-// last one that is a valid run.started (a claim), or nil and the sequence of
-// the last message when none is.
-func (b *Bus) claimsSince(ctx context.Context, f *Fence) (*events.Event, uint64, error) {
+// fenceHeaderSize bounds the fence headers of a message, the subject aside.
+const fenceHeaderSize = len(jetstream.ExpectedLastSubjSeqHeader+": \r\n"+jetstream.ExpectedLastSubjSeqSubjHeader+": \r\n") + 20
+
+func (b *Bus) fenceOf(e *events.Event, claim uint64) (*fence, error) {
+	if e == nil {
+		return nil, fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
+	}
+	subject, err := b.subj.Event(e.AgentID, e.SessionID, events.StageRunStarted)
+	if err != nil {
+		return nil, err
+	}
+	return &fence{subject: subject, claim: claim}, nil
+}
+
+// set writes the fence headers of msg, expecting the claim subject's last
+// message at expected.
+func (f *fence) set(msg *nats.Msg, expected uint64) {
+	msg.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(expected, 10)}
+	msg.Header[jetstream.ExpectedLastSubjSeqSubjHeader] = []string{f.subject}
+}
+
+// movedFences remembers the fences moved past foreign messages on a claim
+// subject, so later appends of the same claim expect where the earlier ones
+// ended up. It is empty unless something other than the loop wrote a claim
+// subject.
+type movedFences struct {
+	n     atomic.Int32 // len(moved), read without the lock on the fast path
+	mu    sync.Mutex
+	moved map[fence]moved
+}
+
+type moved struct {
+	to    uint64
+	times int
+}
+
+// maxRefence bounds how often one claim's fence moves past foreign messages.
+const maxRefence = 8
+
+func (m *movedFences) expected(f *fence) uint64 {
+	if m.n.Load() == 0 {
+		return f.claim
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if mv, ok := m.moved[*f]; ok {
+		return mv.to
+	}
+	return f.claim
+}
+
+// move records that f now expects to; false when it moved too often.
+func (m *movedFences) move(f *fence, to uint64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.moved == nil {
+		m.moved = make(map[fence]moved)
+	}
+	mv := m.moved[*f]
+	if mv.times >= maxRefence {
+		return false
+	}
+	if to > mv.to {
+		mv.to = to
+	}
+	mv.times++
+	m.moved[*f] = mv
+	m.n.Store(int32(len(m.moved)))
+	return true
+}
+
+// fenceRefused resolves a fenced publish of e (msg) refused because the
+// claim subject's last message is not where f expected: when a valid
+// run.started claimed the session since, it returns a *FencedError naming
+// it; when only foreign messages were stored there, it moves f past them,
+// rewrites msg's headers and returns nil (send msg again).
+func (b *Bus) fenceRefused(ctx context.Context, e *events.Event, f *fence, msg *nats.Msg) error {
+	cur := b.fences.expected(f)
+	claim, last, err := b.claimsSince(ctx, f.subject, cur)
+	if err != nil {
+		return fmt.Errorf("%w: event %s: refused by its fence, and the claims cannot be read: %w", ErrPublish, e.ID, err)
+	}
+	if claim != nil {
+		return &FencedError{By: claim, msg: fmt.Sprintf("%s: event %s of run %s: session %s/%s was claimed by run %s (event %s, stream sequence %d)",
+			ErrFenced, e.ID, e.RunID, claim.AgentID, claim.SessionID, claim.RunID, claim.ID, claim.Stored)}
+	}
+	if last <= cur || !b.fences.move(f, last) {
+		return fmt.Errorf("%w: event %s: the fence on %s at %d does not hold and no claim explains it (last message %d)", ErrPublish, e.ID, f.subject, cur, last)
+	}
+	b.log.Warn("hookbus: foreign messages on a session's claim subject; fence moved past them",
+		"subject", f.subject, "from", cur, "to", last)
+	f.set(msg, last)
+	return nil
+}
+
+// wrongLastSequence reports whether err is JetStream refusing a message
+// whose expected last subject sequence does not hold.
+func wrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+// claimsSince reads the messages on subject after seq: it returns the last
+// one that is a valid run.started (a claim, Stored set), or nil and the
+// sequence of the last message when none is.
+func (b *Bus) claimsSince(ctx context.Context, subject string, seq uint64) (*events.Event, uint64, error) {
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
 	s, err := b.js.Stream(ctx, b.names.Events)
@@ -113,18 +225,19 @@ func (b *Bus) claimsSince(ctx context.Context, f *Fence) (*events.Event, uint64,
 		return nil, 0, fmt.Errorf("hookbus: stream %s: %w", b.names.Events, ctxErr(ctx, err))
 	}
 	var claim *events.Event
-	last := f.Seq
-	for seq := f.Seq + 1; ; {
-		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(f.Subject))
+	last := seq
+	for next := seq + 1; ; {
+		m, err := s.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return claim, last, nil
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("hookbus: reading claims on %s: %w", f.Subject, ctxErr(ctx, err))
+			return nil, 0, fmt.Errorf("hookbus: reading claims on %s: %w", subject, ctxErr(ctx, err))
 		}
 		if e, err := b.decodeStored(m.Subject, m.Header, m.Data); err == nil && e.Stage == events.StageRunStarted {
+			e.Stored = m.Sequence
 			claim = e
 		}
-		last, seq = m.Sequence, m.Sequence+1
+		last, next = m.Sequence, m.Sequence+1
 	}
 }

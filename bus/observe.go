@@ -342,6 +342,7 @@ func (o *Observer) handle(m jetstream.Msg) {
 		}
 		return
 	}
+	e.Stored = meta.Sequence.Stream
 	herr := o.fetch(e) // claim-checked data (payloads.go)
 	if herr == nil {
 		herr = o.call(m, e)
@@ -410,21 +411,27 @@ func (o *Observer) giveUp(m jetstream.Msg, meta *jetstream.MsgMetadata, e *event
 }
 
 func (o *Observer) deadLetter(m jetstream.Msg, meta *jetstream.MsgMetadata, herr error) error {
+	ctx, cancel := context.WithTimeout(o.ctx, o.b.opts.timeout)
+	defer cancel()
+	return o.b.deadLetter(ctx, o.dlq, o.cfg.Durable, m, meta, herr)
+}
+
+// deadLetter publishes a copy of m (headers and body) to dlq with the
+// Hookbus-Dlq-* headers saying why, once per consumer and stream message.
+func (b *Bus) deadLetter(ctx context.Context, dlq, durable string, m jetstream.Msg, meta *jetstream.MsgMetadata, herr error) error {
 	h := make(nats.Header, len(m.Headers())+8)
 	for k, v := range m.Headers() {
 		h[k] = append([]string(nil), v...)
 	}
-	h.Set(HeaderDLQConsumer, o.cfg.Durable)
+	h.Set(HeaderDLQConsumer, durable)
 	h.Set(HeaderDLQError, oneLine(herr.Error(), 1024))
 	h.Set(HeaderDLQDeliveries, strconv.FormatUint(meta.NumDelivered, 10))
 	h.Set(HeaderDLQStream, meta.Stream)
 	h.Set(HeaderDLQSequence, strconv.FormatUint(meta.Sequence.Stream, 10))
 	h.Set(HeaderDLQSubject, m.Subject())
 	// One dead letter per consumer and stream message, even if retried.
-	h.Set(jetstream.MsgIDHeader, "dlq."+o.cfg.Durable+"."+meta.Stream+"."+strconv.FormatUint(meta.Sequence.Stream, 10))
-	ctx, cancel := context.WithTimeout(o.ctx, o.b.opts.timeout)
-	defer cancel()
-	_, err := o.b.js.PublishMsg(ctx, &nats.Msg{Subject: o.dlq, Header: h, Data: m.Data()})
+	h.Set(jetstream.MsgIDHeader, "dlq."+durable+"."+meta.Stream+"."+strconv.FormatUint(meta.Sequence.Stream, 10))
+	_, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: dlq, Header: h, Data: m.Data()})
 	return err
 }
 

@@ -14,7 +14,7 @@ const (
 	DefaultDuplicateWindow = 2 * time.Minute
 	DefaultTimeout         = 5 * time.Second
 	DefaultAckTimeout      = 5 * time.Second
-	DefaultPublishRetries  = 3
+	DefaultOutageWait      = 5 * time.Minute
 	DefaultMaxPending      = 4000
 )
 
@@ -31,7 +31,7 @@ type options struct {
 	maxPayload      int
 	timeout         time.Duration
 	ackTimeout      time.Duration
-	retries         int
+	outage          time.Duration
 	maxPending      int
 }
 
@@ -42,7 +42,7 @@ func defaultOptions() options {
 		duplicateWindow: DefaultDuplicateWindow,
 		timeout:         DefaultTimeout,
 		ackTimeout:      DefaultAckTimeout,
-		retries:         DefaultPublishRetries,
+		outage:          DefaultOutageWait,
 		maxPending:      DefaultMaxPending,
 	}
 }
@@ -148,18 +148,21 @@ func WithDefaultTimeout(d time.Duration) Option {
 }
 
 // WithPublishRetry sets how long Publish and PublishSync wait for one
-// JetStream ack (default 5s) and how many times a publish whose ack timed
-// out or found no stream is sent again, with the same Nats-Msg-Id, before
-// Flush (or PublishSync) reports it (default 3).
-func WithPublishRetry(ackTimeout time.Duration, retries int) Option {
+// JetStream ack (default 5s), and how long a publish that fails for a
+// reason that may pass (an ack that does not come, no stream answering
+// while a stream leader is elected, a lost connection) keeps being sent
+// again, with back-off and the same Nats-Msg-Id, before Flush (or
+// PublishSync) reports it: the outage bound (default 5m). An outage shorter
+// than the bound is waited out; a run is never failed for it.
+func WithPublishRetry(ackTimeout, outage time.Duration) Option {
 	return func(o *options) error {
 		if ackTimeout <= 0 {
 			return invalid("ack timeout %v (want > 0)", ackTimeout)
 		}
-		if retries < 0 {
-			return invalid("publish retries %d is negative", retries)
+		if outage < 0 {
+			return invalid("outage bound %v is negative", outage)
 		}
-		o.ackTimeout, o.retries = ackTimeout, retries
+		o.ackTimeout, o.outage = ackTimeout, outage
 		return nil
 	}
 }

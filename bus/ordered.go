@@ -113,5 +113,6 @@ func (b *Bus) decodeMsg(m jetstream.Msg, meta *jetstream.MsgMetadata, malformed 
 		b.log.Warn("hookbus: malformed event skipped", "subject", m.Subject(), "stream_seq", meta.Sequence.Stream, "reason", err)
 		return nil
 	}
+	e.Stored = meta.Sequence.Stream
 	return e
 }

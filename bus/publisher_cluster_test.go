@@ -63,7 +63,7 @@ func TestPublishSyncSurvivesLeaderLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	b, err := bus.New(nc, bus.WithPublishRetry(time.Second, 10))
+	b, err := bus.New(nc, bus.WithPublishRetry(time.Second, time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

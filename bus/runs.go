@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -60,8 +61,22 @@ func (b *Bus) SubmitRun(ctx context.Context, req *events.RunRequest) error {
 
 // RunHandler runs one requested run. A nil error acknowledges the request
 // (it leaves the queue); an error hands it back to the queue for another
-// attempt, on any worker. A panic counts as an error.
+// attempt, on any worker, after a back-off. A panic counts as an error.
+//
+// An error for which errors.As finds an Abandoner whose Abandoned reports
+// true leaves the request alone: neither acknowledged nor handed back. A
+// handler returns one when another worker holds the run now (its attempt
+// lost the session's claim): the request was delivered to that worker, and
+// acknowledging it here would end the other worker's delivery (JetStream
+// takes an ack of an earlier delivery for the message's).
 type RunHandler func(ctx context.Context, req *events.RunRequest) error
+
+// Abandoner is implemented by a RunHandler error that leaves its request to
+// the worker it was delivered to since (see RunHandler). loop.ErrLostRun's
+// errors are Abandoners.
+type Abandoner interface {
+	Abandoned() bool
+}
 
 // RunConsumerConfig configures a loop worker's consumption of run requests.
 // Every worker of one pool uses the same Durable and the same config.
@@ -93,8 +108,13 @@ type RunConsumerStats struct {
 	Received  uint64 // requests received, redeliveries included
 	Completed uint64 // handled and acknowledged
 	Failed    uint64 // handler errors, handed back to the queue
+	Abandoned uint64 // left to the worker that holds the run now
 	Dropped   uint64 // terminated after the last attempt
 	Malformed uint64 // bodies that are not valid run requests (terminated)
+	// Refused counts requests whose body names another agent than the
+	// subject they were published on: dead-lettered and terminated, never
+	// run (subject permissions on <prefix>.run.<agent> must mean something).
+	Refused uint64
 }
 
 // RunConsumer is a running worker on the run queue.
@@ -113,6 +133,9 @@ type RunConsumer struct {
 	failed     atomic.Uint64
 	dropped    atomic.Uint64
 	malformedN atomic.Uint64
+	abandoned  atomic.Uint64
+	refused    atomic.Uint64
+	dlq        string
 }
 
 // ConsumeRuns starts a worker on the run queue: a durable pull consumer,
@@ -188,7 +211,11 @@ func (b *Bus) ConsumeRuns(ctx context.Context, cfg RunConsumerConfig, handler Ru
 	if err != nil {
 		return nil, fmt.Errorf("%w: run consumer %s: %w", ErrConsumer, cfg.Durable, err)
 	}
-	rc := &RunConsumer{b: b, cfg: cfg, cons: cons, handler: handler, closed: make(chan struct{})}
+	dlq, err := b.subj.DeadLetter(cfg.Durable)
+	if err != nil {
+		return nil, invalid("durable %q: %v", cfg.Durable, err)
+	}
+	rc := &RunConsumer{b: b, cfg: cfg, cons: cons, handler: handler, closed: make(chan struct{}), dlq: dlq}
 	rc.runCtx, rc.stopRuns = context.WithCancel(context.WithoutCancel(ctx))
 	rc.fetching.Store(true)
 	for i := 0; i < cfg.Concurrency; i++ {
@@ -230,7 +257,8 @@ func (rc *RunConsumer) Closed() <-chan struct{} { return rc.closed }
 func (rc *RunConsumer) Stats() RunConsumerStats {
 	return RunConsumerStats{
 		Received: rc.received.Load(), Completed: rc.completed.Load(), Failed: rc.failed.Load(),
-		Dropped: rc.dropped.Load(), Malformed: rc.malformedN.Load(),
+		Dropped: rc.dropped.Load(), Malformed: rc.malformedN.Load(), Abandoned: rc.abandoned.Load(),
+		Refused: rc.refused.Load(),
 	}
 }
 
@@ -284,7 +312,17 @@ func (rc *RunConsumer) handle(m jetstream.Msg) {
 		}
 		return
 	}
+	if want, err := rc.b.subj.Run(req.AgentID); err != nil || want != m.Subject() {
+		rc.refuse(m, req)
+		return
+	}
 	herr := rc.run(m, req)
+	var ab Abandoner
+	if herr != nil && errors.As(herr, &ab) && ab.Abandoned() {
+		rc.abandoned.Add(1)
+		log.Warn("hookbus: run left to the worker that holds it now", "run", req.RunID, "agent", req.AgentID, "reason", herr)
+		return
+	}
 	if herr == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), rc.b.opts.timeout)
 		err := m.DoubleAck(ctx)
@@ -305,9 +343,33 @@ func (rc *RunConsumer) handle(m jetstream.Msg) {
 		return
 	}
 	rc.failed.Add(1)
-	log.Warn("hookbus: run failed; handed back to the queue", "run", req.RunID, "agent", req.AgentID, "error", herr)
-	if err := m.Nak(); err != nil {
+	delay := time.Second
+	if err == nil {
+		delay = min(time.Duration(meta.NumDelivered)*time.Second, 30*time.Second)
+	}
+	log.Warn("hookbus: run not ended; handed back to the queue", "run", req.RunID, "agent", req.AgentID, "retry_in", delay, "error", herr)
+	if err := m.NakWithDelay(delay); err != nil {
 		log.Warn("hookbus: nak failed", "run", req.RunID, "error", err)
+	}
+}
+
+// refuse dead-letters and terminates a run request whose body names
+// another agent than its subject: it is never run.
+func (rc *RunConsumer) refuse(m jetstream.Msg, req *events.RunRequest) {
+	rc.refused.Add(1)
+	why := fmt.Errorf("run request %s names agent %q but was published on %s: refused", req.RunID, req.AgentID, m.Subject())
+	rc.b.log.Error("hookbus: run request refused", "run", req.RunID, "agent", req.AgentID, "subject", m.Subject(), "dead_letter", rc.dlq)
+	meta, err := m.Metadata()
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), rc.b.opts.timeout)
+		err = rc.b.deadLetter(ctx, rc.dlq, rc.cfg.Durable, m, meta, why)
+		cancel()
+	}
+	if err != nil {
+		rc.b.log.Warn("hookbus: dead letter not written", "run", req.RunID, "error", err)
+	}
+	if err := m.TermWithReason(oneLine(why.Error(), 200)); err != nil {
+		rc.b.log.Warn("hookbus: term failed", "error", err)
 	}
 }
 

@@ -2,7 +2,10 @@ package bus_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -260,5 +263,90 @@ func TestRunsAgentsFilterAndValidation(t *testing.T) {
 	// A second pool over every agent overlaps the support pool's subjects.
 	if _, err := b.ConsumeRuns(ctx, bus.RunConsumerConfig{Durable: "other"}, h); !errors.Is(err, bus.ErrConsumer) {
 		t.Errorf("overlapping pool: %v, want ErrConsumer", err)
+	}
+}
+
+// A run request whose body names another agent than the subject it was
+// published on is refused: never run, dead-lettered with the reason, and
+// gone from the queue (permissions on <prefix>.run.<agent> mean something).
+func TestRunRequestNamingAnotherAgentIsRefused(t *testing.T) {
+	b := bustest.StartBus(t)
+	ctx := testCtx(t)
+	forged := runReq("victim", events.NewID())
+	body, err := json.Marshal(forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JetStream().Publish(ctx, "hookbus.run.demo", body); err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int32
+	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Agents: []string{"demo"}}), func(context.Context, *events.RunRequest) error {
+		ran.Add(1)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventuallyf(t, 10*time.Second, func() bool { return rc.Stats().Refused == 1 }, "the request refused")
+	rc.Stop()
+	waitRunsClosed(t, rc)
+	if ran.Load() != 0 {
+		t.Fatal("a request naming another agent was run")
+	}
+	dlq, err := b.JetStream().Stream(ctx, b.Names().DeadLetters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := dlq.GetLastMsgForSubject(ctx, "hookbus.dlq."+bus.DefaultRunDurable)
+	if err != nil {
+		t.Fatalf("no dead letter: %v", err)
+	}
+	if why := m.Header.Get(bus.HeaderDLQError); !strings.Contains(why, `names agent "victim"`) || !strings.Contains(why, "hookbus.run.demo") {
+		t.Fatalf("dead letter says %q", why)
+	}
+	bustest.Eventuallyf(t, 5*time.Second, func() bool { return queued(t, b) == 0 }, "the refused request gone from the queue")
+}
+
+type abandon struct{}
+
+func (abandon) Error() string   { return "another worker holds the run" }
+func (abandon) Abandoned() bool { return true }
+
+// A handler whose error is an Abandoner leaves the request alone: it is not
+// acknowledged (that would end the delivery another worker holds) nor
+// handed back; it comes back only when its lease lapses.
+func TestAbandonedRunRequestIsLeftAlone(t *testing.T) {
+	b := bustest.StartBus(t)
+	ctx := testCtx(t)
+	req := runReq("demo", events.NewID())
+	if err := b.SubmitRun(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	var first, second time.Time
+	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{AckWait: 3 * time.Second}), func(context.Context, *events.RunRequest) error {
+		if calls.Add(1) == 1 {
+			first = time.Now()
+			return fmt.Errorf("lost: %w", abandon{})
+		}
+		second = time.Now()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventuallyf(t, 15*time.Second, func() bool { return rc.Stats().Completed == 1 }, "the request run again after its lease")
+	rc.Stop()
+	waitRunsClosed(t, rc)
+	st := rc.Stats()
+	if st.Abandoned != 1 || st.Failed != 0 || calls.Load() != 2 {
+		t.Fatalf("stats %+v after %d calls; want one abandoned, then one completed", st, calls.Load())
+	}
+	// Handed back, it would come again after the 1s nak delay; left
+	// alone, only once its 3s lease lapsed (counted from its delivery,
+	// a moment before the handler started).
+	if gap := second.Sub(first); gap < 2500*time.Millisecond {
+		t.Fatalf("delivered again after %v, before its 3s lease lapsed: the abandoned delivery was handed back", gap)
 	}
 }

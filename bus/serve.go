@@ -120,6 +120,12 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServeConfig, ic interceptors.
 		Name: cfg.Plugin, Version: version, Description: cfg.Description, Metadata: meta,
 		QueueGroup: cfg.Plugin,
 		ErrorHandler: func(_ micro.Service, e *micro.NATSError) {
+			if unnamedDiscovery(e.Subject) {
+				// deploy/nats lets a plugin answer only its own $SRV
+				// subjects; discovery by name still works.
+				s.log.Info("hookbus serve: unnamed discovery subject refused by the server's permissions", "plugin", cfg.Plugin, "subject", e.Subject)
+				return
+			}
 			s.log.Error("hookbus serve: subscription error", "plugin", cfg.Plugin, "subject", e.Subject, "err", e.Description)
 		},
 	})
@@ -192,6 +198,12 @@ func (cfg *ServeConfig) check(nc *nats.Conn, ic interceptors.Interceptor) (event
 		}
 	}
 	return subj, nil
+}
+
+// unnamedDiscovery reports whether subject is one of micro's discovery
+// subjects for every service ($SRV.PING, $SRV.INFO, $SRV.STATS).
+func unnamedDiscovery(subject string) bool {
+	return subject == "$SRV.PING" || subject == "$SRV.INFO" || subject == "$SRV.STATS"
 }
 
 // validServiceName reports whether s matches micro's service name rule,

@@ -42,6 +42,10 @@ type Event struct {
 	Traceparent string
 	DataRef     string
 	Data        json.RawMessage
+	// Stored is the event's stream sequence when it was read from the
+	// events stream (0 otherwise). It is not part of the CloudEvent: it
+	// says where the event is, not what it is.
+	Stored uint64
 }
 
 // Meta is what New needs besides the stage and payload.

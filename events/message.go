@@ -60,13 +60,16 @@ type ToolSpec struct {
 	Idempotent bool `json:"idempotent,omitempty"`
 }
 
-// Usage counts model tokens.
+// Usage counts model tokens, and their cost when the model's prices are
+// known.
 type Usage struct {
 	InputTokens  int `json:"input_tokens"`
 	OutputTokens int `json:"output_tokens"`
+	// CostUSD is what the tokens cost, in US dollars (0: prices unknown).
+	CostUSD float64 `json:"cost_usd,omitempty"`
 }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens, CostUSD: u.CostUSD + o.CostUSD}
 }

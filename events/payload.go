@@ -80,11 +80,23 @@ type ToolAfter struct {
 }
 
 // ToolFailed is the data of tool.failed: the tool returned an error or
-// panicked.
+// panicked, or its outcome is unknown.
 type ToolFailed struct {
 	Call     ToolCall `json:"call"`
 	Error    string   `json:"error"`
 	Panicked bool     `json:"panicked,omitempty"`
+	// Unknown is set when the worker running the tool stopped before its
+	// result was recorded, and the resumed run did not run it again (the
+	// tool is not idempotent): whether it had an effect is unknown.
+	Unknown bool `json:"unknown,omitempty"`
+}
+
+// ToolResultRecord is the data of tool.result: a tool's raw result,
+// recorded before any tool.after interceptor runs, so that a worker that
+// dies while they run does not run the tool again when the run resumes.
+type ToolResultRecord struct {
+	Call   ToolCall   `json:"call"`
+	Result ToolResult `json:"result"`
 }
 
 // ApprovalRequested is the data of approval.requested.
@@ -203,8 +215,11 @@ type HookDecided struct {
 	Patch       json.RawMessage   `json:"patch,omitempty"`
 	Warnings    []string          `json:"warnings,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
-	// Subject is the CloudEvent id of the event decided on.
+	// EventID is the CloudEvent id of the event decided on, as it is
+	// stored (not the id of the interception request).
 	EventID string `json:"event_id,omitempty"`
+	// Result is the tool result a mock decision gave (on tool.before).
+	Result *ToolResult `json:"result,omitempty"`
 }
 
 // Failure kinds of hook.failed.
@@ -248,6 +263,8 @@ func PayloadFor(s Stage) (any, error) {
 		return &ModelFailed{}, nil
 	case StageToolBefore:
 		return &ToolBefore{}, nil
+	case StageToolResult:
+		return &ToolResultRecord{}, nil
 	case StageToolAfter:
 		return &ToolAfter{}, nil
 	case StageToolFailed:

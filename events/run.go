@@ -16,7 +16,9 @@ type RunRequest struct {
 	Prompt    string            `json:"prompt"`
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	// MaxSteps overrides the worker's default when positive.
-	MaxSteps    int       `json:"max_steps,omitempty"`
+	MaxSteps int `json:"max_steps,omitempty"`
+	// Budget overrides the agent's budget, field by field, for this run.
+	Budget      *Budget   `json:"budget,omitempty"`
 	SubmittedAt time.Time `json:"submitted_at"`
 }
 
@@ -36,6 +38,11 @@ func (r *RunRequest) Validate() error {
 	}
 	if r.MaxSteps < 0 {
 		return fmt.Errorf("%w: run %s max_steps %d is negative", ErrPayload, r.RunID, r.MaxSteps)
+	}
+	if r.Budget != nil {
+		if err := r.Budget.Validate(); err != nil {
+			return fmt.Errorf("run %s: %w", r.RunID, err)
+		}
 	}
 	return nil
 }

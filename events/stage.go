@@ -19,6 +19,7 @@ const (
 	StageModelResponded    Stage = "model.responded"
 	StageModelFailed       Stage = "model.failed"
 	StageToolBefore        Stage = "tool.before"
+	StageToolResult        Stage = "tool.result"
 	StageToolAfter         Stage = "tool.after"
 	StageToolFailed        Stage = "tool.failed"
 	StageApprovalRequested Stage = "approval.requested"
@@ -44,7 +45,7 @@ const TypePrefix = "hookbus."
 func Stages() []Stage {
 	return []Stage{
 		StageIntake, StageRunStarted, StageStepStarted, StageContextAssembled,
-		StageModelResponded, StageModelFailed, StageToolBefore, StageToolAfter,
+		StageModelResponded, StageModelFailed, StageToolBefore, StageToolResult, StageToolAfter,
 		StageToolFailed, StageApprovalRequested, StageApprovalResolved,
 		StageCompactBefore, StageCompactAfter, StageCompactFailed,
 		StageSubagentBefore, StageSubagentAfter, StageSubagentFailed,
@@ -83,7 +84,7 @@ func stageList() string {
 func (s Stage) Valid() bool {
 	switch s {
 	case StageIntake, StageRunStarted, StageStepStarted, StageContextAssembled,
-		StageModelResponded, StageModelFailed, StageToolBefore, StageToolAfter,
+		StageModelResponded, StageModelFailed, StageToolBefore, StageToolResult, StageToolAfter,
 		StageToolFailed, StageApprovalRequested, StageApprovalResolved,
 		StageCompactBefore, StageCompactAfter, StageCompactFailed,
 		StageSubagentBefore, StageSubagentAfter, StageSubagentFailed,

@@ -137,8 +137,8 @@ func TestStages(t *testing.T) {
 			t.Fatalf("PayloadFor(%s): %v", st, err)
 		}
 	}
-	if len(seen) != 23 {
-		t.Fatalf("%d stages, want 23", len(seen))
+	if len(seen) != 24 {
+		t.Fatalf("%d stages, want 24", len(seen))
 	}
 	for _, st := range []events.Stage{events.StageContextAssembled, events.StageModelResponded} {
 		if !st.Privileged() || !st.Interceptable() {

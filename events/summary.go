@@ -43,6 +43,12 @@ func (e *Event) Summary() string {
 		return "error: " + p.Error
 	case *ToolBefore:
 		return p.Call.Name + string(compact(p.Call.Arguments))
+	case *ToolResultRecord:
+		s := p.Call.Name + " → " + quote(p.Result.Content)
+		if p.Result.IsError {
+			s += " [error]"
+		}
+		return s + " (raw, before tool.after hooks)"
 	case *ToolAfter:
 		s := p.Call.Name + " → " + quote(p.Result.Content)
 		if p.Result.Mocked {
@@ -59,6 +65,9 @@ func (e *Event) Summary() string {
 		s := p.Call.Name + ": " + p.Error
 		if p.Panicked {
 			s += " [panic]"
+		}
+		if p.Unknown {
+			s += " [outcome unknown]"
 		}
 		return s
 	case *ApprovalRequested:

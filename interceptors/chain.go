@@ -174,18 +174,26 @@ func (c *Chain) Registrations(stage events.Stage) []Registration {
 // matches tool and agent: when it does not, the loop skips the stage's
 // interception entirely. It takes no lock and does not allocate.
 func (c *Chain) Has(stage events.Stage, tool, agent string) bool {
+	return c.Matches(stage, tool, agent) > 0
+}
+
+// Matches counts the registrations of stage (the parent's included) that
+// match tool and agent: how many interceptors Run calls on such an event
+// when none ends the chain early. It takes no lock and does not allocate.
+func (c *Chain) Matches(stage events.Stage, tool, agent string) int {
 	i := stageIndex(stage)
 	if i < 0 {
-		return false
+		return 0
 	}
+	n := 0
 	for ch := c; ch != nil; ch = ch.parent {
 		for _, e := range ch.snap.Load()[i] {
 			if e.matches(tool, agent) {
-				return true
+				n++
 			}
 		}
 	}
-	return false
+	return n
 }
 
 // entries returns the registrations of stage index i in run order, the

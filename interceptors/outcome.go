@@ -54,6 +54,8 @@ type Record struct {
 	Patch       []PatchOp
 	Warnings    []string
 	Annotations map[string]string
+	// Mock is the tool result a mock decision gave (Mocked set).
+	Mock *events.ToolResult
 	// Failure is set when the call failed (timeout, error, panic, no
 	// responders, bad reply).
 	Failure *Failure
@@ -77,7 +79,7 @@ func (r *Record) HookDecided() events.HookDecided {
 	d := events.HookDecided{
 		Plugin: r.Plugin, Stage: r.Stage, Decision: string(r.Decision), Reason: r.Reason,
 		LatencyUS: r.Latency.Microseconds(), Remote: r.Remote, Warnings: r.Warnings,
-		Annotations: r.Annotations, EventID: r.EventID,
+		Annotations: r.Annotations, EventID: r.EventID, Result: r.Mock,
 	}
 	if r.Patch != nil {
 		d.Patch, _ = json.Marshal(r.Patch) // PatchOps always marshal

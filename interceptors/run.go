@@ -152,6 +152,9 @@ func (c *Chain) end(out *Outcome, e *entry, dec *Decision, cur *events.Event) {
 			r.CallID, r.Name = tb.Call.ID, tb.Call.Name
 		}
 		out.Mock = r
+		if n := len(out.Records); n > 0 && out.Records[n-1].Plugin == e.reg.Plugin {
+			out.Records[n-1].Mock = r // the record of this call, just settled
+		}
 	}
 	if out.Reason == "" {
 		out.Reason = defaultReason(dec.Kind, e.reg.Plugin)

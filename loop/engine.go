@@ -3,8 +3,8 @@ package loop
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
+	"time"
 
 	"github.com/hookbus/hookbus/events"
 )
@@ -14,14 +14,19 @@ const (
 	DefaultSource       = "hookbus/loop"
 	DefaultMaxSteps     = 10
 	DefaultMaxContinues = 3
+	// DefaultModelTimeout bounds one model call.
+	DefaultModelTimeout = 5 * time.Minute
+	// DefaultModelAttempts bounds the attempts of one model call.
+	DefaultModelAttempts = 4
 )
 
 // Config configures an Engine.
 type Config struct {
-	// Emitter publishes the events (required).
+	// Emitter appends the events (required).
 	Emitter Emitter
-	// History rebuilds sessions; nil means every run starts a new
-	// conversation and runs cannot resume.
+	// History reads sessions back (required): a session's next run
+	// continues its conversation, and an interrupted run resumes from its
+	// events.
 	History History
 	// Model answers each step (required).
 	Model Model
@@ -39,8 +44,36 @@ type Config struct {
 	// MaxContinues bounds how many times stop hooks may force a run on
 	// (default DefaultMaxContinues).
 	MaxContinues int
+	// ModelTimeout bounds one model call (default DefaultModelTimeout): a
+	// call that takes longer fails as a timeout, which is retried.
+	ModelTimeout time.Duration
+	// ModelRetry is how failed model calls are retried.
+	ModelRetry Retry
+	// Budget bounds what one run may use; the zero value bounds nothing.
+	// A request's own budget (RunRequest.Budget) overrides it field by
+	// field.
+	Budget events.Budget
+	// Prices is what the model costs, for Budget.MaxCostUSD and the cost
+	// in Usage; nil counts no cost.
+	Prices *events.Prices
 	// Logger defaults to discarding.
 	Logger *slog.Logger
+}
+
+// Retry is how failed model calls are retried: a failure the provider marks
+// retryable (a *ModelError with Retryable set, or a call that timed out) is
+// tried again after a back-off, doubling from Backoff up to MaxBackoff, or
+// after the provider's Retry-After (capped at MaxBackoff), up to Attempts
+// attempts in all and within the run's context. Every failed attempt is a
+// model.failed event.
+type Retry struct {
+	// Attempts bounds the attempts of one call (default
+	// DefaultModelAttempts; 1: no retry).
+	Attempts int
+	// Backoff is the first wait (default 500ms).
+	Backoff time.Duration
+	// MaxBackoff bounds a wait, a Retry-After included (default 30s).
+	MaxBackoff time.Duration
 }
 
 // Engine runs agents. It is safe for concurrent runs.
@@ -51,25 +84,46 @@ type Engine struct {
 }
 
 // New returns an engine. It returns an error wrapping ErrInvalidConfig when
-// the Emitter or Model is missing, a tool has no name, or two tools share one.
+// the Emitter, History or Model is missing, a tool has no name, two tools
+// share one, or a bound is negative.
 func New(cfg Config) (*Engine, error) {
-	if cfg.Emitter == nil {
+	switch {
+	case cfg.Emitter == nil:
 		return nil, fmt.Errorf("%w: no Emitter", ErrInvalidConfig)
-	}
-	if cfg.Model == nil {
+	case cfg.History == nil:
+		return nil, fmt.Errorf("%w: no History", ErrInvalidConfig)
+	case cfg.Model == nil:
 		return nil, fmt.Errorf("%w: no Model", ErrInvalidConfig)
+	case cfg.MaxSteps < 0, cfg.MaxContinues < 0, cfg.ModelTimeout < 0,
+		cfg.ModelRetry.Attempts < 0, cfg.ModelRetry.Backoff < 0, cfg.ModelRetry.MaxBackoff < 0:
+		return nil, fmt.Errorf("%w: a negative bound", ErrInvalidConfig)
+	}
+	if err := cfg.Budget.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	if cfg.Source == "" {
 		cfg.Source = DefaultSource
 	}
-	if cfg.MaxSteps <= 0 {
+	if cfg.MaxSteps == 0 {
 		cfg.MaxSteps = DefaultMaxSteps
 	}
-	if cfg.MaxContinues <= 0 {
+	if cfg.MaxContinues == 0 {
 		cfg.MaxContinues = DefaultMaxContinues
 	}
+	if cfg.ModelTimeout == 0 {
+		cfg.ModelTimeout = DefaultModelTimeout
+	}
+	if cfg.ModelRetry.Attempts == 0 {
+		cfg.ModelRetry.Attempts = DefaultModelAttempts
+	}
+	if cfg.ModelRetry.Backoff == 0 {
+		cfg.ModelRetry.Backoff = 500 * time.Millisecond
+	}
+	if cfg.ModelRetry.MaxBackoff == 0 {
+		cfg.ModelRetry.MaxBackoff = 30 * time.Second
+	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{cfg: cfg, tools: make(map[string]Tool, len(cfg.Tools))}
 	for _, t := range cfg.Tools {
@@ -117,8 +171,13 @@ const ReasonFailed = "failed"
 // result is returned without running anything.
 //
 // A run that ends with run.completed returns a nil error, whatever the
-// reason (done, denied, stopped, ...). A model failure or a failure to
-// publish ends the run with run.failed and returns the error.
+// reason (done, denied, stopped, cost_limit, ...). A failure of the run
+// itself (the model failing after its retries) ends it with run.failed and
+// returns the error. A failure to record the run (NATS away longer than the
+// Emitter waits) does not end it: Run returns an error wrapping
+// ErrUnrecorded, and the run resumes from its events when it is run again.
+// An attempt that lost its session to another attempt of the same run
+// returns an error wrapping ErrLostRun.
 func (e *Engine) Run(ctx context.Context, req *events.RunRequest, opts ...RunOption) (*Result, error) {
 	rq := *req
 	if rq.RunID == "" {
@@ -130,7 +189,7 @@ func (e *Engine) Run(ctx context.Context, req *events.RunRequest, opts ...RunOpt
 	if err := rq.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
-	r := &run{eng: e, req: &rq, maxSteps: e.cfg.MaxSteps, hooks: e.cfg.Hooks}
+	r := &run{eng: e, req: &rq, maxSteps: e.cfg.MaxSteps, hooks: e.cfg.Hooks, budget: e.cfg.Budget.Override(rq.Budget)}
 	for _, o := range opts {
 		o(r)
 	}
@@ -139,3 +198,5 @@ func (e *Engine) Run(ctx context.Context, req *events.RunRequest, opts ...RunOpt
 	}
 	return r.execute(ctx)
 }
+
+func nowUTC() time.Time { return time.Now().UTC() }

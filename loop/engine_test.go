@@ -6,15 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/looptest"
 	"github.com/hookbus/hookbus/loop/scripted"
 	"github.com/oklog/ulid/v2"
 )
 
 func TestRunTwoToolCallsPublishesEveryStageInOrder(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	eng := newEngine(t, b, loop.Config{})
 	res, err := eng.Run(ctxT(t), &events.RunRequest{AgentID: "demo", SessionID: "s1", Prompt: "what is 6*7?"})
 	if err != nil {
@@ -67,7 +67,7 @@ func TestRunTwoToolCallsPublishesEveryStageInOrder(t *testing.T) {
 }
 
 func TestSecondRunInSessionSeesTheFirst(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	eng := newEngine(t, b, loop.Config{})
 	first, err := eng.Run(ctxT(t), &events.RunRequest{AgentID: "demo", SessionID: "s1", Prompt: "first question"})
 	if err != nil {
@@ -116,7 +116,7 @@ func TestSecondRunInSessionSeesTheFirst(t *testing.T) {
 }
 
 func TestInterruptedRunResumesWithoutRerunningRecordedTools(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	clock := &countingTool{name: "clock", answer: "noon"}
 	calc := &countingTool{name: "calculator", answer: "42"}
 	tools := []loop.Tool{clock, calc}
@@ -168,7 +168,7 @@ func TestInterruptedRunResumesWithoutRerunningRecordedTools(t *testing.T) {
 }
 
 func TestToolErrorsAndPanicsAreReportedToTheModel(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	clock := &countingTool{name: "clock", err: errors.New("clock is broken")}
 	calc := &countingTool{name: "calculator", panics: true}
 	eng := newEngine(t, b, loop.Config{Tools: []loop.Tool{clock, calc}})
@@ -195,7 +195,7 @@ func TestToolErrorsAndPanicsAreReportedToTheModel(t *testing.T) {
 }
 
 func TestModelFailureEndsWithRunFailed(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	model := scripted.New(&scripted.Script{Replies: []scripted.Reply{{Error: "rate limited"}}})
 	eng := newEngine(t, b, loop.Config{Model: model})
 	res, err := eng.Run(ctxT(t), &events.RunRequest{AgentID: "demo", SessionID: "s1", Prompt: "go"})
@@ -211,7 +211,7 @@ func TestModelFailureEndsWithRunFailed(t *testing.T) {
 }
 
 func TestMaxSteps(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	loopy := &scripted.Script{Replies: []scripted.Reply{
 		{ToolCalls: []scripted.ToolCall{{Name: "clock"}}},
 		{ToolCalls: []scripted.ToolCall{{Name: "clock"}}},
@@ -225,7 +225,7 @@ func TestMaxSteps(t *testing.T) {
 }
 
 func TestInvalidRequestPublishesNothing(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	eng := newEngine(t, b, loop.Config{})
 	for _, req := range []*events.RunRequest{
 		{AgentID: "a.b", SessionID: "s", Prompt: "x"},

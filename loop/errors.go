@@ -10,11 +10,30 @@ var (
 	ErrInvalidRequest = errors.New("loop: invalid run request")
 	// ErrUnknownTool is the error of a call to a tool the engine does not have.
 	ErrUnknownTool = errors.New("loop: unknown tool")
-	// ErrLostRun is returned by Run when another attempt of the same run
-	// (another worker, after this one's lease lapsed) claimed the session:
-	// that attempt ends the run; this one wrote nothing more.
-	ErrLostRun = errors.New("loop: run taken over by another attempt")
+	// ErrToolArguments is the error of a tool call whose arguments are not
+	// a JSON object (a model that sent invalid JSON).
+	ErrToolArguments = errors.New("loop: bad tool arguments")
+	// ErrUnrecorded is returned by Run when the run's events cannot be
+	// recorded (NATS away for longer than the Emitter waits, or another
+	// attempt claimed the session): the run was not ended, and it resumes
+	// from its events when it is run again.
+	ErrUnrecorded = errors.New("loop: the run's events could not be recorded")
 	// ErrCorruptSession is returned when a session's events cannot be
 	// rebuilt into a conversation.
 	ErrCorruptSession = errors.New("loop: session events cannot be rebuilt")
 )
+
+// ErrLostRun is returned by Run when another attempt of the same run
+// (another worker, after this one's lease lapsed) claimed the session: that
+// attempt ends the run; this one wrote nothing more. Its errors are
+// bus.Abandoners: a worker leaves the request to the worker that holds the
+// run now, rather than acknowledge it.
+var ErrLostRun error = lostRun{}
+
+type lostRun struct{}
+
+func (lostRun) Error() string { return "loop: run taken over by another attempt" }
+
+// Abandoned reports true: the request belongs to the attempt that holds
+// the run now.
+func (lostRun) Abandoned() bool { return true }

@@ -13,6 +13,7 @@ import (
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/looptest"
 	"github.com/hookbus/hookbus/loop/scripted"
 	"github.com/hookbus/hookbus/loop/tools"
 )
@@ -24,11 +25,21 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// allEvents reads every event of the bus' stream, in order.
-func allEvents(t *testing.T, b *bus.Bus) []*events.Event {
+// record is where a test's runs are recorded: a real bus, or an in-memory
+// journal for the tests about the loop rather than the transport.
+type record interface {
+	loop.Emitter
+	loop.History
+}
+
+// allEvents reads every event of the record, in the order it was stored.
+func allEvents(t *testing.T, r record) []*events.Event {
 	t.Helper()
+	if j, ok := r.(*looptest.Journal); ok {
+		return j.Events()
+	}
 	var out []*events.Event
-	if _, err := b.Replay(ctxT(t), bus.Filter{}, func(e *events.Event) error {
+	if _, err := r.(*bus.Bus).Replay(ctxT(t), bus.Filter{}, func(e *events.Event) error {
 		out = append(out, e)
 		return nil
 	}); err != nil {
@@ -55,7 +66,7 @@ func runEvents(evs []*events.Event, runID string) []*events.Event {
 	return out
 }
 
-func newEngine(t *testing.T, b *bus.Bus, cfg loop.Config) *loop.Engine {
+func newEngine(t *testing.T, b record, cfg loop.Config) *loop.Engine {
 	t.Helper()
 	if cfg.Emitter == nil {
 		cfg.Emitter = b
@@ -78,14 +89,17 @@ func newEngine(t *testing.T, b *bus.Bus, cfg loop.Config) *loop.Engine {
 
 // countingTool counts its calls and answers with a fixed text.
 type countingTool struct {
-	name   string
-	answer string
-	err    error
-	panics bool
-	calls  atomic.Int32
+	name       string
+	answer     string
+	err        error
+	panics     bool
+	idempotent bool
+	calls      atomic.Int32
 }
 
-func (c *countingTool) Spec() events.ToolSpec { return events.ToolSpec{Name: c.name} }
+func (c *countingTool) Spec() events.ToolSpec {
+	return events.ToolSpec{Name: c.name, Idempotent: c.idempotent}
+}
 func (c *countingTool) Call(context.Context, json.RawMessage) (string, error) {
 	c.calls.Add(1)
 	if c.panics {
@@ -94,8 +108,10 @@ func (c *countingTool) Call(context.Context, json.RawMessage) (string, error) {
 	return c.answer, c.err
 }
 
-// failingEmitter passes publishes to the bus until limit events were
-// published, then fails them all: a worker that lost its connection.
+// failingEmitter passes appends to the bus until limit events were
+// appended, then fails them all: a worker that lost its connection once
+// everything it had sent was stored (so a test knows what the record
+// holds).
 type failingEmitter struct {
 	inner loop.Emitter
 	mu    sync.Mutex
@@ -105,25 +121,35 @@ type failingEmitter struct {
 
 var errLost = errors.New("connection lost")
 
-func (f *failingEmitter) ok() bool {
+func (f *failingEmitter) ok(e *events.Event) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n++
+	if f.n == f.limit+1 {
+		_ = f.inner.Flush(context.Background(), e.RunID)
+	}
 	return f.n <= f.limit
 }
 
-func (f *failingEmitter) Publish(ctx context.Context, e *events.Event) error {
-	if !f.ok() {
+func (f *failingEmitter) Append(ctx context.Context, e *events.Event, claim uint64) error {
+	if !f.ok(e) {
 		return errLost
 	}
-	return f.inner.Publish(ctx, e)
+	return f.inner.Append(ctx, e, claim)
 }
 
-func (f *failingEmitter) PublishSync(ctx context.Context, e *events.Event) error {
-	if !f.ok() {
+func (f *failingEmitter) AppendSync(ctx context.Context, e *events.Event, claim uint64) error {
+	if !f.ok(e) {
 		return errLost
 	}
-	return f.inner.PublishSync(ctx, e)
+	return f.inner.AppendSync(ctx, e, claim)
+}
+
+func (f *failingEmitter) Claim(ctx context.Context, e *events.Event, last uint64) (uint64, error) {
+	if !f.ok(e) {
+		return 0, errLost
+	}
+	return f.inner.Claim(ctx, e, last)
 }
 
 func (f *failingEmitter) Flush(ctx context.Context, runID string) error {

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/looptest"
 	"github.com/hookbus/hookbus/loop/scripted"
 	"github.com/hookbus/hookbus/loop/tools"
 )
@@ -59,7 +59,7 @@ func payloadsOf[T any](t *testing.T, evs []*events.Event, st events.Stage) []T {
 }
 
 func TestContextAssembledHookChangesWhatTheModelSees(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	chain := interceptors.NewChain()
 	register(t, chain, interceptors.Registration{Plugin: "redactor", Stage: events.StageContextAssembled, Builtin: true},
 		func(_ context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
@@ -101,7 +101,7 @@ func TestContextAssembledHookChangesWhatTheModelSees(t *testing.T) {
 }
 
 func TestToolBeforeDenyReachesTheModelAndSkipsTheTool(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	chain := interceptors.NewChain()
 	register(t, chain, interceptors.Registration{Plugin: "policy", Stage: events.StageToolBefore, Tools: "calc*"},
 		func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
@@ -127,7 +127,7 @@ func TestToolBeforeDenyReachesTheModelAndSkipsTheTool(t *testing.T) {
 }
 
 func TestToolBeforeMockSkipsTheTool(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	chain := interceptors.NewChain()
 	register(t, chain, interceptors.Registration{Plugin: "eval", Stage: events.StageToolBefore, Tools: "clock"},
 		func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
@@ -149,7 +149,7 @@ func TestToolBeforeMockSkipsTheTool(t *testing.T) {
 }
 
 func TestIntakeDenyRejectsTheRun(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	chain := interceptors.NewChain()
 	register(t, chain, interceptors.Registration{Plugin: "gate", Stage: events.StageIntake},
 		func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
@@ -167,7 +167,7 @@ func TestIntakeDenyRejectsTheRun(t *testing.T) {
 }
 
 func TestIntakeModifyAndModelRespondedModify(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	chain := interceptors.NewChain()
 	register(t, chain, interceptors.Registration{Plugin: "rewriter", Stage: events.StageIntake},
 		func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
@@ -213,7 +213,7 @@ func TestUntrustedPluginCannotRegisterOnPrivilegedStage(t *testing.T) {
 }
 
 func TestStopHookContinueIsCapped(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	chain := interceptors.NewChain()
 	register(t, chain, interceptors.Registration{Plugin: "nag", Stage: events.StageStop},
 		func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
@@ -253,7 +253,7 @@ func TestStopHookContinueIsCapped(t *testing.T) {
 }
 
 func TestToolAfterModifyAndContext(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	chain := interceptors.NewChain()
 	register(t, chain, interceptors.Registration{Plugin: "pii", Stage: events.StageToolAfter, Tools: "calculator"},
 		func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
@@ -268,7 +268,7 @@ func TestToolAfterModifyAndContext(t *testing.T) {
 }
 
 func TestHookTimeoutAndFailurePolicies(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	chain := interceptors.NewChain()
 	block := make(chan struct{})
 	t.Cleanup(func() { close(block) })
@@ -304,7 +304,7 @@ func TestHookTimeoutAndFailurePolicies(t *testing.T) {
 }
 
 func TestAskIsDeniedUntilApprovalsExist(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	chain := interceptors.NewChain()
 	register(t, chain, interceptors.Registration{Plugin: "human", Stage: events.StageToolBefore, Tools: "calculator"},
 		func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
@@ -324,7 +324,7 @@ func TestAskIsDeniedUntilApprovalsExist(t *testing.T) {
 }
 
 func TestPerRunHooksEndWithTheRun(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	chain := interceptors.NewChain()
 	eng := newEngine(t, b, loop.Config{Hooks: chain})
 	child := chain.Child()
@@ -346,7 +346,7 @@ func TestPerRunHooksEndWithTheRun(t *testing.T) {
 }
 
 func TestNoHooksNoAuditEvents(t *testing.T) {
-	b := bustest.StartBus(t)
+	b := looptest.New()
 	eng := newEngine(t, b, loop.Config{Hooks: interceptors.NewChain()})
 	if _, err := eng.Run(ctxT(t), &events.RunRequest{AgentID: "demo", SessionID: "s1", Prompt: "go"}); err != nil {
 		t.Fatal(err)

@@ -2,8 +2,6 @@ package loop
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
@@ -12,9 +10,11 @@ import (
 // Interception is the hook chain as the engine uses it.
 // *interceptors.Chain implements it.
 type Interception interface {
-	// Has reports whether any interceptor matches; when none does the
-	// engine skips the chain entirely (no round trip, no allocation).
-	Has(stage events.Stage, tool, agent string) bool
+	// Matches counts the interceptors that match an event of stage (tool,
+	// agent); when none does the engine skips the chain entirely (no round
+	// trip, no allocation).
+	Matches(stage events.Stage, tool, agent string) int
+	// Run calls them and returns what they decided. It does not modify ev.
 	Run(ctx context.Context, ev *events.Event) (*interceptors.Outcome, error)
 }
 
@@ -28,7 +28,8 @@ func WithHooks(h Interception) RunOption {
 	return func(r *run) { r.hooks = h }
 }
 
-// verdict is what the hooks decided on one event, in the engine's terms.
+// verdict is the engine's reading of an interceptors.Outcome: what the
+// hooks decided on one event, in the terms a stage acts on.
 type verdict struct {
 	kind    interceptors.Kind
 	reason  string
@@ -37,53 +38,37 @@ type verdict struct {
 	mock    *events.ToolResult
 }
 
+var allowed = verdict{kind: interceptors.Allow}
+
 // approvalRequired is the reason an ask becomes a deny until approvals exist.
 const approvalRequired = "approval required"
 
-// intercept asks the hooks registered on ev's stage, publishes one
-// hook.decided or hook.failed per interceptor called, and leaves the payload
-// as they left it in ev.Data. With no matching hook it costs nothing.
-func (r *run) intercept(ctx context.Context, ev *events.Event) (verdict, error) {
-	h := r.hooks
-	if h == nil || !h.Has(ev.Stage, ev.Subject, r.req.AgentID) {
-		return verdict{kind: interceptors.Allow}, nil
+// endOf is the end of the run a verdict puts on a stage that ends on deny
+// or stop; nil for any other.
+func endOf(v verdict) *errEnd {
+	switch v.kind {
+	case interceptors.Deny:
+		return &errEnd{events.ReasonDenied, v.describe()}
+	case interceptors.Stop:
+		return &errEnd{events.ReasonStopped, v.describe()}
 	}
-	out, err := h.Run(ctx, ev)
-	if err != nil {
-		return verdict{}, fmt.Errorf("loop: hooks on %s: %w", ev.Stage, err)
+	return nil
+}
+
+// describe says why, naming the plugin.
+func (v verdict) describe() string {
+	s := v.reason
+	if s == "" {
+		s = string(v.kind)
 	}
-	for i := range out.Records {
-		st, p := out.Records[i].Audit()
-		if _, err := r.emit(ctx, st, p, out.Records[i].Plugin, false); err != nil {
-			return verdict{}, err
-		}
+	if v.plugin != "" {
+		s = v.plugin + ": " + s
 	}
-	ev.Data = out.Data
-	v := verdict{
-		kind: out.Decision, reason: out.Reason, plugin: out.Plugin,
-		context: strings.Join(out.Context, "\n"), mock: out.Mock,
-	}
-	if v.kind == interceptors.Ask {
-		// Approvals are not wired to a human yet: an ask is a deny, and the
-		// audit says so.
-		var call events.ToolCall
-		if ev.Stage == events.StageToolBefore {
-			var tb events.ToolBefore
-			if err := ev.DecodeData(&tb); err == nil {
-				call = tb.Call
-			}
-		}
-		if _, err := r.emit(ctx, events.StageApprovalRequested, events.ApprovalRequested{Call: call, Plugin: v.plugin, Reason: v.reason}, ev.Subject, false); err != nil {
-			return verdict{}, err
-		}
-		if _, err := r.emit(ctx, events.StageApprovalResolved, events.ApprovalResolved{
-			CallID: call.ID, Approved: false, By: "hookbus",
-			Reason: approvalRequired + ": no approver is configured, so ask is treated as deny",
-		}, ev.Subject, false); err != nil {
-			return verdict{}, err
-		}
-		v.kind = interceptors.Deny
-		v.reason = approvalRequired + " (" + v.reason + ")"
-	}
-	return v, nil
+	return s
+}
+
+// describeDecided describes a recorded hook decision as describe does a
+// live one.
+func describeDecided(d *events.HookDecided) string {
+	return verdict{kind: interceptors.Kind(d.Decision), reason: d.Reason, plugin: d.Plugin}.describe()
 }

@@ -37,9 +37,10 @@ func (w *Worker) Handle(ctx context.Context, req *events.RunRequest) error {
 		w.log.Info("run ended", "run", res.RunID, "agent", res.AgentID, "session", res.SessionID, "reason", res.Reason, "steps", res.Steps)
 		return nil
 	case errors.Is(err, ErrLostRun):
-		// Another worker holds the run now and will end it.
+		// Another worker holds the run now and will end it: its request is
+		// that worker's to acknowledge (the error is a bus.Abandoner).
 		w.log.Warn("run taken over by another worker", "run", req.RunID, "err", err)
-		return nil
+		return err
 	case errors.Is(err, ErrInvalidRequest):
 		w.log.Warn("dropping an invalid run request", "run", req.RunID, "err", err)
 		return nil
@@ -47,7 +48,7 @@ func (w *Worker) Handle(ctx context.Context, req *events.RunRequest) error {
 		w.log.Warn("run failed", "run", res.RunID, "err", err)
 		return nil
 	default:
-		w.log.Warn("run interrupted, it will be retried", "run", req.RunID, "err", err)
+		w.log.Warn("run not ended, it will be retried", "run", req.RunID, "err", err)
 		return err
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"sync"
 
-	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
@@ -49,7 +48,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	defer c.Close()
 	var em loop.Emitter = c.Bus
 	if *trace {
-		em = &tracer{Bus: c.Bus, w: stderr}
+		em = &tracer{Emitter: c.Bus, w: stderr}
 	}
 	hooks, stopHooks, err := syncHooks(ctx, c.Bus, log)
 	if err != nil {
@@ -80,15 +79,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	return exitOK, nil
 }
 
-// tracer prints every event as it is published. It wraps the bus whole, so
-// the engine still finds its Fencer (the session fence) through it.
+// tracer prints every event as it is appended.
 type tracer struct {
-	*bus.Bus
+	loop.Emitter
 	mu sync.Mutex
 	w  io.Writer
 }
-
-var _ loop.Fencer = (*tracer)(nil)
 
 func (t *tracer) print(e *events.Event) {
 	t.mu.Lock()
@@ -96,22 +92,17 @@ func (t *tracer) print(e *events.Event) {
 	_ = cli.PrintTimeline(t.w, e)
 }
 
-func (t *tracer) Publish(ctx context.Context, e *events.Event) error {
+func (t *tracer) Append(ctx context.Context, e *events.Event, claim uint64) error {
 	t.print(e)
-	return t.Bus.Publish(ctx, e)
+	return t.Emitter.Append(ctx, e, claim)
 }
 
-func (t *tracer) PublishSync(ctx context.Context, e *events.Event) error {
+func (t *tracer) AppendSync(ctx context.Context, e *events.Event, claim uint64) error {
 	t.print(e)
-	return t.Bus.PublishSync(ctx, e)
+	return t.Emitter.AppendSync(ctx, e, claim)
 }
 
-func (t *tracer) Claim(ctx context.Context, e *events.Event) (bus.Fence, error) {
+func (t *tracer) Claim(ctx context.Context, e *events.Event, last uint64) (uint64, error) {
 	t.print(e)
-	return t.Bus.Claim(ctx, e)
-}
-
-func (t *tracer) PublishFenced(ctx context.Context, e *events.Event, f *bus.Fence) error {
-	t.print(e)
-	return t.Bus.PublishFenced(ctx, e, f)
+	return t.Emitter.Claim(ctx, e, last)
 }

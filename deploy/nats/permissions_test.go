@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
@@ -105,10 +107,10 @@ func TestAnonymousAndWrongPasswordRefused(t *testing.T) {
 // its connection.
 func TestPluginServesItsOwnStage(t *testing.T) {
 	f := startSingle(t)
-	pii, _ := f.connect(t, "plugin-pii")
+	pii, piiErrs := f.connect(t, "plugin-pii")
 	loop, _ := f.connect(t, "loop")
 	serve(t, pii, "plugin-pii", "tool.before", "tool.after", "stop")
-	noErrors(t, pii)
+	discoveryRefused(t, piiErrs)
 
 	for _, subj := range []string{
 		"hookbus.hook.tool.before.plugin-pii",
@@ -136,8 +138,74 @@ func TestPluginServesItsOwnStage(t *testing.T) {
 			t.Errorf("endpoint %s queue group %q", e.Name, e.QueueGroup)
 		}
 	}
-	noErrors(t, pii)
+	select {
+	case err := <-piiErrs:
+		t.Fatalf("plugin-pii: unexpected server error: %v", err)
+	default:
+	}
 	noErrors(t, loop)
+}
+
+// discoveryRefused takes the refusals of a plugin's subscriptions to the
+// unnamed $SRV.PING, $SRV.INFO and $SRV.STATS (micro subscribes to them;
+// deploy/nats lets a plugin answer only its own $SRV subjects), and fails
+// on any other error.
+func discoveryRefused(t *testing.T, errs asyncErrors) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, verb := range []string{"PING", "INFO", "STATS"} {
+		want[fmt.Sprintf("Permissions Violation for Subscription to %q", "$SRV."+verb)] = true
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for len(want) > 0 {
+		select {
+		case err := <-errs:
+			found := false
+			for w := range want {
+				if strings.Contains(err.Error(), w) {
+					delete(want, w)
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("unexpected server error: %v", err)
+			}
+		case <-timer.C:
+			t.Fatalf("discovery refusals not seen within %v: %v", wait, want)
+		}
+	}
+}
+
+// A plugin may answer only its own $SRV subjects: plugin-pii cannot
+// subscribe to plugin-policy's, so it cannot forge plugin-policy's service
+// description; plugin-policy's own answers reach the loop.
+func TestPluginCannotAnswerAnotherPluginsDiscovery(t *testing.T) {
+	f := startSingle(t)
+	pii, piiErrs := f.connect(t, "plugin-pii")
+	policy, _ := f.connect(t, "plugin-policy")
+	loop, _ := f.connect(t, "loop")
+	for _, subj := range []string{"$SRV.INFO.plugin-policy", "$SRV.PING.plugin-policy", "$SRV.STATS.plugin-policy", "$SRV.INFO"} {
+		if _, err := pii.Subscribe(subj, func(m *nats.Msg) { _ = m.Respond([]byte(`{"name":"plugin-policy","forged":true}`)) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := pii.FlushTimeout(wait); err != nil {
+			t.Fatal(err)
+		}
+		piiErrs.wantViolation(t, "Subscription to", subj)
+	}
+	serve(t, policy, "plugin-policy", "tool.before")
+	if err := policy.FlushTimeout(wait); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := loop.Request("$SRV.INFO.plugin-policy", nil, wait)
+	if err != nil {
+		t.Fatalf("$SRV.INFO.plugin-policy as loop: %v", err)
+	}
+	var info micro.Info
+	if err := json.Unmarshal(msg.Data, &info); err != nil || info.Name != "plugin-policy" || len(info.Endpoints) != 1 {
+		t.Fatalf("plugin-policy's info = %s (%v)", msg.Data, err)
+	}
 }
 
 // TestUnprivilegedPluginCannotTakePrivilegedStage: the server refuses the
@@ -233,10 +301,10 @@ func TestWildcardSubscriptionDropsPrivilegedStages(t *testing.T) {
 // may serve context.assembled and model.responded (and ordinary stages).
 func TestPrivilegedPluginServesPrivilegedStages(t *testing.T) {
 	f := startSingle(t)
-	policy, _ := f.connect(t, "plugin-policy")
+	policy, policyErrs := f.connect(t, "plugin-policy")
 	loop, _ := f.connect(t, "loop")
 	serve(t, policy, "plugin-policy", "context.assembled", "model.responded", "tool.before", "intake")
-	noErrors(t, policy)
+	discoveryRefused(t, policyErrs)
 	for _, subj := range []string{
 		"hookbus.hook.context.assembled.plugin-policy",
 		"hookbus.hook.model.responded.plugin-policy",
@@ -247,7 +315,11 @@ func TestPrivilegedPluginServesPrivilegedStages(t *testing.T) {
 			t.Errorf("%s answered by %q", subj, got)
 		}
 	}
-	noErrors(t, policy)
+	select {
+	case err := <-policyErrs:
+		t.Fatalf("plugin-policy: unexpected server error: %v", err)
+	default:
+	}
 }
 
 // TestPluginPublishesOnlyReplies: a plugin may not publish events or run

@@ -28,6 +28,9 @@ type ConnFlags struct {
 	Listen   string
 	Prefix   string
 	Replicas int
+	// Outage is how long publishes wait out NATS being away (loop
+	// commands; 0: the bus' default).
+	Outage time.Duration
 	// Embeds is set for commands that may start an embedded server.
 	Embeds bool
 	// DefaultURL is used by commands that cannot embed and got no --nats.
@@ -40,6 +43,7 @@ func (c *ConnFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Store, "store", "", "store directory of an embedded server (default "+DefaultStore+" when no --nats)")
 	if c.Embeds {
 		fs.StringVar(&c.Listen, "listen", DefaultListen, "address the embedded server listens on for other processes (\"none\": in-process only)")
+		fs.DurationVar(&c.Outage, "outage", bus.DefaultOutageWait, "how long to wait out NATS being away before a run's attempt stops (its request goes back to the queue; the run is not failed)")
 	}
 	fs.StringVar(&c.Prefix, "prefix", events.DefaultPrefix, "subject prefix")
 	fs.IntVar(&c.Replicas, "replicas", 1, "stream and bucket replicas when provisioning (3 on a cluster)")
@@ -92,6 +96,9 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 		return nil, fmt.Errorf("%w: give --nats or --store, not both", ErrUsage)
 	}
 	opts := []bus.Option{bus.WithPrefix(c.Prefix), bus.WithLogger(logger), bus.WithReplicas(c.Replicas)}
+	if c.Outage > 0 {
+		opts = append(opts, bus.WithPublishRetry(bus.DefaultAckTimeout, c.Outage))
+	}
 	url := c.NATS
 	store := c.Store
 	if url == "" && store == "" {

@@ -273,8 +273,8 @@ func threeStepScript(delay time.Duration) *scripted.Script {
 }
 
 // faultEmitter does a test's damage at one exact point of a run: at the
-// first event the loop publishes that matches at, fault runs while that
-// event's publish is in flight (a write-ahead publish waits for its ack
+// first event the loop appends that matches at, fault runs while that
+// event's append is in flight (a write-ahead append waits for its ack
 // meanwhile; an asynchronous one is queued on the connection). It keeps
 // the last event the loop published.
 type faultEmitter struct {
@@ -290,23 +290,41 @@ func (f *faultEmitter) hit(e *events.Event) bool {
 	return f.at(e) && f.fired.CompareAndSwap(false, true)
 }
 
-func (f *faultEmitter) Publish(ctx context.Context, e *events.Event) error {
+func (f *faultEmitter) Append(ctx context.Context, e *events.Event, claim uint64) error {
 	if !f.hit(e) {
-		return f.Emitter.Publish(ctx, e)
+		return f.Emitter.Append(ctx, e, claim)
 	}
-	err := f.Emitter.Publish(ctx, e)
+	err := f.Emitter.Append(ctx, e, claim)
 	f.fault()
 	return err
 }
 
-func (f *faultEmitter) PublishSync(ctx context.Context, e *events.Event) error {
+func (f *faultEmitter) AppendSync(ctx context.Context, e *events.Event, claim uint64) error {
 	if !f.hit(e) {
-		return f.Emitter.PublishSync(ctx, e)
+		return f.Emitter.AppendSync(ctx, e, claim)
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- f.Emitter.PublishSync(ctx, e) }()
+	go func() { errc <- f.Emitter.AppendSync(ctx, e, claim) }()
 	f.fault()
 	return <-errc
+}
+
+func (f *faultEmitter) Claim(ctx context.Context, e *events.Event, last uint64) (uint64, error) {
+	if !f.hit(e) {
+		return f.Emitter.Claim(ctx, e, last)
+	}
+	type res struct {
+		claim uint64
+		err   error
+	}
+	c := make(chan res, 1)
+	go func() {
+		claim, err := f.Emitter.Claim(ctx, e, last)
+		c <- res{claim, err}
+	}()
+	f.fault()
+	r := <-c
+	return r.claim, r.err
 }
 
 // toolCall matches the tool.before or tool.after of one call.

@@ -30,11 +30,13 @@ var loadScript = &scripted.Script{Name: "load", Replies: []scripted.Reply{
 
 // Events of one run of loadScript with the three interceptors: intake,
 // run.started, 2 × (hook.decided, step.started, context.assembled,
-// model.responded), hook.decided, tool.before, tool.after, hook.decided,
-// step.completed (step 1 only), step.completed, stop, run.completed.
+// model.responded), hook.decided, tool.before, tool.result (the raw
+// result, recorded before the tool.after interceptor runs), hook.decided,
+// tool.after, step.completed (step 1 only), step.completed, stop,
+// run.completed.
 const (
 	loadDecidedPerRun = 4 // step.started twice, tool.before, tool.after
-	loadEventsPerRun  = 14 + loadDecidedPerRun
+	loadEventsPerRun  = 15 + loadDecidedPerRun
 )
 
 // latencies collects observed event latencies.

@@ -69,12 +69,13 @@ func TestRestartServerMidRun(t *testing.T) {
 		done <- outcome{res, err}
 	}()
 
-	// While the server is down the loop gets as far as step 2's write-ahead
-	// tool.before, and waits there for its ack.
+	// While the server is down the loop gets as far as step 2's model reply
+	// (appended asynchronously), and waits before the write-ahead
+	// tool.before until everything before it is stored.
 	waitFor(t, 60*time.Second, func() bool {
 		e := em.last.Load()
-		return e != nil && toolCall(events.StageToolBefore, "call_2_1")(e)
-	}, "the loop to reach step 2's tool.before with the server down")
+		return e != nil && e.Stage == events.StageModelResponded && e.Step == 2
+	}, "the loop to reach step 2's model reply with the server down")
 	srv = startServer()
 	restarted := time.Now()
 	var out outcome

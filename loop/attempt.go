@@ -1,0 +1,327 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hookbus/hookbus/events"
+)
+
+// run is one execution of a run request: one attempt after another until
+// one gets to claim the session.
+type run struct {
+	eng      *Engine
+	req      *events.RunRequest
+	maxSteps int
+	hooks    Interception
+	budget   events.Budget
+
+	// The attempt's state.
+	claim     uint64 // before the claim: the session's last claim as read; after: the attempt's
+	claimed   bool
+	seq       uint64
+	step      int
+	events    int
+	usage     events.Usage
+	continues int
+	messages  []events.Message
+	answer    string
+	resumed   bool
+}
+
+// errEnd carries an early end of the run (denied, stopped) up the stack.
+type errEnd struct{ reason, detail string }
+
+func (e *errEnd) Error() string { return e.reason + ": " + e.detail }
+
+// maxStaleReads bounds how often an attempt reads the session again because
+// another attempt claimed it between its read and its claim.
+const maxStaleReads = 3
+
+func (r *run) execute(ctx context.Context) (*Result, error) {
+	for tries := 0; ; tries++ {
+		res, err := r.attempt(ctx)
+		var lost Claimed
+		if err == nil || !errors.As(err, &lost) {
+			return res, err
+		}
+		if !r.claimed && tries < maxStaleReads {
+			// Another attempt claimed the session after this one read it:
+			// read it again (nothing of this attempt was stored).
+			r.eng.cfg.Logger.Debug("loop: session claimed since it was read; reading it again", "run", r.req.RunID, "by", lost.ClaimedBy().RunID)
+			r.reset()
+			continue
+		}
+		return r.lost(ctx, err, lost.ClaimedBy())
+	}
+}
+
+func (r *run) reset() {
+	r.claim, r.claimed, r.seq, r.step, r.events = 0, false, 0, 0, 0
+	r.usage, r.continues, r.messages, r.answer, r.resumed = events.Usage{}, 0, nil, "", false
+}
+
+// lost ends an attempt whose session another attempt claimed: nothing of
+// it is stored any more. If the claim is another attempt of this run, that
+// attempt carries the run on (ErrLostRun); if it is another run's, this
+// run's end is recorded (run.failed, appended on that claim: it starts
+// nothing) so nobody waits for it.
+func (r *run) lost(ctx context.Context, cause error, by *events.Event) (*Result, error) {
+	res := &Result{
+		RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID,
+		Reason: ReasonFailed, Detail: cause.Error(), Steps: r.step, Usage: r.usage, Events: r.events, Resumed: r.resumed,
+	}
+	if by.RunID == r.req.RunID {
+		r.eng.cfg.Logger.Warn("loop: run taken over by another attempt", "run", r.req.RunID, "err", cause)
+		return res, fmt.Errorf("%w: %w", ErrLostRun, cause)
+	}
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	why := fmt.Sprintf("session %s/%s taken over by run %s (one writer per session)", r.req.AgentID, r.req.SessionID, by.RunID)
+	r.claim = by.Stored
+	_ = r.eng.cfg.Emitter.Flush(c, r.req.RunID) // the refused appends' failures
+	if err := r.emitSync(c, events.StageRunFailed, events.RunFailed{Error: why, Steps: r.step}, ""); err != nil {
+		return res, errors.Join(cause, err)
+	}
+	res.Detail, res.Events, res.Ended = why, r.events, true
+	return res, fmt.Errorf("loop: %s: %w", why, cause)
+}
+
+// attempt reads the session and runs the request from where its events say
+// it is.
+func (r *run) attempt(ctx context.Context) (*Result, error) {
+	sess, st, err := r.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if st.terminal != nil {
+		return resultOf(r.req, st.terminal, st.events), nil
+	}
+	r.messages, r.claim = sess.Messages, sess.lastClaim
+	if !st.found {
+		st = nil
+	}
+	res, err := r.body(ctx, st)
+	if err == nil {
+		return res, nil
+	}
+	var end *errEnd
+	switch {
+	case errors.As(err, &end):
+		return r.finish(ctx, end.reason, end.detail)
+	case errors.Is(err, ErrUnrecorded):
+		// The record cannot be written (NATS away longer than the Emitter
+		// waits, or another attempt claimed the session): the run is not
+		// ended; it resumes from its events when run again.
+		return nil, err
+	case ctx.Err() != nil:
+		// The caller gave up: record it, on a context that still works.
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		return r.finish(c, events.ReasonInterrupted, ctx.Err().Error())
+	}
+	return r.fail(ctx, err)
+}
+
+// read reads and folds the session.
+func (r *run) read(ctx context.Context) (*Session, *runState, error) {
+	evs, err := r.eng.cfg.History.SessionEvents(ctx, r.req.AgentID, r.req.SessionID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, err)
+	}
+	sess, st, err := rebuild(evs, r.req.RunID)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, err := range sess.Skipped {
+		r.eng.cfg.Logger.Warn("loop: session event skipped", "agent", r.req.AgentID, "session", r.req.SessionID, "err", err)
+	}
+	return sess, st, nil
+}
+
+// body runs the run from where its events say it is (st nil: from the start).
+func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
+	prompt := r.req.Prompt
+	if st != nil {
+		r.resumed = true
+		r.restore(st)
+		if st.intake != nil {
+			prompt = st.intake.Prompt
+		}
+	}
+	if st == nil || st.intake == nil {
+		in, v, err := intercepted(ctx, r, stage{stage: events.StageIntake},
+			events.Intake{Prompt: prompt, Metadata: r.req.Metadata}, nil)
+		if err != nil {
+			return nil, err
+		}
+		prompt = in.Prompt
+		if end := endOf(v); end != nil {
+			end.reason = events.ReasonRejected
+			return nil, end
+		}
+	}
+	history := len(r.messages)
+	if st == nil || !st.started {
+		r.messages = append(r.messages, events.Message{Role: events.RoleUser, Content: prompt})
+	} else {
+		history = st.history
+	}
+	// Every attempt starts with run.started, its claim on the session: a
+	// resumed one says so, and the record shows where a worker took the
+	// run over.
+	if err := r.claimSession(ctx, events.RunStarted{
+		Prompt: prompt, HistoryMessages: history, Resumed: r.resumed, MaxSteps: r.maxSteps,
+	}); err != nil {
+		return nil, err
+	}
+	if r.resumed {
+		// Read the record again now that nothing of an earlier attempt can
+		// be stored any more: an event stored after this attempt first read
+		// it is part of the record (or superseded by this run.started).
+		sess, again, err := r.read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		st = again
+		r.messages = sess.Messages
+		r.restore(st)
+	}
+	if st != nil {
+		if res, err, done := r.resume(ctx, st); done {
+			return res, err
+		}
+	}
+	return r.steps(ctx)
+}
+
+// restore takes the counters of the run's record.
+func (r *run) restore(st *runState) {
+	r.seq, r.usage, r.continues, r.events = st.lastSeq, st.usage, st.continues, st.events
+	r.step = st.stepDone
+}
+
+// claimSession appends the attempt's run.started on the session's last
+// claim as read, after every earlier event of the attempt (its intake), and
+// takes it as the attempt's claim.
+func (r *run) claimSession(ctx context.Context, p events.RunStarted) error {
+	ev, err := r.event(events.StageRunStarted, p, "")
+	if err != nil {
+		return err
+	}
+	em := r.eng.cfg.Emitter
+	if err := em.Flush(ctx, r.req.RunID); err != nil {
+		return fmt.Errorf("%w: intake of run %s: %w", ErrUnrecorded, r.req.RunID, err)
+	}
+	r.seq++
+	ev.Seq = r.seq
+	claim, err := em.Claim(ctx, ev, r.claim)
+	if err != nil {
+		return fmt.Errorf("%w: claim session %s/%s for run %s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, r.req.RunID, err)
+	}
+	r.claim, r.claimed = claim, true
+	r.events++
+	return nil
+}
+
+// resume carries on a run whose record says where it was; done is false
+// when only its next steps are left.
+func (r *run) resume(ctx context.Context, st *runState) (res *Result, err error, done bool) {
+	if st.answered() {
+		// The last step's reply is the answer; only the run's end is
+		// missing. End it without asking the model again.
+		r.answer = st.responded.Message.Content
+		if st.stopStep != st.stepDone {
+			res, err := r.stop(ctx)
+			if err != nil || res != nil {
+				return res, err, true
+			}
+			return nil, nil, false // a stop hook continued it
+		}
+		if st.stopHook != nil { // a stop hook ended it
+			return nil, &errEnd{events.ReasonStopped, describeDecided(st.stopHook)}, true
+		}
+		res, err := r.finish(ctx, events.ReasonDone, "")
+		return res, err, true
+	}
+	pending := st.pending()
+	if pending == nil {
+		return nil, nil, false
+	}
+	r.step = st.respStep
+	if st.respEnd != nil {
+		// A hook ended the run on this reply before the worker stopped: its
+		// tool calls never run.
+		return nil, st.respEnd, true
+	}
+	r.answer = pending.Message.Content
+	for _, c := range pending.Message.ToolCalls {
+		cs := st.calls[c.ID]
+		switch {
+		case cs != nil && cs.after:
+			continue
+		case cs != nil && cs.before != nil:
+			err = r.resumeCall(ctx, st, cs)
+		default:
+			err = r.callTool(ctx, c)
+		}
+		if err != nil {
+			return nil, err, true
+		}
+	}
+	res, err = r.endStep(ctx, len(pending.Message.ToolCalls), pending.Usage)
+	if err != nil || res != nil {
+		return res, err, true
+	}
+	return nil, nil, false
+}
+
+// finish ends the run with run.completed, appended after every earlier
+// event of the run is stored.
+func (r *run) finish(ctx context.Context, reason, detail string) (*Result, error) {
+	rc := events.RunCompleted{Reason: reason, Answer: r.answer, Detail: detail, Steps: r.step, Usage: r.usage, Events: r.events}
+	if reason != events.ReasonDone && reason != events.ReasonMaxSteps {
+		rc.Answer = ""
+	}
+	if err := r.emitSync(ctx, events.StageRunCompleted, rc, ""); err != nil {
+		return nil, err
+	}
+	return &Result{
+		RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID,
+		Reason: reason, Detail: detail, Answer: rc.Answer, Steps: r.step, Usage: r.usage,
+		Events: r.events, Resumed: r.resumed, Ended: true,
+	}, nil
+}
+
+// fail ends the run with run.failed (its own failure, not the record's)
+// and returns cause.
+func (r *run) fail(ctx context.Context, cause error) (*Result, error) {
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	res := &Result{
+		RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID,
+		Reason: ReasonFailed, Detail: cause.Error(), Steps: r.step, Usage: r.usage, Resumed: r.resumed,
+	}
+	if err := r.emitSync(c, events.StageRunFailed, events.RunFailed{Error: cause.Error(), Steps: r.step}, ""); err != nil {
+		return res, errors.Join(cause, err)
+	}
+	res.Events, res.Ended = r.events, true
+	return res, cause
+}
+
+// resultOf reads the result of a run that already ended.
+func resultOf(req *events.RunRequest, term *events.Event, n int) *Result {
+	res := &Result{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Events: n, Steps: term.Step, Ended: true}
+	if term.Stage == events.StageRunFailed {
+		var p events.RunFailed
+		_ = term.DecodeData(&p)
+		res.Reason, res.Detail, res.Steps = ReasonFailed, p.Error, p.Steps
+		return res
+	}
+	var p events.RunCompleted
+	_ = term.DecodeData(&p)
+	res.Reason, res.Detail, res.Answer, res.Steps, res.Usage = p.Reason, p.Detail, p.Answer, p.Steps, p.Usage
+	return res
+}

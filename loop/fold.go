@@ -1,0 +1,142 @@
+package loop
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
+)
+
+// A session's record is folded in two: foldSession turns the session's
+// events into its conversation (session.go), foldRun turns one run's
+// events into where that run is (runstate.go). Both read the effective
+// record (effective): each run's events in seq order, without the events
+// of an attempt that a later attempt superseded.
+
+// effective returns the events a reader folds, in order: each run's events
+// in seq order (after a fault a publish sent again may be stored after
+// later events of its run), the runs in the order their first events were
+// stored, and without superseded events. A run's second and later
+// run.started (an attempt that resumed it) with seq N supersedes every
+// event of the run stored before it with seq N or more: those were written
+// by an earlier attempt after the resuming attempt read the record, so it
+// never saw them (nothing of the earlier attempt can be stored after the
+// new claim: appends are fenced). Events already in that order, with no
+// superseded event (the rule), are returned as they are.
+func effective(evs []*events.Event) []*events.Event {
+	superseded := supersededBy(evs)
+	last := map[string]uint64{}
+	ordered := len(superseded) == 0
+	for _, e := range evs {
+		if !ordered {
+			break
+		}
+		if e.Seq < last[e.RunID] {
+			ordered = false
+		}
+		last[e.RunID] = e.Seq
+	}
+	if ordered {
+		return evs
+	}
+	first := map[string]int{}
+	out := make([]*events.Event, 0, len(evs))
+	for i, e := range evs {
+		if superseded[i] {
+			continue
+		}
+		if _, ok := first[e.RunID]; !ok {
+			first[e.RunID] = i
+		}
+		out = append(out, e)
+	}
+	slices.SortStableFunc(out, func(a, b *events.Event) int {
+		return cmp.Or(cmp.Compare(first[a.RunID], first[b.RunID]), cmp.Compare(a.Seq, b.Seq))
+	})
+	return out
+}
+
+// supersededBy marks, by index, the events a later attempt of their run
+// superseded (see effective); nil when none is.
+func supersededBy(evs []*events.Event) map[int]bool {
+	var out map[int]bool
+	started := map[string]bool{}
+	for i, e := range evs {
+		if e.Stage != events.StageRunStarted {
+			continue
+		}
+		if !started[e.RunID] {
+			started[e.RunID] = true
+			continue
+		}
+		for j := 0; j < i; j++ {
+			if o := evs[j]; o.RunID == e.RunID && o.Seq >= e.Seq {
+				if out == nil {
+					out = map[int]bool{}
+				}
+				out[j] = true
+			}
+		}
+	}
+	return out
+}
+
+// decisions holds the hook decisions that ended a chain, by the id of the
+// event decided on (hook.decided and hook.failed carry it).
+type decisions map[string]*events.HookDecided
+
+// add records e when it is a decision that ended a chain (deny, stop, mock,
+// ask, continue), or a failure that denied the event (policy fail).
+func (d decisions) add(e *events.Event) {
+	switch e.Stage {
+	case events.StageHookDecided:
+		var p events.HookDecided // audit only: one that does not decode ends nothing
+		if e.DecodeData(&p) != nil || p.EventID == "" {
+			return
+		}
+		switch interceptors.Kind(p.Decision) {
+		case interceptors.Deny, interceptors.Stop, interceptors.Mock, interceptors.Ask:
+			d[p.EventID] = &p
+		}
+	case events.StageHookFailed:
+		var p events.HookFailed
+		if e.DecodeData(&p) != nil || p.EventID == "" || p.Outcome != interceptors.FailedClosed {
+			return
+		}
+		kind := interceptors.Deny
+		if p.Stage == events.StageStepStarted || p.Stage == events.StageToolAfter || p.Stage == events.StageStop {
+			kind = interceptors.Stop
+		}
+		d[p.EventID] = &events.HookDecided{Plugin: p.Plugin, Stage: p.Stage, Decision: string(kind),
+			Reason: p.Kind + " (policy fail)", EventID: p.EventID}
+	}
+}
+
+// ended returns the end a recorded decision put to the run (deny, stop),
+// or nil.
+func (d decisions) ended(eventID string) *errEnd {
+	p := d[eventID]
+	if p == nil {
+		return nil
+	}
+	return endOf(verdict{kind: interceptors.Kind(p.Decision), reason: p.Reason, plugin: p.Plugin})
+}
+
+// decodeEvent decodes e's data into v. An event of the run being resumed
+// (mine) that does not decode is an error: the run cannot go on from a
+// record it cannot read. Any other is skipped: decodeEvent returns false
+// and lists it in s.Skipped.
+func (s *Session) decodeEvent(e *events.Event, mine bool, v any) (bool, error) {
+	err := e.DecodeData(v)
+	if err == nil {
+		return true, nil
+	}
+	err = fmt.Errorf("%w: %v", ErrCorruptSession, err)
+	if mine {
+		return false, err
+	}
+	s.Skipped = append(s.Skipped, err)
+	return false, nil
+}

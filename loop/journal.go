@@ -1,0 +1,47 @@
+package loop
+
+import (
+	"context"
+
+	"github.com/hookbus/hookbus/events"
+)
+
+// Emitter appends a run's events to the record of its session. *bus.Bus
+// implements it.
+//
+// Every append is fenced (one writer per session): it is stored only while
+// the session's last run.started is the one at stream sequence claim (0:
+// while the session has none). Each attempt of a run claims the session
+// with its run.started (Claim, on condition that the session's last claim
+// is still the one the attempt read), and appends everything else on its
+// own claim, so once another attempt has claimed the session nothing the
+// old attempt sends is stored. A refused append or claim returns (or, for
+// Append, Flush returns) an error for which errors.As finds a Claimed
+// naming the run.started that claimed the session since.
+type Emitter interface {
+	// Append appends e asynchronously; failures surface at Flush.
+	Append(ctx context.Context, e *events.Event, claim uint64) error
+	// AppendSync returns once e is stored.
+	AppendSync(ctx context.Context, e *events.Event, claim uint64) error
+	// Claim appends e, the attempt's run.started, on condition that the
+	// session's last claim is last, and returns e's stream sequence: the
+	// attempt's claim.
+	Claim(ctx context.Context, e *events.Event, last uint64) (claim uint64, err error)
+	// Flush returns once every earlier append of the run is stored, or
+	// with the first failure since the previous Flush.
+	Flush(ctx context.Context, runID string) error
+}
+
+// History reads a session's events back, in stream order, each with its
+// stream sequence (events.Event.Stored). *bus.Bus implements it.
+type History interface {
+	SessionEvents(ctx context.Context, agent, session string) ([]*events.Event, error)
+}
+
+// Claimed is the error of an append or claim refused because another
+// attempt claimed the session (*bus.FencedError is one): ClaimedBy is that
+// attempt's run.started, its Stored field the claim.
+type Claimed interface {
+	error
+	ClaimedBy() *events.Event
+}

@@ -1,0 +1,172 @@
+package loop
+
+import (
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
+)
+
+// runState is what the events of one run id say about it, so an
+// interrupted run resumes where it was.
+type runState struct {
+	found    bool
+	terminal *events.Event
+	lastSeq  uint64
+	events   int
+	intake   *events.Intake
+	started  bool
+	history  int // messages of the session before the run's prompt
+	step     int // last step started
+	stepDone int // last step completed
+	usage    events.Usage
+
+	responded *events.ModelResponded // the last model reply
+	respStep  int
+	respEnd   *errEnd // a hook ended the run on that reply: its calls never run
+
+	calls map[string]*callState // tool calls by id
+
+	continues int
+	stopStep  int                 // step of the last stop that ended the run (no continue)
+	contStep  int                 // step of the last stop a hook continued
+	stopHook  *events.HookDecided // the last stop hook that decided stop
+
+	ends decisions
+}
+
+// callState is what the record says of one tool call.
+type callState struct {
+	before   *events.ToolBefore // tool.before as it took effect
+	beforeID string             // its event id (the decisions name it)
+	result   *events.ToolResult // tool.result: the raw result, recorded before tool.after hooks ran
+	after    bool               // tool.after is recorded: the call is done
+}
+
+func (rs *runState) call(id string) *callState {
+	c := rs.calls[id]
+	if c == nil {
+		c = &callState{}
+		rs.calls[id] = c
+	}
+	return c
+}
+
+// answered reports whether the run's last completed step gave the answer
+// (a reply without tool calls that no stop hook continued): only the run's
+// end is missing.
+func (rs *runState) answered() bool {
+	return rs.responded != nil && rs.stepDone > 0 && rs.respStep == rs.stepDone &&
+		len(rs.responded.Message.ToolCalls) == 0 && rs.contStep != rs.stepDone
+}
+
+// pending returns the reply whose step is not completed yet (its tool calls
+// are under way), or nil.
+func (rs *runState) pending() *events.ModelResponded {
+	if rs.responded != nil && rs.respStep > rs.stepDone {
+		return rs.responded
+	}
+	return nil
+}
+
+// foldRun folds the effective events of a session into the state of run
+// runID. An event of the run that does not decode is an error (wrapping
+// ErrCorruptSession): the run cannot go on from a record it cannot read.
+func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
+	rs := &runState{calls: map[string]*callState{}, ends: decisions{}}
+	if at, ok := s.prompts[runID]; ok {
+		rs.history = at
+	}
+	for _, e := range evs {
+		if e.RunID != runID {
+			continue
+		}
+		rs.found = true
+		rs.events++
+		rs.lastSeq = max(rs.lastSeq, e.Seq)
+		switch e.Stage {
+		case events.StageHookDecided, events.StageHookFailed:
+			rs.ends.add(e)
+			var p events.HookDecided
+			if e.Stage == events.StageHookDecided && e.DecodeData(&p) == nil &&
+				p.Stage == events.StageStop && p.Decision == string(interceptors.Stop) {
+				rs.stopHook = &p
+			}
+		case events.StageIntake:
+			if rs.intake != nil {
+				continue
+			}
+			var p events.Intake
+			if err := decodeOwn(e, &p); err != nil {
+				return nil, err
+			}
+			rs.intake = &p
+		case events.StageRunStarted:
+			rs.started = true
+		case events.StageStepStarted:
+			rs.step = e.Step
+		case events.StageModelResponded:
+			var p events.ModelResponded
+			if err := decodeOwn(e, &p); err != nil {
+				return nil, err
+			}
+			rs.responded, rs.respStep = &p, e.Step
+			rs.usage = rs.usage.Add(p.Usage)
+			rs.respEnd = rs.ends.ended(e.ID)
+		case events.StageToolBefore:
+			var p events.ToolBefore
+			if err := decodeOwn(e, &p); err != nil {
+				return nil, err
+			}
+			c := rs.call(p.Call.ID)
+			c.before, c.beforeID = &p, e.ID
+		case events.StageToolResult:
+			var p events.ToolResultRecord
+			if err := decodeOwn(e, &p); err != nil {
+				return nil, err
+			}
+			rs.call(p.Call.ID).result = &p.Result
+		case events.StageToolAfter:
+			var p events.ToolAfter
+			if err := decodeOwn(e, &p); err != nil {
+				return nil, err
+			}
+			rs.call(p.Call.ID).after = true
+		case events.StageStepCompleted:
+			rs.stepDone = e.Step
+		case events.StageStop:
+			var p events.Stop
+			if err := decodeOwn(e, &p); err != nil {
+				return nil, err
+			}
+			if p.Continue != "" {
+				rs.continues++
+				rs.contStep = e.Step
+			} else {
+				rs.stopStep = e.Step
+			}
+		case events.StageRunCompleted, events.StageRunFailed:
+			rs.terminal = e
+		}
+	}
+	return rs, nil
+}
+
+func decodeOwn(e *events.Event, v any) error {
+	var s Session
+	_, err := s.decodeEvent(e, true, v)
+	return err
+}
+
+// rebuild folds a session's events (stream order) into its conversation
+// and the state of run runID.
+func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
+	evs = effective(evs)
+	s, err := foldSession(evs, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	rs, err := foldRun(evs, runID, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, rs, nil
+}

@@ -1,0 +1,180 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
+)
+
+// stage is how one stage's event is written.
+type stage struct {
+	stage   events.Stage
+	subject string // the CloudEvent subject: the tool name on tool stages
+	// sync appends the event write-ahead: after every earlier event of
+	// the attempt is stored, and returning once it is.
+	sync bool
+}
+
+// intercepted runs one interceptable stage, the step every such stage goes
+// through: it builds the stage's event with payload p, asks the hooks that
+// match it (none: no cost), appends one hook.decided or hook.failed per
+// interceptor called, and appends the event as it took effect. adjust, when
+// set, may change the payload after the hooks (tool.after's context, a
+// stop's continue) and reports whether it did. It returns the payload that
+// took effect and what the hooks decided.
+//
+// The interception request is the event as it will be stored: its seq is
+// the one it gets when every matching hook answers (a hook that ends the
+// chain early leaves the later ones uncalled, and the stored event a lower
+// seq); its id is not: the stored event gets a new id once the hooks have
+// answered, so no interceptor can predict it (and store a forgery under
+// it). The hook.decided records name the stored id.
+func intercepted[P any](ctx context.Context, r *run, st stage, p P, adjust func(*P, verdict) bool) (P, verdict, error) {
+	ev, err := r.event(st.stage, p, st.subject)
+	if err != nil {
+		return p, verdict{}, err
+	}
+	v := allowed
+	if r.hooks != nil {
+		if n := r.hooks.Matches(st.stage, st.subject, r.req.AgentID); n > 0 {
+			ev.Seq = r.seq + uint64(n) + 1
+			changed := false
+			if v, changed, err = r.intercept(ctx, ev); err != nil {
+				return p, verdict{}, err
+			}
+			if changed {
+				var q P
+				if err := ev.DecodeData(&q); err != nil {
+					return p, verdict{}, err
+				}
+				p = q
+			}
+		}
+	}
+	if adjust != nil && adjust(&p, v) {
+		if ev.Data, err = marshal(p); err != nil {
+			return p, verdict{}, err
+		}
+	}
+	return p, v, r.append(ctx, ev, st.sync)
+}
+
+// intercept asks the hooks on ev, appends one hook.decided or hook.failed
+// per interceptor called, and gives ev its stored id. When the hooks
+// changed the payload, ev.Data is theirs and changed is set.
+func (r *run) intercept(ctx context.Context, ev *events.Event) (v verdict, changed bool, err error) {
+	out, err := r.hooks.Run(ctx, ev)
+	if err != nil {
+		return verdict{}, false, fmt.Errorf("loop: hooks on %s: %w", ev.Stage, err)
+	}
+	ev.ID = events.NewID() // the stored id: unknown to the interceptors
+	for i := range out.Records {
+		out.Records[i].EventID = ev.ID
+		st, p := out.Records[i].Audit()
+		if err := r.emit(ctx, st, p, out.Records[i].Plugin); err != nil {
+			return verdict{}, false, err
+		}
+	}
+	if !sameBytes(out.Data, ev.Data) {
+		ev.Data, changed = out.Data, true
+	}
+	v = verdict{
+		kind: out.Decision, reason: out.Reason, plugin: out.Plugin,
+		context: strings.Join(out.Context, "\n"), mock: out.Mock,
+	}
+	if v.kind == interceptors.Ask {
+		// Approvals are not wired to a human yet: an ask is a deny, and the
+		// audit says so.
+		var call events.ToolCall
+		if ev.Stage == events.StageToolBefore {
+			var tb events.ToolBefore
+			if err := json.Unmarshal(out.Data, &tb); err == nil {
+				call = tb.Call
+			}
+		}
+		if err := r.emit(ctx, events.StageApprovalRequested, events.ApprovalRequested{Call: call, Plugin: v.plugin, Reason: v.reason}, ev.Subject); err != nil {
+			return verdict{}, false, err
+		}
+		if err := r.emit(ctx, events.StageApprovalResolved, events.ApprovalResolved{
+			CallID: call.ID, Approved: false, By: "hookbus",
+			Reason: approvalRequired + ": no approver is configured, so ask is treated as deny",
+		}, ev.Subject); err != nil {
+			return verdict{}, false, err
+		}
+		v.kind = interceptors.Deny
+		v.reason = approvalRequired + " (" + v.reason + ")"
+	}
+	return v, changed, nil
+}
+
+// sameBytes reports whether a and b are the same slice (the chain returns
+// the input's data when no hook changed it).
+func sameBytes(a, b json.RawMessage) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// event builds an event of the run; its seq is given when it is appended.
+func (r *run) event(st events.Stage, payload any, subject string) (*events.Event, error) {
+	e, err := events.New(st, events.Meta{
+		Source: r.eng.cfg.Source, AgentID: r.req.AgentID, SessionID: r.req.SessionID, RunID: r.req.RunID,
+		Step: r.step, Subject: subject,
+	}, payload)
+	if err != nil {
+		return nil, fmt.Errorf("loop: build %s event: %w", st, err)
+	}
+	return e, nil
+}
+
+// emit builds and appends (asynchronously) an event no hook intercepts.
+func (r *run) emit(ctx context.Context, st events.Stage, payload any, subject string) error {
+	ev, err := r.event(st, payload, subject)
+	if err != nil {
+		return err
+	}
+	return r.append(ctx, ev, false)
+}
+
+// emitSync builds and appends an event no hook intercepts, write-ahead.
+func (r *run) emitSync(ctx context.Context, st events.Stage, payload any, subject string) error {
+	ev, err := r.event(st, payload, subject)
+	if err != nil {
+		return err
+	}
+	return r.append(ctx, ev, true)
+}
+
+// append gives ev the run's next seq and appends it on the attempt's
+// claim; sync appends it write-ahead: after every earlier event of the
+// attempt is stored (Flush), returning once it is, so that the record up to
+// a write-ahead event is complete. A failure wraps ErrUnrecorded (and the
+// Emitter's error: a Claimed when another attempt claimed the session).
+func (r *run) append(ctx context.Context, ev *events.Event, sync bool) error {
+	r.seq++
+	ev.Seq = r.seq
+	em := r.eng.cfg.Emitter
+	var err error
+	if sync {
+		if err = em.Flush(ctx, r.req.RunID); err == nil {
+			err = em.AppendSync(ctx, ev, r.claim)
+		}
+	} else {
+		err = em.Append(ctx, ev, r.claim)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s of run %s: %w", ErrUnrecorded, ev.Stage, r.req.RunID, err)
+	}
+	r.events++
+	return nil
+}
+
+func marshal(v any) (json.RawMessage, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", events.ErrPayload, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,122 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
+)
+
+// steps runs steps until the run ends.
+func (r *run) steps(ctx context.Context) (*Result, error) {
+	for {
+		if r.step >= r.maxSteps {
+			return nil, &errEnd{events.ReasonMaxSteps, fmt.Sprintf("%d steps", r.maxSteps)}
+		}
+		if over := r.budget.Exceeded(r.usage); over != "" {
+			return nil, &errEnd{events.ReasonCostLimit, "budget " + over}
+		}
+		r.step++
+		res, err := r.doStep(ctx)
+		if err != nil || res != nil {
+			return res, err
+		}
+	}
+}
+
+// doStep runs one step; it returns a result when the run is over.
+func (r *run) doStep(ctx context.Context) (*Result, error) {
+	_, v, err := intercepted(ctx, r, stage{stage: events.StageStepStarted}, events.StepStarted{Step: r.step}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if v.kind == interceptors.Stop {
+		return nil, &errEnd{events.ReasonStopped, v.describe()}
+	}
+
+	// context.assembled: what the model is about to see.
+	msgs := r.messages
+	if sp := r.eng.cfg.SystemPrompt; sp != "" {
+		msgs = append([]events.Message{{Role: events.RoleSystem, Content: sp}}, msgs...)
+	}
+	ca, v, err := intercepted(ctx, r, stage{stage: events.StageContextAssembled},
+		events.ContextAssembled{Messages: msgs, Tools: r.eng.specs}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if end := endOf(v); end != nil {
+		return nil, end
+	}
+
+	resp, err := r.generate(ctx, &ModelRequest{
+		AgentID: r.req.AgentID, RunID: r.req.RunID, Step: r.step, Messages: ca.Messages, Tools: ca.Tools,
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp.Usage.CostUSD = r.eng.cfg.Prices.Cost(resp.Usage)
+	r.usage = r.usage.Add(resp.Usage)
+
+	mr, v, err := intercepted(ctx, r, stage{stage: events.StageModelResponded}, events.ModelResponded{
+		Message: resp.Message, Usage: resp.Usage, FinishReason: resp.FinishReason, Model: resp.Model,
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if end := endOf(v); end != nil {
+		return nil, end
+	}
+	mr.Message.Role = events.RoleAssistant
+	r.messages = append(r.messages, mr.Message)
+	r.answer = mr.Message.Content
+	for _, c := range mr.Message.ToolCalls {
+		if err := r.callTool(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	return r.endStep(ctx, len(mr.Message.ToolCalls), resp.Usage)
+}
+
+// endStep completes the step, and at a reply without tool calls asks the
+// stop hooks whether the run ends.
+func (r *run) endStep(ctx context.Context, calls int, usage events.Usage) (*Result, error) {
+	if err := r.emit(ctx, events.StageStepCompleted, events.StepCompleted{Step: r.step, ToolCalls: calls, Usage: usage}, ""); err != nil {
+		return nil, err
+	}
+	if calls > 0 {
+		return nil, nil
+	}
+	return r.stop(ctx)
+}
+
+// stop asks the stop hooks whether the run ends with r.answer, and ends it
+// or (a hook's continue) returns nil to go on.
+func (r *run) stop(ctx context.Context) (*Result, error) {
+	var msg string
+	_, v, err := intercepted(ctx, r, stage{stage: events.StageStop},
+		events.Stop{Reason: events.ReasonDone, Answer: r.answer, Continues: r.continues},
+		func(p *events.Stop, v verdict) bool {
+			if v.kind != interceptors.Continue || r.continues >= r.eng.cfg.MaxContinues {
+				return false
+			}
+			msg = v.context
+			if msg == "" {
+				msg = v.reason
+			}
+			*p = events.Stop{Reason: events.ReasonDone, Answer: r.answer, Continues: r.continues + 1, Continue: msg, Plugin: v.plugin}
+			return true
+		})
+	if err != nil {
+		return nil, err
+	}
+	if msg != "" {
+		r.continues++
+		r.messages = append(r.messages, continueMessage(msg))
+		return nil, nil
+	}
+	if v.kind == interceptors.Stop {
+		return nil, &errEnd{events.ReasonStopped, v.describe()}
+	}
+	return r.finish(ctx, events.ReasonDone, "")
+}

@@ -1,0 +1,163 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
+)
+
+// callTool runs one tool call through tool.before (write-ahead: the record
+// has it before the tool runs) and tool.after.
+func (r *run) callTool(ctx context.Context, call events.ToolCall) error {
+	tb, v, err := intercepted(ctx, r, stage{stage: events.StageToolBefore, subject: call.Name, sync: true}, events.ToolBefore{Call: call}, nil)
+	if err != nil {
+		return err
+	}
+	call = tb.Call
+	switch v.kind {
+	case interceptors.Stop:
+		return &errEnd{events.ReasonStopped, v.describe()}
+	case interceptors.Deny:
+		return r.toolAfter(ctx, call, denied(call, v), false)
+	case interceptors.Mock:
+		return r.toolAfter(ctx, call, mocked(call, v.mock), false)
+	}
+	res := r.execTool(ctx, call)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return r.toolAfter(ctx, call, res, true)
+}
+
+// resumeCall carries on a call whose tool.before is recorded and whose
+// tool.after is not: a worker stopped while it ran. A decision recorded on
+// the tool.before (deny, mock, stop) is taken as it was; a raw result
+// recorded (tool.result) goes through the tool.after hooks; otherwise the
+// outcome is unknown: an idempotent tool runs again, any other is reported
+// to the model (and recorded) as "outcome unknown", never run twice.
+func (r *run) resumeCall(ctx context.Context, st *runState, cs *callState) error {
+	call := cs.before.Call
+	if d := st.ends[cs.beforeID]; d != nil {
+		v := verdict{kind: interceptors.Kind(d.Decision), reason: d.Reason, plugin: d.Plugin, mock: d.Result}
+		switch v.kind {
+		case interceptors.Stop:
+			return &errEnd{events.ReasonStopped, v.describe()}
+		case interceptors.Ask:
+			v.kind, v.reason = interceptors.Deny, approvalRequired+" ("+v.reason+")"
+			return r.toolAfter(ctx, call, denied(call, v), false)
+		case interceptors.Deny:
+			return r.toolAfter(ctx, call, denied(call, v), false)
+		case interceptors.Mock:
+			return r.toolAfter(ctx, call, mocked(call, v.mock), false)
+		}
+	}
+	if cs.result != nil {
+		return r.toolAfter(ctx, call, *cs.result, false)
+	}
+	if t, ok := r.eng.tools[call.Name]; ok && t.Spec().Idempotent {
+		r.eng.cfg.Logger.Info("loop: running an idempotent tool again after its worker stopped", "run", r.req.RunID, "tool", call.Name, "call", call.ID)
+		res := r.execTool(ctx, call)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return r.toolAfter(ctx, call, res, true)
+	}
+	why := "outcome unknown: the worker running this call stopped before its result was recorded, and the tool was not run again (it is not declared idempotent)"
+	if err := r.emit(ctx, events.StageToolFailed, events.ToolFailed{Call: call, Error: why, Unknown: true}, call.Name); err != nil {
+		return err
+	}
+	return r.toolAfter(ctx, call, events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + why}, false)
+}
+
+func denied(call events.ToolCall, v verdict) events.ToolResult {
+	return events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "denied: " + v.describe()}
+}
+
+func mocked(call events.ToolCall, m *events.ToolResult) events.ToolResult {
+	var res events.ToolResult
+	if m != nil {
+		res = *m
+	}
+	res.CallID, res.Name, res.Mocked = call.ID, call.Name, true
+	return res
+}
+
+// toolAfter records a call's result through tool.after. When the tool ran
+// (ran) and tool.after hooks match, its raw result is recorded first, as
+// tool.result, write-ahead: a worker that dies while the hooks run does not
+// run the tool again. Without hooks, tool.after itself is written ahead.
+// The hooks' context is added to the result the model is given.
+func (r *run) toolAfter(ctx context.Context, call events.ToolCall, res events.ToolResult, ran bool) error {
+	hooked := r.hooks != nil && r.hooks.Matches(events.StageToolAfter, call.Name, r.req.AgentID) > 0
+	if ran && hooked {
+		if err := r.emitSync(ctx, events.StageToolResult, events.ToolResultRecord{Call: call, Result: res}, call.Name); err != nil {
+			return err
+		}
+	}
+	ta, v, err := intercepted(ctx, r, stage{stage: events.StageToolAfter, subject: call.Name, sync: ran && !hooked},
+		events.ToolAfter{Call: call, Result: res},
+		func(p *events.ToolAfter, v verdict) bool {
+			if v.context == "" {
+				return false
+			}
+			p.Context = joinContext(p.Context, v.context)
+			return true
+		})
+	if err != nil {
+		return err
+	}
+	r.messages = append(r.messages, toolMessage(&ta))
+	if v.kind == interceptors.Stop {
+		return &errEnd{events.ReasonStopped, v.describe()}
+	}
+	return nil
+}
+
+// execTool runs the tool, turning errors and panics into an error result
+// and a tool.failed event.
+func (r *run) execTool(ctx context.Context, call events.ToolCall) events.ToolResult {
+	start := time.Now()
+	content, panicked, err := r.invoke(ctx, call)
+	res := events.ToolResult{CallID: call.ID, Name: call.Name, Content: content, DurationMS: time.Since(start).Milliseconds()}
+	if err != nil {
+		res.IsError, res.Content = true, "error: "+err.Error()
+		if perr := r.emit(ctx, events.StageToolFailed, events.ToolFailed{Call: call, Error: err.Error(), Panicked: panicked}, call.Name); perr != nil {
+			r.eng.cfg.Logger.Warn("publish tool.failed", "run", r.req.RunID, "err", perr)
+		}
+	}
+	return res
+}
+
+// invoke calls the tool. Arguments that are not a JSON object (a model that
+// sent invalid JSON, kept as a string by its provider) are an error for the
+// model, and the tool is not called.
+func (r *run) invoke(ctx context.Context, call events.ToolCall) (content string, panicked bool, err error) {
+	t, ok := r.eng.tools[call.Name]
+	if !ok {
+		return "", false, fmt.Errorf("%w: %q", ErrUnknownTool, call.Name)
+	}
+	if a := bytes.TrimSpace(call.Arguments); len(a) > 0 && a[0] != '{' {
+		return "", false, fmt.Errorf("%w: the arguments of %s are not a JSON object: %s", ErrToolArguments, call.Name, a)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			panicked = true
+			err = fmt.Errorf("tool %s panicked: %v", call.Name, p)
+			r.eng.cfg.Logger.Error("tool panicked", "tool", call.Name, "panic", p, "stack", string(debug.Stack()))
+		}
+	}()
+	content, err = t.Call(ctx, call.Arguments)
+	return content, false, err
+}
+
+func joinContext(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "\n" + b
+}
