@@ -64,11 +64,7 @@ type globRule struct {
 func newFileFilter(globs, typ string) (*fileFilter, error) {
 	f := &fileFilter{}
 	for _, field := range strings.Fields(globs) {
-		parts := []string{field}
-		if !strings.Contains(field, "{") {
-			parts = strings.Split(field, ",")
-		}
-		for _, g := range parts {
+		for _, g := range splitOutsideBraces(field) {
 			if g == "" {
 				continue
 			}
@@ -132,4 +128,28 @@ func (f *fileFilter) match(p string) bool {
 		}
 	}
 	return !positive || included
+}
+
+// splitOutsideBraces splits s at the commas that are not inside {...}.
+func splitOutsideBraces(s string) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '{':
+			depth++
+		case '}':
+			if depth > 0 {
+				depth--
+			}
+		case ',':
+			if depth == 0 {
+				parts = append(parts, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, s[start:])
 }

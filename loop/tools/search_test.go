@@ -105,6 +105,7 @@ func TestGrep(t *testing.T) {
 		{"glob with a slash", obj{"pattern": "package", "glob": "lib/*_test.go"}, "Found 1 file\nlib/util_test.go"},
 		{"negated glob", obj{"pattern": "hello", "glob": "!*.go !*.md"}, "Found 2 files\n.hidden/conf.yaml\nweb/app.ts"},
 		{"comma-separated globs", obj{"pattern": "hello", "glob": "*.md,*.ts"}, "Found 2 files\nREADME.md\nweb/app.ts"},
+		{"commas and braces", obj{"pattern": "hello|const", "glob": "*.{ts,tsx},*.md"}, "Found 3 files\nREADME.md\nweb/view.tsx\nweb/app.ts"},
 		{"in a directory", obj{"pattern": "hello", "path": "lib"}, "Found 1 file\nlib/util.go"},
 		{"context", obj{"pattern": "func Hello", "output_mode": "content", "-C": 1},
 			"lib/util.go-3-// Hello says hello.\nlib/util.go:4:func Hello() string {\nlib/util.go-5-\treturn \"hello\""},
