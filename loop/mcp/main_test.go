@@ -1,9 +1,11 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,12 +67,20 @@ func (r *recorder) count(tool string) int {
 }
 
 type (
-	textArgs  struct{ Text string `json:"text" jsonschema:"the text to echo"` }
-	putArgs   struct{ Key, Value string }
-	pathArgs  struct{ Path string `json:"path"` }
-	sleepArgs struct{ MS int `json:"ms"` }
-	nameArgs  struct{ Name string `json:"name"` }
-	noArgs    struct{}
+	textArgs struct {
+		Text string `json:"text" jsonschema:"the text to echo"`
+	}
+	putArgs  struct{ Key, Value string }
+	pathArgs struct {
+		Path string `json:"path"`
+	}
+	sleepArgs struct {
+		MS int `json:"ms"`
+	}
+	nameArgs struct {
+		Name string `json:"name"`
+	}
+	noArgs struct{}
 )
 
 func text(s string) *sdk.CallToolResult {
@@ -175,7 +186,12 @@ type httpServer struct {
 	dir  string
 	mu   sync.Mutex
 	web  *httptest.Server
+	srv  *sdk.Server
 	quit chan struct{} // closed when web stops
+	// handshakes counts the sessions clients opened: the client starts each
+	// with server/discover (then falls back to initialize: this server
+	// speaks 2025-11-25).
+	handshakes atomic.Int32
 }
 
 func startHTTP(t *testing.T, rec *recorder, dir string) *httpServer {
@@ -200,13 +216,24 @@ func (h *httpServer) serve(ln net.Listener) {
 			http.Error(w, "no token", http.StatusUnauthorized)
 			return
 		}
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			if bytes.Contains(body, []byte(`"method":"server/discover"`)) {
+				h.handshakes.Add(1)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		mcpHandler.ServeHTTP(w, r)
 	}))
 	web.Listener.Close()
 	web.Listener = ln
 	web.Start()
 	h.mu.Lock()
-	h.web, h.quit = web, quit
+	h.web, h.srv, h.quit = web, srv, quit
 	h.mu.Unlock()
 }
 
@@ -220,6 +247,13 @@ func (h *httpServer) stop() {
 		web.CloseClientConnections()
 		web.Close()
 	}
+}
+
+// server is the MCP server being served.
+func (h *httpServer) server() *sdk.Server {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.srv
 }
 
 // restart serves a fresh server on the old address.

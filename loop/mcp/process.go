@@ -81,16 +81,20 @@ func startProcess(cfg *ServerConfig) (*process, error) {
 	return p, nil
 }
 
-// lookPath finds cfg.Command as the child would: in the PATH of cfg.Env
-// when it sets one, else in the worker's.
+// lookPath finds cfg.Command as the child would: a name without a path
+// separator in the PATH of cfg.Env when it sets one, else in the worker's; a
+// path as it is (relative to cfg.Dir).
 func lookPath(cfg *ServerConfig) (string, error) {
+	if strings.ContainsRune(cfg.Command, filepath.Separator) {
+		return cfg.Command, nil
+	}
 	dirs, ok := cfg.Env["PATH"]
-	if !ok || strings.ContainsRune(cfg.Command, filepath.Separator) {
+	if !ok {
 		return exec.LookPath(cfg.Command)
 	}
 	for _, dir := range filepath.SplitList(dirs) {
-		if dir == "" {
-			continue
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue // as exec.LookPath, never the working directory
 		}
 		if path, err := exec.LookPath(filepath.Join(dir, cfg.Command)); err == nil {
 			return path, nil
