@@ -72,13 +72,13 @@ func Connect(ctx context.Context, cfg ServerConfig, opts ...Option) (*Server, er
 	c, err := s.dial(ctx)
 	if err != nil {
 		s.end()
-		return nil, err
+		return nil, withContext(ctx, err)
 	}
 	listed, err := s.list(ctx, c)
 	if err != nil {
 		c.close(false)
 		s.end()
-		return nil, err
+		return nil, withContext(ctx, err)
 	}
 	s.cur = c
 	s.tools, s.skipped = s.adapt(listed)
@@ -163,6 +163,9 @@ func (c *conn) stderr() string {
 // dial opens a session: it starts the stdio child or reaches the URL and
 // completes the handshake, within the timeout.
 func (s *Server) dial(ctx context.Context) (*conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{Server: s.cfg.Name, Kind: ErrStart, Err: err}
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
 	defer cancel()
 	stopOnClose := context.AfterFunc(s.life, cancel)
@@ -235,6 +238,16 @@ func (s *Server) cause(ctx context.Context, err error) error {
 	return err
 }
 
+// withContext makes err, an *Error, of the context's kind when ctx ended:
+// the caller gave up, the server is not at fault.
+func withContext(ctx context.Context, err error) error {
+	var e *Error
+	if ctx.Err() != nil && errors.As(err, &e) {
+		e.Kind, e.Err, e.Stderr = ctx.Err(), nil, ""
+	}
+	return err
+}
+
 // list lists the server's tools, every page, within the timeout.
 func (s *Server) list(ctx context.Context, c *conn) ([]*sdk.Tool, error) {
 	if init := c.sess.InitializeResult(); init != nil && init.Capabilities != nil && init.Capabilities.Tools == nil {
@@ -273,11 +286,11 @@ func (s *Server) session(ctx context.Context, tool string) (*conn, error) {
 		var e *Error
 		if errors.As(err, &e) {
 			e.Tool = tool
-			if ctx.Err() != nil {
-				e.Kind, e.Err = ctx.Err(), nil
+			if s.life.Err() != nil {
+				e.Kind, e.Err = ErrClosed, nil
 			}
 		}
-		return nil, err
+		return nil, withContext(ctx, err)
 	}
 	s.mu.Lock()
 	if s.closed {

@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -9,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -211,94 +211,6 @@ func pidOf(t *testing.T, s string) int {
 	return pid
 }
 
-func TestStdioServerKilledMidCallIsReportedAndRestarted(t *testing.T) {
-	dir := t.TempDir()
-	s := connect(t, stdioConfig(t, "files", dir))
-	pid := pidOf(t, mustCall(t, s, "pid", `{}`))
-	errc := make(chan error, 1)
-	go func() {
-		_, err := call(t, s, "sleep", `{"ms":600000}`)
-		errc <- err
-	}()
-	bustest.Eventuallyf(t, 20*time.Second, func() bool {
-		_, err := os.Stat(filepath.Join(dir, "sleeping"))
-		return err == nil
-	}, "the sleep call never reached the server")
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	wantError(t, <-errc, mcp.ErrConnectionLost, "sleep")
-	if again := pidOf(t, mustCall(t, s, "pid", `{}`)); again == pid {
-		t.Fatal("the server was not restarted")
-	}
-}
-
-func TestStdioServerKilledBetweenCallsIsRestarted(t *testing.T) {
-	s := connect(t, stdioConfig(t, "files", t.TempDir()))
-	pid := pidOf(t, mustCall(t, s, "pid", `{}`))
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	// The first call after the kill either notices the dead child and
-	// starts a new one, or is sent before the death is seen and fails; the
-	// one after it runs on a new child.
-	var out string
-	for attempt := 1; ; attempt++ {
-		var err error
-		out, err = call(t, s, "pid", `{}`)
-		if err == nil {
-			break
-		}
-		wantError(t, err, mcp.ErrConnectionLost, "pid")
-		if attempt == 2 {
-			t.Fatalf("no restart after %d calls: %v", attempt, err)
-		}
-	}
-	if pidOf(t, out) == pid {
-		t.Fatal("answered by the killed server")
-	}
-}
-
-func TestStdioServerThatCannotRestartFailsUntilItCan(t *testing.T) {
-	work := filepath.Join(t.TempDir(), "work")
-	if err := os.Mkdir(work, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cfg := stdioConfig(t, "files", "")
-	cfg.Dir = work
-	s := connect(t, cfg)
-	pid := pidOf(t, mustCall(t, s, "pid", `{}`))
-	// The server's directory goes away and the server dies: it cannot be
-	// started again.
-	if err := os.Remove(work); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	for attempt := 1; ; attempt++ {
-		_, err := call(t, s, "pid", `{}`)
-		if errors.Is(err, mcp.ErrStart) {
-			wantError(t, err, mcp.ErrStart, "pid")
-			if !strings.Contains(err.Error(), "work") {
-				t.Fatalf("the start error does not say why: %v", err)
-			}
-			break
-		}
-		wantError(t, err, mcp.ErrConnectionLost, "pid") // sent before the death was seen
-		if attempt == 2 {
-			t.Fatalf("no restart attempted after %d calls: %v", attempt, err)
-		}
-	}
-	// Once the directory is back, the next call starts the server.
-	if err := os.Mkdir(work, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if again := pidOf(t, mustCall(t, s, "pid", `{}`)); again == pid {
-		t.Fatal("answered by the killed server")
-	}
-}
-
 func TestServerThatFailsToStart(t *testing.T) {
 	for name, cfg := range map[string]mcp.ServerConfig{
 		"missing command": {Name: "files", Command: "/nonexistent/hookbus-mcp-server"},
@@ -317,5 +229,32 @@ func TestServerThatFailsToStart(t *testing.T) {
 				t.Fatalf("stderr %q in %v", e.Stderr, err)
 			}
 		})
+	}
+}
+
+func TestACallerThatGivesUpKeepsTheSession(t *testing.T) {
+	dir := t.TempDir()
+	s := connect(t, stdioConfig(t, "files", dir))
+	pid := mustCall(t, s, "pid", `{}`)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := toolByName(t, s, "mcp__files__sleep").Call(ctx, json.RawMessage(`{"ms":600000}`))
+		errc <- err
+	}()
+	bustest.Eventuallyf(t, 20*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "sleeping"))
+		return err == nil
+	}, "the sleep call never reached the server")
+	cancel()
+	wantError(t, <-errc, context.Canceled, "sleep")
+	if again := mustCall(t, s, "pid", `{}`); again != pid {
+		t.Fatalf("the server was replaced (pid %s, then %s)", pid, again)
+	}
+
+	gone, stop := context.WithCancel(context.Background())
+	stop()
+	if _, err := mcp.Connect(gone, stdioConfig(t, "files", "")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Connect with an ended context: %v", err)
 	}
 }

@@ -105,7 +105,11 @@ func (s *Server) call(ctx context.Context, name string, args json.RawMessage) (s
 		cancel()
 		switch {
 		case err == nil && res.IsError:
-			return "", fail(ErrToolError, errors.New(render(res)), "")
+			var why error
+			if text := render(res); text != "" {
+				why = errors.New(text)
+			}
+			return "", fail(ErrToolError, why, "")
 		case err == nil:
 			return render(res), nil
 		case ctx.Err() != nil:
