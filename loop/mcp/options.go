@@ -56,19 +56,3 @@ func buildOptions(opts []Option) (options, error) {
 	}
 	return o, nil
 }
-
-// headerTransport adds the configured headers to every request.
-type headerTransport struct {
-	base    http.RoundTripper
-	headers map[string]string
-}
-
-func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
-		req = req.Clone(req.Context())
-		for k, v := range t.headers {
-			req.Header.Set(k, v)
-		}
-	}
-	return t.base.RoundTrip(req)
-}

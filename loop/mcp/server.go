@@ -24,7 +24,7 @@ type Server struct {
 	cfg     ServerConfig
 	log     *slog.Logger
 	client  *sdk.Client
-	http    *http.Client // for a URL server
+	rt      http.RoundTripper // for a URL server
 	tools   []loop.Tool
 	skipped []SkippedTool
 
@@ -66,7 +66,7 @@ func Connect(ctx context.Context, cfg ServerConfig, opts ...Option) (*Server, er
 		dialing: make(chan struct{}, 1),
 	}
 	if cfg.URL != "" {
-		s.http = &http.Client{Transport: &headerTransport{base: o.transport, headers: cfg.Headers}}
+		s.rt = o.transport
 	}
 	s.life, s.end = context.WithCancel(context.Background())
 	c, err := s.dial(ctx)
@@ -115,18 +115,19 @@ func (s *Server) Close() error {
 		c.close(true)
 	}
 	s.closing.Wait()
-	if s.http != nil {
-		s.http.CloseIdleConnections()
+	if s.rt != nil {
+		(&http.Client{Transport: s.rt}).CloseIdleConnections()
 	}
 	return nil
 }
 
 // conn is one session with the server.
 type conn struct {
-	sess  *sdk.ClientSession
-	proc  *process      // the stdio child; nil for HTTP
-	ended chan struct{} // closed when the session has ended
-	once  sync.Once
+	sess   *sdk.ClientSession
+	proc   *process           // the stdio child; nil for HTTP
+	cutoff context.CancelFunc // ends the HTTP requests still in flight; nil for stdio
+	ended  chan struct{}      // closed when the session has ended
+	once   sync.Once
 }
 
 // alive reports whether the session (and a stdio child) is still up.
@@ -148,6 +149,9 @@ func (c *conn) close(graceful bool) {
 		_ = c.sess.Close()
 		if c.proc != nil {
 			c.proc.stop(graceful)
+		}
+		if c.cutoff != nil {
+			c.cutoff()
 		}
 	})
 }
@@ -173,41 +177,45 @@ func (s *Server) dial(ctx context.Context) (*conn, error) {
 
 	var transport sdk.Transport
 	var proc *process
+	var cutoff context.CancelFunc
+	var abort func() // ends the connection attempt at once
 	if s.cfg.Command != "" {
 		p, err := startProcess(&s.cfg)
 		if err != nil {
 			return nil, &Error{Server: s.cfg.Name, Kind: ErrStart, Err: err}
 		}
-		proc = p
+		proc, abort = p, p.kill
 		transport = &sdk.IOTransport{Reader: p.stdout, Writer: p.stdin}
 	} else {
-		transport = &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.http, DisableStandaloneSSE: true}
-	}
-	var sess *sdk.ClientSession
-	var err error
-	if proc != nil {
-		// A child that never answers is killed when the time is up, which
-		// ends the handshake at once.
-		stop := context.AfterFunc(ctx, proc.kill)
-		sess, err = s.client.Connect(ctx, transport, nil)
-		if !stop() && err == nil {
-			err = ctx.Err()
+		var reqs context.Context
+		reqs, cutoff = context.WithCancel(context.Background())
+		abort = cutoff
+		transport = &sdk.StreamableClientTransport{
+			Endpoint:             s.cfg.URL,
+			HTTPClient:           &http.Client{Transport: &httpTransport{base: s.rt, headers: s.cfg.Headers, cutoff: reqs}},
+			DisableStandaloneSSE: true,
 		}
-	} else {
-		sess, err = s.client.Connect(ctx, transport, nil)
+	}
+	// When the time is up, a child that never answers is killed and an
+	// HTTP request that hangs is ended, which ends the handshake at once.
+	stop := context.AfterFunc(ctx, abort)
+	sess, err := s.client.Connect(ctx, transport, nil)
+	if !stop() && err == nil {
+		err = ctx.Err()
 	}
 	if err != nil {
 		e := &Error{Server: s.cfg.Name, Kind: ErrStart, Err: s.cause(ctx, err)}
 		if sess != nil {
 			_ = sess.Close()
 		}
+		abort()
 		if proc != nil {
 			proc.stop(false)
 			e.Stderr = proc.stderr.String()
 		}
 		return nil, e
 	}
-	c := &conn{sess: sess, proc: proc, ended: make(chan struct{})}
+	c := &conn{sess: sess, proc: proc, cutoff: cutoff, ended: make(chan struct{})}
 	go func() {
 		_ = sess.Wait()
 		close(c.ended)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -212,12 +215,19 @@ func pidOf(t *testing.T, s string) int {
 }
 
 func TestServerThatFailsToStart(t *testing.T) {
+	hanging := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // then the server notices the client leave
+		<-r.Context().Done()
+	}))
+	t.Cleanup(hanging.Close)
 	for name, cfg := range map[string]mcp.ServerConfig{
 		"missing command": {Name: "files", Command: "/nonexistent/hookbus-mcp-server"},
 		"not in PATH":     {Name: "files", Command: "hookbus-no-such-mcp-server"},
 		"exits at once":   {Name: "files", Command: "sh", Args: []string{"-c", "echo boom: no config >&2; exit 3"}},
 		"not MCP":         {Name: "files", Command: "sh", Args: []string{"-c", "echo hello; echo garbage >&2"}},
+		"never answers":   {Name: "files", Command: "sleep", Args: []string{"600"}, Timeout: 500 * time.Millisecond},
 		"nobody listens":  {Name: "files", URL: "http://127.0.0.1:1/mcp"},
+		"hangs":           {Name: "files", URL: hanging.URL, Timeout: 500 * time.Millisecond},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := mcp.Connect(ctxT(t), cfg)
@@ -227,6 +237,9 @@ func TestServerThatFailsToStart(t *testing.T) {
 			}
 			if name == "exits at once" && e.Stderr != "boom: no config" {
 				t.Fatalf("stderr %q in %v", e.Stderr, err)
+			}
+			if cfg.Timeout > 0 && !strings.HasSuffix(err.Error(), "no answer within 500ms") {
+				t.Fatalf("timeout: %v", err)
 			}
 		})
 	}
