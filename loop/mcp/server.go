@@ -12,9 +12,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// clientInfo is how hookbus introduces itself in the MCP handshake.
-var clientInfo = sdk.Implementation{Name: "hookbus", Version: "v1"}
-
 // Server is a connected MCP server: its tools, as loop.Tools, and the
 // session they call through. It is safe for concurrent use. A session that
 // breaks (the server died, a call timed out, the connection failed) is
@@ -60,9 +57,10 @@ func Connect(ctx context.Context, cfg ServerConfig, opts ...Option) (*Server, er
 		return nil, err
 	}
 	s := &Server{
-		cfg:     cfg,
-		log:     o.logger.With("mcp_server", cfg.Name),
-		client:  sdk.NewClient(&clientInfo, &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}}),
+		cfg: cfg,
+		log: o.logger.With("mcp_server", cfg.Name),
+		// No capabilities: no roots, sampling or elicitation.
+		client:  sdk.NewClient(&sdk.Implementation{Name: "hookbus", Version: "v1"}, &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}}),
 		dialing: make(chan struct{}, 1),
 	}
 	if cfg.URL != "" {
