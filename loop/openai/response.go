@@ -41,7 +41,9 @@ func arguments(s string) json.RawMessage {
 	case len(t) == 0:
 		return json.RawMessage(`{}`)
 	case json.Valid(t):
-		return json.RawMessage(t)
+		var b bytes.Buffer
+		_ = json.Compact(&b, t)
+		return b.Bytes()
 	default:
 		return stringJSON(s)
 	}
