@@ -233,17 +233,35 @@ func mapValue(n *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
+// Define checks an agent defined in code (or from command-line flags) as
+// Parse checks one of a file; relative paths in it start from dir. where
+// names it in errors ("flags").
+func Define(a Agent, dir, where string) (*Agent, error) {
+	f := &File{Path: filepath.Join(dir, where)}
+	def := &a
+	def.file = f
+	if err := def.check(); err != nil {
+		return nil, err
+	}
+	f.Agents = []*Agent{def}
+	return def, nil
+}
+
 // errorf is an error about field of a naming the file and line.
 func (a *Agent) errorf(field, format string, args ...any) error {
-	line := a.node.Line
-	if v := mapValue(a.node, field); v != nil {
-		line = v.Line
-	}
 	who := "an agent"
 	if a.ID != "" {
 		who = fmt.Sprintf("agent %q", a.ID)
 	}
-	return fmt.Errorf("%w: %s:%d: %s: %s: %s", ErrInvalid, a.file.Path, line, who, field, fmt.Sprintf(format, args...))
+	where := a.file.Path
+	if a.node != nil {
+		line := a.node.Line
+		if v := mapValue(a.node, field); v != nil {
+			line = v.Line
+		}
+		where = fmt.Sprintf("%s:%d", where, line)
+	}
+	return fmt.Errorf("%w: %s: %s: %s: %s", ErrInvalid, where, who, field, fmt.Sprintf(format, args...))
 }
 
 // check validates what can be checked without I/O.
