@@ -1,0 +1,15 @@
+// Package modelhttp is what the HTTP model providers (loop/openai,
+// loop/anthropic) share: an Attempt that watches the one HTTP exchange of a
+// Generate call, and the rules that turn its failure into a *loop.ModelError
+// (status, type, retryable, Retry-After).
+//
+// A provider makes one attempt per call, with the SDK's retries off:
+//
+//	var at modelhttp.Attempt
+//	reply, err := client.Chat.Completions.New(ctx, params, option.WithMiddleware(at.Middleware))
+//	if err != nil {
+//		return nil, at.Failure(ctx, "openai", err, parseOpenAIError)
+//	}
+//
+// The rules are written down in docs/PROTOCOL.md, "Model providers".
+package modelhttp

@@ -1,0 +1,14 @@
+package openai
+
+import "errors"
+
+var (
+	// ErrConfig is returned by New for a Config it cannot use: no model, or
+	// no API key for OpenAI's own endpoint.
+	ErrConfig = errors.New("openai: bad config")
+	// ErrRequest is wrapped by the *loop.ModelError (type "bad_request")
+	// of a request that cannot be expressed in the API: an unknown role, a
+	// tool message without a tool_call_id, tool parameters that are not a
+	// JSON object.
+	ErrRequest = errors.New("openai: bad request")
+)

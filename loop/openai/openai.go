@@ -1,0 +1,107 @@
+package openai
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/internal/modelhttp"
+)
+
+// Provider is the name the provider gives in its errors (ModelError.Provider,
+// model.failed's provider).
+const Provider = "openai"
+
+// DefaultBaseURL is OpenAI's endpoint, used when neither Config.BaseURL nor
+// OPENAI_BASE_URL is set.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// Config configures a Model.
+type Config struct {
+	// Model is the model name sent with each request (required).
+	Model string
+	// BaseURL is the API's base URL, up to and including /v1. Default:
+	// $OPENAI_BASE_URL, else DefaultBaseURL.
+	BaseURL string
+	// APIKey is sent as a bearer token. Default: $OPENAI_API_KEY. It may be
+	// empty for a base URL other than OpenAI's (Ollama needs none).
+	APIKey string
+	// MaxTokens caps the reply's tokens (0: the server's default). It is
+	// sent as max_completion_tokens, or max_tokens with LegacyMaxTokens.
+	MaxTokens int
+	// LegacyMaxTokens sends MaxTokens as max_tokens, for servers that
+	// predate max_completion_tokens.
+	LegacyMaxTokens bool
+	// Temperature, when set, is sent as temperature.
+	Temperature *float64
+	// HTTPClient makes the requests (default: the SDK's client).
+	HTTPClient *http.Client
+	// Headers are added to every request.
+	Headers map[string]string
+}
+
+// Model is a loop.Model on the chat completions API. It is safe for
+// concurrent use.
+type Model struct {
+	cfg    Config
+	client sdk.Client
+}
+
+var _ loop.Model = (*Model)(nil)
+
+// New returns a Model for cfg, filling BaseURL and APIKey from the
+// environment. It does no I/O. An error wraps ErrConfig.
+func New(cfg Config) (*Model, error) {
+	if strings.TrimSpace(cfg.Model) == "" {
+		return nil, fmt.Errorf("%w: no model name", ErrConfig)
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = os.Getenv("OPENAI_BASE_URL")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if cfg.APIKey == "" {
+		cfg.APIKey = os.Getenv("OPENAI_API_KEY")
+	}
+	if cfg.APIKey == "" && strings.TrimRight(cfg.BaseURL, "/") == DefaultBaseURL {
+		return nil, fmt.Errorf("%w: no API key for %s (set OPENAI_API_KEY)", ErrConfig, DefaultBaseURL)
+	}
+	if cfg.MaxTokens < 0 {
+		return nil, fmt.Errorf("%w: MaxTokens %d is negative", ErrConfig, cfg.MaxTokens)
+	}
+	opts := []option.RequestOption{option.WithBaseURL(cfg.BaseURL), option.WithMaxRetries(0)}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	for k, v := range cfg.Headers {
+		opts = append(opts, option.WithHeader(k, v))
+	}
+	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
+}
+
+// Generate asks the model once. Every failure is a *loop.ModelError.
+func (m *Model) Generate(ctx context.Context, req *loop.ModelRequest) (*loop.ModelResponse, error) {
+	params, err := m.params(req)
+	if err != nil {
+		return nil, modelhttp.BadRequest(Provider, err)
+	}
+	var at modelhttp.Attempt
+	c, err := m.client.Chat.Completions.New(ctx, params, option.WithMiddleware(at.Middleware))
+	if err != nil {
+		return nil, at.Failure(ctx, Provider, err, parseError)
+	}
+	if len(c.Choices) == 0 {
+		return nil, at.BadResponse(Provider, "the answer has no choices")
+	}
+	return response(c), nil
+}
