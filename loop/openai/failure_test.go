@@ -3,6 +3,7 @@ package openai_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,15 @@ func TestTimeoutReturns(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("Generate hangs past its deadline (the server answers after 30 s)")
+	}
+}
+
+func TestHTTPClientTimeout(t *testing.T) {
+	srv := fakellm.Start(t, fakellm.MustRecorded("openai/slow"))
+	m := newModel(t, srv, func(c *openai.Config) { c.HTTPClient = &http.Client{Timeout: 100 * time.Millisecond} })
+	me := modelError(t, context.Background(), m)
+	if me.Type != "timeout" || !me.Retryable || me.Status != 0 {
+		t.Fatalf("ModelError = %+v, want a retryable timeout", me)
 	}
 }
 

@@ -38,12 +38,6 @@ func (a *Attempt) Middleware(req *http.Request, next func(*http.Request) (*http.
 	return res, err
 }
 
-// Status is the HTTP status of the answer, 0 when none arrived.
-func (a *Attempt) Status() int { return a.status }
-
-// Header is the answer's header, nil when none arrived.
-func (a *Attempt) Header() http.Header { return a.header }
-
 // watchedBody passes a response body through, keeping a copy of an error
 // answer's first bytes and the first read error other than io.EOF.
 type watchedBody struct {
