@@ -150,7 +150,10 @@ func TestResumeTakesTheRecordedDecisionOnAToolCall(t *testing.T) {
 			req := &events.RunRequest{RunID: events.NewID(), AgentID: "demo", SessionID: "s1", Prompt: "go"}
 			hooks := interceptors.NewChain()
 			register(t, hooks, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore},
-				func(context.Context, *interceptors.Request) (*interceptors.Decision, error) { d := tc.dec; return &d, nil })
+				func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
+					d := tc.dec
+					return &d, nil
+				})
 			calc := &countingTool{name: "calculator", answer: "42"}
 			// intake, run.started, step.started, context.assembled,
 			// model.responded, hook.decided, tool.before | tool.after

@@ -3,27 +3,38 @@ package loop
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 
 	"github.com/hookbus/hookbus/events"
 )
 
-// Worker runs the requests of the run queue with an Engine. Its Handle is
-// the handler of bus.Bus.ConsumeRuns: a nil error acknowledges the request,
-// an error sends it back to the queue for another attempt (which resumes the
-// run from its events).
+// Worker runs the requests of the run queue with an Engine per agent. Its
+// Handle is the handler of bus.Bus.ConsumeRuns: a nil error acknowledges
+// the request, an error sends it back to the queue for another attempt
+// (which resumes the run from its events).
 type Worker struct {
-	eng *Engine
-	log *slog.Logger
+	engines map[string]*Engine // by agent id
+	any     *Engine            // for every agent; nil with engines
+	log     *slog.Logger
 }
 
-// NewWorker returns a worker over eng; log defaults to discarding.
+// NewWorker returns a worker running every agent's requests on eng; log
+// defaults to discarding.
 func NewWorker(eng *Engine, log *slog.Logger) *Worker {
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		log = slog.New(slog.DiscardHandler)
 	}
-	return &Worker{eng: eng, log: log}
+	return &Worker{any: eng, log: log}
+}
+
+// NewAgentsWorker returns a worker running each agent's requests on its own
+// engine (an agent definitions file's agents). A request for another agent
+// is dropped, logged: give ConsumeRuns the same agents.
+func NewAgentsWorker(engines map[string]*Engine, log *slog.Logger) *Worker {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Worker{engines: engines, log: log}
 }
 
 // Handle runs one request. It returns nil when the run's end is recorded
@@ -31,7 +42,14 @@ func NewWorker(eng *Engine, log *slog.Logger) *Worker {
 // ids: retrying would not help); it returns the error when the run could not
 // be brought to an end, so the request is delivered again.
 func (w *Worker) Handle(ctx context.Context, req *events.RunRequest) error {
-	res, err := w.eng.Run(ctx, req)
+	eng := w.any
+	if eng == nil {
+		if eng = w.engines[req.AgentID]; eng == nil {
+			w.log.Error("dropping a run request for an agent this worker does not serve", "run", req.RunID, "agent", req.AgentID)
+			return nil
+		}
+	}
+	res, err := eng.Run(ctx, req)
 	switch {
 	case err == nil:
 		w.log.Info("run ended", "run", res.RunID, "agent", res.AgentID, "session", res.SessionID, "reason", res.Reason, "steps", res.Steps)

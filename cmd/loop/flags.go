@@ -1,16 +1,17 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
-	"github.com/hookbus/hookbus/loop/scripted"
-	"github.com/hookbus/hookbus/loop/tools"
+	"github.com/hookbus/hookbus/loop/agents"
 )
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
@@ -30,8 +31,12 @@ func logger(verbose bool, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
-// agentFlags are the flags that build an engine.
+// agentFlags are the flags that say which agents to run: an agent
+// definitions file (--agents FILE), or one agent made of flags.
 type agentFlags struct {
+	file     string // --agents FILE
+	model    string
+	tools    string
 	script   string
 	root     string
 	system   string
@@ -39,25 +44,88 @@ type agentFlags struct {
 }
 
 func (a *agentFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&a.script, "script", "", "scripted model: a JSON script file (default: the built-in demo script)")
-	fs.StringVar(&a.root, "root", ".", "directory the read_file tool is confined to")
+	fs.StringVar(&a.model, "model", "", "the model, provider:name: openai:gpt-4.1-mini (key in $OPENAI_API_KEY, base URL in $OPENAI_BASE_URL), anthropic:claude-sonnet-4-5 ($ANTHROPIC_API_KEY), scripted:FILE; default: the scripted demo")
+	fs.StringVar(&a.tools, "tools", "", "comma-separated tools the agent may use (Bash, Read, Write, Edit, Glob, Grep, clock, calculator, read_file); default: clock, calculator, read_file")
+	fs.StringVar(&a.script, "script", "", "scripted model: a JSON script file (the same as --model scripted:FILE)")
+	fs.StringVar(&a.root, "root", ".", "directory the file tools are confined to, and Bash runs in")
 	fs.StringVar(&a.system, "system", "", "system prompt")
 	fs.IntVar(&a.maxSteps, "max-steps", loop.DefaultMaxSteps, "most steps a run may take")
 }
 
-func (a *agentFlags) engine(em loop.Emitter, h loop.History, hooks loop.Interception, log *slog.Logger) (*loop.Engine, error) {
-	script := scripted.Demo()
-	if a.script != "" {
-		s, err := scripted.Load(a.script)
-		if err != nil {
-			return nil, err
-		}
-		script = s
+// isAgentsFile reports whether an --agents value names a definitions file
+// rather than a list of agent ids.
+func isAgentsFile(v string) bool {
+	if strings.HasSuffix(v, ".yaml") || strings.HasSuffix(v, ".yml") {
+		return true
 	}
-	return loop.New(loop.Config{
-		Emitter: em, History: h, Model: scripted.New(script), Tools: tools.Builtin(a.root),
-		Hooks: hooks, SystemPrompt: a.system, MaxSteps: a.maxSteps, Logger: log,
-	})
+	st, err := os.Stat(v)
+	return err == nil && !st.IsDir()
+}
+
+// definitions returns the agents to run: those of --agents FILE, or the
+// one agent id the flags make.
+func (a *agentFlags) definitions(id string) (*agents.File, error) {
+	if a.file != "" {
+		f, err := agents.Load(a.file)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", cli.ErrUsage, err)
+		}
+		if a.model != "" || a.tools != "" || a.script != "" || a.system != "" {
+			return nil, fmt.Errorf("%w: --model, --tools, --script and --system define an agent; with --agents FILE the file does", cli.ErrUsage)
+		}
+		return f, nil
+	}
+	def := agents.Agent{ID: id, Model: a.model, System: a.system, MaxSteps: a.maxSteps, Root: a.root}
+	switch {
+	case a.model != "" && a.script != "":
+		return nil, fmt.Errorf("%w: give --model or --script, not both", cli.ErrUsage)
+	case a.script != "":
+		def.Model = "scripted:" + a.script
+	case a.model == "":
+		def.Model = "scripted:demo"
+	}
+	if a.tools != "" {
+		for _, t := range strings.Split(a.tools, ",") {
+			def.Tools = append(def.Tools, strings.TrimSpace(t))
+		}
+	} else {
+		def.Tools = []string{"clock", "calculator", "read_file"}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	d, err := agents.Define(def, wd, "flags")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	}
+	return &agents.File{Agents: []*agents.Agent{d}}, nil
+}
+
+// engines builds each agent and its engine; close closes what they hold
+// (MCP servers).
+func engines(ctx context.Context, f *agents.File, em loop.Emitter, h loop.History, hooks loop.Interception, log *slog.Logger) (map[string]*loop.Engine, func(), error) {
+	built, err := f.BuildAll(ctx, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	closeAll := func() {
+		for _, b := range built {
+			_ = b.Close()
+		}
+	}
+	out := make(map[string]*loop.Engine, len(built))
+	for _, b := range built {
+		cfg := b.Config
+		cfg.Emitter, cfg.History, cfg.Hooks, cfg.Logger = em, h, hooks, log
+		eng, err := loop.New(cfg)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("agent %s: %w", b.Agent.ID, err)
+		}
+		out[b.Agent.ID] = eng
+	}
+	return out, closeAll, nil
 }
 
 func prompt(fs *flag.FlagSet) (string, error) {

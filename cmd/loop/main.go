@@ -14,8 +14,9 @@ import (
 const usage = `loop — the hookbus agent loop
 
 Usage:
-  loop run    [--nats URL | --store DIR] [--listen ADDR] [--agent ID] [--session ID] [--script FILE] [--trace] PROMPT
-  loop serve  [--nats URL | --store DIR] [--listen ADDR] [--concurrency N] [--agents ID,ID] [--script FILE]
+  loop run    [--nats URL | --store DIR] [--listen ADDR] [--agents FILE] [--agent ID] [--model P:NAME] [--tools T,T]
+              [--session ID] [--trace] PROMPT
+  loop serve  [--nats URL | --store DIR] [--listen ADDR] [--concurrency N] [--agents FILE | --agents ID,ID] [--model P:NAME]
   loop submit [--nats URL] [--agent ID] [--session ID] [--wait] [--timeout D] PROMPT
 
 With neither --nats nor --store, run and serve start an embedded NATS server

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/agents"
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -17,7 +19,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	conn.Register(fs)
 	var af agentFlags
 	af.register(fs)
-	agent := fs.String("agent", "demo", "agent id")
+	fs.StringVar(&af.file, "agents", "", "agent definitions file (YAML); --agent picks the agent")
+	agent := fs.String("agent", "demo", "agent id (with --agents: one of the file's)")
 	session := fs.String("session", "", "session id (default: a new one); the same id continues the conversation")
 	trace := fs.Bool("trace", false, "print every event on stderr as it is published")
 	verbose := fs.Bool("v", false, "log debug output on stderr")
@@ -40,6 +43,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err := req.Validate(); err != nil {
 		return exitUsage, fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
+	defs, err := af.definitions(*agent)
+	if err != nil {
+		return exitUsage, err
+	}
+	if defs.Agent(*agent) == nil {
+		return exitUsage, fmt.Errorf("%w: %w: %q is not in %s (it has %s)", cli.ErrUsage, agents.ErrUnknownAgent, *agent, af.file, strings.Join(defs.IDs(), ", "))
+	}
+	defs.Agents = []*agents.Agent{defs.Agent(*agent)}
 	log := logger(*verbose, stderr)
 	c, err := conn.Open(ctx, "hookbus-loop", log, cli.Provision)
 	if err != nil {
@@ -55,10 +66,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		return exitFailure, err
 	}
 	defer stopHooks()
-	eng, err := af.engine(em, c.Bus, hooks, log)
+	engs, closeAgents, err := engines(ctx, defs, em, c.Bus, hooks, log)
 	if err != nil {
 		return exitFailure, err
 	}
+	defer closeAgents()
+	eng := engs[*agent]
 	res, err := eng.Run(ctx, req)
 	if res != nil {
 		fmt.Fprintf(stderr, "run %s session %s agent %s: %s", res.RunID, res.SessionID, res.AgentID, res.Reason)

@@ -20,7 +20,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	var af agentFlags
 	af.register(fs)
 	concurrency := fs.Int("concurrency", 4, "runs in flight at once")
-	agents := fs.String("agents", "", "comma-separated agent ids to serve (default: every agent)")
+	agentsFlag := fs.String("agents", "", "an agent definitions file (FILE.yaml): serve its agents; or comma-separated agent ids to serve with the flags' agent (default: every agent)")
 	lease := fs.Duration("lease", bus.DefaultRunAckWait, "how long a run may go without a sign of life from its worker before another worker takes it over (the same for every worker of the pool)")
 	verbose := fs.Bool("v", false, "log every run on stderr")
 	fs.Usage = func() {
@@ -40,13 +40,22 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("%w: --concurrency %d must be at least 1", cli.ErrUsage, *concurrency)
 	}
 	var ids []string
-	if *agents != "" {
-		for _, a := range strings.Split(*agents, ",") {
+	if isAgentsFile(*agentsFlag) {
+		af.file = *agentsFlag
+	} else if *agentsFlag != "" {
+		for _, a := range strings.Split(*agentsFlag, ",") {
 			if err := events.ValidateID("agent", a); err != nil {
 				return fmt.Errorf("%w: --agents: %v", cli.ErrUsage, err)
 			}
 			ids = append(ids, a)
 		}
+	}
+	defs, err := af.definitions("any")
+	if err != nil {
+		return err
+	}
+	if af.file != "" {
+		ids = defs.IDs()
 	}
 	log := logger(*verbose, stderr)
 	c, err := conn.Open(ctx, "hookbus-worker", log, cli.Provision)
@@ -59,11 +68,15 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer stopHooks()
-	eng, err := af.engine(c.Bus, c.Bus, hooks, log)
+	engs, closeAgents, err := engines(ctx, defs, c.Bus, c.Bus, hooks, log)
 	if err != nil {
 		return err
 	}
-	w := loop.NewWorker(eng, log)
+	defer closeAgents()
+	w := loop.NewAgentsWorker(engs, log)
+	if af.file == "" {
+		w = loop.NewWorker(engs["any"], log) // the flags' agent runs every requested agent id
+	}
 	rc, err := c.Bus.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: ids, Concurrency: *concurrency, AckWait: *lease}, w.Handle)
 	if err != nil {
 		return err

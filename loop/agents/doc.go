@@ -1,0 +1,24 @@
+// Package agents reads agent definitions: a YAML file naming each agent's
+// model, system prompt, tools, MCP servers, step limit and budget, so a
+// worker (loop serve --agents FILE) can run real agents.
+//
+//	agents:
+//	  - id: coder
+//	    model: openai:gpt-4.1-mini          # or anthropic:claude-sonnet-4-5, scripted:demo, scripted:FILE
+//	    system: You fix bugs in this repository.
+//	    root: ./repo                        # file tools are confined to it; Bash runs in it
+//	    tools: [Bash, Read, Edit, Glob, Grep]
+//	    mcp:
+//	      - {name: docs, command: docs-mcp-server}
+//	    max_steps: 30
+//	    budget: {max_output_tokens: 20000, max_cost_usd: 0.50}
+//	    prices: {input_per_mtok: 0.40, output_per_mtok: 1.60}
+//
+// Load checks a file without I/O beyond reading it, and refuses an invalid
+// one with the file, line, agent and field named (an unknown field, an
+// unknown tool or model provider, a bad MCP server). Agent.Build then makes
+// the model (the provider's SDK, its key from the environment), the tools
+// and the MCP connections, and returns the loop.Config they give.
+//
+// The full format is in the README ("Agent definitions").
+package agents
