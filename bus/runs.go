@@ -78,6 +78,14 @@ type Abandoner interface {
 	Abandoned() bool
 }
 
+// Refusal is implemented by a RunHandler error that refuses its request for
+// good (an answer to a call that was answered already, or that no run
+// waits for): the request is dead-lettered with the error and terminated,
+// not handed back. loop.ErrBadAnswer's errors are Refusals.
+type Refusal interface {
+	Refused() bool
+}
+
 // RunConsumerConfig configures a loop worker's consumption of run requests.
 // Every worker of one pool uses the same Durable and the same config.
 type RunConsumerConfig struct {
@@ -184,7 +192,7 @@ func (b *Bus) ConsumeRuns(ctx context.Context, cfg RunConsumerConfig, handler Ru
 	case cfg.PollWait < 100*time.Millisecond:
 		return nil, invalid("poll wait %v (want >= 100ms)", cfg.PollWait)
 	}
-	filters := []string{b.subj.AllRuns()}
+	filters := []string{b.subj.AllRuns(), b.subj.AllApprovals()}
 	if len(cfg.Agents) > 0 {
 		filters = filters[:0]
 		for _, a := range cfg.Agents {
@@ -192,7 +200,8 @@ func (b *Bus) ConsumeRuns(ctx context.Context, cfg RunConsumerConfig, handler Ru
 			if err != nil {
 				return nil, err
 			}
-			filters = append(filters, f)
+			g, _ := b.subj.Approval(a)
+			filters = append(filters, f, g)
 		}
 	}
 	cc := jetstream.ConsumerConfig{
@@ -303,7 +312,7 @@ func (rc *RunConsumer) handle(m jetstream.Msg) {
 		_ = m.Nak() // stopping: give it straight to another worker
 		return
 	}
-	req, err := events.DecodeRunRequest(m.Data())
+	req, err := rc.decode(m)
 	if err != nil {
 		rc.malformedN.Add(1)
 		log.Warn("hookbus: malformed run request dropped", "durable", rc.cfg.Durable, "subject", m.Subject(), "reason", err)
@@ -312,8 +321,8 @@ func (rc *RunConsumer) handle(m jetstream.Msg) {
 		}
 		return
 	}
-	if want, err := rc.b.subj.Run(req.AgentID); err != nil || want != m.Subject() {
-		rc.refuse(m, req)
+	if want, err := rc.b.subj.Run(req.AgentID); req.Answer == nil && (err != nil || want != m.Subject()) {
+		rc.refuse(m, req, fmt.Errorf("run request %s names agent %q but was published on %s: refused", req.RunID, req.AgentID, m.Subject()))
 		return
 	}
 	herr := rc.run(m, req)
@@ -321,6 +330,11 @@ func (rc *RunConsumer) handle(m jetstream.Msg) {
 	if herr != nil && errors.As(herr, &ab) && ab.Abandoned() {
 		rc.abandoned.Add(1)
 		log.Warn("hookbus: run left to the worker that holds it now", "run", req.RunID, "agent", req.AgentID, "reason", herr)
+		return
+	}
+	var rf Refusal
+	if herr != nil && errors.As(herr, &rf) && rf.Refused() {
+		rc.refuse(m, req, herr)
 		return
 	}
 	if herr == nil {
@@ -353,12 +367,22 @@ func (rc *RunConsumer) handle(m jetstream.Msg) {
 	}
 }
 
-// refuse dead-letters and terminates a run request whose body names
-// another agent than its subject: it is never run.
-func (rc *RunConsumer) refuse(m jetstream.Msg, req *events.RunRequest) {
+// decode reads a run request, or an answer to an approval (whose agent is
+// its subject's).
+func (rc *RunConsumer) decode(m jetstream.Msg) (*events.RunRequest, error) {
+	kind, agent, err := rc.b.subj.ParseQueue(m.Subject())
+	if err == nil && kind == "approval" {
+		return decodeApproval(agent, m.Data())
+	}
+	return events.DecodeRunRequest(m.Data())
+}
+
+// refuse dead-letters and terminates a request that must not run (a body
+// naming another agent than its subject, an answer the handler refused),
+// saying why.
+func (rc *RunConsumer) refuse(m jetstream.Msg, req *events.RunRequest, why error) {
 	rc.refused.Add(1)
-	why := fmt.Errorf("run request %s names agent %q but was published on %s: refused", req.RunID, req.AgentID, m.Subject())
-	rc.b.log.Error("hookbus: run request refused", "run", req.RunID, "agent", req.AgentID, "subject", m.Subject(), "dead_letter", rc.dlq)
+	rc.b.log.Error("hookbus: run request refused", "run", req.RunID, "agent", req.AgentID, "subject", m.Subject(), "dead_letter", rc.dlq, "reason", why)
 	meta, err := m.Metadata()
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), rc.b.opts.timeout)

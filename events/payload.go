@@ -1,6 +1,9 @@
 package events
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // The payload of each stage. Every event's data is the JSON of one of these
 // types; PayloadFor returns a new value of the right one.
@@ -99,19 +102,65 @@ type ToolResultRecord struct {
 	Result ToolResult `json:"result"`
 }
 
-// ApprovalRequested is the data of approval.requested.
+// ApprovalRequested is the data of approval.requested: a tool call waits
+// for a human. The run's attempt ends after its step's other calls; the
+// run resumes when every call of the step waiting for an answer has one
+// (approval.resolved).
 type ApprovalRequested struct {
-	Call   ToolCall `json:"call"`
-	Plugin string   `json:"plugin,omitempty"`
-	Reason string   `json:"reason,omitempty"`
+	// Call is the call as it will run when approved (after the tool.before
+	// hooks' changes).
+	Call ToolCall `json:"call"`
+	// Plugin is the hook that asked; empty when the agent's approval
+	// policy did.
+	Plugin string `json:"plugin,omitempty"`
+	// Reason is why a human is asked.
+	Reason string `json:"reason,omitempty"`
+	// ExpiresAt is when an unanswered request resolves by OnExpiry.
+	ExpiresAt time.Time `json:"expires_at,omitempty"`
+	// OnExpiry is what an unanswered request becomes: an Action
+	// (reject_and_continue, the "deny" default; reject; approve).
+	OnExpiry string `json:"on_expiry,omitempty"`
 }
 
-// ApprovalResolved is the data of approval.resolved.
+// Answers to an approval (ApprovalResolved.Action, ApprovalAnswer.Action).
+const (
+	// ActionApprove runs the call with the arguments as requested.
+	ActionApprove = "approve"
+	// ActionReject ends the run: run.completed with reason rejected.
+	ActionReject = "reject"
+	// ActionRejectAndContinue gives the reason to the model as the call's
+	// result, and the run goes on.
+	ActionRejectAndContinue = "reject_and_continue"
+)
+
+// ValidAction reports whether a is an answer to an approval.
+func ValidAction(a string) bool {
+	return a == ActionApprove || a == ActionReject || a == ActionRejectAndContinue
+}
+
+// ApprovalResolved is the data of approval.resolved: the answer to one
+// call's approval, by a person (through any client) or by the expiry.
 type ApprovalResolved struct {
-	CallID   string `json:"call_id"`
-	Approved bool   `json:"approved"`
-	By       string `json:"by,omitempty"`
-	Reason   string `json:"reason,omitempty"`
+	CallID string `json:"call_id"`
+	// Approved is true for approve.
+	Approved bool `json:"approved"`
+	// Action is approve, reject or reject_and_continue.
+	Action string `json:"action,omitempty"`
+	// By names who answered ("hookbus" for an expiry).
+	By string `json:"by,omitempty"`
+	// Reason is why (a reject's reason goes to the model with
+	// reject_and_continue).
+	Reason string `json:"reason,omitempty"`
+	// Comment is the answerer's note.
+	Comment string `json:"comment,omitempty"`
+	// AnswerID is the id of the answer message (ApprovalAnswer.AnswerID),
+	// so the client that sent it can find it recorded.
+	AnswerID string `json:"answer_id,omitempty"`
+	// AnsweredAt is when the answer was given.
+	AnsweredAt time.Time `json:"answered_at,omitempty"`
+	// Expired is set when nobody answered in time and the request resolved
+	// by its OnExpiry.
+	Expired bool `json:"expired,omitempty"`
 }
 
 // CompactBefore is the data of compact.before.

@@ -29,6 +29,8 @@ type run struct {
 	messages  []events.Message
 	answer    string
 	resumed   bool
+	startSeq  uint64                     // the seq of the attempt's run.started
+	waiting   []events.ApprovalRequested // calls the attempt left waiting for a human
 }
 
 // errEnd carries an early end of the run (denied, stopped) up the stack.
@@ -61,6 +63,7 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 func (r *run) reset() {
 	r.claim, r.claimed, r.seq, r.step, r.events = 0, false, 0, 0, 0
 	r.usage, r.continues, r.messages, r.answer, r.resumed = events.Usage{}, 0, nil, "", false
+	r.startSeq, r.waiting = 0, nil
 }
 
 // lost ends an attempt whose session another attempt claimed: nothing of
@@ -96,8 +99,18 @@ func (r *run) attempt(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.req.Answer != nil {
+		// An answer to an approval: refused (nothing written) unless the
+		// run waits for it.
+		if err := checkAnswer(r.req, st); err != nil {
+			return nil, err
+		}
+		if r.req.Answer.Action == events.ActionExpire && len(st.waiting()) == 0 {
+			return resultOf(r.req, nil, st), nil // woken up after the answers came
+		}
+	}
 	if st.terminal != nil {
-		return resultOf(r.req, st.terminal, st.events), nil
+		return resultOf(r.req, st.terminal, st), nil
 	}
 	r.messages, r.claim = sess.Messages, sess.lastClaim
 	if !st.found {
@@ -177,6 +190,7 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 	}); err != nil {
 		return nil, err
 	}
+	r.startSeq = r.seq
 	if r.resumed {
 		// Read the record again now that nothing of an earlier attempt can
 		// be stored any more: an event stored after this attempt first read
@@ -188,6 +202,9 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 		st = again
 		r.messages = sess.Messages
 		r.restore(st)
+		if err := r.recordAnswers(ctx, st); err != nil {
+			return nil, err
+		}
 	}
 	if st != nil {
 		if res, err, done := r.resume(ctx, st); done {
@@ -257,19 +274,34 @@ func (r *run) resume(ctx context.Context, st *runState) (res *Result, err error,
 		return nil, st.respEnd, true
 	}
 	r.answer = pending.Message.Content
+	earlier := st.answeredBefore(r.startSeq)
 	for _, c := range pending.Message.ToolCalls {
 		cs := st.calls[c.ID]
 		switch {
 		case cs != nil && cs.after:
 			continue
+		case cs != nil && cs.approval != nil && cs.resolution == nil:
+			r.waiting = append(r.waiting, *cs.approval)
+			continue
+		case cs != nil && cs.approval != nil && len(st.waiting()) > 0:
+			continue // answered, but acted on only once every call of the step is
+		case cs != nil && cs.approval != nil:
+			err = r.actOnAnswer(ctx, st, cs, earlier)
 		case cs != nil && cs.before != nil:
 			err = r.resumeCall(ctx, st, cs)
 		default:
 			err = r.callTool(ctx, c)
 		}
+		if errors.Is(err, errAwaitApproval) {
+			err = nil
+		}
 		if err != nil {
 			return nil, err, true
 		}
+	}
+	if len(r.waiting) > 0 {
+		res, err := r.wait(ctx)
+		return res, err, true
 	}
 	res, err = r.endStep(ctx, len(pending.Message.ToolCalls), pending.Usage)
 	if err != nil || res != nil {
@@ -311,9 +343,18 @@ func (r *run) fail(ctx context.Context, cause error) (*Result, error) {
 	return res, cause
 }
 
-// resultOf reads the result of a run that already ended.
-func resultOf(req *events.RunRequest, term *events.Event, n int) *Result {
-	res := &Result{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Events: n, Steps: term.Step, Ended: true}
+// resultOf reads the result of a run that already ended (term), or of one
+// that waits (term nil).
+func resultOf(req *events.RunRequest, term *events.Event, st *runState) *Result {
+	if term == nil {
+		res := &Result{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Events: st.events,
+			Steps: st.stepDone, Usage: st.usage, Reason: ReasonWaiting, Detail: "waiting for approval"}
+		for _, cs := range st.waiting() {
+			res.Waiting = append(res.Waiting, *cs.approval)
+		}
+		return res
+	}
+	res := &Result{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Events: st.events, Steps: term.Step, Ended: true}
 	if term.Stage == events.StageRunFailed {
 		var p events.RunFailed
 		_ = term.DecodeData(&p)

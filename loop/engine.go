@@ -56,8 +56,39 @@ type Config struct {
 	// Prices is what the model costs, for Budget.MaxCostUSD and the cost
 	// in Usage; nil counts no cost.
 	Prices *events.Prices
+	// Approval says which tool calls wait for a human besides those a hook
+	// asks about, and what an unanswered request becomes.
+	Approval Approval
+	// Waker schedules a waiting run's wake-up at its approval's expiry;
+	// nil: the expiry takes effect when the run is next resumed (an
+	// answer, or the run requested again). *bus.Bus implements it.
+	Waker Waker
 	// Logger defaults to discarding.
 	Logger *slog.Logger
+}
+
+// Approval is an agent's approval policy.
+type Approval struct {
+	// Required reports why call must wait for a human's approval (""
+	// when it need not): the agent's needs_approval. Calls a tool.before
+	// hook answers ask about wait too.
+	Required func(call events.ToolCall) string
+	// Expiry is how long a request waits for an answer (default
+	// DefaultApprovalExpiry).
+	Expiry time.Duration
+	// OnExpiry is what an unanswered request becomes: an events.Action*
+	// (default events.ActionRejectAndContinue: the call is denied and the
+	// model told why).
+	OnExpiry string
+}
+
+// DefaultApprovalExpiry is how long an approval request waits by default.
+const DefaultApprovalExpiry = 24 * time.Hour
+
+// Waker schedules a waiting run's wake-up: req (an answer with action
+// events.ActionExpire) delivered to the workers at t.
+type Waker interface {
+	WakeAt(ctx context.Context, req *events.RunRequest, t time.Time) error
 }
 
 // Retry is how failed model calls are retried: a failure the provider marks
@@ -103,6 +134,15 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.Source == "" {
 		cfg.Source = DefaultSource
+	}
+	if cfg.Approval.Expiry <= 0 {
+		cfg.Approval.Expiry = DefaultApprovalExpiry
+	}
+	if cfg.Approval.OnExpiry == "" {
+		cfg.Approval.OnExpiry = events.ActionRejectAndContinue
+	}
+	if !events.ValidAction(cfg.Approval.OnExpiry) {
+		return nil, fmt.Errorf("%w: approval on_expiry %q (want approve, reject or reject_and_continue)", ErrInvalidConfig, cfg.Approval.OnExpiry)
 	}
 	if cfg.MaxSteps == 0 {
 		cfg.MaxSteps = DefaultMaxSteps
@@ -159,7 +199,14 @@ type Result struct {
 	// Ended is true when the run's end (run.completed or run.failed) is in
 	// the stream: the request is done with, even if Run returned an error.
 	Ended bool
+	// Waiting lists the tool calls the run waits for a human's answer on
+	// (Reason ReasonWaiting): the attempt ended without ending the run; an
+	// answer resumes it.
+	Waiting []events.ApprovalRequested
 }
+
+// ReasonWaiting is Result.Reason for a run that waits for approvals.
+const ReasonWaiting = "waiting"
 
 // ReasonFailed is Result.Reason for a run that ended with run.failed.
 const ReasonFailed = "failed"

@@ -31,6 +31,9 @@ type runState struct {
 	stopHook  *events.HookDecided // the last stop hook that decided stop
 
 	ends decisions
+
+	// lastStarted is the seq of the run's last run.started.
+	lastStarted uint64
 }
 
 // callState is what the record says of one tool call.
@@ -39,6 +42,10 @@ type callState struct {
 	beforeID string             // its event id (the decisions name it)
 	result   *events.ToolResult // tool.result: the raw result, recorded before tool.after hooks ran
 	after    bool               // tool.after is recorded: the call is done
+
+	approval    *events.ApprovalRequested // the call waits (waited) for a human
+	resolution  *events.ApprovalResolved  // the answer
+	resolvedSeq uint64                    // the answer's seq
 }
 
 func (rs *runState) call(id string) *callState {
@@ -101,6 +108,7 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 			rs.intake = &p
 		case events.StageRunStarted:
 			rs.started = true
+			rs.lastStarted = e.Seq
 		case events.StageStepStarted:
 			rs.step = e.Step
 		case events.StageModelResponded:
@@ -130,6 +138,22 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 				return nil, err
 			}
 			rs.call(p.Call.ID).after = true
+		case events.StageApprovalRequested:
+			var p events.ApprovalRequested
+			if err := decodeOwn(e, &p); err != nil {
+				return nil, err
+			}
+			if p.Call.ID != "" {
+				rs.call(p.Call.ID).approval = &p
+			}
+		case events.StageApprovalResolved:
+			var p events.ApprovalResolved
+			if err := decodeOwn(e, &p); err != nil {
+				return nil, err
+			}
+			if c := rs.calls[p.CallID]; c != nil && c.approval != nil && c.resolution == nil {
+				c.resolution, c.resolvedSeq = &p, e.Seq
+			}
 		case events.StageStepCompleted:
 			rs.stepDone = e.Step
 		case events.StageStop:
@@ -148,6 +172,43 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 		}
 	}
 	return rs, nil
+}
+
+// waiting returns the calls of the pending step that wait for an answer.
+func (rs *runState) waiting() []*callState {
+	p := rs.pending()
+	if p == nil {
+		return nil
+	}
+	var out []*callState
+	for _, c := range p.Message.ToolCalls {
+		if cs := rs.calls[c.ID]; cs != nil && cs.approval != nil && cs.resolution == nil && !cs.after {
+			out = append(out, cs)
+		}
+	}
+	return out
+}
+
+// answeredBefore reports whether every approval of the pending step was
+// answered before seq (an earlier attempt then went on with the step, and
+// may have started an approved tool).
+func (rs *runState) answeredBefore(seq uint64) bool {
+	p := rs.pending()
+	if p == nil {
+		return false
+	}
+	any := false
+	for _, c := range p.Message.ToolCalls {
+		cs := rs.calls[c.ID]
+		if cs == nil || cs.approval == nil {
+			continue
+		}
+		if cs.resolution == nil || cs.resolvedSeq >= seq {
+			return false
+		}
+		any = true
+	}
+	return any
 }
 
 func decodeOwn(e *events.Event, v any) error {

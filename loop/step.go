@@ -70,10 +70,12 @@ func (r *run) doStep(ctx context.Context) (*Result, error) {
 	mr.Message.Role = events.RoleAssistant
 	r.messages = append(r.messages, mr.Message)
 	r.answer = mr.Message.Content
-	for _, c := range mr.Message.ToolCalls {
-		if err := r.callTool(ctx, c); err != nil {
-			return nil, err
-		}
+	waiting, err := r.runCalls(ctx, mr.Message.ToolCalls)
+	if err != nil {
+		return nil, err
+	}
+	if waiting {
+		return r.wait(ctx)
 	}
 	return r.endStep(ctx, len(mr.Message.ToolCalls), resp.Usage)
 }
