@@ -151,7 +151,7 @@ func headerCount(e *events.Event) int {
 func (c *codec) setHeaders(hb *headerBuilder, e *events.Event) {
 	hb.set("ce-specversion", "1.0")
 	hb.set("ce-id", e.ID)
-	hb.set("ce-type", stageType(e.Stage))
+	hb.set("ce-type", e.Stage.Type())
 	hb.set("ce-source", events.PercentEncode(e.Source))
 	hb.set("ce-time", e.Time.UTC().Format(time.RFC3339Nano))
 	if subj := strings.TrimSpace(e.Subject); subj != "" { // sdk-go trims it
@@ -177,23 +177,6 @@ func eventBody(e *events.Event) []byte {
 		return e.Data // not copied: see Publish
 	}
 	return nil
-}
-
-// stageTypes holds the CloudEvents type of every stage, built once.
-var stageTypes = func() map[events.Stage]string {
-	m := make(map[events.Stage]string)
-	for _, st := range events.Stages() {
-		m[st] = st.Type()
-	}
-	return m
-}()
-
-// stageType is st.Type() without an allocation.
-func stageType(st events.Stage) string {
-	if t, ok := stageTypes[st]; ok {
-		return t
-	}
-	return st.Type()
 }
 
 type headerBuilder struct {
