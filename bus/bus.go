@@ -24,7 +24,6 @@ type Bus struct {
 	opts  options
 	log   *slog.Logger
 	acks  *ackTracker
-	codec codec
 	pay   *payloads // the claim check (payloads.go)
 }
 

@@ -124,7 +124,7 @@ func (b *Bus) eventMsg(ctx context.Context, e *events.Event) (*nats.Msg, error) 
 	if e == nil {
 		return nil, fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
 	}
-	hdr, body, err := b.codec.encode(e)
+	hdr, body, err := events.Encode(e)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (b *Bus) eventMsg(ctx context.Context, e *events.Event) (*nats.Msg, error) 
 	if err != nil {
 		return nil, err
 	}
-	msg, err := b.pay.fit(ctx, &b.codec, e, &nats.Msg{Subject: subject, Header: hdr, Data: body}, 0)
+	msg, err := b.pay.fit(ctx, e, &nats.Msg{Subject: subject, Header: hdr, Data: body}, 0)
 	if errors.Is(err, ErrClaimCheck) {
 		return nil, fmt.Errorf("%w: event %s: %w", ErrPublish, e.ID, err)
 	}
