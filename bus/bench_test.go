@@ -230,24 +230,3 @@ func BenchmarkRawOrderedConsume(b *testing.B) {
 		left -= want
 	}
 }
-
-func BenchmarkEncode(b *testing.B) {
-	e := sizedEvent(b, "agent", "sess", "run1", 1, benchPayload)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, _, err := events.Encode(e); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkDecode(b *testing.B) {
-	e := sizedEvent(b, "agent", "sess", "run1", 1, benchPayload)
-	h, body, _ := events.Encode(e)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := events.Decode(h, body); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -3,7 +3,9 @@ package bus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
@@ -23,8 +25,7 @@ type Bus struct {
 	log    *slog.Logger
 	acks   *ackTracker
 	fences movedFences // fences moved past foreign messages (fence.go)
-	codec  codec
-	pay    *payloads // the claim check (payloads.go)
+	pay    *payloads   // the claim check (payloads.go)
 }
 
 // New returns a Bus over nc. It does no I/O: call Provision to create the
@@ -97,4 +98,23 @@ func ctxErr(ctx context.Context, err error) error {
 		return errors.Join(err, cerr)
 	}
 	return err
+}
+
+// Connect connects to an external nats-server at url (comma-separated for a
+// cluster) with hookbus' defaults: a connection name, reconnecting forever
+// every 500ms with jitter, and retrying a failed first connect. Options
+// given are applied after the defaults. An in-process server is started
+// with bus/embedded.
+func Connect(url string, opts ...nats.Option) (*nats.Conn, error) {
+	all := append([]nats.Option{
+		nats.Name("hookbus"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(500 * time.Millisecond),
+		nats.ReconnectJitter(100*time.Millisecond, time.Second),
+	}, opts...)
+	nc, err := nats.Connect(url, all...)
+	if err != nil {
+		return nil, fmt.Errorf("hookbus: connect %s: %w", url, err)
+	}
+	return nc, nil
 }

@@ -1,19 +1,17 @@
-// Package bus is hookbus' transport over NATS JetStream: an embedded or
-// external nats-server, provisioning of the streams and buckets, publishing
+// Package bus is hookbus' transport over NATS JetStream: a connection to a
+// nats-server, provisioning of the streams and buckets, publishing
 // events (asynchronous, write-ahead, and a per-run flush barrier), durable
 // observers with back-off and dead letters, replay and tail over ordered
 // consumers, and the run-request work queue.
 //
 // # Start
 //
-// Run a server in the process (or Connect to one), put a Bus on a
-// connection and provision it once:
+// Connect to a server (or run one in the process with bus/embedded), put a
+// Bus on the connection and provision it once:
 //
-//	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: ".hookbus"})
-//	defer srv.Shutdown()
-//	nc, err := srv.Connect()               // in-process, no TCP
-//	b, err := bus.New(nc)                  // no I/O
-//	err = b.Provision(ctx)                 // idempotent: streams, KV buckets, object store
+//	nc, err := bus.Connect("nats://127.0.0.1:4222") // or embedded.Start(...) and srv.Connect()
+//	b, err := bus.New(nc)                           // no I/O
+//	err = b.Provision(ctx)                          // idempotent: streams, KV buckets, object store
 //
 // Tests use bus/bustest instead: bustest.StartBus(t) is all of the above on
 // a t.TempDir() store, shut down by t.Cleanup.
@@ -87,5 +85,6 @@
 // hookbus_payloads. Another prefix derives its own names (see Names), so
 // several hookbus installations can share one NATS account.
 //
-// An offline store directory (a stopped server's) is read with OpenStore.
+// bus links no server code: the in-process nats-server (and OpenStore, to
+// read a stopped server's store directory) is package bus/embedded.
 package bus

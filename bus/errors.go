@@ -6,21 +6,9 @@ import "errors"
 // context error, or an events error such as events.ErrInvalidID), so callers
 // match them with errors.Is.
 var (
-	// ErrInvalidOption is returned by New and the Start/Observe/Consume
+	// ErrInvalidOption is returned by New and the Observe/Consume/Serve
 	// functions when an option or config field is out of range.
 	ErrInvalidOption = errors.New("hookbus: invalid option")
-	// ErrAddrInUse is returned by StartEmbedded when the listen address is
-	// already taken by another process or server.
-	ErrAddrInUse = errors.New("hookbus: listen address in use")
-	// ErrStoreLocked is returned by StartEmbedded and OpenStore when another
-	// running server (in this process or another) holds the store directory.
-	ErrStoreLocked = errors.New("hookbus: store directory locked by another server")
-	// ErrNoStore is returned by OpenStore when the directory holds no
-	// JetStream data.
-	ErrNoStore = errors.New("hookbus: no JetStream store in directory")
-	// ErrServerStart is returned by StartEmbedded when nats-server fails to
-	// start or to become ready in time.
-	ErrServerStart = errors.New("hookbus: embedded server did not start")
 	// ErrProvision is returned by Provision when a stream, bucket or object
 	// store cannot be created or updated.
 	ErrProvision = errors.New("hookbus: provisioning failed")

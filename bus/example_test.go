@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/embedded"
 	"github.com/hookbus/hookbus/events"
 )
 
@@ -18,7 +19,7 @@ func exampleBus() (*bus.Bus, func()) {
 	if err != nil {
 		panic(err)
 	}
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: dir})
+	srv, err := embedded.Start(ctx, embedded.Config{StoreDir: dir})
 	if err != nil {
 		panic(err)
 	}

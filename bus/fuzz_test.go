@@ -18,8 +18,8 @@ import (
 	"github.com/nats-io/nats.go/micro"
 )
 
-// Fuzz targets for what the bus reads from the network: events (the fast
-// codec against events.Decode), interception requests as Serve reads them
+// Fuzz targets for what the bus reads from the network (events themselves
+// are fuzzed in package events): interception requests as Serve reads them
 // (deadline headers, then the event), interception replies as Remote reads
 // them, registry entries and trust grants (KV values). Run one with
 //
@@ -80,70 +80,6 @@ func fuzzSeedEvents(f *testing.F) []*events.Event {
 		mk(events.StageRunCompleted, odd, events.RunCompleted{Reason: "done", Answer: "42"}),
 		ref,
 	}
-}
-
-// FuzzCodecDecodeAgreesWithEvents holds the bus' decoder (fast path and
-// fallback) to events.Decode on any headers and body: the same accept or
-// reject, the same event, and a rejection that wraps the events sentinels.
-func FuzzCodecDecodeAgreesWithEvents(f *testing.F) {
-	for _, e := range fuzzSeedEvents(f) {
-		h, body, err := events.Encode(e)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(headerText(h), body)
-		f.Add(strings.ToUpper(headerText(h)), body)
-		f.Add(headerText(h)+"ce-extra: x\n", body)
-		f.Add(headerText(h)+"CE-ID: 01J0000000000000000000000B\n", body)
-		structured, err := json.Marshal(e.CloudEvent())
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add("content-type: application/cloudevents+json\n", structured)
-	}
-	f.Add("", []byte("no headers"))
-	f.Add("ce-specversion: 1.0\nce-id: x\nce-type: com.example.x\nce-source: /s\n", []byte(`{}`))
-	f.Fuzz(func(t *testing.T, hdr string, body []byte) {
-		h := parseHeaderText(hdr)
-		var c codec
-		got, err := c.decode(h, body)
-		want, werr := events.Decode(events.Header(h), body)
-		if (err == nil) != (werr == nil) {
-			t.Fatalf("bus decode: %v; events.Decode: %v\nheaders %q", err, werr, h)
-		}
-		if err != nil {
-			if !errors.Is(err, events.ErrMalformedEvent) && !errors.Is(err, events.ErrInvalidID) {
-				t.Fatalf("error %v wraps neither ErrMalformedEvent nor ErrInvalidID", err)
-			}
-			return
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("bus decode\n %+v\nevents.Decode\n %+v\nheaders %q", got, want, h)
-		}
-		if err := got.Validate(); err != nil {
-			t.Fatalf("decoded an invalid event: %v", err)
-		}
-		// What decodes encodes, and decodes again to the same.
-		h2, b2, err := c.encode(got)
-		if err != nil {
-			t.Fatalf("re-encode: %v", err)
-		}
-		again, err := c.decode(h2, b2)
-		if err != nil || !reflect.DeepEqual(again, got) && !sameEvent(again, got) {
-			t.Fatalf("round trip: %+v, %v\nwant %+v", again, err, got)
-		}
-	})
-}
-
-// sameEvent compares events as the wire carries them: the time as an
-// instant (an encoded time is UTC).
-func sameEvent(a, b *events.Event) bool {
-	x, y := *a, *b
-	if !x.Time.Equal(y.Time) {
-		return false
-	}
-	x.Time, y.Time = time.Time{}, time.Time{}
-	return reflect.DeepEqual(x, y)
 }
 
 // fakeRequest is a micro.Request that records the answer.
@@ -247,10 +183,9 @@ func FuzzServeRequest(f *testing.F) {
 		if calls != 1 {
 			t.Fatalf("answered without calling the interceptor (%d calls)", calls)
 		}
-		var c codec
-		want, err := c.decode(plain, body)
+		want, err := events.Decode(plain, body)
 		if err != nil {
-			t.Fatalf("the interceptor got a request the codec rejects: %v", err)
+			t.Fatalf("the interceptor got a request events.Decode rejects: %v", err)
 		}
 		if seen.Stage != events.StageToolBefore || seen.Event.Stage != events.StageToolBefore || !reflect.DeepEqual(seen.Event, want) {
 			t.Fatalf("the interceptor saw %+v\nwant %+v", seen.Event, want)

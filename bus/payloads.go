@@ -104,7 +104,7 @@ func msgSize(h nats.Header, body int) int {
 //
 // The error wraps ErrClaimCheck when the data cannot be stored, or
 // ErrPayloadTooLarge when even the headers do not fit.
-func (p *payloads) fit(ctx context.Context, c *codec, e *events.Event, msg *nats.Msg, extra int) (*nats.Msg, error) {
+func (p *payloads) fit(ctx context.Context, e *events.Event, msg *nats.Msg, extra int) (*nats.Msg, error) {
 	limit := p.limit()
 	stale := e.DataRef != "" && len(e.Data) > 0
 	if limit <= 0 || limit >= 64<<10 && len(msg.Data)+extra <= limit/2 && !stale {
@@ -127,7 +127,7 @@ func (p *payloads) fit(ctx context.Context, c *codec, e *events.Event, msg *nats
 		}
 		stub.Data, stub.DataRef = nil, ref
 	}
-	h, body, err := c.encode(&stub)
+	h, body, err := events.Encode(&stub)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +231,7 @@ func (p *payloads) fetch(ctx context.Context, e *events.Event) (gone bool, err e
 	if err != nil {
 		return fail(ctx.Err() == nil && lost(err), ctxErr(ctx, err))
 	}
-	if !validJSON(data) {
+	if !events.ValidJSON(data) {
 		return fail(true, errors.New("the object is not JSON"))
 	}
 	e.Data = data

@@ -88,7 +88,7 @@ func (b *Bus) eventMsg(ctx context.Context, e *events.Event, f *fence) (*nats.Ms
 	if e == nil {
 		return nil, fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
 	}
-	hdr, body, err := b.codec.encode(e)
+	hdr, body, err := events.Encode(e)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (b *Bus) eventMsg(ctx context.Context, e *events.Event, f *fence) (*nats.Ms
 	if f != nil {
 		extra = fenceHeaderSize + len(f.subject)
 	}
-	msg, err := b.pay.fit(ctx, &b.codec, e, &nats.Msg{Subject: subject, Header: hdr, Data: body}, extra)
+	msg, err := b.pay.fit(ctx, e, &nats.Msg{Subject: subject, Header: hdr, Data: body}, extra)
 	if errors.Is(err, ErrClaimCheck) {
 		return nil, fmt.Errorf("%w: event %s: %w", ErrPublish, e.ID, err)
 	}

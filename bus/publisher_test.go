@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/embedded"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -274,7 +275,7 @@ func TestPublishSurvivesServerRestart(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	ctx := testCtx(t)
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: dir, Listen: addr})
+	srv, err := embedded.Start(ctx, embedded.Config{StoreDir: dir, Listen: addr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +307,7 @@ func TestPublishSurvivesServerRestart(t *testing.T) {
 	publish(50) // acks in flight when the server goes away
 	srv.Shutdown()
 	publish(50) // published while it is down: buffered by the client
-	srv, err = bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: dir, Listen: addr})
+	srv, err = embedded.Start(ctx, embedded.Config{StoreDir: dir, Listen: addr})
 	if err != nil {
 		t.Fatal(err)
 	}

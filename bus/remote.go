@@ -34,12 +34,11 @@ const (
 // Register it with the registration Registration returns (Remote set, so
 // the audit records say so), or with RegisterRemote.
 type Remote struct {
-	nc    *nats.Conn
-	codec *codec
-	subj  events.Subjects
-	reg   interceptors.Registration
-	hook  string    // the subject of reg.Stage
-	pay   *payloads // the claim check of requests too large for a message
+	nc   *nats.Conn
+	subj events.Subjects
+	reg  interceptors.Registration
+	hook string    // the subject of reg.Stage
+	pay  *payloads // the claim check of requests too large for a message
 }
 
 // Remote returns a client of the plugin reg names on reg.Stage. It does no
@@ -54,7 +53,7 @@ func (b *Bus) Remote(reg interceptors.Registration) (*Remote, error) {
 		return nil, fmt.Errorf("%w: %w", interceptors.ErrInvalidRegistration, err)
 	}
 	reg.Remote = true
-	return &Remote{nc: b.nc, codec: &b.codec, subj: b.subj, reg: reg, hook: hook, pay: b.pay}, nil
+	return &Remote{nc: b.nc, subj: b.subj, reg: reg, hook: hook, pay: b.pay}, nil
 }
 
 // RegisterRemote registers a Remote client of reg on chain and returns the
@@ -128,13 +127,13 @@ func (r *Remote) Intercept(ctx context.Context, req *interceptors.Request) (*int
 		return nil, r.fail(req, events.FailTimeout, fmt.Errorf("no time left to call %s: %w", subj, context.DeadlineExceeded))
 	}
 
-	hb, h, body, err := r.codec.encodeRequest(req.Event)
+	hb, h, body, err := encodeRequest(req.Event)
 	defer hb.release() // the request is written before RequestMsgWithContext returns
 	if err != nil {
 		return nil, r.fail(req, events.FailError, fmt.Errorf("encode request: %w", err))
 	}
 	if r.pay != nil { // data too large for a request: claim-checked (payloads.go)
-		msg, err := r.pay.fit(ctx, r.codec, req.Event, &nats.Msg{Subject: subj, Header: h, Data: body}, requestHeaderSize)
+		msg, err := r.pay.fit(ctx, req.Event, &nats.Msg{Subject: subj, Header: h, Data: body}, requestHeaderSize)
 		if err != nil {
 			err = fmt.Errorf("request on %s: %w", subj, ctxErr(ctx, err))
 			switch {

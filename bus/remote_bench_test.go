@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/embedded"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -27,7 +28,7 @@ import (
 var benchPlugins = []string{"bench-a", "bench-b", "bench-c"}
 
 type interceptEnv struct {
-	srv    *bus.Embedded
+	srv    *embedded.Server
 	svcNC  *nats.Conn
 	client *bus.Bus
 	ev     *events.Event

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/embedded"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -18,7 +19,7 @@ import (
 // remoteEnv is an embedded server with a service connection and a client
 // bus on another connection.
 type remoteEnv struct {
-	srv    *bus.Embedded
+	srv    *embedded.Server
 	svcNC  *nats.Conn
 	client *bus.Bus
 }

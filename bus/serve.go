@@ -53,7 +53,6 @@ type Service struct {
 	svc    micro.Service
 	ic     interceptors.Interceptor
 	plugin string
-	codec  codec
 	log    *slog.Logger
 	pay    *payloads       // fetches claim-checked request data
 	ctx    context.Context // parent of every call's ctx: Serve's, without its cancellation
@@ -291,7 +290,7 @@ func (s *Service) handle(stage events.Stage, r micro.Request) {
 	// Not CloudEvents headers: off the decoder's path.
 	delete(h, HeaderDeadline)
 	delete(h, HeaderTimeoutMs)
-	ev, err := s.codec.decode(h, r.Data())
+	ev, err := events.Decode(h, r.Data())
 	if err != nil {
 		s.replyError(r, "400", "malformed request: "+err.Error())
 		return
@@ -395,12 +394,9 @@ const maxErrorText = 1024
 func requestDeadline(h nats.Header, now time.Time) (time.Time, error) {
 	var deadline time.Time
 	if v, ok := headerValue(h, HeaderDeadline); ok {
-		t, ok := parseTimeUTC(v) // the form Remote writes, without time.Parse's cost
-		if !ok {
-			var err error
-			if t, err = time.Parse(time.RFC3339Nano, v); err != nil {
-				return time.Time{}, fmt.Errorf("header %s %q is not an RFC 3339 time", HeaderDeadline, v)
-			}
+		t, err := events.ParseTime(v) // the form Remote writes, without time.Parse's cost
+		if err != nil {
+			return time.Time{}, fmt.Errorf("header %s %q is not an RFC 3339 time", HeaderDeadline, v)
 		}
 		deadline = t
 	}

@@ -13,7 +13,7 @@ import (
 // that names another would otherwise be rebuilt into the wrong session; it
 // is malformed (the error wraps events.ErrMalformedEvent).
 func (b *Bus) decodeStored(subject string, h nats.Header, body []byte) (*events.Event, error) {
-	e, err := b.codec.decode(h, body)
+	e, err := events.Decode(h, body)
 	if err != nil {
 		return nil, err
 	}

@@ -11,9 +11,15 @@
 //	hdr, body, err := events.Encode(e)    // CloudEvents binary mode: ce-* headers + JSON body
 //	back, err := events.Decode(hdr, body) // rejects malformed messages with a named error
 //
+// Encode and Decode read and write the headers directly and fall back to
+// sdk-go's binding for what they are not sure of (structured mode, unusual
+// headers); Event.Validate is the one set of rules both apply.
+//
 // A Stage names a hook point ("tool.before"); its CloudEvent type is
 // "hookbus.tool.before" and it is published on
 // "<prefix>.evt.<agent>.<session>.tool.before" (see Subjects). Agent, session,
 // run and plugin ids are subject tokens and are validated by ValidateID: a bad
-// id is an error naming it, never a silently rewritten subject.
+// id is an error naming it, never a silently rewritten subject. Everything
+// about a stage (the decisions it accepts, whether it is privileged, its
+// payload type) is one line of the table in stage.go.
 package events

@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 )
@@ -82,16 +83,33 @@ func New(stage Stage, m Meta, payload any) (*Event, error) {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
-	if err := e.Validate(); err != nil {
+	// The data is what json.Marshal just wrote: valid JSON.
+	if err := e.validateEnvelope(); err != nil {
 		return nil, err
 	}
 	return e, nil
 }
 
-// Validate checks the event's attributes: a ULID id, a known stage, a source,
-// valid agent, session and run ids, a time, and JSON data (unless DataRef is
-// set). The error wraps ErrMalformedEvent or ErrInvalidID.
+// MaxStep is the largest step: the step extension is a CloudEvents Integer
+// (32-bit).
+const MaxStep = math.MaxInt32
+
+// Validate checks the event: a ULID id, a known stage, a source, valid
+// agent, session and run ids, a time, a step from 0 to MaxStep, and JSON
+// data (unless DataRef is set). Encode and Decode hold every event to it.
+// The error wraps ErrMalformedEvent or ErrInvalidID.
 func (e *Event) Validate() error {
+	if err := e.validateEnvelope(); err != nil {
+		return err
+	}
+	if e.DataRef == "" && !ValidJSON(e.Data) {
+		return fmt.Errorf("%w: event %s data is not valid JSON", ErrMalformedEvent, e.ID)
+	}
+	return nil
+}
+
+// validateEnvelope is Validate without the data.
+func (e *Event) validateEnvelope() error {
 	if err := ValidateULID("event", e.ID); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformedEvent, err)
 	}
@@ -104,16 +122,20 @@ func (e *Event) Validate() error {
 	if e.Time.IsZero() {
 		return fmt.Errorf("%w: event %s has no time", ErrMalformedEvent, e.ID)
 	}
-	for _, id := range [...]struct{ kind, v string }{{"agent", e.AgentID}, {"session", e.SessionID}, {"run", e.RunID}} {
-		if err := ValidateID(id.kind, id.v); err != nil {
-			return fmt.Errorf("event %s: %w", e.ID, err)
-		}
+	if err := ValidateID("agent", e.AgentID); err != nil {
+		return fmt.Errorf("event %s: %w", e.ID, err)
+	}
+	if err := ValidateID("session", e.SessionID); err != nil {
+		return fmt.Errorf("event %s: %w", e.ID, err)
+	}
+	if err := ValidateID("run", e.RunID); err != nil {
+		return fmt.Errorf("event %s: %w", e.ID, err)
 	}
 	if e.Step < 0 {
 		return fmt.Errorf("%w: event %s has negative step %d", ErrMalformedEvent, e.ID, e.Step)
 	}
-	if e.DataRef == "" && !json.Valid(e.Data) {
-		return fmt.Errorf("%w: event %s data is not valid JSON", ErrMalformedEvent, e.ID)
+	if e.Step > MaxStep {
+		return fmt.Errorf("%w: event %s step %d exceeds %d", ErrMalformedEvent, e.ID, e.Step, MaxStep)
 	}
 	return nil
 }

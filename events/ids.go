@@ -24,6 +24,17 @@ func ValidateID(kind, id string) error {
 	if len(id) > MaxIDLen {
 		return fmt.Errorf("%w: %s id %.32q... is %d bytes (max %d)", ErrInvalidID, kind, id, len(id), MaxIDLen)
 	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c <= ' ' || c >= 0x7F || c == '.' || c == '*' || c == '>' {
+			return validateIDRunes(kind, id)
+		}
+	}
+	return nil // printable ASCII without '.', '*' or '>': no rune to decode
+}
+
+// validateIDRunes is ValidateID's check rune by rune, for an id that is not
+// plain printable ASCII.
+func validateIDRunes(kind, id string) error {
 	for _, r := range id {
 		switch {
 		case r == '.' || r == '*' || r == '>':

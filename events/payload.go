@@ -295,57 +295,12 @@ type HookFailed struct {
 	EventID   string `json:"event_id,omitempty"`
 }
 
-// PayloadFor returns a pointer to a new zero payload of the stage's type.
+// PayloadFor returns a pointer to a new zero payload of the stage's type, or
+// ErrUnknownStage.
 func PayloadFor(s Stage) (any, error) {
-	switch s {
-	case StageIntake:
-		return &Intake{}, nil
-	case StageRunStarted:
-		return &RunStarted{}, nil
-	case StageStepStarted:
-		return &StepStarted{}, nil
-	case StageContextAssembled:
-		return &ContextAssembled{}, nil
-	case StageModelResponded:
-		return &ModelResponded{}, nil
-	case StageModelFailed:
-		return &ModelFailed{}, nil
-	case StageToolBefore:
-		return &ToolBefore{}, nil
-	case StageToolResult:
-		return &ToolResultRecord{}, nil
-	case StageToolAfter:
-		return &ToolAfter{}, nil
-	case StageToolFailed:
-		return &ToolFailed{}, nil
-	case StageApprovalRequested:
-		return &ApprovalRequested{}, nil
-	case StageApprovalResolved:
-		return &ApprovalResolved{}, nil
-	case StageCompactBefore:
-		return &CompactBefore{}, nil
-	case StageCompactAfter:
-		return &CompactAfter{}, nil
-	case StageCompactFailed:
-		return &CompactFailed{}, nil
-	case StageSubagentBefore:
-		return &SubagentBefore{}, nil
-	case StageSubagentAfter:
-		return &SubagentAfter{}, nil
-	case StageSubagentFailed:
-		return &SubagentFailed{}, nil
-	case StageStepCompleted:
-		return &StepCompleted{}, nil
-	case StageStop:
-		return &Stop{}, nil
-	case StageRunCompleted:
-		return &RunCompleted{}, nil
-	case StageRunFailed:
-		return &RunFailed{}, nil
-	case StageHookDecided:
-		return &HookDecided{}, nil
-	case StageHookFailed:
-		return &HookFailed{}, nil
+	info, ok := s.info()
+	if !ok {
+		return nil, ErrUnknownStage
 	}
-	return nil, ErrUnknownStage
+	return info.payload(), nil
 }

@@ -28,8 +28,13 @@ type Chain struct {
 }
 
 // snapshot is an immutable view of one chain's own registrations, per
-// interceptable stage, each list in run order.
-type snapshot [numStages][]*entry
+// interceptable stage (events.Stage.InterceptIndex), each list in run order.
+type snapshot [][]*entry
+
+func newSnapshot() *snapshot {
+	s := make(snapshot, numStages)
+	return &s
+}
 
 type entry struct {
 	reg   Registration // defaults applied
@@ -74,7 +79,7 @@ func NewChain(opts ...Option) *Chain {
 	for _, o := range opts {
 		o(c)
 	}
-	c.snap.Store(&snapshot{})
+	c.snap.Store(newSnapshot())
 	return c
 }
 
@@ -84,7 +89,7 @@ func NewChain(opts ...Option) *Chain {
 // ends, drop the child. There is nothing to close.
 func (c *Chain) Child() *Chain {
 	ch := &Chain{parent: c, trust: c.trust, logger: c.logger, seq: c.seq}
-	ch.snap.Store(&snapshot{})
+	ch.snap.Store(newSnapshot())
 	return ch
 }
 
@@ -107,7 +112,7 @@ func (c *Chain) Register(reg Registration, ic Interceptor) (unregister func(), e
 	i := stageIndex(reg.Stage)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	old := c.snap.Load()
+	old := *c.snap.Load()
 	for _, e := range old[i] {
 		if e.reg.Plugin == reg.Plugin {
 			return nil, fmt.Errorf("%w: plugin %s on %s", ErrDuplicate, reg.Plugin, reg.Stage)
@@ -124,7 +129,7 @@ func (c *Chain) Register(reg Registration, ic Interceptor) (unregister func(), e
 		}
 	}
 	list = append(append(append(list, old[i][:at]...), e), old[i][at:]...)
-	next := *old
+	next := slices.Clone(old)
 	next[i] = list
 	c.snap.Store(&next)
 	c.logger.Debug("interceptor registered", "plugin", reg.Plugin, "stage", reg.Stage, "order", reg.Order)
@@ -144,12 +149,12 @@ func (c *Chain) Unregister(stage events.Stage, plugin string) bool {
 func (c *Chain) remove(i int, match func(*entry) bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	old := c.snap.Load()
+	old := *c.snap.Load()
 	j := slices.IndexFunc(old[i], match)
 	if j < 0 {
 		return false
 	}
-	next := *old
+	next := slices.Clone(old)
 	next[i] = slices.Delete(slices.Clone(old[i]), j, j+1)
 	c.snap.Store(&next)
 	return true
@@ -187,7 +192,7 @@ func (c *Chain) Matches(stage events.Stage, tool, agent string) int {
 	}
 	n := 0
 	for ch := c; ch != nil; ch = ch.parent {
-		for _, e := range ch.snap.Load()[i] {
+		for _, e := range (*ch.snap.Load())[i] {
 			if e.matches(tool, agent) {
 				n++
 			}
@@ -199,7 +204,7 @@ func (c *Chain) Matches(stage events.Stage, tool, agent string) int {
 // entries returns the registrations of stage index i in run order, the
 // ancestors' merged in. The result must not be modified.
 func (c *Chain) entries(i int) []*entry {
-	own := c.snap.Load()[i]
+	own := (*c.snap.Load())[i]
 	if c.parent == nil {
 		return own
 	}
@@ -222,30 +227,12 @@ func (c *Chain) entries(i int) []*entry {
 	return append(append(merged, a...), b...)
 }
 
-const numStages = 8
+// numStages is how many stages accept interceptors: the length of a
+// snapshot.
+var numStages = len(events.InterceptableStages())
 
 // stageIndex numbers the interceptable stages; -1 for the others.
-func stageIndex(s events.Stage) int {
-	switch s {
-	case events.StageIntake:
-		return 0
-	case events.StageStepStarted:
-		return 1
-	case events.StageContextAssembled:
-		return 2
-	case events.StageModelResponded:
-		return 3
-	case events.StageToolBefore:
-		return 4
-	case events.StageToolAfter:
-		return 5
-	case events.StageSubagentBefore:
-		return 6
-	case events.StageStop:
-		return 7
-	}
-	return -1
-}
+func stageIndex(s events.Stage) int { return s.InterceptIndex() }
 
 // RegisterFunc registers fn as plugin's interceptor on stage with the
 // default registration (order 0, 5s timeout, policy ignore, mode mutate,

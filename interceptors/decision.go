@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/hookbus/hookbus/events"
 )
@@ -119,12 +118,12 @@ func (d *Decision) Validate(stage events.Stage) error {
 }
 
 func (d *Decision) checkStage(stage events.Stage) error {
-	set := stageKinds(stage)
+	set := stage.Accepts()
 	if set == 0 {
 		return fmt.Errorf("%w: stage %s is observe-only and accepts no decision", ErrBadReply, stage)
 	}
 	if set&d.Kind.bit() == 0 {
-		return fmt.Errorf("%w: stage %s does not accept %s (accepts %s)", ErrBadReply, stage, d.Kind, kindList(set))
+		return fmt.Errorf("%w: stage %s does not accept %s (accepts %s)", ErrBadReply, stage, d.Kind, set)
 	}
 	if d.Context != "" && d.Kind != Continue && stage != events.StageToolAfter {
 		return fmt.Errorf("%w: %s on %s carries context, which is read only on %s and with continue",
@@ -138,7 +137,7 @@ func (d *Decision) check() error {
 	hasData := len(d.Data) > 0 && !isNull(d.Data)
 	switch d.Kind {
 	case "":
-		return fmt.Errorf("%w: no decision (want one of %s)", ErrBadReply, kindList(allKinds))
+		return fmt.Errorf("%w: no decision (want one of %s)", ErrBadReply, events.AllDecisions)
 	case Modify:
 		switch {
 		case hasData && d.Patch != nil:
@@ -169,7 +168,7 @@ func (d *Decision) check() error {
 		}
 	case Allow, Deny, Stop, Ask:
 	default:
-		return fmt.Errorf("%w: unknown decision %.40q (want one of %s)", ErrBadReply, string(d.Kind), kindList(allKinds))
+		return fmt.Errorf("%w: unknown decision %.40q (want one of %s)", ErrBadReply, string(d.Kind), events.AllDecisions)
 	}
 	if hasData {
 		return fmt.Errorf("%w: %s carries data (only modify and mock do)", ErrBadReply, d.Kind)
@@ -191,30 +190,8 @@ func (d *Decision) mockResult() (MockResult, error) {
 	return m, nil
 }
 
-// kindSet is a set of decision kinds, one bit each.
-type kindSet uint8
-
-const allKinds = kindSet(1<<7 - 1)
-
-func (k Kind) bit() kindSet {
-	switch k {
-	case Allow:
-		return 1 << 0
-	case Modify:
-		return 1 << 1
-	case Deny:
-		return 1 << 2
-	case Mock:
-		return 1 << 3
-	case Stop:
-		return 1 << 4
-	case Ask:
-		return 1 << 5
-	case Continue:
-		return 1 << 6
-	}
-	return 0
-}
+// bit is the decision in events' set (none for an unknown kind).
+func (k Kind) bit() events.Decisions { return events.DecisionNamed(string(k)) }
 
 // String returns the wire name of the decision.
 func (k Kind) String() string { return string(k) }
@@ -222,50 +199,22 @@ func (k Kind) String() string { return string(k) }
 // Ends reports whether the decision ends the mutating chain: deny, mock,
 // stop, ask and continue do; allow and modify let the next interceptor run.
 func (k Kind) Ends() bool {
-	return k.bit()&(Deny.bit()|Mock.bit()|Stop.bit()|Ask.bit()|Continue.bit()) != 0
+	return k.bit()&(events.DecisionDeny|events.DecisionMock|events.DecisionStop|events.DecisionAsk|events.DecisionContinue) != 0
 }
 
-func (s kindSet) kinds() []Kind {
-	var out []Kind
-	for _, k := range [...]Kind{Allow, Modify, Deny, Mock, Stop, Ask, Continue} {
-		if s&k.bit() != 0 {
-			out = append(out, k)
-		}
+// kinds returns the decisions of s as Kinds, allow first.
+func kinds(s events.Decisions) []Kind {
+	names := s.Names()
+	out := make([]Kind, len(names))
+	for i, n := range names {
+		out[i] = Kind(n)
 	}
 	return out
 }
 
-func kindList(s kindSet) string {
-	ks := s.kinds()
-	names := make([]string, len(ks))
-	for i, k := range ks {
-		names[i] = string(k)
-	}
-	return strings.Join(names, ", ")
-}
-
-// stageKinds is the DESIGN.md stage table.
-func stageKinds(stage events.Stage) kindSet {
-	a, m, d, mk, st, as, c := Allow.bit(), Modify.bit(), Deny.bit(), Mock.bit(), Stop.bit(), Ask.bit(), Continue.bit()
-	switch stage {
-	case events.StageIntake, events.StageSubagentBefore:
-		return a | m | d
-	case events.StageStepStarted:
-		return a | st
-	case events.StageContextAssembled, events.StageModelResponded:
-		return a | m | d | st
-	case events.StageToolBefore:
-		return a | m | d | mk | as | st
-	case events.StageToolAfter:
-		return a | m
-	case events.StageStop:
-		return a | c | st
-	}
-	return 0
-}
-
 // StageKinds returns the decisions stage accepts, allow first; it is empty
-// for an observe-only stage.
+// for an observe-only stage. It reads events' stage table
+// (events.Stage.Accepts):
 //
 //	intake, subagent.before              allow modify deny
 //	step.started                         allow stop
@@ -273,7 +222,7 @@ func stageKinds(stage events.Stage) kindSet {
 //	tool.before                          allow modify deny mock stop ask
 //	tool.after                           allow modify (both may add context)
 //	stop                                 allow stop continue
-func StageKinds(stage events.Stage) []Kind { return stageKinds(stage).kinds() }
+func StageKinds(stage events.Stage) []Kind { return kinds(stage.Accepts()) }
 
 func isNull(b json.RawMessage) bool {
 	return string(bytes.TrimSpace(b)) == "null"

@@ -226,3 +226,19 @@ func FuzzParseDecision(f *testing.F) {
 		}
 	})
 }
+
+// The Kind constants are events' decision names, one each.
+func TestKindsAreEventsDecisions(t *testing.T) {
+	all := []Kind{Allow, Modify, Deny, Mock, Stop, Ask, Continue}
+	var union events.Decisions
+	for _, k := range all {
+		b := events.DecisionNamed(string(k))
+		if b == 0 || union&b != 0 {
+			t.Errorf("kind %q is not one distinct events decision", k)
+		}
+		union |= b
+	}
+	if union != events.AllDecisions {
+		t.Errorf("kinds cover %q, want %q", union, events.AllDecisions)
+	}
+}

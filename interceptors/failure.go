@@ -60,7 +60,7 @@ func recovered(v any) error { return &panicked{value: v, stack: debug.Stack()} }
 // closedKind is the decision a fail-closed failure ends the chain with: deny
 // where the stage accepts it, else stop (step.started, tool.after, stop).
 func closedKind(stage events.Stage) Kind {
-	if stageKinds(stage)&Deny.bit() != 0 {
+	if stage.Accepts().Has(events.DecisionDeny) {
 		return Deny
 	}
 	return Stop

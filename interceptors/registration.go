@@ -153,8 +153,8 @@ func (r Registration) Validate() error {
 	switch r.Mode {
 	case "", ModeMutate:
 	case ModeValidate:
-		if stageKinds(r.Stage)&Deny.bit() == 0 {
-			return bad("mode validate needs a stage that accepts deny (%s accepts %s)", r.Stage, kindList(stageKinds(r.Stage)))
+		if !r.Stage.Accepts().Has(events.DecisionDeny) {
+			return bad("mode validate needs a stage that accepts deny (%s accepts %s)", r.Stage, r.Stage.Accepts())
 		}
 	default:
 		return bad("mode %q (want %q or %q)", string(r.Mode), ModeMutate, ModeValidate)

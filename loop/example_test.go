@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/embedded"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
@@ -20,7 +21,7 @@ func ExampleEngine_Run() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "hookbus-example-")
 	defer os.RemoveAll(dir)
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: dir})
+	srv, err := embedded.Start(ctx, embedded.Config{StoreDir: dir})
 	if err != nil {
 		panic(err)
 	}

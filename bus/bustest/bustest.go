@@ -22,33 +22,34 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/embedded"
 	"github.com/nats-io/nats.go"
 )
 
 // Option configures Start.
-type Option func(*bus.EmbeddedConfig)
+type Option func(*embedded.Config)
 
 // WithListener gives the server a TCP listener on 127.0.0.1 and a free port
-// (Embedded.ClientURL returns its URL). Without it the server is reachable
+// (Server.ClientURL returns its URL). Without it the server is reachable
 // in-process only.
 func WithListener() Option {
-	return func(c *bus.EmbeddedConfig) { c.Listen = "127.0.0.1:-1" }
+	return func(c *embedded.Config) { c.Listen = "127.0.0.1:-1" }
 }
 
 // WithStoreDir puts the store in dir instead of a new t.TempDir(), to
 // restart a server on the data of an earlier one.
 func WithStoreDir(dir string) Option {
-	return func(c *bus.EmbeddedConfig) { c.StoreDir = dir }
+	return func(c *embedded.Config) { c.StoreDir = dir }
 }
 
 // WithLogger sends the server's log to l.
 func WithLogger(l *slog.Logger) Option {
-	return func(c *bus.EmbeddedConfig) { c.Logger = l }
+	return func(c *embedded.Config) { c.Logger = l }
 }
 
 // WithMaxPayload sets the server's max_payload.
 func WithMaxPayload(n int32) Option {
-	return func(c *bus.EmbeddedConfig) { c.MaxPayload = n }
+	return func(c *embedded.Config) { c.MaxPayload = n }
 }
 
 // Start starts an embedded nats-server with JetStream (store in
@@ -56,9 +57,9 @@ func WithMaxPayload(n int32) Option {
 // in-process connection. Both are closed by t.Cleanup; the server's
 // shutdown is waited for. Start fails the test when the server does not
 // start.
-func Start(t testing.TB, opts ...Option) (*bus.Embedded, *nats.Conn) {
+func Start(t testing.TB, opts ...Option) (*embedded.Server, *nats.Conn) {
 	t.Helper()
-	cfg := bus.EmbeddedConfig{ServerName: "bustest"}
+	cfg := embedded.Config{ServerName: "bustest"}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -67,7 +68,7 @@ func Start(t testing.TB, opts ...Option) (*bus.Embedded, *nats.Conn) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, cfg)
+	srv, err := embedded.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("bustest: start embedded server: %v", err)
 	}
@@ -76,7 +77,7 @@ func Start(t testing.TB, opts ...Option) (*bus.Embedded, *nats.Conn) {
 }
 
 // Conn returns another in-process connection to srv, closed by t.Cleanup.
-func Conn(t testing.TB, srv *bus.Embedded, opts ...nats.Option) *nats.Conn {
+func Conn(t testing.TB, srv *embedded.Server, opts ...nats.Option) *nats.Conn {
 	t.Helper()
 	nc, err := srv.Connect(opts...)
 	if err != nil {

@@ -18,7 +18,7 @@ func TestStartInProcessHasJetStream(t *testing.T) {
 	if !nc.IsConnected() {
 		t.Fatal("connection not connected")
 	}
-	if !srv.Server().JetStreamEnabled() {
+	if !srv.NATSServer().JetStreamEnabled() {
 		t.Fatal("JetStream not enabled")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/embedded"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
 )
@@ -61,7 +62,7 @@ func (c *ConnFlags) defaultDesc() string {
 type Conn struct {
 	Bus      *bus.Bus
 	NC       *nats.Conn
-	Embedded *bus.Embedded
+	Embedded *embedded.Server
 }
 
 // Close flushes and closes the connection and stops the embedded server.
@@ -115,13 +116,13 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 	if store != "" {
 		var err error
 		if offline {
-			out.Embedded, err = bus.OpenStore(ctx, store)
+			out.Embedded, err = embedded.OpenStore(ctx, store)
 		} else {
 			listen := c.Listen
 			if listen == "none" {
 				listen = ""
 			}
-			out.Embedded, err = bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Listen: listen, Logger: logger})
+			out.Embedded, err = embedded.Start(ctx, embedded.Config{StoreDir: store, Listen: listen, Logger: logger})
 		}
 		if err != nil {
 			return nil, err

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/embedded"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/scripted"
@@ -21,9 +21,9 @@ import (
 func TestRestartServerMidRun(t *testing.T) {
 	ctx := testCtx(t, 2*time.Minute)
 	addr, store := freeAddr(t), t.TempDir()
-	startServer := func() *bus.Embedded {
+	startServer := func() *embedded.Server {
 		t.Helper()
-		srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: store, Listen: addr})
+		srv, err := embedded.Start(ctx, embedded.Config{StoreDir: store, Listen: addr})
 		if err != nil {
 			t.Fatalf("start the server on %s: %v", addr, err)
 		}

@@ -1,4 +1,4 @@
-package bus
+package events
 
 import (
 	"encoding/json"
@@ -20,8 +20,8 @@ var jsonCases = []string{
 
 func TestValidJSONMatchesEncodingJSON(t *testing.T) {
 	for _, c := range jsonCases {
-		if got, want := validJSON([]byte(c)), json.Valid([]byte(c)); got != want {
-			t.Errorf("validJSON(%.40q) = %v, json.Valid = %v", c, got, want)
+		if got, want := ValidJSON([]byte(c)), json.Valid([]byte(c)); got != want {
+			t.Errorf("ValidJSON(%.40q) = %v, json.Valid = %v", c, got, want)
 		}
 	}
 }
@@ -33,8 +33,8 @@ func FuzzValidJSON(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validJSON(b), json.Valid(b); got != want {
-			t.Fatalf("validJSON(%q) = %v, json.Valid = %v", b, got, want)
+		if got, want := ValidJSON(b), json.Valid(b); got != want {
+			t.Fatalf("ValidJSON(%q) = %v, json.Valid = %v", b, got, want)
 		}
 	})
 }
@@ -43,7 +43,7 @@ func BenchmarkValidJSON(b *testing.B) {
 	d, _ := json.Marshal(map[string]any{"call": map[string]string{"id": "c1"}, "result": map[string]any{"content": strings.Repeat("x", 1024), "n": 1.5}})
 	b.SetBytes(int64(len(d)))
 	for b.Loop() {
-		if !validJSON(d) {
+		if !ValidJSON(d) {
 			b.Fatal("invalid")
 		}
 	}
@@ -57,8 +57,8 @@ func TestValidJSONSpecialBytesAtEveryOffset(t *testing.T) {
 			for _, c := range []byte{'"', '\\', 0x00, 0x1f, 0x20, 0x7f, 0x80, 0xff, 'x'} {
 				s := []byte(`"` + strings.Repeat("a", n) + `"`)
 				s[1+p] = c
-				if got, want := validJSON(s), json.Valid(s); got != want {
-					t.Fatalf("validJSON(%q) = %v, json.Valid = %v", s, got, want)
+				if got, want := ValidJSON(s), json.Valid(s); got != want {
+					t.Fatalf("ValidJSON(%q) = %v, json.Valid = %v", s, got, want)
 				}
 			}
 		}

@@ -1,4 +1,4 @@
-package bus
+package embedded
 
 import (
 	"context"
@@ -16,16 +16,15 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// DefaultStartTimeout bounds StartEmbedded and OpenStore when ctx has no
-// deadline.
+// DefaultStartTimeout bounds Start and OpenStore when ctx has no deadline.
 const DefaultStartTimeout = 10 * time.Second
 
 // LockFileName is the file in a store directory that an embedded server
 // holds an exclusive lock on while it runs.
 const LockFileName = "hookbus.lock"
 
-// EmbeddedConfig configures an in-process nats-server with JetStream.
-type EmbeddedConfig struct {
+// Config configures an in-process nats-server with JetStream.
+type Config struct {
 	// StoreDir is the JetStream store directory (required). It is created
 	// if missing; JetStream keeps its data under StoreDir/jetstream.
 	StoreDir string
@@ -46,8 +45,8 @@ type EmbeddedConfig struct {
 	Debug bool
 }
 
-// Embedded is a running in-process nats-server with JetStream.
-type Embedded struct {
+// Server is a running in-process nats-server with JetStream.
+type Server struct {
 	srv      *server.Server
 	storeDir string
 	listen   bool
@@ -55,17 +54,17 @@ type Embedded struct {
 	once     sync.Once
 }
 
-// StartEmbedded starts an in-process nats-server with JetStream on
-// cfg.StoreDir and waits until it accepts connections (bounded by ctx, or
-// DefaultStartTimeout when ctx has no deadline). Errors: ErrInvalidOption
+// Start starts an in-process nats-server with JetStream on cfg.StoreDir and
+// waits until it accepts connections (bounded by ctx, or
+// DefaultStartTimeout when ctx has no deadline). Errors: ErrInvalidConfig
 // (no store dir, bad Listen), ErrAddrInUse (the listen address is taken),
 // ErrStoreLocked (another server holds the store), ErrServerStart.
-func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
-	return startEmbedded(ctx, cfg, nil)
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	return start(ctx, cfg, nil)
 }
 
-// startEmbedded runs check, if any, once the store is locked.
-func startEmbedded(ctx context.Context, cfg EmbeddedConfig, check func() error) (*Embedded, error) {
+// start runs check, if any, once the store is locked.
+func start(ctx context.Context, cfg Config, check func() error) (*Server, error) {
 	if cfg.StoreDir == "" {
 		return nil, invalid("embedded server: empty store directory")
 	}
@@ -139,15 +138,14 @@ func startEmbedded(ctx context.Context, cfg EmbeddedConfig, check func() error) 
 		unlockStore(lock)
 		return nil, fmt.Errorf("%w: JetStream is not enabled (store %s)", ErrServerStart, cfg.StoreDir)
 	}
-	return &Embedded{srv: srv, storeDir: cfg.StoreDir, listen: cfg.Listen != "", lock: lock}, nil
+	return &Server{srv: srv, storeDir: cfg.StoreDir, listen: cfg.Listen != "", lock: lock}, nil
 }
 
 // OpenStore starts an embedded server, without a listener, on an existing
 // store directory, for offline replay of a stopped server's data. It
 // returns an error wrapping ErrNoStore when dir holds no JetStream data,
-// ErrStoreLocked when a running server holds it, or what StartEmbedded
-// returns.
-func OpenStore(ctx context.Context, dir string) (*Embedded, error) {
+// ErrStoreLocked when a running server holds it, or what Start returns.
+func OpenStore(ctx context.Context, dir string) (*Server, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		if err == nil {
 			err = errors.New("not a directory")
@@ -165,7 +163,7 @@ func OpenStore(ctx context.Context, dir string) (*Embedded, error) {
 		}
 		return nil
 	}
-	return startEmbedded(ctx, EmbeddedConfig{StoreDir: dir, ServerName: "hookbus-offline"}, hasData)
+	return start(ctx, Config{StoreDir: dir, ServerName: "hookbus-offline"}, hasData)
 }
 
 func splitListen(listen string) (string, int, error) {
@@ -191,7 +189,7 @@ func splitListen(listen string) (string, int, error) {
 
 // Connect returns an in-process connection to the server (no TCP). Options
 // are applied after hookbus' defaults (a connection name).
-func (e *Embedded) Connect(opts ...nats.Option) (*nats.Conn, error) {
+func (e *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	all := append([]nats.Option{nats.Name("hookbus-embedded"), nats.InProcessServer(e.srv)}, opts...)
 	nc, err := nats.Connect("", all...)
 	if err != nil {
@@ -202,7 +200,7 @@ func (e *Embedded) Connect(opts ...nats.Option) (*nats.Conn, error) {
 
 // ClientURL returns the nats:// URL of the TCP listener, or "" when the
 // server has none.
-func (e *Embedded) ClientURL() string {
+func (e *Server) ClientURL() string {
 	if !e.listen {
 		return ""
 	}
@@ -210,35 +208,17 @@ func (e *Embedded) ClientURL() string {
 }
 
 // StoreDir returns the store directory.
-func (e *Embedded) StoreDir() string { return e.storeDir }
+func (e *Server) StoreDir() string { return e.storeDir }
 
-// Server returns the underlying nats-server.
-func (e *Embedded) Server() *server.Server { return e.srv }
+// NATSServer returns the underlying nats-server.
+func (e *Server) NATSServer() *server.Server { return e.srv }
 
 // Shutdown stops the server, waits until it has stopped and releases the
 // store directory. It is safe to call more than once.
-func (e *Embedded) Shutdown() {
+func (e *Server) Shutdown() {
 	e.once.Do(func() {
 		e.srv.Shutdown()
 		e.srv.WaitForShutdown()
 		unlockStore(e.lock)
 	})
-}
-
-// Connect connects to an external nats-server at url (comma-separated for a
-// cluster) with hookbus' defaults: a connection name, reconnecting forever
-// every 500ms with jitter, and retrying a failed first connect. Options
-// given are applied after the defaults.
-func Connect(url string, opts ...nats.Option) (*nats.Conn, error) {
-	all := append([]nats.Option{
-		nats.Name("hookbus"),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(500 * time.Millisecond),
-		nats.ReconnectJitter(100*time.Millisecond, time.Second),
-	}, opts...)
-	nc, err := nats.Connect(url, all...)
-	if err != nil {
-		return nil, fmt.Errorf("hookbus: connect %s: %w", url, err)
-	}
-	return nc, nil
 }

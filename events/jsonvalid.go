@@ -1,12 +1,13 @@
-package bus
+package events
 
 import "encoding/binary"
 
-// validJSON reports whether b is one valid JSON value, with exactly the
+// ValidJSON reports whether b is one valid JSON value, with exactly the
 // semantics of encoding/json.Valid (RFC 8259, no UTF-8 check inside
 // strings, nesting up to 10000), several times faster on the string-heavy
-// payloads of agent loops. FuzzValidJSON holds it to json.Valid.
-func validJSON(b []byte) bool {
+// payloads of agent loops. Event.Validate checks data with it.
+// FuzzValidJSON holds it to json.Valid.
+func ValidJSON(b []byte) bool {
 	i := skipSpace(b, 0)
 	var stack []byte // '{' or '[' per open container
 	var small [32]byte

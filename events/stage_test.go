@@ -1,0 +1,71 @@
+package events_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/hookbus/hookbus/events"
+)
+
+// The views derived from the stage table agree with each other.
+func TestStageTableViews(t *testing.T) {
+	inter := events.InterceptableStages()
+	for i, st := range inter {
+		if got := st.InterceptIndex(); got != i {
+			t.Errorf("%s.InterceptIndex() = %d, want %d (its place in InterceptableStages)", st, got, i)
+		}
+	}
+	for _, st := range events.Stages() {
+		if st.Interceptable() != (st.Accepts() != 0) || st.Interceptable() != slices.Contains(inter, st) {
+			t.Errorf("%s: Interceptable %v, Accepts %q, in InterceptableStages %v", st, st.Interceptable(), st.Accepts(), slices.Contains(inter, st))
+		}
+		if !st.Interceptable() && st.InterceptIndex() != -1 {
+			t.Errorf("observe-only %s has intercept index %d", st, st.InterceptIndex())
+		}
+		if st.Privileged() && !st.Interceptable() {
+			t.Errorf("%s is privileged but observe-only", st)
+		}
+		if st.Interceptable() && !st.Accepts().Has(events.DecisionAllow) {
+			t.Errorf("%s accepts %q: every interceptable stage accepts allow", st, st.Accepts())
+		}
+		if n := testing.AllocsPerRun(10, func() { _ = st.Type() }); n != 0 {
+			t.Errorf("%s.Type() allocates %v times", st, n)
+		}
+	}
+	unknown := events.Stage("tool.nope")
+	if unknown.Valid() || unknown.Interceptable() || unknown.Privileged() || unknown.Accepts() != 0 || unknown.InterceptIndex() != -1 {
+		t.Errorf("unknown stage reads as known")
+	}
+	if unknown.Type() != "hookbus.tool.nope" {
+		t.Errorf("Type of an unknown stage = %q", unknown.Type())
+	}
+}
+
+func TestDecisions(t *testing.T) {
+	names := events.AllDecisions.Names()
+	want := []string{"allow", "modify", "deny", "mock", "stop", "ask", "continue"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("AllDecisions.Names() = %v, want %v", names, want)
+	}
+	var union events.Decisions
+	for _, n := range names {
+		d := events.DecisionNamed(n)
+		if d == 0 || union&d != 0 {
+			t.Errorf("DecisionNamed(%q) = %b: none or not distinct", n, d)
+		}
+		union |= d
+		if got := d.Names(); len(got) != 1 || got[0] != n {
+			t.Errorf("DecisionNamed(%q).Names() = %v", n, got)
+		}
+	}
+	if union != events.AllDecisions {
+		t.Errorf("union of the decisions = %b, want AllDecisions %b", union, events.AllDecisions)
+	}
+	if events.DecisionNamed("Allow") != 0 || events.DecisionNamed("") != 0 {
+		t.Error("DecisionNamed accepts a name that is not a decision")
+	}
+	set := events.DecisionAllow | events.DecisionStop
+	if set.String() != "allow, stop" || !set.Has(events.DecisionStop) || set.Has(events.DecisionDeny) || set.Has(0) {
+		t.Errorf("set %q: Has/String wrong", set)
+	}
+}
