@@ -28,6 +28,20 @@ const (
 // copy. It returns an error wrapping events.ErrInvalidID or
 // events.ErrPayload for an invalid request, ErrPublish, or ctx's error.
 func (b *Bus) SubmitRun(ctx context.Context, req *events.RunRequest) error {
+	return b.submit(ctx, req, "")
+}
+
+// Resume queues req, a run to go on with (RunRequest.Resume), on
+// <prefix>.run.<agent> under the de-duplication id id (the run's own id is
+// its first request's). Errors are SubmitRun's.
+func (b *Bus) Resume(ctx context.Context, req *events.RunRequest, id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: resume run without an id", events.ErrPayload)
+	}
+	return b.submit(ctx, req, id)
+}
+
+func (b *Bus) submit(ctx context.Context, req *events.RunRequest, msgID string) error {
 	if req == nil {
 		return fmt.Errorf("%w: nil run request", events.ErrPayload)
 	}
@@ -46,7 +60,11 @@ func (b *Bus) SubmitRun(ctx context.Context, req *events.RunRequest) error {
 	if err != nil {
 		return err
 	}
-	msg := &nats.Msg{Subject: subject, Header: nats.Header{jetstream.MsgIDHeader: []string{r.RunID}}, Data: body}
+	id := r.RunID
+	if msgID != "" {
+		id = msgID
+	}
+	msg := &nats.Msg{Subject: subject, Header: nats.Header{jetstream.MsgIDHeader: []string{id}}, Data: body}
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
 	ack, err := b.js.PublishMsg(ctx, msg)
@@ -129,7 +147,6 @@ type RunConsumerStats struct {
 type RunConsumer struct {
 	b          *Bus
 	cfg        RunConsumerConfig
-	cons       jetstream.Consumer
 	handler    RunHandler
 	runCtx     context.Context // cancelled by Stop: the handlers' ctx
 	stopRuns   context.CancelFunc
@@ -192,45 +209,42 @@ func (b *Bus) ConsumeRuns(ctx context.Context, cfg RunConsumerConfig, handler Ru
 	case cfg.PollWait < 100*time.Millisecond:
 		return nil, invalid("poll wait %v (want >= 100ms)", cfg.PollWait)
 	}
-	filters := []string{b.subj.AllRuns(), b.subj.AllApprovals()}
+	runs, answers := []string{b.subj.AllRuns()}, []string{b.subj.AllApprovals()}
 	if len(cfg.Agents) > 0 {
-		filters = filters[:0]
+		runs, answers = nil, nil
 		for _, a := range cfg.Agents {
 			f, err := b.subj.Run(a)
 			if err != nil {
 				return nil, err
 			}
 			g, _ := b.subj.Approval(a)
-			filters = append(filters, f, g)
+			runs, answers = append(runs, f), append(answers, g)
 		}
 	}
-	cc := jetstream.ConsumerConfig{
-		Durable:       cfg.Durable,
-		Description:   "hookbus loop workers",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       cfg.AckWait,
-		MaxDeliver:    cfg.MaxDeliver,
-		MaxAckPending: cfg.MaxAckPending,
-	}
-	setFilters(&cc, filters)
-	rctx, cancel := b.withTimeout(ctx)
-	cons, err := b.js.CreateOrUpdateConsumer(rctx, b.names.Runs, cc)
-	err = ctxErr(rctx, err)
-	cancel()
+	cons, err := b.runConsumer(ctx, cfg, cfg.Durable, "hookbus loop workers: run requests", runs, cfg.MaxAckPending)
 	if err != nil {
-		return nil, fmt.Errorf("%w: run consumer %s: %w", ErrConsumer, cfg.Durable, err)
+		return nil, err
+	}
+	// Answers to approvals are taken one at a time, in the order they
+	// came, by the whole pool: the first answer to a call is the one
+	// recorded.
+	ans, err := b.runConsumer(ctx, cfg, cfg.Durable+"-answers", "hookbus loop workers: answers to approvals, in order", answers, 1)
+	if err != nil {
+		return nil, err
 	}
 	dlq, err := b.subj.DeadLetter(cfg.Durable)
 	if err != nil {
 		return nil, invalid("durable %q: %v", cfg.Durable, err)
 	}
-	rc := &RunConsumer{b: b, cfg: cfg, cons: cons, handler: handler, closed: make(chan struct{}), dlq: dlq}
+	rc := &RunConsumer{b: b, cfg: cfg, handler: handler, closed: make(chan struct{}), dlq: dlq}
 	rc.runCtx, rc.stopRuns = context.WithCancel(context.WithoutCancel(ctx))
 	rc.fetching.Store(true)
 	for i := 0; i < cfg.Concurrency; i++ {
 		rc.wg.Add(1)
-		go rc.work()
+		go rc.work(cons)
 	}
+	rc.wg.Add(1)
+	go rc.work(ans)
 	go func() {
 		rc.wg.Wait()
 		rc.stopRuns()
@@ -271,8 +285,29 @@ func (rc *RunConsumer) Stats() RunConsumerStats {
 	}
 }
 
-// work is one slot: pull one request, run it, repeat.
-func (rc *RunConsumer) work() {
+// runConsumer creates or updates one of the pool's durable consumers.
+func (b *Bus) runConsumer(ctx context.Context, cfg RunConsumerConfig, durable, desc string, filters []string, maxAckPending int) (jetstream.Consumer, error) {
+	cc := jetstream.ConsumerConfig{
+		Durable:       durable,
+		Description:   desc,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxDeliver:    cfg.MaxDeliver,
+		MaxAckPending: maxAckPending,
+	}
+	setFilters(&cc, filters)
+	rctx, cancel := b.withTimeout(ctx)
+	cons, err := b.js.CreateOrUpdateConsumer(rctx, b.names.Runs, cc)
+	err = ctxErr(rctx, err)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("%w: run consumer %s: %w", ErrConsumer, durable, err)
+	}
+	return cons, nil
+}
+
+// work is one slot: pull one request from cons, run it, repeat.
+func (rc *RunConsumer) work(cons jetstream.Consumer) {
 	defer rc.wg.Done()
 	log := rc.b.log
 	for rc.fetching.Load() {
@@ -281,7 +316,7 @@ func (rc *RunConsumer) work() {
 		}
 		// The pull is never cancelled midway: a request the server sent to
 		// an abandoned pull would be stuck for AckWait.
-		batch, err := rc.cons.Fetch(1, jetstream.FetchMaxWait(rc.cfg.PollWait))
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(rc.cfg.PollWait))
 		if err != nil {
 			log.Warn("hookbus: run pull failed", "durable", rc.cfg.Durable, "error", err)
 			rc.pause()

@@ -21,6 +21,9 @@ type RunRequest struct {
 	// answer to a call of this run waiting for approval: the worker records
 	// it and resumes the run. Prompt is empty then.
 	Answer *ApprovalAnswer `json:"answer,omitempty"`
+	// Resume asks a worker to go on with a run that exists (a waiting run
+	// whose approvals are all answered); Prompt is empty then.
+	Resume bool `json:"resume,omitempty"`
 	// Budget overrides the agent's budget, field by field, for this run.
 	Budget      *Budget   `json:"budget,omitempty"`
 	SubmittedAt time.Time `json:"submitted_at"`
@@ -41,7 +44,7 @@ func (r *RunRequest) Validate() error {
 		if err := r.Answer.Validate(); err != nil {
 			return fmt.Errorf("run %s: %w", r.RunID, err)
 		}
-	} else if r.Prompt == "" {
+	} else if r.Prompt == "" && !r.Resume {
 		return fmt.Errorf("%w: run %s has an empty prompt", ErrPayload, r.RunID)
 	}
 	if r.MaxSteps < 0 {

@@ -26,24 +26,41 @@ func asker(t *testing.T) *interceptors.Chain {
 	return chain
 }
 
-// wakes records the wake-ups a waiting run schedules.
-type wakes struct {
-	n  atomic.Int32
-	at atomic.Pointer[time.Time]
+// queue records the wake-ups a waiting run schedules and the resumptions
+// its answers queue.
+type queue struct {
+	wakes   atomic.Int32
+	at      atomic.Pointer[time.Time]
+	resumes atomic.Int32
 }
 
-func (w *wakes) WakeAt(_ context.Context, req *events.RunRequest, t time.Time) error {
+func (q *queue) WakeAt(_ context.Context, req *events.RunRequest, t time.Time) error {
 	if req.Answer == nil || req.Answer.Action != events.ActionExpire {
 		return errors.New("not an expiry")
 	}
-	w.n.Add(1)
-	w.at.Store(&t)
+	q.wakes.Add(1)
+	q.at.Store(&t)
 	return nil
 }
 
-func answer(req *events.RunRequest, call, action, by, reason string) *events.RunRequest {
-	return &events.RunRequest{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID,
-		Answer: &events.ApprovalAnswer{CallID: call, Action: action, By: by, Reason: reason, AnswerID: events.NewID()}}
+func (q *queue) Resume(_ context.Context, req *events.RunRequest, id string) error {
+	if !req.Resume || id == "" {
+		return errors.New("not a resumption")
+	}
+	q.resumes.Add(1)
+	return nil
+}
+
+// answerAndGoOn takes an answer as a worker does, and when that queued the
+// run's resumption, resumes it as the worker that takes it would.
+func answerAndGoOn(t *testing.T, eng *loop.Engine, ans *events.RunRequest) (*loop.AnswerResult, *loop.Result, error) {
+	t.Helper()
+	ar, err := eng.Answer(ctxT(t), ans)
+	if err != nil || !ar.Resumed {
+		return ar, nil, err
+	}
+	res, err := eng.Run(ctxT(t), &events.RunRequest{RunID: ans.RunID, AgentID: ans.AgentID, SessionID: ans.SessionID, Resume: true})
+	return ar, res, err
 }
 
 // beforeHumanIntervention: a hook's ask records approval.requested and ends
@@ -51,10 +68,10 @@ func answer(req *events.RunRequest, call, action, by, reason string) *events.Run
 // ended and an expiry wake-up is scheduled.
 func TestAskPausesTheRunForAHuman(t *testing.T) {
 	j := looptest.New()
-	w := &wakes{}
+	w := &queue{}
 	calc := &countingTool{name: "calculator", answer: "42"}
 	clock := &countingTool{name: "clock", answer: "noon"}
-	eng := newEngine(t, j, loop.Config{Hooks: asker(t), Tools: []loop.Tool{clock, calc}, Waker: w, Approval: loop.Approval{Expiry: time.Hour}})
+	eng := newEngine(t, j, loop.Config{Hooks: asker(t), Tools: []loop.Tool{clock, calc}, Queue: w, Approval: loop.Approval{Expiry: time.Hour}})
 	req := &events.RunRequest{RunID: events.NewID(), AgentID: "demo", SessionID: "s1", Prompt: "go"}
 	res, err := eng.Run(ctxT(t), req)
 	if err != nil || res.Reason != loop.ReasonWaiting || res.Ended || len(res.Waiting) != 1 || res.Waiting[0].Call.ID != "call_1_2" {
@@ -72,8 +89,8 @@ func TestAskPausesTheRunForAHuman(t *testing.T) {
 	if n := countStages(evs, events.StageRunCompleted) + countStages(evs, events.StageRunFailed) + countStages(evs, events.StageStepCompleted); n != 0 {
 		t.Fatalf("a waiting run recorded an end or a completed step: %v", stagesOf(evs))
 	}
-	if w.n.Load() != 1 || w.at.Load().Sub(reqs[0].ExpiresAt) != 0 {
-		t.Fatalf("wake-ups %d at %v, want one at the expiry %v", w.n.Load(), w.at.Load(), reqs[0].ExpiresAt)
+	if w.wakes.Load() != 1 || w.at.Load().Sub(reqs[0].ExpiresAt) != 0 {
+		t.Fatalf("wake-ups %d at %v, want one at the expiry %v", w.wakes.Load(), w.at.Load(), reqs[0].ExpiresAt)
 	}
 	// Run again without an answer, it still waits, and runs nothing.
 	again, err := eng.Run(ctxT(t), req)
@@ -105,7 +122,7 @@ func TestAnswersToAnApproval(t *testing.T) {
 				t.Fatalf("first attempt: %+v, %v", res, err)
 			}
 			// Another worker, without the hook, takes the answer.
-			res, err := newEngine(t, j, loop.Config{Tools: tools}).Run(ctxT(t), answer(req, "call_1_2", tc.action, "alice", tc.reason))
+			_, res, err := answerAndGoOn(t, newEngine(t, j, loop.Config{Tools: tools, Queue: &queue{}}), answer(req, "call_1_2", tc.action, "alice", tc.reason))
 			if err != nil || res.Reason != tc.want || !res.Ended {
 				t.Fatalf("answered: %+v, %v; want %s", res, err, tc.want)
 			}
@@ -145,21 +162,22 @@ func TestApprovalsAnsweredOneByOne(t *testing.T) {
 	clock := &countingTool{name: "clock", answer: "noon"}
 	calc := &countingTool{name: "calculator", answer: "42"}
 	tools := []loop.Tool{clock, calc}
-	eng := newEngine(t, j, loop.Config{Approval: need, Tools: tools})
+	q := &queue{}
+	eng := newEngine(t, j, loop.Config{Approval: need, Tools: tools, Queue: q})
 	req := &events.RunRequest{RunID: events.NewID(), AgentID: "demo", SessionID: "s1", Prompt: "go"}
 	res, err := eng.Run(ctxT(t), req)
 	if err != nil || len(res.Waiting) != 2 {
 		t.Fatalf("first attempt: %+v, %v; want two calls waiting", res, err)
 	}
-	res, err = eng.Run(ctxT(t), answer(req, "call_1_1", events.ActionApprove, "bob", ""))
-	if err != nil || res.Reason != loop.ReasonWaiting || len(res.Waiting) != 1 || res.Waiting[0].Call.ID != "call_1_2" {
-		t.Fatalf("after the first answer: %+v, %v; want it waiting for call_1_2", res, err)
+	ar, _, err := answerAndGoOn(t, eng, answer(req, "call_1_1", events.ActionApprove, "bob", ""))
+	if err != nil || ar.Resumed || len(ar.Waiting) != 1 || ar.Waiting[0].Call.ID != "call_1_2" {
+		t.Fatalf("after the first answer: %+v, %v; want it waiting for call_1_2, not resumed", ar, err)
 	}
 	if clock.calls.Load() != 0 {
 		t.Fatal("an approved call ran before every call of its step was answered")
 	}
 	before := len(j.Events())
-	_, err = eng.Run(ctxT(t), answer(req, "call_1_1", events.ActionReject, "eve", "no"))
+	_, err = eng.Answer(ctxT(t), answer(req, "call_1_1", events.ActionReject, "eve", "no"))
 	if !errors.Is(err, loop.ErrBadAnswer) || !strings.Contains(err.Error(), "answered already (approve by bob)") {
 		t.Fatalf("a second answer: %v, want ErrBadAnswer naming the first", err)
 	}
@@ -167,19 +185,19 @@ func TestApprovalsAnsweredOneByOne(t *testing.T) {
 		answer(req, "call_9_9", events.ActionApprove, "bob", ""),
 		answer(&events.RunRequest{RunID: events.NewID(), AgentID: "demo", SessionID: "s1"}, "call_1_2", events.ActionApprove, "bob", ""),
 	} {
-		if _, err := eng.Run(ctxT(t), bad); !errors.Is(err, loop.ErrBadAnswer) || !strings.Contains(err.Error(), bad.RunID) {
+		if _, err := eng.Answer(ctxT(t), bad); !errors.Is(err, loop.ErrBadAnswer) || !strings.Contains(err.Error(), bad.RunID) {
 			t.Fatalf("answer %+v: %v, want ErrBadAnswer naming it", bad.Answer, err)
 		}
 	}
 	if len(j.Events()) != before {
 		t.Fatal("a refused answer wrote events")
 	}
-	res, err = eng.Run(ctxT(t), answer(req, "call_1_2", events.ActionApprove, "bob", ""))
-	if err != nil || res.Reason != events.ReasonDone || clock.calls.Load() != 1 || calc.calls.Load() != 1 {
-		t.Fatalf("after both answers: %+v, %v; clock %d, calculator %d", res, err, clock.calls.Load(), calc.calls.Load())
+	ar, res, err = answerAndGoOn(t, eng, answer(req, "call_1_2", events.ActionApprove, "bob", ""))
+	if err != nil || !ar.Resumed || res.Reason != events.ReasonDone || clock.calls.Load() != 1 || calc.calls.Load() != 1 {
+		t.Fatalf("after both answers: %+v %+v, %v; clock %d, calculator %d", ar, res, err, clock.calls.Load(), calc.calls.Load())
 	}
 	// Answering an ended run is refused too.
-	if _, err := eng.Run(ctxT(t), answer(req, "call_1_2", events.ActionApprove, "bob", "")); !errors.Is(err, loop.ErrBadAnswer) || !strings.Contains(err.Error(), "has ended") {
+	if _, err := eng.Answer(ctxT(t), answer(req, "call_1_2", events.ActionApprove, "bob", "")); !errors.Is(err, loop.ErrBadAnswer) || !strings.Contains(err.Error(), "has ended") {
 		t.Fatalf("answer to an ended run: %v", err)
 	}
 }
@@ -200,7 +218,7 @@ func TestApprovalExpiresByPolicy(t *testing.T) {
 			j := looptest.New()
 			calc := &countingTool{name: "calculator", answer: "42"}
 			tools := []loop.Tool{&countingTool{name: "clock", answer: "noon"}, calc}
-			cfg := loop.Config{Hooks: asker(t), Tools: tools, Approval: loop.Approval{Expiry: time.Second, OnExpiry: tc.onExpiry}}
+			cfg := loop.Config{Hooks: asker(t), Tools: tools, Queue: &queue{}, Approval: loop.Approval{Expiry: time.Second, OnExpiry: tc.onExpiry}}
 			eng := newEngine(t, j, cfg)
 			req := &events.RunRequest{RunID: events.NewID(), AgentID: "demo", SessionID: "s1", Prompt: "go"}
 			res, err := eng.Run(ctxT(t), req)
@@ -212,15 +230,15 @@ func TestApprovalExpiresByPolicy(t *testing.T) {
 			wake := &events.RunRequest{RunID: req.RunID, AgentID: "demo", SessionID: "s1",
 				Answer: &events.ApprovalAnswer{Action: events.ActionExpire, AnswerID: events.NewID()}}
 			if time.Now().Before(expires) {
-				if res, err := eng.Run(ctxT(t), wake); err != nil || res.Reason != loop.ReasonWaiting {
-					t.Fatalf("an early wake-up: %+v, %v", res, err)
+				if ar, err := eng.Answer(ctxT(t), wake); err != nil || ar.Resumed || len(ar.Resolved) != 0 {
+					t.Fatalf("an early wake-up: %+v, %v", ar, err)
 				}
 			}
 			for time.Now().Before(expires) {
 				time.Sleep(time.Until(expires) + 10*time.Millisecond) // the expiry is the condition, not a guess
 			}
 			wake.Answer.AnswerID = events.NewID()
-			res, err = eng.Run(ctxT(t), wake)
+			_, res, err = answerAndGoOn(t, eng, wake)
 			if err != nil || res.Reason != tc.want || calc.calls.Load() != tc.ran {
 				t.Fatalf("after the expiry: %+v, %v; calculator ran %d", res, err, calc.calls.Load())
 			}
@@ -247,15 +265,18 @@ func TestApprovedToolIsNotRunTwice(t *testing.T) {
 	if _, err := newEngine(t, j, loop.Config{Hooks: asker(t), Tools: tools}).Run(ctxT(t), req); err != nil {
 		t.Fatal(err)
 	}
-	// The answering attempt records run.started and approval.resolved,
-	// runs the calculator, and loses its connection before tool.after.
+	if ar, err := newEngine(t, j, loop.Config{Tools: tools, Queue: &queue{}}).Answer(ctxT(t), answer(req, "call_1_2", events.ActionApprove, "bob", "")); err != nil || !ar.Resumed {
+		t.Fatalf("answer: %+v, %v", ar, err)
+	}
+	// The resuming attempt records run.started, runs the calculator, and
+	// loses its connection before tool.after.
 	n := len(j.Events())
-	cut := &failingEmitter{inner: j, limit: 2}
+	cut := &failingEmitter{inner: j, limit: 1}
 	eng := newEngine(t, j, loop.Config{Emitter: cut, Tools: tools, Model: scripted.New(nil)})
-	if _, err := eng.Run(ctxT(t), answer(req, "call_1_2", events.ActionApprove, "bob", "")); !errors.Is(err, loop.ErrUnrecorded) {
+	if _, err := eng.Run(ctxT(t), &events.RunRequest{RunID: req.RunID, AgentID: "demo", SessionID: "s1", Resume: true}); !errors.Is(err, loop.ErrUnrecorded) {
 		t.Fatalf("cut attempt: %v", err)
 	}
-	if calc.calls.Load() != 1 || len(j.Events()) != n+2 {
+	if calc.calls.Load() != 1 || len(j.Events()) != n+1 {
 		t.Fatalf("calculator ran %d times, %d events stored by the cut attempt", calc.calls.Load(), len(j.Events())-n)
 	}
 	res, err := newEngine(t, j, loop.Config{Tools: tools}).Run(ctxT(t), req)
@@ -266,4 +287,9 @@ func TestApprovedToolIsNotRunTwice(t *testing.T) {
 	if len(failed) != 1 || !failed[0].Unknown {
 		t.Fatalf("tool.failed %+v, want the outcome unknown", failed)
 	}
+}
+
+func answer(req *events.RunRequest, call, action, by, reason string) *events.RunRequest {
+	return &events.RunRequest{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID,
+		Answer: &events.ApprovalAnswer{CallID: call, Action: action, By: by, Reason: reason, AnswerID: events.NewID()}}
 }

@@ -99,16 +99,6 @@ func (r *run) attempt(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.req.Answer != nil {
-		// An answer to an approval: refused (nothing written) unless the
-		// run waits for it.
-		if err := checkAnswer(r.req, st); err != nil {
-			return nil, err
-		}
-		if r.req.Answer.Action == events.ActionExpire && len(st.waiting()) == 0 {
-			return resultOf(r.req, nil, st), nil // woken up after the answers came
-		}
-	}
 	if st.terminal != nil {
 		return resultOf(r.req, st.terminal, st), nil
 	}
@@ -202,9 +192,6 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 		st = again
 		r.messages = sess.Messages
 		r.restore(st)
-		if err := r.recordAnswers(ctx, st); err != nil {
-			return nil, err
-		}
 	}
 	if st != nil {
 		if res, err, done := r.resume(ctx, st); done {
@@ -274,7 +261,7 @@ func (r *run) resume(ctx context.Context, st *runState) (res *Result, err error,
 		return nil, st.respEnd, true
 	}
 	r.answer = pending.Message.Content
-	earlier := st.answeredBefore(r.startSeq)
+	earlier := st.goneOnBefore(r.startSeq)
 	for _, c := range pending.Message.ToolCalls {
 		cs := st.calls[c.ID]
 		switch {

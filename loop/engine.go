@@ -59,10 +59,11 @@ type Config struct {
 	// Approval says which tool calls wait for a human besides those a hook
 	// asks about, and what an unanswered request becomes.
 	Approval Approval
-	// Waker schedules a waiting run's wake-up at its approval's expiry;
-	// nil: the expiry takes effect when the run is next resumed (an
-	// answer, or the run requested again). *bus.Bus implements it.
-	Waker Waker
+	// Queue wakes waiting runs up: at their approvals' expiry, and once
+	// every approval of their step is answered (Engine.Answer). nil: a
+	// waiting run goes on only when it is requested again. *bus.Bus
+	// implements it.
+	Queue Queue
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
@@ -85,10 +86,13 @@ type Approval struct {
 // DefaultApprovalExpiry is how long an approval request waits by default.
 const DefaultApprovalExpiry = 24 * time.Hour
 
-// Waker schedules a waiting run's wake-up: req (an answer with action
-// events.ActionExpire) delivered to the workers at t.
-type Waker interface {
+// Queue is the run queue as the engine uses it to wake waiting runs up.
+type Queue interface {
+	// WakeAt delivers req (an answer with action events.ActionExpire) to
+	// the workers at t.
 	WakeAt(ctx context.Context, req *events.RunRequest, t time.Time) error
+	// Resume queues req, a run to resume, under the de-duplication id id.
+	Resume(ctx context.Context, req *events.RunRequest, id string) error
 }
 
 // Retry is how failed model calls are retried: a failure the provider marks

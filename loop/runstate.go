@@ -32,8 +32,10 @@ type runState struct {
 
 	ends decisions
 
-	// lastStarted is the seq of the run's last run.started.
+	// lastStarted is the seq of the run's last run.started; started the
+	// seqs of all of them.
 	lastStarted uint64
+	startedSeqs []uint64
 }
 
 // callState is what the record says of one tool call.
@@ -109,6 +111,7 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 		case events.StageRunStarted:
 			rs.started = true
 			rs.lastStarted = e.Seq
+			rs.startedSeqs = append(rs.startedSeqs, e.Seq)
 		case events.StageStepStarted:
 			rs.step = e.Step
 		case events.StageModelResponded:
@@ -189,26 +192,35 @@ func (rs *runState) waiting() []*callState {
 	return out
 }
 
-// answeredBefore reports whether every approval of the pending step was
-// answered before seq (an earlier attempt then went on with the step, and
-// may have started an approved tool).
-func (rs *runState) answeredBefore(seq uint64) bool {
+// goneOnBefore reports whether an attempt of the run started after every
+// approval of the pending step was answered and before seq (the seq of this
+// attempt's run.started): that attempt went on with the step and may have
+// started an approved tool.
+func (rs *runState) goneOnBefore(seq uint64) bool {
 	p := rs.pending()
 	if p == nil {
 		return false
 	}
-	any := false
+	var answered uint64
 	for _, c := range p.Message.ToolCalls {
 		cs := rs.calls[c.ID]
 		if cs == nil || cs.approval == nil {
 			continue
 		}
-		if cs.resolution == nil || cs.resolvedSeq >= seq {
+		if cs.resolution == nil {
 			return false
 		}
-		any = true
+		answered = max(answered, cs.resolvedSeq)
 	}
-	return any
+	if answered == 0 {
+		return false
+	}
+	for _, s := range rs.startedSeqs {
+		if s > answered && s < seq {
+			return true
+		}
+	}
+	return false
 }
 
 func decodeOwn(e *events.Event, v any) error {

@@ -31,7 +31,8 @@ const (
 	exitOK       = cli.ExitOK
 	exitFailure  = cli.ExitFailure
 	exitUsage    = cli.ExitUsage
-	exitNoAnswer = 3 // the run ended without an answer: denied, stopped, rejected, max_steps, interrupted
+	exitNoAnswer = 3 // the run ended without an answer: denied, stopped, rejected, max_steps, cost_limit, interrupted
+	exitWaiting  = 4 // the run waits for a human's approval
 )
 
 func main() {

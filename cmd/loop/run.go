@@ -66,7 +66,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		return exitFailure, err
 	}
 	defer stopHooks()
-	engs, closeAgents, err := engines(ctx, defs, em, c.Bus, hooks, log)
+	engs, closeAgents, err := engines(ctx, defs, em, c.Bus, c.Bus, hooks, log)
 	if err != nil {
 		return exitFailure, err
 	}
@@ -82,6 +82,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 	if err != nil {
 		return exitFailure, err
+	}
+	if res.Reason == loop.ReasonWaiting {
+		for _, w := range res.Waiting {
+			fmt.Fprintf(stderr, "  call %s %s%s waits for approval: %s (expires %s)\n", w.Call.ID, w.Call.Name, w.Call.Arguments, w.Reason, w.ExpiresAt.Local().Format("2006-01-02 15:04:05"))
+		}
+		fmt.Fprintf(stderr, "answer with: observer approve %s   or   observer reject %s --reason TEXT [--continue]\n", res.RunID, res.RunID)
+		fmt.Fprintln(stderr, "a worker (loop serve) on this bus records the answer and finishes the run")
+		return exitWaiting, nil
 	}
 	if res.Answer != "" {
 		fmt.Fprintln(stdout, res.Answer)

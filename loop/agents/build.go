@@ -100,6 +100,7 @@ func (a *Agent) Build(ctx context.Context, log *slog.Logger) (*Built, error) {
 		ModelTimeout: time.Duration(a.ModelTimeout), ModelRetry: loop.Retry{Attempts: a.ModelAttempts},
 		Budget: a.budget(),
 	}
+	b.Config.Approval, _ = a.approval() // checked by Parse
 	if a.Prices != nil {
 		b.Config.Prices = &events.Prices{InputPerMTok: a.Prices.InputPerMTok, OutputPerMTok: a.Prices.OutputPerMTok}
 	}

@@ -74,6 +74,9 @@ type Agent struct {
 	// Prices is what the model costs, for Budget.MaxCostUSD and the cost
 	// in usage.
 	Prices *Prices `yaml:"prices"`
+	// Approval lists the tool calls that wait for a human's approval, and
+	// what an unanswered request becomes.
+	Approval Approval `yaml:"approval"`
 
 	file *File
 	node *yaml.Node // where the agent is in the file, for errors
@@ -105,6 +108,26 @@ type MCPServer struct {
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
 	Timeout Duration          `yaml:"timeout"`
+}
+
+// Approval is an agent's approval policy.
+type Approval struct {
+	// Tools are the calls that wait for approval.
+	Tools []ApprovalMatch `yaml:"tools"`
+	// Expiry is how long a request waits (default 24h).
+	Expiry Duration `yaml:"expiry"`
+	// OnExpiry is what an unanswered request becomes: deny (the default:
+	// the model is told the call was denied, and the run goes on), reject
+	// (the run ends, rejected) or approve.
+	OnExpiry string `yaml:"on_expiry"`
+}
+
+// ApprovalMatch selects tool calls: by tool name (globs, alternatives with
+// |: "Bash", "mcp__*"), and optionally by a regular expression over the
+// call's arguments (their JSON).
+type ApprovalMatch struct {
+	Tool string `yaml:"tool"`
+	Args string `yaml:"args"`
 }
 
 // Budget bounds what one run of the agent may use; zero fields bound
@@ -301,6 +324,9 @@ func (a *Agent) check() error {
 			return a.errorf("mcp", "server %q listed twice", s.Name)
 		}
 		names[s.Name] = true
+	}
+	if _, err := a.approval(); err != nil {
+		return a.errorf("approval", "%v", err)
 	}
 	if err := a.budget().Validate(); err != nil {
 		return a.errorf("budget", "%v", err)
