@@ -197,5 +197,3 @@ func runIDFrom(t *testing.T, stderr string) string {
 	t.Fatalf("no run id in %q", stderr)
 	return ""
 }
-
-
