@@ -163,43 +163,84 @@ type ApprovalResolved struct {
 	Expired bool `json:"expired,omitempty"`
 }
 
-// CompactBefore is the data of compact.before.
+// CompactBefore is the data of compact.before: the run's conversation
+// passed its context budget and is about to be compacted.
 type CompactBefore struct {
+	// Messages and Tokens are the conversation's size (tokens: the
+	// model's reported usage, or an estimate).
 	Messages int `json:"messages"`
 	Tokens   int `json:"tokens,omitempty"`
+	// Budget is the context budget it passed.
+	Budget int `json:"budget,omitempty"`
+	// Manual is set for a compaction asked for (loop compact), not forced
+	// by the budget.
+	Manual bool `json:"manual,omitempty"`
 }
 
-// CompactAfter is the data of compact.after.
+// CompactAfter is the data of compact.after: the older part of the
+// conversation was replaced by a summary.
 type CompactAfter struct {
 	MessagesBefore int    `json:"messages_before"`
 	MessagesAfter  int    `json:"messages_after"`
 	Summary        string `json:"summary,omitempty"`
+	// Messages is the whole conversation after the compaction (the summary
+	// first, then the messages kept): a session rebuild starts from it.
+	Messages []Message `json:"messages,omitempty"`
+	// ReadFrom is the stream sequence of the compacting run's first
+	// run.started: a reader rebuilding the session may start there, as
+	// nothing before it shapes the conversation any more.
+	ReadFrom uint64 `json:"read_from,omitempty"`
+	// Usage is what the summary cost.
+	Usage Usage `json:"usage"`
 }
 
-// CompactFailed is the data of compact.failed.
+// CompactFailed is the data of compact.failed: the summary could not be
+// made; the run goes on uncompacted (or fails, if its agent says so).
 type CompactFailed struct {
 	Error string `json:"error"`
 }
 
-// SubagentBefore is the data of subagent.before, on the parent run.
+// SubagentBefore is the data of subagent.before, on the parent run: an
+// agent is about to call another. Interceptors may modify the instruction
+// or deny the call.
 type SubagentBefore struct {
 	AgentID     string `json:"agent_id"`
 	Instruction string `json:"instruction"`
+	// Description is the caller's short description of the task.
+	Description string `json:"description,omitempty"`
+	// CallID is the tool call (Task) that asked for the sub-agent.
+	CallID string `json:"call_id,omitempty"`
+	// SessionID and RunID are the child run's, fixed before it starts so
+	// that a resumed parent resumes the same child.
+	SessionID string `json:"session_id,omitempty"`
+	RunID     string `json:"run_id,omitempty"`
+	// Depth is the child's depth (1 for a child of a top-level run).
+	Depth int `json:"depth,omitempty"`
 }
 
-// SubagentAfter is the data of subagent.after, on the parent run.
+// SubagentAfter is the data of subagent.after, on the parent run: the
+// child run ended.
 type SubagentAfter struct {
 	AgentID   string `json:"agent_id"`
 	SessionID string `json:"session_id,omitempty"`
 	RunID     string `json:"run_id,omitempty"`
 	Answer    string `json:"answer,omitempty"`
-	Success   bool   `json:"success"`
+	// Success is set when the child ended done; Reason is how it ended.
+	Success bool   `json:"success"`
+	Reason  string `json:"reason,omitempty"`
+	CallID  string `json:"call_id,omitempty"`
+	// Usage is what the child used (it counts toward the parent's
+	// budgets).
+	Usage Usage `json:"usage"`
 }
 
-// SubagentFailed is the data of subagent.failed, on the parent run.
+// SubagentFailed is the data of subagent.failed, on the parent run: the
+// child could not be called, or failed.
 type SubagentFailed struct {
 	AgentID string `json:"agent_id"`
 	Error   string `json:"error"`
+	CallID  string `json:"call_id,omitempty"`
+	RunID   string `json:"run_id,omitempty"`
 }
 
 // StepCompleted is the data of step.completed.

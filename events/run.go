@@ -24,6 +24,16 @@ type RunRequest struct {
 	// Resume asks a worker to go on with a run that exists (a waiting run
 	// whose approvals are all answered); Prompt is empty then.
 	Resume bool `json:"resume,omitempty"`
+	// Compact asks for a run that only compacts the session's conversation
+	// (loop compact); Prompt is empty then.
+	Compact bool `json:"compact,omitempty"`
+	// ParentAgentID, ParentSessionID and ParentRunID name the run that
+	// called this one (a sub-agent's run); Depth is how deep it is nested
+	// (0 for a run nobody called).
+	ParentAgentID   string `json:"parent_agent_id,omitempty"`
+	ParentSessionID string `json:"parent_session_id,omitempty"`
+	ParentRunID     string `json:"parent_run_id,omitempty"`
+	Depth           int    `json:"depth,omitempty"`
 	// Budget overrides the agent's budget, field by field, for this run.
 	Budget      *Budget   `json:"budget,omitempty"`
 	SubmittedAt time.Time `json:"submitted_at"`
@@ -44,7 +54,7 @@ func (r *RunRequest) Validate() error {
 		if err := r.Answer.Validate(); err != nil {
 			return fmt.Errorf("run %s: %w", r.RunID, err)
 		}
-	} else if r.Prompt == "" && !r.Resume {
+	} else if r.Prompt == "" && !r.Resume && !r.Compact {
 		return fmt.Errorf("%w: run %s has an empty prompt", ErrPayload, r.RunID)
 	}
 	if r.MaxSteps < 0 {

@@ -43,6 +43,8 @@ func (r *run) runCalls(ctx context.Context, calls []events.ToolCall) (waiting bo
 	for _, c := range calls {
 		err := r.callTool(ctx, c)
 		switch {
+		case errors.Is(err, errChildWaiting):
+			waiting, r.childWaiting = true, true
 		case errors.Is(err, errAwaitApproval):
 			waiting = true
 		case err != nil:
@@ -75,9 +77,13 @@ func (r *run) wait(ctx context.Context) (*Result, error) {
 			r.eng.cfg.Logger.Warn("loop: the wake-up at the approval's expiry was not scheduled", "run", r.req.RunID, "at", first, "err", err)
 		}
 	}
+	detail := "waiting for approval of " + strings.Join(ids, ", ")
+	if len(ids) == 0 {
+		detail = "waiting for a sub-agent that waits for approval"
+	}
 	return &Result{
 		RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID,
-		Reason: ReasonWaiting, Detail: "waiting for approval of " + strings.Join(ids, ", "),
+		Reason: ReasonWaiting, Detail: detail,
 		Answer: r.answer, Steps: r.step, Usage: r.usage, Events: r.events, Resumed: r.resumed,
 		Waiting: slices.Clone(r.waiting),
 	}, nil

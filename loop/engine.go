@@ -56,6 +56,15 @@ type Config struct {
 	// Prices is what the model costs, for Budget.MaxCostUSD and the cost
 	// in Usage; nil counts no cost.
 	Prices *events.Prices
+	// Subagents are the agents this agent may call (the Task tool); Team
+	// finds their engines (required with Subagents). MaxDepth bounds how
+	// deep sub-agents nest (default DefaultMaxDepth).
+	Subagents []Subagent
+	Team      *Team
+	MaxDepth  int
+	// Compaction says when a run's conversation is summarised; the zero
+	// value never compacts.
+	Compaction Compaction
 	// Approval says which tool calls wait for a human besides those a hook
 	// asks about, and what an unanswered request becomes.
 	Approval Approval
@@ -67,6 +76,30 @@ type Config struct {
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
+
+// Compaction is an agent's context budget: when the conversation passes
+// MaxTokens (the model's reported usage, or an estimate), the loop has the
+// model summarise its older part before the next model call.
+type Compaction struct {
+	// MaxTokens is the context budget (0: never compact).
+	MaxTokens int
+	// Keep is how many of the latest messages are kept verbatim (default
+	// DefaultCompactKeep; moved earlier so the kept part never starts with
+	// a tool result).
+	Keep int
+	// Instruction asks the model for the summary (default
+	// DefaultCompactInstruction).
+	Instruction string
+	// Fail ends the run when the summary fails; by default the run goes on
+	// uncompacted.
+	Fail bool
+}
+
+// Defaults of Compaction.
+const (
+	DefaultCompactKeep        = 4
+	DefaultCompactInstruction = "Summarise the conversation above for yourself: the user's goals, what was done and found, tool results that still matter, and what is left to do. The summary replaces the conversation, so keep every fact you will need."
+)
 
 // Approval is an agent's approval policy.
 type Approval struct {
@@ -139,6 +172,24 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Source == "" {
 		cfg.Source = DefaultSource
 	}
+	if len(cfg.Subagents) > 0 && cfg.Team == nil {
+		return nil, fmt.Errorf("%w: sub-agents without a Team to find their engines", ErrInvalidConfig)
+	}
+	if cfg.MaxDepth < 0 {
+		return nil, fmt.Errorf("%w: max depth %d is negative", ErrInvalidConfig, cfg.MaxDepth)
+	}
+	if cfg.MaxDepth == 0 {
+		cfg.MaxDepth = DefaultMaxDepth
+	}
+	if cfg.Compaction.MaxTokens < 0 || cfg.Compaction.Keep < 0 {
+		return nil, fmt.Errorf("%w: a negative compaction bound", ErrInvalidConfig)
+	}
+	if cfg.Compaction.Keep == 0 {
+		cfg.Compaction.Keep = DefaultCompactKeep
+	}
+	if cfg.Compaction.Instruction == "" {
+		cfg.Compaction.Instruction = DefaultCompactInstruction
+	}
 	if cfg.Approval.Expiry <= 0 {
 		cfg.Approval.Expiry = DefaultApprovalExpiry
 	}
@@ -180,6 +231,12 @@ func New(cfg Config) (*Engine, error) {
 		}
 		e.tools[spec.Name] = t
 		e.specs = append(e.specs, spec)
+	}
+	if len(cfg.Subagents) > 0 {
+		if _, dup := e.tools[TaskTool]; dup {
+			return nil, fmt.Errorf("%w: a tool named %q and sub-agents (the %s tool calls them)", ErrInvalidConfig, TaskTool, TaskTool)
+		}
+		e.specs = append(e.specs, taskSpec(cfg.Subagents))
 	}
 	return e, nil
 }

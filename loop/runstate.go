@@ -8,16 +8,18 @@ import (
 // runState is what the events of one run id say about it, so an
 // interrupted run resumes where it was.
 type runState struct {
-	found    bool
-	terminal *events.Event
-	lastSeq  uint64
-	events   int
-	intake   *events.Intake
-	started  bool
-	history  int // messages of the session before the run's prompt
-	step     int // last step started
-	stepDone int // last step completed
-	usage    events.Usage
+	found        bool
+	terminal     *events.Event
+	lastSeq      uint64
+	events       int
+	intake       *events.Intake
+	prompt       string // the prompt of the run's first run.started
+	started      bool
+	firstStarted uint64 // the stream sequence of the run's first run.started
+	history      int    // messages of the session before the run's prompt
+	step         int    // last step started
+	stepDone     int    // last step completed
+	usage        events.Usage
 
 	responded *events.ModelResponded // the last model reply
 	respStep  int
@@ -44,6 +46,10 @@ type callState struct {
 	beforeID string             // its event id (the decisions name it)
 	result   *events.ToolResult // tool.result: the raw result, recorded before tool.after hooks ran
 	after    bool               // tool.after is recorded: the call is done
+
+	subBefore *events.SubagentBefore // a Task call's child, as recorded
+	subAfter  *events.SubagentAfter
+	subFailed *events.SubagentFailed
 
 	approval    *events.ApprovalRequested // the call waits (waited) for a human
 	resolution  *events.ApprovalResolved  // the answer
@@ -109,6 +115,13 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 			}
 			rs.intake = &p
 		case events.StageRunStarted:
+			if !rs.started {
+				var p events.RunStarted
+				if err := decodeOwn(e, &p); err != nil {
+					return nil, err
+				}
+				rs.prompt, rs.firstStarted = p.Prompt, e.Stored
+			}
 			rs.started = true
 			rs.lastStarted = e.Seq
 			rs.startedSeqs = append(rs.startedSeqs, e.Seq)
@@ -156,6 +169,30 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 			}
 			if c := rs.calls[p.CallID]; c != nil && c.approval != nil && c.resolution == nil {
 				c.resolution, c.resolvedSeq = &p, e.Seq
+			}
+		case events.StageSubagentBefore:
+			var p events.SubagentBefore
+			if err := decodeOwn(e, &p); err != nil {
+				return nil, err
+			}
+			if p.CallID != "" {
+				rs.call(p.CallID).subBefore = &p
+			}
+		case events.StageSubagentAfter:
+			var p events.SubagentAfter
+			if err := decodeOwn(e, &p); err != nil {
+				return nil, err
+			}
+			if p.CallID != "" {
+				rs.call(p.CallID).subAfter = &p
+			}
+		case events.StageSubagentFailed:
+			var p events.SubagentFailed
+			if err := decodeOwn(e, &p); err != nil {
+				return nil, err
+			}
+			if p.CallID != "" {
+				rs.call(p.CallID).subFailed = &p
 			}
 		case events.StageStepCompleted:
 			rs.stepDone = e.Step

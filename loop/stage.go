@@ -99,6 +99,7 @@ func (r *run) event(st events.Stage, payload any, subject string) (*events.Event
 	e, err := events.New(st, events.Meta{
 		Source: r.eng.cfg.Source, AgentID: r.req.AgentID, SessionID: r.req.SessionID, RunID: r.req.RunID,
 		Step: r.step, Subject: subject,
+		ParentAgentID: r.req.ParentAgentID, ParentSessionID: r.req.ParentSessionID, ParentRunID: r.req.ParentRunID,
 	}, payload)
 	if err != nil {
 		return nil, fmt.Errorf("loop: build %s event: %w", st, err)

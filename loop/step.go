@@ -35,6 +35,10 @@ func (r *run) doStep(ctx context.Context) (*Result, error) {
 		return nil, &errEnd{events.ReasonStopped, v.describe()}
 	}
 
+	if err := r.maybeCompact(ctx); err != nil {
+		return nil, err
+	}
+
 	// context.assembled: what the model is about to see.
 	msgs := r.messages
 	if sp := r.eng.cfg.SystemPrompt; sp != "" {
@@ -57,6 +61,7 @@ func (r *run) doStep(ctx context.Context) (*Result, error) {
 	}
 	resp.Usage.CostUSD = r.eng.cfg.Prices.Cost(resp.Usage)
 	r.usage = r.usage.Add(resp.Usage)
+	r.lastContext = resp.Usage.InputTokens + resp.Usage.OutputTokens
 
 	mr, v, err := intercepted(ctx, r, stage{stage: events.StageModelResponded}, events.ModelResponded{
 		Message: resp.Message, Usage: resp.Usage, FinishReason: resp.FinishReason, Model: resp.Model,

@@ -34,11 +34,23 @@ func (r *run) callTool(ctx context.Context, call events.ToolCall) error {
 			return r.requestApproval(ctx, call, "", why)
 		}
 	}
+	if r.isTask(call) {
+		res, err := r.callSubagent(ctx, call)
+		if err != nil {
+			return err
+		}
+		return r.toolAfter(ctx, call, res, true)
+	}
 	res := r.execTool(ctx, call)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	return r.toolAfter(ctx, call, res, true)
+}
+
+// isTask reports whether call calls a sub-agent.
+func (r *run) isTask(call events.ToolCall) bool {
+	return call.Name == TaskTool && len(r.eng.cfg.Subagents) > 0
 }
 
 // resumeCall carries on a call whose tool.before is recorded and whose
@@ -65,6 +77,13 @@ func (r *run) resumeCall(ctx context.Context, st *runState, cs *callState) error
 	}
 	if cs.result != nil {
 		return r.toolAfter(ctx, call, *cs.result, false)
+	}
+	if r.isTask(call) {
+		res, err := r.resumeSubagent(ctx, cs)
+		if err != nil {
+			return err
+		}
+		return r.toolAfter(ctx, call, res, true)
 	}
 	if need := r.eng.cfg.Approval.Required; need != nil && cs.approval == nil {
 		if why := need(call); why != "" {

@@ -74,6 +74,13 @@ type Agent struct {
 	// Prices is what the model costs, for Budget.MaxCostUSD and the cost
 	// in usage.
 	Prices *Prices `yaml:"prices"`
+	// Subagents lists the agents of the file this agent may call (the Task
+	// tool); MaxDepth bounds how deep calls nest (default 3).
+	Subagents []string `yaml:"subagents"`
+	MaxDepth  int      `yaml:"max_depth"`
+	// Compaction is the agent's context budget: past it, the older part of
+	// a run's conversation is summarised.
+	Compaction Compaction `yaml:"compaction"`
 	// Approval lists the tool calls that wait for a human's approval, and
 	// what an unanswered request becomes.
 	Approval Approval `yaml:"approval"`
@@ -108,6 +115,18 @@ type MCPServer struct {
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
 	Timeout Duration          `yaml:"timeout"`
+}
+
+// Compaction is an agent's context budget.
+type Compaction struct {
+	// MaxTokens is the budget (0: never compact).
+	MaxTokens int `yaml:"max_tokens"`
+	// Keep is how many of the latest messages are kept verbatim (default 4).
+	Keep int `yaml:"keep"`
+	// Instruction asks the model for the summary.
+	Instruction string `yaml:"instruction"`
+	// Fail ends the run when the summary fails (default: go on).
+	Fail bool `yaml:"fail"`
 }
 
 // Approval is an agent's approval policy.
@@ -222,6 +241,13 @@ func Parse(data []byte, name string) (*File, error) {
 		}
 		seen[a.ID] = a.node.Line
 	}
+	for _, a := range f.Agents {
+		for _, id := range a.Subagents {
+			if _, ok := seen[id]; !ok {
+				return nil, a.errorf("subagents", "agent %q is not defined in this file (it has %s)", id, strings.Join(f.IDs(), ", "))
+			}
+		}
+	}
 	return f, nil
 }
 
@@ -300,8 +326,12 @@ func (a *Agent) check() error {
 		return a.errorf("max_tokens", "%d is negative", a.MaxTokens)
 	case a.MaxSteps < 0:
 		return a.errorf("max_steps", "%d is negative", a.MaxSteps)
+	case a.MaxDepth < 0:
+		return a.errorf("max_depth", "%d is negative", a.MaxDepth)
 	case a.ModelAttempts < 0:
 		return a.errorf("model_attempts", "%d is negative", a.ModelAttempts)
+	case a.Compaction.MaxTokens < 0 || a.Compaction.Keep < 0:
+		return a.errorf("compaction", "a negative bound")
 	case a.Bash.MaxOutput < 0:
 		return a.errorf("bash", "max_output %d is negative", a.Bash.MaxOutput)
 	}
