@@ -176,7 +176,7 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 			return nil, end
 		}
 	}
-	history := len(r.messages)
+	var history int
 	if st == nil || !st.started {
 		// Calls another run left open are answered before this turn, as
 		// every later rebuild will.

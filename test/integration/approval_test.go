@@ -87,7 +87,7 @@ func TestApprovalSurvivesWorkersAndServerStopping(t *testing.T) {
 	}
 	_ = worker.Wait()
 	srv.Shutdown()
-	srv = startServer()
+	startServer()
 
 	ok := run(t, "observer", "approve", runID, "--nats", url, "--by", "alice", "--wait", "1s")
 	if ok.code != 0 || !strings.Contains(ok.stdout, "queued") {
