@@ -190,6 +190,12 @@ func (m *movedFences) move(f *fence, to uint64) bool {
 // rewrites msg's headers and returns nil (send msg again).
 func (b *Bus) fenceRefused(ctx context.Context, e *events.Event, f *fence, msg *nats.Msg) error {
 	cur := b.fences.expected(f)
+	if sent := msg.Header.Get(jetstream.ExpectedLastSubjSeqHeader); sent != strconv.FormatUint(cur, 10) {
+		// Another append of the claim moved the fence meanwhile: send
+		// this one again where it is now.
+		f.set(msg, cur)
+		return nil
+	}
 	claim, last, err := b.claimsSince(ctx, f.subject, cur)
 	if err != nil {
 		return fmt.Errorf("%w: event %s: refused by its fence, and the claims cannot be read: %w", ErrPublish, e.ID, err)

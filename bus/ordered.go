@@ -23,9 +23,12 @@ type msgFunc func(m jetstream.Msg, meta *jetstream.MsgMetadata) (done bool, err 
 // after readOrdered returned. The consumer is deleted on return rather than
 // left to the server's 5-minute inactivity clean-up (a worker replays a
 // session at every run).
-func (b *Bus) readOrdered(ctx context.Context, filters []string, policy jetstream.DeliverPolicy, since time.Time, handle msgFunc) error {
+func (b *Bus) readOrdered(ctx context.Context, filters []string, policy jetstream.DeliverPolicy, since time.Time, from uint64, handle msgFunc) error {
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: policy}
-	if !since.IsZero() {
+	if from > 0 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = from
+	} else if !since.IsZero() {
 		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
 		cfg.OptStartTime = &since
 	}

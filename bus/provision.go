@@ -24,12 +24,15 @@ func (b *Bus) StreamConfigs() []jetstream.StreamConfig {
 		Discard:     jetstream.DiscardOld,
 	}, {
 		Name:        b.names.Runs,
-		Description: "hookbus run requests: a work queue consumed by loop workers",
-		Subjects:    []string{b.subj.AllRuns()},
+		Description: "hookbus run requests and answers to approvals: a work queue consumed by loop workers",
+		Subjects:    []string{b.subj.AllRuns(), b.subj.AllApprovals(), b.subj.AllWakes()},
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.replicas,
 		Duplicates:  o.duplicateWindow,
+		// A waiting run's expiry is a message scheduled on its wake
+		// subject, delivered on the approval subject when it is due.
+		AllowMsgSchedules: true,
 	}, {
 		Name:        b.names.DeadLetters,
 		Description: "hookbus dead letters: events an observer failed to handle",

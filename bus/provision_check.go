@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,8 +26,12 @@ func (b *Bus) CheckProvisioned(ctx context.Context) error {
 	}
 	var missing []string
 	for _, name := range streams {
-		_, err := b.js.Stream(ctx, name)
+		st, err := b.js.Stream(ctx, name)
 		switch {
+		case err == nil && name == b.names.Runs:
+			if cfg := st.CachedInfo().Config; !cfg.AllowMsgSchedules || !slices.Contains(cfg.Subjects, b.subj.AllApprovals()) {
+				missing = append(missing, name+" (provisioned by an older hookbus: without approval subjects)")
+			}
 		case err == nil:
 		case errors.Is(err, jetstream.ErrStreamNotFound):
 			missing = append(missing, name)

@@ -20,6 +20,9 @@ type Filter struct {
 	Stages []events.Stage
 	// Since and Until bound the time the events were stored, inclusive.
 	Since, Until time.Time
+	// From, when set, is the stream sequence to start reading at (Since
+	// is then not used to start).
+	From uint64
 }
 
 // ReplayStats counts what a replay read.
@@ -96,9 +99,13 @@ func (b *Bus) Replay(ctx context.Context, f Filter, fn func(*events.Event) error
 	if err != nil || !ok {
 		return st, err
 	}
-	err = b.readOrdered(ctx, filters, jetstream.DeliverAllPolicy, f.Since, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
+	err = b.readOrdered(ctx, filters, jetstream.DeliverAllPolicy, f.Since, f.From, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
 		if !f.Until.IsZero() && meta.Timestamp.After(f.Until) {
 			return true, nil // stream order is storage-time order
+		}
+		if meta.Timestamp.Before(f.Since) {
+			st.Filtered++
+			return meta.Sequence.Stream >= last || meta.NumPending == 0, nil
 		}
 		if e := b.decodeMsg(m, meta, &st.Malformed); e != nil {
 			if f.Run != "" && e.RunID != f.Run {
@@ -130,7 +137,7 @@ func (b *Bus) Tail(ctx context.Context, f Filter, fn func(*events.Event) error) 
 		return err
 	}
 	var malformed, unfetched int
-	err = b.readOrdered(ctx, filters, jetstream.DeliverNewPolicy, f.Since, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
+	err = b.readOrdered(ctx, filters, jetstream.DeliverNewPolicy, f.Since, f.From, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
 		if !f.Until.IsZero() && meta.Timestamp.After(f.Until) {
 			return true, nil
 		}
@@ -149,10 +156,13 @@ func (b *Bus) Tail(ctx context.Context, f Filter, fn func(*events.Event) error) 
 	return err
 }
 
-// SessionEvents returns every event of a session, in stream order (the
-// loop rebuilds a session from them), claim-checked data fetched as in
-// Replay. Malformed messages are skipped and logged. Errors are those of
-// Replay.
+// SessionEvents returns the events of a session the loop rebuilds it
+// from, in stream order, claim-checked data fetched as in Replay: every
+// event, or, when the session was compacted, those from the compacting
+// run's first run.started on (compact.after's read_from: nothing before it
+// shapes the conversation any more), so a long session rebuilds in bounded
+// time and memory. Malformed messages are skipped and logged. Errors are
+// those of Replay.
 func (b *Bus) SessionEvents(ctx context.Context, agent, session string) ([]*events.Event, error) {
 	if err := events.ValidateID("agent", agent); err != nil {
 		return nil, err
@@ -160,8 +170,12 @@ func (b *Bus) SessionEvents(ctx context.Context, agent, session string) ([]*even
 	if err := events.ValidateID("session", session); err != nil {
 		return nil, err
 	}
+	from, err := b.compactedFrom(ctx, agent, session)
+	if err != nil {
+		return nil, err
+	}
 	var out []*events.Event
-	_, err := b.Replay(ctx, Filter{Agent: agent, Session: session}, func(e *events.Event) error {
+	_, err = b.Replay(ctx, Filter{Agent: agent, Session: session, From: from}, func(e *events.Event) error {
 		out = append(out, e)
 		return nil
 	})
@@ -193,7 +207,7 @@ func (b *Bus) WaitRun(ctx context.Context, agent, session, runID string) (*event
 		malformed, unfetched int
 		found                *events.Event
 	)
-	err = b.readOrdered(ctx, filters, jetstream.DeliverAllPolicy, time.Time{}, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
+	err = b.readOrdered(ctx, filters, jetstream.DeliverAllPolicy, time.Time{}, 0, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
 		if e := b.decodeMsg(m, meta, &malformed); e != nil && e.RunID == runID {
 			found = e
 			return true, b.fill(ctx, e, &unfetched)
@@ -204,4 +218,39 @@ func (b *Bus) WaitRun(ctx context.Context, agent, session, runID string) (*event
 		return nil, fmt.Errorf("hookbus: wait for run %s: %w", runID, err)
 	}
 	return found, nil
+}
+
+// compactedFrom returns where a session's rebuild may start: the read_from
+// of its last compact.after, or 0 (the beginning).
+func (b *Bus) compactedFrom(ctx context.Context, agent, session string) (uint64, error) {
+	subject, err := b.subj.Event(agent, session, events.StageCompactAfter)
+	if err != nil {
+		return 0, err
+	}
+	rctx, cancel := b.withTimeout(ctx)
+	defer cancel()
+	s, err := b.js.Stream(rctx, b.names.Events)
+	if err != nil {
+		return 0, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, ctxErr(rctx, err))
+	}
+	m, err := s.GetLastMsgForSubject(rctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: last compaction of %s/%s: %w", ErrConsumer, agent, session, ctxErr(rctx, err))
+	}
+	e, err := b.decodeStored(m.Subject, m.Header, m.Data)
+	if err != nil {
+		return 0, nil // not a compaction we can read: read everything
+	}
+	var unfetched int
+	if err := b.fill(ctx, e, &unfetched); err != nil {
+		return 0, err
+	}
+	var p events.CompactAfter
+	if unfetched > 0 || e.DecodeData(&p) != nil || p.ReadFrom == 0 || p.ReadFrom > m.Sequence {
+		return 0, nil
+	}
+	return p.ReadFrom, nil
 }

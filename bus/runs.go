@@ -28,6 +28,20 @@ const (
 // copy. It returns an error wrapping events.ErrInvalidID or
 // events.ErrPayload for an invalid request, ErrPublish, or ctx's error.
 func (b *Bus) SubmitRun(ctx context.Context, req *events.RunRequest) error {
+	return b.submit(ctx, req, "")
+}
+
+// Resume queues req, a run to go on with (RunRequest.Resume), on
+// <prefix>.run.<agent> under the de-duplication id id (the run's own id is
+// its first request's). Errors are SubmitRun's.
+func (b *Bus) Resume(ctx context.Context, req *events.RunRequest, id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: resume run without an id", events.ErrPayload)
+	}
+	return b.submit(ctx, req, id)
+}
+
+func (b *Bus) submit(ctx context.Context, req *events.RunRequest, msgID string) error {
 	if req == nil {
 		return fmt.Errorf("%w: nil run request", events.ErrPayload)
 	}
@@ -46,7 +60,11 @@ func (b *Bus) SubmitRun(ctx context.Context, req *events.RunRequest) error {
 	if err != nil {
 		return err
 	}
-	msg := &nats.Msg{Subject: subject, Header: nats.Header{jetstream.MsgIDHeader: []string{r.RunID}}, Data: body}
+	id := r.RunID
+	if msgID != "" {
+		id = msgID
+	}
+	msg := &nats.Msg{Subject: subject, Header: nats.Header{jetstream.MsgIDHeader: []string{id}}, Data: body}
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
 	ack, err := b.js.PublishMsg(ctx, msg)
@@ -76,6 +94,14 @@ type RunHandler func(ctx context.Context, req *events.RunRequest) error
 // errors are Abandoners.
 type Abandoner interface {
 	Abandoned() bool
+}
+
+// Refusal is implemented by a RunHandler error that refuses its request for
+// good (an answer to a call that was answered already, or that no run
+// waits for): the request is dead-lettered with the error and terminated,
+// not handed back. loop.ErrBadAnswer's errors are Refusals.
+type Refusal interface {
+	Refused() bool
 }
 
 // RunConsumerConfig configures a loop worker's consumption of run requests.
@@ -121,7 +147,6 @@ type RunConsumerStats struct {
 type RunConsumer struct {
 	b          *Bus
 	cfg        RunConsumerConfig
-	cons       jetstream.Consumer
 	handler    RunHandler
 	runCtx     context.Context // cancelled by Stop: the handlers' ctx
 	stopRuns   context.CancelFunc
@@ -184,44 +209,42 @@ func (b *Bus) ConsumeRuns(ctx context.Context, cfg RunConsumerConfig, handler Ru
 	case cfg.PollWait < 100*time.Millisecond:
 		return nil, invalid("poll wait %v (want >= 100ms)", cfg.PollWait)
 	}
-	filters := []string{b.subj.AllRuns()}
+	runs, answers := []string{b.subj.AllRuns()}, []string{b.subj.AllApprovals()}
 	if len(cfg.Agents) > 0 {
-		filters = filters[:0]
+		runs, answers = nil, nil
 		for _, a := range cfg.Agents {
 			f, err := b.subj.Run(a)
 			if err != nil {
 				return nil, err
 			}
-			filters = append(filters, f)
+			g, _ := b.subj.Approval(a)
+			runs, answers = append(runs, f), append(answers, g)
 		}
 	}
-	cc := jetstream.ConsumerConfig{
-		Durable:       cfg.Durable,
-		Description:   "hookbus loop workers",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       cfg.AckWait,
-		MaxDeliver:    cfg.MaxDeliver,
-		MaxAckPending: cfg.MaxAckPending,
-	}
-	setFilters(&cc, filters)
-	rctx, cancel := b.withTimeout(ctx)
-	cons, err := b.js.CreateOrUpdateConsumer(rctx, b.names.Runs, cc)
-	err = ctxErr(rctx, err)
-	cancel()
+	cons, err := b.runConsumer(ctx, cfg, cfg.Durable, "hookbus loop workers: run requests", runs, cfg.MaxAckPending)
 	if err != nil {
-		return nil, fmt.Errorf("%w: run consumer %s: %w", ErrConsumer, cfg.Durable, err)
+		return nil, err
+	}
+	// Answers to approvals are taken one at a time, in the order they
+	// came, by the whole pool: the first answer to a call is the one
+	// recorded.
+	ans, err := b.runConsumer(ctx, cfg, cfg.Durable+"-answers", "hookbus loop workers: answers to approvals, in order", answers, 1)
+	if err != nil {
+		return nil, err
 	}
 	dlq, err := b.subj.DeadLetter(cfg.Durable)
 	if err != nil {
 		return nil, invalid("durable %q: %v", cfg.Durable, err)
 	}
-	rc := &RunConsumer{b: b, cfg: cfg, cons: cons, handler: handler, closed: make(chan struct{}), dlq: dlq}
+	rc := &RunConsumer{b: b, cfg: cfg, handler: handler, closed: make(chan struct{}), dlq: dlq}
 	rc.runCtx, rc.stopRuns = context.WithCancel(context.WithoutCancel(ctx))
 	rc.fetching.Store(true)
 	for i := 0; i < cfg.Concurrency; i++ {
 		rc.wg.Add(1)
-		go rc.work()
+		go rc.work(cons)
 	}
+	rc.wg.Add(1)
+	go rc.work(ans)
 	go func() {
 		rc.wg.Wait()
 		rc.stopRuns()
@@ -262,8 +285,29 @@ func (rc *RunConsumer) Stats() RunConsumerStats {
 	}
 }
 
-// work is one slot: pull one request, run it, repeat.
-func (rc *RunConsumer) work() {
+// runConsumer creates or updates one of the pool's durable consumers.
+func (b *Bus) runConsumer(ctx context.Context, cfg RunConsumerConfig, durable, desc string, filters []string, maxAckPending int) (jetstream.Consumer, error) {
+	cc := jetstream.ConsumerConfig{
+		Durable:       durable,
+		Description:   desc,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxDeliver:    cfg.MaxDeliver,
+		MaxAckPending: maxAckPending,
+	}
+	setFilters(&cc, filters)
+	rctx, cancel := b.withTimeout(ctx)
+	cons, err := b.js.CreateOrUpdateConsumer(rctx, b.names.Runs, cc)
+	err = ctxErr(rctx, err)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("%w: run consumer %s: %w", ErrConsumer, durable, err)
+	}
+	return cons, nil
+}
+
+// work is one slot: pull one request from cons, run it, repeat.
+func (rc *RunConsumer) work(cons jetstream.Consumer) {
 	defer rc.wg.Done()
 	log := rc.b.log
 	for rc.fetching.Load() {
@@ -272,7 +316,7 @@ func (rc *RunConsumer) work() {
 		}
 		// The pull is never cancelled midway: a request the server sent to
 		// an abandoned pull would be stuck for AckWait.
-		batch, err := rc.cons.Fetch(1, jetstream.FetchMaxWait(rc.cfg.PollWait))
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(rc.cfg.PollWait))
 		if err != nil {
 			log.Warn("hookbus: run pull failed", "durable", rc.cfg.Durable, "error", err)
 			rc.pause()
@@ -303,7 +347,7 @@ func (rc *RunConsumer) handle(m jetstream.Msg) {
 		_ = m.Nak() // stopping: give it straight to another worker
 		return
 	}
-	req, err := events.DecodeRunRequest(m.Data())
+	req, err := rc.decode(m)
 	if err != nil {
 		rc.malformedN.Add(1)
 		log.Warn("hookbus: malformed run request dropped", "durable", rc.cfg.Durable, "subject", m.Subject(), "reason", err)
@@ -312,8 +356,8 @@ func (rc *RunConsumer) handle(m jetstream.Msg) {
 		}
 		return
 	}
-	if want, err := rc.b.subj.Run(req.AgentID); err != nil || want != m.Subject() {
-		rc.refuse(m, req)
+	if want, err := rc.b.subj.Run(req.AgentID); req.Answer == nil && (err != nil || want != m.Subject()) {
+		rc.refuse(m, req, fmt.Errorf("run request %s names agent %q but was published on %s: refused", req.RunID, req.AgentID, m.Subject()))
 		return
 	}
 	herr := rc.run(m, req)
@@ -321,6 +365,11 @@ func (rc *RunConsumer) handle(m jetstream.Msg) {
 	if herr != nil && errors.As(herr, &ab) && ab.Abandoned() {
 		rc.abandoned.Add(1)
 		log.Warn("hookbus: run left to the worker that holds it now", "run", req.RunID, "agent", req.AgentID, "reason", herr)
+		return
+	}
+	var rf Refusal
+	if herr != nil && errors.As(herr, &rf) && rf.Refused() {
+		rc.refuse(m, req, herr)
 		return
 	}
 	if herr == nil {
@@ -353,12 +402,22 @@ func (rc *RunConsumer) handle(m jetstream.Msg) {
 	}
 }
 
-// refuse dead-letters and terminates a run request whose body names
-// another agent than its subject: it is never run.
-func (rc *RunConsumer) refuse(m jetstream.Msg, req *events.RunRequest) {
+// decode reads a run request, or an answer to an approval (whose agent is
+// its subject's).
+func (rc *RunConsumer) decode(m jetstream.Msg) (*events.RunRequest, error) {
+	kind, agent, err := rc.b.subj.ParseQueue(m.Subject())
+	if err == nil && kind == "approval" {
+		return decodeApproval(agent, m.Data())
+	}
+	return events.DecodeRunRequest(m.Data())
+}
+
+// refuse dead-letters and terminates a request that must not run (a body
+// naming another agent than its subject, an answer the handler refused),
+// saying why.
+func (rc *RunConsumer) refuse(m jetstream.Msg, req *events.RunRequest, why error) {
 	rc.refused.Add(1)
-	why := fmt.Errorf("run request %s names agent %q but was published on %s: refused", req.RunID, req.AgentID, m.Subject())
-	rc.b.log.Error("hookbus: run request refused", "run", req.RunID, "agent", req.AgentID, "subject", m.Subject(), "dead_letter", rc.dlq)
+	rc.b.log.Error("hookbus: run request refused", "run", req.RunID, "agent", req.AgentID, "subject", m.Subject(), "dead_letter", rc.dlq, "reason", why)
 	meta, err := m.Metadata()
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), rc.b.opts.timeout)

@@ -30,6 +30,11 @@ func (e *Event) CloudEvent() cloudevents.Event {
 	if e.DataRef != "" {
 		ce.SetExtension(ExtDataRef, e.DataRef)
 	}
+	if e.ParentRunID != "" {
+		ce.SetExtension(ExtParentAgentID, e.ParentAgentID)
+		ce.SetExtension(ExtParentSessionID, e.ParentSessionID)
+		ce.SetExtension(ExtParentRunID, e.ParentRunID)
+	}
 	if len(e.Data) > 0 {
 		ce.DataEncoded = e.Data
 	}
@@ -85,6 +90,15 @@ func FromCloudEvent(ce cloudevents.Event) (*Event, error) {
 		return nil, err
 	}
 	if e.DataRef, err = str(ExtDataRef, false); err != nil {
+		return nil, err
+	}
+	if e.ParentAgentID, err = str(ExtParentAgentID, false); err != nil {
+		return nil, err
+	}
+	if e.ParentSessionID, err = str(ExtParentSessionID, false); err != nil {
+		return nil, err
+	}
+	if e.ParentRunID, err = str(ExtParentRunID, false); err != nil {
 		return nil, err
 	}
 	step, err := str(ExtStep, true)

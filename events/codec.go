@@ -120,6 +120,9 @@ const (
 	hSeq
 	hTrace
 	hDataRef
+	hParentAgent
+	hParentSession
+	hParentRun
 	nSlots
 )
 
@@ -130,6 +133,8 @@ var slotKeys = [nSlots]string{
 	hSubject: "ce-subject", hContentType: HeaderContentType, hAgent: HeaderPrefix + ExtAgentID,
 	hSession: HeaderPrefix + ExtSessionID, hRun: HeaderPrefix + ExtRunID, hStep: HeaderPrefix + ExtStep,
 	hSeq: HeaderPrefix + ExtSeq, hTrace: HeaderPrefix + ExtTraceparent, hDataRef: HeaderPrefix + ExtDataRef,
+	hParentAgent: HeaderPrefix + ExtParentAgentID, hParentSession: HeaderPrefix + ExtParentSessionID,
+	hParentRun: HeaderPrefix + ExtParentRunID,
 }
 
 // headerValues are the encoded header values of an event by slot; "" is a
@@ -140,20 +145,23 @@ type headerValues [nSlots]string
 // binding writes them, and returns how many it set.
 func (v *headerValues) fill(e *Event) int {
 	*v = headerValues{
-		hSpec:        "1.0",
-		hID:          e.ID,
-		hType:        e.Stage.Type(),
-		hSource:      PercentEncode(e.Source),
-		hTime:        e.Time.UTC().Format(time.RFC3339Nano),
-		hSubject:     PercentEncode(strings.TrimSpace(e.Subject)), // sdk-go trims it
-		hContentType: ContentTypeJSON,
-		hAgent:       PercentEncode(e.AgentID),
-		hSession:     PercentEncode(e.SessionID),
-		hRun:         PercentEncode(e.RunID),
-		hStep:        strconv.Itoa(e.Step),
-		hSeq:         e.SeqString(),
-		hTrace:       PercentEncode(e.Traceparent),
-		hDataRef:     PercentEncode(e.DataRef),
+		hSpec:          "1.0",
+		hID:            e.ID,
+		hType:          e.Stage.Type(),
+		hSource:        PercentEncode(e.Source),
+		hTime:          e.Time.UTC().Format(time.RFC3339Nano),
+		hSubject:       PercentEncode(strings.TrimSpace(e.Subject)), // sdk-go trims it
+		hContentType:   ContentTypeJSON,
+		hAgent:         PercentEncode(e.AgentID),
+		hSession:       PercentEncode(e.SessionID),
+		hRun:           PercentEncode(e.RunID),
+		hStep:          strconv.Itoa(e.Step),
+		hSeq:           e.SeqString(),
+		hTrace:         PercentEncode(e.Traceparent),
+		hDataRef:       PercentEncode(e.DataRef),
+		hParentAgent:   PercentEncode(e.ParentAgentID),
+		hParentSession: PercentEncode(e.ParentSessionID),
+		hParentRun:     PercentEncode(e.ParentRunID),
 	}
 	n := 0
 	for _, s := range v {

@@ -48,6 +48,7 @@ func codecEvents(t *testing.T) []*Event {
 		base(func(e *Event) { e.Data = json.RawMessage(" [1, {\"a\": \"\\u00e9\"}] ") }),
 		base(func(e *Event) { e.Subject = " " }),
 		base(func(e *Event) { e.Subject = " padded tool\t" }),
+		base(func(e *Event) { e.ParentAgentID, e.ParentSessionID, e.ParentRunID = "planner", "s9", "r-parent" }),
 	}
 }
 
@@ -65,6 +66,8 @@ func badEvents(t *testing.T) []*Event {
 		func(e *Event) { e.Step = MaxStep + 1 },
 		func(e *Event) { e.Data = json.RawMessage(`{"a":`) },
 		func(e *Event) { e.Data = nil },
+		func(e *Event) { e.ParentRunID = "r-parent" }, // a parent only in part
+		func(e *Event) { e.ParentAgentID, e.ParentSessionID, e.ParentRunID = "a", "s", "r.x" },
 	}
 	var out []*Event
 	for _, m := range mods {

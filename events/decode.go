@@ -39,6 +39,12 @@ func slotOf(key string) int {
 		return hTrace
 	case "ce-dataref":
 		return hDataRef
+	case "ce-parentagentid":
+		return hParentAgent
+	case "ce-parentsessionid":
+		return hParentSession
+	case "ce-parentrunid":
+		return hParentRun
 	}
 	return -1
 }
@@ -77,6 +83,7 @@ func fastDecode(h Header, body []byte) *Event {
 		(seen[hContentType] && v[hContentType] != ContentTypeJSON) ||
 		(seen[hSubject] && (v[hSubject] == "" || strings.TrimSpace(v[hSubject]) != v[hSubject])) ||
 		(seen[hTrace] && v[hTrace] == "") || (seen[hDataRef] && v[hDataRef] == "") ||
+		(seen[hParentAgent] && v[hParentAgent] == "") || (seen[hParentSession] && v[hParentSession] == "") || (seen[hParentRun] && v[hParentRun] == "") ||
 		!plainSource(v[hSource]) {
 		return nil
 	}
@@ -100,6 +107,7 @@ func fastDecode(h Header, body []byte) *Event {
 		ID: v[hID], Stage: stage, Source: v[hSource], Time: t, Subject: v[hSubject],
 		AgentID: v[hAgent], SessionID: v[hSession], RunID: v[hRun], Step: step, Seq: seq,
 		Traceparent: v[hTrace], DataRef: v[hDataRef],
+		ParentAgentID: v[hParentAgent], ParentSessionID: v[hParentSession], ParentRunID: v[hParentRun],
 	}
 	if len(body) > 0 {
 		e.Data = body // a received message's own buffer: not shared

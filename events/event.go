@@ -20,6 +20,11 @@ const (
 	ExtSeq         = "seq"
 	ExtTraceparent = "traceparent"
 	ExtDataRef     = "dataref"
+	// The lineage of a child run (a sub-agent's): the run, session and
+	// agent that called it.
+	ExtParentAgentID   = "parentagentid"
+	ExtParentSessionID = "parentsessionid"
+	ExtParentRunID     = "parentrunid"
 )
 
 // SeqWidth is the number of digits of the zero-padded seq extension, so that
@@ -42,7 +47,11 @@ type Event struct {
 	Seq         uint64
 	Traceparent string
 	DataRef     string
-	Data        json.RawMessage
+	// ParentAgentID, ParentSessionID and ParentRunID name the run that
+	// called this event's run, for a child run (a sub-agent); empty
+	// otherwise.
+	ParentAgentID, ParentSessionID, ParentRunID string
+	Data                                        json.RawMessage
 	// Stored is the event's stream sequence when it was read from the
 	// events stream (0 otherwise). It is not part of the CloudEvent: it
 	// says where the event is, not what it is.
@@ -59,6 +68,8 @@ type Meta struct {
 	Seq         uint64
 	Subject     string
 	Traceparent string
+	// The lineage of a child run (see Event).
+	ParentAgentID, ParentSessionID, ParentRunID string
 	// ID and Time default to a new ULID and the current time.
 	ID   string
 	Time time.Time
@@ -76,6 +87,7 @@ func New(stage Stage, m Meta, payload any) (*Event, error) {
 		ID: m.ID, Stage: stage, Source: m.Source, Time: m.Time, Subject: m.Subject,
 		AgentID: m.AgentID, SessionID: m.SessionID, RunID: m.RunID, Step: m.Step, Seq: m.Seq,
 		Traceparent: m.Traceparent, Data: data,
+		ParentAgentID: m.ParentAgentID, ParentSessionID: m.ParentSessionID, ParentRunID: m.ParentRunID,
 	}
 	if e.ID == "" {
 		e.ID = NewID()
@@ -130,6 +142,17 @@ func (e *Event) validateEnvelope() error {
 	}
 	if err := ValidateID("run", e.RunID); err != nil {
 		return fmt.Errorf("event %s: %w", e.ID, err)
+	}
+	for _, id := range [...]struct{ kind, v string }{{"parent agent", e.ParentAgentID}, {"parent session", e.ParentSessionID}, {"parent run", e.ParentRunID}} {
+		if id.v == "" {
+			continue
+		}
+		if err := ValidateID(id.kind, id.v); err != nil {
+			return fmt.Errorf("event %s: %w", e.ID, err)
+		}
+	}
+	if (e.ParentAgentID == "") != (e.ParentRunID == "") || (e.ParentSessionID == "") != (e.ParentRunID == "") {
+		return fmt.Errorf("%w: event %s names a parent run only in part (agent %q, session %q, run %q)", ErrMalformedEvent, e.ID, e.ParentAgentID, e.ParentSessionID, e.ParentRunID)
 	}
 	if e.Step < 0 {
 		return fmt.Errorf("%w: event %s has negative step %d", ErrMalformedEvent, e.ID, e.Step)

@@ -1,6 +1,9 @@
 package events
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // The payload of each stage. Every event's data is the JSON of one of these
 // types; PayloadFor returns a new value of the right one.
@@ -99,58 +102,145 @@ type ToolResultRecord struct {
 	Result ToolResult `json:"result"`
 }
 
-// ApprovalRequested is the data of approval.requested.
+// ApprovalRequested is the data of approval.requested: a tool call waits
+// for a human. The run's attempt ends after its step's other calls; the
+// run resumes when every call of the step waiting for an answer has one
+// (approval.resolved).
 type ApprovalRequested struct {
-	Call   ToolCall `json:"call"`
-	Plugin string   `json:"plugin,omitempty"`
-	Reason string   `json:"reason,omitempty"`
+	// Call is the call as it will run when approved (after the tool.before
+	// hooks' changes).
+	Call ToolCall `json:"call"`
+	// Plugin is the hook that asked; empty when the agent's approval
+	// policy did.
+	Plugin string `json:"plugin,omitempty"`
+	// Reason is why a human is asked.
+	Reason string `json:"reason,omitempty"`
+	// ExpiresAt is when an unanswered request resolves by OnExpiry.
+	ExpiresAt time.Time `json:"expires_at,omitempty"`
+	// OnExpiry is what an unanswered request becomes: an Action
+	// (reject_and_continue, the "deny" default; reject; approve).
+	OnExpiry string `json:"on_expiry,omitempty"`
 }
 
-// ApprovalResolved is the data of approval.resolved.
+// Answers to an approval (ApprovalResolved.Action, ApprovalAnswer.Action).
+const (
+	// ActionApprove runs the call with the arguments as requested.
+	ActionApprove = "approve"
+	// ActionReject ends the run: run.completed with reason rejected.
+	ActionReject = "reject"
+	// ActionRejectAndContinue gives the reason to the model as the call's
+	// result, and the run goes on.
+	ActionRejectAndContinue = "reject_and_continue"
+)
+
+// ValidAction reports whether a is an answer to an approval.
+func ValidAction(a string) bool {
+	return a == ActionApprove || a == ActionReject || a == ActionRejectAndContinue
+}
+
+// ApprovalResolved is the data of approval.resolved: the answer to one
+// call's approval, by a person (through any client) or by the expiry.
 type ApprovalResolved struct {
-	CallID   string `json:"call_id"`
-	Approved bool   `json:"approved"`
-	By       string `json:"by,omitempty"`
-	Reason   string `json:"reason,omitempty"`
+	CallID string `json:"call_id"`
+	// Approved is true for approve.
+	Approved bool `json:"approved"`
+	// Action is approve, reject or reject_and_continue.
+	Action string `json:"action,omitempty"`
+	// By names who answered ("hookbus" for an expiry).
+	By string `json:"by,omitempty"`
+	// Reason is why (a reject's reason goes to the model with
+	// reject_and_continue).
+	Reason string `json:"reason,omitempty"`
+	// Comment is the answerer's note.
+	Comment string `json:"comment,omitempty"`
+	// AnswerID is the id of the answer message (ApprovalAnswer.AnswerID),
+	// so the client that sent it can find it recorded.
+	AnswerID string `json:"answer_id,omitempty"`
+	// AnsweredAt is when the answer was given.
+	AnsweredAt time.Time `json:"answered_at,omitempty"`
+	// Expired is set when nobody answered in time and the request resolved
+	// by its OnExpiry.
+	Expired bool `json:"expired,omitempty"`
 }
 
-// CompactBefore is the data of compact.before.
+// CompactBefore is the data of compact.before: the run's conversation
+// passed its context budget and is about to be compacted.
 type CompactBefore struct {
+	// Messages and Tokens are the conversation's size (tokens: the
+	// model's reported usage, or an estimate).
 	Messages int `json:"messages"`
 	Tokens   int `json:"tokens,omitempty"`
+	// Budget is the context budget it passed.
+	Budget int `json:"budget,omitempty"`
+	// Manual is set for a compaction asked for (loop compact), not forced
+	// by the budget.
+	Manual bool `json:"manual,omitempty"`
 }
 
-// CompactAfter is the data of compact.after.
+// CompactAfter is the data of compact.after: the older part of the
+// conversation was replaced by a summary.
 type CompactAfter struct {
 	MessagesBefore int    `json:"messages_before"`
 	MessagesAfter  int    `json:"messages_after"`
 	Summary        string `json:"summary,omitempty"`
+	// Messages is the whole conversation after the compaction (the summary
+	// first, then the messages kept): a session rebuild starts from it.
+	Messages []Message `json:"messages,omitempty"`
+	// ReadFrom is the stream sequence of the compacting run's first
+	// run.started: a reader rebuilding the session may start there, as
+	// nothing before it shapes the conversation any more.
+	ReadFrom uint64 `json:"read_from,omitempty"`
+	// Usage is what the summary cost.
+	Usage Usage `json:"usage"`
 }
 
-// CompactFailed is the data of compact.failed.
+// CompactFailed is the data of compact.failed: the summary could not be
+// made; the run goes on uncompacted (or fails, if its agent says so).
 type CompactFailed struct {
 	Error string `json:"error"`
 }
 
-// SubagentBefore is the data of subagent.before, on the parent run.
+// SubagentBefore is the data of subagent.before, on the parent run: an
+// agent is about to call another. Interceptors may modify the instruction
+// or deny the call.
 type SubagentBefore struct {
 	AgentID     string `json:"agent_id"`
 	Instruction string `json:"instruction"`
+	// Description is the caller's short description of the task.
+	Description string `json:"description,omitempty"`
+	// CallID is the tool call (Task) that asked for the sub-agent.
+	CallID string `json:"call_id,omitempty"`
+	// SessionID and RunID are the child run's, fixed before it starts so
+	// that a resumed parent resumes the same child.
+	SessionID string `json:"session_id,omitempty"`
+	RunID     string `json:"run_id,omitempty"`
+	// Depth is the child's depth (1 for a child of a top-level run).
+	Depth int `json:"depth,omitempty"`
 }
 
-// SubagentAfter is the data of subagent.after, on the parent run.
+// SubagentAfter is the data of subagent.after, on the parent run: the
+// child run ended.
 type SubagentAfter struct {
 	AgentID   string `json:"agent_id"`
 	SessionID string `json:"session_id,omitempty"`
 	RunID     string `json:"run_id,omitempty"`
 	Answer    string `json:"answer,omitempty"`
-	Success   bool   `json:"success"`
+	// Success is set when the child ended done; Reason is how it ended.
+	Success bool   `json:"success"`
+	Reason  string `json:"reason,omitempty"`
+	CallID  string `json:"call_id,omitempty"`
+	// Usage is what the child used (it counts toward the parent's
+	// budgets).
+	Usage Usage `json:"usage"`
 }
 
-// SubagentFailed is the data of subagent.failed, on the parent run.
+// SubagentFailed is the data of subagent.failed, on the parent run: the
+// child could not be called, or failed.
 type SubagentFailed struct {
 	AgentID string `json:"agent_id"`
 	Error   string `json:"error"`
+	CallID  string `json:"call_id,omitempty"`
+	RunID   string `json:"run_id,omitempty"`
 }
 
 // StepCompleted is the data of step.completed.

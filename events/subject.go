@@ -13,6 +13,8 @@ const DefaultPrefix = "hookbus"
 //	<prefix>.evt.<agent>.<session>.<stage>   events (stage is one or two tokens)
 //	<prefix>.hook.<stage>.<plugin>           interception requests
 //	<prefix>.run.<agent>                     run requests (work queue)
+//	<prefix>.approval.<agent>                answers to approvals (work queue)
+//	<prefix>.wake.<agent>.<run>              scheduled wake-ups of waiting runs
 //	<prefix>.dlq.<consumer>                  dead letters of an observer
 //
 // The zero value uses DefaultPrefix.
@@ -148,6 +150,47 @@ func (s Subjects) Run(agent string) (string, error) {
 
 // AllRuns is the filter of every run-request subject: "<prefix>.run.>".
 func (s Subjects) AllRuns() string { return s.prefix() + ".run.>" }
+
+// Approval returns the subject answers to an agent's approvals are sent
+// on: "<prefix>.approval.<agent>".
+func (s Subjects) Approval(agent string) (string, error) {
+	if err := ValidateID("agent", agent); err != nil {
+		return "", err
+	}
+	return s.prefix() + ".approval." + agent, nil
+}
+
+// AllApprovals is the filter of every approval subject.
+func (s Subjects) AllApprovals() string { return s.prefix() + ".approval.>" }
+
+// ParseQueue splits a run-queue subject (run request or approval answer)
+// into its kind ("run" or "approval") and agent.
+func (s Subjects) ParseQueue(subject string) (kind, agent string, err error) {
+	for _, k := range []string{"run", "approval"} {
+		if rest, ok := strings.CutPrefix(subject, s.prefix()+"."+k+"."); ok {
+			if err := ValidateID("agent", rest); err != nil {
+				return "", "", err
+			}
+			return k, rest, nil
+		}
+	}
+	return "", "", fmt.Errorf("%w: %q is not a run request or approval subject", ErrInvalidSubject, subject)
+}
+
+// Wake returns the subject of a waiting run's scheduled wake-up:
+// "<prefix>.wake.<agent>.<run>".
+func (s Subjects) Wake(agent, run string) (string, error) {
+	if err := ValidateID("agent", agent); err != nil {
+		return "", err
+	}
+	if err := ValidateID("run", run); err != nil {
+		return "", err
+	}
+	return s.prefix() + ".wake." + agent + "." + run, nil
+}
+
+// AllWakes is the filter of every wake-up subject.
+func (s Subjects) AllWakes() string { return s.prefix() + ".wake.>" }
 
 // DeadLetter returns the subject an observer's undeliverable events go to.
 func (s Subjects) DeadLetter(consumer string) (string, error) {

@@ -3,6 +3,7 @@ package events
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Summary is a one-line, human-readable account of the event's payload, for
@@ -71,9 +72,30 @@ func (e *Event) Summary() string {
 		}
 		return s
 	case *ApprovalRequested:
-		return fmt.Sprintf("%s by %s: %s", p.Call.Name, p.Plugin, p.Reason)
+		s := p.Call.Name + string(compact(p.Call.Arguments))
+		if p.Plugin != "" {
+			s += " asked by " + p.Plugin
+		}
+		if p.Reason != "" {
+			s += ": " + quote(p.Reason)
+		}
+		if !p.ExpiresAt.IsZero() {
+			s += " (expires " + p.ExpiresAt.Format(time.RFC3339) + ")"
+		}
+		return s
 	case *ApprovalResolved:
-		return fmt.Sprintf("call %s approved=%t by %s %s", p.CallID, p.Approved, p.By, p.Reason)
+		action := p.Action
+		if action == "" {
+			action = map[bool]string{true: "approved", false: "rejected"}[p.Approved]
+		}
+		s := fmt.Sprintf("call %s %s by %s", p.CallID, action, p.By)
+		if p.Expired {
+			s += " (expired)"
+		}
+		if p.Reason != "" {
+			s += ": " + quote(p.Reason)
+		}
+		return s
 	case *CompactBefore:
 		return fmt.Sprintf("%d messages", p.Messages)
 	case *CompactAfter:

@@ -19,16 +19,22 @@ type run struct {
 	budget   events.Budget
 
 	// The attempt's state.
-	claim     uint64 // before the claim: the session's last claim as read; after: the attempt's
-	claimed   bool
-	seq       uint64
-	step      int
-	events    int
-	usage     events.Usage
-	continues int
-	messages  []events.Message
-	answer    string
-	resumed   bool
+	claim        uint64 // before the claim: the session's last claim as read; after: the attempt's
+	claimed      bool
+	seq          uint64
+	step         int
+	events       int
+	usage        events.Usage
+	continues    int
+	messages     []events.Message
+	answer       string
+	resumed      bool
+	startSeq     uint64                     // the seq of the attempt's run.started
+	firstStarted uint64                     // the stream sequence of the run's first run.started
+	lastContext  int                        // the model's last reported context size (input + output tokens)
+	waiting      []events.ApprovalRequested // calls the attempt left waiting for a human
+	childWaiting bool                       // a sub-agent waits for a human
+	open         []events.ToolCall          // calls other runs left open, answered before a new run's turn
 }
 
 // errEnd carries an early end of the run (denied, stopped) up the stack.
@@ -61,6 +67,7 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 func (r *run) reset() {
 	r.claim, r.claimed, r.seq, r.step, r.events = 0, false, 0, 0, 0
 	r.usage, r.continues, r.messages, r.answer, r.resumed = events.Usage{}, 0, nil, "", false
+	r.startSeq, r.waiting, r.firstStarted, r.lastContext, r.childWaiting = 0, nil, 0, 0, false
 }
 
 // lost ends an attempt whose session another attempt claimed: nothing of
@@ -97,9 +104,9 @@ func (r *run) attempt(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	if st.terminal != nil {
-		return resultOf(r.req, st.terminal, st.events), nil
+		return resultOf(r.req, st.terminal, st), nil
 	}
-	r.messages, r.claim = sess.Messages, sess.lastClaim
+	r.messages, r.claim, r.open = sess.Messages, sess.lastClaim, sess.open
 	if !st.found {
 		st = nil
 	}
@@ -151,7 +158,13 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 			prompt = st.intake.Prompt
 		}
 	}
-	if st == nil || st.intake == nil {
+	if st != nil && st.prompt != "" && st.intake == nil {
+		prompt = st.prompt // the intake is before the part of the record read
+	}
+	if r.req.Compact {
+		return r.compactRun(ctx, st)
+	}
+	if st == nil || st.intake == nil && !st.started {
 		in, v, err := intercepted(ctx, r, stage{stage: events.StageIntake},
 			events.Intake{Prompt: prompt, Metadata: r.req.Metadata}, nil)
 		if err != nil {
@@ -163,8 +176,12 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 			return nil, end
 		}
 	}
-	history := len(r.messages)
+	var history int
 	if st == nil || !st.started {
+		// Calls another run left open are answered before this turn, as
+		// every later rebuild will.
+		r.messages = appendNoResults(r.messages, r.open)
+		history = len(r.messages)
 		r.messages = append(r.messages, events.Message{Role: events.RoleUser, Content: prompt})
 	} else {
 		history = st.history
@@ -177,6 +194,7 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 	}); err != nil {
 		return nil, err
 	}
+	r.startSeq = r.seq
 	if r.resumed {
 		// Read the record again now that nothing of an earlier attempt can
 		// be stored any more: an event stored after this attempt first read
@@ -201,6 +219,24 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 func (r *run) restore(st *runState) {
 	r.seq, r.usage, r.continues, r.events = st.lastSeq, st.usage, st.continues, st.events
 	r.step = st.stepDone
+	if st.firstStarted != 0 {
+		r.firstStarted = st.firstStarted
+	}
+}
+
+// compactRun is a run asked only to compact its session (loop compact): it
+// claims the session, compacts, and ends.
+func (r *run) compactRun(ctx context.Context, st *runState) (*Result, error) {
+	if st != nil && st.started {
+		return nil, fmt.Errorf("%w: run %s already ran: a compaction is a run of its own", ErrInvalidRequest, r.req.RunID)
+	}
+	if err := r.claimSession(ctx, events.RunStarted{MaxSteps: 0}); err != nil {
+		return nil, err
+	}
+	if err := r.compact(ctx, r.contextTokens(), true); err != nil {
+		return nil, err
+	}
+	return r.finish(ctx, events.ReasonDone, "compacted")
 }
 
 // claimSession appends the attempt's run.started on the session's last
@@ -222,6 +258,9 @@ func (r *run) claimSession(ctx context.Context, p events.RunStarted) error {
 		return fmt.Errorf("%w: claim session %s/%s for run %s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, r.req.RunID, err)
 	}
 	r.claim, r.claimed = claim, true
+	if r.firstStarted == 0 {
+		r.firstStarted = claim
+	}
 	r.events++
 	return nil
 }
@@ -257,19 +296,37 @@ func (r *run) resume(ctx context.Context, st *runState) (res *Result, err error,
 		return nil, st.respEnd, true
 	}
 	r.answer = pending.Message.Content
+	earlier := st.goneOnBefore(r.startSeq)
 	for _, c := range pending.Message.ToolCalls {
 		cs := st.calls[c.ID]
 		switch {
 		case cs != nil && cs.after:
 			continue
+		case cs != nil && cs.approval != nil && cs.resolution == nil:
+			r.waiting = append(r.waiting, *cs.approval)
+			continue
+		case cs != nil && cs.approval != nil && len(st.waiting()) > 0:
+			continue // answered, but acted on only once every call of the step is
+		case cs != nil && cs.approval != nil:
+			err = r.actOnAnswer(ctx, st, cs, earlier)
 		case cs != nil && cs.before != nil:
 			err = r.resumeCall(ctx, st, cs)
 		default:
 			err = r.callTool(ctx, c)
 		}
+		if errors.Is(err, errAwaitApproval) || errors.Is(err, errChildWaiting) {
+			if errors.Is(err, errChildWaiting) {
+				r.childWaiting = true
+			}
+			err = nil
+		}
 		if err != nil {
 			return nil, err, true
 		}
+	}
+	if len(r.waiting) > 0 || r.childWaiting {
+		res, err := r.wait(ctx)
+		return res, err, true
 	}
 	res, err = r.endStep(ctx, len(pending.Message.ToolCalls), pending.Usage)
 	if err != nil || res != nil {
@@ -288,6 +345,7 @@ func (r *run) finish(ctx context.Context, reason, detail string) (*Result, error
 	if err := r.emitSync(ctx, events.StageRunCompleted, rc, ""); err != nil {
 		return nil, err
 	}
+	r.resumeParent(ctx)
 	return &Result{
 		RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID,
 		Reason: reason, Detail: detail, Answer: rc.Answer, Steps: r.step, Usage: r.usage,
@@ -308,12 +366,36 @@ func (r *run) fail(ctx context.Context, cause error) (*Result, error) {
 		return res, errors.Join(cause, err)
 	}
 	res.Events, res.Ended = r.events, true
+	r.resumeParent(c)
 	return res, cause
 }
 
-// resultOf reads the result of a run that already ended.
-func resultOf(req *events.RunRequest, term *events.Event, n int) *Result {
-	res := &Result{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Events: n, Steps: term.Step, Ended: true}
+// resumeParent queues the resumption of the run that called this one, when
+// this one ran detached from it (resumed from the queue after waiting for a
+// human): the parent waits for its end.
+func (r *run) resumeParent(ctx context.Context) {
+	q := r.eng.cfg.Queue
+	if r.req.ParentRunID == "" || !r.req.Resume || q == nil {
+		return
+	}
+	parent := &events.RunRequest{RunID: r.req.ParentRunID, AgentID: r.req.ParentAgentID, SessionID: r.req.ParentSessionID, Resume: true}
+	if err := q.Resume(ctx, parent, "resume."+r.req.ParentRunID+".child."+r.req.RunID); err != nil {
+		r.eng.cfg.Logger.Warn("loop: the parent of a finished sub-agent run was not resumed", "run", r.req.RunID, "parent", r.req.ParentRunID, "err", err)
+	}
+}
+
+// resultOf reads the result of a run that already ended (term), or of one
+// that waits (term nil).
+func resultOf(req *events.RunRequest, term *events.Event, st *runState) *Result {
+	if term == nil {
+		res := &Result{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Events: st.events,
+			Steps: st.stepDone, Usage: st.usage, Reason: ReasonWaiting, Detail: "waiting for approval"}
+		for _, cs := range st.waiting() {
+			res.Waiting = append(res.Waiting, *cs.approval)
+		}
+		return res
+	}
+	res := &Result{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Events: st.events, Steps: term.Step, Ended: true}
 	if term.Stage == events.StageRunFailed {
 		var p events.RunFailed
 		_ = term.DecodeData(&p)

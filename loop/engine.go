@@ -56,8 +56,76 @@ type Config struct {
 	// Prices is what the model costs, for Budget.MaxCostUSD and the cost
 	// in Usage; nil counts no cost.
 	Prices *events.Prices
+	// Subagents are the agents this agent may call (the Task tool); Team
+	// finds their engines (required with Subagents). MaxDepth bounds how
+	// deep sub-agents nest (default DefaultMaxDepth).
+	Subagents []Subagent
+	Team      *Team
+	MaxDepth  int
+	// Compaction says when a run's conversation is summarised; the zero
+	// value never compacts.
+	Compaction Compaction
+	// Approval says which tool calls wait for a human besides those a hook
+	// asks about, and what an unanswered request becomes.
+	Approval Approval
+	// Queue wakes waiting runs up: at their approvals' expiry, and once
+	// every approval of their step is answered (Engine.Answer). nil: a
+	// waiting run goes on only when it is requested again. *bus.Bus
+	// implements it.
+	Queue Queue
 	// Logger defaults to discarding.
 	Logger *slog.Logger
+}
+
+// Compaction is an agent's context budget: when the conversation passes
+// MaxTokens (the model's reported usage, or an estimate), the loop has the
+// model summarise its older part before the next model call.
+type Compaction struct {
+	// MaxTokens is the context budget (0: never compact).
+	MaxTokens int
+	// Keep is how many of the latest messages are kept verbatim (default
+	// DefaultCompactKeep; moved earlier so the kept part never starts with
+	// a tool result).
+	Keep int
+	// Instruction asks the model for the summary (default
+	// DefaultCompactInstruction).
+	Instruction string
+	// Fail ends the run when the summary fails; by default the run goes on
+	// uncompacted.
+	Fail bool
+}
+
+// Defaults of Compaction.
+const (
+	DefaultCompactKeep        = 4
+	DefaultCompactInstruction = "Summarise the conversation above for yourself: the user's goals, what was done and found, tool results that still matter, and what is left to do. The summary replaces the conversation, so keep every fact you will need."
+)
+
+// Approval is an agent's approval policy.
+type Approval struct {
+	// Required reports why call must wait for a human's approval (""
+	// when it need not): the agent's needs_approval. Calls a tool.before
+	// hook answers ask about wait too.
+	Required func(call events.ToolCall) string
+	// Expiry is how long a request waits for an answer (default
+	// DefaultApprovalExpiry).
+	Expiry time.Duration
+	// OnExpiry is what an unanswered request becomes: an events.Action*
+	// (default events.ActionRejectAndContinue: the call is denied and the
+	// model told why).
+	OnExpiry string
+}
+
+// DefaultApprovalExpiry is how long an approval request waits by default.
+const DefaultApprovalExpiry = 24 * time.Hour
+
+// Queue is the run queue as the engine uses it to wake waiting runs up.
+type Queue interface {
+	// WakeAt delivers req (an answer with action events.ActionExpire) to
+	// the workers at t.
+	WakeAt(ctx context.Context, req *events.RunRequest, t time.Time) error
+	// Resume queues req, a run to resume, under the de-duplication id id.
+	Resume(ctx context.Context, req *events.RunRequest, id string) error
 }
 
 // Retry is how failed model calls are retried: a failure the provider marks
@@ -104,6 +172,33 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Source == "" {
 		cfg.Source = DefaultSource
 	}
+	if len(cfg.Subagents) > 0 && cfg.Team == nil {
+		return nil, fmt.Errorf("%w: sub-agents without a Team to find their engines", ErrInvalidConfig)
+	}
+	if cfg.MaxDepth < 0 {
+		return nil, fmt.Errorf("%w: max depth %d is negative", ErrInvalidConfig, cfg.MaxDepth)
+	}
+	if cfg.MaxDepth == 0 {
+		cfg.MaxDepth = DefaultMaxDepth
+	}
+	if cfg.Compaction.MaxTokens < 0 || cfg.Compaction.Keep < 0 {
+		return nil, fmt.Errorf("%w: a negative compaction bound", ErrInvalidConfig)
+	}
+	if cfg.Compaction.Keep == 0 {
+		cfg.Compaction.Keep = DefaultCompactKeep
+	}
+	if cfg.Compaction.Instruction == "" {
+		cfg.Compaction.Instruction = DefaultCompactInstruction
+	}
+	if cfg.Approval.Expiry <= 0 {
+		cfg.Approval.Expiry = DefaultApprovalExpiry
+	}
+	if cfg.Approval.OnExpiry == "" {
+		cfg.Approval.OnExpiry = events.ActionRejectAndContinue
+	}
+	if !events.ValidAction(cfg.Approval.OnExpiry) {
+		return nil, fmt.Errorf("%w: approval on_expiry %q (want approve, reject or reject_and_continue)", ErrInvalidConfig, cfg.Approval.OnExpiry)
+	}
 	if cfg.MaxSteps == 0 {
 		cfg.MaxSteps = DefaultMaxSteps
 	}
@@ -137,6 +232,12 @@ func New(cfg Config) (*Engine, error) {
 		e.tools[spec.Name] = t
 		e.specs = append(e.specs, spec)
 	}
+	if len(cfg.Subagents) > 0 {
+		if _, dup := e.tools[TaskTool]; dup {
+			return nil, fmt.Errorf("%w: a tool named %q and sub-agents (the %s tool calls them)", ErrInvalidConfig, TaskTool, TaskTool)
+		}
+		e.specs = append(e.specs, taskSpec(cfg.Subagents))
+	}
 	return e, nil
 }
 
@@ -159,7 +260,14 @@ type Result struct {
 	// Ended is true when the run's end (run.completed or run.failed) is in
 	// the stream: the request is done with, even if Run returned an error.
 	Ended bool
+	// Waiting lists the tool calls the run waits for a human's answer on
+	// (Reason ReasonWaiting): the attempt ended without ending the run; an
+	// answer resumes it.
+	Waiting []events.ApprovalRequested
 }
+
+// ReasonWaiting is Result.Reason for a run that waits for approvals.
+const ReasonWaiting = "waiting"
 
 // ReasonFailed is Result.Reason for a run that ended with run.failed.
 const ReasonFailed = "failed"

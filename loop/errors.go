@@ -37,3 +37,16 @@ func (lostRun) Error() string { return "loop: run taken over by another attempt"
 // Abandoned reports true: the request belongs to the attempt that holds
 // the run now.
 func (lostRun) Abandoned() bool { return true }
+
+// ErrBadAnswer is returned by Run for an answer to an approval that cannot
+// be taken: the run has no such call waiting, the call was answered
+// already, or the run ended. Nothing is recorded. Its errors are
+// bus.Refusals: a worker dead-letters the answer with the reason.
+var ErrBadAnswer error = badAnswer{}
+
+type badAnswer struct{}
+
+func (badAnswer) Error() string { return "loop: answer refused" }
+
+// Refused reports true: the answer is refused for good.
+func (badAnswer) Refused() bool { return true }

@@ -144,9 +144,9 @@ func historyScenarios() []*historyScenario {
 		{
 			name: "takeover-by-another-run",
 			about: "Run A is paused in the clock while run B of the same session claims the session and ends; A, when it wakes, records " +
-				"run.failed (taken over, one writer per session) on B's claim. As recorded, A's tool calls stay open until that run.failed, which answers " +
-				"them at the end of the session, after B's turn; B's model was shown them unanswered. No provider accepts such a conversation: " +
-				"a fix of the rebuild records this history again, deliberately (README).",
+				"run.failed (taken over, one writer per session) on B's claim. A's open tool calls are answered (no result) before B's prompt, so " +
+				"every call is followed by its result, as providers require. (Recorded again deliberately when the rebuild was fixed: the first " +
+				"recording left them open until A's run.failed, after B's turn.)",
 			record: recordTakeoverByAnotherRun,
 		},
 		{

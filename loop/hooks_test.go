@@ -303,26 +303,6 @@ func TestHookTimeoutAndFailurePolicies(t *testing.T) {
 	}
 }
 
-func TestAskIsDeniedUntilApprovalsExist(t *testing.T) {
-	b := looptest.New()
-	chain := interceptors.NewChain()
-	register(t, chain, interceptors.Registration{Plugin: "human", Stage: events.StageToolBefore, Tools: "calculator"},
-		func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
-			return &interceptors.Decision{Kind: interceptors.Ask, Reason: "maths needs a human"}, nil
-		})
-	eng := newEngine(t, b, loop.Config{Hooks: chain})
-	res, err := eng.Run(ctxT(t), &events.RunRequest{AgentID: "demo", SessionID: "s1", Prompt: "go"})
-	if err != nil || !strings.Contains(res.Answer, "approval required") {
-		t.Fatalf("Run = %+v, %v", res, err)
-	}
-	evs := allEvents(t, b)
-	req := payloadsOf[events.ApprovalRequested](t, evs, events.StageApprovalRequested)
-	resolved := payloadsOf[events.ApprovalResolved](t, evs, events.StageApprovalResolved)
-	if len(req) != 1 || req[0].Call.Name != "calculator" || len(resolved) != 1 || resolved[0].Approved {
-		t.Fatalf("approval events %+v %+v", req, resolved)
-	}
-}
-
 func TestPerRunHooksEndWithTheRun(t *testing.T) {
 	b := looptest.New()
 	chain := interceptors.NewChain()

@@ -40,9 +40,6 @@ type verdict struct {
 
 var allowed = verdict{kind: interceptors.Allow}
 
-// approvalRequired is the reason an ask becomes a deny until approvals exist.
-const approvalRequired = "approval required"
-
 // endOf is the end of the run a verdict puts on a stage that ends on deny
 // or stop; nil for any other.
 func endOf(v verdict) *errEnd {

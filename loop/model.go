@@ -19,7 +19,13 @@ type ModelRequest struct {
 	Step     int
 	Messages []events.Message
 	Tools    []events.ToolSpec
+	// Purpose is "" for a step of the run, PurposeCompact for the
+	// summary of a compaction (no tools then).
+	Purpose string
 }
+
+// PurposeCompact is ModelRequest.Purpose for a compaction's summary.
+const PurposeCompact = "compact"
 
 // ModelResponse is the model's reply.
 type ModelResponse struct {

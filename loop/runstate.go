@@ -8,16 +8,18 @@ import (
 // runState is what the events of one run id say about it, so an
 // interrupted run resumes where it was.
 type runState struct {
-	found    bool
-	terminal *events.Event
-	lastSeq  uint64
-	events   int
-	intake   *events.Intake
-	started  bool
-	history  int // messages of the session before the run's prompt
-	step     int // last step started
-	stepDone int // last step completed
-	usage    events.Usage
+	found        bool
+	terminal     *events.Event
+	lastSeq      uint64
+	events       int
+	intake       *events.Intake
+	prompt       string // the prompt of the run's first run.started
+	started      bool
+	firstStarted uint64 // the stream sequence of the run's first run.started
+	history      int    // messages of the session before the run's prompt
+	step         int    // last step started
+	stepDone     int    // last step completed
+	usage        events.Usage
 
 	responded *events.ModelResponded // the last model reply
 	respStep  int
@@ -31,6 +33,11 @@ type runState struct {
 	stopHook  *events.HookDecided // the last stop hook that decided stop
 
 	ends decisions
+
+	// lastStarted is the seq of the run's last run.started; started the
+	// seqs of all of them.
+	lastStarted uint64
+	startedSeqs []uint64
 }
 
 // callState is what the record says of one tool call.
@@ -39,6 +46,14 @@ type callState struct {
 	beforeID string             // its event id (the decisions name it)
 	result   *events.ToolResult // tool.result: the raw result, recorded before tool.after hooks ran
 	after    bool               // tool.after is recorded: the call is done
+
+	subBefore *events.SubagentBefore // a Task call's child, as recorded
+	subAfter  *events.SubagentAfter
+	subFailed *events.SubagentFailed
+
+	approval    *events.ApprovalRequested // the call waits (waited) for a human
+	resolution  *events.ApprovalResolved  // the answer
+	resolvedSeq uint64                    // the answer's seq
 }
 
 func (rs *runState) call(id string) *callState {
@@ -100,7 +115,16 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 			}
 			rs.intake = &p
 		case events.StageRunStarted:
+			if !rs.started {
+				var p events.RunStarted
+				if err := decodeOwn(e, &p); err != nil {
+					return nil, err
+				}
+				rs.prompt, rs.firstStarted = p.Prompt, e.Stored
+			}
 			rs.started = true
+			rs.lastStarted = e.Seq
+			rs.startedSeqs = append(rs.startedSeqs, e.Seq)
 		case events.StageStepStarted:
 			rs.step = e.Step
 		case events.StageModelResponded:
@@ -130,6 +154,46 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 				return nil, err
 			}
 			rs.call(p.Call.ID).after = true
+		case events.StageApprovalRequested:
+			var p events.ApprovalRequested
+			if err := decodeOwn(e, &p); err != nil {
+				return nil, err
+			}
+			if p.Call.ID != "" {
+				rs.call(p.Call.ID).approval = &p
+			}
+		case events.StageApprovalResolved:
+			var p events.ApprovalResolved
+			if err := decodeOwn(e, &p); err != nil {
+				return nil, err
+			}
+			if c := rs.calls[p.CallID]; c != nil && c.approval != nil && c.resolution == nil {
+				c.resolution, c.resolvedSeq = &p, e.Seq
+			}
+		case events.StageSubagentBefore:
+			var p events.SubagentBefore
+			if err := decodeOwn(e, &p); err != nil {
+				return nil, err
+			}
+			if p.CallID != "" {
+				rs.call(p.CallID).subBefore = &p
+			}
+		case events.StageSubagentAfter:
+			var p events.SubagentAfter
+			if err := decodeOwn(e, &p); err != nil {
+				return nil, err
+			}
+			if p.CallID != "" {
+				rs.call(p.CallID).subAfter = &p
+			}
+		case events.StageSubagentFailed:
+			var p events.SubagentFailed
+			if err := decodeOwn(e, &p); err != nil {
+				return nil, err
+			}
+			if p.CallID != "" {
+				rs.call(p.CallID).subFailed = &p
+			}
 		case events.StageStepCompleted:
 			rs.stepDone = e.Step
 		case events.StageStop:
@@ -148,6 +212,52 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 		}
 	}
 	return rs, nil
+}
+
+// waiting returns the calls of the pending step that wait for an answer.
+func (rs *runState) waiting() []*callState {
+	p := rs.pending()
+	if p == nil {
+		return nil
+	}
+	var out []*callState
+	for _, c := range p.Message.ToolCalls {
+		if cs := rs.calls[c.ID]; cs != nil && cs.approval != nil && cs.resolution == nil && !cs.after {
+			out = append(out, cs)
+		}
+	}
+	return out
+}
+
+// goneOnBefore reports whether an attempt of the run started after every
+// approval of the pending step was answered and before seq (the seq of this
+// attempt's run.started): that attempt went on with the step and may have
+// started an approved tool.
+func (rs *runState) goneOnBefore(seq uint64) bool {
+	p := rs.pending()
+	if p == nil {
+		return false
+	}
+	var answered uint64
+	for _, c := range p.Message.ToolCalls {
+		cs := rs.calls[c.ID]
+		if cs == nil || cs.approval == nil {
+			continue
+		}
+		if cs.resolution == nil {
+			return false
+		}
+		answered = max(answered, cs.resolvedSeq)
+	}
+	if answered == 0 {
+		return false
+	}
+	for _, s := range rs.startedSeqs {
+		if s > answered && s < seq {
+			return true
+		}
+	}
+	return false
 }
 
 func decodeOwn(e *events.Event, v any) error {

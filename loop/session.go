@@ -14,8 +14,11 @@ type Session struct {
 	// interrupted mid-step) is given a result saying so, so that the
 	// conversation stays one a provider accepts.
 	Messages []events.Message
-	// Runs is how many runs the session has, finished or not.
+	// Runs is how many runs the part of the session read has, finished or
+	// not.
 	Runs int
+	// Compactions counts the compactions read.
+	Compactions int
 	// Skipped holds an error (wrapping ErrCorruptSession, naming the event)
 	// for each event left out of Messages because its data does not decode
 	// as its stage's payload: another producer's event, or a damaged one.
@@ -28,6 +31,9 @@ type Session struct {
 	lastClaim uint64
 	// prompts is where each run's prompt is in Messages.
 	prompts map[string]int
+	// open are the calls of other runs than the one resumed left without
+	// a result so far: a new run's turn answers them first.
+	open []events.ToolCall
 }
 
 // RebuildSession turns a session's events (in stream order) into its
@@ -73,8 +79,31 @@ func foldSession(evs []*events.Event, mine string) (*Session, error) {
 			if _, seen := s.prompts[e.RunID]; seen {
 				continue // a resumed attempt of the run: its prompt is in
 			}
+			// A new run's turn starts: the open calls of the runs before it
+			// (one taken over, say) are answered first, so that every call
+			// is followed by its result, as providers require.
+			for run, calls := range open {
+				if run == mine || len(calls) == 0 {
+					continue
+				}
+				s.Messages = appendNoResults(s.Messages, calls)
+				delete(open, run)
+			}
 			s.prompts[e.RunID] = len(s.Messages)
-			s.Messages = append(s.Messages, events.Message{Role: events.RoleUser, Content: p.Prompt})
+			if p.Prompt != "" { // a compaction run has none
+				s.Messages = append(s.Messages, events.Message{Role: events.RoleUser, Content: p.Prompt})
+			}
+		case events.StageCompactAfter:
+			var p events.CompactAfter
+			if ok, err := s.decodeEvent(e, own, &p); !ok {
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
+			// The conversation is what the compaction left, from here on.
+			s.Messages = append([]events.Message(nil), p.Messages...)
+			s.Compactions++
 		case events.StageModelResponded:
 			var p events.ModelResponded
 			if ok, err := s.decodeEvent(e, own, &p); !ok {
@@ -111,14 +140,25 @@ func foldSession(evs []*events.Event, mine string) (*Session, error) {
 				s.Messages = append(s.Messages, continueMessage(p.Continue))
 			}
 		case events.StageRunCompleted, events.StageRunFailed:
-			for _, c := range open[e.RunID] {
-				s.Messages = append(s.Messages, events.Message{Role: events.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: NoResultContent})
-			}
+			s.Messages = appendNoResults(s.Messages, open[e.RunID])
 			delete(open, e.RunID)
 		}
 	}
 	s.Runs = len(runs)
+	for run, calls := range open {
+		if run != mine {
+			s.open = append(s.open, calls...)
+		}
+	}
 	return s, nil
+}
+
+// appendNoResults answers calls that will get no result.
+func appendNoResults(msgs []events.Message, calls []events.ToolCall) []events.Message {
+	for _, c := range calls {
+		msgs = append(msgs, events.Message{Role: events.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: NoResultContent})
+	}
+	return msgs
 }
 
 func removeCall(calls []events.ToolCall, id string) []events.ToolCall {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/interceptors"
 )
 
 // stage is how one stage's event is written.
@@ -86,28 +85,6 @@ func (r *run) intercept(ctx context.Context, ev *events.Event) (v verdict, chang
 		kind: out.Decision, reason: out.Reason, plugin: out.Plugin,
 		context: strings.Join(out.Context, "\n"), mock: out.Mock,
 	}
-	if v.kind == interceptors.Ask {
-		// Approvals are not wired to a human yet: an ask is a deny, and the
-		// audit says so.
-		var call events.ToolCall
-		if ev.Stage == events.StageToolBefore {
-			var tb events.ToolBefore
-			if err := json.Unmarshal(out.Data, &tb); err == nil {
-				call = tb.Call
-			}
-		}
-		if err := r.emit(ctx, events.StageApprovalRequested, events.ApprovalRequested{Call: call, Plugin: v.plugin, Reason: v.reason}, ev.Subject); err != nil {
-			return verdict{}, false, err
-		}
-		if err := r.emit(ctx, events.StageApprovalResolved, events.ApprovalResolved{
-			CallID: call.ID, Approved: false, By: "hookbus",
-			Reason: approvalRequired + ": no approver is configured, so ask is treated as deny",
-		}, ev.Subject); err != nil {
-			return verdict{}, false, err
-		}
-		v.kind = interceptors.Deny
-		v.reason = approvalRequired + " (" + v.reason + ")"
-	}
 	return v, changed, nil
 }
 
@@ -122,6 +99,7 @@ func (r *run) event(st events.Stage, payload any, subject string) (*events.Event
 	e, err := events.New(st, events.Meta{
 		Source: r.eng.cfg.Source, AgentID: r.req.AgentID, SessionID: r.req.SessionID, RunID: r.req.RunID,
 		Step: r.step, Subject: subject,
+		ParentAgentID: r.req.ParentAgentID, ParentSessionID: r.req.ParentSessionID, ParentRunID: r.req.ParentRunID,
 	}, payload)
 	if err != nil {
 		return nil, fmt.Errorf("loop: build %s event: %w", st, err)

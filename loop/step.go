@@ -35,6 +35,10 @@ func (r *run) doStep(ctx context.Context) (*Result, error) {
 		return nil, &errEnd{events.ReasonStopped, v.describe()}
 	}
 
+	if err := r.maybeCompact(ctx); err != nil {
+		return nil, err
+	}
+
 	// context.assembled: what the model is about to see.
 	msgs := r.messages
 	if sp := r.eng.cfg.SystemPrompt; sp != "" {
@@ -57,6 +61,7 @@ func (r *run) doStep(ctx context.Context) (*Result, error) {
 	}
 	resp.Usage.CostUSD = r.eng.cfg.Prices.Cost(resp.Usage)
 	r.usage = r.usage.Add(resp.Usage)
+	r.lastContext = resp.Usage.InputTokens + resp.Usage.OutputTokens
 
 	mr, v, err := intercepted(ctx, r, stage{stage: events.StageModelResponded}, events.ModelResponded{
 		Message: resp.Message, Usage: resp.Usage, FinishReason: resp.FinishReason, Model: resp.Model,
@@ -70,10 +75,12 @@ func (r *run) doStep(ctx context.Context) (*Result, error) {
 	mr.Message.Role = events.RoleAssistant
 	r.messages = append(r.messages, mr.Message)
 	r.answer = mr.Message.Content
-	for _, c := range mr.Message.ToolCalls {
-		if err := r.callTool(ctx, c); err != nil {
-			return nil, err
-		}
+	waiting, err := r.runCalls(ctx, mr.Message.ToolCalls)
+	if err != nil {
+		return nil, err
+	}
+	if waiting {
+		return r.wait(ctx)
 	}
 	return r.endStep(ctx, len(mr.Message.ToolCalls), resp.Usage)
 }

@@ -26,12 +26,31 @@ func (r *run) callTool(ctx context.Context, call events.ToolCall) error {
 		return r.toolAfter(ctx, call, denied(call, v), false)
 	case interceptors.Mock:
 		return r.toolAfter(ctx, call, mocked(call, v.mock), false)
+	case interceptors.Ask:
+		return r.requestApproval(ctx, call, v.plugin, v.reason)
+	}
+	if need := r.eng.cfg.Approval.Required; need != nil {
+		if why := need(call); why != "" {
+			return r.requestApproval(ctx, call, "", why)
+		}
+	}
+	if r.isTask(call) {
+		res, err := r.callSubagent(ctx, call)
+		if err != nil {
+			return err
+		}
+		return r.toolAfter(ctx, call, res, true)
 	}
 	res := r.execTool(ctx, call)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	return r.toolAfter(ctx, call, res, true)
+}
+
+// isTask reports whether call calls a sub-agent.
+func (r *run) isTask(call events.ToolCall) bool {
+	return call.Name == TaskTool && len(r.eng.cfg.Subagents) > 0
 }
 
 // resumeCall carries on a call whose tool.before is recorded and whose
@@ -42,14 +61,14 @@ func (r *run) callTool(ctx context.Context, call events.ToolCall) error {
 // to the model (and recorded) as "outcome unknown", never run twice.
 func (r *run) resumeCall(ctx context.Context, st *runState, cs *callState) error {
 	call := cs.before.Call
-	if d := st.ends[cs.beforeID]; d != nil {
+	if d := st.ends[cs.beforeID]; d != nil && cs.approval == nil {
 		v := verdict{kind: interceptors.Kind(d.Decision), reason: d.Reason, plugin: d.Plugin, mock: d.Result}
 		switch v.kind {
 		case interceptors.Stop:
 			return &errEnd{events.ReasonStopped, v.describe()}
 		case interceptors.Ask:
-			v.kind, v.reason = interceptors.Deny, approvalRequired+" ("+v.reason+")"
-			return r.toolAfter(ctx, call, denied(call, v), false)
+			// The worker stopped between the hook's ask and the request.
+			return r.requestApproval(ctx, call, v.plugin, v.reason)
 		case interceptors.Deny:
 			return r.toolAfter(ctx, call, denied(call, v), false)
 		case interceptors.Mock:
@@ -58,6 +77,19 @@ func (r *run) resumeCall(ctx context.Context, st *runState, cs *callState) error
 	}
 	if cs.result != nil {
 		return r.toolAfter(ctx, call, *cs.result, false)
+	}
+	if r.isTask(call) {
+		res, err := r.resumeSubagent(ctx, cs)
+		if err != nil {
+			return err
+		}
+		return r.toolAfter(ctx, call, res, true)
+	}
+	if need := r.eng.cfg.Approval.Required; need != nil && cs.approval == nil {
+		if why := need(call); why != "" {
+			// The worker stopped before it asked: the tool did not run.
+			return r.requestApproval(ctx, call, "", why)
+		}
 	}
 	if t, ok := r.eng.tools[call.Name]; ok && t.Spec().Idempotent {
 		r.eng.cfg.Logger.Info("loop: running an idempotent tool again after its worker stopped", "run", r.req.RunID, "tool", call.Name, "call", call.ID)

@@ -104,7 +104,7 @@ func (a *agentFlags) definitions(id string) (*agents.File, error) {
 
 // engines builds each agent and its engine; close closes what they hold
 // (MCP servers).
-func engines(ctx context.Context, f *agents.File, em loop.Emitter, h loop.History, hooks loop.Interception, log *slog.Logger) (map[string]*loop.Engine, func(), error) {
+func engines(ctx context.Context, f *agents.File, em loop.Emitter, h loop.History, q loop.Queue, hooks loop.Interception, log *slog.Logger) (map[string]*loop.Engine, func(), error) {
 	built, err := f.BuildAll(ctx, log)
 	if err != nil {
 		return nil, nil, err
@@ -115,15 +115,17 @@ func engines(ctx context.Context, f *agents.File, em loop.Emitter, h loop.Histor
 		}
 	}
 	out := make(map[string]*loop.Engine, len(built))
+	team := loop.NewTeam()
 	for _, b := range built {
 		cfg := b.Config
-		cfg.Emitter, cfg.History, cfg.Hooks, cfg.Logger = em, h, hooks, log
+		cfg.Emitter, cfg.History, cfg.Queue, cfg.Hooks, cfg.Logger, cfg.Team = em, h, q, hooks, log, team
 		eng, err := loop.New(cfg)
 		if err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("agent %s: %w", b.Agent.ID, err)
 		}
 		out[b.Agent.ID] = eng
+		team.Add(b.Agent.ID, eng)
 	}
 	return out, closeAll, nil
 }

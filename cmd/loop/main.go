@@ -18,6 +18,7 @@ Usage:
               [--session ID] [--trace] PROMPT
   loop serve  [--nats URL | --store DIR] [--listen ADDR] [--concurrency N] [--agents FILE | --agents ID,ID] [--model P:NAME]
   loop submit [--nats URL] [--agent ID] [--session ID] [--wait] [--timeout D] PROMPT
+  loop compact [--nats URL | --store DIR] [--agents FILE] [--agent ID] --session ID
 
 With neither --nats nor --store, run and serve start an embedded NATS server
 on ./.hookbus that listens on 127.0.0.1:4222, so observers and interceptors in
@@ -31,7 +32,8 @@ const (
 	exitOK       = cli.ExitOK
 	exitFailure  = cli.ExitFailure
 	exitUsage    = cli.ExitUsage
-	exitNoAnswer = 3 // the run ended without an answer: denied, stopped, rejected, max_steps, interrupted
+	exitNoAnswer = 3 // the run ended without an answer: denied, stopped, rejected, max_steps, cost_limit, interrupted
+	exitWaiting  = 4 // the run waits for a human's approval
 )
 
 func main() {
@@ -53,6 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = cmdRun(ctx, args[1:], stdout, stderr)
 	case "serve":
 		err = cmdServe(ctx, args[1:], stdout, stderr)
+	case "compact":
+		code, err = cmdCompact(ctx, args[1:], stdout, stderr)
 	case "submit":
 		code, err = cmdSubmit(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":

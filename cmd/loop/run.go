@@ -14,7 +14,18 @@ import (
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("run", stderr)
+	return runOrCompact(ctx, "run", args, stdout, stderr)
+}
+
+// cmdCompact compacts a session's conversation on request: a run of its
+// own that summarises the session with the agent's model.
+func cmdCompact(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	return runOrCompact(ctx, "compact", args, stdout, stderr)
+}
+
+func runOrCompact(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) (int, error) {
+	compact := cmd == "compact"
+	fs := newFlagSet(cmd, stderr)
 	conn := cli.ConnFlags{Embeds: true}
 	conn.Register(fs)
 	var af agentFlags
@@ -25,20 +36,32 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	trace := fs.Bool("trace", false, "print every event on stderr as it is published")
 	verbose := fs.Bool("v", false, "log debug output on stderr")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: loop run [flags] PROMPT\n\nRuns one agent run and prints its answer on stdout, the run and session ids on stderr.\n\nFlags:")
+		if compact {
+			fmt.Fprintln(stderr, "Usage: loop compact --session ID [flags]\n\nSummarises the session's conversation with the agent's model (compact.before, compact.after): its next runs start from the summary.\n\nFlags:")
+		} else {
+			fmt.Fprintln(stderr, "Usage: loop run [flags] PROMPT\n\nRuns one agent run and prints its answer on stdout, the run and session ids on stderr.\n\nFlags:")
+		}
 		fs.PrintDefaults()
 	}
 	if err := parse(fs, args); err != nil {
 		return exitUsage, err
 	}
-	p, err := prompt(fs)
-	if err != nil {
+	var p string
+	var err error
+	if compact {
+		if err := cli.NoArgs(fs); err != nil {
+			return exitUsage, err
+		}
+		if *session == "" {
+			return exitUsage, fmt.Errorf("%w: loop compact needs --session", cli.ErrUsage)
+		}
+	} else if p, err = prompt(fs); err != nil {
 		return exitUsage, err
 	}
 	if *session == "" {
 		*session = events.NewID()
 	}
-	req := &events.RunRequest{RunID: events.NewID(), AgentID: *agent, SessionID: *session, Prompt: p}
+	req := &events.RunRequest{RunID: events.NewID(), AgentID: *agent, SessionID: *session, Prompt: p, Compact: compact}
 	// Bad ids are refused before anything is started or written.
 	if err := req.Validate(); err != nil {
 		return exitUsage, fmt.Errorf("%w: %v", cli.ErrUsage, err)
@@ -50,7 +73,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if defs.Agent(*agent) == nil {
 		return exitUsage, fmt.Errorf("%w: %w: %q is not in %s (it has %s)", cli.ErrUsage, agents.ErrUnknownAgent, *agent, af.file, strings.Join(defs.IDs(), ", "))
 	}
-	defs.Agents = []*agents.Agent{defs.Agent(*agent)}
+	defs.Agents = withSubagents(defs, *agent) // what the run may call, and nothing else
 	log := logger(*verbose, stderr)
 	c, err := conn.Open(ctx, "hookbus-loop", log, cli.Provision)
 	if err != nil {
@@ -66,7 +89,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		return exitFailure, err
 	}
 	defer stopHooks()
-	engs, closeAgents, err := engines(ctx, defs, em, c.Bus, hooks, log)
+	engs, closeAgents, err := engines(ctx, defs, em, c.Bus, c.Bus, hooks, log)
 	if err != nil {
 		return exitFailure, err
 	}
@@ -82,6 +105,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 	if err != nil {
 		return exitFailure, err
+	}
+	if res.Reason == loop.ReasonWaiting {
+		for _, w := range res.Waiting {
+			fmt.Fprintf(stderr, "  call %s %s%s waits for approval: %s (expires %s)\n", w.Call.ID, w.Call.Name, w.Call.Arguments, w.Reason, w.ExpiresAt.Local().Format("2006-01-02 15:04:05"))
+		}
+		fmt.Fprintf(stderr, "answer with: observer approve %s   or   observer reject %s --reason TEXT [--continue]\n", res.RunID, res.RunID)
+		fmt.Fprintln(stderr, "a worker (loop serve) on this bus records the answer and finishes the run")
+		return exitWaiting, nil
 	}
 	if res.Answer != "" {
 		fmt.Fprintln(stdout, res.Answer)
@@ -118,4 +149,24 @@ func (t *tracer) AppendSync(ctx context.Context, e *events.Event, claim uint64) 
 func (t *tracer) Claim(ctx context.Context, e *events.Event, last uint64) (uint64, error) {
 	t.print(e)
 	return t.Emitter.Claim(ctx, e, last)
+}
+
+// withSubagents returns agent id and the agents it may call, transitively.
+func withSubagents(f *agents.File, id string) []*agents.Agent {
+	var out []*agents.Agent
+	seen := map[string]bool{}
+	var add func(string)
+	add = func(id string) {
+		a := f.Agent(id)
+		if a == nil || seen[id] {
+			return
+		}
+		seen[id] = true
+		out = append(out, a)
+		for _, s := range a.Subagents {
+			add(s)
+		}
+	}
+	add(id)
+	return out
 }

@@ -68,7 +68,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer stopHooks()
-	engs, closeAgents, err := engines(ctx, defs, c.Bus, c.Bus, hooks, log)
+	engs, closeAgents, err := engines(ctx, defs, c.Bus, c.Bus, c.Bus, hooks, log)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,9 @@ Usage:
   observer tail   [--nats URL] [--agent A] [--session S] [--run R] [--stage X] [--json]
   observer provision [--nats URL] [--replicas N]    (an operator: create or update the streams and buckets)
   observer hooks  list|add|rm|grant|revoke [--nats URL | --store DIR]   (see "observer hooks --help")
+  observer approvals [--agent A] [--all]            (tool calls waiting for a human)
+  observer approve RUN [--call ID] [--by NAME] [--comment TEXT]
+  observer reject  RUN [--call ID] --reason TEXT [--continue]
 
 replay prints the matching events in stream order and exits; --store reads a
 stopped server's store directory. tail follows new events until interrupted.
@@ -54,6 +57,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdProvision(ctx, args[1:], stdout, stderr)
 	case "hooks":
 		err = cmdHooks(ctx, args[1:], stdout, stderr)
+	case "approvals":
+		err = cmdApprovals(ctx, args[1:], stdout, stderr)
+	case "approve", "reject":
+		err = cmdAnswer(ctx, args[0], args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

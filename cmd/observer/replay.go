@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
@@ -69,6 +70,10 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer, liv
 	var ff filterFlags
 	ff.register(fs)
 	asJSON := fs.Bool("json", false, "one CloudEvent (JSON format) per line")
+	tree := false
+	if !live {
+		fs.BoolVar(&tree, "tree", false, "with --run: the run with the sub-agent runs it called nested under it")
+	}
 	verbose := fs.Bool("v", false, "log warnings and debug output on stderr")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -105,6 +110,20 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer, liv
 			return nil
 		}
 		return err
+	}
+	if tree {
+		if filter.Run == "" {
+			return fmt.Errorf("%w: --tree needs --run", cli.ErrUsage)
+		}
+		root := filter.Run
+		filter.Run, filter.Agent, filter.Session = "", "", "" // children run under other agents and sessions
+		fn = treeFilter(root, func(e *events.Event, depth int) error {
+			if *asJSON {
+				return cli.PrintJSON(stdout, e)
+			}
+			fmt.Fprint(stdout, strings.Repeat("    ", depth))
+			return cli.PrintTimeline(stdout, e)
+		})
 	}
 	st, err := c.Bus.Replay(ctx, filter, fn)
 	if err != nil {

@@ -505,3 +505,41 @@ func TestAuditorPublishesNothing(t *testing.T) {
 		t.Fatalf("HOOKBUS_EVENTS holds %d messages, want 1", n)
 	}
 }
+
+// The approver answers approvals (hookbus.approval.<agent>) and reads the
+// events, and may do nothing else: no events, no run requests, no
+// resumptions, no registry.
+func TestApproverAnswersAndReadsOnly(t *testing.T) {
+	f := startSingle(t)
+	ctx := testContext(t)
+	loop, _ := f.connect(t, "loop")
+	if _, err := jetStream(t, loop).Publish(ctx, "hookbus.evt.agent1.session1.intake", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	approver, errs := f.connect(t, "approver")
+	b, err := bus.New(approver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := events.ApprovalAnswer{CallID: "call_1_1", Action: events.ActionApprove, By: "alice", AnswerID: events.NewID()}
+	if err := b.SubmitAnswer(ctx, "agent1", "session1", events.NewID(), answer); err != nil {
+		t.Fatalf("submit an answer as approver: %v", err)
+	}
+	if _, err := b.Replay(ctx, bus.Filter{Agent: "agent1"}, func(*events.Event) error { return nil }); err != nil {
+		t.Fatalf("replay as approver: %v", err)
+	}
+	for _, subj := range []string{
+		"hookbus.evt.agent1.session1.approval.resolved",
+		"hookbus.run.agent1",
+		"hookbus.wake.agent1.r1",
+		"hookbus.hook.tool.before.plugin-pii",
+		"$KV.hookbus_hooks.plugin-pii",
+		"$JS.API.STREAM.PURGE.HOOKBUS_RUNS",
+	} {
+		denyPublish(t, approver, errs, subj)
+	}
+	admin, _ := f.connect(t, "admin")
+	if n := streamMsgs(t, jetStream(t, admin), "HOOKBUS_RUNS"); n != 1 {
+		t.Fatalf("HOOKBUS_RUNS holds %d messages, want the one answer", n)
+	}
+}

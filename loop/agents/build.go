@@ -100,6 +100,18 @@ func (a *Agent) Build(ctx context.Context, log *slog.Logger) (*Built, error) {
 		ModelTimeout: time.Duration(a.ModelTimeout), ModelRetry: loop.Retry{Attempts: a.ModelAttempts},
 		Budget: a.budget(),
 	}
+	b.Config.Approval, _ = a.approval() // checked by Parse
+	for _, id := range a.Subagents {
+		sub := a.file.Agent(id)
+		desc := ""
+		if sub != nil {
+			desc = sub.Description
+		}
+		b.Config.Subagents = append(b.Config.Subagents, loop.Subagent{ID: id, Description: desc})
+	}
+	b.Config.MaxDepth = a.MaxDepth
+	b.Config.Compaction = loop.Compaction{MaxTokens: a.Compaction.MaxTokens, Keep: a.Compaction.Keep,
+		Instruction: a.Compaction.Instruction, Fail: a.Compaction.Fail}
 	if a.Prices != nil {
 		b.Config.Prices = &events.Prices{InputPerMTok: a.Prices.InputPerMTok, OutputPerMTok: a.Prices.OutputPerMTok}
 	}

@@ -74,6 +74,16 @@ type Agent struct {
 	// Prices is what the model costs, for Budget.MaxCostUSD and the cost
 	// in usage.
 	Prices *Prices `yaml:"prices"`
+	// Subagents lists the agents of the file this agent may call (the Task
+	// tool); MaxDepth bounds how deep calls nest (default 3).
+	Subagents []string `yaml:"subagents"`
+	MaxDepth  int      `yaml:"max_depth"`
+	// Compaction is the agent's context budget: past it, the older part of
+	// a run's conversation is summarised.
+	Compaction Compaction `yaml:"compaction"`
+	// Approval lists the tool calls that wait for a human's approval, and
+	// what an unanswered request becomes.
+	Approval Approval `yaml:"approval"`
 
 	file *File
 	node *yaml.Node // where the agent is in the file, for errors
@@ -105,6 +115,38 @@ type MCPServer struct {
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
 	Timeout Duration          `yaml:"timeout"`
+}
+
+// Compaction is an agent's context budget.
+type Compaction struct {
+	// MaxTokens is the budget (0: never compact).
+	MaxTokens int `yaml:"max_tokens"`
+	// Keep is how many of the latest messages are kept verbatim (default 4).
+	Keep int `yaml:"keep"`
+	// Instruction asks the model for the summary.
+	Instruction string `yaml:"instruction"`
+	// Fail ends the run when the summary fails (default: go on).
+	Fail bool `yaml:"fail"`
+}
+
+// Approval is an agent's approval policy.
+type Approval struct {
+	// Tools are the calls that wait for approval.
+	Tools []ApprovalMatch `yaml:"tools"`
+	// Expiry is how long a request waits (default 24h).
+	Expiry Duration `yaml:"expiry"`
+	// OnExpiry is what an unanswered request becomes: deny (the default:
+	// the model is told the call was denied, and the run goes on), reject
+	// (the run ends, rejected) or approve.
+	OnExpiry string `yaml:"on_expiry"`
+}
+
+// ApprovalMatch selects tool calls: by tool name (globs, alternatives with
+// |: "Bash", "mcp__*"), and optionally by a regular expression over the
+// call's arguments (their JSON).
+type ApprovalMatch struct {
+	Tool string `yaml:"tool"`
+	Args string `yaml:"args"`
 }
 
 // Budget bounds what one run of the agent may use; zero fields bound
@@ -199,6 +241,13 @@ func Parse(data []byte, name string) (*File, error) {
 		}
 		seen[a.ID] = a.node.Line
 	}
+	for _, a := range f.Agents {
+		for _, id := range a.Subagents {
+			if _, ok := seen[id]; !ok {
+				return nil, a.errorf("subagents", "agent %q is not defined in this file (it has %s)", id, strings.Join(f.IDs(), ", "))
+			}
+		}
+	}
 	return f, nil
 }
 
@@ -277,8 +326,12 @@ func (a *Agent) check() error {
 		return a.errorf("max_tokens", "%d is negative", a.MaxTokens)
 	case a.MaxSteps < 0:
 		return a.errorf("max_steps", "%d is negative", a.MaxSteps)
+	case a.MaxDepth < 0:
+		return a.errorf("max_depth", "%d is negative", a.MaxDepth)
 	case a.ModelAttempts < 0:
 		return a.errorf("model_attempts", "%d is negative", a.ModelAttempts)
+	case a.Compaction.MaxTokens < 0 || a.Compaction.Keep < 0:
+		return a.errorf("compaction", "a negative bound")
 	case a.Bash.MaxOutput < 0:
 		return a.errorf("bash", "max_output %d is negative", a.Bash.MaxOutput)
 	}
@@ -301,6 +354,9 @@ func (a *Agent) check() error {
 			return a.errorf("mcp", "server %q listed twice", s.Name)
 		}
 		names[s.Name] = true
+	}
+	if _, err := a.approval(); err != nil {
+		return a.errorf("approval", "%v", err)
 	}
 	if err := a.budget().Validate(); err != nil {
 		return a.errorf("budget", "%v", err)

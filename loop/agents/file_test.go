@@ -2,6 +2,7 @@ package agents_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop/agents"
 )
 
@@ -164,4 +166,49 @@ func TestBuildOpenAIAgentNeedsAKey(t *testing.T) {
 		t.Fatalf("Build with TEAM_KEY: %v", err)
 	}
 	_ = b.Close()
+}
+
+func TestApprovalPolicy(t *testing.T) {
+	f, err := agents.Parse([]byte(`agents:
+  - id: a
+    model: scripted:demo
+    tools: [calculator]
+    approval:
+      tools:
+        - {tool: Bash, args: "rm -rf|git push"}
+        - {tool: "mcp__*__delete*"}
+      expiry: 1h
+      on_expiry: reject
+`), "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.Agent("a").Build(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := b.Config.Approval
+	if pol.Expiry != time.Hour || pol.OnExpiry != "reject" || pol.Required == nil {
+		t.Fatalf("policy %+v", pol)
+	}
+	for _, tc := range []struct {
+		name, args string
+		need       bool
+	}{
+		{"Bash", `{"command":"rm -rf /tmp/x"}`, true},
+		{"Bash", `{"command":"ls"}`, false},
+		{"mcp__files__delete_file", `{}`, true},
+		{"mcp__files__read", `{}`, false},
+		{"calculator", `{}`, false},
+	} {
+		why := pol.Required(events.ToolCall{Name: tc.name, Arguments: json.RawMessage(tc.args)})
+		if (why != "") != tc.need {
+			t.Errorf("%s %s: %q, want needs approval %t", tc.name, tc.args, why, tc.need)
+		}
+	}
+	for _, bad := range []string{"on_expiry: maybe", "tools: [{args: x}]", "tools: [{tool: Bash, args: '('}]"} {
+		if _, err := agents.Parse([]byte("agents:\n  - id: a\n    model: scripted:demo\n    approval: {"+strings.ReplaceAll(bad, ": ", ": ")+"}\n"), "a.yaml"); !errors.Is(err, agents.ErrInvalid) || !strings.Contains(err.Error(), "approval") {
+			t.Errorf("approval {%s}: %v, want ErrInvalid naming approval", bad, err)
+		}
+	}
 }

@@ -28,6 +28,11 @@ import (
 type Script struct {
 	Name    string  `json:"name,omitempty"`
 	Replies []Reply `json:"replies"`
+	// Summary answers a compaction's summary request (ModelRequest.Purpose
+	// "compact"); it may use {{messages}} (how many messages it was
+	// given) and {{prompt}}. Default: "Summary of the conversation so
+	// far." Summaries do not use up replies.
+	Summary string `json:"summary,omitempty"`
 }
 
 // Reply is one scripted assistant message.
@@ -131,6 +136,15 @@ func (m *Model) Generate(ctx context.Context, req *loop.ModelRequest) (*loop.Mod
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if req.Purpose == loop.PurposeCompact {
+		text := m.script.Summary
+		if text == "" {
+			text = "Summary of the conversation so far."
+		}
+		msg := events.Message{Role: events.RoleAssistant, Content: expand(text, req.Messages)}
+		return &loop.ModelResponse{Message: msg, Usage: events.Usage{InputTokens: words(req.Messages), OutputTokens: len(strings.Fields(msg.Content))},
+			FinishReason: "stop", Model: "scripted:" + m.name()}, nil
+	}
 	i := req.Step - 1
 	if i < 0 || i >= len(m.script.Replies) {
 		return nil, fmt.Errorf("%w: step %d, script has %d replies", ErrExhausted, req.Step, len(m.script.Replies))
@@ -158,10 +172,7 @@ func (m *Model) Generate(ctx context.Context, req *loop.ModelRequest) (*loop.Mod
 			ID: "call_" + strconv.Itoa(req.Step) + "_" + strconv.Itoa(j+1), Name: c.Name, Arguments: args,
 		})
 	}
-	in := 0
-	for _, m := range req.Messages {
-		in += len(strings.Fields(m.Content))
-	}
+	in := words(req.Messages)
 	finish := "stop"
 	if len(msg.ToolCalls) > 0 {
 		finish = "tool_calls"
@@ -222,4 +233,13 @@ func lookup(key string, msgs []events.Message) string {
 		}
 	}
 	return ""
+}
+
+// words counts the words of msgs: the scripted model's input tokens.
+func words(msgs []events.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(strings.Fields(m.Content))
+	}
+	return n
 }

@@ -1,0 +1,101 @@
+package audit
+
+import (
+	"sort"
+	"time"
+
+	"github.com/hookbus/hookbus/events"
+)
+
+// ApprovalStages are the stages Approvals reads.
+var ApprovalStages = []events.Stage{events.StageApprovalRequested, events.StageApprovalResolved, events.StageRunCompleted, events.StageRunFailed}
+
+// Approval is one tool call that waited (or waits) for a human.
+type Approval struct {
+	AgentID, SessionID, RunID string
+	// Requested is the request, RequestedAt its event's time.
+	Requested   events.ApprovalRequested
+	RequestedAt time.Time
+	// Resolved is the answer, nil while the call waits.
+	Resolved *events.ApprovalResolved
+	// RunEnded is set when the run ended (it waits for nothing then).
+	RunEnded bool
+}
+
+// Waiting reports whether the call waits for an answer.
+func (a *Approval) Waiting() bool { return a.Resolved == nil && !a.RunEnded }
+
+// Approvals folds events (any order of runs; each run's in its order) into
+// the approvals they record. The zero value is ready; Add the events.
+type Approvals struct {
+	byKey map[string]*Approval // run/call
+	order []string
+	ended map[string]bool
+}
+
+// Add folds one event; other stages are ignored.
+func (as *Approvals) Add(e *events.Event) {
+	if as.byKey == nil {
+		as.byKey, as.ended = map[string]*Approval{}, map[string]bool{}
+	}
+	switch e.Stage {
+	case events.StageApprovalRequested:
+		var p events.ApprovalRequested
+		if e.DecodeData(&p) != nil || p.Call.ID == "" {
+			return
+		}
+		k := e.RunID + "/" + p.Call.ID
+		if _, ok := as.byKey[k]; ok {
+			return
+		}
+		as.byKey[k] = &Approval{AgentID: e.AgentID, SessionID: e.SessionID, RunID: e.RunID, Requested: p, RequestedAt: e.Time, RunEnded: as.ended[e.RunID]}
+		as.order = append(as.order, k)
+	case events.StageApprovalResolved:
+		var p events.ApprovalResolved
+		if e.DecodeData(&p) != nil {
+			return
+		}
+		if a := as.byKey[e.RunID+"/"+p.CallID]; a != nil && a.Resolved == nil {
+			a.Resolved = &p
+		}
+	case events.StageRunCompleted, events.StageRunFailed:
+		as.ended[e.RunID] = true
+		for _, k := range as.order {
+			if a := as.byKey[k]; a.RunID == e.RunID {
+				a.RunEnded = true
+			}
+		}
+	}
+}
+
+// All returns every approval, in the order they were requested.
+func (as *Approvals) All() []*Approval {
+	out := make([]*Approval, 0, len(as.order))
+	for _, k := range as.order {
+		out = append(out, as.byKey[k])
+	}
+	return out
+}
+
+// Pending returns the calls waiting for an answer, oldest first.
+func (as *Approvals) Pending() []*Approval {
+	var out []*Approval
+	for _, a := range as.All() {
+		if a.Waiting() {
+			out = append(out, a)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].RequestedAt.Before(out[j].RequestedAt) })
+	return out
+}
+
+// Of returns the approvals of one run.
+func (as *Approvals) Of(runID string) []*Approval {
+	var out []*Approval
+	for _, a := range as.All() {
+		if a.RunID == runID {
+			out = append(out, a)
+		}
+	}
+	return out
+}
