@@ -66,11 +66,11 @@ func recordable(sc *historyScenario, all bool) error {
 	if sc.frozen == "" {
 		return nil
 	}
-	left := "Restore it: git checkout " + historyPath(sc.name, "*") + "."
+	left := "Nothing was written."
 	if all {
 		left = "It is left as it is."
 	}
-	return fmt.Errorf("%w: %s must not be recorded again: %s %s", errFrozenHistory, sc.name, sc.frozen, left)
+	return fmt.Errorf("%w: %s must not be recorded again (testdata/histories/README.md): %s %s", errFrozenHistory, sc.name, sc.frozen, left)
 }
 
 func recordHistory(t *testing.T, sc *historyScenario) {
@@ -117,16 +117,18 @@ var (
 	durationField = regexp.MustCompile(`,"duration_ms":[0-9]+`)
 )
 
-// stabilize makes a recording the same each time it is made: the i-th
-// event's id becomes a ULID of historyNow + i ms, each run id one of the
-// time of the run's first event, a sub-agent's run and session ids (a new
-// ULID the parent's subagent.before names first) ones of that event's
-// time (the data's and the lineage's references to any of these follow),
-// the i-th event's time historyNow + i ms, an approval's expires_at
-// historyNow + its expiry (rounded up to the second), an answer's
-// answered_at its approval.resolved's time (the data's references to
-// either follow), hooks' latencies 0, and tools' durations are dropped.
-// Nothing the engine reads changes.
+// stabilize makes a recording the same each time it is made; nothing the
+// engine reads changes:
+//   - the i-th event's id and time become a ULID of historyNow + i ms and
+//     historyNow + i ms;
+//   - each run id becomes a ULID of the time of the run's first event, and
+//     a sub-agent's run and session ids (new ULIDs that the parent's
+//     subagent.before names first) ones of that event's time;
+//   - an approval.requested's expires_at becomes historyNow + its expiry
+//     (rounded up to the second), an approval.resolved's answered_at its
+//     own event's time;
+//   - the data's and the lineage's references to any of these follow;
+//   - hooks' latencies become 0, and tools' durations are dropped.
 func stabilize(evs []*events.Event) []*events.Event {
 	ids := map[string]string{}
 	var pairs []string

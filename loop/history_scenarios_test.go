@@ -19,7 +19,7 @@ import (
 // recorder makes each (TestRecordHistories) and what the replay needs to
 // carry on the run a history leaves unfinished (TestRecordedHistories).
 // Every history is one session of agent historyAgent, named after its
-// scenario.
+// scenario (and the sessions of the sub-agents its runs call).
 
 // historyAgent is the agent of every recorded history.
 const historyAgent = "demo"

@@ -30,10 +30,10 @@ func shapeScenarios() []*historyScenario {
 				"approval.resolved, and the run's resumption (a new attempt, run.started resumed) runs the calculator and ends done. In the " +
 				"second the agent's approval policy requires approval of the calculator; the answer is reject_and_continue (by bob): the " +
 				"model is given the reason as the calculator's result, and the run ends done.",
-			hooks:  askCalculator,
+			hooks:  asker,
 			config: requireCalculator,
 			record: func(t *testing.T, sc *historyScenario, j *looptest.Journal) {
-				req := sc.mustWait(t, j, loop.Config{Hooks: askCalculator(t)}, "What time is it, and what is 6*7? (a human approves the calculator)", "call_1_2")
+				req := sc.mustWait(t, j, loop.Config{Hooks: asker(t)}, "What time is it, and what is 6*7? (a human approves the calculator)", "call_1_2")
 				sc.mustAnswer(t, j, req, events.ApprovalAnswer{CallID: "call_1_2", Action: events.ActionApprove, By: "alice",
 					Comment: "fine", AnswerID: answerID(1)}, events.ReasonDone)
 				req = sc.mustWait(t, j, loop.Config{}, "And once more? (the policy asks about the calculator)", "call_1_2")
@@ -60,9 +60,9 @@ func shapeScenarios() []*historyScenario {
 			name: "approval-rejected",
 			about: "A tool.before hook asks about the calculator; the run waits; the answer is reject (by alice): the resumption ends the " +
 				"run with reason rejected, the calculator not run. Its call is given a no-result answer in the session.",
-			hooks: askCalculator,
+			hooks: asker,
 			record: func(t *testing.T, sc *historyScenario, j *looptest.Journal) {
-				req := sc.mustWait(t, j, loop.Config{Hooks: askCalculator(t)}, "What is 6*7? (a human rejects the calculator)", "call_1_2")
+				req := sc.mustWait(t, j, loop.Config{Hooks: asker(t)}, "What is 6*7? (a human rejects the calculator)", "call_1_2")
 				sc.mustAnswer(t, j, req, events.ApprovalAnswer{CallID: "call_1_2", Action: events.ActionReject, By: "alice",
 					Reason: "not today", AnswerID: answerID(1)}, events.ReasonRejected)
 			},
@@ -72,10 +72,10 @@ func shapeScenarios() []*historyScenario {
 			about: "A tool.before hook asks about the calculator, with a 1 s expiry; nobody answers. After the expiry the scheduled wake-up " +
 				"(an answer with action expire) resolves the request by the policy's on_expiry (reject_and_continue): approval.resolved by " +
 				"hookbus, expired; the resumption gives the model the reason as the calculator's result, and the run ends done.",
-			hooks:  askCalculator,
+			hooks:  asker,
 			config: expireInASecond,
 			record: func(t *testing.T, sc *historyScenario, j *looptest.Journal) {
-				req := sc.mustWait(t, j, loop.Config{Hooks: askCalculator(t)}, "What is 6*7? (nobody answers in time)", "call_1_2")
+				req := sc.mustWait(t, j, loop.Config{Hooks: asker(t)}, "What is 6*7? (nobody answers in time)", "call_1_2")
 				reqs := payloadsOf[events.ApprovalRequested](t, j.Events(), events.StageApprovalRequested)
 				expires := reqs[len(reqs)-1].ExpiresAt
 				for time.Now().Before(expires) {
@@ -172,12 +172,6 @@ func shapeScenarios() []*historyScenario {
 			},
 		},
 	}
-}
-
-// askCalculator is a tool.before hook that asks a human about the
-// calculator.
-func askCalculator(t *testing.T) *interceptors.Chain {
-	return asker(t)
 }
 
 // requireCalculator is an approval policy: the calculator needs a human.
