@@ -21,15 +21,20 @@ import (
 // the same each time).
 
 // toolbox makes the demo's tools (a clock stopped at historyNow, the
-// calculator) and records every call of them.
+// calculator) of an agent, and records every call of them in log (when
+// set).
 type toolbox struct {
 	idempotent []string
-	mu         sync.Mutex
-	runs       []toolRun
+	// agent is the agent whose tools they are ("": the history's).
+	agent string
+	log   *replayLog
 }
 
 // toolRun is one call of a tool.
 type toolRun struct {
+	// Agent is the agent that called it, when not the history's (a
+	// sub-agent).
+	Agent     string          `json:"agent,omitempty"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
@@ -40,12 +45,6 @@ func (b *toolbox) tools() []loop.Tool {
 		out = append(out, &boxedTool{Tool: t, box: b, idempotent: slices.Contains(b.idempotent, t.Spec().Name)})
 	}
 	return out
-}
-
-func (b *toolbox) calls() []toolRun {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return slices.Clone(b.runs)
 }
 
 type boxedTool struct {
@@ -61,9 +60,11 @@ func (t *boxedTool) Spec() events.ToolSpec {
 }
 
 func (t *boxedTool) Call(ctx context.Context, args json.RawMessage) (string, error) {
-	t.box.mu.Lock()
-	t.box.runs = append(t.box.runs, toolRun{Name: t.Spec().Name, Arguments: slices.Clone(args)})
-	t.box.mu.Unlock()
+	if l := t.box.log; l != nil {
+		l.mu.Lock()
+		l.tools = append(l.tools, toolRun{Agent: t.box.agent, Name: t.Spec().Name, Arguments: slices.Clone(args)})
+		l.mu.Unlock()
+	}
 	return t.Tool.Call(ctx, args)
 }
 

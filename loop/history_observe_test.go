@@ -10,7 +10,6 @@ import (
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/looptest"
-	"github.com/hookbus/hookbus/loop/scripted"
 )
 
 // What the replay of a recorded history sees (observe), in the shape of
@@ -29,15 +28,19 @@ type expectation struct {
 type observation struct {
 	Agent   string `json:"agent"`
 	Session string `json:"session"`
-	// Events is how many events the history holds.
+	// Events is how many events the history's session holds.
 	Events int `json:"events"`
-	// Rebuilt is loop.RebuildSession of the history.
+	// Rebuilt is loop.RebuildSession of the history's session.
 	Rebuilt rebuiltSession `json:"rebuilt"`
+	// Children are the sessions of the sub-agents the history's runs
+	// called, in the order they started, each rebuilt from its own events.
+	Children []childSession `json:"children,omitempty"`
 	// Runs is what Engine.Run returns for each run that ended in the
-	// history, in the order the runs started; it runs nothing.
+	// history (sub-agents' runs too), in the order the runs started; it
+	// runs nothing.
 	Runs []runEnd `json:"runs"`
 	// Resume is what Engine.Run does with the run the history leaves
-	// unfinished (a history leaves at most one).
+	// unfinished (a history leaves at most one of its session's).
 	Resume *resumeObservation `json:"resume,omitempty"`
 }
 
@@ -45,9 +48,31 @@ type rebuiltSession struct {
 	Runs     int              `json:"runs"`
 	Skipped  []string         `json:"skipped,omitempty"`
 	Messages []events.Message `json:"messages"`
+	// Compactions is how many compact.after the rebuild read.
+	Compactions int `json:"compactions,omitempty"`
+	// ReadFrom is where a bounded read of the session starts (the
+	// read_from of its last compact.after, as the bus reads it), and
+	// ReadEvents how many events it reads; rebuilt, they must give the
+	// conversation Messages holds.
+	ReadFrom   uint64 `json:"read_from,omitempty"`
+	ReadEvents int    `json:"read_events,omitempty"`
+}
+
+// childSession is a sub-agent's session in a history.
+type childSession struct {
+	Agent   string `json:"agent"`
+	Session string `json:"session"`
+	// ParentRun is the run that called it.
+	ParentRun string         `json:"parent_run"`
+	Events    int            `json:"events"`
+	Rebuilt   rebuiltSession `json:"rebuilt"`
 }
 
 type runEnd struct {
+	// Agent and Session are the run's, when not the history's (a
+	// sub-agent's run).
+	Agent   string `json:"agent,omitempty"`
+	Session string `json:"session,omitempty"`
 	RunID   string `json:"run_id"`
 	Reason  string `json:"reason"`
 	Detail  string `json:"detail,omitempty"`
@@ -56,6 +81,17 @@ type runEnd struct {
 	Events  int    `json:"events"`
 	Resumed bool   `json:"resumed,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Waiting are the calls a waiting run (reason waiting) waits on.
+	Waiting []waitingCall `json:"waiting,omitempty"`
+}
+
+// waitingCall is a call waiting for a human's answer (loop.Result.Waiting).
+type waitingCall struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Plugin   string `json:"plugin,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	OnExpiry string `json:"on_expiry,omitempty"`
 }
 
 // resumeObservation is where the unfinished run was, as its resume shows
@@ -80,111 +116,124 @@ type resumeObservation struct {
 	// ToolsRun is each tool call the resume made.
 	ToolsRun []toolRun `json:"tools_run"`
 	// Appended is every event the resume appended: "seq N step S stage
-	// [subject]".
+	// [subject] [(run R)]".
 	Appended []string `json:"appended"`
 	Result   runEnd   `json:"result"`
+	// Children is what Engine.Run returns, after the resume, for each
+	// sub-agent run the history left unfinished (the resume carried them
+	// on; it must have ended them).
+	Children []runEnd `json:"children,omitempty"`
 	// SessionAfter is loop.RebuildSession's messages after the resume.
 	SessionAfter []events.Message `json:"session_after"`
 }
 
-// pendingCall is one tool call of the reply a resume carries on, and what
-// the resume did with it:
-//
-//	done               its tool.after is in the record; left as it is
-//	run                no tool.before in the record: run as a new call
-//	run_again          outcome unknown (tool.before, no result), idempotent: run again, no new tool.before
-//	unknown            outcome unknown, not idempotent: tool.failed (unknown), not run
-//	recorded_result    its tool.result is in the record: tool.after from it, not run
-//	recorded_decision  a decision on its recorded tool.before (deny, mock): tool.after from it, not run
-//	intercepted        a new tool.before whose hooks answered it: not run
-//	untouched          nothing done (the run ended first)
-type pendingCall struct {
-	ID     string `json:"id"`
-	Name   string `json:"name"`
-	Action string `json:"action"`
-}
-
 type modelAsk struct {
+	// Agent is the agent asking, when not the history's (a sub-agent).
+	Agent string `json:"agent,omitempty"`
+	// Purpose is the call's purpose, when not a step (compact).
+	Purpose  string           `json:"purpose,omitempty"`
 	Step     int              `json:"step"`
 	Messages []events.Message `json:"messages"`
 }
 
-// askedModel records what the model is asked.
+// replayLog is what the models and tools of one replay were asked.
+type replayLog struct {
+	mu    sync.Mutex
+	asked []modelAsk
+	tools []toolRun
+}
+
+func (l *replayLog) snapshot() ([]modelAsk, []toolRun) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.asked), slices.Clone(l.tools)
+}
+
+// askedModel records what an agent's model is asked.
 type askedModel struct {
 	inner loop.Model
-	mu    sync.Mutex
-	log   []modelAsk
+	agent string // "" for the history's agent
+	log   *replayLog
 }
 
 func (m *askedModel) Generate(ctx context.Context, req *loop.ModelRequest) (*loop.ModelResponse, error) {
-	m.mu.Lock()
-	m.log = append(m.log, modelAsk{Step: req.Step, Messages: slices.Clone(req.Messages)})
-	m.mu.Unlock()
+	m.log.mu.Lock()
+	m.log.asked = append(m.log.asked, modelAsk{Agent: m.agent, Purpose: req.Purpose, Step: req.Step, Messages: slices.Clone(req.Messages)})
+	m.log.mu.Unlock()
 	return m.inner.Generate(ctx, req)
 }
 
-func (m *askedModel) asked() []modelAsk {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.log)
-}
-
 // observe replays a history: it loads it into a journal, rebuilds the
-// session, asks the engine for each run that ended (which must run
-// nothing), and resumes the run left unfinished.
+// history's session (and each sub-agent's session) from its own events,
+// asks the engine for each run that ended (which must run nothing), and
+// resumes the run left unfinished.
 func observe(t *testing.T, sc *historyScenario, evs []*events.Event) (*observation, error) {
 	t.Helper()
-	if len(evs) == 0 {
-		return nil, fmt.Errorf("%w: history %s holds no events", errBadHistory, sc.name)
-	}
-	agent, session := evs[0].AgentID, evs[0].SessionID
-	for _, e := range evs {
-		if e.AgentID != agent || e.SessionID != session {
-			return nil, fmt.Errorf("%w: history %s: event %s is of session %s/%s, not %s/%s", errBadHistory, sc.name, e.ID, e.AgentID, e.SessionID, agent, session)
-		}
+	agent, session := historyAgent, sc.name
+	lin, err := lineage(sc.name, agent, session, evs)
+	if err != nil {
+		return nil, err
 	}
 	mismatch := func(format string, args ...any) error {
 		return fmt.Errorf("%w: history %s: %s", errHistoryMismatch, sc.name, fmt.Sprintf(format, args...))
 	}
 	j := looptest.New()
 	j.Load(evs...)
-	ob := &observation{Agent: agent, Session: session, Events: len(evs), Runs: []runEnd{}}
-	s, err := rebuildOf(t, j, agent, session)
-	if err != nil {
+	ob := &observation{Agent: agent, Session: session, Runs: []runEnd{}}
+	if ob.Events, ob.Rebuilt, err = rebuildOf(t, j, agent, session); err != nil {
 		return nil, mismatch("%v", err)
 	}
-	ob.Rebuilt = rebuiltSession{Runs: s.Runs, Messages: s.Messages}
-	for _, err := range s.Skipped {
-		ob.Rebuilt.Skipped = append(ob.Rebuilt.Skipped, err.Error())
+	for _, c := range lin.children {
+		cs := childSession{Agent: c.agent, Session: c.session, ParentRun: c.parentRun}
+		if cs.Events, cs.Rebuilt, err = rebuildOf(t, j, c.agent, c.session); err != nil {
+			return nil, mismatch("session %s/%s: %v", c.agent, c.session, err)
+		}
+		ob.Children = append(ob.Children, cs)
 	}
 
-	var open []string
+	var open, openChildren []string
 	for _, run := range runIDs(evs) {
 		if !slices.ContainsFunc(evs, func(e *events.Event) bool {
 			return e.RunID == run && (e.Stage == events.StageRunCompleted || e.Stage == events.StageRunFailed)
 		}) {
-			open = append(open, run)
+			if lin.parent[run] == "" {
+				open = append(open, run)
+			} else {
+				openChildren = append(openChildren, run)
+			}
 			continue
 		}
-		rp := sc.replay(t, j, requestOf(evs, run))
+		rp, err := sc.replay(t, j, requestOf(evs, run))
+		if err != nil {
+			return nil, err
+		}
 		if len(rp.appended) > 0 || len(rp.asked) > 0 || len(rp.tools) > 0 {
 			return nil, mismatch("run %s ended in the record, yet Engine.Run appended %d events, asked the model %d times and ran %d tools",
 				run, len(rp.appended), len(rp.asked), len(rp.tools))
 		}
-		ob.Runs = append(ob.Runs, rp.end(run))
+		ob.Runs = append(ob.Runs, rp.end(run, session))
 	}
-	switch len(open) {
-	case 0:
-		return ob, nil
-	case 1:
-	default:
+	switch {
+	case len(open) > 1:
 		return nil, fmt.Errorf("%w: history %s leaves runs %v unfinished: a history leaves at most one", errBadHistory, sc.name, open)
+	case len(open) == 0 && len(openChildren) > 0:
+		return nil, fmt.Errorf("%w: history %s leaves sub-agent runs %v unfinished while every run of its session ended", errBadHistory, sc.name, openChildren)
+	case len(open) == 0:
+		return ob, nil
+	}
+	for _, c := range openChildren {
+		if !lin.descends(c, open[0]) {
+			return nil, fmt.Errorf("%w: history %s leaves sub-agent run %s unfinished, not called by its unfinished run %s", errBadHistory, sc.name, c, open[0])
+		}
 	}
 
 	run := open[0]
-	rp := sc.replay(t, j, requestOf(evs, run))
+	rp, err := sc.replay(t, j, requestOf(evs, run))
+	if err != nil {
+		return nil, err
+	}
 	r := &resumeObservation{RunID: run, Calls: []pendingCall{}, ModelAsked: append([]modelAsk{}, rp.asked...),
-		ToolsRun: append([]toolRun{}, rp.tools...), Appended: []string{}, Result: rp.end(run)}
+		ToolsRun: append([]toolRun{}, rp.tools...), Appended: []string{}, Result: rp.end(run, session)}
 	for _, e := range rp.appended {
 		r.Appended = append(r.Appended, describeAppended(e, run))
 	}
@@ -198,7 +247,17 @@ func observe(t *testing.T, sc *historyScenario, evs []*events.Event) (*observati
 		r.LastSeq, r.StepsDone, r.HistoryMessages = rp.appended[i].Seq-1, rp.appended[i].Step, p.HistoryMessages
 	}
 	r.Calls = classifyCalls(evs, run, rp)
-	after, err := rebuildOf(t, j, agent, session)
+	for _, c := range openChildren {
+		cp, err := sc.replay(t, j, requestOf(evs, c))
+		if err != nil {
+			return nil, err
+		}
+		if len(cp.appended) > 0 {
+			return nil, mismatch("sub-agent run %s is unfinished after the resume of run %s: run again, it appended %d events", c, run, len(cp.appended))
+		}
+		r.Children = append(r.Children, cp.end(c, session))
+	}
+	_, after, err := rebuildOf(t, j, agent, session)
 	if err != nil {
 		return nil, mismatch("after the resume: %v", err)
 	}
@@ -207,12 +266,44 @@ func observe(t *testing.T, sc *historyScenario, evs []*events.Event) (*observati
 	return ob, nil
 }
 
-func rebuildOf(t *testing.T, j *looptest.Journal, agent, session string) (*loop.Session, error) {
+// rebuildOf rebuilds one session from its own events (the journal's
+// SessionEvents filters them), as a worker does, and checks that a read
+// bounded by its last compaction rebuilds the same conversation.
+func rebuildOf(t *testing.T, j *looptest.Journal, agent, session string) (int, rebuiltSession, error) {
 	stored, err := j.SessionEvents(ctxT(t), agent, session)
 	if err != nil {
-		return nil, err
+		return 0, rebuiltSession{}, err
 	}
-	return loop.RebuildSession(stored)
+	s, err := loop.RebuildSession(stored)
+	if err != nil {
+		return 0, rebuiltSession{}, err
+	}
+	out := rebuiltSession{Runs: s.Runs, Messages: s.Messages, Compactions: s.Compactions}
+	for _, err := range s.Skipped {
+		out.Skipped = append(out.Skipped, err.Error())
+	}
+	for _, e := range stored {
+		var p events.CompactAfter
+		if e.Stage == events.StageCompactAfter && e.DecodeData(&p) == nil && p.ReadFrom > 0 && p.ReadFrom <= e.Stored {
+			out.ReadFrom = p.ReadFrom
+		}
+	}
+	if out.ReadFrom == 0 {
+		return len(stored), out, nil
+	}
+	i := slices.IndexFunc(stored, func(e *events.Event) bool { return e.Stored >= out.ReadFrom })
+	bounded, err := loop.RebuildSession(stored[i:])
+	if err != nil {
+		return 0, rebuiltSession{}, fmt.Errorf("rebuilt from read_from %d: %w", out.ReadFrom, err)
+	}
+	out.ReadEvents = len(stored) - i
+	var diffs []string
+	g, _ := asJSON(bounded.Messages)
+	w, _ := asJSON(s.Messages)
+	if jsonDiff("messages", g, w, &diffs); len(diffs) > 0 {
+		return 0, rebuiltSession{}, fmt.Errorf("rebuilt from read_from %d (its last compaction), the session reads differently from the whole of it: %v", out.ReadFrom, diffs)
+	}
+	return len(stored), out, nil
 }
 
 // runIDs returns the history's runs in the order they started.
@@ -227,10 +318,14 @@ func runIDs(evs []*events.Event) []string {
 }
 
 // requestOf is the run request of a recorded run, as a worker that takes
-// it over is given it again: the prompt of its intake.
+// it over is given it again: the run's session and lineage, and the prompt
+// of its intake.
 func requestOf(evs []*events.Event, run string) *events.RunRequest {
-	req := &events.RunRequest{RunID: run, AgentID: evs[0].AgentID, SessionID: evs[0].SessionID, Prompt: "(replay)"}
-	for _, e := range evs {
+	i := slices.IndexFunc(evs, func(e *events.Event) bool { return e.RunID == run })
+	first := evs[i]
+	req := &events.RunRequest{RunID: run, AgentID: first.AgentID, SessionID: first.SessionID, Prompt: "(replay)",
+		ParentAgentID: first.ParentAgentID, ParentSessionID: first.ParentSessionID, ParentRunID: first.ParentRunID}
+	for _, e := range evs[i:] {
 		var p events.Intake
 		if e.RunID == run && e.Stage == events.StageIntake && e.DecodeData(&p) == nil && p.Prompt != "" {
 			req.Prompt = p.Prompt
@@ -249,28 +344,43 @@ type replayed struct {
 	appended []*events.Event
 }
 
-// replay runs req on j with the scenario's model and hooks, and tools that
-// record their calls.
-func (sc *historyScenario) replay(t *testing.T, j *looptest.Journal, req *events.RunRequest) *replayed {
+// replay runs req on j, on the engine of its agent, with the scenario's
+// models, hooks and configuration, and models and tools that record what
+// they are asked.
+func (sc *historyScenario) replay(t *testing.T, j *looptest.Journal, req *events.RunRequest) (*replayed, error) {
 	t.Helper()
-	model := &askedModel{inner: scripted.New(sc.script)}
-	box := &toolbox{idempotent: sc.idempotent}
-	cfg := loop.Config{Model: model, Tools: box.tools()}
+	log := &replayLog{}
+	cfg := loop.Config{Tools: (&toolbox{idempotent: sc.idempotent, log: log}).tools()}
 	if sc.hooks != nil {
 		cfg.Hooks = sc.hooks(t)
 	}
+	eng := sc.build(t, j, cfg, log, nil)[req.AgentID]
+	if eng == nil {
+		return nil, fmt.Errorf("%w: history %s holds a run of agent %s (%s), which scenario %s does not have (history_scenarios_test.go)",
+			errBadHistory, sc.name, req.AgentID, req.RunID, sc.name)
+	}
 	before := len(j.Events())
-	res, err := sc.engine(t, j, cfg).Run(ctxT(t), req)
-	return &replayed{res: res, err: err, asked: model.asked(), tools: box.calls(), appended: j.Events()[before:]}
+	res, err := eng.Run(ctxT(t), req)
+	rp := &replayed{res: res, err: err, appended: j.Events()[before:]}
+	rp.asked, rp.tools = log.snapshot()
+	return rp, nil
 }
 
-func (rp *replayed) end(run string) runEnd {
+// end is how the run ended (or stopped, waiting), as its result says; a
+// run of another session than the history's is named with it.
+func (rp *replayed) end(run, session string) runEnd {
 	out := runEnd{RunID: run}
 	if rp.err != nil {
 		out.Error = rp.err.Error()
 	}
 	if r := rp.res; r != nil {
 		out.Reason, out.Detail, out.Answer, out.Steps, out.Events, out.Resumed = r.Reason, r.Detail, r.Answer, r.Steps, r.Events, r.Resumed
+		if r.SessionID != session || r.AgentID != historyAgent {
+			out.Agent, out.Session = r.AgentID, r.SessionID
+		}
+		for _, w := range r.Waiting {
+			out.Waiting = append(out.Waiting, waitingCall{ID: w.Call.ID, Name: w.Call.Name, Plugin: w.Plugin, Reason: w.Reason, OnExpiry: w.OnExpiry})
+		}
 	}
 	return out
 }
@@ -284,64 +394,4 @@ func describeAppended(e *events.Event, run string) string {
 		s += " (run " + e.RunID + ")"
 	}
 	return s
-}
-
-// classifyCalls says what the resume did with each tool call of the run's
-// last recorded model reply (see pendingCall). A tool's runs are matched
-// by its name: no recorded reply calls one tool twice.
-func classifyCalls(hist []*events.Event, run string, rp *replayed) []pendingCall {
-	var reply *events.ModelResponded
-	for _, e := range hist {
-		var p events.ModelResponded
-		if e.RunID == run && e.Stage == events.StageModelResponded && e.DecodeData(&p) == nil {
-			reply = &p
-		}
-	}
-	out := []pendingCall{}
-	if reply == nil {
-		return out
-	}
-	for _, c := range reply.Message.ToolCalls {
-		recAfter := hasCall(hist, run, events.StageToolAfter, c.ID, false)
-		recResult := hasCall(hist, run, events.StageToolResult, c.ID, false)
-		before := hasCall(rp.appended, run, events.StageToolBefore, c.ID, false)
-		after := hasCall(rp.appended, run, events.StageToolAfter, c.ID, false)
-		unknown := hasCall(rp.appended, run, events.StageToolFailed, c.ID, true)
-		ran := slices.ContainsFunc(rp.tools, func(r toolRun) bool { return r.Name == c.Name })
-		var action string
-		switch {
-		case !before && !after && !ran && recAfter:
-			action = "done"
-		case !before && !after && !ran:
-			action = "untouched"
-		case before && ran && after:
-			action = "run"
-		case before && !ran && after:
-			action = "intercepted"
-		case !before && ran && after:
-			action = "run_again"
-		case !before && !ran && after && unknown:
-			action = "unknown"
-		case !before && !ran && after && recResult:
-			action = "recorded_result"
-		case !before && !ran && after:
-			action = "recorded_decision"
-		default:
-			action = fmt.Sprintf("unexpected (new tool.before %t, ran %t, new tool.after %t)", before, ran, after)
-		}
-		out = append(out, pendingCall{ID: c.ID, Name: c.Name, Action: action})
-	}
-	return out
-}
-
-// hasCall reports whether evs hold an event of run at stage st about call
-// id (with unknown set: a tool.failed saying its outcome is unknown).
-func hasCall(evs []*events.Event, run string, st events.Stage, id string, unknown bool) bool {
-	return slices.ContainsFunc(evs, func(e *events.Event) bool {
-		var p struct {
-			Call    events.ToolCall `json:"call"`
-			Unknown bool            `json:"unknown"`
-		}
-		return e.RunID == run && e.Stage == st && e.DecodeData(&p) == nil && p.Call.ID == id && (!unknown || p.Unknown)
-	})
 }

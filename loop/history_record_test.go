@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -41,8 +43,34 @@ func TestRecordHistories(t *testing.T) {
 		if which != "all" && !slices.Contains(names, sc.name) {
 			continue
 		}
-		t.Run(sc.name, func(t *testing.T) { recordHistory(t, sc) })
+		t.Run(sc.name, func(t *testing.T) {
+			if err := recordable(sc, which == "all"); err != nil {
+				if which == "all" {
+					t.Skip(err)
+				}
+				t.Fatal(err)
+			}
+			recordHistory(t, sc)
+		})
 	}
+}
+
+// errFrozenHistory is the error of recording again a history that must
+// never be recorded again (historyScenario.frozen).
+var errFrozenHistory = errors.New("recorded history frozen")
+
+// recordable returns nil when sc may be recorded, or an error wrapping
+// errFrozenHistory saying why not. all says the history was not named
+// (HOOKBUS_RECORD=all): it is then left as it is.
+func recordable(sc *historyScenario, all bool) error {
+	if sc.frozen == "" {
+		return nil
+	}
+	left := "Nothing was written."
+	if all {
+		left = "It is left as it is."
+	}
+	return fmt.Errorf("%w: %s must not be recorded again (testdata/histories/README.md): %s %s", errFrozenHistory, sc.name, sc.frozen, left)
 }
 
 func recordHistory(t *testing.T, sc *historyScenario) {
@@ -89,28 +117,70 @@ var (
 	durationField = regexp.MustCompile(`,"duration_ms":[0-9]+`)
 )
 
-// stabilize makes a recording the same each time it is made: the i-th
-// event's id becomes a ULID of historyNow + i ms, each run id one of the
-// time of the run's first event (the data's references to either follow),
-// the i-th event's time historyNow + i ms, hooks' latencies 0, and tools'
-// durations are dropped. Nothing the engine reads changes.
+// stabilize makes a recording the same each time it is made; nothing the
+// engine reads changes:
+//   - the i-th event's id and time become a ULID of historyNow + i ms and
+//     historyNow + i ms;
+//   - each run id becomes a ULID of the time of the run's first event, and
+//     a sub-agent's run and session ids (new ULIDs that the parent's
+//     subagent.before names first) ones of that event's time;
+//   - an approval.requested's expires_at becomes historyNow + its expiry
+//     (rounded up to the second), an approval.resolved's answered_at its
+//     own event's time;
+//   - the data's and the lineage's references to any of these follow;
+//   - hooks' latencies become 0, and tools' durations are dropped.
 func stabilize(evs []*events.Event) []*events.Event {
 	ids := map[string]string{}
 	var pairs []string
+	add := func(old string, n uint64, kind byte) {
+		if _, ok := ids[old]; old != "" && !ok {
+			ids[old] = stableULID(n, kind)
+			pairs = append(pairs, old, ids[old])
+		}
+	}
+	times := map[string]bool{}
+	addTime := func(old, stable time.Time) {
+		o, s := old.Format(time.RFC3339Nano), stable.Format(time.RFC3339Nano)
+		if !old.IsZero() && !times[o] {
+			times[o] = true
+			pairs = append(pairs, o, s)
+		}
+	}
 	for i, e := range evs {
 		n := uint64(i + 1)
-		ids[e.ID] = stableULID(n, 'E')
-		pairs = append(pairs, e.ID, ids[e.ID])
-		if _, ok := ids[e.RunID]; !ok {
-			ids[e.RunID] = stableULID(n, 'R')
-			pairs = append(pairs, e.RunID, ids[e.RunID])
+		add(e.ID, n, 'E')
+		add(e.RunID, n, 'R')
+		switch e.Stage {
+		case events.StageSubagentBefore:
+			var p events.SubagentBefore
+			if e.DecodeData(&p) == nil {
+				add(p.RunID, n, 'C')
+				add(p.SessionID, n, 'S')
+			}
+		case events.StageApprovalRequested:
+			var p events.ApprovalRequested
+			if e.DecodeData(&p) == nil {
+				addTime(p.ExpiresAt, historyNow.Add(ceilSecond(p.ExpiresAt.Sub(e.Time))))
+			}
+		case events.StageApprovalResolved:
+			var p events.ApprovalResolved
+			if e.DecodeData(&p) == nil {
+				addTime(p.AnsweredAt, historyNow.Add(time.Duration(n)*time.Millisecond))
+			}
 		}
+	}
+	mapped := func(id string) string {
+		if s, ok := ids[id]; ok {
+			return s
+		}
+		return id
 	}
 	repl := strings.NewReplacer(pairs...)
 	out := make([]*events.Event, len(evs))
 	for i, e := range evs {
 		c := e.Clone()
-		c.ID, c.RunID = ids[e.ID], ids[e.RunID]
+		c.ID, c.RunID, c.SessionID = ids[e.ID], ids[e.RunID], mapped(e.SessionID)
+		c.ParentRunID, c.ParentSessionID = mapped(e.ParentRunID), mapped(e.ParentSessionID)
 		c.Time = historyNow.Add(time.Duration(i+1) * time.Millisecond)
 		data := repl.Replace(string(c.Data))
 		data = latencyField.ReplaceAllString(data, `"latency_us":0`)
@@ -120,6 +190,17 @@ func stabilize(evs []*events.Event) []*events.Event {
 		out[i] = c
 	}
 	return out
+}
+
+// ceilSecond is d rounded up to the second: an approval's expiry, from its
+// expires_at (the request's time plus the expiry, truncated to the second)
+// less its event's time (a moment after the request's).
+func ceilSecond(d time.Duration) time.Duration {
+	s := d.Truncate(time.Second)
+	if s < d {
+		s += time.Second
+	}
+	return s
 }
 
 // stableULID is a ULID of time historyNow + n ms whose entropy is kind and n.

@@ -19,7 +19,7 @@ import (
 // recorder makes each (TestRecordHistories) and what the replay needs to
 // carry on the run a history leaves unfinished (TestRecordedHistories).
 // Every history is one session of agent historyAgent, named after its
-// scenario.
+// scenario (and the sessions of the sub-agents its runs call).
 
 // historyAgent is the agent of every recorded history.
 const historyAgent = "demo"
@@ -44,10 +44,34 @@ type historyScenario struct {
 	hooks func(t *testing.T) *interceptors.Chain
 	// idempotent names the tools the replay declares idempotent.
 	idempotent []string
+	// config configures the scenario's agent beyond its model, tools and
+	// hooks (compaction, approval policy), on every engine of the agent,
+	// recorded or replayed; it may wrap cfg.Model (nil: nothing more).
+	config func(cfg *loop.Config)
+	// subagents are the agents the scenario's agent may call (the Task
+	// tool), each on an engine of its own on the same journal.
+	subagents []historySubagent
+	// frozen, when set, says why the history must never be recorded again:
+	// the engine no longer makes what it holds, and the replay must still
+	// read it. The recorder refuses it.
+	frozen string
+}
+
+// historySubagent is an agent the scenario's agent may call.
+type historySubagent struct {
+	id, description string
+	// script is its model, recorded or replayed.
+	script *scripted.Script
 }
 
 // historyScenarios returns every scenario, in the order they are recorded.
 func historyScenarios() []*historyScenario {
+	return append(firstScenarios(), shapeScenarios()...)
+}
+
+// firstScenarios are the histories of the first recording (runs, hooks,
+// attempts and resumes).
+func firstScenarios() []*historyScenario {
 	return []*historyScenario{
 		{
 			name:  "plain",
@@ -72,6 +96,9 @@ func historyScenarios() []*historyScenario {
 				"(the run ends denied; the reply is left out of the session), a stop on tool.before (the run ends stopped; its open tool calls are given " +
 				"a no-result answer), a model.responded hook that fails with policy fail (denied), an ask on tool.before (no approver: a deny, with " +
 				"approval.requested and approval.resolved recorded).",
+			frozen: "its fifth run records the engine's old reading of a tool.before ask (no approver: a deny, approval.requested and " +
+				"approval.resolved in one attempt, the run going on); the engine now makes the run wait for an answer (see approval-answered), " +
+				"so a new recording would hold another history. It stays as the record an old stream holds, which the replay must still read.",
 			record: func(t *testing.T, sc *historyScenario, j *looptest.Journal) {
 				deny := func(plugin string, st events.Stage, tool string, d interceptors.Decision) loop.Config {
 					c := interceptors.NewChain()
@@ -277,17 +304,53 @@ func (sc *historyScenario) request(prompt string) *events.RunRequest {
 	return &events.RunRequest{RunID: events.NewID(), AgentID: historyAgent, SessionID: sc.name, Prompt: prompt}
 }
 
-// engine returns an engine on j with the scenario's model and the demo's
-// tools, where cfg leaves them unset.
+// engine returns an engine of the scenario's agent on j (see build).
 func (sc *historyScenario) engine(t *testing.T, j *looptest.Journal, cfg loop.Config) *loop.Engine {
+	t.Helper()
+	return sc.build(t, j, cfg, nil, nil)[historyAgent]
+}
+
+// build returns the engines of the scenario on j, by agent id: its
+// agent's, with cfg (the scenario's model and the demo's tools where cfg
+// leaves them unset, then sc.config), and, when it has sub-agents, one
+// for each (its script, the demo's tools, cfg's hooks; child, when set,
+// changes its config), in a team. With log set (a replay), every model
+// and tool records in it what it is asked.
+func (sc *historyScenario) build(t *testing.T, j *looptest.Journal, cfg loop.Config, log *replayLog, child func(*loop.Config)) map[string]*loop.Engine {
 	t.Helper()
 	if cfg.Model == nil {
 		cfg.Model = scripted.New(sc.script)
 	}
 	if cfg.Tools == nil {
-		cfg.Tools = (&toolbox{}).tools()
+		cfg.Tools = (&toolbox{log: log}).tools()
 	}
-	return newEngine(t, j, cfg)
+	if sc.config != nil {
+		sc.config(&cfg)
+	}
+	if log != nil {
+		cfg.Model = &askedModel{inner: cfg.Model, log: log}
+	}
+	out := map[string]*loop.Engine{}
+	if len(sc.subagents) > 0 {
+		cfg.Team = loop.NewTeam()
+		for _, s := range sc.subagents {
+			cfg.Subagents = append(cfg.Subagents, loop.Subagent{ID: s.id, Description: s.description})
+			cc := loop.Config{Hooks: cfg.Hooks, Model: scripted.New(s.script), Tools: (&toolbox{agent: s.id, log: log}).tools()}
+			if log != nil {
+				cc.Model = &askedModel{inner: cc.Model, agent: s.id, log: log}
+			}
+			if child != nil {
+				child(&cc)
+			}
+			out[s.id] = newEngine(t, j, cc)
+			cfg.Team.Add(s.id, out[s.id])
+		}
+	}
+	out[historyAgent] = newEngine(t, j, cfg)
+	if cfg.Team != nil {
+		cfg.Team.Add(historyAgent, out[historyAgent])
+	}
+	return out
 }
 
 // mustRun runs prompt as a new run of the session and checks how it ended.

@@ -16,6 +16,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/loop"
 )
 
 // Recorded histories, as Temporal's replay tests: real runs' event
@@ -92,6 +93,29 @@ func TestRecordedHistoryMismatchIsNamed(t *testing.T) {
 			i := slices.IndexFunc(evs, func(e *events.Event) bool { return e.Stage == events.StageToolAfter })
 			return slices.Delete(slices.Clone(evs), i, i+1)
 		}, "rebuilt.messages"},
+		{"a call still waiting", "approval-waiting", func(w *observation, evs []*events.Event) []*events.Event {
+			w.Resume.Result.Waiting[0].ID = "call_9_9"
+			return evs
+		}, "resume.result.waiting[0].id"},
+		{"an answer left out", "approval-waiting", func(_ *observation, evs []*events.Event) []*events.Event {
+			return slices.DeleteFunc(slices.Clone(evs), func(e *events.Event) bool { return e.Stage == events.StageApprovalResolved })
+		}, "resume.calls[0].action"},
+		{"a compaction left out", "compacted", func(_ *observation, evs []*events.Event) []*events.Event {
+			i := slices.IndexFunc(evs, func(e *events.Event) bool { return e.Stage == events.StageCompactAfter })
+			return slices.Delete(slices.Clone(evs), i, i+1)
+		}, "rebuilt.compactions"},
+		{"a sub-agent run's answer", "subagent", func(w *observation, evs []*events.Event) []*events.Event {
+			w.Runs[1].Answer = "what is 6*7: 41"
+			return evs
+		}, "runs[1].answer"},
+		{"a child session's conversation", "subagent", func(w *observation, evs []*events.Event) []*events.Event {
+			w.Children[0].Rebuilt.Messages[0].Content = "what is 6*9"
+			return evs
+		}, "children[0].rebuilt.messages[0].content"},
+		{"the child a resume carries on", "subagent-child-cut", func(w *observation, evs []*events.Event) []*events.Event {
+			w.Resume.Calls[0].Action = "run"
+			return evs
+		}, "resume.calls[0].action"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := scenarioNamed(t, tc.history)
@@ -113,6 +137,69 @@ func TestRecordedHistoryMismatchIsNamed(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// The replay rebuilds a history's session from its own events only:
+// sub-agents' sessions are rebuilt apart, and a history whose sessions mix
+// is refused with errBadHistory naming the event.
+func TestRecordedHistorySessionsNeverMix(t *testing.T) {
+	sc := scenarioNamed(t, "subagent")
+	evs, err := loadHistory(sc.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := loadExpected(sc.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every event, rebuilt as one session, is another conversation: the
+	// filter by session is what keeps the children's messages out.
+	mixed, err := loop.RebuildSession(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var diffs []string
+	g, _ := asJSON(mixed.Messages)
+	w, _ := asJSON(want.Rebuilt.Messages)
+	if jsonDiff("messages", g, w, &diffs); len(diffs) == 0 {
+		t.Fatal("the children's events change nothing of the parent's conversation: the history does not test the filter")
+	}
+	child := slices.IndexFunc(evs, func(e *events.Event) bool { return e.ParentRunID != "" })
+	for _, tc := range []struct {
+		name  string
+		alter func(e *events.Event)
+		want  string
+	}{
+		{"a child's event in the parent's session", func(e *events.Event) { e.AgentID, e.SessionID = historyAgent, sc.name }, "names a parent run"},
+		{"an event of another session without lineage", func(e *events.Event) { e.ParentAgentID, e.ParentSessionID, e.ParentRunID = "", "", "" }, "no parent run"},
+		{"a parent run that is not in the history", func(e *events.Event) { e.ParentRunID = stableULID(999, 'R') }, "is no run of the history"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			altered := slices.Clone(evs)
+			altered[child] = evs[child].Clone()
+			tc.alter(altered[child])
+			_, err := observe(t, sc, altered)
+			if !errors.Is(err, errBadHistory) || !strings.Contains(err.Error(), altered[child].ID) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("replay: %v; want errBadHistory naming event %s: %s", err, altered[child].ID, tc.want)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// A frozen history (one the engine no longer makes) is replayed but never
+// recorded again: the recorder says why.
+func TestFrozenHistoryIsNotRecordedAgain(t *testing.T) {
+	frozen := scenarioNamed(t, "hooks-deny")
+	for _, all := range []bool{false, true} {
+		err := recordable(frozen, all)
+		if !errors.Is(err, errFrozenHistory) || !strings.Contains(err.Error(), "hooks-deny must not be recorded again") || !strings.Contains(err.Error(), "ask") {
+			t.Fatalf("recordable(hooks-deny, all %t) = %v; want errFrozenHistory saying why", all, err)
+		}
+	}
+	if err := recordable(scenarioNamed(t, "approval-answered"), false); err != nil {
+		t.Fatalf("recordable(approval-answered) = %v", err)
 	}
 }
 
