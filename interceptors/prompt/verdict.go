@@ -58,7 +58,7 @@ func ParseVerdict(text string) (Verdict, error) {
 	}
 	switch {
 	case len(found) == 0 && objects == 0:
-		return Verdict{}, fmt.Errorf("%w: the reply holds no JSON object (want {\"ok\": true|false, \"reason\": \"...\"}): %.120q", ErrNoVerdict, text)
+		return Verdict{}, fmt.Errorf("%w: the reply holds no valid JSON object (want {\"ok\": true|false, \"reason\": \"...\"}): %.120q", ErrNoVerdict, text)
 	case len(found) == 0:
 		return Verdict{}, fmt.Errorf("%w: no JSON object of the reply has an \"ok\" field: %.120q", ErrNoVerdict, text)
 	}
