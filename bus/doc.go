@@ -81,8 +81,8 @@
 // With the default prefix "hookbus": streams HOOKBUS_EVENTS
 // (hookbus.evt.>, limits retention, file storage, duplicate window),
 // HOOKBUS_RUNS (hookbus.run.>, work queue) and HOOKBUS_DLQ (hookbus.dlq.>);
-// KV buckets hookbus_hooks and hookbus_trust; object store
-// hookbus_payloads. Another prefix derives its own names (see Names), so
+// KV buckets hookbus_hooks, hookbus_trust and hookbus_decisions (the prompt
+// hooks' decision cache, DecisionCache); object store hookbus_payloads. Another prefix derives its own names (see Names), so
 // several hookbus installations can share one NATS account.
 //
 // bus links no server code: the in-process nats-server (and OpenStore, to

@@ -55,6 +55,10 @@ var (
 	// written (the error names the bucket; a missing bucket means the bus
 	// was not provisioned).
 	ErrRegistry = errors.New("hookbus: registry unavailable")
+	// ErrDecisionCache is returned by DecisionCache.Get and Put when the
+	// decision bucket cannot be opened, read or written, or for a bad key
+	// or TTL (the error names the bucket or the key).
+	ErrDecisionCache = errors.New("hookbus: decision cache unavailable")
 	// ErrNotFound is returned by Registry.Get and Registry.Delete for a
 	// stage and plugin with no registration, and by Registry.Revoke for a
 	// plugin with no grant.

@@ -8,17 +8,19 @@ import (
 
 // Names are the JetStream assets of one subject prefix. With the default
 // prefix "hookbus" they are HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_DLQ,
-// hookbus_hooks, hookbus_trust and hookbus_payloads. Another prefix derives
-// them the same way: dots become underscores, upper case for streams and
-// lower case for buckets, so "acme.hookbus" gives ACME_HOOKBUS_EVENTS and
-// acme_hookbus_hooks. Two prefixes that differ only in case or in '.' versus
-// '_' therefore share their assets; pick prefixes that do not.
+// hookbus_hooks, hookbus_trust, hookbus_decisions and hookbus_payloads.
+// Another prefix derives them the same way: dots become underscores, upper
+// case for streams and lower case for buckets, so "acme.hookbus" gives
+// ACME_HOOKBUS_EVENTS and acme_hookbus_hooks. Two prefixes that differ only
+// in case or in '.' versus '_' therefore share their assets; pick prefixes
+// that do not.
 type Names struct {
 	Events      string // stream of <prefix>.evt.> (limits retention)
 	Runs        string // stream of <prefix>.run.> (work-queue retention)
 	DeadLetters string // stream of <prefix>.dlq.>
 	Hooks       string // KV bucket: the interceptor registry
 	Trust       string // KV bucket: trust grants
+	Decisions   string // KV bucket: the decision cache of prompt hooks
 	Payloads    string // object store: large payloads (claim check)
 }
 
@@ -36,6 +38,7 @@ func NamesFor(prefix string) Names {
 		DeadLetters: up + "_DLQ",
 		Hooks:       low + "_hooks",
 		Trust:       low + "_trust",
+		Decisions:   low + "_decisions",
 		Payloads:    low + "_payloads",
 	}
 }

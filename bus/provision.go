@@ -45,7 +45,7 @@ func (b *Bus) StreamConfigs() []jetstream.StreamConfig {
 }
 
 // Provision creates or updates the streams, the KV buckets (hooks registry,
-// trust grants) and the object store (large payloads). It is idempotent: it
+// trust grants, decision cache) and the object store (large payloads). It is idempotent: it
 // works on a fresh server and on one provisioned before, and updates
 // settings that changed (replicas, max age, duplicate window) where
 // JetStream allows it. It returns an error wrapping ErrProvision that names
@@ -70,7 +70,7 @@ func (b *Bus) Provision(ctx context.Context) error {
 		History:     5,
 		Storage:     jetstream.FileStorage,
 		Replicas:    b.opts.replicas,
-	}} {
+	}, b.decisionCacheConfig()} {
 		if _, err := b.js.CreateOrUpdateKeyValue(ctx, kv); err != nil {
 			return fmt.Errorf("%w: key-value bucket %s: %w", ErrProvision, kv.Bucket, ctxErr(ctx, err))
 		}

@@ -22,7 +22,7 @@ func (b *Bus) CheckProvisioned(ctx context.Context) error {
 	defer cancel()
 	streams := []string{
 		b.names.Events, b.names.Runs, b.names.DeadLetters,
-		"KV_" + b.names.Hooks, "KV_" + b.names.Trust, "OBJ_" + b.names.Payloads,
+		"KV_" + b.names.Hooks, "KV_" + b.names.Trust, "KV_" + b.names.Decisions, "OBJ_" + b.names.Payloads,
 	}
 	var missing []string
 	for _, name := range streams {
@@ -31,6 +31,10 @@ func (b *Bus) CheckProvisioned(ctx context.Context) error {
 		case err == nil && name == b.names.Runs:
 			if cfg := st.CachedInfo().Config; !cfg.AllowMsgSchedules || !slices.Contains(cfg.Subjects, b.subj.AllApprovals()) {
 				missing = append(missing, name+" (provisioned by an older hookbus: without approval subjects)")
+			}
+		case err == nil && name == "KV_"+b.names.Decisions:
+			if !st.CachedInfo().Config.AllowMsgTTL {
+				missing = append(missing, name+" (without per-key TTLs)")
 			}
 		case err == nil:
 		case errors.Is(err, jetstream.ErrStreamNotFound):

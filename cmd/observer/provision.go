@@ -21,7 +21,7 @@ func cmdProvision(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	conn.Register(fs)
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for JetStream to be ready (a cluster electing its leader)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: observer provision [flags]\n\nCreates or updates hookbus' streams (HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_DLQ),\nKV buckets (hookbus_hooks, hookbus_trust) and object store (hookbus_payloads).\nIdempotent. Use --replicas 3 on a 3-node cluster.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: observer provision [flags]\n\nCreates or updates hookbus' streams (HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_DLQ),\nKV buckets (hookbus_hooks, hookbus_trust, hookbus_decisions) and object store (hookbus_payloads).\nIdempotent. Use --replicas 3 on a 3-node cluster.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args); err != nil {
@@ -54,7 +54,7 @@ func cmdProvision(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	n := bus.NamesFor(conn.Prefix)
-	fmt.Fprintf(stdout, "provisioned %s, %s, %s, KV %s and %s, object store %s (replicas %d)\n",
-		n.Events, n.Runs, n.DeadLetters, n.Hooks, n.Trust, n.Payloads, conn.Replicas)
+	fmt.Fprintf(stdout, "provisioned %s, %s, %s, KV %s, %s and %s, object store %s (replicas %d)\n",
+		n.Events, n.Runs, n.DeadLetters, n.Hooks, n.Trust, n.Decisions, n.Payloads, conn.Replicas)
 	return nil
 }

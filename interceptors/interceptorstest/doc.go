@@ -20,5 +20,8 @@
 // another and name their plugins uniquely, so that services of different
 // cases never share a subject.
 //
-// Features names what legitimately differs between implementations.
+// Features names what legitimately differs between implementations: the
+// failure kind of a panic, and the answers an implementation cannot give
+// (Features.Lacks: a prompt or agent hook answers allow or deny with a
+// reason, nothing else), whose cases are skipped.
 package interceptorstest

@@ -27,6 +27,47 @@ type Features struct {
 	// recovers the panic and replies with an error, so a remote
 	// implementation sets events.FailError.
 	PanicKind string
+	// Lacks lists the answers the implementation cannot give: a prompt or
+	// agent hook answers allow or deny (stop, continue) with a reason and
+	// nothing else. The cases that need one of them are skipped, saying
+	// which.
+	Lacks Answers
+}
+
+// Answers is a set of answers beyond allow and deny with a reason.
+type Answers uint
+
+// The answers a case may need.
+const (
+	// AnswerModify: modify, with data or a patch.
+	AnswerModify Answers = 1 << iota
+	// AnswerMock: mock, any decision of the interceptor's choosing (a mock
+	// on a stage that refuses it is a bad reply).
+	AnswerMock
+	// AnswerAsk: ask.
+	AnswerAsk
+	// AnswerContext: context for the model on tool.after.
+	AnswerContext
+	// AnswerExtras: warnings and annotations of the interceptor's choosing.
+	AnswerExtras
+	// AnswerBareStop: a stop without a reason (the chain names the plugin).
+	AnswerBareStop
+)
+
+var answerNames = []string{"modify", "mock", "ask", "context", "warnings and annotations", "a stop without a reason"}
+
+// String names the answers of the set.
+func (a Answers) String() string {
+	var names []string
+	for i, n := range answerNames {
+		if a&(1<<i) != 0 {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 // Identity is the Factory of in-process interceptors.
@@ -40,38 +81,42 @@ func Run(t *testing.T, f Factory, features Features) {
 		features.PanicKind = events.FailPanic
 	}
 	for _, tc := range []struct {
-		name string
-		run  func(*harness)
+		name  string
+		run   func(*harness)
+		needs Answers
 	}{
-		{"RegistrationOrder", testRegistrationOrder},
-		{"ExplicitOrder", testExplicitOrder},
-		{"Sequential", testSequential},
-		{"PipelineData", testPipelineData},
-		{"PipelinePatch", testPipelinePatch},
-		{"InputNotMutated", testInputNotMutated},
-		{"PrivilegedRejected", testPrivilegedRejected},
-		{"PrivilegedBuiltin", testPrivilegedBuiltin},
-		{"PrivilegedGranted", testPrivilegedGranted},
-		{"Timeout", testTimeout},
-		{"Deadline", testDeadline},
-		{"ErrorIsolated", testErrorIsolated},
-		{"PanicIsolated", testPanicIsolated},
-		{"DenyEnds", testDenyEnds},
-		{"Mock", testMock},
-		{"AskStopContinue", testAskStopContinue},
-		{"ToolAfterContext", testToolAfterContext},
-		{"FailClosed", testFailClosed},
-		{"FailOpen", testFailOpen},
-		{"ValidatingAfterMutating", testValidatingAfterMutating},
-		{"ValidatingParallel", testValidatingParallel},
-		{"ValidatingDenyOverAsk", testValidatingDenyOverAsk},
-		{"Matchers", testMatchers},
-		{"BadReplyDisallowedDecision", testBadReplyDisallowed},
-		{"BadReplyValidatingModify", testBadReplyValidatingModify},
-		{"BadReplyPatch", testBadReplyPatch},
-		{"WarningsAnnotations", testWarningsAnnotations},
+		{"RegistrationOrder", testRegistrationOrder, 0},
+		{"ExplicitOrder", testExplicitOrder, 0},
+		{"Sequential", testSequential, 0},
+		{"PipelineData", testPipelineData, AnswerModify},
+		{"PipelinePatch", testPipelinePatch, AnswerModify},
+		{"InputNotMutated", testInputNotMutated, AnswerModify},
+		{"PrivilegedRejected", testPrivilegedRejected, 0},
+		{"PrivilegedBuiltin", testPrivilegedBuiltin, AnswerModify},
+		{"PrivilegedGranted", testPrivilegedGranted, AnswerModify},
+		{"Timeout", testTimeout, 0},
+		{"Deadline", testDeadline, 0},
+		{"ErrorIsolated", testErrorIsolated, 0},
+		{"PanicIsolated", testPanicIsolated, 0},
+		{"DenyEnds", testDenyEnds, 0},
+		{"Mock", testMock, AnswerMock},
+		{"AskStopContinue", testAskStopContinue, AnswerAsk | AnswerBareStop},
+		{"ToolAfterContext", testToolAfterContext, AnswerContext | AnswerModify},
+		{"FailClosed", testFailClosed, 0},
+		{"FailOpen", testFailOpen, 0},
+		{"ValidatingAfterMutating", testValidatingAfterMutating, AnswerModify},
+		{"ValidatingParallel", testValidatingParallel, 0},
+		{"ValidatingDenyOverAsk", testValidatingDenyOverAsk, AnswerAsk},
+		{"Matchers", testMatchers, 0},
+		{"BadReplyDisallowedDecision", testBadReplyDisallowed, AnswerMock},
+		{"BadReplyValidatingModify", testBadReplyValidatingModify, AnswerModify},
+		{"BadReplyPatch", testBadReplyPatch, AnswerModify},
+		{"WarningsAnnotations", testWarningsAnnotations, AnswerExtras},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if lacks := tc.needs & features.Lacks; lacks != 0 {
+				t.Skipf("needs %s, which this implementation cannot answer", lacks)
+			}
 			tc.run(&harness{t: t, f: f, features: features, prefix: strings.ToLower(tc.name)})
 		})
 	}

@@ -1,0 +1,99 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/bustest"
+)
+
+func TestDecisionCacheGetPut(t *testing.T) {
+	b := bustest.StartBus(t)
+	ctx := testCtx(t)
+	c := b.DecisionCache()
+	const key = "0123abcd.ffee"
+	if v, ok, err := c.Get(ctx, key); err != nil || ok || v != nil {
+		t.Fatalf("Get of a key never stored = %q, %v, %v; want a miss", v, ok, err)
+	}
+	if err := c.Put(ctx, key, []byte(`{"ok":false,"reason":"first"}`), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// Another worker deciding the same input later keeps the first value.
+	if err := b.DecisionCache().Put(ctx, key, []byte(`{"ok":true}`), time.Minute); err != nil {
+		t.Fatalf("second Put: %v", err)
+	}
+	v, ok, err := b.DecisionCache().Get(ctx, key)
+	if err != nil || !ok || string(v) != `{"ok":false,"reason":"first"}` {
+		t.Fatalf("Get = %q, %v, %v; want the first value", v, ok, err)
+	}
+}
+
+func TestDecisionCacheEntryExpires(t *testing.T) {
+	b := bustest.StartBus(t)
+	ctx := testCtx(t)
+	c := b.DecisionCache()
+	if err := c.Put(ctx, "h.short", []byte(`{"ok":true}`), bus.MinDecisionTTL); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Put(ctx, "h.long", []byte(`{"ok":true}`), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventuallyf(t, 10*time.Second, func() bool {
+		_, ok, err := c.Get(ctx, "h.short")
+		return err == nil && !ok
+	}, "the 1s entry expires")
+	if _, ok, err := c.Get(ctx, "h.long"); err != nil || !ok {
+		t.Fatalf("the 1h entry: %v, %v; want it still there", ok, err)
+	}
+	// An expired key can be decided again.
+	if err := c.Put(ctx, "h.short", []byte(`{"ok":false,"reason":"again"}`), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := c.Get(ctx, "h.short"); err != nil || !ok || !strings.Contains(string(v), "again") {
+		t.Fatalf("Get after a new Put = %q, %v, %v", v, ok, err)
+	}
+}
+
+func TestDecisionCacheBadInput(t *testing.T) {
+	b := bustest.StartBus(t)
+	ctx := testCtx(t)
+	c := b.DecisionCache()
+	for _, key := range []string{"", "a b", ".a", "a.", "a..b", "a*", "a>"} {
+		if _, _, err := c.Get(ctx, key); !errors.Is(err, bus.ErrDecisionCache) {
+			t.Errorf("Get(%q) = %v, want ErrDecisionCache", key, err)
+		}
+		if err := c.Put(ctx, key, []byte("x"), time.Minute); !errors.Is(err, bus.ErrDecisionCache) {
+			t.Errorf("Put(%q) = %v, want ErrDecisionCache", key, err)
+		}
+	}
+	if err := c.Put(ctx, "k", []byte("x"), 500*time.Millisecond); !errors.Is(err, bus.ErrDecisionCache) || !strings.Contains(err.Error(), "500ms") {
+		t.Errorf("Put with a TTL under a second = %v", err)
+	}
+}
+
+func TestDecisionCacheNotProvisioned(t *testing.T) {
+	b := bustest.StartBus(t)
+	ctx := testCtx(t)
+	if err := b.JetStream().DeleteKeyValue(ctx, b.Names().Decisions); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := b.DecisionCache().Get(ctx, "k")
+	if !errors.Is(err, bus.ErrDecisionCache) || !strings.Contains(err.Error(), "hookbus_decisions") {
+		t.Fatalf("Get without the bucket = %v", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := b.CheckProvisioned(cctx); !errors.Is(err, bus.ErrNotProvisioned) || !strings.Contains(err.Error(), "KV_hookbus_decisions") {
+		t.Fatalf("CheckProvisioned without the bucket = %v", err)
+	}
+	if err := b.Provision(cctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CheckProvisioned(cctx); err != nil {
+		t.Fatalf("CheckProvisioned after Provision = %v", err)
+	}
+}
