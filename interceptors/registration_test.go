@@ -39,7 +39,7 @@ func TestRegistrationValidate(t *testing.T) {
 		{"bad tools regexp", func(r *Registration) { r.Tools = "re:(?!Bash)" }, "tools: matcher \"re:(?!Bash)\": error parsing regexp"},
 		{"empty tools regexp", func(r *Registration) { r.Tools = "re:" }, "empty regular expression"},
 		{"agents regexp", func(r *Registration) { r.Agents = "re:support-(eu|us)" }, ""},
-		{"uncapped timeout", func(r *Registration) { r.Timeout, r.Uncapped = 10 * time.Minute, true }, ""},
+		{"uncapped timeout", func(r *Registration) { r.Timeout, r.Uncapped = 10*time.Minute, true }, ""},
 		{"bad tools glob", func(r *Registration) { r.Tools = "fs_[" }, "tools: glob \"fs_[\""},
 		{"empty alternative", func(r *Registration) { r.Tools = "a||b" }, "empty alternative"},
 		{"bad agents glob", func(r *Registration) { r.Agents = "[z-" }, "agents: glob"},
