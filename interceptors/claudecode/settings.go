@@ -223,8 +223,8 @@ func eventList() string {
 func describeJSON(data []byte, err error) string {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		line, col := 1, 1
-		for _, c := range data[:min(int(se.Offset), len(data))] {
+		line, col := 1, 1 // of the byte the decoder stopped at
+		for _, c := range data[:min(max(int(se.Offset)-1, 0), len(data))] {
 			if c == '\n' {
 				line, col = line+1, 1
 			} else {
