@@ -14,10 +14,18 @@ import (
 // TestDecide is the table of what a hook's exit status and output mean on
 // each intercepting event.
 func TestDecide(t *testing.T) {
-	bash := func(t *testing.T) *events.Event { return toolBefore(t, "Bash", `{"command":"rm -rf /","description":"clean"}`) }
-	after := func(t *testing.T) *events.Event { return toolAfter(t, "Bash", `{"command":"cat .env"}`, "TOKEN=s3cr3t") }
-	intake := func(t *testing.T) *events.Event { return event(t, events.StageIntake, "", events.Intake{Prompt: "fix it"}) }
-	stop := func(t *testing.T) *events.Event { return event(t, events.StageStop, "", events.Stop{Reason: "done", Answer: "fixed"}) }
+	bash := func(t *testing.T) *events.Event {
+		return toolBefore(t, "Bash", `{"command":"rm -rf /","description":"clean"}`)
+	}
+	after := func(t *testing.T) *events.Event {
+		return toolAfter(t, "Bash", `{"command":"cat .env"}`, "TOKEN=s3cr3t")
+	}
+	intake := func(t *testing.T) *events.Event {
+		return event(t, events.StageIntake, "", events.Intake{Prompt: "fix it"})
+	}
+	stop := func(t *testing.T) *events.Event {
+		return event(t, events.StageStop, "", events.Stop{Reason: "done", Answer: "fixed"})
+	}
 	sub := func(t *testing.T) *events.Event {
 		return event(t, events.StageSubagentBefore, "reviewer", events.SubagentBefore{AgentID: "reviewer", Instruction: "review main.go"})
 	}
