@@ -27,6 +27,63 @@ type Features struct {
 	// recovers the panic and replies with an error, so a remote
 	// implementation sets events.FailError.
 	PanicKind string
+
+	// What a hook protocol other than hookbus' own cannot carry (Claude
+	// Code's, spoken by command and http hooks). The zero value lacks
+	// nothing; a case that needs what an implementation lacks is skipped,
+	// saying why.
+
+	// Stages lists the stages the implementation intercepts; nil means
+	// every stage.
+	Stages []events.Stage
+	// NoMock: it cannot answer mock.
+	NoMock bool
+	// NoAnnotations: its decisions carry no annotations, nor a reason with
+	// allow.
+	NoAnnotations bool
+	// NoPayloadReplace: it cannot replace an intake payload (it may only
+	// add to the prompt).
+	NoPayloadReplace bool
+	// NoPatchReply: it sends no RFC 6902 patches, so a patch the payload
+	// refuses is not its bad reply.
+	NoPatchReply bool
+	// NoStageCheck: it has no way to send a decision its stage refuses.
+	NoStageCheck bool
+}
+
+// lacks says why an implementation with features f cannot run a case that
+// uses stages and needs what need reports; "" when it can.
+func (f Features) lacks(stages []events.Stage, need func(Features) string) string {
+	if f.Stages != nil {
+		for _, st := range stages {
+			if !slices.Contains(f.Stages, st) {
+				return "the implementation does not intercept " + string(st)
+			}
+		}
+	}
+	if need != nil {
+		return need(f)
+	}
+	return ""
+}
+
+// Needs of the cases, for Features.lacks.
+func needMock(f Features) string { return when(f.NoMock, "it cannot answer mock") }
+func needAnnotations(f Features) string {
+	return when(f.NoAnnotations, "its decisions carry no annotations")
+}
+func needReplace(f Features) string {
+	return when(f.NoPayloadReplace, "it cannot replace an intake payload")
+}
+func needPatchReply(f Features) string { return when(f.NoPatchReply, "it sends no patches") }
+func needStageCheck(f Features) string {
+	return when(f.NoStageCheck, "it cannot send a decision its stage refuses")
+}
+func when(lacking bool, why string) string {
+	if lacking {
+		return why
+	}
+	return ""
 }
 
 // Identity is the Factory of in-process interceptors.
@@ -39,39 +96,45 @@ func Run(t *testing.T, f Factory, features Features) {
 	if features.PanicKind == "" {
 		features.PanicKind = events.FailPanic
 	}
+	privileged := []events.Stage{events.StageContextAssembled, events.StageModelResponded}
 	for _, tc := range []struct {
-		name string
-		run  func(*harness)
+		name   string
+		run    func(*harness)
+		stages []events.Stage        // the stages it intercepts besides intake, tool.before, tool.after and stop
+		needs  func(Features) string // what else it needs
 	}{
-		{"RegistrationOrder", testRegistrationOrder},
-		{"ExplicitOrder", testExplicitOrder},
-		{"Sequential", testSequential},
-		{"PipelineData", testPipelineData},
-		{"PipelinePatch", testPipelinePatch},
-		{"InputNotMutated", testInputNotMutated},
-		{"PrivilegedRejected", testPrivilegedRejected},
-		{"PrivilegedBuiltin", testPrivilegedBuiltin},
-		{"PrivilegedGranted", testPrivilegedGranted},
-		{"Timeout", testTimeout},
-		{"Deadline", testDeadline},
-		{"ErrorIsolated", testErrorIsolated},
-		{"PanicIsolated", testPanicIsolated},
-		{"DenyEnds", testDenyEnds},
-		{"Mock", testMock},
-		{"AskStopContinue", testAskStopContinue},
-		{"ToolAfterContext", testToolAfterContext},
-		{"FailClosed", testFailClosed},
-		{"FailOpen", testFailOpen},
-		{"ValidatingAfterMutating", testValidatingAfterMutating},
-		{"ValidatingParallel", testValidatingParallel},
-		{"ValidatingDenyOverAsk", testValidatingDenyOverAsk},
-		{"Matchers", testMatchers},
-		{"BadReplyDisallowedDecision", testBadReplyDisallowed},
-		{"BadReplyValidatingModify", testBadReplyValidatingModify},
-		{"BadReplyPatch", testBadReplyPatch},
-		{"WarningsAnnotations", testWarningsAnnotations},
+		{"RegistrationOrder", testRegistrationOrder, nil, nil},
+		{"ExplicitOrder", testExplicitOrder, nil, nil},
+		{"Sequential", testSequential, nil, nil},
+		{"PipelineData", testPipelineData, nil, needReplace},
+		{"PipelinePatch", testPipelinePatch, nil, nil},
+		{"InputNotMutated", testInputNotMutated, nil, needReplace},
+		{"PrivilegedRejected", testPrivilegedRejected, privileged, nil},
+		{"PrivilegedBuiltin", testPrivilegedBuiltin, privileged, nil},
+		{"PrivilegedGranted", testPrivilegedGranted, privileged, nil},
+		{"Timeout", testTimeout, nil, nil},
+		{"Deadline", testDeadline, nil, nil},
+		{"ErrorIsolated", testErrorIsolated, nil, nil},
+		{"PanicIsolated", testPanicIsolated, nil, nil},
+		{"DenyEnds", testDenyEnds, nil, nil},
+		{"Mock", testMock, nil, needMock},
+		{"AskStopContinue", testAskStopContinue, []events.Stage{events.StageStepStarted}, nil},
+		{"ToolAfterContext", testToolAfterContext, nil, nil},
+		{"FailClosed", testFailClosed, nil, nil},
+		{"FailOpen", testFailOpen, nil, nil},
+		{"ValidatingAfterMutating", testValidatingAfterMutating, nil, nil},
+		{"ValidatingParallel", testValidatingParallel, nil, nil},
+		{"ValidatingDenyOverAsk", testValidatingDenyOverAsk, nil, nil},
+		{"Matchers", testMatchers, nil, nil},
+		{"BadReplyDisallowedDecision", testBadReplyDisallowed, nil, needStageCheck},
+		{"BadReplyValidatingModify", testBadReplyValidatingModify, nil, needReplace},
+		{"BadReplyPatch", testBadReplyPatch, nil, needPatchReply},
+		{"WarningsAnnotations", testWarningsAnnotations, nil, needAnnotations},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if why := features.lacks(tc.stages, tc.needs); why != "" {
+				t.Skip("not applicable: " + why)
+			}
 			tc.run(&harness{t: t, f: f, features: features, prefix: strings.ToLower(tc.name)})
 		})
 	}
