@@ -245,6 +245,23 @@ func firesOn(event HookEvent, stage events.Stage) bool {
 	return false
 }
 
+// Applies reports whether Claude Code would run event's hooks for ev at
+// all: not PostToolUse's for a result that is an error (a failed tool,
+// which fires PostToolUseFailure, or a denied call, which fires neither),
+// though hookbus gives every call's result to tool.after. The command and
+// http hooks answer allow without running when it is false.
+func Applies(event HookEvent, ev *events.Event) bool {
+	if event != PostToolUse || ev.Stage != events.StageToolAfter {
+		return true
+	}
+	var p struct {
+		Result struct {
+			IsError bool `json:"is_error"`
+		} `json:"result"`
+	}
+	return ev.DecodeData(&p) != nil || !p.Result.IsError
+}
+
 // MatchTarget is what a matcher of the input's event is matched against:
 // the tool name, the sub-agent's type, SessionStart's source, SessionEnd's
 // reason, the compaction trigger or the notification type; "" for events

@@ -66,7 +66,7 @@ func (hs *Hooks) observe(ctx context.Context, e *events.Event) {
 			hs.logger.WarnContext(ctx, "claude code hook: cannot read the event", "plugin", o.reg.Plugin, "event", e.ID, "err", err)
 			continue
 		}
-		if o.h.Compiled != nil && !o.h.Compiled.Match(in.MatchTarget()) {
+		if !Applies(o.event, e) || (o.h.Compiled != nil && !o.h.Compiled.Match(in.MatchTarget())) {
 			continue
 		}
 		start := time.Now()

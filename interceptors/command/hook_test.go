@@ -177,3 +177,19 @@ func TestNewErrors(t *testing.T) {
 		t.Errorf("unknown event: %v", err)
 	}
 }
+
+// An async hook runs in the background: the chain does not wait, and what
+// it answers changes nothing.
+func TestAsync(t *testing.T) {
+	root := t.TempDir()
+	h := newHook(t, command.Config{Root: root}, claudecode.PreToolUse,
+		`{"type":"command","async":true,"command":"cat > seen.json; echo 'blocked' >&2; exit 2"}`)
+	d, err := intercept(t, h, toolBefore(t, "Bash", `{}`), 10*time.Second)
+	if d != nil || err != nil {
+		t.Fatalf("async hook decided %+v, %v", d, err)
+	}
+	h.Wait()
+	if b, err := os.ReadFile(filepath.Join(root, "seen.json")); err != nil || !strings.Contains(string(b), `"hook_event_name":"PreToolUse"`) {
+		t.Fatalf("the async hook did not run: %q %v", b, err)
+	}
+}

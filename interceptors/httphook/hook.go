@@ -142,8 +142,13 @@ func interpolate(v string, allowed []string, lookup func(string) (string, bool))
 
 // Intercept POSTs the input of req's event and reads the answer
 // (claudecode.Decide): a 2xx body is the hook's output; another status, a
-// refused connection or a timeout is a non-blocking error.
+// refused connection or a timeout is a non-blocking error. A PostToolUse
+// hook is not called on a result that is an error (claudecode.Applies): it
+// allows.
 func (h *Hook) Intercept(ctx context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
+	if !claudecode.Applies(h.event, req.Event) {
+		return nil, nil
+	}
 	in, err := h.input(ctx, req.Event)
 	if err != nil {
 		return nil, err
