@@ -20,5 +20,12 @@
 // another and name their plugins uniquely, so that services of different
 // cases never share a subject.
 //
-// Features names what legitimately differs between implementations.
+// Features names what legitimately differs between implementations: the
+// failure kind of a panic, and what a hook protocol other than hookbus'
+// own cannot carry (the stages it intercepts, mock, annotations, replacing
+// an intake payload, patch replies, decisions its stage refuses). The
+// command and http hooks, which speak Claude Code's protocol, run the
+// suite with those declared; a case that needs what an implementation
+// lacks is skipped, saying why. Every case intercepts some of intake,
+// tool.before, tool.after and stop; Features.Stages names the others.
 package interceptorstest
