@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
 )
 
 // Input is Claude Code's hook input: the JSON a command hook reads on stdin
@@ -249,7 +250,7 @@ func firesOn(event HookEvent, stage events.Stage) bool {
 // all: not PostToolUse's for a result that is an error (a failed tool,
 // which fires PostToolUseFailure, or a denied call, which fires neither),
 // though hookbus gives every call's result to tool.after. The command and
-// http hooks answer allow without running when it is false.
+// http hooks answer NotRun without running when it is false.
 func Applies(event HookEvent, ev *events.Event) bool {
 	if event != PostToolUse || ev.Stage != events.StageToolAfter {
 		return true
@@ -260,6 +261,15 @@ func Applies(event HookEvent, ev *events.Event) bool {
 		} `json:"result"`
 	}
 	return ev.DecodeData(&p) != nil || !p.Result.IsError
+}
+
+// NotRun is the decision of a hook that did not run because it does not
+// apply (Applies is false): allow, annotated so that the audit does not
+// read it as the hook's own.
+func NotRun(event HookEvent) *interceptors.Decision {
+	return &interceptors.Decision{Kind: interceptors.Allow, Annotations: map[string]string{
+		"not_run": string(event) + " hooks do not run for a call whose result is an error (Claude Code fires PostToolUseFailure, or nothing for a denied call)",
+	}}
 }
 
 // MatchTarget is what a matcher of the input's event is matched against:

@@ -169,10 +169,11 @@ func New(cfg Config, event claudecode.HookEvent, raw json.RawMessage) (*Hook, er
 // Intercept runs the hook on req's event and reads its answer
 // (claudecode.Decide). An async hook is started and allow is answered at
 // once. A PostToolUse hook does not run on a result that is an error
-// (claudecode.Applies): it allows.
+// (claudecode.Applies): it allows
+// (claudecode.NotRun).
 func (h *Hook) Intercept(ctx context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
 	if !claudecode.Applies(h.event, req.Event) {
-		return nil, nil
+		return claudecode.NotRun(h.event), nil
 	}
 	in, err := h.input(ctx, req.Event)
 	if err != nil {

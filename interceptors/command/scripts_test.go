@@ -167,6 +167,17 @@ func scriptsOnAgent(t *testing.T, blockScript, blockReason string) {
 	if len(decided) == 0 || decided[0].Stage != events.StageToolBefore || decided[0].Decision != "deny" || decided[0].Reason != blockReason || decided[0].Plugin != "claude-PreToolUse-0-0" {
 		t.Fatalf("first hook.decided %+v", decided)
 	}
+	// The PostToolUse hooks did not run on the denied call, and the audit
+	// says so.
+	notRun := 0
+	for _, d := range decided {
+		if d.Stage == events.StageToolAfter && d.Annotations["not_run"] != "" {
+			notRun++
+		}
+	}
+	if notRun != 1 {
+		t.Fatalf("%d hook.decided say a PostToolUse hook did not run, want 1 (the log hook on the denied call): %+v", notRun, decided)
+	}
 	// The edit ran, and the model was told what the PostToolUse hook said.
 	if b, _ := os.ReadFile(filepath.Join(root, "main.go")); string(b) != "package main // new\n" {
 		t.Fatalf("main.go: %q", b)

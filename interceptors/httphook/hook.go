@@ -144,10 +144,10 @@ func interpolate(v string, allowed []string, lookup func(string) (string, bool))
 // (claudecode.Decide): a 2xx body is the hook's output; another status, a
 // refused connection or a timeout is a non-blocking error. A PostToolUse
 // hook is not called on a result that is an error (claudecode.Applies): it
-// allows.
+// allows (claudecode.NotRun).
 func (h *Hook) Intercept(ctx context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
 	if !claudecode.Applies(h.event, req.Event) {
-		return nil, nil
+		return claudecode.NotRun(h.event), nil
 	}
 	in, err := h.input(ctx, req.Event)
 	if err != nil {

@@ -81,8 +81,19 @@ func answer(ctx context.Context, reg interceptors.Registration, ic interceptors.
 	var res result
 	select {
 	case res = <-done:
-	case <-cctx.Done(): // the caller gave up, or the time is up: the answer is abandoned
-		return nil, http.StatusGatewayTimeout, fmt.Errorf("no answer within %s", timeout)
+	case <-cctx.Done():
+		// The caller's deadline, which started before this one, passes
+		// first: wait for it to give up rather than race it with an
+		// answer of our own.
+		grace := time.NewTimer(5 * time.Second)
+		defer grace.Stop()
+		select {
+		case res = <-done:
+		case <-ctx.Done():
+			return nil, http.StatusGatewayTimeout, fmt.Errorf("no answer within %s", timeout)
+		case <-grace.C:
+			return nil, http.StatusGatewayTimeout, fmt.Errorf("no answer within %s", timeout)
+		}
 	}
 	if res.err != nil {
 		return nil, http.StatusInternalServerError, res.err
