@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
@@ -158,24 +161,9 @@ func (hs *Hooks) Unregister() {
 }
 
 func typeList(factories map[string]Factory) string {
-	var s string
-	for _, t := range []string{TypeCommand, TypeHTTP, TypePrompt, TypeAgent} {
-		if factories[t] != nil {
-			if s != "" {
-				s += ", "
-			}
-			s += t
-		}
-	}
-	for t := range factories {
-		switch t {
-		case TypeCommand, TypeHTTP, TypePrompt, TypeAgent:
-		default:
-			s += ", " + t
-		}
-	}
-	if s == "" {
+	types := slices.Sorted(maps.Keys(factories))
+	if len(types) == 0 {
 		return "none"
 	}
-	return s
+	return strings.Join(types, ", ")
 }
