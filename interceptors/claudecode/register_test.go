@@ -71,8 +71,10 @@ func TestRegisterErrors(t *testing.T) {
 		t.Fatal("a failed Register left a registration")
 	}
 	_, err = claudecode.Register(chain, []*claudecode.Settings{s}, claudecode.Options{Factories: map[string]claudecode.Factory{
-		"command": func(claudecode.Handler, interceptors.Registration) (interceptors.Interceptor, error) { return nil, errors.New("no root") },
-		"prompt":  claudecode.FromRaw(func(json.RawMessage, interceptors.Registration) (interceptors.Interceptor, error) { return nil, nil }),
+		"command": func(claudecode.Handler, interceptors.Registration) (interceptors.Interceptor, error) {
+			return nil, errors.New("no root")
+		},
+		"prompt": claudecode.FromRaw(func(json.RawMessage, interceptors.Registration) (interceptors.Interceptor, error) { return nil, nil }),
 	}})
 	if !errors.Is(err, claudecode.ErrSettings) || !strings.Contains(err.Error(), "hooks.PreToolUse[0].hooks[0]: no root") {
 		t.Fatalf("factory error: %v", err)
