@@ -37,14 +37,15 @@ func newSnapshot() *snapshot {
 }
 
 type entry struct {
-	reg   Registration // defaults applied
-	ic    Interceptor
-	seq   uint64
-	bound bool // ic is ContextBound: called on the chain's goroutine
+	reg           Registration // defaults applied
+	ic            Interceptor
+	seq           uint64
+	bound         bool    // ic is ContextBound: called on the chain's goroutine
+	tools, agents matcher // reg.Tools and reg.Agents, compiled
 }
 
 func (e *entry) matches(tool, agent string) bool {
-	return matchGlob(e.reg.Tools, tool) && matchGlob(e.reg.Agents, agent)
+	return e.tools.match(tool) && e.agents.match(agent)
 }
 
 // before reports whether e runs before o: lower Order first, then earlier
@@ -120,6 +121,8 @@ func (c *Chain) Register(reg Registration, ic Interceptor) (unregister func(), e
 	}
 	_, bound := ic.(ContextBound)
 	e := &entry{reg: reg.WithDefaults(), ic: ic, seq: c.seq.Add(1), bound: bound}
+	e.tools, _ = compileMatcher(reg.Tools) // checked by Validate
+	e.agents, _ = compileMatcher(reg.Agents)
 	list := make([]*entry, 0, len(old[i])+1)
 	at := len(old[i])
 	for j, o := range old[i] {

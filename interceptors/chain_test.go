@@ -161,12 +161,14 @@ func TestHasDoesNotAllocate(t *testing.T) {
 	mustRegister(t, c, Registration{Plugin: "fs", Stage: events.StageToolBefore, Tools: "fs_*|edit", Agents: "ops-*"}, Func(allowFunc))
 	child := c.Child()
 	mustRegister(t, child, Registration{Plugin: "x", Stage: events.StageIntake}, Func(allowFunc))
+	mustRegister(t, child, Registration{Plugin: "re", Stage: events.StageToolAfter, Tools: "re:^mcp__.*__write"}, Func(allowFunc))
 	var sink bool
 	allocs := testing.AllocsPerRun(100, func() {
 		sink = child.Has(events.StageToolBefore, "bash", "ops-1") ||
 			child.Has(events.StageToolBefore, "edit", "ops-1") ||
 			child.Has(events.StageStepStarted, "", "a") ||
-			child.Has(events.StageRunCompleted, "", "a")
+			child.Has(events.StageRunCompleted, "", "a") ||
+			child.Has(events.StageToolAfter, "mcp__fs__write_file", "a")
 	})
 	if allocs != 0 || !sink {
 		t.Fatalf("Has: %v allocations, result %v", allocs, sink)
@@ -235,5 +237,37 @@ func TestRunUsesSnapshot(t *testing.T) {
 	}
 	if out, _ = c.Run(context.Background(), intakeEvent(t, "hi")); len(out.Records) != 2 || lateCalls != 1 {
 		t.Fatalf("next run: records %d, late calls %d", len(out.Records), lateCalls)
+	}
+}
+
+// A regular-expression matcher is compiled once and skips calls it does not
+// match without calling the interceptor.
+func TestRegexpMatcherSkips(t *testing.T) {
+	c := NewChain()
+	var called []string
+	mustRegister(t, c, Registration{Plugin: "edits", Stage: events.StageToolBefore, Tools: "re:^(Edit|Write)$"}, Func(func(_ context.Context, req *Request) (*Decision, error) {
+		called = append(called, req.Event.Subject)
+		return nil, nil
+	}))
+	for _, tool := range []string{"Edit", "MultiEdit", "Write", "Bash"} {
+		ev, err := events.New(events.StageToolBefore, events.Meta{Source: "t", AgentID: "a", SessionID: "s", RunID: "r", Subject: tool},
+			events.ToolBefore{Call: events.ToolCall{ID: "c", Name: tool}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := tool == "Edit" || tool == "Write"
+		if got := c.Has(events.StageToolBefore, tool, "a"); got != want {
+			t.Errorf("Has(%s) = %v", tool, got)
+		}
+		out, err := c.Run(context.Background(), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (len(out.Records) == 1) != want {
+			t.Errorf("%s: %d records", tool, len(out.Records))
+		}
+	}
+	if len(called) != 2 || called[0] != "Edit" || called[1] != "Write" {
+		t.Fatalf("called for %v, want [Edit Write]", called)
 	}
 }

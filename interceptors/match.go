@@ -3,12 +3,56 @@ package interceptors
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 )
 
-// Matchers are path.Match globs ("fs_*", "support-?", "[a-c]*"), with
-// alternatives separated by "|" ("fs_*|bash"). The empty glob matches
-// everything. Tool names and agent ids hold no "/", so "*" matches any name.
+// Matchers (Registration.Tools and Agents) come in two forms:
+//
+//   - globs, path.Match syntax ("fs_*", "support-?", "[a-c]*"), with
+//     alternatives separated by "|" ("fs_*|bash"). Tool names and agent ids
+//     hold no "/", so "*" matches any name;
+//   - regular expressions, written "re:" then a Go regexp ("re:^mcp__.*__write",
+//     "re:Edit|Write"). The expression matches when it matches anywhere in
+//     the name, as Claude Code's hook matchers do (JavaScript's
+//     RegExp.test); anchor it with ^ and $ to match the whole name.
+//
+// The empty matcher matches everything.
+
+// RegexpPrefix starts a matcher that is a regular expression.
+const RegexpPrefix = "re:"
+
+// matcher is a compiled Tools or Agents value: a glob, or a regexp.
+type matcher struct {
+	glob string
+	re   *regexp.Regexp
+}
+
+// compileMatcher compiles s; the error says what is malformed.
+func compileMatcher(s string) (matcher, error) {
+	if expr, ok := strings.CutPrefix(s, RegexpPrefix); ok {
+		if expr == "" {
+			return matcher{}, fmt.Errorf("matcher %q has an empty regular expression", s)
+		}
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return matcher{}, fmt.Errorf("matcher %q: %v", s, err)
+		}
+		return matcher{re: re}, nil
+	}
+	if err := validateGlob(s); err != nil {
+		return matcher{}, err
+	}
+	return matcher{glob: s}, nil
+}
+
+// match reports whether name matches. It does not allocate for a glob.
+func (m matcher) match(name string) bool {
+	if m.re != nil {
+		return m.re.MatchString(name)
+	}
+	return matchGlob(m.glob, name)
+}
 
 // validateGlob reports a malformed glob or an empty alternative.
 func validateGlob(glob string) error {

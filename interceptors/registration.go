@@ -64,8 +64,8 @@ type Registration struct {
 	// Order runs lower numbers first; equal orders run in registration
 	// order.
 	Order int `json:"order,omitempty"`
-	// Timeout bounds each call (default DefaultTimeout, at most MaxTimeout).
-	// Its JSON form is a Go duration string ("1.5s").
+	// Timeout bounds each call (default DefaultTimeout, at most MaxTimeout
+	// unless Uncapped). Its JSON form is a Go duration string ("1.5s").
 	Timeout time.Duration `json:"-"`
 	// Policy is the failure policy (default PolicyIgnore).
 	Policy Policy `json:"policy,omitempty"`
@@ -74,10 +74,13 @@ type Registration struct {
 	Mode Mode `json:"mode,omitempty"`
 	// Tools narrows a tool.before or tool.after registration to tool names
 	// matching a glob (path.Match syntax); alternatives are separated by |
-	// ("fs_*|bash"). Empty matches every tool.
+	// ("fs_*|bash"). A value starting with "re:" is a Go regular expression
+	// that matches anywhere in the name, as Claude Code's matchers do
+	// ("re:^mcp__github__"). On subagent.before it matches the called
+	// agent's id (the event's subject). Empty matches every tool.
 	Tools string `json:"tools,omitempty"`
-	// Agents narrows the registration to agent ids matching a glob, as
-	// Tools. Empty matches every agent.
+	// Agents narrows the registration to agent ids matching a glob or a
+	// "re:" regular expression, as Tools. Empty matches every agent.
 	Agents string `json:"agents,omitempty"`
 	// Builtin marks an interceptor shipped with hookbus; built-ins may use
 	// privileged stages without a grant. Only code that registers in-process
@@ -87,6 +90,12 @@ type Registration struct {
 	// Remote marks an interceptor called over the network (set by the
 	// transport); it is recorded in hook.decided.
 	Remote bool `json:"remote,omitempty"`
+	// Uncapped lifts the MaxTimeout cap: the timeout may be as long as the
+	// interceptor needs (a Claude Code command hook's is 600s unless its
+	// settings say otherwise). Like Builtin it is for code that registers
+	// in-process interceptors; it has no JSON form, so no registration read
+	// from the bus' KV registry carries it.
+	Uncapped bool `json:"-"`
 }
 
 // registrationJSON is Registration with the timeout as a duration string.
@@ -142,7 +151,7 @@ func (r Registration) Validate() error {
 	switch {
 	case r.Timeout < 0:
 		return bad("timeout %s is negative", r.Timeout)
-	case r.Timeout > MaxTimeout:
+	case r.Timeout > MaxTimeout && !r.Uncapped:
 		return bad("timeout %s exceeds the %s cap", r.Timeout, MaxTimeout)
 	}
 	switch r.Policy {
@@ -159,13 +168,13 @@ func (r Registration) Validate() error {
 	default:
 		return bad("mode %q (want %q or %q)", string(r.Mode), ModeMutate, ModeValidate)
 	}
-	if r.Tools != "" && r.Stage != events.StageToolBefore && r.Stage != events.StageToolAfter {
-		return bad("tools matcher %q applies only on tool.before and tool.after", r.Tools)
+	if r.Tools != "" && !ToolMatched(r.Stage) {
+		return bad("tools matcher %q applies only on tool.before, tool.after and subagent.before", r.Tools)
 	}
-	if err := validateGlob(r.Tools); err != nil {
+	if _, err := compileMatcher(r.Tools); err != nil {
 		return bad("tools: %v", err)
 	}
-	if err := validateGlob(r.Agents); err != nil {
+	if _, err := compileMatcher(r.Agents); err != nil {
 		return bad("agents: %v", err)
 	}
 	return nil
@@ -186,9 +195,26 @@ func (r Registration) WithDefaults() Registration {
 	return r
 }
 
+// ToolMatched reports whether a registration on stage may narrow itself
+// with a Tools matcher: tool.before and tool.after (the tool's name) and
+// subagent.before (the called agent's id), the stages whose events carry
+// that name as their subject.
+func ToolMatched(stage events.Stage) bool {
+	return stage == events.StageToolBefore || stage == events.StageToolAfter || stage == events.StageSubagentBefore
+}
+
 // Matches reports whether the registration applies to a call of tool by
-// agent: both globs match (an empty glob matches anything). A malformed glob
-// matches nothing; Validate reports it.
+// agent: both matchers match (an empty one matches anything). A malformed
+// matcher matches nothing; Validate reports it. It compiles a regular
+// expression on each call; a Chain compiles them once, at Register.
 func (r Registration) Matches(tool, agent string) bool {
-	return matchGlob(r.Tools, tool) && matchGlob(r.Agents, agent)
+	t, err := compileMatcher(r.Tools)
+	if err != nil {
+		return false
+	}
+	a, err := compileMatcher(r.Agents)
+	if err != nil {
+		return false
+	}
+	return t.match(tool) && a.match(agent)
 }

@@ -33,7 +33,13 @@ func TestRegistrationValidate(t *testing.T) {
 		{"bad policy", func(r *Registration) { r.Policy = "retry" }, `policy "retry"`},
 		{"bad mode", func(r *Registration) { r.Mode = "observe" }, `mode "observe"`},
 		{"validate without deny", func(r *Registration) { r.Mode = ModeValidate }, "mode validate needs a stage that accepts deny (tool.after accepts allow, modify)"},
-		{"tools off tool stages", func(r *Registration) { r.Stage, r.Tools = events.StageIntake, "bash" }, "tools matcher \"bash\" applies only on tool.before and tool.after"},
+		{"tools off tool stages", func(r *Registration) { r.Stage, r.Tools = events.StageIntake, "bash" }, "tools matcher \"bash\" applies only on tool.before, tool.after and subagent.before"},
+		{"tools on subagent.before", func(r *Registration) { r.Stage, r.Tools = events.StageSubagentBefore, "helper" }, ""},
+		{"tools regexp", func(r *Registration) { r.Tools = "re:^mcp__.*__write" }, ""},
+		{"bad tools regexp", func(r *Registration) { r.Tools = "re:(?!Bash)" }, "tools: matcher \"re:(?!Bash)\": error parsing regexp"},
+		{"empty tools regexp", func(r *Registration) { r.Tools = "re:" }, "empty regular expression"},
+		{"agents regexp", func(r *Registration) { r.Agents = "re:support-(eu|us)" }, ""},
+		{"uncapped timeout", func(r *Registration) { r.Timeout, r.Uncapped = 10*time.Minute, true }, ""},
 		{"bad tools glob", func(r *Registration) { r.Tools = "fs_[" }, "tools: glob \"fs_[\""},
 		{"empty alternative", func(r *Registration) { r.Tools = "a||b" }, "empty alternative"},
 		{"bad agents glob", func(r *Registration) { r.Agents = "[z-" }, "agents: glob"},
@@ -122,6 +128,19 @@ func TestMatches(t *testing.T) {
 		{"bash", "ops-*", "bash", "ops-1", true},
 		{"bash", "ops-*", "bash", "dev-1", false},
 		{"fs_[", "", "fs_[", "a", false}, // malformed: matches nothing
+		// Regular expressions match anywhere in the name, as Claude Code's
+		// (JavaScript's RegExp.test) do.
+		{"re:Edit|Write", "", "Edit", "a", true},
+		{"re:Edit|Write", "", "MultiEdit", "a", true},
+		{"re:^(Edit|Write)$", "", "MultiEdit", "a", false},
+		{"re:^Notebook", "", "NotebookEdit", "a", true},
+		{"re:^Notebook", "", "ReadNotebook", "a", false},
+		{"re:mcp__memory__.*", "", "mcp__memory__store", "a", true},
+		{"re:mcp__memory__.*", "", "mcp__github__push", "a", false},
+		{"re:.*", "", "", "a", true},
+		{"", "re:^ops-[0-9]+$", "x", "ops-12", true},
+		{"", "re:^ops-[0-9]+$", "x", "ops-1a", false},
+		{"re:(?!x)", "", "x", "a", false}, // malformed: matches nothing
 	} {
 		r := Registration{Tools: tc.tools, Agents: tc.agents}
 		if got := r.Matches(tc.tool, tc.agent); got != tc.want {
@@ -138,6 +157,29 @@ func TestValidateGlob(t *testing.T) {
 		if err := validateGlob(glob); (err == nil) != ok {
 			t.Errorf("validateGlob(%q) = %v, want ok=%v", glob, err, ok)
 		}
+	}
+}
+
+// The cap is lifted only in code: Uncapped has no JSON form, so a
+// registration read from the registry cannot carry it.
+func TestUncappedNotInJSON(t *testing.T) {
+	r := Registration{Plugin: "cc", Stage: events.StageToolBefore, Timeout: 10 * time.Minute, Uncapped: true}
+	if err := r.Validate(); err != nil {
+		t.Fatalf("uncapped 10m: %v", err)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.ToLower(string(b)), "uncapped") {
+		t.Fatalf("JSON %s carries the cap lift", b)
+	}
+	var back Registration
+	if err := json.Unmarshal([]byte(`{"plugin":"cc","stage":"tool.before","timeout":"10m","uncapped":true,"Uncapped":true}`), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Uncapped || !errors.Is(back.Validate(), ErrInvalidRegistration) {
+		t.Fatalf("a registration from JSON lifted the cap: %+v", back)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/hookbus/hookbus/interceptors"
+	"github.com/hookbus/hookbus/interceptors/claudecode"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/agents"
@@ -34,7 +36,8 @@ func logger(verbose bool, w io.Writer) *slog.Logger {
 // agentFlags are the flags that say which agents to run: an agent
 // definitions file (--agents FILE), or one agent made of flags.
 type agentFlags struct {
-	file     string // --agents FILE
+	file     string   // --agents FILE
+	claude   []string // --claude-settings FILE, repeatable
 	model    string
 	tools    string
 	script   string
@@ -50,6 +53,10 @@ func (a *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.root, "root", ".", "directory the file tools are confined to, and Bash runs in")
 	fs.StringVar(&a.system, "system", "", "system prompt")
 	fs.IntVar(&a.maxSteps, "max-steps", loop.DefaultMaxSteps, "most steps a run may take")
+	fs.Func("claude-settings", "a Claude Code settings.json whose hooks section every agent runs (command and http hooks, in the file's order); repeatable", func(v string) error {
+		a.claude = append(a.claude, v)
+		return nil
+	})
 }
 
 // isAgentsFile reports whether an --agents value names a definitions file
@@ -103,22 +110,30 @@ func (a *agentFlags) definitions(id string) (*agents.File, error) {
 }
 
 // engines builds each agent and its engine; close closes what they hold
-// (MCP servers).
-func engines(ctx context.Context, f *agents.File, em loop.Emitter, h loop.History, q loop.Queue, hooks loop.Interception, log *slog.Logger) (map[string]*loop.Engine, func(), error) {
+// (MCP servers, hook transcripts). An agent that runs Claude Code hooks
+// (claude, then its own hooks section) gets a child of hooks holding them.
+func engines(ctx context.Context, f *agents.File, em loop.Emitter, h loop.History, q loop.Queue, hooks *interceptors.Chain, claude []*claudecode.Settings, log *slog.Logger) (map[string]*loop.Engine, func(), error) {
 	built, err := f.BuildAll(ctx, log)
 	if err != nil {
 		return nil, nil, err
 	}
+	cc := &claudeHooks{settings: claude, history: h, log: log}
 	closeAll := func() {
 		for _, b := range built {
 			_ = b.Close()
 		}
+		cc.close()
 	}
 	out := make(map[string]*loop.Engine, len(built))
 	team := loop.NewTeam()
 	for _, b := range built {
 		cfg := b.Config
-		cfg.Emitter, cfg.History, cfg.Queue, cfg.Hooks, cfg.Logger, cfg.Team = em, h, q, hooks, log, team
+		agentHooks, agentEm, err := cc.forAgent(hooks, b, em)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		cfg.Emitter, cfg.History, cfg.Queue, cfg.Hooks, cfg.Logger, cfg.Team = agentEm, h, q, agentHooks, log, team
 		eng, err := loop.New(cfg)
 		if err != nil {
 			closeAll()

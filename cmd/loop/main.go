@@ -15,8 +15,9 @@ const usage = `loop — the hookbus agent loop
 
 Usage:
   loop run    [--nats URL | --store DIR] [--listen ADDR] [--agents FILE] [--agent ID] [--model P:NAME] [--tools T,T]
-              [--session ID] [--trace] PROMPT
+              [--claude-settings FILE]... [--session ID] [--trace] PROMPT
   loop serve  [--nats URL | --store DIR] [--listen ADDR] [--concurrency N] [--agents FILE | --agents ID,ID] [--model P:NAME]
+              [--claude-settings FILE]...
   loop submit [--nats URL] [--agent ID] [--session ID] [--wait] [--timeout D] PROMPT
   loop compact [--nats URL | --store DIR] [--agents FILE] [--agent ID] --session ID
 

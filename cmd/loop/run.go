@@ -75,6 +75,10 @@ func runOrCompact(ctx context.Context, cmd string, args []string, stdout, stderr
 	}
 	defs.Agents = withSubagents(defs, *agent) // what the run may call, and nothing else
 	log := logger(*verbose, stderr)
+	claude, err := loadClaudeSettings(af.claude, log)
+	if err != nil {
+		return exitUsage, err
+	}
 	c, err := conn.Open(ctx, "hookbus-loop", log, cli.Provision)
 	if err != nil {
 		return exitFailure, err
@@ -89,7 +93,7 @@ func runOrCompact(ctx context.Context, cmd string, args []string, stdout, stderr
 		return exitFailure, err
 	}
 	defer stopHooks()
-	engs, closeAgents, err := engines(ctx, defs, em, c.Bus, c.Bus, hooks, log)
+	engs, closeAgents, err := engines(ctx, defs, em, c.Bus, c.Bus, hooks, claude, log)
 	if err != nil {
 		return exitFailure, err
 	}

@@ -58,6 +58,10 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		ids = defs.IDs()
 	}
 	log := logger(*verbose, stderr)
+	claude, err := loadClaudeSettings(af.claude, log)
+	if err != nil {
+		return err
+	}
 	c, err := conn.Open(ctx, "hookbus-worker", log, cli.Provision)
 	if err != nil {
 		return err
@@ -68,7 +72,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer stopHooks()
-	engs, closeAgents, err := engines(ctx, defs, c.Bus, c.Bus, c.Bus, hooks, log)
+	engs, closeAgents, err := engines(ctx, defs, c.Bus, c.Bus, c.Bus, hooks, claude, log)
 	if err != nil {
 		return err
 	}

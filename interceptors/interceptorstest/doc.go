@@ -21,7 +21,13 @@
 // cases never share a subject.
 //
 // Features names what legitimately differs between implementations: the
-// failure kind of a panic, and the answers an implementation cannot give
-// (Features.Lacks: a prompt or agent hook answers allow or deny with a
-// reason, nothing else), whose cases are skipped.
+// failure kind of a panic; what a hook protocol other than hookbus' own
+// cannot carry (the stages it intercepts, mock, annotations, replacing an
+// intake payload, patch replies, decisions its stage refuses), which the
+// command and http hooks, speaking Claude Code's protocol, declare; and the
+// answers an implementation cannot give (Features.Lacks: a prompt or agent
+// hook answers allow or deny with a reason, nothing else). A case that needs
+// what an implementation lacks is skipped, saying why. Every case intercepts
+// some of intake, tool.before, tool.after and stop; Features.Stages names
+// the others.
 package interceptorstest

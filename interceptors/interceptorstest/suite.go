@@ -32,6 +32,63 @@ type Features struct {
 	// nothing else. The cases that need one of them are skipped, saying
 	// which.
 	Lacks Answers
+
+	// What a hook protocol other than hookbus' own cannot carry (Claude
+	// Code's, spoken by command and http hooks). The zero value lacks
+	// nothing; a case that needs what an implementation lacks is skipped,
+	// saying why.
+
+	// Stages lists the stages the implementation intercepts; nil means
+	// every stage.
+	Stages []events.Stage
+	// NoMock: it cannot answer mock.
+	NoMock bool
+	// NoAnnotations: its decisions carry no annotations, nor a reason with
+	// allow.
+	NoAnnotations bool
+	// NoPayloadReplace: it cannot replace an intake payload (it may only
+	// add to the prompt).
+	NoPayloadReplace bool
+	// NoPatchReply: it sends no RFC 6902 patches, so a patch the payload
+	// refuses is not its bad reply.
+	NoPatchReply bool
+	// NoStageCheck: it has no way to send a decision its stage refuses.
+	NoStageCheck bool
+}
+
+// lacks says why an implementation with features f cannot run a case that
+// uses stages and needs what need reports; "" when it can.
+func (f Features) lacks(stages []events.Stage, need func(Features) string) string {
+	if f.Stages != nil {
+		for _, st := range stages {
+			if !slices.Contains(f.Stages, st) {
+				return "the implementation does not intercept " + string(st)
+			}
+		}
+	}
+	if need != nil {
+		return need(f)
+	}
+	return ""
+}
+
+// Needs of the cases, for Features.lacks.
+func needMock(f Features) string { return when(f.NoMock, "it cannot answer mock") }
+func needAnnotations(f Features) string {
+	return when(f.NoAnnotations, "its decisions carry no annotations")
+}
+func needReplace(f Features) string {
+	return when(f.NoPayloadReplace, "it cannot replace an intake payload")
+}
+func needPatchReply(f Features) string { return when(f.NoPatchReply, "it sends no patches") }
+func needStageCheck(f Features) string {
+	return when(f.NoStageCheck, "it cannot send a decision its stage refuses")
+}
+func when(lacking bool, why string) string {
+	if lacking {
+		return why
+	}
+	return ""
 }
 
 // Answers is a set of answers beyond allow and deny with a reason.
@@ -80,41 +137,47 @@ func Run(t *testing.T, f Factory, features Features) {
 	if features.PanicKind == "" {
 		features.PanicKind = events.FailPanic
 	}
+	privileged := []events.Stage{events.StageContextAssembled, events.StageModelResponded}
 	for _, tc := range []struct {
-		name  string
-		run   func(*harness)
-		needs Answers
+		name    string
+		run     func(*harness)
+		stages  []events.Stage        // the stages it intercepts besides intake, tool.before, tool.after and stop
+		needs   func(Features) string // what else it needs
+		answers Answers               // the answers beyond allow and deny it needs
 	}{
-		{"RegistrationOrder", testRegistrationOrder, 0},
-		{"ExplicitOrder", testExplicitOrder, 0},
-		{"Sequential", testSequential, 0},
-		{"PipelineData", testPipelineData, AnswerModify},
-		{"PipelinePatch", testPipelinePatch, AnswerModify},
-		{"InputNotMutated", testInputNotMutated, AnswerModify},
-		{"PrivilegedRejected", testPrivilegedRejected, 0},
-		{"PrivilegedBuiltin", testPrivilegedBuiltin, AnswerModify},
-		{"PrivilegedGranted", testPrivilegedGranted, AnswerModify},
-		{"Timeout", testTimeout, 0},
-		{"Deadline", testDeadline, 0},
-		{"ErrorIsolated", testErrorIsolated, 0},
-		{"PanicIsolated", testPanicIsolated, 0},
-		{"DenyEnds", testDenyEnds, 0},
-		{"Mock", testMock, AnswerMock},
-		{"AskStopContinue", testAskStopContinue, AnswerAsk | AnswerBareStop},
-		{"ToolAfterContext", testToolAfterContext, AnswerContext | AnswerModify},
-		{"FailClosed", testFailClosed, 0},
-		{"FailOpen", testFailOpen, 0},
-		{"ValidatingAfterMutating", testValidatingAfterMutating, AnswerModify},
-		{"ValidatingParallel", testValidatingParallel, 0},
-		{"ValidatingDenyOverAsk", testValidatingDenyOverAsk, AnswerAsk},
-		{"Matchers", testMatchers, 0},
-		{"BadReplyDisallowedDecision", testBadReplyDisallowed, AnswerMock},
-		{"BadReplyValidatingModify", testBadReplyValidatingModify, AnswerModify},
-		{"BadReplyPatch", testBadReplyPatch, AnswerModify},
-		{"WarningsAnnotations", testWarningsAnnotations, AnswerExtras},
+		{"RegistrationOrder", testRegistrationOrder, nil, nil, 0},
+		{"ExplicitOrder", testExplicitOrder, nil, nil, 0},
+		{"Sequential", testSequential, nil, nil, 0},
+		{"PipelineData", testPipelineData, nil, needReplace, AnswerModify},
+		{"PipelinePatch", testPipelinePatch, nil, nil, AnswerModify},
+		{"InputNotMutated", testInputNotMutated, nil, needReplace, AnswerModify},
+		{"PrivilegedRejected", testPrivilegedRejected, privileged, nil, 0},
+		{"PrivilegedBuiltin", testPrivilegedBuiltin, privileged, nil, AnswerModify},
+		{"PrivilegedGranted", testPrivilegedGranted, privileged, nil, AnswerModify},
+		{"Timeout", testTimeout, nil, nil, 0},
+		{"Deadline", testDeadline, nil, nil, 0},
+		{"ErrorIsolated", testErrorIsolated, nil, nil, 0},
+		{"PanicIsolated", testPanicIsolated, nil, nil, 0},
+		{"DenyEnds", testDenyEnds, nil, nil, 0},
+		{"Mock", testMock, nil, needMock, AnswerMock},
+		{"AskStopContinue", testAskStopContinue, []events.Stage{events.StageStepStarted}, nil, AnswerAsk | AnswerBareStop},
+		{"ToolAfterContext", testToolAfterContext, nil, nil, AnswerContext | AnswerModify},
+		{"FailClosed", testFailClosed, nil, nil, 0},
+		{"FailOpen", testFailOpen, nil, nil, 0},
+		{"ValidatingAfterMutating", testValidatingAfterMutating, nil, nil, AnswerModify},
+		{"ValidatingParallel", testValidatingParallel, nil, nil, 0},
+		{"ValidatingDenyOverAsk", testValidatingDenyOverAsk, nil, nil, AnswerAsk},
+		{"Matchers", testMatchers, nil, nil, 0},
+		{"BadReplyDisallowedDecision", testBadReplyDisallowed, nil, needStageCheck, AnswerMock},
+		{"BadReplyValidatingModify", testBadReplyValidatingModify, nil, needReplace, AnswerModify},
+		{"BadReplyPatch", testBadReplyPatch, nil, needPatchReply, AnswerModify},
+		{"WarningsAnnotations", testWarningsAnnotations, nil, needAnnotations, AnswerExtras},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if lacks := tc.needs & features.Lacks; lacks != 0 {
+			if why := features.lacks(tc.stages, tc.needs); why != "" {
+				t.Skip("not applicable: " + why)
+			}
+			if lacks := tc.answers & features.Lacks; lacks != 0 {
 				t.Skipf("needs %s, which this implementation cannot answer", lacks)
 			}
 			tc.run(&harness{t: t, f: f, features: features, prefix: strings.ToLower(tc.name)})

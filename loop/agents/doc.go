@@ -13,6 +13,10 @@
 //	    max_steps: 30
 //	    budget: {max_output_tokens: 20000, max_cost_usd: 0.50}
 //	    prices: {input_per_mtok: 0.40, output_per_mtok: 1.60}
+//	    hooks:                              # Claude Code's settings format, this agent's runs only
+//	      PreToolUse:
+//	        - matcher: Bash
+//	          hooks: [{type: command, command: ./hooks/guard.sh}]
 //
 // Load checks a file without I/O beyond reading it, and refuses an invalid
 // one with the file, line, agent and field named (an unknown field, an

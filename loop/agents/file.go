@@ -84,6 +84,9 @@ type Agent struct {
 	// Approval lists the tool calls that wait for a human's approval, and
 	// what an unanswered request becomes.
 	Approval Approval `yaml:"approval"`
+	// Hooks are hooks in Claude Code's settings format, run on this
+	// agent's runs only (command hooks in its root).
+	Hooks Hooks `yaml:"hooks"`
 
 	file *File
 	node *yaml.Node // where the agent is in the file, for errors

@@ -1,0 +1,108 @@
+package claudecode
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
+	"github.com/hookbus/hookbus/loop"
+)
+
+// Emitter returns em with the observing hooks added: after an event of an
+// observe-only stage is appended (or claimed: run.started), the hooks of
+// the Claude Code events it fires (SessionStart, PostToolUseFailure,
+// PermissionRequest, Notification, SubagentStop, PreCompact, PostCompact,
+// SessionEnd) whose matcher matches run, one after another in the file's
+// order, each within its timeout, before the append returns. What they
+// answer changes nothing; a failure is logged. With no observing hooks it
+// returns em itself.
+func (hs *Hooks) Emitter(em loop.Emitter) loop.Emitter {
+	if hs == nil || len(hs.observers) == 0 {
+		return em
+	}
+	return &observing{Emitter: em, hs: hs}
+}
+
+type observing struct {
+	loop.Emitter
+	hs *Hooks
+}
+
+func (o *observing) Append(ctx context.Context, e *events.Event, claim uint64) error {
+	if err := o.Emitter.Append(ctx, e, claim); err != nil {
+		return err
+	}
+	o.hs.observe(ctx, e)
+	return nil
+}
+
+func (o *observing) AppendSync(ctx context.Context, e *events.Event, claim uint64) error {
+	if err := o.Emitter.AppendSync(ctx, e, claim); err != nil {
+		return err
+	}
+	o.hs.observe(ctx, e)
+	return nil
+}
+
+func (o *observing) Claim(ctx context.Context, e *events.Event, last uint64) (uint64, error) {
+	claim, err := o.Emitter.Claim(ctx, e, last)
+	if err != nil {
+		return claim, err
+	}
+	o.hs.observe(ctx, e)
+	return claim, nil
+}
+
+// observe runs the observers of e's stage that match it.
+func (hs *Hooks) observe(ctx context.Context, e *events.Event) {
+	for _, o := range hs.observers[e.Stage] {
+		if ctx.Err() != nil {
+			return
+		}
+		in, err := NewInput(o.event, e, Env{})
+		if err != nil {
+			hs.logger.WarnContext(ctx, "claude code hook: cannot read the event", "plugin", o.reg.Plugin, "event", e.ID, "err", err)
+			continue
+		}
+		if !Applies(o.event, e) || (o.h.Compiled != nil && !o.h.Compiled.Match(in.MatchTarget())) {
+			continue
+		}
+		start := time.Now()
+		if err := o.call(ctx, e); err != nil {
+			hs.logger.WarnContext(ctx, "claude code hook failed", "plugin", o.reg.Plugin, "hook_event", o.event,
+				"stage", e.Stage, "event", e.ID, "latency", time.Since(start), "err", err)
+		}
+	}
+}
+
+// call runs one observer within its timeout, recovering a panic. An
+// interceptor that ignores its ctx is abandoned at the timeout, as the
+// chain abandons one.
+func (o *observer) call(ctx context.Context, e *events.Event) error {
+	cctx, cancel := context.WithTimeout(ctx, o.reg.Timeout)
+	defer cancel()
+	deadline, _ := cctx.Deadline()
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				done <- fmt.Errorf("panic: %v", v)
+			}
+		}()
+		_, err := o.ic.Intercept(cctx, &interceptors.Request{Stage: e.Stage, Event: e, Registration: o.reg, Deadline: deadline})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-cctx.Done():
+		select {
+		case err := <-done: // an answer together with the deadline wins
+			return err
+		default:
+			return fmt.Errorf("%w: no answer within %s", interceptors.ErrTimeout, o.reg.Timeout)
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package claudecode
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hookbus/hookbus/events"
+)
+
+// Mapped is a Claude Code hook input as a hookbus stage event's parts: the
+// bridge (Claude Code sending its hooks to hookbus) builds the event from
+// them with its own ids (events.New(m.Stage, meta with Subject m.Subject,
+// m.Payload)).
+type Mapped struct {
+	Stage events.Stage
+	// Subject is the event's subject: the tool name on tool stages and
+	// approval.requested, the sub-agent's type on subagent stages.
+	Subject string
+	// Payload is the stage's payload (events.ToolBefore, ...).
+	Payload any
+}
+
+// ParseInput reads a Claude Code hook input. The error wraps ErrBadInput
+// and says what is wrong.
+func ParseInput(b []byte) (*Input, error) {
+	var in Input
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&in); err != nil {
+		return nil, fmt.Errorf("%w: %v (body %.80q)", ErrBadInput, err, b)
+	}
+	if in.HookEventName == "" {
+		return nil, fmt.Errorf("%w: no hook_event_name", ErrBadInput)
+	}
+	return &in, nil
+}
+
+// ToHookbus maps a Claude Code hook input to the hookbus event it is
+// recorded as (docs/PROTOCOL.md, "Claude Code hooks", the bridge
+// direction). The error wraps ErrUnmapped for an event hookbus records as
+// no stage (Notification, events it does not map) and ErrBadInput for an
+// input that lacks what its event needs (a tool event without tool_name, a
+// tool_input that is not an object).
+func (in *Input) ToHookbus() (*Mapped, error) {
+	st := in.HookEventName.Stage()
+	if st == "" {
+		return nil, fmt.Errorf("%w: Claude Code's %s is recorded as no hookbus stage", ErrUnmapped, in.HookEventName)
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrBadInput, in.HookEventName, fmt.Sprintf(format, args...))
+	}
+	m := &Mapped{Stage: st}
+	var call events.ToolCall
+	if in.HookEventName.row().matcher == matchTool {
+		if in.ToolName == "" {
+			return nil, bad("no tool_name")
+		}
+		if len(in.ToolInput) > 0 && firstByte(in.ToolInput) != '{' {
+			return nil, bad("tool_input is not a JSON object")
+		}
+		call = events.ToolCall{ID: in.ToolUseID, Name: in.ToolName, Arguments: arguments(in.ToolInput)}
+		m.Subject = in.ToolName
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	switch in.HookEventName {
+	case UserPromptSubmit:
+		m.Payload = events.Intake{Prompt: str(in.Prompt)}
+	case SessionStart:
+		m.Payload = events.RunStarted{Resumed: in.Source == SourceResume}
+	case PreToolUse:
+		m.Payload = events.ToolBefore{Call: call}
+	case PostToolUse:
+		m.Payload = events.ToolAfter{Call: call, Result: events.ToolResult{
+			CallID: call.ID, Name: call.Name, Content: ResultContent(in.ToolResponse),
+		}}
+	case PostToolUseFailure:
+		m.Payload = events.ToolFailed{Call: call, Error: in.Error}
+	case PermissionRequest:
+		m.Payload = events.ApprovalRequested{Call: call, Reason: "Claude Code asks for permission"}
+	case SubagentStart:
+		m.Subject = subagentType(in)
+		m.Payload = events.SubagentBefore{AgentID: m.Subject, RunID: validOr(in.AgentID), Description: "Claude Code sub-agent " + in.AgentType}
+	case SubagentStop:
+		m.Subject = subagentType(in)
+		m.Payload = events.SubagentAfter{AgentID: m.Subject, RunID: validOr(in.AgentID), Answer: str(in.LastAssistantMessage), Success: true}
+	case PreCompact:
+		m.Payload = events.CompactBefore{Manual: in.Trigger == TriggerManual}
+	case PostCompact:
+		m.Payload = events.CompactAfter{Summary: str(in.CompactSummary)}
+	case Stop:
+		p := events.Stop{Reason: events.ReasonDone, Answer: str(in.LastAssistantMessage)}
+		if in.StopHookActive != nil && *in.StopHookActive {
+			p.Continues = 1
+		}
+		m.Payload = p
+	case SessionEnd:
+		m.Payload = events.RunCompleted{Reason: events.ReasonDone, Detail: "Claude Code session ended: " + in.Reason}
+	}
+	return m, nil
+}
+
+// subagentType is the sub-agent's agent id on the bus: its type when that
+// is a valid id, else "subagent" (the type is kept in the description).
+func subagentType(in *Input) string {
+	if in.AgentType != "" && events.ValidateID("agent", in.AgentType) == nil {
+		return in.AgentType
+	}
+	return "subagent"
+}
+
+// validOr returns id when it is a valid hookbus id, else "".
+func validOr(id string) string {
+	if id != "" && events.ValidateID("run", id) == nil {
+		return id
+	}
+	return ""
+}
+
+func firstByte(b []byte) byte {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
