@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookbus/hookbus/internal/redact"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
@@ -228,7 +229,8 @@ func (e *Embedded) Shutdown() {
 // Connect connects to an external nats-server at url (comma-separated for a
 // cluster) with hookbus' defaults: a connection name, reconnecting forever
 // every 500ms with jitter, and retrying a failed first connect. Options
-// given are applied after the defaults.
+// given are applied after the defaults. The error names url with its user
+// info masked.
 func Connect(url string, opts ...nats.Option) (*nats.Conn, error) {
 	all := append([]nats.Option{
 		nats.Name("hookbus"),
@@ -238,7 +240,7 @@ func Connect(url string, opts ...nats.Option) (*nats.Conn, error) {
 	}, opts...)
 	nc, err := nats.Connect(url, all...)
 	if err != nil {
-		return nil, fmt.Errorf("hookbus: connect %s: %w", url, err)
+		return nil, fmt.Errorf("hookbus: connect %s: %w", redact.URL(url), redact.Error(err, redact.UserInfo(url)...)) // never the credentials
 	}
 	return nc, nil
 }
