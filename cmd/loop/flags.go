@@ -23,14 +23,6 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 // parse parses args, mapping -h to cli.ErrHelp and mistakes to cli.ErrUsage.
 func parse(fs *flag.FlagSet, args []string) error { return cli.Parse(fs, args) }
 
-func logger(verbose bool, w io.Writer) *slog.Logger {
-	level := slog.LevelWarn
-	if verbose {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
-}
-
 // agentFlags are the flags that say which agents to run: an agent
 // definitions file (--agents FILE), or one agent made of flags.
 type agentFlags struct {
@@ -49,7 +41,18 @@ func (a *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.script, "script", "", "scripted model: a JSON script file (the same as --model scripted:FILE)")
 	fs.StringVar(&a.root, "root", ".", "directory the file tools are confined to, and Bash runs in")
 	fs.StringVar(&a.system, "system", "", "system prompt")
-	fs.IntVar(&a.maxSteps, "max-steps", loop.DefaultMaxSteps, "most steps a run may take")
+	fs.IntVar(&a.maxSteps, "max-steps", loop.DefaultMaxSteps, "most steps a run may take (at least 1)")
+}
+
+// check refuses what the flags cannot mean; set is cli.Set of the flag set.
+func (a *agentFlags) check(set map[string]bool) error {
+	if a.maxSteps < 1 {
+		return fmt.Errorf("%w: --max-steps %d: a run takes at least 1 step", cli.ErrUsage, a.maxSteps)
+	}
+	if a.file != "" && set["max-steps"] {
+		return fmt.Errorf("%w: --max-steps defines an agent; with --agents FILE the file does (max_steps)", cli.ErrUsage)
+	}
+	return nil
 }
 
 // isAgentsFile reports whether an --agents value names a definitions file
@@ -128,10 +131,3 @@ func engines(ctx context.Context, f *agents.File, em loop.Emitter, h loop.Histor
 	return out, closeAll, nil
 }
 
-func prompt(fs *flag.FlagSet) (string, error) {
-	p := strings.TrimSpace(strings.Join(fs.Args(), " "))
-	if p == "" {
-		return "", fmt.Errorf("%w: no PROMPT given", cli.ErrUsage)
-	}
-	return p, nil
-}

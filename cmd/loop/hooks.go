@@ -6,13 +6,12 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/interceptors"
-	"github.com/hookbus/hookbus/loop"
 )
 
 // syncHooks returns the chain the loop runs hooks from, kept in step with
 // the registry (remote interceptors registered with "observer hooks add")
 // and the trust grants, and a func that stops following them.
-func syncHooks(ctx context.Context, b *bus.Bus, log *slog.Logger) (loop.Interception, func(), error) {
+func syncHooks(ctx context.Context, b *bus.Bus, log *slog.Logger) (*interceptors.Chain, func(), error) {
 	trust, err := b.WatchTrust(ctx)
 	if err != nil {
 		return nil, nil, err

@@ -13,25 +13,32 @@ import (
 	"github.com/hookbus/hookbus/loop/agents"
 )
 
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("run", stderr)
 	conn := cli.ConnFlags{Embeds: true}
 	conn.Register(fs)
 	var af agentFlags
 	af.register(fs)
+	var pf promptFlags
+	pf.register(fs)
 	fs.StringVar(&af.file, "agents", "", "agent definitions file (YAML); --agent picks the agent")
 	agent := fs.String("agent", "demo", "agent id (with --agents: one of the file's)")
 	session := fs.String("session", "", "session id (default: a new one); the same id continues the conversation")
 	trace := fs.Bool("trace", false, "print every event on stderr as it is published")
-	verbose := fs.Bool("v", false, "log debug output on stderr")
+	demoHook := fs.Bool("demo-hook", false, "register the demo's in-process interceptor: a tool.after hook (plugin "+demoPlugin+") that redacts the time of day from the clock's result (make run shows it)")
+	verbose := fs.Bool("v", false, cli.VerboseHelp)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: loop run [flags] PROMPT\n\nRuns one agent run and prints its answer on stdout, the run and session ids on stderr.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: loop run [flags] PROMPT | - | --prompt-file FILE\n\nRuns one agent run and prints its answer on stdout, the run and session ids on stderr.\nThe prompt is the words after the flags (flags may also follow them), stdin with \"-\", or a file.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
+	pos, err := cli.ParseInterspersed(fs, args)
+	if err != nil {
 		return exitUsage, err
 	}
-	p, err := prompt(fs)
+	if err := af.check(cli.Set(fs)); err != nil {
+		return exitUsage, err
+	}
+	p, err := pf.read(pos, stdin)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -51,7 +58,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		return exitUsage, fmt.Errorf("%w: %w: %q is not in %s (it has %s)", cli.ErrUsage, agents.ErrUnknownAgent, *agent, af.file, strings.Join(defs.IDs(), ", "))
 	}
 	defs.Agents = []*agents.Agent{defs.Agent(*agent)}
-	log := logger(*verbose, stderr)
+	log := cli.Logger(*verbose, stderr)
 	c, err := conn.Open(ctx, "hookbus-loop", log, cli.Provision)
 	if err != nil {
 		return exitFailure, err
@@ -66,6 +73,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		return exitFailure, err
 	}
 	defer stopHooks()
+	if *demoHook {
+		if err := registerDemoHook(hooks); err != nil {
+			return exitFailure, err
+		}
+		fmt.Fprintf(stderr, "loop run: in-process hook %s on tool.after (clock) registered; a remote interceptor plugs into the same chain: \"observer hooks add --stage STAGE --plugin NAME\" and a service answering %s.hook.STAGE.NAME (README: \"Three terminals\")\n", demoPlugin, conn.Prefix)
+	}
 	engs, closeAgents, err := engines(ctx, defs, em, c.Bus, hooks, log)
 	if err != nil {
 		return exitFailure, err
