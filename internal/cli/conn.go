@@ -138,7 +138,13 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 	if err != nil {
 		return nil, err
 	}
-	opts := []bus.Option{bus.WithPrefix(c.Prefix), bus.WithLogger(logger), bus.WithReplicas(c.Replicas)}
+	opts := []bus.Option{bus.WithLogger(logger)}
+	if c.Prefix != "" {
+		opts = append(opts, bus.WithPrefix(c.Prefix))
+	}
+	if c.Replicas > 0 {
+		opts = append(opts, bus.WithReplicas(c.Replicas))
+	}
 	opts = append(opts, c.BusOptions...)
 	if c.Outage > 0 {
 		opts = append(opts, bus.WithPublishRetry(bus.DefaultAckTimeout, c.Outage))
@@ -156,7 +162,7 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 			if errors.Is(err, bus.ErrAddrInUse) {
 				err = fmt.Errorf("%w (another server listens there: use it with --nats nats://%s, or give this one another --listen, or --listen none)", err, listen)
 			}
-		} else {
+		} else if err = isStore(target.store); err == nil {
 			out.Embedded, err = bus.OpenStore(ctx, target.store)
 			if errors.Is(err, bus.ErrStoreLocked) {
 				err = fmt.Errorf("%w (a server runs on it: connect to that server with --nats)", err)
@@ -253,6 +259,19 @@ func (c *ConnFlags) resolve() (target, error) {
 		}
 	}
 	return target{url: u, byDefault: true}, nil
+}
+
+// isStore checks, without writing anything, that dir holds a hookbus
+// store (JetStream data): the error wraps bus.ErrNoStore.
+func isStore(dir string) error {
+	entries, err := os.ReadDir(filepath.Join(dir, "jetstream"))
+	if err == nil && len(entries) == 0 {
+		err = errors.New("no JetStream data")
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s is not a hookbus store (%v); \"loop run --store DIR\" or \"loop server --store DIR\" creates one", bus.ErrNoStore, dir, err)
+	}
+	return nil
 }
 
 // listening reports whether something accepts TCP connections at the
