@@ -12,6 +12,7 @@ import (
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/agents"
+	"github.com/hookbus/hookbus/loop/scripted"
 )
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
@@ -84,7 +85,14 @@ func (a *agentFlags) definitions(id string) (*agents.File, error) {
 		return nil, fmt.Errorf("%w: give --model or --script, not both", cli.ErrUsage)
 	case a.script != "":
 		def.Model = "scripted:" + a.script
-	case a.model == "":
+	}
+	if file, ok := strings.CutPrefix(def.Model, "scripted:"); ok && file != "demo" {
+		// A mistake in the script is the command line's: exit 2.
+		if _, err := scripted.Load(file); err != nil {
+			return nil, fmt.Errorf("%w: %v", cli.ErrUsage, err)
+		}
+	}
+	if def.Model == "" {
 		def.Model = "scripted:demo"
 	}
 	if a.tools != "" {
@@ -105,29 +113,32 @@ func (a *agentFlags) definitions(id string) (*agents.File, error) {
 	return &agents.File{Agents: []*agents.Agent{d}}, nil
 }
 
-// engines builds each agent and its engine; close closes what they hold
-// (MCP servers).
-func engines(ctx context.Context, f *agents.File, em loop.Emitter, h loop.History, hooks loop.Interception, log *slog.Logger) (map[string]*loop.Engine, func(), error) {
-	built, err := f.BuildAll(ctx, log)
+// build builds each agent (its model, tools and MCP servers), before any
+// bus is opened, so that an agent that cannot be built starts and writes
+// nothing; closeAll closes what they hold (MCP servers).
+func build(ctx context.Context, f *agents.File, log *slog.Logger) (built []*agents.Built, closeAll func(), err error) {
+	built, err = f.BuildAll(ctx, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	closeAll := func() {
+	return built, func() {
 		for _, b := range built {
 			_ = b.Close()
 		}
-	}
+	}, nil
+}
+
+// engines makes the engine of each built agent.
+func engines(built []*agents.Built, em loop.Emitter, h loop.History, hooks loop.Interception, log *slog.Logger) (map[string]*loop.Engine, error) {
 	out := make(map[string]*loop.Engine, len(built))
 	for _, b := range built {
 		cfg := b.Config
 		cfg.Emitter, cfg.History, cfg.Hooks, cfg.Logger = em, h, hooks, log
 		eng, err := loop.New(cfg)
 		if err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("agent %s: %w", b.Agent.ID, err)
+			return nil, fmt.Errorf("agent %s: %w", b.Agent.ID, err)
 		}
 		out[b.Agent.ID] = eng
 	}
-	return out, closeAll, nil
+	return out, nil
 }
-

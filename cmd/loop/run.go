@@ -59,6 +59,11 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	defs.Agents = []*agents.Agent{defs.Agent(*agent)}
 	log := cli.Logger(*verbose, stderr)
+	built, closeAgents, err := build(ctx, defs, log)
+	if err != nil {
+		return exitFailure, err
+	}
+	defer closeAgents()
 	c, err := conn.Open(ctx, "hookbus-loop", log, cli.Provision)
 	if err != nil {
 		return exitFailure, err
@@ -79,11 +84,10 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		fmt.Fprintf(stderr, "loop run: in-process hook %s on tool.after (clock) registered; a remote interceptor plugs into the same chain: \"observer hooks add --stage STAGE --plugin NAME\" and a service answering %s.hook.STAGE.NAME (README: \"Three terminals\")\n", demoPlugin, conn.Prefix)
 	}
-	engs, closeAgents, err := engines(ctx, defs, em, c.Bus, hooks, log)
+	engs, err := engines(built, em, c.Bus, hooks, log)
 	if err != nil {
 		return exitFailure, err
 	}
-	defer closeAgents()
 	eng := engs[*agent]
 	res, err := eng.Run(ctx, req)
 	if res != nil {

@@ -63,6 +63,11 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		ids = defs.IDs()
 	}
 	log := cli.Logger(*verbose, stderr)
+	built, closeAgents, err := build(ctx, defs, log)
+	if err != nil {
+		return err
+	}
+	defer closeAgents()
 	c, err := conn.Open(ctx, "hookbus-worker", log, cli.Provision)
 	if err != nil {
 		return err
@@ -73,11 +78,10 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer stopHooks()
-	engs, closeAgents, err := engines(ctx, defs, c.Bus, c.Bus, hooks, log)
+	engs, err := engines(built, c.Bus, c.Bus, hooks, log)
 	if err != nil {
 		return err
 	}
-	defer closeAgents()
 	w := loop.NewAgentsWorker(engs, log)
 	if af.file == "" {
 		w = loop.NewWorker(engs["any"], log) // the flags' agent runs every requested agent id

@@ -160,13 +160,13 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 			}
 			out.Embedded, err = bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: target.store, Listen: listen, Logger: logger})
 			if errors.Is(err, bus.ErrAddrInUse) {
-				err = fmt.Errorf("%w (another server listens there: use it with --nats nats://%s, or give this one another --listen, or --listen none)", err, listen)
+				err = fmt.Errorf("%w (another server listens there: attach to it with --nats nats://%s, or give this one another --listen, or --listen none)", err, listen)
 			}
 		} else if err = isStore(target.store); err == nil {
 			out.Embedded, err = bus.OpenStore(ctx, target.store)
-			if errors.Is(err, bus.ErrStoreLocked) {
-				err = fmt.Errorf("%w (a server runs on it: connect to that server with --nats)", err)
-			}
+		}
+		if errors.Is(err, bus.ErrStoreLocked) {
+			err = fmt.Errorf("%w (a server runs on it, e.g. loop server: attach to that server with --nats URL)", err)
 		}
 		if err != nil {
 			return nil, err

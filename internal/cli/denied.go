@@ -79,8 +79,9 @@ func (c *Conn) Guard(ctx context.Context) (context.Context, func()) {
 }
 
 // Explain returns err, or, when the server refused something of this
-// connection, an error wrapping ErrPermission that names what it refused
-// (the wait that err reports was the refusal's consequence).
+// connection, an error wrapping ErrPermission and err that names what the
+// server refused, then what err says (the wait that err reports ended at
+// the refusal, so its "context canceled" is left out).
 func (c *Conn) Explain(err error) error {
 	if err == nil || c == nil || c.denied == nil {
 		return err
@@ -91,5 +92,22 @@ func (c *Conn) Explain(err error) error {
 	if first == nil {
 		return err
 	}
-	return fmt.Errorf("%w: %s (the connection's user lacks the permission; deploy/nats/README.md lists what each user may do)", ErrPermission, violation(first))
+	return &deniedError{violation: violation(first), err: err}
 }
+
+type deniedError struct {
+	violation string
+	err       error
+}
+
+func (e *deniedError) Error() string {
+	what := strings.ReplaceAll(e.err.Error(), ": "+context.Canceled.Error(), "")
+	if what == context.Canceled.Error() {
+		what = ""
+	} else {
+		what = ", so: " + what
+	}
+	return fmt.Sprintf("%v: %s%s (the connection's user lacks the permission; deploy/nats/README.md lists what each user may do)", ErrPermission, e.violation, what)
+}
+
+func (e *deniedError) Unwrap() []error { return []error{ErrPermission, e.err} }
