@@ -34,10 +34,10 @@ func TestMakeRunShowsAHook(t *testing.T) {
 	}
 	s := string(out)
 	for _, want := range []string{
-		"hook.decided       demo-redactor tool.after modify",           // the trace: the hook decided
-		`"op":"replace","path":"/result/content"`,                      // with its patch
-		"tool.result        clock → ",                                  // the raw result, kept for auditors
-		"It is 20",                                                     // the answer...
+		"hook.decided       demo-redactor tool.after modify",             // the trace: the hook decided
+		`"op":"replace","path":"/result/content"`,                        // with its patch
+		"tool.result        clock → ",                                    // the raw result, kept for auditors
+		"It is 20",                                                       // the answer...
 		"(time of day redacted by the demo-redactor hook), and 6*7 = 42", // ...shows the effect
 		"observer replay",
 		"18 events", // the replay, offline
