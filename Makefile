@@ -1,6 +1,7 @@
 # hookbus — make run (the demo on an embedded NATS server), make test, make bench.
 GO        ?= go
 STORE     ?= .hookbus
+LISTEN    ?= 127.0.0.1:4222
 SESSION   ?= demo
 PROMPT    ?= What time is it, and what is 6*7?
 BIN       := bin
@@ -16,13 +17,19 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ ./cmd/loop ./cmd/observer
 
-## run: a demo agent run on the embedded default (store ./.hookbus), every stage traced, then its replay.
+## run: a demo agent run on the embedded default (store ./.hookbus), every stage traced, an in-process hook at work, then its replay.
 run: build
-	@echo "== loop run (embedded NATS, store $(STORE), session $(SESSION))"
-	$(BIN)/loop run --session $(SESSION) --trace "$(PROMPT)"
+	@echo "== loop run (embedded NATS, store $(STORE), session $(SESSION), the demo's in-process hook)"
+	$(BIN)/loop run --store $(STORE) --listen $(LISTEN) --session $(SESSION) --trace --demo-hook "$(PROMPT)"
 	@echo
-	@echo "== observer replay --session $(SESSION)"
+	@echo "== observer replay --session $(SESSION)   (reads $(STORE) offline: no server is running now)"
 	$(BIN)/observer replay --store $(STORE) --session $(SESSION)
+	@echo
+	@echo "== the hook: hook.decided shows demo-redactor's patch; tool.result keeps the raw clock for auditors"
+	@echo "== a remote hook plugs in the same way, from another process: README.md, \"Three terminals\":"
+	@echo "   $(BIN)/loop server                      # terminal 1: a bus that stays up"
+	@echo "   $(BIN)/observer hooks add --stage tool.before --plugin freeze && nats reply 'hookbus.hook.tool.before.freeze' '{\"decision\":\"deny\",\"reason\":\"deploy freeze\"}' --queue freeze   # terminal 2"
+	@echo "   $(BIN)/loop run --nats nats://127.0.0.1:4222 --trace \"What is 6*7?\"   # terminal 3"
 
 ## test: vet, staticcheck and every test with the race detector.
 test: vet staticcheck unit

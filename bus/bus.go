@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hookbus/hookbus/internal/redact"
 	"log/slog"
 	"time"
 
@@ -103,7 +104,8 @@ func ctxErr(ctx context.Context, err error) error {
 // Connect connects to an external nats-server at url (comma-separated for a
 // cluster) with hookbus' defaults: a connection name, reconnecting forever
 // every 500ms with jitter, and retrying a failed first connect. Options
-// given are applied after the defaults. An in-process server is started
+// given are applied after the defaults. The error names url with its user
+// info masked. An in-process server is started
 // with bus/embedded.
 func Connect(url string, opts ...nats.Option) (*nats.Conn, error) {
 	all := append([]nats.Option{
@@ -114,7 +116,7 @@ func Connect(url string, opts ...nats.Option) (*nats.Conn, error) {
 	}, opts...)
 	nc, err := nats.Connect(url, all...)
 	if err != nil {
-		return nil, fmt.Errorf("hookbus: connect %s: %w", url, err)
+		return nil, fmt.Errorf("hookbus: connect %s: %w", redact.URL(url), redact.Error(err, redact.UserInfo(url)...)) // never the credentials
 	}
 	return nc, nil
 }

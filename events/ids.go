@@ -3,6 +3,7 @@ package events
 import (
 	"fmt"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
 )
@@ -15,8 +16,10 @@ func NewID() string { return ulid.Make().String() }
 
 // ValidateID checks that id can stand as one NATS subject token. kind names
 // the id in the error ("agent", "session", "plugin", ...). An empty id, one
-// longer than MaxIDLen bytes, or one holding '.', '*', '>', whitespace or a
-// control character is an error wrapping ErrInvalidID that names the id.
+// longer than MaxIDLen bytes, one that is not valid UTF-8, or one holding
+// '.', '*', '>', whitespace, a control or format character (zero-width
+// spaces and joiners, bidirectional marks: unicode.Cf) or U+FFFD is an
+// error wrapping ErrInvalidID that names the id.
 func ValidateID(kind, id string) error {
 	if id == "" {
 		return fmt.Errorf("%w: %s id is empty", ErrInvalidID, kind)
@@ -35,12 +38,17 @@ func ValidateID(kind, id string) error {
 // validateIDRunes is ValidateID's check rune by rune, for an id that is not
 // plain printable ASCII.
 func validateIDRunes(kind, id string) error {
+	if !utf8.ValidString(id) {
+		return fmt.Errorf("%w: %s id %q is not valid UTF-8", ErrInvalidID, kind, id)
+	}
 	for _, r := range id {
 		switch {
 		case r == '.' || r == '*' || r == '>':
 			return fmt.Errorf("%w: %s id %q contains %q (not allowed in a subject token)", ErrInvalidID, kind, id, r)
 		case unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar:
 			return fmt.Errorf("%w: %s id %q contains whitespace or a control character", ErrInvalidID, kind, id)
+		case unicode.Is(unicode.Cf, r) || !unicode.IsPrint(r):
+			return fmt.Errorf("%w: %s id %q contains the invisible or unprintable character %U", ErrInvalidID, kind, id, r)
 		}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/agents"
+	"github.com/hookbus/hookbus/loop/scripted"
 )
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
@@ -24,14 +25,6 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 
 // parse parses args, mapping -h to cli.ErrHelp and mistakes to cli.ErrUsage.
 func parse(fs *flag.FlagSet, args []string) error { return cli.Parse(fs, args) }
-
-func logger(verbose bool, w io.Writer) *slog.Logger {
-	level := slog.LevelWarn
-	if verbose {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
-}
 
 // agentFlags are the flags that say which agents to run: an agent
 // definitions file (--agents FILE), or one agent made of flags.
@@ -52,11 +45,22 @@ func (a *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.script, "script", "", "scripted model: a JSON script file (the same as --model scripted:FILE)")
 	fs.StringVar(&a.root, "root", ".", "directory the file tools are confined to, and Bash runs in")
 	fs.StringVar(&a.system, "system", "", "system prompt")
-	fs.IntVar(&a.maxSteps, "max-steps", loop.DefaultMaxSteps, "most steps a run may take")
+	fs.IntVar(&a.maxSteps, "max-steps", loop.DefaultMaxSteps, "most steps a run may take (at least 1)")
 	fs.Func("claude-settings", "a Claude Code settings.json whose hooks section every agent runs (command and http hooks, in the file's order); repeatable", func(v string) error {
 		a.claude = append(a.claude, v)
 		return nil
 	})
+}
+
+// check refuses what the flags cannot mean; set is cli.Set of the flag set.
+func (a *agentFlags) check(set map[string]bool) error {
+	if a.maxSteps < 1 {
+		return fmt.Errorf("%w: --max-steps %d: a run takes at least 1 step", cli.ErrUsage, a.maxSteps)
+	}
+	if a.file != "" && set["max-steps"] {
+		return fmt.Errorf("%w: --max-steps defines an agent; with --agents FILE the file does (max_steps)", cli.ErrUsage)
+	}
+	return nil
 }
 
 // isAgentsFile reports whether an --agents value names a definitions file
@@ -88,7 +92,14 @@ func (a *agentFlags) definitions(id string) (*agents.File, error) {
 		return nil, fmt.Errorf("%w: give --model or --script, not both", cli.ErrUsage)
 	case a.script != "":
 		def.Model = "scripted:" + a.script
-	case a.model == "":
+	}
+	if file, ok := strings.CutPrefix(def.Model, "scripted:"); ok && file != "demo" {
+		// A mistake in the script is the command line's: exit 2.
+		if _, err := scripted.Load(file); err != nil {
+			return nil, fmt.Errorf("%w: %v", cli.ErrUsage, err)
+		}
+	}
+	if def.Model == "" {
 		def.Model = "scripted:demo"
 	}
 	if a.tools != "" {
@@ -109,46 +120,44 @@ func (a *agentFlags) definitions(id string) (*agents.File, error) {
 	return &agents.File{Agents: []*agents.Agent{d}}, nil
 }
 
-// engines builds each agent and its engine; close closes what they hold
-// (MCP servers, hook transcripts). An agent that runs Claude Code hooks
-// (claude, then its own hooks section) gets a child of hooks holding them.
-func engines(ctx context.Context, f *agents.File, em loop.Emitter, h loop.History, q loop.Queue, hooks *interceptors.Chain, claude []*claudecode.Settings, log *slog.Logger) (map[string]*loop.Engine, func(), error) {
-	built, err := f.BuildAll(ctx, log)
+// build builds each agent (its model, tools and MCP servers), before any
+// bus is opened, so that an agent that cannot be built starts and writes
+// nothing; closeAll closes what they hold (MCP servers).
+func build(ctx context.Context, f *agents.File, log *slog.Logger) (built []*agents.Built, closeAll func(), err error) {
+	built, err = f.BuildAll(ctx, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	cc := &claudeHooks{settings: claude, history: h, log: log}
-	closeAll := func() {
+	return built, func() {
 		for _, b := range built {
 			_ = b.Close()
 		}
-		cc.close()
-	}
+	}, nil
+}
+
+// engines makes the engine of each built agent, on a team so that they can
+// call each other as sub-agents; closeHooks closes what their Claude Code
+// hooks hold (transcripts). An agent that runs Claude Code hooks (claude,
+// then its own hooks section) gets a child of hooks holding them.
+func engines(built []*agents.Built, em loop.Emitter, h loop.History, q loop.Queue, hooks *interceptors.Chain, claude []*claudecode.Settings, log *slog.Logger) (map[string]*loop.Engine, func(), error) {
+	cc := &claudeHooks{settings: claude, history: h, log: log}
 	out := make(map[string]*loop.Engine, len(built))
 	team := loop.NewTeam()
 	for _, b := range built {
 		cfg := b.Config
 		agentHooks, agentEm, err := cc.forAgent(hooks, b, em)
 		if err != nil {
-			closeAll()
+			cc.close()
 			return nil, nil, err
 		}
 		cfg.Emitter, cfg.History, cfg.Queue, cfg.Hooks, cfg.Logger, cfg.Team = agentEm, h, q, agentHooks, log, team
 		eng, err := loop.New(cfg)
 		if err != nil {
-			closeAll()
+			cc.close()
 			return nil, nil, fmt.Errorf("agent %s: %w", b.Agent.ID, err)
 		}
 		out[b.Agent.ID] = eng
 		team.Add(b.Agent.ID, eng)
 	}
-	return out, closeAll, nil
-}
-
-func prompt(fs *flag.FlagSet) (string, error) {
-	p := strings.TrimSpace(strings.Join(fs.Args(), " "))
-	if p == "" {
-		return "", fmt.Errorf("%w: no PROMPT given", cli.ErrUsage)
-	}
-	return p, nil
+	return out, cc.close, nil
 }

@@ -9,21 +9,35 @@ import (
 	"syscall"
 
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/internal/redact"
 )
 
 const usage = `loop — the hookbus agent loop
 
 Usage:
-  loop run    [--nats URL | --store DIR] [--listen ADDR] [--agents FILE] [--agent ID] [--model P:NAME] [--tools T,T]
-              [--claude-settings FILE]... [--session ID] [--trace] PROMPT
-  loop serve  [--nats URL | --store DIR] [--listen ADDR] [--concurrency N] [--agents FILE | --agents ID,ID] [--model P:NAME]
-              [--claude-settings FILE]...
-  loop submit [--nats URL] [--agent ID] [--session ID] [--wait] [--timeout D] PROMPT
-  loop compact [--nats URL | --store DIR] [--agents FILE] [--agent ID] --session ID
+  loop run     [connection] [--agents FILE] [--agent ID] [--model P:NAME] [--tools T,T] [--claude-settings FILE]...
+               [--session ID] [--trace] PROMPT | - | --prompt-file FILE
+  loop serve   [connection] [--concurrency N] [--agents FILE | --agents ID,ID] [--model P:NAME] [--claude-settings FILE]...
+  loop submit  [--nats URL] [--agent ID] [--session ID] [--wait] [--timeout D] PROMPT | - | --prompt-file FILE
+  loop compact [connection] [--agents FILE] [--agent ID] --session ID
+  loop server  [--store DIR] [--listen ADDR]
 
-With neither --nats nor --store, run and serve start an embedded NATS server
-on ./.hookbus that listens on 127.0.0.1:4222, so observers and interceptors in
-other processes can connect while it runs.
+connection: --nats URL [--creds FILE | --nkey FILE | --user U --password P | --token T] [--tls-ca FILE],
+            or --store DIR [--listen ADDR]
+
+With neither --nats nor --store (nor $NATS_URL), run and serve start an
+embedded NATS server on ./.hookbus that listens on 127.0.0.1:4222, so
+observers and interceptors in other processes can connect while it runs.
+loop server is that embedded server alone, until interrupted: a bus to
+attach runs (loop run --nats nats://127.0.0.1:4222), workers, interceptors
+and observers to. submit connects to $NATS_URL or nats://127.0.0.1:4222.
+
+Flags may come before or after the prompt; words of the prompt that start
+with "-" go after "--". Credentials are never printed.
+
+Exit codes: 0 the run completed with an answer; 1 an error; 2 a usage
+mistake; 3 the run completed without an answer (denied, stopped, rejected,
+max_steps, cost_limit, interrupted); 4 the run waits for a human's approval.
 
 "loop COMMAND --help" lists a command's flags.
 `
@@ -39,12 +53,15 @@ const (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// Every message and log line goes through the redactor: no password
+	// or token of the command line or the environment is ever printed.
+	stderr = redact.NewWriter(stderr, redact.Secrets(args, os.Getenv)...)
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
@@ -53,13 +70,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	code := exitOK
 	switch args[0] {
 	case "run":
-		code, err = cmdRun(ctx, args[1:], stdout, stderr)
+		code, err = cmdRun(ctx, args[1:], stdin, stdout, stderr)
 	case "serve":
 		err = cmdServe(ctx, args[1:], stdout, stderr)
 	case "compact":
 		code, err = cmdCompact(ctx, args[1:], stdout, stderr)
 	case "submit":
-		code, err = cmdSubmit(ctx, args[1:], stdout, stderr)
+		code, err = cmdSubmit(ctx, args[1:], stdin, stdout, stderr)
+	case "server":
+		err = cmdServer(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -13,49 +13,57 @@ import (
 	"github.com/hookbus/hookbus/loop/agents"
 )
 
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	return runOrCompact(ctx, "run", args, stdout, stderr)
+func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	return runOrCompact(ctx, "run", args, stdin, stdout, stderr)
 }
 
 // cmdCompact compacts a session's conversation on request: a run of its
 // own that summarises the session with the agent's model.
 func cmdCompact(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	return runOrCompact(ctx, "compact", args, stdout, stderr)
+	return runOrCompact(ctx, "compact", args, nil, stdout, stderr)
 }
 
-func runOrCompact(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) (int, error) {
+func runOrCompact(ctx context.Context, cmd string, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	compact := cmd == "compact"
 	fs := newFlagSet(cmd, stderr)
 	conn := cli.ConnFlags{Embeds: true}
 	conn.Register(fs)
 	var af agentFlags
 	af.register(fs)
+	var pf promptFlags
+	if !compact {
+		pf.register(fs)
+	}
 	fs.StringVar(&af.file, "agents", "", "agent definitions file (YAML); --agent picks the agent")
 	agent := fs.String("agent", "demo", "agent id (with --agents: one of the file's)")
 	session := fs.String("session", "", "session id (default: a new one); the same id continues the conversation")
 	trace := fs.Bool("trace", false, "print every event on stderr as it is published")
-	verbose := fs.Bool("v", false, "log debug output on stderr")
+	demoHook := fs.Bool("demo-hook", false, "register the demo's in-process interceptor: a tool.after hook (plugin "+demoPlugin+") that redacts the time of day from the clock's result (make run shows it)")
+	verbose := fs.Bool("v", false, cli.VerboseHelp)
 	fs.Usage = func() {
 		if compact {
 			fmt.Fprintln(stderr, "Usage: loop compact --session ID [flags]\n\nSummarises the session's conversation with the agent's model (compact.before, compact.after): its next runs start from the summary.\n\nFlags:")
 		} else {
-			fmt.Fprintln(stderr, "Usage: loop run [flags] PROMPT\n\nRuns one agent run and prints its answer on stdout, the run and session ids on stderr.\n\nFlags:")
+			fmt.Fprintln(stderr, "Usage: loop run [flags] PROMPT | - | --prompt-file FILE\n\nRuns one agent run and prints its answer on stdout, the run and session ids on stderr.\nThe prompt is the words after the flags (flags may also follow them), stdin with \"-\", or a file.\n\nFlags:")
 		}
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
+	pos, err := cli.ParseInterspersed(fs, args)
+	if err != nil {
+		return exitUsage, err
+	}
+	if err := af.check(cli.Set(fs)); err != nil {
 		return exitUsage, err
 	}
 	var p string
-	var err error
 	if compact {
-		if err := cli.NoArgs(fs); err != nil {
-			return exitUsage, err
+		if len(pos) > 0 {
+			return exitUsage, fmt.Errorf("%w: loop compact takes no arguments (got %q)", cli.ErrUsage, pos)
 		}
 		if *session == "" {
 			return exitUsage, fmt.Errorf("%w: loop compact needs --session", cli.ErrUsage)
 		}
-	} else if p, err = prompt(fs); err != nil {
+	} else if p, err = pf.read(pos, stdin); err != nil {
 		return exitUsage, err
 	}
 	if *session == "" {
@@ -74,11 +82,16 @@ func runOrCompact(ctx context.Context, cmd string, args []string, stdout, stderr
 		return exitUsage, fmt.Errorf("%w: %w: %q is not in %s (it has %s)", cli.ErrUsage, agents.ErrUnknownAgent, *agent, af.file, strings.Join(defs.IDs(), ", "))
 	}
 	defs.Agents = withSubagents(defs, *agent) // what the run may call, and nothing else
-	log := logger(*verbose, stderr)
+	log := cli.Logger(*verbose, stderr)
 	claude, err := loadClaudeSettings(af.claude, log)
 	if err != nil {
 		return exitUsage, err
 	}
+	built, closeAgents, err := build(ctx, defs, log)
+	if err != nil {
+		return exitFailure, err
+	}
+	defer closeAgents()
 	c, err := conn.Open(ctx, "hookbus-loop", log, cli.Provision)
 	if err != nil {
 		return exitFailure, err
@@ -93,11 +106,17 @@ func runOrCompact(ctx context.Context, cmd string, args []string, stdout, stderr
 		return exitFailure, err
 	}
 	defer stopHooks()
-	engs, closeAgents, err := engines(ctx, defs, em, c.Bus, c.Bus, hooks, claude, log)
+	if *demoHook {
+		if err := registerDemoHook(hooks); err != nil {
+			return exitFailure, err
+		}
+		fmt.Fprintf(stderr, "loop run: in-process hook %s on tool.after (clock) registered; a remote interceptor plugs into the same chain: \"observer hooks add --stage STAGE --plugin NAME\" and a service answering %s.hook.STAGE.NAME (README: \"Three terminals\")\n", demoPlugin, conn.Prefix)
+	}
+	engs, closeHooks, err := engines(built, em, c.Bus, c.Bus, hooks, claude, log)
 	if err != nil {
 		return exitFailure, err
 	}
-	defer closeAgents()
+	defer closeHooks()
 	eng := engs[*agent]
 	res, err := eng.Run(ctx, req)
 	if res != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -22,7 +24,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	concurrency := fs.Int("concurrency", 4, "runs in flight at once")
 	agentsFlag := fs.String("agents", "", "an agent definitions file (FILE.yaml): serve its agents; or comma-separated agent ids to serve with the flags' agent (default: every agent)")
 	lease := fs.Duration("lease", bus.DefaultRunAckWait, "how long a run may go without a sign of life from its worker before another worker takes it over (the same for every worker of the pool)")
-	verbose := fs.Bool("v", false, "log every run on stderr")
+	verbose := fs.Bool("v", false, cli.VerboseHelp+"; every run is logged")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: loop serve [flags]\n\nTakes run requests from the HOOKBUS_RUNS work queue until interrupted; start several to share it.\n\nFlags:")
 		fs.PrintDefaults()
@@ -50,6 +52,9 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 			ids = append(ids, a)
 		}
 	}
+	if err := af.check(cli.Set(fs)); err != nil {
+		return err
+	}
 	defs, err := af.definitions("any")
 	if err != nil {
 		return err
@@ -57,11 +62,16 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if af.file != "" {
 		ids = defs.IDs()
 	}
-	log := logger(*verbose, stderr)
+	log := cli.Logger(*verbose, stderr)
 	claude, err := loadClaudeSettings(af.claude, log)
 	if err != nil {
 		return err
 	}
+	built, closeAgents, err := build(ctx, defs, log)
+	if err != nil {
+		return err
+	}
+	defer closeAgents()
 	c, err := conn.Open(ctx, "hookbus-worker", log, cli.Provision)
 	if err != nil {
 		return err
@@ -72,11 +82,11 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer stopHooks()
-	engs, closeAgents, err := engines(ctx, defs, c.Bus, c.Bus, c.Bus, hooks, claude, log)
+	engs, closeHooks, err := engines(built, c.Bus, c.Bus, c.Bus, hooks, claude, log)
 	if err != nil {
 		return err
 	}
-	defer closeAgents()
+	defer closeHooks()
 	w := loop.NewAgentsWorker(engs, log)
 	if af.file == "" {
 		w = loop.NewWorker(engs["any"], log) // the flags' agent runs every requested agent id
@@ -89,7 +99,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if len(ids) > 0 {
 		where = "agents " + strings.Join(ids, ", ")
 	}
-	fmt.Fprintf(stderr, "loop serve: taking runs for %s, %d at a time (%s)\n", where, *concurrency, c.NC.ConnectedUrlRedacted())
+	fmt.Fprintf(stderr, "loop serve: taking runs for %s, %d at a time (%s)\n", where, *concurrency, c.Where)
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "loop serve: draining")
 	rc.Drain()
@@ -101,23 +111,37 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	return nil
 }
 
-func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+func cmdSubmit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("submit", stderr)
-	conn := cli.ConnFlags{DefaultURL: "nats://" + cli.DefaultListen}
+	conn := cli.ConnFlags{}
 	conn.Register(fs)
+	var pf promptFlags
+	pf.register(fs)
 	agent := fs.String("agent", "demo", "agent id")
 	session := fs.String("session", "", "session id (default: a new one)")
-	maxSteps := fs.Int("max-steps", 0, "most steps (default: the worker's)")
+	maxSteps := fs.Int("max-steps", 0, "most steps, at least 1 (default: the worker's)")
 	wait := fs.Bool("wait", false, "wait for the run to end and print its answer")
 	timeout := fs.Duration("timeout", 5*time.Minute, "with --wait: how long to wait")
+	verbose := fs.Bool("v", false, cli.VerboseHelp)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: loop submit [flags] PROMPT\n\nEnqueues a run request on hookbus.run.<agent> for the workers (loop serve).\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: loop submit [flags] PROMPT | - | --prompt-file FILE\n\nEnqueues a run request on hookbus.run.<agent> for the workers (loop serve).\nA run request is one NATS message: it must fit the server's max payload (1 MiB by\ndefault); loop run, which needs no queue, takes prompts of any size.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
+	pos, err := cli.ParseInterspersed(fs, args)
+	if err != nil {
 		return exitUsage, err
 	}
-	p, err := prompt(fs)
+	set := cli.Set(fs)
+	if set["max-steps"] && *maxSteps < 1 {
+		return exitUsage, fmt.Errorf("%w: --max-steps %d: a run takes at least 1 step (leave it out for the worker's)", cli.ErrUsage, *maxSteps)
+	}
+	if *timeout <= 0 {
+		return exitUsage, fmt.Errorf("%w: --timeout %s: give a positive duration", cli.ErrUsage, *timeout)
+	}
+	if set["timeout"] && !*wait {
+		return exitUsage, fmt.Errorf("%w: --timeout is how long --wait waits: give --wait too", cli.ErrUsage)
+	}
+	p, err := pf.read(pos, stdin)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -128,24 +152,29 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	if err := req.Validate(); err != nil {
 		return exitUsage, fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
-	c, err := conn.Open(ctx, "hookbus-submit", logger(false, stderr), cli.ReadOnly)
+	c, err := conn.Open(ctx, "hookbus-submit", cli.Logger(*verbose, stderr), cli.ReadOnly)
 	if err != nil {
 		return exitFailure, err
 	}
 	defer c.Close()
-	if err := c.Bus.SubmitRun(ctx, req); err != nil {
+	if err := fits(req, c.NC.MaxPayload()); err != nil {
 		return exitFailure, err
+	}
+	gctx, stop := c.Guard(ctx)
+	defer stop()
+	if err := c.Bus.SubmitRun(gctx, req); err != nil {
+		return exitFailure, c.Explain(err)
 	}
 	fmt.Fprintf(stderr, "submitted run %s session %s agent %s\n", req.RunID, req.SessionID, req.AgentID)
 	if !*wait {
 		fmt.Fprintln(stdout, req.RunID)
 		return exitOK, nil
 	}
-	wctx, cancel := context.WithTimeout(ctx, *timeout)
+	wctx, cancel := context.WithTimeout(gctx, *timeout)
 	defer cancel()
 	end, err := c.Bus.WaitRun(wctx, req.AgentID, req.SessionID, req.RunID)
 	if err != nil {
-		return exitFailure, fmt.Errorf("waiting for run %s: %w", req.RunID, err)
+		return exitFailure, c.Explain(fmt.Errorf("waiting for run %s: %w", req.RunID, err))
 	}
 	if end.Stage == events.StageRunFailed {
 		var p events.RunFailed
@@ -168,4 +197,24 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		return exitNoAnswer, nil
 	}
 	return exitOK, nil
+}
+
+// errTooLarge is returned by loop submit for a run request that does not
+// fit in one NATS message.
+var errTooLarge = errors.New("run request too large")
+
+// fits refuses a run request larger than the server's max payload: a run
+// request is one message on the work queue, not claim-checked as events are
+// (docs/PROTOCOL.md, "Run requests").
+func fits(req *events.RunRequest, max int64) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	// Headers (Nats-Msg-Id) travel in the same message: leave them room.
+	const headroom = 512
+	if max > 0 && int64(len(b))+headroom > max {
+		return fmt.Errorf("%w: the run request is %d bytes (a prompt of %d bytes) and the server's max payload is %d bytes: a run request is one NATS message, never claim-checked; shorten the prompt, or run it with \"loop run --nats URL\", which stores large events in the payloads object store", errTooLarge, len(b), len(req.Prompt), max)
+	}
+	return nil
 }

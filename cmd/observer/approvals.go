@@ -30,7 +30,7 @@ func readApprovals(ctx context.Context, b *bus.Bus, f bus.Filter) (*audit.Approv
 func cmdApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("observer approvals", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	conn := cli.ConnFlags{DefaultURL: "nats://" + cli.DefaultListen}
+	conn := cli.ConnFlags{StoreFallback: true}
 	conn.Register(fs)
 	agent := fs.String("agent", "", "only this agent's")
 	all := fs.Bool("all", false, "answered ones too")
@@ -49,7 +49,7 @@ func cmdApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 		}
 	}
-	c, err := conn.Open(ctx, "hookbus-observer", slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})), cli.Offline)
+	c, err := conn.Open(ctx, "hookbus-observer", slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func compactArgs(b []byte) string {
 func cmdAnswer(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("observer "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	conn := cli.ConnFlags{DefaultURL: "nats://" + cli.DefaultListen}
+	conn := cli.ConnFlags{}
 	conn.Register(fs)
 	call := fs.String("call", "", "the call to answer (default: every call of the run waiting)")
 	by := fs.String("by", os.Getenv("USER"), "who answers (recorded)")
@@ -112,7 +112,7 @@ func cmdAnswer(ctx context.Context, verb string, args []string, stdout, stderr i
 		fmt.Fprintf(stderr, "Usage: observer %s [flags] RUN\n\nAnswers a run's tool calls waiting for approval. The answer is queued on hookbus.approval.<agent>; a worker (loop serve) records it and resumes the run.\n\nFlags:\n", verb)
 		fs.PrintDefaults()
 	}
-	pos, err := parseInterspersed(fs, args)
+	pos, err := cli.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -50,14 +50,14 @@ func cmdHooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fs := flag.NewFlagSet("observer hooks "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	conn := cli.ConnFlags{DefaultURL: "nats://" + cli.DefaultListen}
+	conn := cli.ConnFlags{StoreFallback: true}
 	conn.Register(fs)
-	verbose := fs.Bool("v", false, "log debug output on stderr")
+	verbose := fs.Bool("v", false, cli.VerboseHelp)
 	var hf hookFlags
 	if sub == "add" || sub == "rm" {
 		hf.register(fs, sub == "add")
 	}
-	pos, err := parseInterspersed(fs, args)
+	pos, err := cli.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
@@ -83,21 +83,34 @@ func cmdHooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	mode := cli.Provision // writes: the buckets must exist
+	// Writing into a store directory creates the buckets it lacks; on a
+	// server an operator provisions them (observer provision).
+	mode := cli.ProvisionStore
 	if sub == "list" {
-		mode = cli.Offline // only where --store is given
+		mode = cli.ReadOnly
 	}
-	c, err := conn.Open(ctx, "hookbus-observer", log, mode)
+	c, err := conn.Open(ctx, "hookbus-observer", cli.Logger(*verbose, stderr), mode)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	r := c.Bus.Registry()
+	gctx, stop := c.Guard(ctx)
+	defer stop()
+	return c.Explain(usageIfInvalid(hooks(gctx, c.Bus.Registry(), sub, reg, plugin, stdout)))
+}
+
+// usageIfInvalid marks the registry's refusals of a bad id or registration
+// as usage mistakes (exit 2); the refusals that depend on the bus' state (a
+// missing grant, an unknown entry) stay failures.
+func usageIfInvalid(err error) error {
+	if errors.Is(err, events.ErrInvalidID) || errors.Is(err, interceptors.ErrInvalidRegistration) {
+		return fmt.Errorf("%w: %w", cli.ErrUsage, err)
+	}
+	return err
+}
+
+// hooks runs the subcommand on the registry.
+func hooks(ctx context.Context, r *bus.Registry, sub string, reg interceptors.Registration, plugin string, stdout io.Writer) error {
 	switch sub {
 	case "list":
 		return listHooks(ctx, r, stdout)
@@ -125,22 +138,6 @@ func cmdHooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// parseInterspersed parses flags that may come before, between and after
-// the positional arguments, which it returns.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := cli.Parse(fs, args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
 // hookFlags are the registration flags of add and rm.
 type hookFlags struct {
 	stage, plugin, policy, mode, tools, agents string
@@ -155,7 +152,7 @@ func (f *hookFlags) register(fs *flag.FlagSet, add bool) {
 		return
 	}
 	fs.IntVar(&f.order, "order", 0, "lower runs first; equal orders run in registration order")
-	fs.StringVar(&f.timeout, "timeout", "", "per-call timeout (default 5s, at most 30s)")
+	fs.StringVar(&f.timeout, "timeout", "", "per-call timeout, more than 0 (default 5s, at most 30s)")
 	fs.StringVar(&f.policy, "policy", "", "on failure: ignore (fail open, the default) or fail (deny)")
 	fs.StringVar(&f.mode, "mode", "", "mutate (the default) or validate (allow or deny only, run in parallel)")
 	fs.StringVar(&f.tools, "tools", "", "only for tool names matching this glob (fs_*|bash); tool stages only")
@@ -185,7 +182,14 @@ func (f *hookFlags) registration() (interceptors.Registration, error) {
 		if err != nil {
 			return interceptors.Registration{}, fmt.Errorf("%w: --timeout %q is not a duration (5s, 250ms)", cli.ErrUsage, f.timeout)
 		}
+		if d <= 0 {
+			return interceptors.Registration{}, fmt.Errorf("%w: --timeout %s: give a positive duration (leave it out for 5s)", cli.ErrUsage, f.timeout)
+		}
 		reg.Timeout = d
+	}
+	// What can be checked without the bus is a usage mistake.
+	if err := reg.Validate(); err != nil {
+		return interceptors.Registration{}, fmt.Errorf("%w: %w", cli.ErrUsage, err)
 	}
 	return reg, nil
 }

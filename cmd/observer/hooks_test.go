@@ -67,6 +67,8 @@ func TestHooksCLI(t *testing.T) {
 	srv, nc := bustest.Start(t, bustest.WithListener())
 	c := &hooksCLI{t: t, url: srv.ClientURL()}
 	c.fails(cli.ExitFailure, "key-value bucket hookbus_hooks does not exist (provision the bus first)", "list")
+	// An observer does not provision a server: an operator does.
+	c.fails(cli.ExitFailure, "does not exist (provision the bus first)", "add", "--stage", "tool.after", "--plugin", "pii")
 	b := bustest.Provision(t, nc)
 
 	if out := c.ok("list"); !strings.Contains(out, "no interceptors registered") || !strings.Contains(out, "granted to: nobody") {
@@ -137,7 +139,8 @@ func TestHooksCLI(t *testing.T) {
 }
 
 func TestHooksCLIErrors(t *testing.T) {
-	srv, _ := bustest.Start(t, bustest.WithListener())
+	srv, nc := bustest.Start(t, bustest.WithListener())
+	bustest.Provision(t, nc)
 	c := &hooksCLI{t: t, url: srv.ClientURL()}
 	for _, tc := range []struct {
 		code int
@@ -151,12 +154,22 @@ func TestHooksCLIErrors(t *testing.T) {
 		{exitUsage, "grant takes one plugin id", []string{"grant"}},
 		{exitUsage, `unknown subcommand "frob"`, []string{"frob"}},
 		{exitUsage, `unexpected argument "extra"`, []string{"list", "extra"}},
-		{cli.ExitFailure, "observe-only", []string{"add", "--stage", "run.completed", "--plugin", "p"}},
-		{cli.ExitFailure, `plugin id "pii@v2" cannot be a registry key`, []string{"add", "--stage", "intake", "--plugin", "pii@v2"}},
-		{cli.ExitFailure, "exceeds the 30s cap", []string{"add", "--stage", "intake", "--plugin", "p", "--timeout", "1m"}},
-		{cli.ExitFailure, `policy "maybe"`, []string{"add", "--stage", "intake", "--plugin", "p", "--policy", "maybe"}},
-		{cli.ExitFailure, "tools matcher", []string{"add", "--stage", "intake", "--plugin", "p", "--tools", "bash"}},
+		// Every mistake in the command line is a usage error (exit 2),
+		// whether the CLI or the registry finds it.
+		{exitUsage, "observe-only", []string{"add", "--stage", "run.completed", "--plugin", "p"}},
+		{exitUsage, `plugin id "pii@v2" cannot be a registry key`, []string{"add", "--stage", "intake", "--plugin", "pii@v2"}},
+		{exitUsage, `plugin id "café" cannot be a registry key`, []string{"add", "--stage", "intake", "--plugin", "café"}},
+		{exitUsage, `plugin id "café" cannot be a registry key`, []string{"grant", "café"}},
+		{exitUsage, `plugin id "caf\u200be"`, []string{"grant", "caf\u200be"}},
+		{exitUsage, "exceeds the 30s cap", []string{"add", "--stage", "intake", "--plugin", "p", "--timeout", "1m"}},
+		{exitUsage, "--timeout 0s: give a positive duration", []string{"add", "--stage", "intake", "--plugin", "p", "--timeout", "0s"}},
+		{exitUsage, "--timeout -1s: give a positive duration", []string{"add", "--stage", "intake", "--plugin", "p", "--timeout", "-1s"}},
+		{exitUsage, `policy "maybe"`, []string{"add", "--stage", "intake", "--plugin", "p", "--policy", "maybe"}},
+		{exitUsage, `mode "foo"`, []string{"add", "--stage", "intake", "--plugin", "p", "--mode", "foo"}},
+		{exitUsage, "tools matcher", []string{"add", "--stage", "intake", "--plugin", "p", "--tools", "bash"}},
+		// What depends on the bus' state is a failure (exit 1).
 		{cli.ExitFailure, "model.responded", []string{"add", "--stage", "model.responded", "--plugin", "p"}},
+		{cli.ExitFailure, "no registration of plugin q on intake", []string{"rm", "--stage", "intake", "--plugin", "q"}},
 	} {
 		c.fails(tc.code, tc.want, tc.args...)
 	}

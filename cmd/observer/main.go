@@ -9,23 +9,33 @@ import (
 	"syscall"
 
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/internal/redact"
 )
 
 const usage = `observer — read and manage a hookbus
 
 Usage:
-  observer replay [--nats URL | --store DIR] [--agent A] [--session S] [--run R] [--stage X] [--since DURATION] [--json]
-  observer tail   [--nats URL] [--agent A] [--session S] [--run R] [--stage X] [--json]
-  observer provision [--nats URL] [--replicas N]    (an operator: create or update the streams and buckets)
-  observer hooks  list|add|rm|grant|revoke [--nats URL | --store DIR]   (see "observer hooks --help")
-  observer approvals [--agent A] [--all]            (tool calls waiting for a human)
-  observer approve RUN [--call ID] [--by NAME] [--comment TEXT]
-  observer reject  RUN [--call ID] --reason TEXT [--continue]
+  observer replay    [connection] [--agent A] [--session S] [--run R [--tree]] [--stage X] [--since DURATION] [--json]
+  observer tail      [connection] [--agent A] [--session S] [--run R] [--stage X] [--json]
+  observer hooks     list|add|rm|grant|revoke [connection]   (see "observer hooks --help")
+  observer provision [connection] [--replicas N] [--max-age D] [--wait D]   (an operator: create or update the streams and buckets)
+  observer approvals [connection] [--agent A] [--all]   (tool calls waiting for a human)
+  observer approve   [connection] RUN [--call ID] [--by NAME] [--comment TEXT]
+  observer reject    [connection] RUN [--call ID] --reason TEXT [--continue]
 
-replay prints the matching events in stream order and exits; --store reads a
-stopped server's store directory. tail follows new events until interrupted.
-Without --nats or --store they connect to $NATS_URL or nats://127.0.0.1:4222
-(where "loop run" listens).
+connection: --nats URL [--creds FILE | --nkey FILE | --user U --password P | --token T] [--tls-ca FILE],
+            or --store DIR (a hookbus store directory no server is running on)
+
+Which bus: --nats URL, else --store DIR, else $NATS_URL, else the server
+listening on nats://127.0.0.1:4222 (a running "loop run", "loop serve" or
+"loop server"). When nothing listens there, replay, hooks and provision open
+./.hookbus (the store "make run" and "loop run" leave) if it exists; tail
+needs a running server.
+
+replay prints the matching events in stream order and exits (1 when the
+filters match nothing); --run takes a run id or a unique prefix of one (the
+timeline shows run ids shortened to a prefix). tail follows new events
+until interrupted. Credentials are never printed.
 
 "observer COMMAND --help" lists a command's flags.
 `
@@ -43,6 +53,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// Every message and log line goes through the redactor: no password
+	// or token of the command line or the environment is ever printed.
+	stderr = redact.NewWriter(stderr, redact.Secrets(args, os.Getenv)...)
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // cmdProvision creates or updates the streams and buckets, as an operator:
@@ -17,11 +19,13 @@ import (
 func cmdProvision(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("observer provision", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	conn := cli.ConnFlags{DefaultURL: "nats://" + cli.DefaultListen}
+	conn := cli.ConnFlags{StoreFallback: true}
 	conn.Register(fs)
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for JetStream to be ready (a cluster electing its leader)")
+	maxAge := fs.Duration("max-age", 0, "retention: how long the events stream keeps an event, and the payloads store its data (e.g. 720h; 0: forever); default: keep the current setting (forever on a new bus)")
+	verbose := fs.Bool("v", false, cli.VerboseHelp)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: observer provision [flags]\n\nCreates or updates hookbus' streams (HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_DLQ),\nKV buckets (hookbus_hooks, hookbus_trust, hookbus_decisions) and object store (hookbus_payloads).\nIdempotent. Use --replicas 3 on a 3-node cluster.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: observer provision [flags]\n\nCreates or updates hookbus' streams (HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_DLQ),\nKV buckets (hookbus_hooks, hookbus_trust, hookbus_decisions) and object store (hookbus_payloads).\nIdempotent. Use --replicas 3 on a 3-node cluster, --max-age to bound retention.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args); err != nil {
@@ -30,31 +34,80 @@ func cmdProvision(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := cli.NoArgs(fs); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if *wait <= 0 {
+		return fmt.Errorf("%w: --wait %s: give a positive duration", cli.ErrUsage, *wait)
+	}
+	if *maxAge < 0 {
+		return fmt.Errorf("%w: --max-age %s is negative (0 keeps events forever)", cli.ErrUsage, *maxAge)
+	}
+	setAge := cli.Set(fs)["max-age"]
+	log := cli.Logger(*verbose, stderr)
 	c, err := conn.Open(ctx, "hookbus-provision", log, cli.ReadOnly)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	gctx, stop := c.Guard(ctx)
+	defer stop()
+	names := bus.NamesFor(conn.Prefix)
 	deadline := time.Now().Add(*wait)
 	for {
-		pctx, cancel := context.WithTimeout(ctx, min(10*time.Second, *wait))
-		err = c.Bus.Provision(pctx)
+		pctx, cancel := context.WithTimeout(gctx, min(10*time.Second, *wait))
+		err = provision(pctx, c, conn, log, maxAge, setAge)
 		cancel()
-		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+		if err == nil || time.Now().After(deadline) || gctx.Err() != nil {
 			break
 		}
 		// JetStream may not be ready yet (a cluster without a meta leader).
 		select {
-		case <-ctx.Done():
+		case <-gctx.Done():
 		case <-time.After(time.Second):
 		}
 	}
 	if err != nil {
+		return c.Explain(err)
+	}
+	age := "kept forever"
+	if *maxAge > 0 {
+		age = "kept " + maxAge.String()
+	}
+	fmt.Fprintf(stdout, "provisioned %s, %s, %s, KV %s, %s and %s, object store %s (replicas %d; events %s)\n",
+		names.Events, names.Runs, names.DeadLetters, names.Hooks, names.Trust, names.Decisions, names.Payloads, conn.Replicas, age)
+	return nil
+}
+
+// provision provisions the bus with maxAge; when it was not given, with the
+// events stream's current max age, which it stores in maxAge.
+func provision(ctx context.Context, c *cli.Conn, conn cli.ConnFlags, log *slog.Logger, maxAge *time.Duration, given bool) error {
+	if !given {
+		// Keep the retention an operator set before: provisioning again
+		// (another replica count, a newer hookbus) must not drop it.
+		age, err := currentMaxAge(ctx, c, bus.NamesFor(conn.Prefix).Events)
+		if err != nil {
+			return err
+		}
+		*maxAge = age
+	}
+	b, err := bus.New(c.NC, bus.WithPrefix(conn.Prefix), bus.WithLogger(log), bus.WithReplicas(conn.Replicas), bus.WithEventsMaxAge(*maxAge))
+	if err != nil {
 		return err
 	}
-	n := bus.NamesFor(conn.Prefix)
-	fmt.Fprintf(stdout, "provisioned %s, %s, %s, KV %s, %s and %s, object store %s (replicas %d)\n",
-		n.Events, n.Runs, n.DeadLetters, n.Hooks, n.Trust, n.Decisions, n.Payloads, conn.Replicas)
-	return nil
+	return b.Provision(ctx)
+}
+
+// currentMaxAge is the events stream's max age, 0 when it does not exist
+// yet.
+func currentMaxAge(ctx context.Context, c *cli.Conn, stream string) (time.Duration, error) {
+	js, err := jetstream.New(c.NC)
+	if err != nil {
+		return 0, err
+	}
+	s, err := js.Stream(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading the retention of %s: %w", stream, err)
+	}
+	return s.CachedInfo().Config.MaxAge, nil
 }

@@ -6,7 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,16 +24,16 @@ type filterFlags struct {
 func (f *filterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.agent, "agent", "", "only this agent")
 	fs.StringVar(&f.session, "session", "", "only this session")
-	fs.StringVar(&f.run, "run", "", "only this run")
+	fs.StringVar(&f.run, "run", "", "only this run: its id, or a unique prefix of it (as the timeline shows it)")
 	fs.StringVar(&f.stage, "stage", "", "only this stage (e.g. tool.before)")
 	fs.DurationVar(&f.since, "since", 0, "only events newer than this (e.g. 10m)")
 }
 
-// filter validates the flags into a bus.Filter; a bad id or stage is a usage
-// error naming it.
+// filter validates the flags into a bus.Filter, without the run (a prefix,
+// which runPrefix returns); a bad id or stage is a usage error naming it.
 func (f *filterFlags) filter() (bus.Filter, error) {
 	var out bus.Filter
-	for _, id := range []struct{ kind, v string }{{"agent", f.agent}, {"session", f.session}, {"run", f.run}} {
+	for _, id := range []struct{ kind, v string }{{"agent", f.agent}, {"session", f.session}, {"run", f.runPrefix()}} {
 		if id.v == "" {
 			continue
 		}
@@ -41,7 +41,10 @@ func (f *filterFlags) filter() (bus.Filter, error) {
 			return out, fmt.Errorf("%w: %v", cli.ErrUsage, err)
 		}
 	}
-	out.Agent, out.Session, out.Run = f.agent, f.session, f.run
+	if f.run != "" && f.runPrefix() == "" {
+		return out, fmt.Errorf("%w: --run %q holds no run id", cli.ErrUsage, f.run)
+	}
+	out.Agent, out.Session = f.agent, f.session
 	if f.stage != "" {
 		st, err := events.ParseStage(f.stage)
 		if err != nil {
@@ -58,6 +61,25 @@ func (f *filterFlags) filter() (bus.Filter, error) {
 	return out, nil
 }
 
+// runPrefix is --run without the ellipsis a copied timeline id ends in.
+func (f *filterFlags) runPrefix() string {
+	return strings.TrimSuffix(strings.TrimSuffix(f.run, "…"), "...")
+}
+
+// describe names the filters given, for "nothing matches" messages.
+func (f *filterFlags) describe() string {
+	var parts []string
+	for _, p := range []struct{ flag, v string }{{"--agent", f.agent}, {"--session", f.session}, {"--run", f.run}, {"--stage", f.stage}} {
+		if p.v != "" {
+			parts = append(parts, p.flag+" "+p.v)
+		}
+	}
+	if f.since > 0 {
+		parts = append(parts, "--since "+f.since.String())
+	}
+	return strings.Join(parts, " ")
+}
+
 func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer, live bool) error {
 	name := "replay"
 	if live {
@@ -65,7 +87,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer, liv
 	}
 	fs := flag.NewFlagSet("observer "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	conn := cli.ConnFlags{DefaultURL: "nats://" + cli.DefaultListen}
+	conn := cli.ConnFlags{StoreFallback: !live}
 	conn.Register(fs)
 	var ff filterFlags
 	ff.register(fs)
@@ -74,7 +96,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer, liv
 	if !live {
 		fs.BoolVar(&tree, "tree", false, "with --run: the run with the sub-agent runs it called nested under it")
 	}
-	verbose := fs.Bool("v", false, "log warnings and debug output on stderr")
+	verbose := fs.Bool("v", false, cli.VerboseHelp)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -85,52 +107,107 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer, liv
 	if err != nil {
 		return err
 	}
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelDebug
+	if tree && ff.run == "" {
+		return fmt.Errorf("%w: --tree needs --run", cli.ErrUsage)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	mode := cli.ReadOnly
-	if !live {
-		mode = cli.Offline // only where --store is given
+	if live && conn.Store != "" {
+		return fmt.Errorf("%w: tail follows a running server (--nats); replay reads a store (--store)", cli.ErrUsage)
 	}
-	c, err := conn.Open(ctx, "hookbus-observer", log, mode)
+	c, err := conn.Open(ctx, "hookbus-observer", cli.Logger(*verbose, stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	gctx, stop := c.Guard(ctx)
+	defer stop()
 	print := cli.PrintTimeline
 	if *asJSON {
 		print = cli.PrintJSON
 	}
-	fn := func(e *events.Event) error { return print(stdout, e) }
 	if live {
-		err := c.Bus.Tail(ctx, filter, fn)
-		if errors.Is(err, context.Canceled) {
-			return nil
-		}
-		return err
+		return c.Explain(tail(gctx, c.Bus, filter, ff, stdout, stderr, print))
 	}
 	if tree {
-		if filter.Run == "" {
-			return fmt.Errorf("%w: --tree needs --run", cli.ErrUsage)
-		}
-		root := filter.Run
-		filter.Run, filter.Agent, filter.Session = "", "", "" // children run under other agents and sessions
-		fn = treeFilter(root, func(e *events.Event, depth int) error {
-			if *asJSON {
-				return cli.PrintJSON(stdout, e)
-			}
-			fmt.Fprint(stdout, strings.Repeat("    ", depth))
-			return cli.PrintTimeline(stdout, e)
-		})
+		return c.Explain(replayTree(gctx, c.Bus, filter, ff, stdout, stderr, *asJSON))
 	}
-	st, err := c.Bus.Replay(ctx, filter, fn)
+	return c.Explain(replay(gctx, c.Bus, filter, ff, stdout, stderr, print))
+}
+
+// replayTree prints the run --run names with the sub-agent runs it called
+// nested under it (children run under other agents and sessions, so only
+// --stage and --since filter them).
+func replayTree(ctx context.Context, b *bus.Bus, filter bus.Filter, ff filterFlags, stdout, stderr io.Writer, asJSON bool) error {
+	prefix := ff.runPrefix()
+	var runs []string
+	if _, err := b.Replay(ctx, filter, func(e *events.Event) error {
+		if strings.HasPrefix(e.RunID, prefix) && !slices.Contains(runs, e.RunID) {
+			runs = append(runs, e.RunID)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	root, err := pick(prefix, runs)
 	if err != nil {
 		return err
 	}
-	// The summary goes to stderr in both formats: stdout stays one event a
-	// line with --json.
+	filter.Run, filter.Agent, filter.Session = "", "", ""
+	st, err := b.Replay(ctx, filter, treeFilter(root, func(e *events.Event, depth int) error {
+		if asJSON {
+			return cli.PrintJSON(stdout, e)
+		}
+		fmt.Fprint(stdout, strings.Repeat("    ", depth))
+		return cli.PrintTimeline(stdout, e)
+	}))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%d events read\n", st.Events)
+	return nil
+}
+
+type printer func(io.Writer, *events.Event) error
+
+// replay prints the events of filter and the run prefix, and a summary on
+// stderr (in both formats: stdout stays one event a line with --json).
+func replay(ctx context.Context, b *bus.Bus, filter bus.Filter, ff filterFlags, stdout, stderr io.Writer, print printer) error {
+	prefix := ff.runPrefix()
+	var (
+		held []*events.Event // with a run prefix: the events of runs that match it
+		runs []string        // the run ids seen that start with the prefix
+	)
+	st, err := b.Replay(ctx, filter, func(e *events.Event) error {
+		if prefix == "" {
+			return print(stdout, e)
+		}
+		if !strings.HasPrefix(e.RunID, prefix) {
+			return nil
+		}
+		if !slices.Contains(runs, e.RunID) {
+			runs = append(runs, e.RunID)
+		}
+		held = append(held, e)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if prefix != "" {
+		run, err := pick(prefix, runs)
+		if err != nil {
+			return err
+		}
+		st.Events = 0
+		for _, e := range held {
+			if e.RunID != run {
+				continue
+			}
+			st.Events++
+			if err := print(stdout, e); err != nil {
+				return err
+			}
+		}
+	}
 	fmt.Fprintf(stderr, "%d events", st.Events)
 	if st.Malformed > 0 {
 		fmt.Fprintf(stderr, ", %d malformed messages skipped", st.Malformed)
@@ -139,5 +216,66 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer, liv
 		fmt.Fprintf(stderr, ", %d without their data (the object of their dataref is gone)", st.Unfetched)
 	}
 	fmt.Fprintln(stderr)
+	if st.Events == 0 {
+		if d := ff.describe(); d != "" {
+			return fmt.Errorf("no events match %s", d)
+		}
+	}
 	return nil
+}
+
+// pick returns the run prefix names: the run whose id is prefix, else the
+// only one that starts with it.
+func pick(prefix string, runs []string) (string, error) {
+	if slices.Contains(runs, prefix) {
+		return prefix, nil
+	}
+	switch len(runs) {
+	case 0:
+		return "", fmt.Errorf("no run id starts with %q among the events the other filters select", prefix)
+	case 1:
+		return runs[0], nil
+	}
+	slices.Sort(runs)
+	shown := runs
+	if len(shown) > 5 {
+		shown = shown[:5]
+	}
+	more := ""
+	if len(runs) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(runs)-len(shown))
+	}
+	return "", fmt.Errorf("%w: --run %q is ambiguous: %d runs start with it (%s%s); give more of the id", cli.ErrUsage, prefix, len(runs), strings.Join(shown, ", "), more)
+}
+
+// tail follows the events of filter. A run prefix is resolved against the
+// stored events first; one that matches no stored run is followed as a
+// whole id (a run yet to start).
+func tail(ctx context.Context, b *bus.Bus, filter bus.Filter, ff filterFlags, stdout, stderr io.Writer, print printer) error {
+	if prefix := ff.runPrefix(); prefix != "" {
+		var runs []string
+		if _, err := b.Replay(ctx, filter, func(e *events.Event) error {
+			if strings.HasPrefix(e.RunID, prefix) && !slices.Contains(runs, e.RunID) {
+				runs = append(runs, e.RunID)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		filter.Run = prefix
+		if len(runs) > 0 {
+			run, err := pick(prefix, runs)
+			if err != nil {
+				return err
+			}
+			filter.Run = run
+		} else {
+			fmt.Fprintf(stderr, "no stored run starts with %q: following the run with that id when it starts\n", prefix)
+		}
+	}
+	err := b.Tail(ctx, filter, func(e *events.Event) error { return print(stdout, e) })
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil && context.Cause(ctx) == context.Canceled {
+		return nil
+	}
+	return err
 }

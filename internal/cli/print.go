@@ -4,21 +4,38 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/hookbus/hookbus/events"
 )
 
-// PrintTimeline writes one readable line for e:
+// RunIDShown is how many leading characters of a run id the timeline
+// shows: a ULID's time (10) and two random characters, a prefix that
+// observer replay --run accepts.
+const RunIDShown = 12
+
+// PrintTimeline writes one readable line for e, its agent and session as
+// agent/session (quoted when an id holds '/' or '"'), its run id shortened
+// to a prefix:
 //
-//	08:40:27.123  run 01JD…4KX  #003 step 1  tool.before        clock{}
+//	08:40:27.123  demo/s1 run 01KAB3C4D5E6…  #003 step 1  tool.before        clock{}
 func PrintTimeline(w io.Writer, e *events.Event) error {
 	run := e.RunID
-	if len(run) > 10 {
-		run = run[:4] + "…" + run[len(run)-4:]
+	if len(run) > RunIDShown+1 {
+		run = run[:RunIDShown] + "…"
 	}
 	_, err := fmt.Fprintf(w, "%s  %s/%s run %s  #%03d step %-2d %-18s %s\n",
-		e.Time.Local().Format("15:04:05.000"), e.AgentID, e.SessionID, run, e.Seq, e.Step, e.Stage, e.Summary())
+		e.Time.Local().Format("15:04:05.000"), shownID(e.AgentID), shownID(e.SessionID), run, e.Seq, e.Step, e.Stage, e.Summary())
 	return err
+}
+
+// shownID quotes an id that would make agent/session ambiguous.
+func shownID(id string) string {
+	if strings.ContainsAny(id, `/"`) {
+		return strconv.Quote(id)
+	}
+	return id
 }
 
 // PrintJSON writes e as one line of CloudEvents JSON (structured format).

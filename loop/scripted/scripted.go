@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +26,10 @@ import (
 //
 // Content may use {{prompt}} (the latest user message), {{tool:NAME}} (the
 // latest result of tool NAME) and {{messages}} (how many messages the model
-// was given), so a script can echo what really happened in the run.
+// was given), so a script can echo what really happened in the run. A reply
+// may instead fail the model call ({"error": "..."}) and may take time
+// ({"delay_ms": 250}). Fields other than these are refused by Parse, with
+// the field named; the format is in the README ("A scripted model").
 type Script struct {
 	Name    string  `json:"name,omitempty"`
 	Replies []Reply `json:"replies"`
@@ -54,38 +59,172 @@ type ToolCall struct {
 }
 
 // Parse parses a script (object or bare list of replies). An error
-// wraps ErrBadScript and says what is wrong.
+// wraps ErrBadScript and says what is wrong and where: an unknown field is
+// named ("reply 2: unknown field \"contnet\""), an object where a list
+// belongs says "expected a list".
 func Parse(b []byte) (*Script, error) {
 	var s Script
 	trimmed := bytes.TrimSpace(b)
-	if len(trimmed) > 0 && trimmed[0] == '[' {
-		if err := json.Unmarshal(trimmed, &s.Replies); err != nil {
+	switch {
+	case len(trimmed) == 0:
+		return nil, fmt.Errorf("%w: empty (want a list of replies, or {\"name\": ..., \"replies\": [...]})", ErrBadScript)
+	case trimmed[0] == '[':
+		replies, err := parseReplies(trimmed)
+		if err != nil {
+			return nil, err
+		}
+		s.Replies = replies
+	case trimmed[0] == '{':
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(trimmed, &top); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrBadScript, err)
 		}
-	} else {
-		dec := json.NewDecoder(bytes.NewReader(trimmed))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&s); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrBadScript, err)
+		for _, k := range slices.Sorted(maps.Keys(top)) {
+			v := top[k]
+			switch k {
+			case "name":
+				if err := json.Unmarshal(v, &s.Name); err != nil {
+					return nil, fmt.Errorf("%w: name: expected a string, got %s", ErrBadScript, kindOf(v))
+				}
+			case "replies":
+				replies, err := parseReplies(v)
+				if err != nil {
+					return nil, err
+				}
+				s.Replies = replies
+			default:
+				return nil, fmt.Errorf("%w: unknown field %q (a script object has name and replies)", ErrBadScript, k)
+			}
 		}
+	default:
+		return nil, fmt.Errorf("%w: expected a list of replies or an object, got %s", ErrBadScript, kindOf(trimmed))
 	}
 	if len(s.Replies) == 0 {
 		return nil, fmt.Errorf("%w: no replies", ErrBadScript)
 	}
-	for i, r := range s.Replies {
-		if r.DelayMS < 0 {
-			return nil, fmt.Errorf("%w: reply %d delay_ms %d is negative", ErrBadScript, i+1, r.DelayMS)
+	return &s, nil
+}
+
+// parseReplies parses the list of replies, each strictly.
+func parseReplies(b json.RawMessage) ([]Reply, error) {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		if k := kindOf(b); k != "a list" {
+			return nil, fmt.Errorf("%w: replies: expected a list of replies, got %s", ErrBadScript, k)
 		}
-		for j, c := range r.ToolCalls {
-			if c.Name == "" {
-				return nil, fmt.Errorf("%w: reply %d tool call %d has no name", ErrBadScript, i+1, j+1)
-			}
-			if a := bytes.TrimSpace(c.Arguments); len(a) > 0 && (a[0] != '{' || !json.Valid(a)) {
-				return nil, fmt.Errorf("%w: reply %d tool call %d arguments are not a JSON object", ErrBadScript, i+1, j+1)
-			}
+		return nil, fmt.Errorf("%w: replies: %v", ErrBadScript, err)
+	}
+	out := make([]Reply, len(raw))
+	for i, r := range raw {
+		if err := parseReply(r, &out[i]); err != nil {
+			return nil, fmt.Errorf("%w: reply %d: %s", ErrBadScript, i+1, err)
 		}
 	}
-	return &s, nil
+	return out, nil
+}
+
+// parseReply parses one reply: known fields only, each of its type.
+func parseReply(b json.RawMessage, r *Reply) error {
+	if kindOf(b) != "an object" {
+		return fmt.Errorf("expected an object, got %s", kindOf(b))
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		v := fields[k]
+		var err error
+		switch k {
+		case "content":
+			err = field(k, v, &r.Content, "a string")
+		case "error":
+			err = field(k, v, &r.Error, "a string")
+		case "delay_ms":
+			err = field(k, v, &r.DelayMS, "a number of milliseconds")
+			if err == nil && r.DelayMS < 0 {
+				err = fmt.Errorf("delay_ms %d is negative", r.DelayMS)
+			}
+		case "tool_calls":
+			err = toolCalls(v, &r.ToolCalls)
+		default:
+			err = fmt.Errorf("unknown field %q (a reply has content, tool_calls, error, delay_ms)", k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func toolCalls(b json.RawMessage, out *[]ToolCall) error {
+	var raw []json.RawMessage
+	if kindOf(b) != "a list" || json.Unmarshal(b, &raw) != nil {
+		return fmt.Errorf("tool_calls: expected a list of tool calls, got %s", kindOf(b))
+	}
+	for j, c := range raw {
+		if kindOf(c) != "an object" {
+			return fmt.Errorf("tool call %d: expected an object, got %s", j+1, kindOf(c))
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(c, &fields); err != nil {
+			return fmt.Errorf("tool call %d: %v", j+1, err)
+		}
+		var tc ToolCall
+		for _, k := range slices.Sorted(maps.Keys(fields)) {
+			v := fields[k]
+			switch k {
+			case "name":
+				if err := field(k, v, &tc.Name, "a string"); err != nil {
+					return fmt.Errorf("tool call %d: %w", j+1, err)
+				}
+			case "arguments":
+				if kindOf(v) != "an object" {
+					return fmt.Errorf("tool call %d: arguments: expected a JSON object, got %s", j+1, kindOf(v))
+				}
+				tc.Arguments = v
+			default:
+				return fmt.Errorf("tool call %d: unknown field %q (a tool call has name and arguments)", j+1, k)
+			}
+		}
+		if tc.Name == "" {
+			return fmt.Errorf("tool call %d has no name", j+1)
+		}
+		*out = append(*out, tc)
+	}
+	return nil
+}
+
+// field decodes v into dst, or says what type was wanted.
+func field(name string, v json.RawMessage, dst any, want string) error {
+	if err := json.Unmarshal(v, dst); err != nil {
+		return fmt.Errorf("%s: expected %s, got %s", name, want, kindOf(v))
+	}
+	return nil
+}
+
+// kindOf names the JSON type of b, for errors.
+func kindOf(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case '[':
+		return "a list"
+	case '{':
+		return "an object"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	if !json.Valid(b) {
+		return "invalid JSON"
+	}
+	return "a number"
 }
 
 // Load reads and parses a script file.

@@ -65,4 +65,30 @@ func TestLeastPrivilegeUsers(t *testing.T) {
 	if p := run(t, "observer", "provision", "--nats", auditor, "--wait", "1s"); p.code == 0 {
 		t.Fatalf("the auditor provisioned: %s", p.stdout)
 	}
+
+	// The auditor reads the registry; what it may not do is refused as
+	// "permission denied", naming what, at once rather than at a timeout.
+	if add := run(t, "observer", "hooks", "add", "--nats", admin, "--stage", "tool.after", "--plugin", "plugin-pii"); add.code != 0 {
+		t.Fatalf("hooks add as admin: %d %s", add.code, add.stderr)
+	}
+	if l := run(t, "observer", "hooks", "list", "--nats", auditor); l.code != 0 || !strings.Contains(l.stdout, "plugin-pii") {
+		t.Fatalf("hooks list as the auditor: %d %s %s", l.code, l.stdout, l.stderr)
+	}
+	for _, args := range [][]string{
+		{"hooks", "grant", "plugin-pii"},
+		{"hooks", "add", "--stage", "tool.before", "--plugin", "plugin-pii"},
+		{"hooks", "rm", "--stage", "tool.after", "--plugin", "plugin-pii"},
+	} {
+		r := run(t, "observer", append(args, "--nats", auditor)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "permission denied: Permissions Violation for Publish to") {
+			t.Errorf("observer %v as the auditor: %d %s", args, r.code, r.stderr)
+		}
+	}
+	// The loop writes the registry but not the grants.
+	if r := run(t, "observer", "hooks", "grant", "plugin-pii", "--nats", loopUser); r.code != 1 || !strings.Contains(r.stderr, `permission denied: Permissions Violation for Publish to "$KV.hookbus_trust.plugin-pii"`) {
+		t.Errorf("hooks grant as the loop: %d %s", r.code, r.stderr)
+	}
+	if r := run(t, "loop", "submit", "--nats", auditor, "hi"); r.code != 1 || !strings.Contains(r.stderr, `permission denied: Permissions Violation for Publish to "hookbus.run.demo"`) {
+		t.Errorf("loop submit as the auditor: %d %s", r.code, r.stderr)
+	}
 }
