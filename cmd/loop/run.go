@@ -106,3 +106,8 @@ func (t *tracer) Claim(ctx context.Context, e *events.Event, last uint64) (uint6
 	t.print(e)
 	return t.Emitter.Claim(ctx, e, last)
 }
+
+func (t *tracer) Reclaim(ctx context.Context, e *events.Event, last, seen uint64) (uint64, error) {
+	t.print(e)
+	return t.Emitter.Reclaim(ctx, e, last, seen)
+}
