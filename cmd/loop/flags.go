@@ -36,6 +36,7 @@ type agentFlags struct {
 	root     string
 	system   string
 	maxSteps int
+	tools    string
 }
 
 func (a *agentFlags) register(fs *flag.FlagSet) {
@@ -43,6 +44,7 @@ func (a *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.root, "root", ".", "directory the read_file tool is confined to")
 	fs.StringVar(&a.system, "system", "", "system prompt")
 	fs.IntVar(&a.maxSteps, "max-steps", loop.DefaultMaxSteps, "most steps a run may take")
+	fs.StringVar(&a.tools, "tools", "", "comma-separated tools the agent has, by name ("+strings.Join(tools.Names(), ", ")+"); default: clock, calculator, read_file")
 }
 
 func (a *agentFlags) engine(em loop.Emitter, h loop.History, hooks loop.Interception, log *slog.Logger) (*loop.Engine, error) {
@@ -54,8 +56,15 @@ func (a *agentFlags) engine(em loop.Emitter, h loop.History, hooks loop.Intercep
 		}
 		script = s
 	}
+	ts := tools.Builtin(a.root)
+	if a.tools != "" {
+		var err error
+		if ts, err = tools.ByNames(strings.Split(a.tools, ","), tools.Config{Root: a.root}); err != nil {
+			return nil, fmt.Errorf("--tools: %w", err)
+		}
+	}
 	return loop.New(loop.Config{
-		Emitter: em, History: h, Model: scripted.New(script), Tools: tools.Builtin(a.root),
+		Emitter: em, History: h, Model: scripted.New(script), Tools: ts,
 		Hooks: hooks, SystemPrompt: a.system, MaxSteps: a.maxSteps, Logger: log,
 	})
 }
