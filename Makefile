@@ -10,7 +10,7 @@ TESTFLAGS ?= -race -count=1 -timeout 15m
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 5
 
-.PHONY: all build run test vet staticcheck unit bench fuzz clean
+.PHONY: all build run test test-faults vet staticcheck unit bench fuzz clean
 
 all: build
 
@@ -33,6 +33,12 @@ run: build
 
 ## test: vet, staticcheck and every test with the race detector.
 test: vet staticcheck unit
+
+## test-faults: the hard-fault runs: nats-server, workers and plugins as processes, faults dealt with
+## SIGKILL (test/integration/doc.go says what they prove); about 15-25 minutes, without the race detector.
+FAULTFLAGS ?= -count=1 -timeout 60m -v
+test-faults:
+	HOOKBUS_FAULTS=1 $(GO) test $(FAULTFLAGS) -run '^TestFault' ./test/integration
 
 vet:
 	$(GO) vet $(PKGS)

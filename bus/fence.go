@@ -90,6 +90,48 @@ func (b *Bus) Claim(ctx context.Context, e *events.Event, last uint64) (uint64, 
 	return ack.Sequence, nil
 }
 
+// Reclaim appends e, the run.started of an attempt that resumes a run an
+// earlier attempt claimed (and that appended nothing before its claim), on
+// condition that nothing was stored on e's session after stream sequence
+// seen: the session's last event as the attempt read it. last is the
+// session's last claim as read (not 0). JetStream checks the condition on
+// the session's subjects (<prefix>.evt.<agent>.<session>.>), so an earlier
+// attempt still alive cannot store an event between this attempt's read
+// and its claim (an event the rebuild would then drop as superseded,
+// although its effect, a tool run or the run's end, happened). Messages
+// there that are not valid events claim nothing and are stepped over.
+//
+// It returns what Claim returns; when valid events were stored on the
+// session since seen but no newer claim, a *FencedError naming the
+// session's last claim (the one at last): read the session again and claim
+// anew.
+func (b *Bus) Reclaim(ctx context.Context, e *events.Event, last, seen uint64) (uint64, error) {
+	if e == nil || e.Stage != events.StageRunStarted {
+		return 0, invalid("reclaim: only a run.started event claims a session")
+	}
+	if last == 0 {
+		return 0, invalid("reclaim: the session has no claim to take over")
+	}
+	cf, err := b.fenceOf(e, last)
+	if err != nil {
+		return 0, err
+	}
+	session, err := b.subj.EventFilter(e.AgentID, e.SessionID, "")
+	if err != nil {
+		return 0, err
+	}
+	f := &fence{subject: session, claim: seen, claimSubject: cf.subject, lastClaim: last}
+	msg, err := b.eventMsg(ctx, e, f)
+	if err != nil {
+		return 0, err
+	}
+	ack, err := b.publishAcked(ctx, msg, e, f)
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
 // FencedError is the error of an append or claim refused because another
 // attempt claimed the session; it matches ErrFenced with errors.Is.
 type FencedError struct {
@@ -110,6 +152,11 @@ func (e *FencedError) ClaimedBy() *events.Event { return e.By }
 type fence struct {
 	subject string
 	claim   uint64
+	// A reclaim's fence is the session's subjects at the last event the
+	// attempt read; claimSubject and lastClaim say where the claim it takes
+	// over is.
+	claimSubject string
+	lastClaim    uint64
 }
 
 // fenceHeaderSize bounds the fence headers of a message, the subject aside.
@@ -189,6 +236,9 @@ func (m *movedFences) move(f *fence, to uint64) bool {
 // it; when only foreign messages were stored there, it moves f past them,
 // rewrites msg's headers and returns nil (send msg again).
 func (b *Bus) fenceRefused(ctx context.Context, e *events.Event, f *fence, msg *nats.Msg) error {
+	if f.claimSubject != "" {
+		return b.reclaimRefused(ctx, e, f, msg)
+	}
 	cur := b.fences.expected(f)
 	if sent := msg.Header.Get(jetstream.ExpectedLastSubjSeqHeader); sent != strconv.FormatUint(cur, 10) {
 		// Another append of the claim moved the fence meanwhile: send
@@ -211,6 +261,88 @@ func (b *Bus) fenceRefused(ctx context.Context, e *events.Event, f *fence, msg *
 		"subject", f.subject, "from", cur, "to", last)
 	f.set(msg, last)
 	return nil
+}
+
+// reclaimRefused resolves a reclaim (Reclaim's msg of e) refused because
+// the session's last message is not where f expected: a *FencedError naming
+// a newer claim, or the last claim when valid events were stored since;
+// nil after moving f past messages that are not valid events (send msg
+// again).
+func (b *Bus) reclaimRefused(ctx context.Context, e *events.Event, f *fence, msg *nats.Msg) error {
+	cur := b.fences.expected(f)
+	claim, _, err := b.claimsSince(ctx, f.claimSubject, f.lastClaim)
+	if err != nil {
+		return fmt.Errorf("%w: event %s: refused by its fence, and the claims cannot be read: %w", ErrPublish, e.ID, err)
+	}
+	if claim != nil {
+		return &FencedError{By: claim, msg: fmt.Sprintf("%s: event %s of run %s: session %s/%s was claimed by run %s (event %s, stream sequence %d)",
+			ErrFenced, e.ID, e.RunID, claim.AgentID, claim.SessionID, claim.RunID, claim.ID, claim.Stored)}
+	}
+	stored, last, err := b.eventsSince(ctx, f.subject, cur)
+	if err != nil {
+		return fmt.Errorf("%w: event %s: refused by its fence, and the session cannot be read: %w", ErrPublish, e.ID, err)
+	}
+	if stored != nil {
+		by, err := b.storedEvent(ctx, f.lastClaim)
+		if err != nil {
+			return fmt.Errorf("%w: event %s: refused by its fence, and the claim at %d cannot be read: %w", ErrPublish, e.ID, f.lastClaim, err)
+		}
+		return &FencedError{By: by, msg: fmt.Sprintf("%s: event %s of run %s: session %s/%s changed since it was read (%s of run %s stored at stream sequence %d)",
+			ErrFenced, e.ID, e.RunID, e.AgentID, e.SessionID, stored.Stage, stored.RunID, stored.Stored)}
+	}
+	if last <= cur || !b.fences.move(f, last) {
+		return fmt.Errorf("%w: event %s: the fence on %s at %d does not hold and no event explains it (last message %d)", ErrPublish, e.ID, f.subject, cur, last)
+	}
+	b.log.Warn("hookbus: foreign messages on a session's subjects; fence moved past them", "subject", f.subject, "from", cur, "to", last)
+	f.set(msg, last)
+	return nil
+}
+
+// eventsSince reads the messages on subject (a filter) after seq: it
+// returns the first that is a valid event (Stored set), or nil and the
+// sequence of the last message when none is.
+func (b *Bus) eventsSince(ctx context.Context, subject string, seq uint64) (*events.Event, uint64, error) {
+	ctx, cancel := b.withTimeout(ctx)
+	defer cancel()
+	s, err := b.js.Stream(ctx, b.names.Events)
+	if err != nil {
+		return nil, 0, fmt.Errorf("hookbus: stream %s: %w", b.names.Events, ctxErr(ctx, err))
+	}
+	last := seq
+	for next := seq + 1; ; {
+		m, err := s.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, last, nil
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("hookbus: reading %s: %w", subject, ctxErr(ctx, err))
+		}
+		if e, err := b.decodeStored(m.Subject, m.Header, m.Data); err == nil {
+			e.Stored = m.Sequence
+			return e, m.Sequence, nil
+		}
+		last, next = m.Sequence, m.Sequence+1
+	}
+}
+
+// storedEvent reads the event at stream sequence seq.
+func (b *Bus) storedEvent(ctx context.Context, seq uint64) (*events.Event, error) {
+	ctx, cancel := b.withTimeout(ctx)
+	defer cancel()
+	s, err := b.js.Stream(ctx, b.names.Events)
+	if err != nil {
+		return nil, fmt.Errorf("hookbus: stream %s: %w", b.names.Events, ctxErr(ctx, err))
+	}
+	m, err := s.GetMsg(ctx, seq)
+	if err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+	e, err := b.decodeStored(m.Subject, m.Header, m.Data)
+	if err != nil {
+		return nil, err
+	}
+	e.Stored = m.Sequence
+	return e, nil
 }
 
 // wrongLastSequence reports whether err is JetStream refusing a message

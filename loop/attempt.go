@@ -20,6 +20,7 @@ type run struct {
 
 	// The attempt's state.
 	claim        uint64 // before the claim: the session's last claim as read; after: the attempt's
+	seen         uint64 // the stream sequence of the session's last event as read
 	claimed      bool
 	seq          uint64
 	step         int
@@ -65,7 +66,7 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 }
 
 func (r *run) reset() {
-	r.claim, r.claimed, r.seq, r.step, r.events = 0, false, 0, 0, 0
+	r.claim, r.seen, r.claimed, r.seq, r.step, r.events = 0, 0, false, 0, 0, 0
 	r.usage, r.continues, r.messages, r.answer, r.resumed = events.Usage{}, 0, nil, "", false
 	r.startSeq, r.waiting, r.firstStarted, r.lastContext, r.childWaiting = 0, nil, 0, 0, false
 }
@@ -106,7 +107,7 @@ func (r *run) attempt(ctx context.Context) (*Result, error) {
 	if st.terminal != nil {
 		return resultOf(r.req, st.terminal, st), nil
 	}
-	r.messages, r.claim, r.open = sess.Messages, sess.lastClaim, sess.open
+	r.messages, r.claim, r.open, r.seen = sess.Messages, sess.lastClaim, sess.open, sess.lastSeen
 	if !st.found {
 		st = nil
 	}
@@ -188,10 +189,12 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 	}
 	// Every attempt starts with run.started, its claim on the session: a
 	// resumed one says so, and the record shows where a worker took the
-	// run over.
+	// run over. One that takes over from an earlier attempt's claim, having
+	// appended nothing itself, claims only the session as it read it.
+	reclaim := st != nil && st.started && st.intake != nil
 	if err := r.claimSession(ctx, events.RunStarted{
 		Prompt: prompt, HistoryMessages: history, Resumed: r.resumed, MaxSteps: r.maxSteps,
-	}); err != nil {
+	}, reclaim); err != nil {
 		return nil, err
 	}
 	r.startSeq = r.seq
@@ -230,7 +233,7 @@ func (r *run) compactRun(ctx context.Context, st *runState) (*Result, error) {
 	if st != nil && st.started {
 		return nil, fmt.Errorf("%w: run %s already ran: a compaction is a run of its own", ErrInvalidRequest, r.req.RunID)
 	}
-	if err := r.claimSession(ctx, events.RunStarted{MaxSteps: 0}); err != nil {
+	if err := r.claimSession(ctx, events.RunStarted{MaxSteps: 0}, false); err != nil {
 		return nil, err
 	}
 	if err := r.compact(ctx, r.contextTokens(), true); err != nil {
@@ -241,8 +244,11 @@ func (r *run) compactRun(ctx context.Context, st *runState) (*Result, error) {
 
 // claimSession appends the attempt's run.started on the session's last
 // claim as read, after every earlier event of the attempt (its intake), and
-// takes it as the attempt's claim.
-func (r *run) claimSession(ctx context.Context, p events.RunStarted) error {
+// takes it as the attempt's claim. With reclaim (the attempt appended
+// nothing before) it also expects the session's last event as read, so an
+// earlier attempt of the run that is still alive cannot slip events in
+// between the read and the claim (Emitter.Reclaim).
+func (r *run) claimSession(ctx context.Context, p events.RunStarted, reclaim bool) error {
 	ev, err := r.event(events.StageRunStarted, p, "")
 	if err != nil {
 		return err
@@ -253,7 +259,12 @@ func (r *run) claimSession(ctx context.Context, p events.RunStarted) error {
 	}
 	r.seq++
 	ev.Seq = r.seq
-	claim, err := em.Claim(ctx, ev, r.claim)
+	var claim uint64
+	if reclaim {
+		claim, err = em.Reclaim(ctx, ev, r.claim, r.seen)
+	} else {
+		claim, err = em.Claim(ctx, ev, r.claim)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: claim session %s/%s for run %s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, r.req.RunID, err)
 	}

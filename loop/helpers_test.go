@@ -152,6 +152,13 @@ func (f *failingEmitter) Claim(ctx context.Context, e *events.Event, last uint64
 	return f.inner.Claim(ctx, e, last)
 }
 
+func (f *failingEmitter) Reclaim(ctx context.Context, e *events.Event, last, seen uint64) (uint64, error) {
+	if !f.ok(e) {
+		return 0, errLost
+	}
+	return f.inner.Reclaim(ctx, e, last, seen)
+}
+
 func (f *failingEmitter) Flush(ctx context.Context, runID string) error {
 	return f.inner.Flush(ctx, runID)
 }

@@ -27,6 +27,14 @@ type Emitter interface {
 	// session's last claim is last, and returns e's stream sequence: the
 	// attempt's claim.
 	Claim(ctx context.Context, e *events.Event, last uint64) (claim uint64, err error)
+	// Reclaim is Claim for an attempt that resumes a run an earlier attempt
+	// claimed, and that appended nothing before its claim: it appends e on
+	// condition, besides Claim's, that nothing was stored on the session
+	// after stream sequence seen (the last event of the session the
+	// attempt read). An earlier attempt still alive cannot then write
+	// between this attempt's read and its claim: the claim is refused (a
+	// Claimed naming the session's last claim) and the attempt reads again.
+	Reclaim(ctx context.Context, e *events.Event, last, seen uint64) (claim uint64, err error)
 	// Flush returns once every earlier append of the run is stored, or
 	// with the first failure since the previous Flush.
 	Flush(ctx context.Context, runID string) error

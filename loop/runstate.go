@@ -269,11 +269,16 @@ func decodeOwn(e *events.Event, v any) error {
 // rebuild folds a session's events (stream order) into its conversation
 // and the state of run runID.
 func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
+	var seen uint64
+	for _, e := range evs {
+		seen = max(seen, e.Stored)
+	}
 	evs = effective(evs)
 	s, err := foldSession(evs, runID)
 	if err != nil {
 		return nil, nil, err
 	}
+	s.lastSeen = seen
 	rs, err := foldRun(evs, runID, s)
 	if err != nil {
 		return nil, nil, err

@@ -29,6 +29,9 @@ type Session struct {
 	// lastClaim is the stream sequence of the session's last run.started:
 	// the claim a new attempt's claim must follow.
 	lastClaim uint64
+	// lastSeen is the stream sequence of the session's last event as read
+	// (superseded or not): what a resumed attempt's claim expects last.
+	lastSeen uint64
 	// prompts is where each run's prompt is in Messages.
 	prompts map[string]int
 	// open are the calls of other runs than the one resumed left without

@@ -174,6 +174,11 @@ func (t *tracer) Claim(ctx context.Context, e *events.Event, last uint64) (uint6
 	return t.Emitter.Claim(ctx, e, last)
 }
 
+func (t *tracer) Reclaim(ctx context.Context, e *events.Event, last, seen uint64) (uint64, error) {
+	t.print(e)
+	return t.Emitter.Reclaim(ctx, e, last, seen)
+}
+
 // withSubagents returns agent id and the agents it may call, transitively.
 func withSubagents(f *agents.File, id string) []*agents.Agent {
 	var out []*agents.Agent

@@ -55,6 +55,15 @@ func (o *observing) Claim(ctx context.Context, e *events.Event, last uint64) (ui
 	return claim, nil
 }
 
+func (o *observing) Reclaim(ctx context.Context, e *events.Event, last, seen uint64) (uint64, error) {
+	claim, err := o.Emitter.Reclaim(ctx, e, last, seen)
+	if err != nil {
+		return claim, err
+	}
+	o.hs.observe(ctx, e)
+	return claim, nil
+}
+
 // observe runs the observers of e's stage that match it.
 func (hs *Hooks) observe(ctx context.Context, e *events.Event) {
 	for _, o := range hs.observers[e.Stage] {

@@ -150,4 +150,7 @@ func (nopEmitter) AppendSync(context.Context, *events.Event, uint64) error { ret
 func (nopEmitter) Claim(context.Context, *events.Event, uint64) (uint64, error) {
 	return 1, nil
 }
+func (nopEmitter) Reclaim(context.Context, *events.Event, uint64, uint64) (uint64, error) {
+	return 1, nil
+}
 func (nopEmitter) Flush(context.Context, string) error { return nil }

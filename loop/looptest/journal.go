@@ -99,6 +99,31 @@ func (j *Journal) Claim(_ context.Context, e *events.Event, last uint64) (uint64
 	return uint64(len(j.evs)), nil
 }
 
+// Reclaim stores e, a run.started, on Claim's condition and on condition
+// that the session's last stored event is the one at stream sequence seen;
+// when it is not, the error is a *ClaimedError naming the session's last
+// claim.
+func (j *Journal) Reclaim(_ context.Context, e *events.Event, last, seen uint64) (uint64, error) {
+	if e == nil || e.Stage != events.StageRunStarted {
+		return 0, fmt.Errorf("looptest: reclaim: not a run.started event")
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var now uint64
+	for _, s := range j.evs {
+		if s.AgentID == e.AgentID && s.SessionID == e.SessionID {
+			now = s.Stored
+		}
+	}
+	if c := j.claims[e.AgentID+"/"+e.SessionID]; now != seen && j.down == nil && c != nil && c.Stored == last {
+		return 0, &ClaimedError{By: c.Clone()}
+	}
+	if err := j.store(e, last); err != nil {
+		return 0, err
+	}
+	return uint64(len(j.evs)), nil
+}
+
 // Flush returns the run's first failure since its last Flush.
 func (j *Journal) Flush(_ context.Context, runID string) error {
 	j.mu.Lock()

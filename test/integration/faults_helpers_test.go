@@ -327,6 +327,24 @@ func (f *faultEmitter) Claim(ctx context.Context, e *events.Event, last uint64) 
 	return r.claim, r.err
 }
 
+func (f *faultEmitter) Reclaim(ctx context.Context, e *events.Event, last, seen uint64) (uint64, error) {
+	if !f.hit(e) {
+		return f.Emitter.Reclaim(ctx, e, last, seen)
+	}
+	type res struct {
+		claim uint64
+		err   error
+	}
+	c := make(chan res, 1)
+	go func() {
+		claim, err := f.Emitter.Reclaim(ctx, e, last, seen)
+		c <- res{claim, err}
+	}()
+	f.fault()
+	r := <-c
+	return r.claim, r.err
+}
+
 // toolCall matches the tool.before or tool.after of one call.
 func toolCall(stage events.Stage, callID string) func(*events.Event) bool {
 	return func(e *events.Event) bool {

@@ -35,6 +35,7 @@ func interceptorProcess() int {
 	}
 	defer nc.Close()
 	var ic interceptors.Func
+	stage, plugin := events.StageToolBefore, os.Getenv(envPlugin)
 	switch os.Getenv(envInterceptor) {
 	case "deny-calculator":
 		ic = func(_ context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
@@ -57,11 +58,15 @@ func interceptorProcess() int {
 			_ = nc.Flush()
 			select {}
 		}
-	default:
-		fmt.Fprintln(os.Stderr, "interceptor: unknown behaviour", os.Getenv(envInterceptor))
-		return 2
+	default: // the hard-fault runs' behaviours
+		b, err := hardFaultBehaviour(nc, os.Getenv(envInterceptor), plugin)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "interceptor:", err)
+			return 2
+		}
+		ic, stage, plugin = b.ic, b.stage, b.plugin
 	}
-	svc, err := bus.Serve(ctx, nc, bus.ServeConfig{Plugin: os.Getenv(envPlugin), Stages: []events.Stage{events.StageToolBefore}}, ic)
+	svc, err := bus.Serve(ctx, nc, bus.ServeConfig{Plugin: plugin, Stages: []events.Stage{stage}}, ic)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "interceptor:", err)
 		return 1
