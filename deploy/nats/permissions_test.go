@@ -69,6 +69,10 @@ func serve(t *testing.T, nc *nats.Conn, plugin string, stages ...string) {
 			t.Fatalf("add endpoint %s: %v", stage, err)
 		}
 	}
+	// The subscriptions reach the server before any request is sent.
+	if err := nc.Flush(); err != nil {
+		t.Fatalf("flush %s: %v", plugin, err)
+	}
 }
 
 // intercept sends an interception request as nc and returns the reason
