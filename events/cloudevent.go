@@ -30,6 +30,11 @@ func (e *Event) CloudEvent() cloudevents.Event {
 	if e.DataRef != "" {
 		ce.SetExtension(ExtDataRef, e.DataRef)
 	}
+	for _, x := range [...]struct{ name, v string }{{ExtPrevHash, e.PrevHash}, {ExtSigner, e.Signer}, {ExtSignature, e.Signature}} {
+		if x.v != "" {
+			ce.SetExtension(x.name, x.v)
+		}
+	}
 	if e.ParentRunID != "" {
 		ce.SetExtension(ExtParentAgentID, e.ParentAgentID)
 		ce.SetExtension(ExtParentSessionID, e.ParentSessionID)
@@ -99,6 +104,15 @@ func FromCloudEvent(ce cloudevents.Event) (*Event, error) {
 		return nil, err
 	}
 	if e.ParentRunID, err = str(ExtParentRunID, false); err != nil {
+		return nil, err
+	}
+	if e.PrevHash, err = str(ExtPrevHash, false); err != nil {
+		return nil, err
+	}
+	if e.Signer, err = str(ExtSigner, false); err != nil {
+		return nil, err
+	}
+	if e.Signature, err = str(ExtSignature, false); err != nil {
 		return nil, err
 	}
 	step, err := str(ExtStep, true)

@@ -123,6 +123,9 @@ const (
 	hParentAgent
 	hParentSession
 	hParentRun
+	hPrevHash
+	hSigner
+	hSignature
 	nSlots
 )
 
@@ -135,6 +138,7 @@ var slotKeys = [nSlots]string{
 	hSeq: HeaderPrefix + ExtSeq, hTrace: HeaderPrefix + ExtTraceparent, hDataRef: HeaderPrefix + ExtDataRef,
 	hParentAgent: HeaderPrefix + ExtParentAgentID, hParentSession: HeaderPrefix + ExtParentSessionID,
 	hParentRun: HeaderPrefix + ExtParentRunID,
+	hPrevHash:  HeaderPrefix + ExtPrevHash, hSigner: HeaderPrefix + ExtSigner, hSignature: HeaderPrefix + ExtSignature,
 }
 
 // headerValues are the encoded header values of an event by slot; "" is a
@@ -162,6 +166,9 @@ func (v *headerValues) fill(e *Event) int {
 		hParentAgent:   PercentEncode(e.ParentAgentID),
 		hParentSession: PercentEncode(e.ParentSessionID),
 		hParentRun:     PercentEncode(e.ParentRunID),
+		hPrevHash:      PercentEncode(e.PrevHash),
+		hSigner:        PercentEncode(e.Signer),
+		hSignature:     PercentEncode(e.Signature),
 	}
 	n := 0
 	for _, s := range v {

@@ -49,6 +49,9 @@ func codecEvents(t *testing.T) []*Event {
 		base(func(e *Event) { e.Subject = " " }),
 		base(func(e *Event) { e.Subject = " padded tool\t" }),
 		base(func(e *Event) { e.ParentAgentID, e.ParentSessionID, e.ParentRunID = "planner", "s9", "r-parent" }),
+		base(func(e *Event) {
+			e.PrevHash, e.Signer, e.Signature = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "UABC", "c2ln_-x"
+		}),
 	}
 }
 

@@ -249,3 +249,44 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// The chain hash covers every attribute but the signature, and the data.
+func TestChainHashCoversTheEvent(t *testing.T) {
+	e, err := events.New(events.StageToolAfter, events.Meta{Source: "hookbus/loop", AgentID: "a", SessionID: "s", RunID: "r", Step: 1, Seq: 7},
+		events.ToolAfter{Result: events.ToolResult{Content: "42"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := e.ChainHash()
+	if len(h) != 64 || h != e.ChainHash() {
+		t.Fatalf("hash %q", h)
+	}
+	for name, change := range map[string]func(*events.Event){
+		"data":     func(e *events.Event) { e.Data = []byte(`{"result":{"content":"41"}}`) },
+		"seq":      func(e *events.Event) { e.Seq = 8 },
+		"step":     func(e *events.Event) { e.Step = 2 },
+		"run":      func(e *events.Event) { e.RunID = "r2" },
+		"prevhash": func(e *events.Event) { e.PrevHash = "00" },
+		"signer":   func(e *events.Event) { e.Signer = "UX" },
+		"time":     func(e *events.Event) { e.Time = e.Time.Add(time.Nanosecond) },
+		"subject":  func(e *events.Event) { e.Subject = "calculator" },
+		"parent":   func(e *events.Event) { e.ParentRunID = "p" },
+	} {
+		c := e.Clone()
+		change(c)
+		if c.ChainHash() == h {
+			t.Errorf("changing the %s left the hash as it was", name)
+		}
+	}
+	c := e.Clone()
+	c.Signature = "anything"
+	if c.ChainHash() != h {
+		t.Error("the signature changed the hash")
+	}
+	// A value holding a newline cannot fake another line.
+	a, b := e.Clone(), e.Clone()
+	a.Subject, b.Subject = "x\ny", "x%0Ay"
+	if a.ChainHash() == b.ChainHash() {
+		t.Error("two subjects hash the same")
+	}
+}

@@ -45,6 +45,12 @@ func slotOf(key string) int {
 		return hParentSession
 	case "ce-parentrunid":
 		return hParentRun
+	case "ce-prevhash":
+		return hPrevHash
+	case "ce-signer":
+		return hSigner
+	case "ce-signature":
+		return hSignature
 	}
 	return -1
 }
@@ -84,6 +90,7 @@ func fastDecode(h Header, body []byte) *Event {
 		(seen[hSubject] && (v[hSubject] == "" || strings.TrimSpace(v[hSubject]) != v[hSubject])) ||
 		(seen[hTrace] && v[hTrace] == "") || (seen[hDataRef] && v[hDataRef] == "") ||
 		(seen[hParentAgent] && v[hParentAgent] == "") || (seen[hParentSession] && v[hParentSession] == "") || (seen[hParentRun] && v[hParentRun] == "") ||
+		(seen[hPrevHash] && v[hPrevHash] == "") || (seen[hSigner] && v[hSigner] == "") || (seen[hSignature] && v[hSignature] == "") ||
 		!plainSource(v[hSource]) {
 		return nil
 	}
@@ -108,6 +115,7 @@ func fastDecode(h Header, body []byte) *Event {
 		AgentID: v[hAgent], SessionID: v[hSession], RunID: v[hRun], Step: step, Seq: seq,
 		Traceparent: v[hTrace], DataRef: v[hDataRef],
 		ParentAgentID: v[hParentAgent], ParentSessionID: v[hParentSession], ParentRunID: v[hParentRun],
+		PrevHash: v[hPrevHash], Signer: v[hSigner], Signature: v[hSignature],
 	}
 	if len(body) > 0 {
 		e.Data = body // a received message's own buffer: not shared

@@ -25,6 +25,12 @@ const (
 	ExtParentAgentID   = "parentagentid"
 	ExtParentSessionID = "parentsessionid"
 	ExtParentRunID     = "parentrunid"
+	// The tamper evidence of a run (chain.go): the hash of the run's
+	// previous event, and on the run's terminal event the signer's public
+	// key and its signature of the event's hash.
+	ExtPrevHash  = "prevhash"
+	ExtSigner    = "signer"
+	ExtSignature = "signature"
 )
 
 // SeqWidth is the number of digits of the zero-padded seq extension, so that
@@ -51,7 +57,13 @@ type Event struct {
 	// called this event's run, for a child run (a sub-agent); empty
 	// otherwise.
 	ParentAgentID, ParentSessionID, ParentRunID string
-	Data                                        json.RawMessage
+	// PrevHash is the chain hash (ChainHash, lower-case hex) of the run's
+	// previous event; empty on a run's first event. Signer and Signature
+	// are set on a signed run's terminal event: the signer's public key
+	// (an nkey) and its ed25519 signature of the event's ChainHash
+	// (base64url, no padding).
+	PrevHash, Signer, Signature string
+	Data                        json.RawMessage
 	// Stored is the event's stream sequence when it was read from the
 	// events stream (0 otherwise). It is not part of the CloudEvent: it
 	// says where the event is, not what it is.

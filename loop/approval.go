@@ -142,7 +142,7 @@ func (r *run) takeAnswer(ctx context.Context) (*AnswerResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.claim, r.seq, r.step = last, st.lastSeq, st.respStep
+	r.claim, r.seq, r.step, r.prevHash = last, st.lastSeq, st.respStep, st.lastHash
 	out := &AnswerResult{}
 	now := nowUTC()
 	if a := r.req.Answer; a.Action != events.ActionExpire {

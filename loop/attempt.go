@@ -36,6 +36,7 @@ type run struct {
 	waiting      []events.ApprovalRequested // calls the attempt left waiting for a human
 	childWaiting bool                       // a sub-agent waits for a human
 	open         []events.ToolCall          // calls other runs left open, answered before a new run's turn
+	prevHash     string                     // the chain hash of the run's last event
 }
 
 // errEnd carries an early end of the run (denied, stopped) up the stack.
@@ -68,7 +69,7 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 func (r *run) reset() {
 	r.claim, r.seen, r.claimed, r.seq, r.step, r.events = 0, 0, false, 0, 0, 0
 	r.usage, r.continues, r.messages, r.answer, r.resumed = events.Usage{}, 0, nil, "", false
-	r.startSeq, r.waiting, r.firstStarted, r.lastContext, r.childWaiting = 0, nil, 0, 0, false
+	r.startSeq, r.waiting, r.firstStarted, r.lastContext, r.childWaiting, r.prevHash = 0, nil, 0, 0, false, ""
 }
 
 // lost ends an attempt whose session another attempt claimed: nothing of
@@ -220,7 +221,7 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 
 // restore takes the counters of the run's record.
 func (r *run) restore(st *runState) {
-	r.seq, r.usage, r.continues, r.events = st.lastSeq, st.usage, st.continues, st.events
+	r.seq, r.usage, r.continues, r.events, r.prevHash = st.lastSeq, st.usage, st.continues, st.events, st.lastHash
 	r.step = st.stepDone
 	if st.firstStarted != 0 {
 		r.firstStarted = st.firstStarted
@@ -259,6 +260,8 @@ func (r *run) claimSession(ctx context.Context, p events.RunStarted, reclaim boo
 	}
 	r.seq++
 	ev.Seq = r.seq
+	ev.PrevHash = r.prevHash
+	hash := ev.ChainHash()
 	var claim uint64
 	if reclaim {
 		claim, err = em.Reclaim(ctx, ev, r.claim, r.seen)
@@ -268,6 +271,7 @@ func (r *run) claimSession(ctx context.Context, p events.RunStarted, reclaim boo
 	if err != nil {
 		return fmt.Errorf("%w: claim session %s/%s for run %s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, r.req.RunID, err)
 	}
+	r.prevHash = hash
 	r.claim, r.claimed = claim, true
 	if r.firstStarted == 0 {
 		r.firstStarted = claim

@@ -73,8 +73,20 @@ type Config struct {
 	// waiting run goes on only when it is requested again. *bus.Bus
 	// implements it.
 	Queue Queue
+	// Signer signs each run's terminal event (the head of its hash
+	// chain); nil: runs end unsigned. See events.ChainHash.
+	Signer Signer
 	// Logger defaults to discarding.
 	Logger *slog.Logger
+}
+
+// Signer signs the heads of the runs' hash chains: an ed25519 key, such as
+// an nkey (nkeys.KeyPair has both methods).
+type Signer interface {
+	// PublicKey names the key; verifiers know it.
+	PublicKey() (string, error)
+	// Sign signs data.
+	Sign(data []byte) ([]byte, error)
 }
 
 // Compaction is an agent's context budget: when the conversation passes

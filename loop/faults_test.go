@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
@@ -38,6 +39,23 @@ func cutAfter(t *testing.T, j *looptest.Journal, limit int, cfg loop.Config, req
 	for _, e := range j.Events() {
 		if e.Stage == events.StageRunFailed {
 			t.Fatal("a failure to record the run was recorded as the run's failure")
+		}
+	}
+}
+
+// checkChains verifies every run's hash chain in evs (audit.Verifier): a
+// resumed run's chain goes on across its attempts.
+func checkChains(t *testing.T, evs []*events.Event) {
+	t.Helper()
+	var v audit.Verifier
+	for _, e := range evs {
+		v.Add(e)
+	}
+	for _, vd := range v.Verdicts() {
+		for _, p := range vd.Problems {
+			if p.Kind != audit.ProblemUnsigned {
+				t.Errorf("run %s: %s at seq %d: %s", vd.RunID, p.Kind, p.Seq, p.Detail)
+			}
 		}
 	}
 }
@@ -88,6 +106,7 @@ func TestResumeAfterToolResultDoesNotRunTheToolAgain(t *testing.T) {
 	if afterCalls.Load() != 2 {
 		t.Errorf("tool.after hook called %d times, want 2 (the cut attempt and the resumed one)", afterCalls.Load())
 	}
+	checkChains(t, j.Events())
 }
 
 // A worker that dies after a tool ran but before its result was recorded
@@ -131,6 +150,7 @@ func TestResumeWithAToolCallsOutcomeUnknown(t *testing.T) {
 			if !after[0].Result.IsError || !strings.Contains(after[0].Result.Content, "outcome unknown") {
 				t.Fatalf("the model was given %+v, want the unknown outcome", after[0].Result)
 			}
+			checkChains(t, j.Events())
 		})
 	}
 }
@@ -169,6 +189,7 @@ func TestResumeTakesTheRecordedDecisionOnAToolCall(t *testing.T) {
 			if len(after) != 1 || after[0].Result.Content != tc.want {
 				t.Fatalf("tool.after %+v, want the result %q", after, tc.want)
 			}
+			checkChains(t, j.Events())
 		})
 	}
 }
@@ -196,6 +217,7 @@ func TestUnrecordedRunIsNotFailedAndResumes(t *testing.T) {
 	if countStages(j.Events(), events.StageRunFailed) != 0 {
 		t.Fatal("run.failed recorded for an outage")
 	}
+	checkChains(t, j.Events())
 }
 
 // An attempt that lost the session to another attempt of its run stops

@@ -26,7 +26,7 @@ import (
 // new claim: appends are fenced). Events already in that order, with no
 // superseded event (the rule), are returned as they are.
 func effective(evs []*events.Event) []*events.Event {
-	superseded := supersededBy(evs)
+	superseded := events.Superseded(evs)
 	last := map[string]uint64{}
 	ordered := len(superseded) == 0
 	for _, e := range evs {
@@ -55,31 +55,6 @@ func effective(evs []*events.Event) []*events.Event {
 	slices.SortStableFunc(out, func(a, b *events.Event) int {
 		return cmp.Or(cmp.Compare(first[a.RunID], first[b.RunID]), cmp.Compare(a.Seq, b.Seq))
 	})
-	return out
-}
-
-// supersededBy marks, by index, the events a later attempt of their run
-// superseded (see effective); nil when none is.
-func supersededBy(evs []*events.Event) map[int]bool {
-	var out map[int]bool
-	started := map[string]bool{}
-	for i, e := range evs {
-		if e.Stage != events.StageRunStarted {
-			continue
-		}
-		if !started[e.RunID] {
-			started[e.RunID] = true
-			continue
-		}
-		for j := 0; j < i; j++ {
-			if o := evs[j]; o.RunID == e.RunID && o.Seq >= e.Seq {
-				if out == nil {
-					out = map[int]bool{}
-				}
-				out[j] = true
-			}
-		}
-	}
 	return out
 }
 

@@ -38,6 +38,8 @@ type runState struct {
 	// seqs of all of them.
 	lastStarted uint64
 	startedSeqs []uint64
+	// lastHash is the chain hash of the run's last event (by seq).
+	lastHash string
 }
 
 // callState is what the record says of one tool call.
@@ -96,7 +98,9 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 		}
 		rs.found = true
 		rs.events++
-		rs.lastSeq = max(rs.lastSeq, e.Seq)
+		if e.Seq >= rs.lastSeq {
+			rs.lastSeq, rs.lastHash = e.Seq, e.ChainHash()
+		}
 		switch e.Stage {
 		case events.StageHookDecided, events.StageHookFailed:
 			rs.ends.add(e)

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -133,6 +134,13 @@ func (r *run) emitSync(ctx context.Context, st events.Stage, payload any, subjec
 func (r *run) append(ctx context.Context, ev *events.Event, sync bool) error {
 	r.seq++
 	ev.Seq = r.seq
+	ev.PrevHash = r.prevHash
+	if ev.Stage == events.StageRunCompleted || ev.Stage == events.StageRunFailed {
+		if err := r.sign(ev); err != nil {
+			return err
+		}
+	}
+	hash := ev.ChainHash()
 	em := r.eng.cfg.Emitter
 	var err error
 	if sync {
@@ -145,7 +153,28 @@ func (r *run) append(ctx context.Context, ev *events.Event, sync bool) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s of run %s: %w", ErrUnrecorded, ev.Stage, r.req.RunID, err)
 	}
+	r.prevHash = hash
 	r.events++
+	return nil
+}
+
+// sign signs a terminal event: its signer and the signature of its chain
+// hash, which covers the whole run's chain.
+func (r *run) sign(ev *events.Event) error {
+	s := r.eng.cfg.Signer
+	if s == nil {
+		return nil
+	}
+	pub, err := s.PublicKey()
+	if err != nil {
+		return fmt.Errorf("loop: signing key: %w", err)
+	}
+	ev.Signer = pub
+	sig, err := s.Sign([]byte(ev.ChainHash()))
+	if err != nil {
+		return fmt.Errorf("loop: sign the end of run %s: %w", r.req.RunID, err)
+	}
+	ev.Signature = base64.RawURLEncoding.EncodeToString(sig)
 	return nil
 }
 

@@ -31,6 +31,7 @@ func parse(fs *flag.FlagSet, args []string) error { return cli.Parse(fs, args) }
 type agentFlags struct {
 	file     string   // --agents FILE
 	claude   []string // --claude-settings FILE, repeatable
+	signing  string   // --signing-key FILE
 	model    string
 	tools    string
 	script   string
@@ -46,6 +47,7 @@ func (a *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.root, "root", ".", "directory the file tools are confined to, and Bash runs in")
 	fs.StringVar(&a.system, "system", "", "system prompt")
 	fs.IntVar(&a.maxSteps, "max-steps", loop.DefaultMaxSteps, "most steps a run may take (at least 1)")
+	fs.StringVar(&a.signing, "signing-key", "", "an nkey seed file (\"loop keygen\" writes one) that signs the end of every run, the head of its hash chain (observer verify --public-key checks it)")
 	fs.Func("claude-settings", "a Claude Code settings.json whose hooks section every agent runs (command and http hooks, in the file's order); repeatable", func(v string) error {
 		a.claude = append(a.claude, v)
 		return nil
@@ -139,7 +141,7 @@ func build(ctx context.Context, f *agents.File, log *slog.Logger) (built []*agen
 // call each other as sub-agents; closeHooks closes what their Claude Code
 // hooks hold (transcripts). An agent that runs Claude Code hooks (claude,
 // then its own hooks section) gets a child of hooks holding them.
-func engines(built []*agents.Built, em loop.Emitter, h loop.History, q loop.Queue, hooks *interceptors.Chain, claude []*claudecode.Settings, log *slog.Logger) (map[string]*loop.Engine, func(), error) {
+func engines(built []*agents.Built, em loop.Emitter, h loop.History, q loop.Queue, hooks *interceptors.Chain, claude []*claudecode.Settings, signer loop.Signer, log *slog.Logger) (map[string]*loop.Engine, func(), error) {
 	cc := &claudeHooks{settings: claude, history: h, log: log}
 	out := make(map[string]*loop.Engine, len(built))
 	team := loop.NewTeam()
@@ -150,7 +152,7 @@ func engines(built []*agents.Built, em loop.Emitter, h loop.History, q loop.Queu
 			cc.close()
 			return nil, nil, err
 		}
-		cfg.Emitter, cfg.History, cfg.Queue, cfg.Hooks, cfg.Logger, cfg.Team = agentEm, h, q, agentHooks, log, team
+		cfg.Emitter, cfg.History, cfg.Queue, cfg.Hooks, cfg.Logger, cfg.Team, cfg.Signer = agentEm, h, q, agentHooks, log, team, signer
 		eng, err := loop.New(cfg)
 		if err != nil {
 			cc.close()

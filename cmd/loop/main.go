@@ -21,6 +21,7 @@ Usage:
   loop submit  [--nats URL] [--agent ID] [--session ID] [--wait] [--timeout D] PROMPT | - | --prompt-file FILE
   loop compact [connection] [--agents FILE] [--agent ID] --session ID
   loop server  [--store DIR] [--listen ADDR]
+  loop keygen  [--out FILE]
 
 connection: --nats URL [--creds FILE | --nkey FILE | --user U --password P | --token T] [--tls-ca FILE],
             or --store DIR [--listen ADDR]
@@ -77,6 +78,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		code, err = cmdCompact(ctx, args[1:], stdout, stderr)
 	case "submit":
 		code, err = cmdSubmit(ctx, args[1:], stdin, stdout, stderr)
+	case "keygen":
+		err = cmdKeygen(ctx, args[1:], stdout, stderr)
 	case "server":
 		err = cmdServer(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":

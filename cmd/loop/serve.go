@@ -63,6 +63,10 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		ids = defs.IDs()
 	}
 	log := cli.Logger(*verbose, stderr)
+	signer, err := loadSigner(af.signing)
+	if err != nil {
+		return err
+	}
 	claude, err := loadClaudeSettings(af.claude, log)
 	if err != nil {
 		return err
@@ -82,7 +86,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer stopHooks()
-	engs, closeHooks, err := engines(built, c.Bus, c.Bus, c.Bus, hooks, claude, log)
+	engs, closeHooks, err := engines(built, c.Bus, c.Bus, c.Bus, hooks, claude, signer, log)
 	if err != nil {
 		return err
 	}

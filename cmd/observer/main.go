@@ -19,6 +19,7 @@ Usage:
   observer tail      [connection] [--agent A] [--session S] [--run R] [--stage X] [--json]
   observer hooks     list|add|rm|grant|revoke [connection]   (see "observer hooks --help")
   observer provision [connection] [--replicas N] [--max-age D] [--wait D]   (an operator: create or update the streams and buckets)
+  observer verify    [connection] [--agent A] [--session S] [--run R] [--since D] [--public-key KEY]... [--json] [-q]
   observer approvals [connection] [--agent A] [--all]   (tool calls waiting for a human)
   observer approve   [connection] RUN [--call ID] [--by NAME] [--comment TEXT]
   observer reject    [connection] RUN [--call ID] --reason TEXT [--continue]
@@ -70,6 +71,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdProvision(ctx, args[1:], stdout, stderr)
 	case "hooks":
 		err = cmdHooks(ctx, args[1:], stdout, stderr)
+	case "verify":
+		err = cmdVerify(ctx, args[1:], stdout, stderr)
 	case "approvals":
 		err = cmdApprovals(ctx, args[1:], stdout, stderr)
 	case "approve", "reject":

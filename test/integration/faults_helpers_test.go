@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
@@ -131,6 +132,19 @@ func checkRun(t *testing.T, runID string, evs []*events.Event) *events.Event {
 		if s != uint64(i+1) {
 			t.Errorf("run %s: seqs are not 1..%d: %v\nstages: %s", runID, len(evs), seqs, stagesLine(evs))
 			break
+		}
+	}
+	// The run's hash chain holds across its attempts (unsigned: these
+	// workers have no signing key).
+	var v audit.Verifier
+	for _, e := range evs {
+		v.Add(e)
+	}
+	for _, vd := range v.Verdicts() {
+		for _, p := range vd.Problems {
+			if p.Kind != audit.ProblemUnsigned {
+				t.Errorf("run %s: verify: %s at seq %d: %s", runID, p.Kind, p.Seq, p.Detail)
+			}
 		}
 	}
 	var terminal *events.Event

@@ -1,0 +1,287 @@
+package audit
+
+import (
+	"cmp"
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/nats-io/nkeys"
+)
+
+// Kinds of Problem.
+const (
+	// ProblemAltered: an event's content no longer matches the hash the
+	// run's next event recorded of it.
+	ProblemAltered = "altered"
+	// ProblemRemoved: the run's seq numbers have a gap.
+	ProblemRemoved = "removed"
+	// ProblemInserted: an event that is not part of the run's chain (a
+	// second event with one seq, or one that links to nothing).
+	ProblemInserted = "inserted"
+	// ProblemReordered: an event links to another predecessor than the
+	// event before it in seq order.
+	ProblemReordered = "reordered"
+	// ProblemAfterEnd: an event after the run's terminal event.
+	ProblemAfterEnd = "after_end"
+	// ProblemNoEnd: the run has no terminal event (running, waiting, cut
+	// off, or its end removed).
+	ProblemNoEnd = "no_end"
+	// ProblemUnsigned: the terminal event carries no signature.
+	ProblemUnsigned = "unsigned"
+	// ProblemUnknownSigner: the terminal event is signed by a key not among
+	// the trusted ones.
+	ProblemUnknownSigner = "unknown_signer"
+	// ProblemBadSignature: the signature does not verify.
+	ProblemBadSignature = "bad_signature"
+	// ProblemUnchained: the run's events carry no hash chain (recorded by
+	// a producer that does not chain them, or before hookbus did).
+	ProblemUnchained = "unchained"
+	// ProblemUnverifiable: an event's data is gone (a claim-checked object
+	// expired), so its hash cannot be recomputed.
+	ProblemUnverifiable = "unverifiable"
+)
+
+// Problem is one thing wrong with a run's record.
+type Problem struct {
+	Kind    string `json:"kind"`
+	Seq     uint64 `json:"seq,omitempty"`
+	EventID string `json:"event_id,omitempty"`
+	Detail  string `json:"detail"`
+}
+
+// RunVerdict is the verification of one run's chain.
+type RunVerdict struct {
+	RunID     string    `json:"run_id"`
+	AgentID   string    `json:"agent_id"`
+	SessionID string    `json:"session_id"`
+	Events    int       `json:"events"`
+	Ended     bool      `json:"ended"`
+	Signer    string    `json:"signer,omitempty"`
+	Problems  []Problem `json:"problems,omitempty"`
+}
+
+// OK reports whether nothing is wrong with the run.
+func (v *RunVerdict) OK() bool { return len(v.Problems) == 0 }
+
+// Verifier checks runs' hash chains and signatures (events.ChainHash). Add
+// the events of the runs to check, in stream order; Verdicts then gives one
+// verdict per run. The zero value trusts no key: every signed run is
+// reported signed by an unknown key unless Trust names it.
+type Verifier struct {
+	// Trust is the set of public keys whose signatures are trusted.
+	Trust map[string]bool
+	runs  map[string][]*events.Event
+	order []string
+	pos   map[*events.Event]int
+	n     int
+}
+
+// Add takes one event (in stream order).
+func (v *Verifier) Add(e *events.Event) {
+	if v.runs == nil {
+		v.runs, v.pos = map[string][]*events.Event{}, map[*events.Event]int{}
+	}
+	if _, ok := v.runs[e.RunID]; !ok {
+		v.order = append(v.order, e.RunID)
+	}
+	v.runs[e.RunID] = append(v.runs[e.RunID], e)
+	v.pos[e] = v.n
+	v.n++
+}
+
+// Verdicts returns the verdict of every run added, in the order their first
+// events came.
+func (v *Verifier) Verdicts() []*RunVerdict {
+	out := make([]*RunVerdict, 0, len(v.order))
+	for _, id := range v.order {
+		out = append(out, v.verify(v.runs[id]))
+	}
+	return out
+}
+
+// effectiveRun drops the events a later attempt superseded
+// (events.Superseded). A run.started stored after the run's end supersedes
+// nothing: a run never resumes once ended, so it is an insertion, reported
+// as such, not a licence to drop the signed end.
+func effectiveRun(evs []*events.Event) []*events.Event {
+	end := len(evs)
+	for i, e := range evs {
+		if e.Stage == events.StageRunCompleted || e.Stage == events.StageRunFailed {
+			end = i
+			break
+		}
+	}
+	drop := events.Superseded(evs[:end])
+	out := make([]*events.Event, 0, len(evs))
+	for i, e := range evs {
+		if !drop[i] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (v *Verifier) verify(all []*events.Event) *RunVerdict {
+	first := all[0]
+	res := &RunVerdict{RunID: first.RunID, AgentID: first.AgentID, SessionID: first.SessionID}
+	evs := effectiveRun(all)
+	res.Events = len(evs)
+	add := func(kind string, e *events.Event, seq uint64, format string, args ...any) {
+		p := Problem{Kind: kind, Seq: seq, Detail: fmt.Sprintf(format, args...)}
+		if e != nil {
+			p.EventID, p.Seq = e.ID, e.Seq
+		}
+		res.Problems = append(res.Problems, p)
+	}
+	hashes := make(map[*events.Event]string, len(evs))
+	byHash := map[string]*events.Event{}
+	for _, e := range evs {
+		if e.DataRef != "" && len(e.Data) == 0 {
+			add(ProblemUnverifiable, e, 0, "%s's data (%s) is gone: its hash cannot be recomputed", e.Stage, e.DataRef)
+			continue
+		}
+		h := e.ChainHash()
+		hashes[e], byHash[h] = h, e
+	}
+	// Seq order; of two events with one seq, the one that links in stays
+	// in the chain, the other is inserted.
+	sort.SliceStable(evs, func(i, j int) bool {
+		return cmp.Or(cmp.Compare(evs[i].Seq, evs[j].Seq), cmp.Compare(v.pos[evs[i]], v.pos[evs[j]])) < 0
+	})
+	var chain []*events.Event
+	for i := 0; i < len(evs); i++ {
+		e := evs[i]
+		if len(chain) > 0 && chain[len(chain)-1].Seq == e.Seq {
+			prev := chain[len(chain)-1]
+			keep, extra := prev, e
+			if links(e, chain[:len(chain)-1], hashes) && !links(prev, chain[:len(chain)-1], hashes) {
+				keep, extra = e, prev
+			}
+			chain[len(chain)-1] = keep
+			add(ProblemInserted, extra, 0, "a second %s with seq %d, not in the run's chain", extra.Stage, extra.Seq)
+			continue
+		}
+		chain = append(chain, e)
+	}
+	chained := len(chain) < 2
+	for _, e := range chain[min(1, len(chain)):] {
+		chained = chained || e.PrevHash != ""
+	}
+	if !chained {
+		add(ProblemUnchained, nil, 0, "none of the run's %d events carries the hash of its predecessor", len(chain))
+	}
+	// Events stored with another seq than the one they were chained with
+	// (two swapped, or renumbered): each is reported once, and the links
+	// their move broke are not reported again.
+	moved, movedHashes := map[*events.Event]bool{}, map[string]bool{}
+	if chained {
+		for _, m := range renumbered(chain) {
+			moved[m.event], movedHashes[m.hash] = true, true
+			add(ProblemReordered, m.event, 0, "%s stored as seq %d was chained as seq %d", m.event.Stage, m.event.Seq, m.chainedAs)
+		}
+	}
+	var end *events.Event
+	for i, e := range chain {
+		if end != nil {
+			add(ProblemAfterEnd, e, 0, "%s after the run's %s (seq %d)", e.Stage, end.Stage, end.Seq)
+			continue
+		}
+		want := uint64(i + 1)
+		if i > 0 {
+			want = chain[i-1].Seq + 1
+		}
+		if e.Seq != want {
+			if e.Seq-1 == want {
+				add(ProblemRemoved, nil, want, "seq %d is missing: removed", want)
+			} else {
+				add(ProblemRemoved, nil, want, "seqs %d to %d are missing: removed", want, e.Seq-1)
+			}
+		}
+		switch {
+		case i == 0 && e.PrevHash != "" && e.Seq == 1:
+			add(ProblemAltered, e, 0, "the run's first event names a predecessor")
+		case !chained || i == 0 || moved[e] || moved[chain[i-1]] || movedHashes[e.PrevHash]:
+		case hashes[chain[i-1]] != "" && e.PrevHash != hashes[chain[i-1]]:
+			prev := chain[i-1]
+			if other, ok := byHash[e.PrevHash]; ok && other != prev {
+				add(ProblemReordered, e, 0, "%s follows seq %d (%s) in the chain, not seq %d", e.Stage, other.Seq, other.Stage, prev.Seq)
+			} else if e.Seq == prev.Seq+1 {
+				add(ProblemAltered, prev, 0, "%s (seq %d) does not match the hash its successor recorded", prev.Stage, prev.Seq)
+			}
+		}
+		if e.Stage == events.StageRunCompleted || e.Stage == events.StageRunFailed {
+			end = e
+		}
+	}
+	if end == nil {
+		add(ProblemNoEnd, nil, 0, "no run.completed or run.failed recorded (running, waiting, cut off, or its end removed)")
+		return res
+	}
+	res.Ended, res.Signer = true, end.Signer
+	switch {
+	case end.Signature == "" || end.Signer == "":
+		add(ProblemUnsigned, end, 0, "the run's end is not signed")
+	default:
+		sig, err := base64.RawURLEncoding.DecodeString(end.Signature)
+		pub, kerr := nkeys.FromPublicKey(end.Signer)
+		switch {
+		case err != nil || kerr != nil:
+			add(ProblemBadSignature, end, 0, "the signature or signer cannot be read")
+		case pub.Verify([]byte(hashes[end]), sig) != nil:
+			add(ProblemBadSignature, end, 0, "the signature by %s does not verify: the run's chain was changed after it was signed", end.Signer)
+		case !v.Trust[end.Signer]:
+			add(ProblemUnknownSigner, end, 0, "signed by %s, a key not trusted (give it with --public-key)", end.Signer)
+		}
+	}
+	slices.SortStableFunc(res.Problems, func(a, b Problem) int { return cmp.Compare(a.Seq, b.Seq) })
+	return res
+}
+
+// links reports whether e's predecessor (by its PrevHash) is the last
+// event of chain (or e is a run's first event).
+func links(e *events.Event, chain []*events.Event, hashes map[*events.Event]string) bool {
+	if len(chain) == 0 {
+		return e.PrevHash == ""
+	}
+	return e.PrevHash == hashes[chain[len(chain)-1]]
+}
+
+// move is an event stored with another seq than it was chained with.
+type move struct {
+	event     *events.Event
+	chainedAs uint64
+	hash      string // its chain hash as chained
+}
+
+// renumbered finds the events of chain whose hash, given another seq, is
+// what another event names as its predecessor: events whose seqs were
+// swapped or renumbered after they were chained.
+func renumbered(chain []*events.Event) []move {
+	prevs := map[string]bool{}
+	var last uint64
+	for _, e := range chain {
+		prevs[e.PrevHash] = true
+		last = max(last, e.Seq)
+	}
+	var out []move
+	for _, o := range chain {
+		if prevs[o.ChainHash()] {
+			continue // linked as it is
+		}
+		c := *o
+		for s := uint64(1); s <= last; s++ {
+			if s == o.Seq {
+				continue
+			}
+			c.Seq = s
+			if h := c.ChainHash(); prevs[h] {
+				out = append(out, move{o, s, h})
+				break
+			}
+		}
+	}
+	return out
+}

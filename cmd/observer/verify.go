@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hookbus/hookbus/audit"
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/nats-io/nkeys"
+)
+
+// cmdVerify recomputes the hash chains of runs and checks their signed
+// ends; it fails when any run's record is not intact.
+func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("observer verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	conn := cli.ConnFlags{StoreFallback: true}
+	conn.Register(fs)
+	var ff filterFlags
+	ff.register(fs)
+	var keys []string
+	fs.Func("public-key", "a trusted signing key: the public nkey (printed by \"loop keygen\") or a file holding it; repeatable", func(v string) error {
+		keys = append(keys, v)
+		return nil
+	})
+	asJSON := fs.Bool("json", false, "one verdict (JSON) per run")
+	quiet := fs.Bool("q", false, "print only the runs that fail")
+	verbose := fs.Bool("v", false, cli.VerboseHelp)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: observer verify [flags]\n\nRecomputes every run's hash chain and checks its signed end: per run, ok, or which\nevent was altered, removed, inserted or reordered, a run with no end, an end unsigned\nor signed by a key not given with --public-key. Exits 1 when any run fails.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if err := cli.NoArgs(fs); err != nil {
+		return err
+	}
+	if ff.stage != "" {
+		return fmt.Errorf("%w: --stage: a chain is verified whole", cli.ErrUsage)
+	}
+	filter, err := ff.filter()
+	if err != nil {
+		return err
+	}
+	trust, err := trustedKeys(keys)
+	if err != nil {
+		return err
+	}
+	c, err := conn.Open(ctx, "hookbus-observer", cli.Logger(*verbose, stderr), cli.ReadOnly)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	gctx, stop := c.Guard(ctx)
+	defer stop()
+
+	v := &audit.Verifier{Trust: trust}
+	prefix := ff.runPrefix()
+	prog := newProgress(stderr, "verify")
+	st, err := c.Bus.Replay(gctx, filter, func(e *events.Event) error {
+		prog.tick()
+		if prefix == "" || strings.HasPrefix(e.RunID, prefix) {
+			v.Add(e)
+		}
+		return nil
+	})
+	prog.done()
+	if err != nil {
+		return c.Explain(err)
+	}
+	verdicts := v.Verdicts()
+	failed := 0
+	for _, vd := range verdicts {
+		if !vd.OK() {
+			failed++
+		}
+		if *quiet && vd.OK() {
+			continue
+		}
+		if *asJSON {
+			b, err := json.Marshal(vd)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "%s\n", b)
+			continue
+		}
+		printVerdict(stdout, vd)
+	}
+	fmt.Fprintf(stderr, "%d runs verified (%d events read): %d intact, %d failed\n", len(verdicts), st.Events, len(verdicts)-failed, failed)
+	if len(verdicts) == 0 {
+		if d := ff.describe(); d != "" {
+			return fmt.Errorf("no events match %s", d)
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d runs failed verification", failed, len(verdicts))
+	}
+	return nil
+}
+
+func printVerdict(w io.Writer, vd *audit.RunVerdict) {
+	status := "ok    "
+	if !vd.OK() {
+		status = "FAILED"
+	}
+	signer := "unsigned"
+	if vd.Signer != "" {
+		signer = "signed by " + vd.Signer
+	}
+	fmt.Fprintf(w, "%s  run %s  %s/%s  %d events, %s\n", status, vd.RunID, vd.AgentID, vd.SessionID, vd.Events, signer)
+	for _, p := range vd.Problems {
+		at := ""
+		if p.Seq > 0 {
+			at = fmt.Sprintf(" #%03d", p.Seq)
+		}
+		id := ""
+		if p.EventID != "" {
+			id = " (event " + p.EventID + ")"
+		}
+		fmt.Fprintf(w, "        %-14s%s%s: %s\n", p.Kind, at, id, p.Detail)
+	}
+}
+
+// trustedKeys reads --public-key values: a public nkey, or a file holding
+// one.
+func trustedKeys(values []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, v := range values {
+		key := strings.TrimSpace(v)
+		if _, err := nkeys.FromPublicKey(key); err != nil {
+			b, ferr := os.ReadFile(v)
+			if ferr != nil {
+				return nil, fmt.Errorf("%w: --public-key %q is neither a public nkey (%v) nor a readable file (%v)", cli.ErrUsage, v, err, ferr)
+			}
+			key = strings.TrimSpace(string(b))
+			if _, err := nkeys.FromPublicKey(key); err != nil {
+				return nil, fmt.Errorf("%w: --public-key %s: the file holds no public nkey: %v", cli.ErrUsage, v, err)
+			}
+		}
+		out[key] = true
+	}
+	return out, nil
+}
+
+// progress reports a long scan on a terminal: a line rewritten at most
+// every 200ms; nothing when w is not a terminal.
+type progress struct {
+	w     io.Writer
+	what  string
+	n     int
+	last  time.Time
+	shown bool
+}
+
+func newProgress(w io.Writer, what string) *progress {
+	p := &progress{w: w, what: what}
+	if !isTerminal(w) {
+		p.w = nil
+	}
+	return p
+}
+
+func (p *progress) tick() {
+	p.n++
+	if p.w == nil || p.n%1024 != 0 {
+		return
+	}
+	if now := time.Now(); now.Sub(p.last) > 200*time.Millisecond {
+		p.last, p.shown = now, true
+		fmt.Fprintf(p.w, "\r%s: %d events read", p.what, p.n)
+	}
+}
+
+func (p *progress) done() {
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+// isTerminal reports whether w (or the writer it wraps) is a character
+// device (a terminal).
+func isTerminal(w io.Writer) bool {
+	for {
+		u, ok := w.(interface{ Unwrap() io.Writer })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
