@@ -57,11 +57,28 @@ func (p *panicked) Is(target error) bool { return target == ErrPanic }
 
 func recovered(v any) error { return &panicked{value: v, stack: debug.Stack()} }
 
-// closedKind is the decision a fail-closed failure ends the chain with: deny
+// ClosedKind is the decision a fail-closed failure ends the chain with: deny
 // where the stage accepts it, else stop (step.started, tool.after, stop).
-func closedKind(stage events.Stage) Kind {
+func ClosedKind(stage events.Stage) Kind {
 	if stage.Accepts().Has(events.DecisionDeny) {
 		return Deny
 	}
 	return Stop
+}
+
+// ClosedReason is the reason of a fail-closed decision, a sentence for the
+// model (it reaches it as the denied call's result, or the run's end): why
+// the action was blocked, without Go error text, which the hook.failed
+// record keeps whole.
+func ClosedReason(kind string) string {
+	switch kind {
+	case events.FailTimeout:
+		return "blocked: the policy check did not answer in time"
+	case events.FailNoResponders:
+		return "blocked: the policy check is not running"
+	case events.FailBadReply:
+		return "blocked: the policy check gave an answer that could not be read"
+	default:
+		return "blocked: the policy check failed"
+	}
 }

@@ -286,6 +286,6 @@ func (c *Chain) fail(ctx context.Context, out *Outcome, rec *Record, reg *Regist
 	if out.Decision != Allow && out.Decision != Modify && out.Decision != Ask {
 		return // already ended, by an earlier validator
 	}
-	out.Decision, out.Plugin = closedKind(out.Stage), reg.Plugin
-	out.Reason = he.Error() + " (policy fail)"
+	out.Decision, out.Plugin = ClosedKind(out.Stage), reg.Plugin
+	out.Reason = ClosedReason(he.Kind)
 }

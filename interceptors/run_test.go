@@ -231,8 +231,11 @@ func TestValidatorFailClosed(t *testing.T) {
 	mustRegister(t, c, Registration{Plugin: "v1", Stage: events.StageIntake, Mode: ModeValidate, Policy: PolicyFail}, decide(nil, errors.New("down")))
 	mustRegister(t, c, Registration{Plugin: "v2", Stage: events.StageIntake, Mode: ModeValidate}, decide(&Decision{Kind: Deny, Reason: "later"}, nil))
 	out, err := c.Run(context.Background(), intakeEvent(t, "hi"))
-	if err != nil || out.Decision != Deny || out.Plugin != "v1" || !strings.Contains(out.Reason, "down") || len(out.Records) != 2 {
+	if err != nil || out.Decision != Deny || out.Plugin != "v1" || out.Reason != "blocked: the policy check failed" || len(out.Records) != 2 {
 		t.Fatalf("%+v, %v", out, err)
+	}
+	if f := out.Records[0].Failure; f == nil || !strings.Contains(f.Err.Error(), "down") || f.Outcome != FailedClosed {
+		t.Fatalf("failure record %+v: want the error and failed_closed", f)
 	}
 	if out.Records[1].Decision != Deny {
 		t.Fatalf("second validator not recorded: %+v", out.Records[1])

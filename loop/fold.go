@@ -80,12 +80,8 @@ func (d decisions) add(e *events.Event) {
 		if e.DecodeData(&p) != nil || p.EventID == "" || p.Outcome != interceptors.FailedClosed {
 			return
 		}
-		kind := interceptors.Deny
-		if p.Stage == events.StageStepStarted || p.Stage == events.StageToolAfter || p.Stage == events.StageStop {
-			kind = interceptors.Stop
-		}
-		d[p.EventID] = &events.HookDecided{Plugin: p.Plugin, Stage: p.Stage, Decision: string(kind),
-			Reason: p.Kind + " (policy fail)", EventID: p.EventID}
+		d[p.EventID] = &events.HookDecided{Plugin: p.Plugin, Stage: p.Stage, Decision: string(interceptors.ClosedKind(p.Stage)),
+			Reason: interceptors.ClosedReason(p.Kind), EventID: p.EventID}
 	}
 }
 
