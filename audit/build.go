@@ -140,7 +140,10 @@ func (b *runBuilder) add(e *events.Event) {
 		for _, c := range p.Message.ToolCalls {
 			b.modelCalls[c.ID] = c
 		}
-		text := "model " + quote(p.Message.Content)
+		text := "model"
+		if p.Message.Content != "" || len(p.Message.ToolCalls) == 0 {
+			text += " " + quote(p.Message.Content)
+		}
 		if len(p.Message.ToolCalls) > 0 {
 			names := make([]string, len(p.Message.ToolCalls))
 			for i, c := range p.Message.ToolCalls {
