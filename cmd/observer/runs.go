@@ -90,7 +90,7 @@ func printRuns(w io.Writer, list []audit.RunSummary) error {
 			parent = "run " + shortRun(r.Parent.RunID)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", shortRun(r.RunID), r.AgentID, r.SessionID,
-			when(r.Start), r.Duration(), r.Steps, r.Status, tokens(r.Usage), parent)
+			when(r.Start), duration(r.Duration()), r.Steps, r.Status, tokens(r.Usage), parent)
 	}
 	return tw.Flush()
 }

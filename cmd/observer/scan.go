@@ -172,3 +172,16 @@ func micros(us int64) string {
 	}
 	return (time.Duration(us) * time.Microsecond).Round(10 * time.Microsecond).String()
 }
+
+// duration formats a run's duration to about three digits.
+func duration(d time.Duration) string {
+	switch {
+	case d >= time.Minute:
+		return d.Round(time.Second).String()
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(100 * time.Microsecond).String()
+	}
+	return d.Round(time.Microsecond).String()
+}

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus"
@@ -61,7 +63,7 @@ func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // printTree writes t, each line prefixed by ind.
 func printTree(w io.Writer, t *audit.RunTree, ind string) {
 	r := t.Run
-	fmt.Fprintf(w, "%srun %s  %s/%s  %s, %d steps, %s tokens, %s", ind, r.RunID, r.AgentID, r.SessionID, r.Status, r.Steps, tokens(r.Usage), r.Duration())
+	fmt.Fprintf(w, "%srun %s  %s/%s  %s, %d steps, %s tokens, %s", ind, r.RunID, r.AgentID, r.SessionID, r.Status, r.Steps, tokens(r.Usage), duration(r.Duration()))
 	if r.Attempts > 1 {
 		fmt.Fprintf(w, ", %d attempts", r.Attempts)
 	}
@@ -112,6 +114,9 @@ func printHook(w io.Writer, h *audit.HookCall, ind string) {
 	}
 	s += ")"
 	fmt.Fprintln(w, s)
+	for _, k := range slices.Sorted(maps.Keys(h.Annotations)) {
+		fmt.Fprintf(w, "%s    %s: %s\n", ind, k, h.Annotations[k])
+	}
 	for _, warn := range h.Warnings {
 		fmt.Fprintf(w, "%s    warning: %s\n", ind, warn)
 	}
