@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/events"
@@ -64,18 +63,18 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	v := &audit.Verifier{Trust: trust}
 	prefix := ff.runPrefix()
-	prog := newProgress(stderr, "verify")
+	prog := &progress{w: stderr, live: isTerminal(os.Stderr), last: lastSeq(gctx, c.Bus)}
 	st, err := c.Bus.Replay(gctx, filter, func(e *events.Event) error {
-		prog.tick()
+		prog.saw(e.Stored)
 		if prefix == "" || strings.HasPrefix(e.RunID, prefix) {
 			v.Add(e)
 		}
 		return nil
 	})
-	prog.done()
 	if err != nil {
 		return c.Explain(err)
 	}
+	prog.done(st)
 	verdicts := v.Verdicts()
 	failed := 0
 	for _, vd := range verdicts {
@@ -95,7 +94,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		printVerdict(stdout, vd)
 	}
-	fmt.Fprintf(stderr, "%d runs verified (%d events read): %d intact, %d failed\n", len(verdicts), st.Events, len(verdicts)-failed, failed)
+	fmt.Fprintf(stderr, "%d runs verified: %d intact, %d failed\n", len(verdicts), len(verdicts)-failed, failed)
 	if len(verdicts) == 0 {
 		if d := ff.describe(); d != "" {
 			return fmt.Errorf("no events match %s", d)
@@ -149,57 +148,4 @@ func trustedKeys(values []string) (map[string]bool, error) {
 		out[key] = true
 	}
 	return out, nil
-}
-
-// progress reports a long scan on a terminal: a line rewritten at most
-// every 200ms; nothing when w is not a terminal.
-type progress struct {
-	w     io.Writer
-	what  string
-	n     int
-	last  time.Time
-	shown bool
-}
-
-func newProgress(w io.Writer, what string) *progress {
-	p := &progress{w: w, what: what}
-	if !isTerminal(w) {
-		p.w = nil
-	}
-	return p
-}
-
-func (p *progress) tick() {
-	p.n++
-	if p.w == nil || p.n%1024 != 0 {
-		return
-	}
-	if now := time.Now(); now.Sub(p.last) > 200*time.Millisecond {
-		p.last, p.shown = now, true
-		fmt.Fprintf(p.w, "\r%s: %d events read", p.what, p.n)
-	}
-}
-
-func (p *progress) done() {
-	if p.shown {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
-}
-
-// isTerminal reports whether w (or the writer it wraps) is a character
-// device (a terminal).
-func isTerminal(w io.Writer) bool {
-	for {
-		u, ok := w.(interface{ Unwrap() io.Writer })
-		if !ok {
-			break
-		}
-		w = u.Unwrap()
-	}
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -128,9 +128,6 @@ func NewWriter(w io.Writer, secrets ...string) *Writer {
 
 // Write writes p with the secrets replaced. It reports len(p) written when
 // the replaced text was written whole.
-// Unwrap returns the writer w writes to (to ask whether it is a terminal).
-func (w *Writer) Unwrap() io.Writer { return w.w }
-
 func (w *Writer) Write(p []byte) (int, error) {
 	if w.replace == nil {
 		return w.w.Write(p)
