@@ -100,7 +100,12 @@ func newNATSNode(t *testing.T, name, clusterAddr string, routes []string) *natsN
 	if err := os.WriteFile(n.conf, []byte(natsConf(name, n.addr, n.dir, clusterAddr, routes)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { n.kill(t) })
+	t.Cleanup(func() {
+		n.kill(t)
+		if t.Failed() {
+			t.Logf("nats-server %s output:\n%s", n.name, n.log())
+		}
+	})
 	return n
 }
 
