@@ -305,6 +305,9 @@ type HookDecided struct {
 	Patch       json.RawMessage   `json:"patch,omitempty"`
 	Warnings    []string          `json:"warnings,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// Context is the text this interceptor added for the model (context on
+	// tool.after, the message of a continue on stop).
+	Context string `json:"context,omitempty"`
 	// EventID is the CloudEvent id of the event decided on, as it is
 	// stored (not the id of the interception request).
 	EventID string `json:"event_id,omitempty"`

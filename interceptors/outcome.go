@@ -54,6 +54,9 @@ type Record struct {
 	Patch       []PatchOp
 	Warnings    []string
 	Annotations map[string]string
+	// Context is the text the interceptor added for the model (tool.after
+	// context, the message of a continue).
+	Context string
 	// Mock is the tool result a mock decision gave (Mocked set).
 	Mock *events.ToolResult
 	// Failure is set when the call failed (timeout, error, panic, no
@@ -79,7 +82,7 @@ func (r *Record) HookDecided() events.HookDecided {
 	d := events.HookDecided{
 		Plugin: r.Plugin, Stage: r.Stage, Decision: string(r.Decision), Reason: r.Reason,
 		LatencyUS: r.Latency.Microseconds(), Remote: r.Remote, Warnings: r.Warnings,
-		Annotations: r.Annotations, EventID: r.EventID, Result: r.Mock,
+		Annotations: r.Annotations, EventID: r.EventID, Result: r.Mock, Context: r.Context,
 	}
 	if r.Patch != nil {
 		d.Patch, _ = json.Marshal(r.Patch) // PatchOps always marshal

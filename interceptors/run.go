@@ -199,7 +199,7 @@ func (c *Chain) settle(ctx context.Context, out *Outcome, p *pending, res result
 		c.logDecision(ctx, out, reg, rec)
 		return Allow, nil, data
 	}
-	rec.Decision, rec.Reason, rec.Warnings, rec.Annotations = dec.Kind, dec.Reason, dec.Warnings, dec.Annotations
+	rec.Decision, rec.Reason, rec.Warnings, rec.Annotations, rec.Context = dec.Kind, dec.Reason, dec.Warnings, dec.Annotations, dec.Context
 	switch {
 	case dec.Kind == Modify && dec.Data != nil:
 		rec.Patch, err = Diff(data, next)

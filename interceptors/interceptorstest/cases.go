@@ -372,6 +372,10 @@ func testToolAfterContext(h *harness) {
 	if !slices.Equal(out.Context, []string{"the file is generated", "one secret redacted"}) {
 		h.t.Fatalf("context %q", out.Context)
 	}
+	// Each plugin's context is in its own record (hook.decided).
+	if len(out.Records) != 2 || out.Records[0].HookDecided().Context != "the file is generated" || out.Records[1].HookDecided().Context != "one secret redacted" {
+		h.t.Fatalf("records %+v: want each plugin's context in its own", out.Records)
+	}
 	if got := payloadOf[events.ToolAfter](h.t, out.Data).Result.Content; got != "token=[REDACTED]" {
 		h.t.Fatalf("result %q", got)
 	}
