@@ -174,34 +174,39 @@ func (p *payloads) put(ctx context.Context, e *events.Event) (string, error) {
 }
 
 func (p *payloads) putOnce(ctx context.Context, name string, e *events.Event) error {
-	start := time.Now()
-	ctx, cancel := p.budget(ctx, len(e.Data))
-	defer cancel()
-	wrap := func(err error) error {
-		return fmt.Errorf("%w: store %d bytes of event %s in %s as %s: %w", ErrClaimCheck, len(e.Data), e.ID, p.bucket, name, ctxErr(ctx, err))
-	}
-	obs, err := p.open(ctx)
-	if err != nil {
-		return wrap(err)
-	}
-	if _, err := obs.GetInfo(ctx, name); err == nil {
-		p.log.Debug("hookbus: claim-checked data already stored", "id", e.ID, "object", name)
-		return nil
-	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
-		return wrap(err)
-	}
-	meta := jetstream.ObjectMeta{
+	return p.putData(ctx, name, e.Data, jetstream.ObjectMeta{
 		Name:        name,
 		Description: fmt.Sprintf("data of hookbus %s event %s", e.Stage, e.ID),
 		Metadata: map[string]string{
 			"hookbus.event": e.ID, "hookbus.stage": string(e.Stage),
 			"hookbus.agent": e.AgentID, "hookbus.session": e.SessionID, "hookbus.run": e.RunID,
 		},
+	})
+}
+
+// putData stores data as the object meta names unless it is there. The
+// error wraps ErrClaimCheck (and ctx's error when it ended).
+func (p *payloads) putData(ctx context.Context, name string, data []byte, meta jetstream.ObjectMeta) error {
+	start := time.Now()
+	ctx, cancel := p.budget(ctx, len(data))
+	defer cancel()
+	wrap := func(err error) error {
+		return fmt.Errorf("%w: store %d bytes in %s as %s: %w", ErrClaimCheck, len(data), p.bucket, name, ctxErr(ctx, err))
 	}
-	if _, err := obs.Put(ctx, meta, bytes.NewReader(e.Data)); err != nil {
+	obs, err := p.open(ctx)
+	if err != nil {
 		return wrap(err)
 	}
-	p.log.Debug("hookbus: event data claim-checked", "id", e.ID, "stage", e.Stage, "bytes", len(e.Data), "object", name, "took", time.Since(start))
+	if _, err := obs.GetInfo(ctx, name); err == nil {
+		p.log.Debug("hookbus: claim-checked data already stored", "object", name)
+		return nil
+	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return wrap(err)
+	}
+	if _, err := obs.Put(ctx, meta, bytes.NewReader(data)); err != nil {
+		return wrap(err)
+	}
+	p.log.Debug("hookbus: data claim-checked", "bytes", len(data), "object", name, "took", time.Since(start))
 	return nil
 }
 

@@ -2,9 +2,12 @@ package bus
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +68,19 @@ func (b *Bus) submit(ctx context.Context, req *events.RunRequest, msgID string) 
 		id = msgID
 	}
 	msg := &nats.Msg{Subject: subject, Header: nats.Header{jetstream.MsgIDHeader: []string{id}}, Data: body}
+	if limit := b.pay.limit(); limit > 0 && msgSize(msg.Header, len(body)) > limit {
+		// Too large for one message (a long prompt): the request travels
+		// as a stub naming an object that holds it.
+		sum := sha256.Sum256(body)
+		name := runObjectPrefix + r.RunID + "/" + hex.EncodeToString(sum[:])
+		meta := jetstream.ObjectMeta{Name: name, Description: "hookbus run request " + r.RunID,
+			Metadata: map[string]string{"hookbus.run": r.RunID, "hookbus.agent": r.AgentID, "hookbus.session": r.SessionID}}
+		if err := b.pay.putData(ctx, name, body, meta); err != nil {
+			return fmt.Errorf("%w: run %s: %w", ErrPublish, r.RunID, err)
+		}
+		msg.Header.Set(RunRefHeader, b.pay.bucket+"/"+name)
+		msg.Data = nil
+	}
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
 	ack, err := b.js.PublishMsg(ctx, msg)
@@ -402,14 +418,36 @@ func (rc *RunConsumer) handle(m jetstream.Msg) {
 	}
 }
 
-// decode reads a run request, or an answer to an approval (whose agent is
-// its subject's).
+// RunRefHeader names, on a run request too large for one message, the
+// payloads object that holds it ("<bucket>/run/<run id>/<hex SHA-256>");
+// the message's body is then empty.
+const RunRefHeader = "Hookbus-Run-Ref"
+
+// runObjectPrefix starts the names of claim-checked run requests.
+const runObjectPrefix = "run/"
+
+// decode reads a run request (fetching a claim-checked one), or an answer
+// to an approval (whose agent is its subject's).
 func (rc *RunConsumer) decode(m jetstream.Msg) (*events.RunRequest, error) {
 	kind, agent, err := rc.b.subj.ParseQueue(m.Subject())
 	if err == nil && kind == "approval" {
 		return decodeApproval(agent, m.Data())
 	}
-	return events.DecodeRunRequest(m.Data())
+	ref := m.Headers().Get(RunRefHeader)
+	if ref == "" {
+		return events.DecodeRunRequest(m.Data())
+	}
+	name, ok := strings.CutPrefix(ref, rc.b.pay.bucket+"/"+runObjectPrefix)
+	if !ok || len(m.Data()) > 0 {
+		return nil, fmt.Errorf("%w: run request reference %q is not a run object of %s (or the message has a body too)", events.ErrPayload, ref, rc.b.pay.bucket)
+	}
+	ctx, cancel := rc.b.pay.budget(rc.runCtx, 0)
+	defer cancel()
+	body, err := rc.b.pay.get(ctx, runObjectPrefix+name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: run request at %q: %w", ErrClaimCheck, ref, err)
+	}
+	return events.DecodeRunRequest(body)
 }
 
 // refuse dead-letters and terminates a request that must not run (a body

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -128,7 +126,7 @@ func cmdSubmit(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	timeout := fs.Duration("timeout", 5*time.Minute, "with --wait: how long to wait")
 	verbose := fs.Bool("v", false, cli.VerboseHelp)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: loop submit [flags] PROMPT | - | --prompt-file FILE\n\nEnqueues a run request on hookbus.run.<agent> for the workers (loop serve).\nA run request is one NATS message: it must fit the server's max payload (1 MiB by\ndefault); loop run, which needs no queue, takes prompts of any size.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: loop submit [flags] PROMPT | - | --prompt-file FILE\n\nEnqueues a run request on hookbus.run.<agent> for the workers (loop serve).\nA prompt of any size: a request over the server's max payload travels in the\npayloads object store, as large events do.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	pos, err := cli.ParseInterspersed(fs, args)
@@ -161,9 +159,6 @@ func cmdSubmit(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return exitFailure, err
 	}
 	defer c.Close()
-	if err := fits(req, c.NC.MaxPayload()); err != nil {
-		return exitFailure, err
-	}
 	gctx, stop := c.Guard(ctx)
 	defer stop()
 	if err := c.Bus.SubmitRun(gctx, req); err != nil {
@@ -201,24 +196,4 @@ func cmdSubmit(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return exitNoAnswer, nil
 	}
 	return exitOK, nil
-}
-
-// errTooLarge is returned by loop submit for a run request that does not
-// fit in one NATS message.
-var errTooLarge = errors.New("run request too large")
-
-// fits refuses a run request larger than the server's max payload: a run
-// request is one message on the work queue, not claim-checked as events are
-// (docs/PROTOCOL.md, "Run requests").
-func fits(req *events.RunRequest, max int64) error {
-	b, err := json.Marshal(req)
-	if err != nil {
-		return err
-	}
-	// Headers (Nats-Msg-Id) travel in the same message: leave them room.
-	const headroom = 512
-	if max > 0 && int64(len(b))+headroom > max {
-		return fmt.Errorf("%w: the run request is %d bytes (a prompt of %d bytes) and the server's max payload is %d bytes: a run request is one NATS message, never claim-checked; shorten the prompt, or run it with \"loop run --nats URL\", which stores large events in the payloads object store", errTooLarge, len(b), len(req.Prompt), max)
-	}
-	return nil
 }

@@ -90,8 +90,8 @@ func TestPromptsAndFlagsAfterThem(t *testing.T) {
 }
 
 // A prompt over the server's max payload: loop run claim-checks it like any
-// large event; loop submit refuses it, naming the limit, since a run
-// request is one message on the work queue.
+// large event, and so does loop submit (the run request), which a worker
+// runs.
 func TestOversizedPrompt(t *testing.T) {
 	srv, _ := bustest.Start(t, bustest.WithListener())
 	url := srv.ClientURL()
@@ -99,9 +99,11 @@ func TestOversizedPrompt(t *testing.T) {
 	if err := os.WriteFile(file, []byte(strings.Repeat("lorem ipsum ", 150_000)), 0o600); err != nil { // 1.8 MB
 		t.Fatal(err)
 	}
-	r := run(t, "loop", "submit", "--nats", url, "--prompt-file", file)
-	if r.code != 1 || !strings.Contains(r.stderr, "the server's max payload is 1048576 bytes") || !strings.Contains(r.stderr, "loop run --nats URL") {
-		t.Fatalf("loop submit of 1.8 MB: %d %s", r.code, r.stderr)
+	_, out := start(t, "loop", "serve", "--nats", url)
+	bustest.Eventuallyf(t, 30*time.Second, func() bool { return strings.Contains(out.String(), "taking runs") }, "the worker to start:\n%s", out)
+	r := run(t, "loop", "submit", "--nats", url, "--prompt-file", file, "--wait", "--timeout", "50s")
+	if r.code != 0 || !strings.HasSuffix(strings.TrimSpace(r.stdout), "lorem ipsum)") {
+		t.Fatalf("loop submit --wait of 1.8 MB: %d %.200s %s", r.code, r.stdout, r.stderr)
 	}
 	r = run(t, "loop", "run", "--nats", url, "--prompt-file", file)
 	if r.code != 0 || !strings.HasSuffix(strings.TrimSpace(r.stdout), "lorem ipsum)") {
