@@ -60,39 +60,21 @@ type Service struct {
 }
 
 // Serve serves ic as a nats.go micro service: service name cfg.Plugin, one
-// endpoint per stage (named after the stage, "tool_before") on
-// <prefix>.hook.<stage>.<plugin>, queue group cfg.Plugin, so instances of
-// one plugin share the requests and $SRV.PING, $SRV.INFO and $SRV.STATS
-// find them. It returns once the server has the subscriptions (a request
-// made after Serve returns finds a responder).
+// endpoint per stage on <prefix>.hook.<stage>.<plugin>, queue group
+// cfg.Plugin, so instances of one plugin share the requests and $SRV
+// discovery finds them. It returns once the server has the subscriptions.
+// Each request is decoded (claim-checked data fetched), ic is called with
+// a ctx that ends at the request's deadline, and its decision is the reply;
+// docs/PROTOCOL.md ("Interception": request, reply, deadlines, the error
+// codes 400, 500 and 504) has the wire details.
 //
-// Each request is decoded (a request that is not a hookbus CloudEvent of
-// the endpoint's stage is answered with error 400 naming the problem) and
-// ic is called with a ctx that ends at the request's deadline (the earlier
-// of HeaderDeadline and now + HeaderTimeoutMs; interceptors.DefaultTimeout
-// when the request carries neither; error 504 when it passed before the
-// request was handled). The decision is the JSON reply (a bare allow is an
-// empty body); an error is answered with error 500 and its text, a panic
-// with error 500 "panic: <value>" (the service goes on).
-//
-// A claim-checked request (ce-dataref, no body: data too large for a
-// message) has its data fetched from the prefix's payloads object store
-// before ic is called, so ic sees the data as with any other request (and
-// DataRef set); the connection's user must be allowed to read that object
-// store. The fetch counts against the deadline: error 400 when the data is
-// gone, 504 at the deadline, 500 for another failure. A decision larger
-// than a message is answered with error 500 (modify a large payload with a
-// patch).
-//
-// ic runs on the endpoint's subscription, as micro handlers do: one request
-// at a time per endpoint and instance. It must return when its ctx ends: a
-// call that hangs holds up the requests behind it (they fail as timeouts on
-// the caller's side). Run more instances to share the load.
-//
-// ctx bounds the service: when it ends, the service stops. micro chains
-// the connection's closed and error handlers: set them before Serve. The error wraps
-// ErrInvalidOption for a bad config (naming the field) or a plugin id that
-// cannot be a micro service name, or is the connection's error.
+// ic runs on the endpoint's subscription, one request at a time per
+// endpoint and instance: it must return when its ctx ends. Run more
+// instances to share the load. When ctx ends, the service stops; micro
+// chains the connection's closed and error handlers, so set them before
+// Serve. The error wraps ErrInvalidOption for a bad config (naming the
+// field) or a plugin id that cannot be a micro service name, or is the
+// connection's error.
 func Serve(ctx context.Context, nc *nats.Conn, cfg ServeConfig, ic interceptors.Interceptor) (*Service, error) {
 	subj, err := cfg.check(nc, ic)
 	if err != nil {

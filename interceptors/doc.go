@@ -23,12 +23,18 @@
 //		// publish each out.Records[i].Audit() as hook.decided / hook.failed
 //	}
 //
+// The chain works like Kubernetes admission control, not like a middleware
+// chain with next(): the chain, not the interceptor, decides who runs and
+// when; an interceptor sees a request and answers a decision, and never
+// calls the rest of the chain or wraps it.
+//
 // Semantics (DESIGN.md, "Interception semantics"): mutating interceptors run
 // one after another by Order, then registration order, each seeing the
 // payload as the previous one left it; the first deny, mock, stop, ask or
 // continue ends them. Validating interceptors (allow or deny only) then run
 // in parallel; any deny wins. Each call has its own timeout (default 5s, at
-// most 30s unless an in-process registration sets Uncapped), enforced even when the interceptor ignores its ctx (each call
+// most 30s unless an in-process registration sets Uncapped), enforced even
+// when the interceptor ignores its ctx (each call
 // runs in a goroutine of its own, abandoned at the timeout; a mutating
 // ContextBound interceptor, which returns once its ctx ends, as bus.Remote
 // does, is called on the chain's goroutine instead). A timeout,
