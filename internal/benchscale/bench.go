@@ -54,6 +54,7 @@ type satResult struct {
 	failed  int64
 	ph      *phaseEvents
 	use     usage
+	api     map[string]int // JetStream API requests by operation
 }
 
 type rawResult struct {
@@ -273,7 +274,13 @@ func (e *env) saturation(ctx context.Context, res *results) error {
 		roles = append(roles, role{"interceptor", e.interceptor}, role{"nats-server", e.server}, role{"driver", nil})
 		agent := fmt.Sprintf("sat%d", workers)
 		e.logf("saturation: %d runs at once, %d worker(s)", e.cfg.satRuns, workers)
+		api, err := countAPI(e.d.nc)
+		if err != nil {
+			_ = stopAll()
+			return err
+		}
 		from, to, failed, err := e.d.burst(ctx, agent, e.cfg.satRuns, roles)
+		apiOps := api.stop()
 		if err != nil {
 			_ = stopAll()
 			return fmt.Errorf("%d worker(s): %w", workers, err)
@@ -285,7 +292,7 @@ func (e *env) saturation(ctx context.Context, res *results) error {
 		if err != nil {
 			return err
 		}
-		res.sat = append(res.sat, satResult{workers: workers, runs: e.cfg.satRuns, failed: failed, ph: ph, use: since(roles, from, to)})
+		res.sat = append(res.sat, satResult{workers: workers, runs: e.cfg.satRuns, failed: failed, ph: ph, use: since(roles, from, to), api: apiOps})
 		if workers == 1 {
 			if res.raw, err = e.raw(ctx, ph); err != nil {
 				return fmt.Errorf("raw baseline: %w", err)

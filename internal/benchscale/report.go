@@ -40,16 +40,16 @@ func perSec(n int, d time.Duration) float64 {
 func report(w io.Writer, res *results) error {
 	cfg := res.cfg
 	fmt.Fprintf(w, "\n## (a) Latency below saturation\n\n")
-	fmt.Fprintf(w, "One `loop serve` worker, one remote interceptor (bus.Serve, allow) on tool.before in its own process, nats-server (`loop server`) in its own; each run: model (%s), calculator call (intercepted), model (%s), answer. Runs kept in flight by a closed loop, measured over %s after a warm-up. CPU is a share of one core; machine is the busy share of all cores, every process included.\n\n", cfg.modelDelay, cfg.modelDelay, cfg.window)
-	fmt.Fprintln(w, "| in flight | runs/s | events/s | hook RTT p50 | hook RTT p99 | created→stored p50 | created→stored p99 | CPU worker | CPU interceptor | CPU nats-server | CPU driver | machine busy | hook.failed |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintf(w, "One `loop serve` worker, one remote interceptor (bus.Serve, allow) on tool.before in its own process, nats-server (`loop server`) in its own; each run: model (%s), calculator call (intercepted), model (%s), answer. Runs kept in flight by a closed loop, measured over %s after a warm-up. CPU is a share of one core; machine is the busy share of all cores, every process included; run-queue wait is how long the process' threads were runnable but waiting for a core, per second (/proc/<pid>/task/*/schedstat): above a few percent, latency is CPU contention, not hookbus.\n\n", cfg.modelDelay, cfg.modelDelay, cfg.window)
+	fmt.Fprintln(w, "| in flight | runs/s | events/s | hook RTT p50 | hook RTT p99 | created→stored p50 | created→stored p99 | CPU worker | CPU interceptor | CPU nats-server | CPU driver | machine busy | run-queue wait worker / nats-server | hook.failed |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, l := range res.levels {
 		r50, r99 := percentiles(l.ph.rtt)
 		s50, s99 := percentiles(l.ph.stored)
-		fmt.Fprintf(w, "| %d | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n",
+		fmt.Fprintf(w, "| %d | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %d |\n",
 			l.inFlight, perSec(l.runs, l.use.wall), perSec(l.ph.events, l.use.wall), ms(r50), ms(r99), ms(s50), ms(s99),
 			pct(l.use.share("worker")), pct(l.use.share("interceptor")), pct(l.use.share("nats-server")), pct(l.use.share("driver")),
-			pct(l.use.machine), l.ph.hookFailed)
+			pct(l.use.machine), pct(l.use.waitShare("worker")), pct(l.use.waitShare("nats-server")), l.ph.hookFailed)
 	}
 	if n := len(res.levels); n >= 2 {
 		lo, hi := res.levels[0], res.levels[n-1]
@@ -83,22 +83,32 @@ func report(w io.Writer, res *results) error {
 		fmt.Fprintf(w, "\nhookbus / raw: events/s %.2f; CPU per event (all processes) %.1fx; worker CPU per event / raw publisher CPU per event %.1fx; nats-server CPU per event %.1fx. Raw publishes failed: %d; runs failed: %d; hook.failed: %d.\n",
 			hps/max(rps, 1e-9), hk/max(rk, 1e-18), perEvent(one.use.of("worker1"), ev)/max(perEvent(r.use.of("publisher"), r.events), 1e-18),
 			perEvent(one.use.of("nats-server"), ev)/max(perEvent(r.use.of("nats-server"), r.events), 1e-18), r.failed, one.failed, one.ph.hookFailed)
+		if len(one.api) > 0 {
+			var parts []string
+			for _, op := range sortedOps(one.api) {
+				parts = append(parts, fmt.Sprintf("%s %.2f", op, float64(one.api[op])/float64(one.runs)))
+			}
+			fmt.Fprintf(w, "\nJetStream API requests per run (every client, $JS.API.>; the raw path makes none): %s.\n", strings.Join(parts, ", "))
+		}
 	}
 
 	fmt.Fprintf(w, "\n## (c) 1 vs 2 workers on the same queue, at saturation\n\n")
 	fmt.Fprintf(w, "%d runs submitted at once; each worker `--concurrency %d`; same interceptor and server.\n\n", cfg.satRuns, cfg.satConc)
-	fmt.Fprintln(w, "| workers | runs/s | events/s | created→stored p50 | created→stored p99 | CPU workers | CPU interceptor | CPU nats-server | CPU s / 1,000 events (all) | machine busy | runs failed |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| workers | runs/s | events/s | created→stored p50 | created→stored p99 | CPU workers | CPU interceptor | CPU nats-server | CPU s / 1,000 events (all) | machine busy | run-queue wait workers / nats-server | runs failed |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range res.sat {
 		var wcpu time.Duration
+		var wwait float64
 		for _, n := range s.use.roles {
 			if strings.HasPrefix(n, "worker") {
 				wcpu += s.use.of(n)
+				wwait += s.use.waitShare(n)
 			}
 		}
 		s50, s99 := percentiles(s.ph.stored)
-		fmt.Fprintf(w, "| %d | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s | %d |\n", s.workers, perSec(s.runs, s.use.wall), perSec(s.ph.events, s.use.wall), ms(s50), ms(s99),
-			pct(wcpu.Seconds()/s.use.wall.Seconds()), pct(s.use.share("interceptor")), pct(s.use.share("nats-server")), perK(s.use.total(), s.ph.events), pct(s.use.machine), s.failed)
+		fmt.Fprintf(w, "| %d | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s | %s / %s | %d |\n", s.workers, perSec(s.runs, s.use.wall), perSec(s.ph.events, s.use.wall), ms(s50), ms(s99),
+			pct(wcpu.Seconds()/s.use.wall.Seconds()), pct(s.use.share("interceptor")), pct(s.use.share("nats-server")), perK(s.use.total(), s.ph.events), pct(s.use.machine),
+			pct(wwait), pct(s.use.waitShare("nats-server")), s.failed)
 	}
 
 	if res.profile != "" {

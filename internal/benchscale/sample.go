@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"time"
 )
 
@@ -14,6 +15,7 @@ type role struct {
 type sample struct {
 	at      time.Time
 	cpu     []time.Duration // by role, in order
+	wait    []time.Duration // run-queue wait, by role
 	machine machineTicks
 }
 
@@ -22,19 +24,26 @@ type usage struct {
 	wall    time.Duration
 	roles   []string
 	cpu     []time.Duration
-	machine float64 // busy share of all cores, every process of the machine
+	wait    []time.Duration // run-queue wait (runnable, not running)
+	machine float64         // busy share of all cores, every process of the machine
 }
 
 func takeSample(roles []role) sample {
 	s := sample{at: time.Now()}
 	for _, r := range roles {
 		var d time.Duration
+		pid := "self"
 		if r.proc == nil {
 			d = selfCPU()
-		} else if c, err := r.proc.cpu(); err == nil {
-			d = c
+		} else {
+			pid = strconv.Itoa(r.proc.cmd.Process.Pid)
+			if c, err := r.proc.cpu(); err == nil {
+				d = c
+			}
 		}
+		w, _ := runQueueWait(pid)
 		s.cpu = append(s.cpu, d)
+		s.wait = append(s.wait, w)
 	}
 	s.machine, _ = readMachine()
 	return s
@@ -45,6 +54,7 @@ func since(roles []role, a, b sample) usage {
 	for i, r := range roles {
 		u.roles = append(u.roles, r.name)
 		u.cpu = append(u.cpu, b.cpu[i]-a.cpu[i])
+		u.wait = append(u.wait, b.wait[i]-a.wait[i])
 	}
 	return u
 }
@@ -54,6 +64,17 @@ func (u usage) of(name string) time.Duration {
 	for i, n := range u.roles {
 		if n == name {
 			return u.cpu[i]
+		}
+	}
+	return 0
+}
+
+// waitShare is the run-queue wait of the named role per second of wall
+// time (1 = on average one thread waiting for a core all along).
+func (u usage) waitShare(name string) float64 {
+	for i, n := range u.roles {
+		if n == name && u.wall > 0 {
+			return u.wait[i].Seconds() / u.wall.Seconds()
 		}
 	}
 	return 0
