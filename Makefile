@@ -10,7 +10,7 @@ TESTFLAGS ?= -race -count=1 -timeout 15m
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 5
 
-.PHONY: all build run test test-faults vet staticcheck unit bench fuzz clean
+.PHONY: all build run test test-faults vet staticcheck unit bench bench-scale fuzz clean
 
 all: build
 
@@ -56,6 +56,15 @@ bench:
 	$(GO) test -run '^$$' -bench $(BENCHES) -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./bus ./interceptors | tee bench.txt
 	$(GO) run ./internal/benchreport < bench.txt
 
+## bench-scale: hookbus under load, worker, interceptor and nats-server each a process (a few minutes):
+## latency at 10/100/1,000 runs in flight, cost per event at saturation vs raw JetStream async
+## publish, 1 vs 2 workers, and the worker's CPU profile. SCALEFLAGS passes flags (go run
+## ./internal/benchscale -h lists them), e.g. SCALEFLAGS='--levels 10,100 --window 10s'.
+SCALEFLAGS ?=
+bench-scale: build
+	$(GO) build -o $(BIN)/ ./internal/benchscale
+	$(BIN)/benchscale --loop $(BIN)/loop --go $(GO) $(SCALEFLAGS) | tee bench-scale.txt
+
 ## fuzz: a short run of every fuzz target (FUZZTIME each).
 FUZZTIME ?= 10s
 fuzz:
@@ -67,4 +76,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf $(BIN) bench.txt
+	rm -rf $(BIN) bench.txt bench-scale.txt

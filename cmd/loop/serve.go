@@ -23,6 +23,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	agentsFlag := fs.String("agents", "", "an agent definitions file (FILE.yaml): serve its agents; or comma-separated agent ids to serve with the flags' agent (default: every agent)")
 	lease := fs.Duration("lease", bus.DefaultRunAckWait, "how long a run may go without a sign of life from its worker before another worker takes it over (the same for every worker of the pool)")
 	verbose := fs.Bool("v", false, cli.VerboseHelp+"; every run is logged")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the worker to FILE when it stops (go tool pprof; make bench-scale uses it)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: loop serve [flags]\n\nTakes run requests from the HOOKBUS_RUNS work queue until interrupted; start several to share it.\n\nFlags:")
 		fs.PrintDefaults()
@@ -38,6 +39,13 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	if *concurrency < 1 {
 		return fmt.Errorf("%w: --concurrency %d must be at least 1", cli.ErrUsage, *concurrency)
+	}
+	if *cpuprofile != "" {
+		stop, err := startCPUProfile(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	var ids []string
 	if isAgentsFile(*agentsFlag) {
