@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/hookbus/hookbus/internal/redact"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/hookbus/hookbus/events"
@@ -27,6 +28,7 @@ type Bus struct {
 	acks   *ackTracker
 	fences movedFences // fences moved past foreign messages (fence.go)
 	pay    *payloads   // the claim check (payloads.go)
+	events streamCache // the events stream's handle
 }
 
 // New returns a Bus over nc. It does no I/O: call Provision to create the
@@ -119,4 +121,28 @@ func Connect(url string, opts ...nats.Option) (*nats.Conn, error) {
 		return nil, fmt.Errorf("hookbus: connect %s: %w", redact.URL(url), redact.Error(err, redact.UserInfo(url)...)) // never the credentials
 	}
 	return nc, nil
+}
+
+// streamCache keeps a stream's handle: jetstream's Stream asks the server
+// for the stream's info (an API request) each time, and the handle's reads
+// (GetLastMsgForSubject, GetMsg) need none of it.
+type streamCache struct {
+	mu sync.Mutex
+	s  jetstream.Stream
+}
+
+// eventsStream returns the events stream's handle, asking the server only
+// the first time (and again after a failure).
+func (b *Bus) eventsStream(ctx context.Context) (jetstream.Stream, error) {
+	b.events.mu.Lock()
+	defer b.events.mu.Unlock()
+	if b.events.s != nil {
+		return b.events.s, nil
+	}
+	s, err := b.js.Stream(ctx, b.names.Events)
+	if err != nil {
+		return nil, err
+	}
+	b.events.s = s
+	return s, nil
 }

@@ -304,7 +304,7 @@ func (b *Bus) reclaimRefused(ctx context.Context, e *events.Event, f *fence, msg
 func (b *Bus) eventsSince(ctx context.Context, subject string, seq uint64) (*events.Event, uint64, error) {
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
-	s, err := b.js.Stream(ctx, b.names.Events)
+	s, err := b.eventsStream(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("hookbus: stream %s: %w", b.names.Events, ctxErr(ctx, err))
 	}
@@ -329,7 +329,7 @@ func (b *Bus) eventsSince(ctx context.Context, subject string, seq uint64) (*eve
 func (b *Bus) storedEvent(ctx context.Context, seq uint64) (*events.Event, error) {
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
-	s, err := b.js.Stream(ctx, b.names.Events)
+	s, err := b.eventsStream(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("hookbus: stream %s: %w", b.names.Events, ctxErr(ctx, err))
 	}
@@ -358,7 +358,7 @@ func wrongLastSequence(err error) bool {
 func (b *Bus) claimsSince(ctx context.Context, subject string, seq uint64) (*events.Event, uint64, error) {
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
-	s, err := b.js.Stream(ctx, b.names.Events)
+	s, err := b.eventsStream(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("hookbus: stream %s: %w", b.names.Events, ctxErr(ctx, err))
 	}

@@ -53,7 +53,7 @@ func (b *Bus) replayFilters(f Filter) ([]string, error) {
 func (b *Bus) lastSeq(ctx context.Context, filters []string, since time.Time) (uint64, bool, error) {
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
-	s, err := b.js.Stream(ctx, b.names.Events)
+	s, err := b.eventsStream(ctx)
 	if err != nil {
 		return 0, false, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, ctxErr(ctx, err))
 	}
@@ -229,7 +229,7 @@ func (b *Bus) compactedFrom(ctx context.Context, agent, session string) (uint64,
 	}
 	rctx, cancel := b.withTimeout(ctx)
 	defer cancel()
-	s, err := b.js.Stream(rctx, b.names.Events)
+	s, err := b.eventsStream(rctx)
 	if err != nil {
 		return 0, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, ctxErr(rctx, err))
 	}
