@@ -117,14 +117,12 @@ const model = "claude-sonnet-4-5"
 // Claude Code does not run it, tells the model the reason, and its result
 // reports the denial; the session's events are in the stream.
 func TestClaudeCodeDenied(t *testing.T) {
+	claudeBin(t)
 	url, b := startBus(t)
-	project, r, reqs := runClaude(t, url, "Remove the victim directory.",
+	_, r, reqs := runClaude(t, url, "Remove the victim directory.",
 		fakellm.AnthropicStream(model, fakellm.Text("Removing it."),
 			fakellm.ToolUse("toolu_01Deny", "Bash", map[string]any{"command": "rm -rf victim", "description": "Remove victim"})),
 		fakellm.AnthropicStream(model, fakellm.Text("The hook refused: I left victim alone.")))
-	if err := os.MkdirAll(filepath.Join(project, "victim"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	if len(r.PermissionDenials) != 1 || r.PermissionDenials[0].ToolName != "Bash" || r.PermissionDenials[0].ToolUseID != "toolu_01Deny" {
 		t.Fatalf("permission_denials: %+v", r)
 	}
@@ -139,6 +137,7 @@ func TestClaudeCodeDenied(t *testing.T) {
 
 // Another rewrites the command: Claude Code runs the rewritten one.
 func TestClaudeCodeRewritten(t *testing.T) {
+	claudeBin(t)
 	url, b := startBus(t)
 	project, r, reqs := runClaude(t, url, "Create original.txt.",
 		fakellm.AnthropicStream(model, fakellm.ToolUse("toolu_01Touch", "Bash", map[string]any{"command": "touch original.txt", "description": "Create the file"})),
