@@ -10,7 +10,7 @@ TESTFLAGS ?= -race -count=1 -timeout 15m
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 5
 
-.PHONY: all build run test test-faults vet staticcheck unit bench bench-scale fuzz clean
+.PHONY: all build run test test-faults e2e vet staticcheck unit bench bench-scale fuzz clean
 
 all: build
 
@@ -39,6 +39,15 @@ test: vet staticcheck unit
 FAULTFLAGS ?= -count=1 -timeout 60m -v
 test-faults:
 	HOOKBUS_FAULTS=1 $(GO) test $(FAULTFLAGS) -run '^TestFault' ./test/integration
+
+## e2e: the real Claude Code (npm @anthropic-ai/claude-code, installed into CLAUDE_DIR) sending its
+## hooks to loop claude-hook, against a fake Anthropic API (test/e2e/doc.go); "make test" skips it.
+CLAUDE_DIR     ?= $(HOME)/.cache/hookbus/claude
+CLAUDE_VERSION ?= latest
+E2EFLAGS       ?= -count=1 -timeout 20m -v
+e2e:
+	npm install --prefix $(CLAUDE_DIR) --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_VERSION)
+	PATH="$(CLAUDE_DIR)/node_modules/.bin:$$PATH" $(GO) test $(E2EFLAGS) ./test/e2e
 
 vet:
 	$(GO) vet $(PKGS)

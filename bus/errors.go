@@ -18,7 +18,8 @@ var (
 	// ErrFenced is returned by Claim, AppendSync and Flush (for an Append)
 	// when another attempt has claimed the session since the caller's
 	// claim: the caller no longer owns the session and nothing more of it
-	// is stored. The error is a *FencedError naming the claim.
+	// is stored. The error is a *FencedError naming the claim. AppendAfter
+	// returns it when the session changed since the caller read it.
 	ErrFenced = errors.New("hookbus: session claimed by another attempt")
 	// ErrPermission is returned when the server refuses what the caller's
 	// user may not do (Serve on a subject outside its permissions).

@@ -137,6 +137,8 @@ func (b *Bus) Reclaim(ctx context.Context, e *events.Event, last, seen uint64) (
 type FencedError struct {
 	// By is the run.started event that claimed the session last; its
 	// Stored field is its stream sequence (the claim to append after).
+	// For AppendAfter it is the first event stored on the session since
+	// the sequence the caller read.
 	By  *events.Event
 	msg string
 }
@@ -157,6 +159,9 @@ type fence struct {
 	// over is.
 	claimSubject string
 	lastClaim    uint64
+	// session is set for AppendAfter: subject is the session's, claim its
+	// last message as read.
+	session bool
 }
 
 // fenceHeaderSize bounds the fence headers of a message, the subject aside.
@@ -238,6 +243,9 @@ func (m *movedFences) move(f *fence, to uint64) bool {
 func (b *Bus) fenceRefused(ctx context.Context, e *events.Event, f *fence, msg *nats.Msg) error {
 	if f.claimSubject != "" {
 		return b.reclaimRefused(ctx, e, f, msg)
+	}
+	if f.session {
+		return b.sessionRefused(ctx, e, f, msg)
 	}
 	cur := b.fences.expected(f)
 	if sent := msg.Header.Get(jetstream.ExpectedLastSubjSeqHeader); sent != strconv.FormatUint(cur, 10) {

@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/internal/cli"
 )
 
 // loopRun runs "loop ARGS..." in process and returns its exit code,
@@ -89,4 +94,70 @@ func TestAgentHooksSection(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "victim")); !os.IsNotExist(err) {
 		t.Fatalf("the free agent's rm -rf did not run: %v", err)
 	}
+}
+
+// Prompt and agent hooks of a settings file run on the handler's model
+// (provider:name, as in an agents file), and the agent hook's sub-agent
+// run is recorded in the stream.
+func TestClaudeSettingsPromptAndAgentHooks(t *testing.T) {
+	for _, typ := range []string{"prompt", "agent"} {
+		t.Run(typ, func(t *testing.T) {
+			dir := t.TempDir()
+			verdict := filepath.Join(dir, "verdict.json")
+			hooks := `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "` + typ +
+				`", "prompt": "Is this command safe? $ARGUMENTS", "model": "scripted:` + verdict + `", "timeout": 20}]}]}}`
+			writeFiles(t, dir, map[string]string{"script.json": rmScript, "settings.json": hooks, "victim/keep": "x",
+				"verdict.json": `[{"content": "{\"ok\": false, \"reason\": \"rm -rf is not safe\"}"}]`})
+			store := filepath.Join(dir, "store")
+			code, stdout, stderr := loopRun(t, "run", "--store", store, "--listen", "none", "--root", dir, "--tools", "Bash",
+				"--script", filepath.Join(dir, "script.json"), "--claude-settings", filepath.Join(dir, "settings.json"), "--session", "s1", "tidy up")
+			if code != exitOK || !strings.Contains(stdout, "denied: claude-PreToolUse-0-0: rm -rf is not safe") {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "victim", "keep")); err != nil {
+				t.Fatalf("rm -rf ran: %v", err)
+			}
+			if typ == "agent" {
+				// The sub-agent's run is in the stream, under the plugin's
+				// agent id.
+				stages := storedStages(t, store, bus.Filter{Agent: "claude-PreToolUse-0-0"})
+				if !strings.Contains(stages, "run.completed") {
+					t.Fatalf("sub-agent run not recorded: %s", stages)
+				}
+			}
+		})
+	}
+
+	// A handler's unknown field and an unknown provider are refused.
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"a.json": `{"hooks": {"Stop": [{"hooks": [{"type": "prompt", "prompt": "p", "if": "Bash(*)"}]}]}}`,
+		"b.json": `{"hooks": {"Stop": [{"hooks": [{"type": "agent", "prompt": "p", "model": "nope:x"}]}]}}`,
+	})
+	for file, want := range map[string]string{"a.json": `unknown field "if"`, "b.json": `unknown model provider "nope"`} {
+		code, _, stderr := loopRun(t, "run", "--store", filepath.Join(dir, "store"), "--listen", "none", "--claude-settings", filepath.Join(dir, file), "hi")
+		if code == exitOK || !strings.Contains(stderr, want) {
+			t.Fatalf("%s: exit %d\n%s", file, code, stderr)
+		}
+	}
+}
+
+// storedStages opens a stopped store and lists the stages of the events f
+// selects, space-separated.
+func storedStages(t *testing.T, store string, f bus.Filter) string {
+	t.Helper()
+	cf := cli.ConnFlags{Store: store}
+	c, err := cf.Open(context.Background(), "test", slog.New(slog.DiscardHandler), cli.ReadOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var out []string
+	if _, err := c.Bus.Replay(context.Background(), f, func(e *events.Event) error {
+		out = append(out, string(e.Stage))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, " ")
 }

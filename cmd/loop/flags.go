@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/interceptors/claudecode"
+	"github.com/hookbus/hookbus/interceptors/prompt"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/agents"
@@ -140,9 +141,11 @@ func build(ctx context.Context, f *agents.File, log *slog.Logger) (built []*agen
 // engines makes the engine of each built agent, on a team so that they can
 // call each other as sub-agents; closeHooks closes what their Claude Code
 // hooks hold (transcripts). An agent that runs Claude Code hooks (claude,
-// then its own hooks section) gets a child of hooks holding them.
-func engines(built []*agents.Built, em loop.Emitter, h loop.History, q loop.Queue, hooks *interceptors.Chain, claude []*claudecode.Settings, signer loop.Signer, log *slog.Logger) (map[string]*loop.Engine, func(), error) {
-	cc := &claudeHooks{settings: claude, history: h, log: log}
+// then its own hooks section) gets a child of hooks holding them. cache
+// keeps prompt hooks' decisions (nil: none); signer signs the ends of runs
+// (nil: unsigned).
+func engines(built []*agents.Built, em loop.Emitter, h loop.History, q loop.Queue, hooks *interceptors.Chain, claude []*claudecode.Settings, cache prompt.Cache, signer loop.Signer, log *slog.Logger) (map[string]*loop.Engine, func(), error) {
+	cc := &claudeHooks{settings: claude, history: h, cache: cache, log: log}
 	out := make(map[string]*loop.Engine, len(built))
 	team := loop.NewTeam()
 	for _, b := range built {

@@ -22,6 +22,8 @@ Usage:
   loop compact [connection] [--agents FILE] [--agent ID] --session ID
   loop server  [--store DIR] [--listen ADDR]
   loop keygen  [--out FILE]
+  loop claude-hook [--nats URL] [--agent ID] [--policy ignore|fail] [--timeout D]   (a Claude Code command hook)
+  loop gateway --listen ADDR [--nats URL] [--agent ID] [--policy ignore|fail]       (Claude Code's http hooks)
 
 connection: --nats URL [--creds FILE | --nkey FILE | --user U --password P | --token T] [--tls-ca FILE],
             or --store DIR [--listen ADDR]
@@ -82,6 +84,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdKeygen(ctx, args[1:], stdout, stderr)
 	case "server":
 		err = cmdServer(ctx, args[1:], stdout, stderr)
+	case "claude-hook":
+		code, err = cmdClaudeHook(ctx, args[1:], stdin, stdout, stderr)
+	case "gateway":
+		err = cmdGateway(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

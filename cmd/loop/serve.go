@@ -92,7 +92,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer stopHooks()
-	engs, closeHooks, err := engines(built, c.Bus, c.Bus, c.Bus, hooks, claude, signer, log)
+	engs, closeHooks, err := engines(built, c.Bus, c.Bus, c.Bus, hooks, claude, c.Bus.DecisionCache(), signer, log)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,17 @@
 //	...
 //	reqs := srv.Requests() // what the provider sent, body by body
 //
+// Clients that only stream (Claude Code) get AnthropicStream steps: an
+// assistant message of Text and ToolUse blocks streamed as the Messages API
+// streams it (input_json_delta for a tool's input, the stop reason in
+// message_delta). HEAD requests (connectivity checks) are answered 200 and
+// take no step.
+//
+//	srv := fakellm.Start(t, &fakellm.Script{Steps: []fakellm.Step{
+//		fakellm.AnthropicStream("claude-sonnet-4-5", fakellm.ToolUse("toolu_1", "Bash", map[string]any{"command": "ls"})),
+//		fakellm.AnthropicStream("claude-sonnet-4-5", fakellm.Text("Done.")),
+//	}})
+//
 // Recorded lists the recorded exchanges; New and Close run a server without
 // a *testing.T (for examples).
 package fakellm

@@ -86,6 +86,13 @@ func (s *Server) Err() error {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodHead {
+		// A client's connectivity check (Claude Code sends HEAD / before
+		// its first call): no API answers HEAD, so it takes no step and is
+		// not recorded.
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
 	n := len(s.reqs) + 1
