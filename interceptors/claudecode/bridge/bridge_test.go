@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hookbus/hookbus/audit"
 	"strings"
 	"sync"
 	"testing"
@@ -186,6 +187,18 @@ func TestParallelInvocations(t *testing.T) {
 	}
 	if len(runs) != 1 || started != 1 || len(evs) != n+1 || len(calls) != n {
 		t.Fatalf("%d runs, %d run.started, %d events, %d calls (want 1, 1, %d, %d)", len(runs), started, len(evs), len(calls), n+1, n)
+	}
+	// The run's events form one hash chain, whichever process wrote each.
+	var v audit.Verifier
+	for _, e := range evs {
+		v.Add(e)
+	}
+	for _, vd := range v.Verdicts() {
+		for _, p := range vd.Problems {
+			if p.Kind != audit.ProblemNoEnd && p.Kind != audit.ProblemUnsigned {
+				t.Errorf("run %s: %s at seq %d: %s", vd.RunID, p.Kind, p.Seq, p.Detail)
+			}
+		}
 	}
 }
 

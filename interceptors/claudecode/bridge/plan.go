@@ -124,9 +124,16 @@ func (p *plan) decided(out *interceptors.Outcome, source string) error {
 //     first; a Stop nothing kept going ends its run (run.completed).
 func (p *plan) assign(st *state) []*events.Event {
 	next := map[string]uint64{}
+	prev := map[string]string{} // the chain hash of each run's event before the next
 	seq := func(e *events.Event, run string) *events.Event {
 		next[run]++
 		e.RunID, e.Seq = run, st.seqs[run]+next[run]
+		h, ok := prev[run]
+		if !ok {
+			h = st.hashes[run]
+		}
+		e.PrevHash = h
+		prev[run] = e.ChainHash()
 		return e
 	}
 	var left []*events.Event

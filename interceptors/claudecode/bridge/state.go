@@ -12,8 +12,11 @@ type state struct {
 	// started, intake and ended say whether the current run has a
 	// run.started, an intake, and an end (run.completed or run.failed).
 	started, intake, ended bool
-	// seqs is the largest seq of each run of the session.
-	seqs map[string]uint64
+	// seqs is the largest seq of each run of the session, and hashes the
+	// chain hash of that event (what the run's next event names as
+	// ce-prevhash).
+	seqs   map[string]uint64
+	hashes map[string]string
 	// stored maps the ids of the session's events to their stream
 	// sequences.
 	stored map[string]uint64
@@ -22,7 +25,7 @@ type state struct {
 // fold reads a session's events (in stream order, as loop.History gives
 // them).
 func fold(evs []*events.Event) *state {
-	st := &state{seqs: map[string]uint64{}, stored: make(map[string]uint64, len(evs))}
+	st := &state{seqs: map[string]uint64{}, hashes: map[string]string{}, stored: make(map[string]uint64, len(evs))}
 	for _, e := range evs {
 		st.add(e, e.Stored)
 	}
@@ -36,7 +39,7 @@ func (st *state) add(e *events.Event, stored uint64) {
 		st.last = stored
 	}
 	if e.Seq > st.seqs[e.RunID] {
-		st.seqs[e.RunID] = e.Seq
+		st.seqs[e.RunID], st.hashes[e.RunID] = e.Seq, e.ChainHash()
 	}
 	if e.RunID != st.run {
 		st.run, st.started, st.intake, st.ended = e.RunID, false, false, false
