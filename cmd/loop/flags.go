@@ -139,7 +139,7 @@ func build(ctx context.Context, f *agents.File, log *slog.Logger) (built []*agen
 // call each other as sub-agents; closeHooks closes what their Claude Code
 // hooks hold (transcripts). An agent that runs Claude Code hooks (claude,
 // then its own hooks section) gets a child of hooks holding them.
-func engines(built []*agents.Built, em loop.Emitter, h loop.History, q loop.Queue, hooks *interceptors.Chain, claude []*claudecode.Settings, log *slog.Logger) (map[string]*loop.Engine, func(), error) {
+func engines(built []*agents.Built, em loop.Emitter, h loop.History, q loop.Queue, hooks *interceptors.Chain, sb loop.SharedBudget, claude []*claudecode.Settings, log *slog.Logger) (map[string]*loop.Engine, func(), error) {
 	cc := &claudeHooks{settings: claude, history: h, log: log}
 	out := make(map[string]*loop.Engine, len(built))
 	team := loop.NewTeam()
@@ -151,6 +151,7 @@ func engines(built []*agents.Built, em loop.Emitter, h loop.History, q loop.Queu
 			return nil, nil, err
 		}
 		cfg.Emitter, cfg.History, cfg.Queue, cfg.Hooks, cfg.Logger, cfg.Team = agentEm, h, q, agentHooks, log, team
+		cfg.SharedBudget = sb
 		eng, err := loop.New(cfg)
 		if err != nil {
 			cc.close()

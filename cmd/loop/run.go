@@ -112,7 +112,7 @@ func runOrCompact(ctx context.Context, cmd string, args []string, stdin io.Reade
 		}
 		fmt.Fprintf(stderr, "loop run: in-process hook %s on tool.after (clock) registered; a remote interceptor plugs into the same chain: \"observer hooks add --stage STAGE --plugin NAME\" and a service answering %s.hook.STAGE.NAME (README: \"Three terminals\")\n", demoPlugin, conn.Prefix)
 	}
-	engs, closeHooks, err := engines(built, em, c.Bus, c.Bus, hooks, claude, log)
+	engs, closeHooks, err := engines(built, em, c.Bus, c.Bus, hooks, sharedBudget(ctx, c.Bus, log), claude, log)
 	if err != nil {
 		return exitFailure, err
 	}

@@ -82,7 +82,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer stopHooks()
-	engs, closeHooks, err := engines(built, c.Bus, c.Bus, c.Bus, hooks, claude, log)
+	engs, closeHooks, err := engines(built, c.Bus, c.Bus, c.Bus, hooks, sharedBudget(ctx, c.Bus, log), claude, log)
 	if err != nil {
 		return err
 	}

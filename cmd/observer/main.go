@@ -17,7 +17,9 @@ const usage = `observer — read and manage a hookbus
 Usage:
   observer replay    [connection] [--agent A] [--session S] [--run R [--tree]] [--stage X] [--since DURATION] [--json]
   observer tail      [connection] [--agent A] [--session S] [--run R] [--stage X] [--json]
-  observer hooks     list|add|rm|grant|revoke [connection]   (see "observer hooks --help")
+  observer hooks     list|add|rm|grant|revoke|disable|enable [connection]   (see "observer hooks --help")
+  observer budgets   [list|set|rm] [connection]   (shared budgets: use against limits; see "observer budgets --help")
+  observer shadow    [connection] --stage S --plugin P [--since D] [--agent A] [--session S] [--json]   (backtest a candidate interceptor)
   observer provision [connection] [--replicas N] [--max-age D] [--wait D]   (an operator: create or update the streams and buckets)
   observer approvals [connection] [--agent A] [--all]   (tool calls waiting for a human)
   observer approve   [connection] RUN [--call ID] [--by NAME] [--comment TEXT]
@@ -70,6 +72,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdProvision(ctx, args[1:], stdout, stderr)
 	case "hooks":
 		err = cmdHooks(ctx, args[1:], stdout, stderr)
+	case "budgets":
+		err = cmdBudgets(ctx, args[1:], stdout, stderr)
 	case "approvals":
 		err = cmdApprovals(ctx, args[1:], stdout, stderr)
 	case "approve", "reject":
