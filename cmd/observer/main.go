@@ -74,6 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdHooks(ctx, args[1:], stdout, stderr)
 	case "budgets":
 		err = cmdBudgets(ctx, args[1:], stdout, stderr)
+	case "shadow":
+		err = cmdShadow(ctx, args[1:], stdout, stderr)
 	case "approvals":
 		err = cmdApprovals(ctx, args[1:], stdout, stderr)
 	case "approve", "reject":
