@@ -41,7 +41,7 @@ type Outcome struct {
 	// the event, in the background, on the payload as the chain left it
 	// and under eventID (the id the event is stored with); their records go
 	// to the chain's ShadowSink. Call it once, after storing the event.
-	Shadow func(eventID string)
+	Shadow func(eventID string) `json:"-"`
 }
 
 // Record is one interceptor call, for the audit trail: Audit turns it into

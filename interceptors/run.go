@@ -25,6 +25,10 @@ import (
 // the chain goes on, with policy fail it ends with deny (stop where the
 // stage accepts no deny).
 //
+// A registration whose plugin is disabled (Disable) is not called: its
+// place in Records holds a Skipped record instead. Shadow registrations
+// (ModeShadow) are not called by Run either: Outcome.Shadow starts them.
+//
 // Run returns an error only for a nil event, an event whose data was not
 // fetched (DataRef without Data), or when ctx ends first: then the error
 // wraps ctx.Err() and the Outcome holds the records of the calls that
