@@ -73,14 +73,23 @@ func (v *RunVerdict) OK() bool { return len(v.Problems) == 0 }
 type Verifier struct {
 	// Trust is the set of public keys whose signatures are trusted.
 	Trust map[string]bool
-	runs  map[string][]*events.Event
-	order []string
-	pos   map[*events.Event]int
-	n     int
+	// Shadow counts the shadow registrations' records Add skipped.
+	Shadow int
+	runs   map[string][]*events.Event
+	order  []string
+	pos    map[*events.Event]int
+	n      int
 }
 
-// Add takes one event (in stream order).
+// Add takes one event (in stream order). A shadow registration's record
+// (hook.decided with shadow set, hook.failed with outcome shadow) has no
+// seq and is outside its run's chain by design: it is counted (Shadow),
+// not verified. Any other event without a seq is verified, and reported.
 func (v *Verifier) Add(e *events.Event) {
+	if e.Seq == 0 && isShadow(e) {
+		v.Shadow++
+		return
+	}
 	if v.runs == nil {
 		v.runs, v.pos = map[string][]*events.Event{}, map[*events.Event]int{}
 	}
@@ -136,6 +145,15 @@ func (v *Verifier) verify(all []*events.Event) *RunVerdict {
 		}
 		res.Problems = append(res.Problems, p)
 	}
+	seqd := evs[:0:0]
+	for _, e := range evs {
+		if e.Seq == 0 {
+			add(ProblemInserted, e, 0, "%s without a seq: not in the run's sequence", e.Stage)
+			continue
+		}
+		seqd = append(seqd, e)
+	}
+	evs = seqd
 	hashes := make(map[*events.Event]string, len(evs))
 	byHash := map[string]*events.Event{}
 	for _, e := range evs {
@@ -284,4 +302,17 @@ func renumbered(chain []*events.Event) []move {
 		}
 	}
 	return out
+}
+
+// isShadow reports whether e is a shadow registration's record.
+func isShadow(e *events.Event) bool {
+	switch e.Stage {
+	case events.StageHookDecided:
+		var p events.HookDecided
+		return e.DecodeData(&p) == nil && p.Shadow
+	case events.StageHookFailed:
+		var p events.HookFailed
+		return e.DecodeData(&p) == nil && p.Outcome == "shadow"
+	}
+	return false
 }

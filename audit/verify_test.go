@@ -277,3 +277,41 @@ func lastSeq(t *testing.T, js jetstream.JetStream) uint64 {
 	}
 	return info.State.LastSeq
 }
+
+// A shadow registration's record has no seq and is outside the chain: it is
+// counted, not reported; an event without seq that is not one is reported.
+func TestVerifySkipsShadowRecords(t *testing.T) {
+	b, nc, kp, run := signedRun(t)
+	ms := messages(t, nc)
+	before := find(t, ms, events.StageToolBefore)
+	shadow, err := events.New(events.StageHookDecided, events.Meta{Source: "hookbus/loop", AgentID: "demo", SessionID: "s1", RunID: run},
+		events.HookDecided{Plugin: "candidate", Stage: events.StageToolBefore, Decision: "deny", EventID: before.ev.ID, Shadow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := *shadow
+	forged.ID = events.NewID()
+	forged.Data = []byte(`{"plugin":"candidate","stage":"tool.before","decision":"deny","latency_us":0}`)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []*events.Event{shadow, &forged} {
+		h, body, err := events.Encode(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.PublishMsg(testCtx(t), &nats.Msg{Subject: strings.Replace(before.msg.Subject, "tool.before", "hook.decided", 1), Header: nats.Header(h), Data: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pub, _ := kp.PublicKey()
+	v := &audit.Verifier{Trust: map[string]bool{pub: true}}
+	if _, err := b.Replay(testCtx(t), bus.Filter{Run: run}, func(e *events.Event) error { v.Add(e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	vd := v.Verdicts()[0]
+	if v.Shadow != 1 || len(vd.Problems) != 1 || vd.Problems[0].EventID != forged.ID {
+		t.Fatalf("shadow %d, problems %s: want the shadow record counted and the other reported", v.Shadow, kinds(vd))
+	}
+}

@@ -131,6 +131,10 @@ func (s *HookSync) follow(trustChanged <-chan struct{}) {
 // applyEntry applies one registry change.
 func (s *HookSync) applyEntry(e jetstream.KeyValueEntry) {
 	key := e.Key()
+	if plugin, ok := disabledPlugin(key); ok {
+		s.applyDisabled(plugin, e)
+		return
+	}
 	if e.Operation() != jetstream.KeyValuePut {
 		delete(s.desired, key)
 		s.reconcile(key, false)
@@ -144,6 +148,20 @@ func (s *HookSync) applyEntry(e jetstream.KeyValueEntry) {
 		s.desired[key] = reg
 	}
 	s.reconcile(key, false)
+}
+
+// applyDisabled applies a kill-switch change: plugin is disabled while its
+// entry exists.
+func (s *HookSync) applyDisabled(plugin string, e jetstream.KeyValueEntry) {
+	if e.Operation() != jetstream.KeyValuePut {
+		if s.chain.Enable(plugin) {
+			s.log.Info("hookbus hooks: plugin enabled", "plugin", plugin)
+		}
+		return
+	}
+	d := decodeDisabled(e.Value())
+	s.chain.Disable(plugin, d)
+	s.log.Warn("hookbus hooks: plugin disabled", "plugin", plugin, "by", d.By, "at", d.At, "reason", d.Reason)
 }
 
 // reconcileAll reconciles every entry (after a trust change).

@@ -8,7 +8,7 @@ import (
 
 // Names are the JetStream assets of one subject prefix. With the default
 // prefix "hookbus" they are HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_DLQ,
-// hookbus_hooks, hookbus_trust, hookbus_decisions and hookbus_payloads.
+// hookbus_hooks, hookbus_trust, hookbus_decisions, hookbus_budgets and hookbus_payloads.
 // Another prefix derives them the same way: dots become underscores, upper
 // case for streams and lower case for buckets, so "acme.hookbus" gives
 // ACME_HOOKBUS_EVENTS and acme_hookbus_hooks. Two prefixes that differ only
@@ -21,6 +21,7 @@ type Names struct {
 	Hooks       string // KV bucket: the interceptor registry
 	Trust       string // KV bucket: trust grants
 	Decisions   string // KV bucket: the decision cache of prompt hooks
+	Budgets     string // KV bucket: shared budgets and their use
 	Payloads    string // object store: large payloads (claim check)
 }
 
@@ -39,6 +40,7 @@ func NamesFor(prefix string) Names {
 		Hooks:       low + "_hooks",
 		Trust:       low + "_trust",
 		Decisions:   low + "_decisions",
+		Budgets:     low + "_budgets",
 		Payloads:    low + "_payloads",
 	}
 }

@@ -45,7 +45,7 @@ func (b *Bus) StreamConfigs() []jetstream.StreamConfig {
 }
 
 // Provision creates or updates the streams, the KV buckets (hooks registry,
-// trust grants, decision cache) and the object store (large payloads). It is idempotent: it
+// trust grants, shared budgets, decision cache) and the object store (large payloads). It is idempotent: it
 // works on a fresh server and on one provisioned before, and updates
 // settings that changed (replicas, max age, duplicate window) where
 // JetStream allows it. It returns an error wrapping ErrProvision that names
@@ -68,6 +68,12 @@ func (b *Bus) Provision(ctx context.Context) error {
 		Bucket:      b.names.Trust,
 		Description: "hookbus trust grants (privileged_hooks)",
 		History:     5,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.opts.replicas,
+	}, {
+		Bucket:      b.names.Budgets,
+		Description: "hookbus shared budgets and their use",
+		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    b.opts.replicas,
 	}, b.decisionCacheConfig()} {

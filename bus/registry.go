@@ -159,6 +159,9 @@ func (r *Registry) List(ctx context.Context) ([]interceptors.Registration, error
 	}
 	var all []listed
 	err = readAll(ctx, kv, func(e jetstream.KeyValueEntry) {
+		if _, ok := disabledPlugin(e.Key()); ok {
+			return // the kill switch (DisabledPlugins)
+		}
 		reg, err := decodeEntry(e.Key(), e.Value())
 		if err != nil {
 			r.b.log.Warn("hookbus registry: entry skipped", "bucket", r.b.names.Hooks, "key", e.Key(), "err", err)

@@ -313,6 +313,10 @@ type HookDecided struct {
 	EventID string `json:"event_id,omitempty"`
 	// Result is the tool result a mock decision gave (on tool.before).
 	Result *ToolResult `json:"result,omitempty"`
+	// Shadow marks the decision of a shadow registration: recorded, never
+	// applied (docs/PROTOCOL.md, "Shadow mode"). Readers that rebuild runs
+	// ignore it.
+	Shadow bool `json:"shadow,omitempty"`
 }
 
 // Failure kinds of hook.failed.

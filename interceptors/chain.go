@@ -23,8 +23,12 @@ type Chain struct {
 	logger *slog.Logger
 	seq    *atomic.Uint64 // registration order, shared by a chain and its children
 
-	mu   sync.Mutex // serialises writers of snap
+	mu   sync.Mutex // serialises writers of snap (and, on a root, disabled)
 	snap atomic.Pointer[snapshot]
+
+	// Held by the root chain only (see root).
+	disabled   atomic.Pointer[map[string]Disabled] // nil: none
+	shadowSink ShadowSink
 }
 
 // snapshot is an immutable view of one chain's own registrations, per

@@ -33,8 +33,15 @@ type Outcome struct {
 	// Plugin is the plugin whose decision or failure ended the chain.
 	Plugin string
 	// Records has one entry per interceptor called, in call order
-	// (validating interceptors, called in parallel, in their run order).
+	// (validating interceptors, called in parallel, in their run order),
+	// and one per call skipped because its plugin is disabled (Decision
+	// Skipped).
 	Records []Record
+	// Shadow, when not nil, starts the shadow registrations that matched
+	// the event, in the background, on the payload as the chain left it
+	// and under eventID (the id the event is stored with); their records go
+	// to the chain's ShadowSink. Call it once, after storing the event.
+	Shadow func(eventID string) `json:"-"`
 }
 
 // Record is one interceptor call, for the audit trail: Audit turns it into
@@ -62,6 +69,9 @@ type Record struct {
 	// Failure is set when the call failed (timeout, error, panic, no
 	// responders, bad reply).
 	Failure *Failure
+	// Shadow marks the call of a shadow registration: recorded, never
+	// applied.
+	Shadow bool
 }
 
 // Audit returns the stage and payload of the audit event that records r:
@@ -82,7 +92,7 @@ func (r *Record) HookDecided() events.HookDecided {
 	d := events.HookDecided{
 		Plugin: r.Plugin, Stage: r.Stage, Decision: string(r.Decision), Reason: r.Reason,
 		LatencyUS: r.Latency.Microseconds(), Remote: r.Remote, Warnings: r.Warnings,
-		Annotations: r.Annotations, EventID: r.EventID, Result: r.Mock, Context: r.Context,
+		Annotations: r.Annotations, EventID: r.EventID, Result: r.Mock, Context: r.Context, Shadow: r.Shadow,
 	}
 	if r.Patch != nil {
 		d.Patch, _ = json.Marshal(r.Patch) // PatchOps always marshal

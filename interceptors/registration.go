@@ -69,8 +69,9 @@ type Registration struct {
 	Timeout time.Duration `json:"-"`
 	// Policy is the failure policy (default PolicyIgnore).
 	Policy Policy `json:"policy,omitempty"`
-	// Mode is ModeMutate (default) or ModeValidate. A validating interceptor
-	// needs a stage that accepts deny.
+	// Mode is ModeMutate (default), ModeValidate or ModeShadow. A
+	// validating interceptor needs a stage that accepts deny; a shadow one
+	// is called after the chain and its decision never applied.
 	Mode Mode `json:"mode,omitempty"`
 	// Tools narrows a tool.before or tool.after registration to tool names
 	// matching a glob (path.Match syntax); alternatives are separated by |
@@ -165,8 +166,9 @@ func (r Registration) Validate() error {
 		if !r.Stage.Accepts().Has(events.DecisionDeny) {
 			return bad("mode validate needs a stage that accepts deny (%s accepts %s)", r.Stage, r.Stage.Accepts())
 		}
+	case ModeShadow:
 	default:
-		return bad("mode %q (want %q or %q)", string(r.Mode), ModeMutate, ModeValidate)
+		return bad("mode %q (want %q, %q or %q)", string(r.Mode), ModeMutate, ModeValidate, ModeShadow)
 	}
 	if r.Tools != "" && !ToolMatched(r.Stage) {
 		return bad("tools matcher %q applies only on tool.before, tool.after and subagent.before", r.Tools)

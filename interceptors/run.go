@@ -25,6 +25,10 @@ import (
 // the chain goes on, with policy fail it ends with deny (stop where the
 // stage accepts no deny).
 //
+// A registration whose plugin is disabled (Disable) is not called: its
+// place in Records holds a Skipped record instead. Shadow registrations
+// (ModeShadow) are not called by Run either: Outcome.Shadow starts them.
+//
 // Run returns an error only for a nil event, an event whose data was not
 // fetched (DataRef without Data), or when ctx ends first: then the error
 // wraps ctx.Err() and the Outcome holds the records of the calls that
@@ -42,17 +46,29 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*Outcome, error) {
 	if len(list) == 0 {
 		return out, nil
 	}
-	var buf [8]*entry
-	matched, validators := buf[:0], 0
-	for _, e := range list {
-		if e.matches(ev.Subject, ev.AgentID) {
-			matched = append(matched, e)
-			if e.reg.Mode == ModeValidate {
-				validators++
-			}
-		}
+	var off map[string]Disabled
+	if d := c.root().disabled.Load(); d != nil {
+		off = *d
 	}
-	if len(matched) == 0 {
+	var buf [8]*entry
+	var shadows []*entry
+	matched, validators, skips := buf[:0], 0, 0
+	for _, e := range list {
+		if !e.matches(ev.Subject, ev.AgentID) {
+			continue
+		}
+		switch _, isOff := off[e.reg.Plugin]; {
+		case isOff:
+			skips++
+		case e.reg.Mode == ModeShadow:
+			shadows = append(shadows, e)
+			continue
+		case e.reg.Mode == ModeValidate:
+			validators++
+		}
+		matched = append(matched, e)
+	}
+	if len(matched) == 0 && len(shadows) == 0 {
 		return out, nil
 	}
 	if len(ev.Data) == 0 && ev.DataRef != "" {
@@ -63,6 +79,12 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*Outcome, error) {
 	cur := ev // what interceptors see; replaced by a copy when the payload changes
 	ended := false
 	for _, e := range matched {
+		if skips > 0 {
+			if d, isOff := off[e.reg.Plugin]; isOff {
+				out.Records = append(out.Records, skipped(e, out.EventID, d))
+				continue
+			}
+		}
 		if e.reg.Mode == ModeValidate {
 			continue
 		}
@@ -98,9 +120,12 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*Outcome, error) {
 		}
 	}
 	if validators > 0 && (!ended || out.Decision == Ask) {
-		if err := c.validate(ctx, out, matched, validators, cur); err != nil {
+		if err := c.validate(ctx, out, matched, validators, cur, off); err != nil {
 			return out, err
 		}
+	}
+	if len(shadows) > 0 {
+		out.Shadow = c.shadowStarter(ctx, shadows, cur)
 	}
 	return out, nil
 }
@@ -111,10 +136,10 @@ func interrupted(ev *events.Event, err error) error {
 
 // validate runs the n validating interceptors among matched in parallel
 // and waits for all of them.
-func (c *Chain) validate(ctx context.Context, out *Outcome, matched []*entry, n int, cur *events.Event) error {
+func (c *Chain) validate(ctx context.Context, out *Outcome, matched []*entry, n int, cur *events.Event, off map[string]Disabled) error {
 	calls := make([]*pending, 0, n)
 	for _, e := range matched {
-		if e.reg.Mode == ModeValidate {
+		if _, isOff := off[e.reg.Plugin]; e.reg.Mode == ModeValidate && !isOff {
 			calls = append(calls, c.start(ctx, e, cur))
 		}
 	}

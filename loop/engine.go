@@ -56,6 +56,10 @@ type Config struct {
 	// Prices is what the model costs, for Budget.MaxCostUSD and the cost
 	// in Usage; nil counts no cost.
 	Prices *events.Prices
+	// SharedBudget, when set, is the fleet's budget every step's model
+	// call is reserved against and charged to (*bus.Budgets); a run with
+	// no room left ends with reason cost_limit naming the budget.
+	SharedBudget SharedBudget
 	// Subagents are the agents this agent may call (the Task tool); Team
 	// finds their engines (required with Subagents). MaxDepth bounds how
 	// deep sub-agents nest (default DefaultMaxDepth).

@@ -68,7 +68,7 @@ func (d decisions) add(e *events.Event) {
 	switch e.Stage {
 	case events.StageHookDecided:
 		var p events.HookDecided // audit only: one that does not decode ends nothing
-		if e.DecodeData(&p) != nil || p.EventID == "" {
+		if e.DecodeData(&p) != nil || p.EventID == "" || p.Shadow {
 			return
 		}
 		switch interceptors.Kind(p.Decision) {

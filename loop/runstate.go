@@ -105,7 +105,7 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 		case events.StageHookDecided, events.StageHookFailed:
 			rs.ends.add(e)
 			var p events.HookDecided
-			if e.Stage == events.StageHookDecided && e.DecodeData(&p) == nil &&
+			if e.Stage == events.StageHookDecided && e.DecodeData(&p) == nil && !p.Shadow &&
 				p.Stage == events.StageStop && p.Decision == string(interceptors.Stop) {
 				rs.stopHook = &p
 			}

@@ -72,6 +72,9 @@ func (r *run) intercept(ctx context.Context, ev *events.Event) (v verdict, chang
 		return verdict{}, false, fmt.Errorf("loop: hooks on %s: %w", ev.Stage, err)
 	}
 	ev.ID = events.NewID() // the stored id: unknown to the interceptors
+	if out.Shadow != nil {
+		out.Shadow(ev.ID) // off the run's path; recorded, never applied
+	}
 	for i := range out.Records {
 		out.Records[i].EventID = ev.ID
 		st, p := out.Records[i].Audit()

@@ -53,13 +53,22 @@ func (r *run) doStep(ctx context.Context) (*Result, error) {
 		return nil, end
 	}
 
+	if err := r.reserve(ctx); err != nil {
+		return nil, err
+	}
 	resp, err := r.generate(ctx, &ModelRequest{
 		AgentID: r.req.AgentID, RunID: r.req.RunID, Step: r.step, Messages: ca.Messages, Tools: ca.Tools,
 	})
 	if err != nil {
+		if cerr := r.charge(ctx, events.Usage{}); cerr != nil {
+			r.eng.cfg.Logger.Warn("loop: shared budget reservation not released", "run", r.req.RunID, "err", cerr)
+		}
 		return nil, err
 	}
 	resp.Usage.CostUSD = r.eng.cfg.Prices.Cost(resp.Usage)
+	if err := r.charge(ctx, resp.Usage); err != nil {
+		return nil, err
+	}
 	r.usage = r.usage.Add(resp.Usage)
 	r.lastContext = resp.Usage.InputTokens + resp.Usage.OutputTokens
 

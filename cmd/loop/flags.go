@@ -138,24 +138,36 @@ func build(ctx context.Context, f *agents.File, log *slog.Logger) (built []*agen
 	}, nil
 }
 
+// engineDeps are what the engines of all agents share.
+type engineDeps struct {
+	em     loop.Emitter
+	h      loop.History
+	q      loop.Queue
+	hooks  *interceptors.Chain
+	budget loop.SharedBudget      // shared budgets (nil: none)
+	claude []*claudecode.Settings // --claude-settings files
+	cache  prompt.Cache           // prompt hooks' decisions (nil: none)
+	signer loop.Signer            // signs the ends of runs (nil: unsigned)
+	log    *slog.Logger
+}
+
 // engines makes the engine of each built agent, on a team so that they can
 // call each other as sub-agents; closeHooks closes what their Claude Code
 // hooks hold (transcripts). An agent that runs Claude Code hooks (claude,
-// then its own hooks section) gets a child of hooks holding them. cache
-// keeps prompt hooks' decisions (nil: none); signer signs the ends of runs
-// (nil: unsigned).
-func engines(built []*agents.Built, em loop.Emitter, h loop.History, q loop.Queue, hooks *interceptors.Chain, claude []*claudecode.Settings, cache prompt.Cache, signer loop.Signer, log *slog.Logger) (map[string]*loop.Engine, func(), error) {
-	cc := &claudeHooks{settings: claude, history: h, cache: cache, log: log}
+// then its own hooks section) gets a child of hooks holding them.
+func engines(built []*agents.Built, d engineDeps) (map[string]*loop.Engine, func(), error) {
+	cc := &claudeHooks{settings: d.claude, history: d.h, cache: d.cache, log: d.log}
 	out := make(map[string]*loop.Engine, len(built))
 	team := loop.NewTeam()
 	for _, b := range built {
 		cfg := b.Config
-		agentHooks, agentEm, err := cc.forAgent(hooks, b, em)
+		agentHooks, agentEm, err := cc.forAgent(d.hooks, b, d.em)
 		if err != nil {
 			cc.close()
 			return nil, nil, err
 		}
-		cfg.Emitter, cfg.History, cfg.Queue, cfg.Hooks, cfg.Logger, cfg.Team, cfg.Signer = agentEm, h, q, agentHooks, log, team, signer
+		cfg.Emitter, cfg.History, cfg.Queue, cfg.Hooks, cfg.Logger, cfg.Team = agentEm, d.h, d.q, agentHooks, d.log, team
+		cfg.SharedBudget, cfg.Signer = d.budget, d.signer
 		eng, err := loop.New(cfg)
 		if err != nil {
 			cc.close()

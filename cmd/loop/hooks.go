@@ -6,21 +6,36 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/interceptors"
+	"github.com/hookbus/hookbus/loop"
 )
 
 // syncHooks returns the chain the loop runs hooks from, kept in step with
-// the registry (remote interceptors registered with "observer hooks add")
-// and the trust grants, and a func that stops following them.
+// the registry (remote interceptors registered with "observer hooks add",
+// plugins turned off with "observer hooks disable") and the trust grants,
+// and a func that stops following them. Shadow registrations' decisions
+// are recorded on the stream (bus.ShadowSink).
 func syncHooks(ctx context.Context, b *bus.Bus, log *slog.Logger) (*interceptors.Chain, func(), error) {
 	trust, err := b.WatchTrust(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	chain := interceptors.NewChain(interceptors.WithTrust(trust), interceptors.WithLogger(log))
+	chain := interceptors.NewChain(interceptors.WithTrust(trust), interceptors.WithLogger(log),
+		interceptors.WithShadowSink(b.ShadowSink(loop.DefaultSource)))
 	hs, err := b.SyncHooks(ctx, chain, trust)
 	if err != nil {
 		trust.Stop()
 		return nil, nil, err
 	}
 	return chain, func() { hs.Stop(); trust.Stop() }, nil
+}
+
+// sharedBudget returns the fleet's shared budgets ("observer budgets set"),
+// or nil, with a warning, on a bus provisioned without their bucket.
+func sharedBudget(ctx context.Context, b *bus.Bus, log *slog.Logger) loop.SharedBudget {
+	sb := b.Budgets()
+	if err := sb.Check(ctx); err != nil {
+		log.Warn("shared budgets off: their bucket cannot be opened (provision the bus again)", "err", err)
+		return nil
+	}
+	return sb
 }

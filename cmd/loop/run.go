@@ -116,7 +116,8 @@ func runOrCompact(ctx context.Context, cmd string, args []string, stdin io.Reade
 		}
 		fmt.Fprintf(stderr, "loop run: in-process hook %s on tool.after (clock) registered; a remote interceptor plugs into the same chain: \"observer hooks add --stage STAGE --plugin NAME\" and a service answering %s.hook.STAGE.NAME (README: \"Three terminals\")\n", demoPlugin, conn.Prefix)
 	}
-	engs, closeHooks, err := engines(built, em, c.Bus, c.Bus, hooks, claude, c.Bus.DecisionCache(), signer, log)
+	engs, closeHooks, err := engines(built, engineDeps{em: em, h: c.Bus, q: c.Bus, hooks: hooks, budget: sharedBudget(ctx, c.Bus, log),
+		claude: claude, cache: c.Bus.DecisionCache(), signer: signer, log: log})
 	if err != nil {
 		return exitFailure, err
 	}

@@ -92,7 +92,8 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer stopHooks()
-	engs, closeHooks, err := engines(built, c.Bus, c.Bus, c.Bus, hooks, claude, c.Bus.DecisionCache(), signer, log)
+	engs, closeHooks, err := engines(built, engineDeps{em: c.Bus, h: c.Bus, q: c.Bus, hooks: hooks, budget: sharedBudget(ctx, c.Bus, log),
+		claude: claude, cache: c.Bus.DecisionCache(), signer: signer, log: log})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"os/user"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,28 +28,35 @@ Usage:
   observer hooks rm     --stage S --plugin P [--nats URL | --store DIR]
   observer hooks grant  PLUGIN [--nats URL | --store DIR]
   observer hooks revoke PLUGIN [--nats URL | --store DIR]
+  observer hooks disable PLUGIN [--by NAME] [--reason TEXT] [--nats URL | --store DIR]
+  observer hooks enable  PLUGIN [--nats URL | --store DIR]
 
 add registers (or replaces) the plugin's interceptor on a stage; the loop
 calls it at <prefix>.hook.<stage>.<plugin>, in order. context.assembled and
 model.responded need the plugin to be granted privileged_hooks first (grant);
 revoke withdraws the grant, and the loop stops calling the plugin there.
-Changes apply to running loops at once.
+disable is the kill switch: every loop stops calling the plugin, on every
+stage, within a second and without a restart; each call skipped is recorded
+as a hook.decided with decision "skipped" naming who disabled it, when and
+why. enable turns it back on. --mode shadow registers a plugin that is called
+after the chain, off the run's path: its decisions are recorded (hook.decided
+with "shadow": true), never applied. Changes apply to running loops at once.
 `
 
 // cmdHooks runs "observer hooks SUBCOMMAND ...".
 func cmdHooks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, hooksUsage)
-		return fmt.Errorf("%w: want a subcommand: list, add, rm, grant or revoke", cli.ErrUsage)
+		return fmt.Errorf("%w: want a subcommand: list, add, rm, grant, revoke, disable or enable", cli.ErrUsage)
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
-	case "list", "add", "rm", "grant", "revoke":
+	case "list", "add", "rm", "grant", "revoke", "disable", "enable":
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, hooksUsage)
 		return cli.ErrHelp
 	default:
-		return fmt.Errorf("%w: unknown subcommand %q (want list, add, rm, grant or revoke)", cli.ErrUsage, sub)
+		return fmt.Errorf("%w: unknown subcommand %q (want list, add, rm, grant, revoke, disable or enable)", cli.ErrUsage, sub)
 	}
 	fs := flag.NewFlagSet("observer hooks "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -57,13 +67,18 @@ func cmdHooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if sub == "add" || sub == "rm" {
 		hf.register(fs, sub == "add")
 	}
+	var off interceptors.Disabled
+	if sub == "disable" {
+		fs.StringVar(&off.By, "by", defaultOperator(), "who disables it (recorded with every skipped call)")
+		fs.StringVar(&off.Reason, "reason", "", "why (recorded with every skipped call)")
+	}
 	pos, err := cli.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	var plugin string
 	switch sub {
-	case "grant", "revoke":
+	case "grant", "revoke", "disable", "enable":
 		if len(pos) != 1 {
 			return fmt.Errorf("%w: %s takes one plugin id, got %d arguments", cli.ErrUsage, sub, len(pos))
 		}
@@ -96,7 +111,7 @@ func cmdHooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer c.Close()
 	gctx, stop := c.Guard(ctx)
 	defer stop()
-	return c.Explain(usageIfInvalid(hooks(gctx, c.Bus.Registry(), sub, reg, plugin, stdout)))
+	return c.Explain(usageIfInvalid(hooks(gctx, c.Bus.Registry(), sub, reg, plugin, off, stdout)))
 }
 
 // usageIfInvalid marks the registry's refusals of a bad id or registration
@@ -110,7 +125,7 @@ func usageIfInvalid(err error) error {
 }
 
 // hooks runs the subcommand on the registry.
-func hooks(ctx context.Context, r *bus.Registry, sub string, reg interceptors.Registration, plugin string, stdout io.Writer) error {
+func hooks(ctx context.Context, r *bus.Registry, sub string, reg interceptors.Registration, plugin string, off interceptors.Disabled, stdout io.Writer) error {
 	switch sub {
 	case "list":
 		return listHooks(ctx, r, stdout)
@@ -134,6 +149,16 @@ func hooks(ctx context.Context, r *bus.Registry, sub string, reg interceptors.Re
 			return err
 		}
 		fmt.Fprintf(stdout, "revoked privileged_hooks of %s\n", plugin)
+	case "disable":
+		if err := r.Disable(ctx, plugin, off); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "disabled %s everywhere (running loops stop calling it within a second)\n", plugin)
+	case "enable":
+		if err := r.Enable(ctx, plugin); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "enabled %s\n", plugin)
 	}
 	return nil
 }
@@ -154,7 +179,7 @@ func (f *hookFlags) register(fs *flag.FlagSet, add bool) {
 	fs.IntVar(&f.order, "order", 0, "lower runs first; equal orders run in registration order")
 	fs.StringVar(&f.timeout, "timeout", "", "per-call timeout, more than 0 (default 5s, at most 30s)")
 	fs.StringVar(&f.policy, "policy", "", "on failure: ignore (fail open, the default) or fail (deny)")
-	fs.StringVar(&f.mode, "mode", "", "mutate (the default) or validate (allow or deny only, run in parallel)")
+	fs.StringVar(&f.mode, "mode", "", "mutate (the default), validate (allow or deny only, run in parallel) or shadow (called after the chain, recorded, never applied)")
 	fs.StringVar(&f.tools, "tools", "", "only for tool names matching this glob (fs_*|bash); tool stages only")
 	fs.StringVar(&f.agents, "agents", "", "only for agent ids matching this glob")
 }
@@ -218,6 +243,10 @@ func listHooks(ctx context.Context, r *bus.Registry, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	disabled, err := r.DisabledPlugins(ctx)
+	if err != nil {
+		return err
+	}
 	isGranted := make(map[string]bool, len(granted))
 	for _, p := range granted {
 		isGranted[p] = true
@@ -226,7 +255,7 @@ func listHooks(ctx context.Context, r *bus.Registry, w io.Writer) error {
 		fmt.Fprintln(w, "no interceptors registered")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "STAGE\tORDER\tPLUGIN\tTIMEOUT\tPOLICY\tMODE\tTOOLS\tAGENTS\tPRIVILEGED")
+		fmt.Fprintln(tw, "STAGE\tORDER\tPLUGIN\tTIMEOUT\tPOLICY\tMODE\tTOOLS\tAGENTS\tPRIVILEGED\tSTATE")
 		for _, reg := range regs {
 			d := reg.WithDefaults()
 			priv := "no"
@@ -236,12 +265,19 @@ func listHooks(ctx context.Context, r *bus.Registry, w io.Writer) error {
 			case d.Stage.Privileged():
 				priv = "yes (NOT granted: not called)"
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-				d.Stage, d.Order, d.Plugin, d.Timeout, d.Policy, d.Mode, orAny(d.Tools), orAny(d.Agents), priv)
+			state := "enabled"
+			if _, ok := disabled[d.Plugin]; ok {
+				state = "DISABLED"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+				d.Stage, d.Order, d.Plugin, d.Timeout, d.Policy, d.Mode, orAny(d.Tools), orAny(d.Agents), priv, state)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(disabled)) {
+		fmt.Fprintf(w, "disabled: %s\n", describeDisabled(p, disabled[p]))
 	}
 	if len(granted) == 0 {
 		fmt.Fprintln(w, "privileged_hooks granted to: nobody")
@@ -249,4 +285,27 @@ func listHooks(ctx context.Context, r *bus.Registry, w io.Writer) error {
 		fmt.Fprintln(w, "privileged_hooks granted to: "+strings.Join(granted, ", "))
 	}
 	return nil
+}
+
+// describeDisabled says who disabled plugin, when and why.
+func describeDisabled(plugin string, d interceptors.Disabled) string {
+	s := plugin
+	if d.By != "" {
+		s += " by " + d.By
+	}
+	if !d.At.IsZero() {
+		s += " at " + d.At.UTC().Format(time.RFC3339)
+	}
+	if d.Reason != "" {
+		s += ": " + d.Reason
+	}
+	return s
+}
+
+// defaultOperator is who runs the command, for --by.
+func defaultOperator() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return ""
 }

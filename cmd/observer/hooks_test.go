@@ -56,7 +56,10 @@ func rows(t *testing.T, list string) map[string][]string {
 		t.Fatalf("list output:\n%s", list)
 	}
 	out := map[string][]string{}
-	for _, l := range lines[1 : len(lines)-1] {
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, "privileged_hooks") || strings.HasPrefix(l, "disabled:") {
+			continue
+		}
 		f := strings.Fields(l)
 		out[f[0]+"."+f[2]] = f
 	}
@@ -92,9 +95,9 @@ func TestHooksCLI(t *testing.T) {
 	list := c.ok("list")
 	r := rows(t, list)
 	want := map[string]string{
-		"tool.before.guard":          "tool.before -5 guard 2s fail validate bash|fs_* ops-* no",
-		"tool.after.pii":             "tool.after 0 pii 5s ignore mutate * * no",
-		"context.assembled.rewriter": "context.assembled 0 rewriter 5s ignore mutate * * yes (granted)",
+		"tool.before.guard":          "tool.before -5 guard 2s fail validate bash|fs_* ops-* no enabled",
+		"tool.after.pii":             "tool.after 0 pii 5s ignore mutate * * no enabled",
+		"context.assembled.rewriter": "context.assembled 0 rewriter 5s ignore mutate * * yes (granted) enabled",
 	}
 	if len(r) != len(want) {
 		t.Fatalf("list has %d rows, want %d:\n%s", len(r), len(want), list)
@@ -110,6 +113,30 @@ func TestHooksCLI(t *testing.T) {
 	// Rows come in run order: context.assembled before tool.before before tool.after.
 	if i, j, k := strings.Index(list, "context.assembled"), strings.Index(list, "tool.before"), strings.Index(list, "tool.after"); !(i < j && j < k) {
 		t.Errorf("rows not in stage order:\n%s", list)
+	}
+
+	// The kill switch: disable marks every registration of the plugin,
+	// says who and why, and enable undoes it.
+	if out := c.ok("disable", "pii", "--by", "alice", "--reason", "leaks"); !strings.Contains(out, "disabled pii everywhere") {
+		t.Fatalf("disable output %q", out)
+	}
+	list = c.ok("list")
+	if got := strings.Join(rows(t, list)["tool.after.pii"], " "); !strings.HasSuffix(got, " DISABLED") {
+		t.Fatalf("after disable, row %q", got)
+	}
+	if !strings.Contains(list, "disabled: pii by alice at ") || !strings.Contains(list, ": leaks") {
+		t.Fatalf("list does not say who disabled pii:\n%s", list)
+	}
+	if d, err := b.Registry().DisabledPlugins(context.Background()); err != nil || d["pii"].By != "alice" || d["pii"].Reason != "leaks" {
+		t.Fatalf("registry kill switch: %+v %v", d, err)
+	}
+	if out := c.ok("enable", "pii"); !strings.Contains(out, "enabled pii") {
+		t.Fatalf("enable output %q", out)
+	}
+	c.fails(cli.ExitFailure, "plugin pii is not disabled", "enable", "pii")
+	c.fails(exitUsage, "disable takes one plugin id", "disable")
+	if got := strings.Join(rows(t, c.ok("list"))["tool.after.pii"], " "); !strings.HasSuffix(got, " enabled") {
+		t.Fatalf("after enable, row %q", got)
 	}
 
 	// Revoking keeps the entry, marked as not called.

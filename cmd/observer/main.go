@@ -21,7 +21,9 @@ Usage:
   observer runs      [connection] [--agent A] [--session S] [--since D] [--reason R] [--json]
   observer show      [connection] RUN [--json]   (one run as a tree: steps, tools, hooks' decisions and changes, approvals, sub-agents)
   observer stats     [connection] [--agent A] [--since D] [--json]   (per plugin and stage: calls, latency, decisions, failures)
-  observer hooks     list|add|rm|grant|revoke [connection]   (see "observer hooks --help")
+  observer hooks     list|add|rm|grant|revoke|disable|enable [connection]   (see "observer hooks --help")
+  observer budgets   [list|set|rm] [connection]   (shared budgets: use against limits; see "observer budgets --help")
+  observer shadow    [connection] --stage S --plugin P [--since D] [--agent A] [--session S] [--json]   (backtest a candidate interceptor)
   observer provision [connection] [--replicas N] [--max-age D] [--wait D]   (an operator: create or update the streams and buckets)
   observer verify    [connection] [--agent A] [--session S] [--run R] [--since D] [--public-key KEY]... [--json] [-q]
   observer approvals [connection] [--agent A] [--all]   (tool calls waiting for a human)
@@ -87,6 +89,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdHooks(ctx, args[1:], stdout, stderr)
 	case "verify":
 		err = cmdVerify(ctx, args[1:], stdout, stderr)
+	case "budgets":
+		err = cmdBudgets(ctx, args[1:], stdout, stderr)
+	case "shadow":
+		err = cmdShadow(ctx, args[1:], stdout, stderr)
 	case "approvals":
 		err = cmdApprovals(ctx, args[1:], stdout, stderr)
 	case "approve", "reject":

@@ -1,0 +1,431 @@
+package bus
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Shared budgets: what an agent (or each of its sessions) may spend per
+// period, across every worker, held in the KV bucket Names().Budgets
+// (hookbus_budgets). Key "limit.<agent>" holds a BudgetLimit; key
+// "use.<agent>" (or "use.<agent>.<session>" for a per-session budget) the
+// BudgetUse of the current period. Every change of a use is a compare-and-
+// set on the revision read (jetstream.KeyValue.Update), retried on conflict,
+// so concurrent workers never lose each other's charges. See
+// docs/PROTOCOL.md, "Shared budgets".
+
+// DefaultReservationTTL is how long a step's reservation holds when its
+// worker never charges it (a worker that died during the model call).
+const DefaultReservationTTL = 10 * time.Minute
+
+// BudgetLimit is the shared budget of an agent: at most Tokens tokens (input
+// plus output) and CostUSD dollars per Period, for the agent as a whole or,
+// with PerSession, for each of its sessions. A zero bound bounds nothing.
+// Periods are aligned on the Unix epoch (24h: midnight UTC to midnight UTC).
+type BudgetLimit struct {
+	Agent      string        `json:"agent"`
+	Period     time.Duration `json:"-"`
+	Tokens     int64         `json:"tokens,omitempty"`
+	CostUSD    float64       `json:"cost_usd,omitempty"`
+	PerSession bool          `json:"per_session,omitempty"`
+}
+
+type budgetLimitJSON struct {
+	budgetLimitFields
+	Period string `json:"period"`
+}
+
+type budgetLimitFields BudgetLimit
+
+// MarshalJSON writes the period as a Go duration string ("24h0m0s").
+func (l BudgetLimit) MarshalJSON() ([]byte, error) {
+	return json.Marshal(budgetLimitJSON{budgetLimitFields(l), l.Period.String()})
+}
+
+// UnmarshalJSON reads the period as a Go duration string.
+func (l *BudgetLimit) UnmarshalJSON(b []byte) error {
+	var j budgetLimitJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*l = BudgetLimit(j.budgetLimitFields)
+	d, err := time.ParseDuration(j.Period)
+	if err != nil {
+		return fmt.Errorf("budget of %s: period %q is not a Go duration", l.Agent, j.Period)
+	}
+	l.Period = d
+	return nil
+}
+
+// Validate names what is wrong with l: the error wraps ErrInvalidOption, or
+// events.ErrInvalidID for the agent.
+func (l BudgetLimit) Validate() error {
+	if err := events.ValidateID("agent", l.Agent); err != nil {
+		return err
+	}
+	if err := checkKeyID(l.Agent); err != nil {
+		return err
+	}
+	switch {
+	case l.Period <= 0:
+		return invalid(fmt.Sprintf("budget of %s: period %s: give a positive duration", l.Agent, l.Period))
+	case l.Tokens < 0:
+		return invalid(fmt.Sprintf("budget of %s: tokens %d is negative", l.Agent, l.Tokens))
+	case l.CostUSD < 0 || math.IsNaN(l.CostUSD) || math.IsInf(l.CostUSD, 0):
+		return invalid(fmt.Sprintf("budget of %s: cost %v is not a non-negative number", l.Agent, l.CostUSD))
+	case l.Tokens == 0 && l.CostUSD == 0:
+		return invalid(fmt.Sprintf("budget of %s bounds nothing: give tokens, a cost or both", l.Agent))
+	}
+	return nil
+}
+
+// name is how a budget is named in a cost_limit detail.
+func (l BudgetLimit) name(session string) string {
+	s := "shared budget of agent " + l.Agent
+	if l.PerSession {
+		s += " session " + session
+	}
+	return s + " per " + l.Period.String()
+}
+
+// BudgetUse is what one budget (an agent's, or one session's) used in the
+// current period, and the steps under way.
+type BudgetUse struct {
+	Agent   string    `json:"agent"`
+	Session string    `json:"session,omitempty"`
+	Since   time.Time `json:"since"` // start of the period
+	Tokens  int64     `json:"tokens"`
+	CostUSD float64   `json:"cost_usd"`
+	// MaxStepTokens and MaxStepCost are the largest step charged so far:
+	// the estimate of the next step's use.
+	MaxStepTokens int64   `json:"max_step_tokens,omitempty"`
+	MaxStepCost   float64 `json:"max_step_cost_usd,omitempty"`
+	// Reserved holds the steps under way, by run id, with when their
+	// reservation lapses.
+	Reserved map[string]time.Time `json:"reserved,omitempty"`
+}
+
+// Budgets reads and enforces the shared budgets. It implements the loop's
+// SharedBudget (Reserve before each model call, Charge after). It is safe
+// for concurrent use; keep one, it opens the bucket on first use.
+type Budgets struct {
+	b   *Bus
+	ttl time.Duration
+	now func() time.Time
+
+	mu sync.Mutex
+	kv jetstream.KeyValue
+}
+
+// Budgets returns the shared budgets of the bus' bucket. It does no I/O.
+func (b *Bus) Budgets() *Budgets {
+	return &Budgets{b: b, ttl: DefaultReservationTTL, now: func() time.Time { return time.Now().UTC() }}
+}
+
+func limitKey(agent string) string { return "limit." + agent }
+
+func useKey(l BudgetLimit, session string) string {
+	if l.PerSession {
+		return "use." + l.Agent + "." + session
+	}
+	return "use." + l.Agent
+}
+
+// SetLimit adds or replaces the budget of l.Agent. The use of the current
+// period is kept. The error wraps ErrInvalidOption or events.ErrInvalidID
+// for a bad limit, ErrRegistry for a bucket failure.
+func (s *Budgets) SetLimit(ctx context.Context, l BudgetLimit) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	value, err := json.Marshal(l)
+	if err != nil {
+		return invalid(err.Error())
+	}
+	ctx, cancel := s.b.withTimeout(ctx)
+	defer cancel()
+	kv, err := s.bucket(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := kv.Put(ctx, limitKey(l.Agent), value); err != nil {
+		return s.bucketErr(ctx, "put "+limitKey(l.Agent)+" in", err)
+	}
+	return nil
+}
+
+// RemoveLimit removes the budget of agent (its use records stay until the
+// period ends). The error wraps ErrNotFound when it has none.
+func (s *Budgets) RemoveLimit(ctx context.Context, agent string) error {
+	if err := checkPluginKey(agent); err != nil {
+		return err
+	}
+	ctx, cancel := s.b.withTimeout(ctx)
+	defer cancel()
+	kv, err := s.bucket(ctx)
+	if err != nil {
+		return err
+	}
+	r := &Registry{b: s.b}
+	return r.deleteKey(ctx, kv, s.b.names.Budgets, limitKey(agent), "agent "+agent+" has no shared budget")
+}
+
+// Limit returns the budget of agent, and false when it has none.
+func (s *Budgets) Limit(ctx context.Context, agent string) (BudgetLimit, bool, error) {
+	kv, err := s.bucket(ctx)
+	if err != nil {
+		return BudgetLimit{}, false, err
+	}
+	e, err := kv.Get(ctx, limitKey(agent))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return BudgetLimit{}, false, nil
+	}
+	if err != nil {
+		return BudgetLimit{}, false, s.bucketErr(ctx, "get "+limitKey(agent)+" from", err)
+	}
+	var l BudgetLimit
+	if err := json.Unmarshal(e.Value(), &l); err != nil {
+		return BudgetLimit{}, false, fmt.Errorf("%w: budget %s: %v", ErrRegistry, e.Key(), err)
+	}
+	return l, true, nil
+}
+
+// List returns every budget and every use record, by agent (then session).
+// A use whose period is over shows as zero for the current period.
+func (s *Budgets) List(ctx context.Context) ([]BudgetLimit, []BudgetUse, error) {
+	ctx, cancel := s.b.withTimeout(ctx)
+	defer cancel()
+	kv, err := s.bucket(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var limits []BudgetLimit
+	var uses []BudgetUse
+	var bad error
+	err = readAll(ctx, kv, func(e jetstream.KeyValueEntry) {
+		switch {
+		case strings.HasPrefix(e.Key(), "limit."):
+			var l BudgetLimit
+			if err := json.Unmarshal(e.Value(), &l); err != nil {
+				bad = cmp.Or(bad, fmt.Errorf("%w: budget %s: %v", ErrRegistry, e.Key(), err))
+				return
+			}
+			limits = append(limits, l)
+		case strings.HasPrefix(e.Key(), "use."):
+			var u BudgetUse
+			if err := json.Unmarshal(e.Value(), &u); err == nil {
+				uses = append(uses, u)
+			}
+		}
+	})
+	if err != nil {
+		return nil, nil, s.bucketErr(ctx, "list", err)
+	}
+	byAgent := map[string]BudgetLimit{}
+	for _, l := range limits {
+		byAgent[l.Agent] = l
+	}
+	now := s.now()
+	for i := range uses {
+		if l, ok := byAgent[uses[i].Agent]; ok {
+			uses[i].roll(l, now)
+		}
+	}
+	slices.SortFunc(limits, func(a, b BudgetLimit) int { return cmp.Compare(a.Agent, b.Agent) })
+	slices.SortFunc(uses, func(a, b BudgetUse) int {
+		return cmp.Or(cmp.Compare(a.Agent, b.Agent), cmp.Compare(a.Session, b.Session))
+	})
+	return limits, uses, bad
+}
+
+// roll starts a new period when the recorded one is over, and drops lapsed
+// reservations.
+func (u *BudgetUse) roll(l BudgetLimit, now time.Time) {
+	start := now.Truncate(l.Period)
+	if u.Since.Before(start) {
+		u.Since, u.Tokens, u.CostUSD = start, 0, 0
+	}
+	for run, until := range u.Reserved {
+		if !now.Before(until) {
+			delete(u.Reserved, run)
+		}
+	}
+}
+
+// over names the bound u has reached ("" when none).
+func (u *BudgetUse) over(l BudgetLimit, session string) string {
+	switch {
+	case l.Tokens > 0 && u.Tokens >= l.Tokens:
+		return fmt.Sprintf("%s: tokens used %d of %d", l.name(session), u.Tokens, l.Tokens)
+	case l.CostUSD > 0 && u.CostUSD >= l.CostUSD:
+		return fmt.Sprintf("%s: cost used $%.6f of $%.6f", l.name(session), u.CostUSD, l.CostUSD)
+	}
+	return ""
+}
+
+// fits reports whether one more step fits beside the n under way, each
+// estimated at the largest step so far.
+func (u *BudgetUse) fits(l BudgetLimit, n int) bool {
+	if u.MaxStepTokens == 0 && u.MaxStepCost == 0 {
+		return n == 0 // no estimate yet: one step at a time
+	}
+	k := float64(n + 1)
+	return (l.Tokens == 0 || float64(u.Tokens)+k*float64(u.MaxStepTokens) <= float64(l.Tokens)) &&
+		(l.CostUSD == 0 || u.CostUSD+k*u.MaxStepCost <= l.CostUSD)
+}
+
+// Reserve admits the next model call of run against the budget of agent
+// (or of its session): it returns the budget's name and use in exceeded
+// when the budget is used up, or when the next step, estimated at the
+// largest step so far, would exceed it and no other step is under way.
+// While other steps under way leave no room for it, it waits for them (a
+// CAS retry with back-off) until ctx ends. An admitted step is reserved
+// until Charge (or DefaultReservationTTL). An agent without a budget is
+// admitted without a write. Errors wrap ErrRegistry or ctx's error.
+func (s *Budgets) Reserve(ctx context.Context, agent, session, run string) (exceeded string, err error) {
+	l, ok, err := s.Limit(ctx, agent)
+	if err != nil || !ok {
+		return "", err
+	}
+	wait := 2 * time.Millisecond
+	for {
+		var over string
+		waiting := false
+		err := s.update(ctx, l, agent, session, func(u *BudgetUse, now time.Time) bool {
+			if over = u.over(l, session); over != "" {
+				return false
+			}
+			if !u.fits(l, len(u.Reserved)) {
+				if len(u.Reserved) == 0 {
+					over = fmt.Sprintf("%s: next step (about %d tokens, $%.6f) would pass it: used %d tokens, $%.6f",
+						l.name(session), u.MaxStepTokens, u.MaxStepCost, u.Tokens, u.CostUSD)
+				} else {
+					waiting = true
+				}
+				return false
+			}
+			if u.Reserved == nil {
+				u.Reserved = map[string]time.Time{}
+			}
+			u.Reserved[run] = now.Add(s.ttl)
+			return true
+		})
+		if err != nil || !waiting {
+			return over, err
+		}
+		select {
+		case <-time.After(wait):
+			wait = min(2*wait, 100*time.Millisecond)
+		case <-ctx.Done():
+			return "", fmt.Errorf("waiting for room in the %s: %w", l.name(session), ctx.Err())
+		}
+	}
+}
+
+// Charge adds what run's step used to the budget of agent (or of its
+// session) and ends the step's reservation; zero usage only ends it (a
+// model call that failed). Errors wrap ErrRegistry or ctx's error.
+func (s *Budgets) Charge(ctx context.Context, agent, session, run string, used events.Usage) error {
+	l, ok, err := s.Limit(ctx, agent)
+	if err != nil || !ok {
+		return err
+	}
+	tokens := int64(used.InputTokens + used.OutputTokens)
+	return s.update(ctx, l, agent, session, func(u *BudgetUse, _ time.Time) bool {
+		delete(u.Reserved, run)
+		u.Tokens += tokens
+		u.CostUSD += used.CostUSD
+		u.MaxStepTokens = max(u.MaxStepTokens, tokens)
+		u.MaxStepCost = max(u.MaxStepCost, used.CostUSD)
+		return true
+	})
+}
+
+// update applies change to the budget's use with compare-and-set, reading
+// again on conflict; change reports whether to write.
+func (s *Budgets) update(ctx context.Context, l BudgetLimit, agent, session string, change func(*BudgetUse, time.Time) bool) error {
+	kv, err := s.bucket(ctx)
+	if err != nil {
+		return err
+	}
+	key := useKey(l, session)
+	for {
+		var u BudgetUse
+		var rev uint64
+		e, err := kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return s.bucketErr(ctx, "get "+key+" from", err)
+		default:
+			rev = e.Revision()
+			if err := json.Unmarshal(e.Value(), &u); err != nil {
+				return fmt.Errorf("%w: budget use %s: %v", ErrRegistry, key, err)
+			}
+		}
+		now := s.now()
+		u.Agent = agent
+		if l.PerSession {
+			u.Session = session
+		}
+		u.roll(l, now)
+		if !change(&u, now) {
+			return nil
+		}
+		value, err := json.Marshal(u)
+		if err != nil {
+			return fmt.Errorf("%w: budget use %s: %v", ErrRegistry, key, err)
+		}
+		if rev == 0 {
+			_, err = kv.Create(ctx, key, value)
+		} else {
+			_, err = kv.Update(ctx, key, value, rev)
+		}
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+			continue // another worker wrote first: read again
+		default:
+			return s.bucketErr(ctx, "write "+key+" in", err)
+		}
+	}
+}
+
+// bucket opens the budgets bucket once.
+func (s *Budgets) bucket(ctx context.Context) (jetstream.KeyValue, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kv == nil {
+		kv, err := s.b.keyValue(ctx, s.b.names.Budgets)
+		if err != nil {
+			return nil, err
+		}
+		s.kv = kv
+	}
+	return s.kv, nil
+}
+
+func (s *Budgets) bucketErr(ctx context.Context, what string, err error) error {
+	return fmt.Errorf("%w: %s key-value bucket %s: %w", ErrRegistry, what, s.b.names.Budgets, ctxErr(ctx, err))
+}
+
+// Check returns nil when the budgets bucket can be opened, or an error
+// wrapping ErrRegistry (a bus provisioned by an older hookbus has none).
+func (s *Budgets) Check(ctx context.Context) error {
+	ctx, cancel := s.b.withTimeout(ctx)
+	defer cancel()
+	_, err := s.bucket(ctx)
+	return err
+}

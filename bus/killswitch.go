@@ -1,0 +1,107 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hookbus/hookbus/interceptors"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The kill switch: an entry "disabled.<plugin>" in the registry bucket
+// turns the plugin off in every loop that follows the registry (SyncHooks),
+// whatever its registrations; deleting the entry turns it back on. Its
+// value is an interceptors.Disabled as JSON:
+//
+//	{"by":"alice","at":"2025-05-01T10:00:00Z","reason":"leaks PII"}
+//
+// See docs/PROTOCOL.md, "Kill switch".
+
+// disabledPrefix starts the keys of disabled plugins; no stage starts so.
+const disabledPrefix = "disabled."
+
+// DisabledKey returns the registry key that disables plugin.
+func DisabledKey(plugin string) string { return disabledPrefix + plugin }
+
+// disabledPlugin returns the plugin a registry key disables, if it is such a
+// key.
+func disabledPlugin(key string) (string, bool) { return strings.CutPrefix(key, disabledPrefix) }
+
+// Disable turns plugin off in every loop following the registry, within
+// the time a KV watch takes to deliver (well under a second on a healthy
+// server). d.At defaults to now. The error wraps events.ErrInvalidID for a
+// bad plugin id, ErrRegistry for a bucket failure.
+func (r *Registry) Disable(ctx context.Context, plugin string, d interceptors.Disabled) error {
+	if err := checkPluginKey(plugin); err != nil {
+		return err
+	}
+	if d.At.IsZero() {
+		d.At = time.Now().UTC()
+	}
+	value, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("%w: disable %s: %v", ErrRegistry, plugin, err)
+	}
+	ctx, cancel := r.b.withTimeout(ctx)
+	defer cancel()
+	kv, err := r.hooksKV(ctx)
+	if err != nil {
+		return err
+	}
+	key := DisabledKey(plugin)
+	if _, err := kv.Put(ctx, key, value); err != nil {
+		return r.bucketErr(ctx, "put "+key+" in", r.b.names.Hooks, err)
+	}
+	return nil
+}
+
+// Enable turns plugin back on. The error wraps ErrNotFound when it was not
+// disabled, events.ErrInvalidID for a bad id, ErrRegistry for a bucket
+// failure.
+func (r *Registry) Enable(ctx context.Context, plugin string) error {
+	if err := checkPluginKey(plugin); err != nil {
+		return err
+	}
+	ctx, cancel := r.b.withTimeout(ctx)
+	defer cancel()
+	kv, err := r.hooksKV(ctx)
+	if err != nil {
+		return err
+	}
+	return r.deleteKey(ctx, kv, r.b.names.Hooks, DisabledKey(plugin), "plugin "+plugin+" is not disabled")
+}
+
+// DisabledPlugins returns the disabled plugins. An entry that does not
+// parse counts as disabled with no details (the loops read it so too).
+// Bucket failures wrap ErrRegistry.
+func (r *Registry) DisabledPlugins(ctx context.Context) (map[string]interceptors.Disabled, error) {
+	ctx, cancel := r.b.withTimeout(ctx)
+	defer cancel()
+	kv, err := r.hooksKV(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]interceptors.Disabled{}
+	err = readAll(ctx, kv, func(e jetstream.KeyValueEntry) {
+		if p, ok := disabledPlugin(e.Key()); ok {
+			out[p] = decodeDisabled(e.Value())
+		}
+	})
+	if err != nil {
+		return nil, r.bucketErr(ctx, "list", r.b.names.Hooks, err)
+	}
+	return out, nil
+}
+
+// decodeDisabled reads a disabled entry; one that does not parse still
+// disables (fail safe: the operator meant to turn the plugin off).
+func decodeDisabled(value []byte) interceptors.Disabled {
+	var d interceptors.Disabled
+	if err := json.Unmarshal(value, &d); err != nil {
+		return interceptors.Disabled{Reason: "unreadable kill-switch entry: " + err.Error()}
+	}
+	return d
+}
