@@ -38,6 +38,10 @@ type runState struct {
 	// seqs of all of them.
 	lastStarted uint64
 	startedSeqs []uint64
+
+	// traceparent is the first traceparent of the run's events (its trace);
+	// parentTrace the first run.started's parent_traceparent.
+	traceparent, parentTrace string
 }
 
 // callState is what the record says of one tool call.
@@ -96,6 +100,9 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 		}
 		rs.found = true
 		rs.events++
+		if rs.traceparent == "" {
+			rs.traceparent = e.Traceparent
+		}
 		rs.lastSeq = max(rs.lastSeq, e.Seq)
 		switch e.Stage {
 		case events.StageHookDecided, events.StageHookFailed:
@@ -121,6 +128,7 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 					return nil, err
 				}
 				rs.prompt, rs.firstStarted = p.Prompt, e.Stored
+				rs.parentTrace = p.ParentTraceparent
 			}
 			rs.started = true
 			rs.lastStarted = e.Seq
