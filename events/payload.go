@@ -51,6 +51,8 @@ type ModelResponded struct {
 	Usage        Usage   `json:"usage"`
 	FinishReason string  `json:"finish_reason,omitempty"`
 	Model        string  `json:"model,omitempty"`
+	// Provider names the model provider ("openai", "anthropic", ...).
+	Provider string `json:"provider,omitempty"`
 }
 
 // ModelFailed is the data of model.failed: one failed model call. A run
