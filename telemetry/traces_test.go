@@ -30,16 +30,24 @@ func ctxT(t *testing.T) context.Context {
 // runTeam runs a planner that calls two tools (the guard, a remote
 // interceptor, denies the clock) and then a helper agent, whose child run
 // calls the calculator.
-func runTeam(t *testing.T, ctx context.Context, b *bus.Bus, session string) *loop.Result {
+// A second interceptor, ghost, on the calculator's tool.after, has no
+// service: its calls fail (no_responders) open.
+func runTeam(t *testing.T, ctx context.Context, b *bus.Bus, em loop.Emitter, session string) *loop.Result {
 	t.Helper()
 	chain := interceptors.NewChain()
 	if _, err := b.RegisterRemote(chain, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore, Tools: "clock"}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := b.RegisterRemote(chain, interceptors.Registration{Plugin: "ghost", Stage: events.StageToolAfter, Tools: "calculator"}); err != nil {
+		t.Fatal(err)
+	}
+	if em == nil {
+		em = b
+	}
 	team := loop.NewTeam()
 	calc := json.RawMessage(`{"expression":"6*7"}`)
 	task, _ := json.Marshal(map[string]string{"description": "sums", "prompt": "what is 6*7", "subagent_type": "helper"})
-	helper, err := loop.New(loop.Config{Emitter: b, History: b, Hooks: chain, Tools: tools.Builtin(""),
+	helper, err := loop.New(loop.Config{Emitter: em, History: b, Hooks: chain, Tools: tools.Builtin(""),
 		Model: scripted.New(&scripted.Script{Name: "helper", Replies: []scripted.Reply{
 			{ToolCalls: []scripted.ToolCall{{Name: "calculator", Arguments: calc}}},
 			{Content: "{{tool:calculator}}"},
@@ -47,7 +55,7 @@ func runTeam(t *testing.T, ctx context.Context, b *bus.Bus, session string) *loo
 	if err != nil {
 		t.Fatal(err)
 	}
-	planner, err := loop.New(loop.Config{Emitter: b, History: b, Hooks: chain, Tools: tools.Builtin(""),
+	planner, err := loop.New(loop.Config{Emitter: em, History: b, Hooks: chain, Tools: tools.Builtin(""),
 		Subagents: []loop.Subagent{{ID: "helper", Description: "does sums"}}, Team: team,
 		Model: scripted.New(&scripted.Script{Name: "planner", Replies: []scripted.Reply{
 			{ToolCalls: []scripted.ToolCall{{Name: "calculator", Arguments: calc}, {Name: "clock"}}},
@@ -93,7 +101,7 @@ func TestTracesOfARunAcrossARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
-	res := runTeam(t, ctx, b, "s1")
+	res := runTeam(t, ctx, b, nil, "s1")
 
 	var evs []*events.Event
 	if _, err := b.Replay(ctx, bus.Filter{}, func(e *events.Event) error { evs = append(evs, e); return nil }); err != nil {
@@ -138,7 +146,7 @@ func TestTracesOfARunAcrossARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	o2 := observe(t, ctx, b, tr2, nil)
-	const want = 12 // planner: run, 3 chats, 3 tools, the guard's call; helper: run, 2 chats, 1 tool
+	const want = 14 // planner: run, 3 chats, 3 tools, the guard's and the ghost's calls; helper: run, 2 chats, 1 tool, the ghost's call
 	bustest.Eventuallyf(t, 10*time.Second, func() bool { return len(rc.got()) >= want && o2.Stats().Acked >= uint64(len(evs)-cut) },
 		"%d spans, %d events acked", len(rc.got()), o2.Stats().Acked)
 	o2.Stop()
@@ -176,22 +184,28 @@ func checkSpans(t *testing.T, spans []*tracepb.Span, res *loop.Result, evs []*ev
 		}
 		byID[id] = s
 	}
-	if len(spans) != 12 {
+	if len(spans) != 14 {
 		for _, s := range spans {
 			t.Logf("span %s %q parent %s", hexID(s.SpanId), s.Name, hexID(s.ParentSpanId))
 		}
-		t.Fatalf("%d spans (%d before the restart), want 12", len(spans), before)
+		t.Fatalf("%d spans (%d before the restart), want 14", len(spans), before)
 	}
 	if before == 0 || before == len(spans) {
 		t.Errorf("%d of %d spans before the restart: the cut is not mid-run", before, len(spans))
 	}
 	trace := tracectx.RunTrace(res.RunID)
 	var child string
-	var taskCall, clockCall, clockBefore string
+	var taskCall, clockCall, clockBefore, calcAfter string
 	var clockStart time.Time
 	for _, e := range evs {
 		if e.RunID != res.RunID {
 			child = e.RunID
+		}
+		if e.Stage == events.StageToolAfter && e.RunID == res.RunID && e.Subject == "calculator" {
+			calcAfter = e.ID
+		}
+		if e.Stage == events.StageToolAfter && e.RunID == res.RunID && e.Subject == "calculator" {
+			calcAfter = e.ID
 		}
 		if e.Stage == events.StageToolBefore && e.RunID == res.RunID {
 			var p events.ToolBefore
@@ -261,6 +275,12 @@ func checkSpans(t *testing.T, spans []*tracepb.Span, res *loop.Result, evs []*ev
 	if guard.Kind != tracepb.Span_SPAN_KIND_CLIENT || str(guard, "hookbus.hook.plugin") != "guard" || str(guard, "hookbus.hook.decision") != "deny" ||
 		str(guard, "hookbus.hook.reason") != "no clocks today" {
 		t.Errorf("guard: kind %v attributes %v", guard.Kind, guard.Attributes)
+	}
+	ghost := get(tracectx.HookSpan(calcAfter, "ghost"), "hook tool.after ghost")
+	parentIs(ghost, tracectx.ToolSpan(res.RunID, "call_1_1"))
+	if ghost.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || str(ghost, "hookbus.hook.failure.kind") != "no_responders" ||
+		str(ghost, "hookbus.hook.policy") != "ignore" || str(ghost, "hookbus.hook.decision") != "failed" {
+		t.Errorf("ghost: %v %v", ghost.Attributes, ghost.Status)
 	}
 	taskSpan := get(tracectx.ToolSpan(res.RunID, taskCall), "execute_tool Task")
 	parentIs(taskSpan, tracectx.RunSpan(res.RunID))
