@@ -98,7 +98,9 @@ func (m *Metrics) Handle(_ context.Context, e *events.Event) error {
 func (m *Metrics) ObserveQueueLag(d time.Duration) { m.queueLag.Observe(max(d, 0).Seconds()) }
 
 // ObservePublish records how long an append of kind op took.
-func (m *Metrics) ObservePublish(op string, d time.Duration) { m.publish.WithLabelValues(op).Observe(d.Seconds()) }
+func (m *Metrics) ObservePublish(op string, d time.Duration) {
+	m.publish.WithLabelValues(op).Observe(d.Seconds())
+}
 
 func (m *Metrics) pendingApprovals() float64 {
 	m.mu.Lock()
