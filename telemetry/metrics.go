@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -76,7 +77,7 @@ func NewMetrics() *Metrics {
 		Help: "Tool calls waiting for a human's answer."}, m.pendingApprovals)
 	m.reg.MustRegister(m.runsStarted, m.runsEnded, m.steps, m.modelCalls, m.toolCalls, m.hookCalls,
 		m.hookFailures, m.publish, m.queueLag, m.events, pending,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
