@@ -43,8 +43,8 @@ var requestHeaders = sync.Pool{New: func() any {
 }}
 
 // maxRequestHeaders is the most headers a request has: 14 CloudEvents
-// headers and the 2 deadline headers.
-const maxRequestHeaders = 16
+// headers, the 2 deadline headers and the traceparent.
+const maxRequestHeaders = 17
 
 // release empties hb and puts it back in the pool; nil does nothing.
 func (hb *headerBuilder) release() {

@@ -26,6 +26,12 @@ func TestImportsLinkNoServer(t *testing.T) {
 		// The engine declares what it needs of the transport: no bus, no NATS.
 		{"github.com/hookbus/hookbus/loop", "github.com/hookbus/hookbus/bus"},
 		{"github.com/hookbus/hookbus/loop", "github.com/nats-io/"},
+		// Tracing is ids in headers: the OpenTelemetry SDK and Prometheus
+		// stay in the telemetry package.
+		{"github.com/hookbus/hookbus/bus", "go.opentelemetry.io/"},
+		{"github.com/hookbus/hookbus/loop", "go.opentelemetry.io/"},
+		{"github.com/hookbus/hookbus/bus", "github.com/prometheus/"},
+		{"github.com/hookbus/hookbus/loop", "github.com/prometheus/"},
 	} {
 		out, err := exec.Command(goTool, "list", "-deps", tc.pkg).Output()
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
+	"github.com/hookbus/hookbus/telemetry/tracectx"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 )
@@ -24,6 +25,10 @@ const (
 	// milliseconds rounded up: the deadline for a service whose clock cannot
 	// be trusted.
 	HeaderTimeoutMs = "Hookbus-Timeout-Ms"
+	// HeaderTraceparent is the W3C trace context of the interceptor call
+	// (lower case, as W3C Trace Context asks): an interceptor instrumented
+	// with OpenTelemetry continues the run's trace from it.
+	HeaderTraceparent = "traceparent"
 )
 
 // Remote is an interceptor served over NATS (by Serve, or by any service
@@ -157,6 +162,9 @@ func (r *Remote) Intercept(ctx context.Context, req *interceptors.Request) (*int
 		strconv.FormatInt(int64((budget+time.Millisecond-1)/time.Millisecond), 10),
 	}
 	h[HeaderDeadline], h[HeaderTimeoutMs] = vals[0:1:1], vals[1:2:2]
+	if tp := traceparent(ctx, req, r.reg.Plugin); tp != "" {
+		h[HeaderTraceparent] = []string{tp}
+	}
 
 	reply, err := r.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subj, Header: h, Data: body})
 	if err != nil {
@@ -165,8 +173,20 @@ func (r *Remote) Intercept(ctx context.Context, req *interceptors.Request) (*int
 	return r.decision(req, reply)
 }
 
-// requestHeaderSize bounds what the deadline headers add to a request.
-const requestHeaderSize = len(HeaderDeadline+": \r\n"+HeaderTimeoutMs+": \r\n") + len(time.RFC3339Nano) + 20
+// requestHeaderSize bounds what the deadline and trace headers add to a
+// request.
+const requestHeaderSize = len(HeaderDeadline+": \r\n"+HeaderTimeoutMs+": \r\n") + len(time.RFC3339Nano) + 20 +
+	len(HeaderTraceparent+": \r\n") + 55
+
+// traceparent is the trace context of the call of plugin: the span the
+// loop derived for it (tracectx.HookCall), or, from a caller that set none,
+// the event's own.
+func traceparent(ctx context.Context, req *interceptors.Request, plugin string) string {
+	if tc, ok := tracectx.HookCall(ctx, plugin); ok {
+		return tc.String()
+	}
+	return req.Event.Traceparent
+}
 
 // requestError maps a failed request to its failure kind.
 func (r *Remote) requestError(ctx context.Context, req *interceptors.Request, subj string, budget time.Duration, err error) error {

@@ -25,6 +25,11 @@ type RunStarted struct {
 	// of the same run id.
 	Resumed  bool `json:"resumed,omitempty"`
 	MaxSteps int  `json:"max_steps"`
+	// ParentTraceparent is the trace context the run continues: its
+	// request's (a caller's, or the parent run's tool call for a child
+	// run); empty when the run's trace is its own. The run's span is its
+	// child (docs/PROTOCOL.md, "Trace context").
+	ParentTraceparent string `json:"parent_traceparent,omitempty"`
 }
 
 // StepStarted is the data of step.started.
@@ -46,6 +51,8 @@ type ModelResponded struct {
 	Usage        Usage   `json:"usage"`
 	FinishReason string  `json:"finish_reason,omitempty"`
 	Model        string  `json:"model,omitempty"`
+	// Provider names the model provider ("openai", "anthropic", ...).
+	Provider string `json:"provider,omitempty"`
 }
 
 // ModelFailed is the data of model.failed: one failed model call. A run

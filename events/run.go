@@ -37,6 +37,10 @@ type RunRequest struct {
 	// Budget overrides the agent's budget, field by field, for this run.
 	Budget      *Budget   `json:"budget,omitempty"`
 	SubmittedAt time.Time `json:"submitted_at"`
+	// Traceparent is the caller's W3C trace context: the run continues
+	// that trace, its span a child of the caller's (docs/PROTOCOL.md,
+	// "Trace context"). Empty: the run's trace is its own.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // Validate checks the ids and that there is a prompt.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/telemetry/tracectx"
 )
 
 // run is one execution of a run request: one attempt after another until
@@ -37,6 +38,8 @@ type run struct {
 	childWaiting bool                       // a sub-agent waits for a human
 	open         []events.ToolCall          // calls other runs left open, answered before a new run's turn
 	prevHash     string                     // the chain hash of the run's last event
+	trace        tracectx.Context           // the run's span (trace.go)
+	parentTrace  string                     // the trace context the run continues, "" for its own
 }
 
 // errEnd carries an early end of the run (denied, stopped) up the stack.
@@ -144,6 +147,7 @@ func (r *run) read(ctx context.Context) (*Session, *runState, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	r.setTrace(st)
 	for _, err := range sess.Skipped {
 		r.eng.cfg.Logger.Warn("loop: session event skipped", "agent", r.req.AgentID, "session", r.req.SessionID, "err", err)
 	}
@@ -195,6 +199,7 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 	reclaim := st != nil && st.started && st.intake != nil
 	if err := r.claimSession(ctx, events.RunStarted{
 		Prompt: prompt, HistoryMessages: history, Resumed: r.resumed, MaxSteps: r.maxSteps,
+		ParentTraceparent: r.parentTrace,
 	}, reclaim); err != nil {
 		return nil, err
 	}
@@ -234,7 +239,7 @@ func (r *run) compactRun(ctx context.Context, st *runState) (*Result, error) {
 	if st != nil && st.started {
 		return nil, fmt.Errorf("%w: run %s already ran: a compaction is a run of its own", ErrInvalidRequest, r.req.RunID)
 	}
-	if err := r.claimSession(ctx, events.RunStarted{MaxSteps: 0}, false); err != nil {
+	if err := r.claimSession(ctx, events.RunStarted{MaxSteps: 0, ParentTraceparent: r.parentTrace}, false); err != nil {
 		return nil, err
 	}
 	if err := r.compact(ctx, r.contextTokens(), true); err != nil {

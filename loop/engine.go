@@ -313,6 +313,9 @@ func (e *Engine) Run(ctx context.Context, req *events.RunRequest, opts ...RunOpt
 	if err := rq.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
+	if err := checkTraceparent(&rq); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
 	r := &run{eng: e, req: &rq, maxSteps: e.cfg.MaxSteps, hooks: e.cfg.Hooks, budget: e.cfg.Budget.Override(rq.Budget)}
 	for _, o := range opts {
 		o(r)

@@ -33,4 +33,7 @@ type ModelResponse struct {
 	Usage        events.Usage
 	FinishReason string
 	Model        string
+	// Provider names the provider ("openai", "anthropic", ...): the
+	// OpenTelemetry gen_ai.provider.name of the call.
+	Provider string
 }

@@ -40,6 +40,10 @@ type runState struct {
 	startedSeqs []uint64
 	// lastHash is the chain hash of the run's last event (by seq).
 	lastHash string
+
+	// traceparent is the first traceparent of the run's events (its trace);
+	// parentTrace the first run.started's parent_traceparent.
+	traceparent, parentTrace string
 }
 
 // callState is what the record says of one tool call.
@@ -98,6 +102,9 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 		}
 		rs.found = true
 		rs.events++
+		if rs.traceparent == "" {
+			rs.traceparent = e.Traceparent
+		}
 		if e.Seq >= rs.lastSeq {
 			rs.lastSeq, rs.lastHash = e.Seq, e.ChainHash()
 		}
@@ -125,6 +132,7 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 					return nil, err
 				}
 				rs.prompt, rs.firstStarted = p.Prompt, e.Stored
+				rs.parentTrace = p.ParentTraceparent
 			}
 			rs.started = true
 			rs.lastStarted = e.Seq

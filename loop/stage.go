@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/telemetry/tracectx"
 )
 
 // stage is how one stage's event is written.
@@ -67,18 +68,31 @@ func intercepted[P any](ctx context.Context, r *run, st stage, p P, adjust func(
 // per interceptor called, and gives ev its stored id. When the hooks
 // changed the payload, ev.Data is theirs and changed is set.
 func (r *run) intercept(ctx context.Context, ev *events.Event) (v verdict, changed bool, err error) {
-	out, err := r.hooks.Run(ctx, ev)
+	// The stored id, unknown to the interceptors; each call's span is
+	// derived from it (tracectx.HookSpan), so a remote interceptor gets its
+	// traceparent.
+	stored := events.NewID()
+	hctx := ctx
+	if tc, err := tracectx.Parse(ev.Traceparent); err == nil {
+		hctx = tracectx.WithHookCall(ctx, tc, stored)
+	}
+	out, err := r.hooks.Run(hctx, ev)
 	if err != nil {
 		return verdict{}, false, fmt.Errorf("loop: hooks on %s: %w", ev.Stage, err)
 	}
-	ev.ID = events.NewID() // the stored id: unknown to the interceptors
+	ev.ID = stored
 	if out.Shadow != nil {
 		out.Shadow(ev.ID) // off the run's path; recorded, never applied
 	}
 	for i := range out.Records {
 		out.Records[i].EventID = ev.ID
 		st, p := out.Records[i].Audit()
-		if err := r.emit(ctx, st, p, out.Records[i].Plugin); err != nil {
+		rec, err := r.event(st, p, out.Records[i].Plugin)
+		if err != nil {
+			return verdict{}, false, err
+		}
+		rec.Traceparent = ev.Traceparent // the span the hook was called in
+		if err := r.append(ctx, rec, false); err != nil {
 			return verdict{}, false, err
 		}
 	}
@@ -102,7 +116,7 @@ func sameBytes(a, b json.RawMessage) bool {
 func (r *run) event(st events.Stage, payload any, subject string) (*events.Event, error) {
 	e, err := events.New(st, events.Meta{
 		Source: r.eng.cfg.Source, AgentID: r.req.AgentID, SessionID: r.req.SessionID, RunID: r.req.RunID,
-		Step: r.step, Subject: subject,
+		Step: r.step, Subject: subject, Traceparent: r.traceparent(st, payload),
 		ParentAgentID: r.req.ParentAgentID, ParentSessionID: r.req.ParentSessionID, ParentRunID: r.req.ParentRunID,
 	}, payload)
 	if err != nil {

@@ -73,7 +73,7 @@ func (r *run) doStep(ctx context.Context) (*Result, error) {
 	r.lastContext = resp.Usage.InputTokens + resp.Usage.OutputTokens
 
 	mr, v, err := intercepted(ctx, r, stage{stage: events.StageModelResponded}, events.ModelResponded{
-		Message: resp.Message, Usage: resp.Usage, FinishReason: resp.FinishReason, Model: resp.Model,
+		Message: resp.Message, Usage: resp.Usage, FinishReason: resp.FinishReason, Model: resp.Model, Provider: resp.Provider,
 	}, nil)
 	if err != nil {
 		return nil, err

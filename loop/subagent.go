@@ -137,6 +137,7 @@ func (r *run) runChild(ctx context.Context, call events.ToolCall, sb *events.Sub
 	res, err := eng.Run(ctx, &events.RunRequest{
 		RunID: sb.RunID, AgentID: sb.AgentID, SessionID: sb.SessionID, Prompt: sb.Instruction,
 		ParentAgentID: r.req.AgentID, ParentSessionID: r.req.SessionID, ParentRunID: r.req.RunID, Depth: sb.Depth,
+		Traceparent: r.toolTrace(call.ID),
 	})
 	switch {
 	case errors.Is(err, ErrUnrecorded), errors.Is(err, ErrLostRun), ctx.Err() != nil:

@@ -11,6 +11,7 @@ import (
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/telemetry"
 )
 
 func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
@@ -24,6 +25,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	lease := fs.Duration("lease", bus.DefaultRunAckWait, "how long a run may go without a sign of life from its worker before another worker takes it over (the same for every worker of the pool)")
 	verbose := fs.Bool("v", false, cli.VerboseHelp+"; every run is logged")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the worker to FILE when it stops (go tool pprof; make bench-scale uses it)")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics of this worker's runs at http://ADDR/metrics (e.g. 127.0.0.1:9464)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: loop serve [flags]\n\nTakes run requests from the HOOKBUS_RUNS work queue until interrupted; start several to share it.\n\nFlags:")
 		fs.PrintDefaults()
@@ -92,7 +94,26 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer stopHooks()
-	engs, closeHooks, err := engines(built, engineDeps{em: c.Bus, h: c.Bus, q: c.Bus, hooks: hooks, budget: sharedBudget(ctx, c.Bus, log),
+	em, handle := loop.Emitter(c.Bus), func(h bus.RunHandler) bus.RunHandler { return h }
+	if *metricsAddr != "" {
+		m := telemetry.NewMetrics()
+		addr, err := telemetry.ServeMetrics(ctx, *metricsAddr, m)
+		if err != nil {
+			return fmt.Errorf("%w: --metrics: %v", cli.ErrUsage, err)
+		}
+		follow, err := m.FollowApprovals(ctx, c.Bus)
+		if err != nil {
+			return fmt.Errorf("metrics: read the approvals: %w", err)
+		}
+		go func() {
+			if err := <-follow; err != nil {
+				log.Warn("loop serve: the approvals gauge stopped following the stream", "err", err)
+			}
+		}()
+		em, handle = m.Emitter(c.Bus), m.RunHandler
+		fmt.Fprintf(stderr, "loop serve: metrics on http://%s/metrics\n", addr)
+	}
+	engs, closeHooks, err := engines(built, engineDeps{em: em, h: c.Bus, q: c.Bus, hooks: hooks, budget: sharedBudget(ctx, c.Bus, log),
 		claude: claude, cache: c.Bus.DecisionCache(), signer: signer, log: log})
 	if err != nil {
 		return err
@@ -102,7 +123,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if af.file == "" {
 		w = loop.NewWorker(engs["any"], log) // the flags' agent runs every requested agent id
 	}
-	rc, err := c.Bus.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: ids, Concurrency: *concurrency, AckWait: *lease}, w.Handle)
+	rc, err := c.Bus.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: ids, Concurrency: *concurrency, AckWait: *lease}, handle(w.Handle))
 	if err != nil {
 		return err
 	}

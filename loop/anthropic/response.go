@@ -34,6 +34,7 @@ func response(m *sdk.Message) *loop.ModelResponse {
 		},
 		FinishReason: finishReason(m.StopReason),
 		Model:        string(m.Model),
+		Provider:     "anthropic",
 	}
 }
 

@@ -29,6 +29,7 @@ func response(c *sdk.ChatCompletion) *loop.ModelResponse {
 		Usage:        events.Usage{InputTokens: int(c.Usage.PromptTokens), OutputTokens: int(c.Usage.CompletionTokens)},
 		FinishReason: ch.FinishReason,
 		Model:        c.Model,
+		Provider:     "openai",
 	}
 }
 

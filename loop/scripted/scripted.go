@@ -282,7 +282,7 @@ func (m *Model) Generate(ctx context.Context, req *loop.ModelRequest) (*loop.Mod
 		}
 		msg := events.Message{Role: events.RoleAssistant, Content: expand(text, req.Messages)}
 		return &loop.ModelResponse{Message: msg, Usage: events.Usage{InputTokens: words(req.Messages), OutputTokens: len(strings.Fields(msg.Content))},
-			FinishReason: "stop", Model: "scripted:" + m.name()}, nil
+			FinishReason: "stop", Model: "scripted:" + m.name(), Provider: "scripted"}, nil
 	}
 	i := req.Step - 1
 	if i < 0 || i >= len(m.script.Replies) {
@@ -321,6 +321,7 @@ func (m *Model) Generate(ctx context.Context, req *loop.ModelRequest) (*loop.Mod
 		Usage:        events.Usage{InputTokens: in, OutputTokens: len(strings.Fields(msg.Content))},
 		FinishReason: finish,
 		Model:        "scripted:" + m.name(),
+		Provider:     "scripted",
 	}, nil
 }
 

@@ -1,0 +1,138 @@
+package telemetry
+
+import (
+	"context"
+	"time"
+
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/loop"
+)
+
+// Emitter wraps a worker's loop.Emitter: every event the engine appends is
+// observed (Metrics.Observe) and the appends the engine waits for are
+// timed (hookbus_publish_duration_seconds). A worker's metrics are fed by
+// its own events this way, with no consumer of its own and no call site
+// of the engine instrumented.
+func (m *Metrics) Emitter(inner loop.Emitter) loop.Emitter { return &emitter{m: m, inner: inner} }
+
+type emitter struct {
+	m     *Metrics
+	inner loop.Emitter
+}
+
+func (em *emitter) Append(ctx context.Context, e *events.Event, claim uint64) error {
+	err := em.inner.Append(ctx, e, claim)
+	if err == nil {
+		em.m.Observe(e)
+	}
+	return err
+}
+
+func (em *emitter) AppendSync(ctx context.Context, e *events.Event, claim uint64) error {
+	start := time.Now()
+	err := em.inner.AppendSync(ctx, e, claim)
+	em.m.ObservePublish("append_sync", time.Since(start))
+	if err == nil {
+		em.m.Observe(e)
+	}
+	return err
+}
+
+func (em *emitter) Claim(ctx context.Context, e *events.Event, last uint64) (uint64, error) {
+	start := time.Now()
+	claim, err := em.inner.Claim(ctx, e, last)
+	em.m.ObservePublish("claim", time.Since(start))
+	if err == nil {
+		em.m.Observe(e)
+	}
+	return claim, err
+}
+
+func (em *emitter) Reclaim(ctx context.Context, e *events.Event, last, seen uint64) (uint64, error) {
+	start := time.Now()
+	claim, err := em.inner.Reclaim(ctx, e, last, seen)
+	em.m.ObservePublish("claim", time.Since(start))
+	if err == nil {
+		em.m.Observe(e)
+	}
+	return claim, err
+}
+
+func (em *emitter) Flush(ctx context.Context, runID string) error {
+	start := time.Now()
+	err := em.inner.Flush(ctx, runID)
+	em.m.ObservePublish("flush", time.Since(start))
+	return err
+}
+
+// RunHandler wraps a worker's run handler: it records each request's
+// queue lag (from its submission to now) before handing it on.
+func (m *Metrics) RunHandler(h bus.RunHandler) bus.RunHandler {
+	return func(ctx context.Context, req *events.RunRequest) error {
+		if !req.SubmittedAt.IsZero() && req.Answer == nil && !req.Resume {
+			m.ObserveQueueLag(time.Since(req.SubmittedAt))
+		}
+		return h(ctx, req)
+	}
+}
+
+// Tailer reads and follows the events stream; *bus.Bus implements it.
+type Tailer interface {
+	Lookup
+	Tail(ctx context.Context, f bus.Filter, fn func(*events.Event) error) error
+}
+
+// approvalStages are the stages that say which approvals wait.
+var approvalStages = []events.Stage{events.StageApprovalRequested, events.StageApprovalResolved, events.StageRunCompleted, events.StageRunFailed}
+
+// FollowApprovals keeps hookbus_approvals_pending true for the whole bus
+// in a process that sees only some events (a worker sees its own): it
+// reads the approvals recorded so far, then follows new ones until ctx
+// ends. It returns the first read's error; following stops at a later
+// error (logged by the caller from the returned channel).
+func (m *Metrics) FollowApprovals(ctx context.Context, b Tailer) (<-chan error, error) {
+	var last uint64
+	observe := func(e *events.Event) error {
+		m.mu.Lock()
+		if e.Stage == events.StageApprovalRequested || e.Stage == events.StageApprovalResolved {
+			m.foldApproval(e)
+		} else {
+			delete(m.approvals, e.RunID)
+		}
+		m.mu.Unlock()
+		last = max(last, e.Stored)
+		return nil
+	}
+	if _, err := b.Replay(ctx, bus.Filter{Stages: approvalStages}, observe); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Tail(ctx, bus.Filter{Stages: approvalStages, From: last + 1}, observe)
+	}()
+	return done, nil
+}
+
+// foldApproval folds an approval event into the waiting calls; m.mu is
+// held.
+func (m *Metrics) foldApproval(e *events.Event) {
+	switch e.Stage {
+	case events.StageApprovalRequested:
+		var p events.ApprovalRequested
+		if e.DecodeData(&p) == nil && p.Call.ID != "" {
+			if m.approvals[e.RunID] == nil {
+				m.approvals[e.RunID] = map[string]bool{}
+			}
+			m.approvals[e.RunID][p.Call.ID] = true
+		}
+	case events.StageApprovalResolved:
+		var p events.ApprovalResolved
+		if e.DecodeData(&p) == nil {
+			delete(m.approvals[e.RunID], p.CallID)
+			if len(m.approvals[e.RunID]) == 0 {
+				delete(m.approvals, e.RunID)
+			}
+		}
+	}
+}
