@@ -39,7 +39,7 @@ const maxDiffCells = 4_000_000
 // are replayed over it in the chain's order. Elsewhere the patch's
 // operations are drawn.
 func drawDiffs(evs []*events.Event, entries []*Entry) {
-	calls := map[string]events.ToolCall{}          // call id → as the model asked
+	calls := map[string]events.ToolCall{}           // call id → as the model asked
 	results := map[string]events.ToolResultRecord{} // call id → raw result
 	pending := map[string][]*Decision{}             // event id → patches on it, in order
 	for i, e := range evs {
@@ -174,7 +174,7 @@ func lineDiff(before, after []byte) *Diff {
 		case i < len(a) && j < len(b) && a[i] == b[j]:
 			all = append(all, DiffLine{" ", a[i]})
 			i, j = i+1, j+1
-		case j < len(b) && (i == len(a) || lcs[i][j+1] >= lcs[i+1][j]):
+		case j < len(b) && (i == len(a) || lcs[i][j+1] > lcs[i+1][j]):
 			all = append(all, DiffLine{"+", b[j]})
 			j++
 		default:

@@ -203,9 +203,9 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("a cross-site answer: %d, want 403", res.StatusCode)
 	}
 	for body, says := range map[string]string{
-		`{"action":"maybe","by":"eve"}`:  "action",
-		`{"action":"approve"}`:           "who answers",
-		`{"action":"reject","by":"eve"}`: "reason",
+		`{"action":"maybe","by":"eve"}`:             "action",
+		`{"action":"approve"}`:                      "who answers",
+		`{"action":"reject","by":"eve"}`:            "reason",
 		`{"action":"approve","by":"eve","extra":1}`: "extra",
 	} {
 		if code := postJSON(t, rw.URL+"/api/runs/01JX/answer", body, &e); code != 400 || !strings.Contains(e.Error, says) {

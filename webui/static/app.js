@@ -173,9 +173,9 @@ async function showRuns(main, params) {
   } else {
     body = h("table", { class: "runs" },
       h("thead", {}, h("tr", {}, ["Status", "Prompt", "Agent / session", "Started", "Took", "Steps", "Hook decisions"].map((c) => h("th", {}, c)))),
-      h("tbody", {}, data.runs.map((r) => h("tr", { dataset: { run: r.run_id } },
+      h("tbody", {}, nested(data.runs).map(([r, depth]) => h("tr", { dataset: { run: r.run_id }, class: depth ? "sub-run depth-" + Math.min(depth, 3) : null },
         h("td", {}, statusPill(r.status), r.waiting ? h("span", { class: "muted" }, " " + r.waiting + " call" + (r.waiting > 1 ? "s" : "")) : null),
-        h("td", { class: "prompt" }, h("a", { href: "#/run/" + r.run_id + qs({ agent: r.agent_id, session: r.session_id }) },
+        h("td", { class: "prompt" }, depth ? h("span", { class: "sub-mark", title: "a sub-agent run of the run above" }, "↳ ") : null, h("a", { href: "#/run/" + r.run_id + qs({ agent: r.agent_id, session: r.session_id }) },
           r.prompt || h("span", { class: "muted" }, "(no prompt)")),
           h("div", { class: "id" }, short(r.run_id), r.parent_run_id ? " · child of " + short(r.parent_run_id) : "")),
         h("td", {}, r.agent_id, h("div", { class: "muted" }, r.session_id)),
@@ -188,6 +188,27 @@ async function showRuns(main, params) {
     h("span", { class: "muted" }, data.runs.length + " shown", data.truncated ? " · window too large, narrow it to see every run" : "")),
   filters, h("div", { class: "split" }, sessions, h("section", { class: "list" }, body)));
   listLive(() => { if (parseHash().parts[0] === "runs" || parseHash().parts[0] === "") route(); });
+}
+
+// nested orders runs so that a child run follows its parent (when the
+// parent is listed), with its depth.
+function nested(runs) {
+  const listed = new Set(runs.map((r) => r.run_id));
+  const kids = new Map();
+  const tops = [];
+  for (const r of runs) {
+    if (r.parent_run_id && listed.has(r.parent_run_id)) {
+      if (!kids.has(r.parent_run_id)) kids.set(r.parent_run_id, []);
+      kids.get(r.parent_run_id).push(r);
+    } else tops.push(r);
+  }
+  const out = [];
+  const add = (r, depth) => {
+    out.push([r, depth]);
+    for (const k of (kids.get(r.run_id) || []).slice().reverse()) add(k, depth + 1);
+  };
+  for (const r of tops) add(r, 0);
+  return out;
 }
 
 // --- a run's timeline ---
