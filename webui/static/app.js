@@ -361,7 +361,7 @@ function decisionRow(e, first) {
   const hasDiff = d.diff && d.diff.lines && d.diff.lines.length;
   return h("li", { class: "ev decision dec-row-" + d.decision, dataset: { stage: e.stage, id: e.id, decision: d.decision } },
     h("span", { class: "offset", title: clock(e.time) }, offset(e, first)),
-    h("span", { class: "stage" }, "↳ hook"),
+    h("span", { class: "stage", title: "an interceptor decided on the event below" }, "hook"),
     h("div", { class: "dec-body" },
       h("div", { class: "dec-line" }, decisionPill(d.decision), h("b", { class: "plugin" }, d.plugin),
         h("span", { class: "muted" }, " on " + d.stage + " · " + us(d.latency_us) + (d.remote ? " · remote" : " · in-process")),
