@@ -1,10 +1,34 @@
 // Package audit answers an auditor's and an operator's questions from the
-// event stream alone: folds of events into views (the approvals a run
-// waits for, ...) that the observer commands and the web page print. It
-// reads events; it writes nothing and imports no NATS package: feed it
-// events from bus.Replay, an offline store, or a test.
+// event stream alone: folds of events into views that the observer
+// commands print and a web page shows. It reads events; it writes nothing
+// and imports no NATS package: feed it events from bus.Replay, an offline
+// store, or a test.
 //
-//	var pending audit.Approvals
-//	b.Replay(ctx, bus.Filter{Stages: audit.ApprovalStages}, func(e *events.Event) error { pending.Add(e); return nil })
-//	for _, p := range pending.Pending() { ... }
+// Every view is a fold fed event by event (Add), in stream order, so it
+// works on a stream of millions of events and keeps only what it shows:
+//
+//   - Runs: a RunSummary per run (agent, session, lineage, start,
+//     duration, steps, status, usage).
+//   - Sessions: a SessionSummary per session (runs, last activity, the
+//     last run's status).
+//   - Show: the RunTree of one run, named by its id or a unique prefix:
+//     steps, model calls, tool calls and their results, every
+//     interceptor's decision (its patch as a Change of the payload),
+//     approvals, compactions, and the sub-agent runs it called nested.
+//   - Stats: a PluginStats per plugin and stage (calls, latency
+//     percentiles, decisions, failures by kind, failed open or closed).
+//   - Approvals: the tool calls waiting for a human.
+//
+// The values carry json tags: the same values serve observer's --json and
+// a web UI.
+//
+//	var runs audit.Runs
+//	b.Replay(ctx, bus.Filter{Agent: "demo"}, func(e *events.Event) error { runs.Add(e); return nil })
+//	for _, r := range runs.List() { fmt.Println(r.RunID, r.Status, r.Steps) }
+//
+//	show := audit.NewShow("01KAB3C4D5E6") // a run id or a prefix of one
+//	b.Replay(ctx, bus.Filter{}, func(e *events.Event) error { show.Add(e); return nil })
+//	tree, err := show.Tree(show.Runs()[0])
+//
+// audittest gives tests a recorded multi-run stream.
 package audit

@@ -17,6 +17,10 @@ const usage = `observer — read and manage a hookbus
 Usage:
   observer replay    [connection] [--agent A] [--session S] [--run R [--tree]] [--stage X] [--since DURATION] [--json]
   observer tail      [connection] [--agent A] [--session S] [--run R] [--stage X] [--json]
+  observer sessions  [connection] [--agent A] [--since D] [--json]   (sessions: runs, last activity, last run's status)
+  observer runs      [connection] [--agent A] [--session S] [--since D] [--reason R] [--json]
+  observer show      [connection] RUN [--json]   (one run as a tree: steps, tools, hooks' decisions and changes, approvals, sub-agents)
+  observer stats     [connection] [--agent A] [--since D] [--json]   (per plugin and stage: calls, latency, decisions, failures)
   observer hooks     list|add|rm|grant|revoke [connection]   (see "observer hooks --help")
   observer provision [connection] [--replicas N] [--max-age D] [--wait D]   (an operator: create or update the streams and buckets)
   observer approvals [connection] [--agent A] [--all]   (tool calls waiting for a human)
@@ -29,14 +33,16 @@ connection: --nats URL [--creds FILE | --nkey FILE | --user U --password P | --t
 
 Which bus: --nats URL, else --store DIR, else $NATS_URL, else the server
 listening on nats://127.0.0.1:4222 (a running "loop run", "loop serve" or
-"loop server"). When nothing listens there, replay, hooks and provision open
-./.hookbus (the store "make run" and "loop run" leave) if it exists; tail
-needs a running server.
+"loop server"). When nothing listens there, replay, sessions, runs, show,
+stats, approvals, hooks and provision open ./.hookbus (the store "make run"
+and "loop run" leave) if it exists; tail needs a running server.
 
 replay prints the matching events in stream order and exits (1 when the
 filters match nothing); --run takes a run id or a unique prefix of one (the
-timeline shows run ids shortened to a prefix). tail follows new events
-until interrupted. Credentials are never printed.
+timeline shows run ids shortened to a prefix); show takes RUN so too.
+sessions, runs, show and stats read the stream (within --since) and report
+their progress on stderr. tail follows new events until interrupted.
+Credentials are never printed.
 
 "observer COMMAND --help" lists a command's flags.
 `
@@ -67,6 +73,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdReplay(ctx, args[1:], stdout, stderr, false)
 	case "tail":
 		err = cmdReplay(ctx, args[1:], stdout, stderr, true)
+	case "sessions":
+		err = cmdSessions(ctx, args[1:], stdout, stderr)
+	case "runs":
+		err = cmdRuns(ctx, args[1:], stdout, stderr)
+	case "show":
+		err = cmdShow(ctx, args[1:], stdout, stderr)
+	case "stats":
+		err = cmdStats(ctx, args[1:], stdout, stderr)
 	case "provision":
 		err = cmdProvision(ctx, args[1:], stdout, stderr)
 	case "hooks":

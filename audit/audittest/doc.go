@@ -1,0 +1,10 @@
+// Package audittest gives tests of the auditor's views a deterministic
+// multi-run stream: the recorded histories of loop/testdata/histories
+// (runs with hooks that modify, mock and deny, a hook failing closed,
+// approvals, sub-agents and compactions) joined into one stream, as the
+// events stream would hold them.
+//
+//	evs := audittest.Stream(t)             // the default histories, joined
+//	var runs audit.Runs
+//	for _, e := range evs { runs.Add(e) }
+package audittest

@@ -1,0 +1,227 @@
+package audit
+
+import (
+	"sort"
+	"time"
+
+	"github.com/hookbus/hookbus/events"
+)
+
+// Statuses of a run (RunSummary.Status) besides the reasons of
+// run.completed (events.ReasonDone, ReasonDenied, ...), which a run that
+// ended without an error has.
+const (
+	// StatusFailed: run.failed ended the run.
+	StatusFailed = "failed"
+	// StatusWaiting: no terminal event, and a tool call waits for a
+	// human's answer (approval.requested without its approval.resolved).
+	StatusWaiting = "waiting"
+	// StatusUnfinished: no terminal event and nothing waited for: the run
+	// is running, or its worker stopped and the run waits to be resumed.
+	StatusUnfinished = "unfinished"
+)
+
+// RunRef names a run by its agent, session and id: the lineage of a child
+// run (a sub-agent's).
+type RunRef struct {
+	AgentID   string `json:"agent_id"`
+	SessionID string `json:"session_id"`
+	RunID     string `json:"run_id"`
+}
+
+// RunSummary is one run as the runs list shows it.
+type RunSummary struct {
+	RunID     string `json:"run_id"`
+	AgentID   string `json:"agent_id"`
+	SessionID string `json:"session_id"`
+	// Parent is the run that called this one (a sub-agent's run); nil for
+	// a run nobody called.
+	Parent *RunRef `json:"parent,omitempty"`
+	// Prompt is the run's intake prompt, as the intake hooks left it.
+	Prompt string `json:"prompt,omitempty"`
+	// Start is the time of the run's first event, Last the latest event
+	// time; DurationMS is Last - Start in milliseconds.
+	Start      time.Time `json:"start"`
+	Last       time.Time `json:"last"`
+	DurationMS int64     `json:"duration_ms"`
+	// Steps is the steps the run took (run.completed's count, else the
+	// last step completed).
+	Steps int `json:"steps"`
+	// Ended is set once the run's terminal event (run.completed or
+	// run.failed) is read.
+	Ended bool `json:"ended"`
+	// Status is the run.completed reason (done, denied, stopped, rejected,
+	// max_steps, cost_limit, interrupted), or StatusFailed, StatusWaiting
+	// or StatusUnfinished.
+	Status string `json:"status"`
+	// Detail says why: run.completed's detail, run.failed's error.
+	Detail string `json:"detail,omitempty"`
+	Answer string `json:"answer,omitempty"`
+	// Usage is the tokens (and their cost when known) the run used:
+	// run.completed's, else the sum of its completed steps'.
+	Usage events.Usage `json:"usage"`
+	// Events counts the run's events read; Attempts its run.started
+	// (more than one: the run was resumed).
+	Events   int `json:"events"`
+	Attempts int `json:"attempts"`
+	// Waiting counts the calls waiting for a human's answer.
+	Waiting int `json:"waiting,omitempty"`
+	// Children are the runs this one called (sub-agents), by id, in the
+	// order they were called.
+	Children []string `json:"children,omitempty"`
+}
+
+// Duration is Last - Start.
+func (r *RunSummary) Duration() time.Duration { return r.Last.Sub(r.Start) }
+
+// runState is a run being folded.
+type runState struct {
+	RunSummary
+	first     int // position among the runs, by first event read
+	stepUsage events.Usage
+	lastStep  int
+	pending   map[string]bool // calls waiting for an answer
+}
+
+func (r *runState) add(e *events.Event) {
+	r.Events++
+	if r.Start.IsZero() || e.Time.Before(r.Start) {
+		r.Start = e.Time
+	}
+	if e.Time.After(r.Last) {
+		r.Last = e.Time
+	}
+	if r.Parent == nil && e.ParentRunID != "" {
+		r.Parent = &RunRef{AgentID: e.ParentAgentID, SessionID: e.ParentSessionID, RunID: e.ParentRunID}
+	}
+	switch e.Stage {
+	case events.StageIntake:
+		var p events.Intake
+		if e.DecodeData(&p) == nil {
+			r.Prompt = p.Prompt
+		}
+	case events.StageRunStarted:
+		r.Attempts++
+		if r.Prompt == "" {
+			var p events.RunStarted
+			if e.DecodeData(&p) == nil {
+				r.Prompt = p.Prompt
+			}
+		}
+	case events.StageStepCompleted:
+		var p events.StepCompleted
+		if e.DecodeData(&p) == nil {
+			r.stepUsage = r.stepUsage.Add(p.Usage)
+			r.lastStep = max(r.lastStep, p.Step)
+		}
+	case events.StageApprovalRequested:
+		var p events.ApprovalRequested
+		if e.DecodeData(&p) == nil && p.Call.ID != "" {
+			if r.pending == nil {
+				r.pending = map[string]bool{}
+			}
+			r.pending[p.Call.ID] = true
+		}
+	case events.StageApprovalResolved:
+		var p events.ApprovalResolved
+		if e.DecodeData(&p) == nil {
+			delete(r.pending, p.CallID)
+		}
+	case events.StageSubagentBefore:
+		var p events.SubagentBefore
+		if e.DecodeData(&p) == nil && p.RunID != "" && !contains(r.Children, p.RunID) {
+			r.Children = append(r.Children, p.RunID)
+		}
+	case events.StageRunCompleted:
+		var p events.RunCompleted
+		if e.DecodeData(&p) == nil {
+			r.Ended, r.Status, r.Detail, r.Answer, r.Steps, r.Usage = true, p.Reason, p.Detail, p.Answer, p.Steps, p.Usage
+		}
+	case events.StageRunFailed:
+		var p events.RunFailed
+		if e.DecodeData(&p) == nil {
+			r.Ended, r.Status, r.Detail, r.Steps = true, StatusFailed, p.Error, p.Steps
+			r.Usage = r.stepUsage
+		}
+	}
+}
+
+// summary is the run as it stands.
+func (r *runState) summary() RunSummary {
+	s := r.RunSummary
+	s.DurationMS = s.Last.Sub(s.Start).Milliseconds()
+	s.Waiting = len(r.pending)
+	if !s.Ended {
+		s.Steps, s.Usage = r.lastStep, r.stepUsage
+		s.Status = StatusUnfinished
+		if s.Waiting > 0 {
+			s.Status = StatusWaiting
+		}
+	}
+	if s.Steps == 0 {
+		s.Steps = r.lastStep
+	}
+	s.Children = append([]string(nil), s.Children...)
+	return s
+}
+
+// Runs folds events into a summary per run. Feed it events in stream
+// order (any interleaving of runs); it keeps one small record per run, so
+// it folds a stream of millions of events. The zero value is ready.
+type Runs struct {
+	byID map[string]*runState
+}
+
+// Add folds one event.
+func (rs *Runs) Add(e *events.Event) {
+	if rs.byID == nil {
+		rs.byID = map[string]*runState{}
+	}
+	r := rs.byID[e.RunID]
+	if r == nil {
+		r = &runState{RunSummary: RunSummary{RunID: e.RunID, AgentID: e.AgentID, SessionID: e.SessionID}, first: len(rs.byID)}
+		rs.byID[e.RunID] = r
+	}
+	r.add(e)
+}
+
+// Len is the number of runs read.
+func (rs *Runs) Len() int { return len(rs.byID) }
+
+// Get returns the summary of one run, false when no event of it was read.
+func (rs *Runs) Get(runID string) (RunSummary, bool) {
+	r, ok := rs.byID[runID]
+	if !ok {
+		return RunSummary{}, false
+	}
+	return r.summary(), true
+}
+
+// List returns every run, oldest start first (runs that started at the
+// same time in the order they were read).
+func (rs *Runs) List() []RunSummary {
+	states := make([]*runState, 0, len(rs.byID))
+	for _, r := range rs.byID {
+		states = append(states, r)
+	}
+	sort.Slice(states, func(i, j int) bool {
+		if !states[i].Start.Equal(states[j].Start) {
+			return states[i].Start.Before(states[j].Start)
+		}
+		return states[i].first < states[j].first
+	})
+	out := make([]RunSummary, len(states))
+	for i, r := range states {
+		out[i] = r.summary()
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,160 @@
+package audit
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/hookbus/hookbus/events"
+)
+
+// StatsStages are the stages Stats reads: a replay may be narrowed to them.
+var StatsStages = []events.Stage{events.StageHookDecided, events.StageHookFailed}
+
+// Outcomes of a failed interceptor call (events.HookFailed.Outcome).
+const (
+	OutcomeFailedOpen   = "failed_open"
+	OutcomeFailedClosed = "failed_closed"
+)
+
+// PluginStats is what one plugin did on one stage.
+type PluginStats struct {
+	Plugin string       `json:"plugin"`
+	Stage  events.Stage `json:"stage"`
+	// Calls counts its calls: decisions and failures.
+	Calls int `json:"calls"`
+	// P50US, P99US and MaxUS are the latency of its calls (decisions and
+	// failures), in microseconds: nearest-rank percentiles.
+	P50US int64 `json:"p50_us"`
+	P99US int64 `json:"p99_us"`
+	MaxUS int64 `json:"max_us"`
+	// Decisions counts its decisions by kind (allow, modify, deny, mock,
+	// ask, stop, continue).
+	Decisions map[string]int `json:"decisions"`
+	// Failures counts its failures by kind (events.FailTimeout,
+	// FailNoResponders, FailBadReply, FailError, FailPanic).
+	Failures map[string]int `json:"failures"`
+	// FailedOpen counts the failures the chain went on after (policy
+	// ignore), FailedClosed those that denied the event (policy fail).
+	FailedOpen   int `json:"failed_open"`
+	FailedClosed int `json:"failed_closed"`
+}
+
+// Failed is the number of failed calls.
+func (p *PluginStats) Failed() int {
+	n := 0
+	for _, c := range p.Failures {
+		n += c
+	}
+	return n
+}
+
+type statsKey struct {
+	plugin string
+	stage  events.Stage
+}
+
+type statsState struct {
+	PluginStats
+	latencies []int64
+}
+
+// Stats folds hook.decided and hook.failed events into counts per plugin
+// and stage. Other stages are ignored. It keeps every call's latency (8
+// bytes a call) for exact percentiles. The zero value is ready.
+type Stats struct {
+	by map[statsKey]*statsState
+}
+
+func (s *Stats) get(plugin string, stage events.Stage) *statsState {
+	if s.by == nil {
+		s.by = map[statsKey]*statsState{}
+	}
+	k := statsKey{plugin, stage}
+	st := s.by[k]
+	if st == nil {
+		st = &statsState{PluginStats: PluginStats{Plugin: plugin, Stage: stage, Decisions: map[string]int{}, Failures: map[string]int{}}}
+		s.by[k] = st
+	}
+	return st
+}
+
+// Add folds one event.
+func (s *Stats) Add(e *events.Event) {
+	switch e.Stage {
+	case events.StageHookDecided:
+		var p events.HookDecided
+		if e.DecodeData(&p) != nil {
+			return
+		}
+		st := s.get(p.Plugin, p.Stage)
+		st.Calls++
+		st.Decisions[p.Decision]++
+		st.latencies = append(st.latencies, p.LatencyUS)
+	case events.StageHookFailed:
+		var p events.HookFailed
+		if e.DecodeData(&p) != nil {
+			return
+		}
+		st := s.get(p.Plugin, p.Stage)
+		st.Calls++
+		st.Failures[p.Kind]++
+		switch p.Outcome {
+		case OutcomeFailedOpen:
+			st.FailedOpen++
+		case OutcomeFailedClosed:
+			st.FailedClosed++
+		}
+		st.latencies = append(st.latencies, p.LatencyUS)
+	}
+}
+
+// List returns the stats by plugin, then stage in the order a run meets
+// them.
+func (s *Stats) List() []PluginStats {
+	order := map[events.Stage]int{}
+	for i, st := range events.Stages() {
+		order[st] = i
+	}
+	out := make([]PluginStats, 0, len(s.by))
+	for _, st := range s.by {
+		p := st.PluginStats
+		lat := slices.Clone(st.latencies)
+		slices.Sort(lat)
+		p.P50US, p.P99US = percentile(lat, 50), percentile(lat, 99)
+		if len(lat) > 0 {
+			p.MaxUS = lat[len(lat)-1]
+		}
+		p.Decisions, p.Failures = cloneMap(p.Decisions), cloneMap(p.Failures)
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Plugin != out[j].Plugin {
+			return out[i].Plugin < out[j].Plugin
+		}
+		oi, iok := order[out[i].Stage]
+		oj, jok := order[out[j].Stage]
+		if iok != jok || oi != oj {
+			return iok && (!jok || oi < oj)
+		}
+		return out[i].Stage < out[j].Stage
+	})
+	return out
+}
+
+// percentile is the nearest-rank p-th percentile of sorted values (0 for
+// none).
+func percentile(sorted []int64, p int) int64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 * n)
+	return sorted[max(rank, 1)-1]
+}
+
+func cloneMap(m map[string]int) map[string]int {
+	out := make(map[string]int, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/hookbus/hookbus/audit"
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/internal/cli"
+)
+
+// runStatuses are what --reason takes: the reasons of run.completed and
+// the statuses of runs that did not end so.
+var runStatuses = []string{events.ReasonDone, events.ReasonDenied, events.ReasonStopped, events.ReasonRejected,
+	events.ReasonMaxSteps, events.ReasonCostLimit, events.ReasonInterrupted,
+	audit.StatusFailed, audit.StatusWaiting, audit.StatusUnfinished}
+
+// cmdRuns lists the runs: id, agent, session, start, duration, steps,
+// status, tokens.
+func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("observer runs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var d deskFlags
+	d.register(fs, "one JSON object a run per line (audit.RunSummary)")
+	agent := fs.String("agent", "", "only this agent's runs")
+	session := fs.String("session", "", "only this session's runs")
+	sinceD := fs.Duration("since", 0, "only events stored in this last while (e.g. 24h)")
+	reason := fs.String("reason", "", "only runs that ended so, or are so: "+strings.Join(runStatuses, ", "))
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: observer runs [flags]\n\nLists the runs, oldest first: id (a prefix that show and replay --run take), agent, session, start, duration, steps, status (the reason it ended), tokens (and cost when known).\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if err := cli.NoArgs(fs); err != nil {
+		return err
+	}
+	if err := validID("agent", *agent); err != nil {
+		return err
+	}
+	if err := validID("session", *session); err != nil {
+		return err
+	}
+	if *reason != "" && !slices.Contains(runStatuses, *reason) {
+		return fmt.Errorf("%w: --reason %q (known: %s)", cli.ErrUsage, *reason, strings.Join(runStatuses, ", "))
+	}
+	from, err := since(*sinceD)
+	if err != nil {
+		return err
+	}
+	var rs audit.Runs
+	if err := d.scan(ctx, bus.Filter{Agent: *agent, Session: *session, Since: from}, stderr, rs.Add); err != nil {
+		return err
+	}
+	var list []audit.RunSummary
+	for _, r := range rs.List() {
+		if *reason == "" || r.Status == *reason {
+			list = append(list, r)
+		}
+	}
+	if len(list) == 0 && (*agent != "" || *session != "" || *sinceD > 0 || *reason != "") {
+		return fmt.Errorf("no runs match")
+	}
+	if d.asJSON {
+		enc := json.NewEncoder(stdout)
+		for _, r := range list {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return printRuns(stdout, list)
+}
+
+func printRuns(w io.Writer, list []audit.RunSummary) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tAGENT\tSESSION\tSTART\tDURATION\tSTEPS\tSTATUS\tTOKENS\tCALLED BY")
+	for _, r := range list {
+		parent := "-"
+		if r.Parent != nil {
+			parent = "run " + shortRun(r.Parent.RunID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", shortRun(r.RunID), r.AgentID, r.SessionID,
+			when(r.Start), duration(r.Duration()), r.Steps, r.Status, tokens(r.Usage), parent)
+	}
+	return tw.Flush()
+}

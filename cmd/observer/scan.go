@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/internal/cli"
+)
+
+// deskFlags are the flags the auditor's commands (sessions, runs, show,
+// stats) share: the connection, --json and -v.
+type deskFlags struct {
+	conn    cli.ConnFlags
+	asJSON  bool
+	verbose bool
+}
+
+func (d *deskFlags) register(fs *flag.FlagSet, jsonHelp string) {
+	d.conn.StoreFallback = true
+	d.conn.Register(fs)
+	fs.BoolVar(&d.asJSON, "json", false, jsonHelp)
+	fs.BoolVar(&d.verbose, "v", false, cli.VerboseHelp)
+}
+
+// since validates --since into a time (zero for none).
+func since(d time.Duration) (time.Time, error) {
+	switch {
+	case d < 0:
+		return time.Time{}, fmt.Errorf("%w: --since %s is negative", cli.ErrUsage, d)
+	case d == 0:
+		return time.Time{}, nil
+	}
+	return time.Now().Add(-d), nil
+}
+
+// validID checks an id flag; a bad one is a usage error.
+func validID(kind, v string) error {
+	if v == "" {
+		return nil
+	}
+	if err := events.ValidateID(kind, v); err != nil {
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	}
+	return nil
+}
+
+// scan opens the bus and replays filter's events into fold, showing its
+// progress on stderr: a line that updates itself ("scanned N/M events")
+// when stderr is a terminal, and the final count in any case.
+func (d *deskFlags) scan(ctx context.Context, filter bus.Filter, stderr io.Writer, fold func(*events.Event)) error {
+	c, err := d.conn.Open(ctx, "hookbus-observer", cli.Logger(d.verbose, stderr), cli.ReadOnly)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	gctx, stop := c.Guard(ctx)
+	defer stop()
+	p := &progress{w: stderr, live: isTerminal(os.Stderr), last: lastSeq(gctx, c.Bus)}
+	st, err := c.Bus.Replay(gctx, filter, func(e *events.Event) error {
+		fold(e)
+		p.saw(e.Stored)
+		return nil
+	})
+	if err != nil {
+		return c.Explain(err)
+	}
+	p.done(st)
+	return nil
+}
+
+// lastSeq is the events stream's last sequence, 0 when it cannot be read.
+func lastSeq(ctx context.Context, b *bus.Bus) uint64 {
+	s, err := b.JetStream().Stream(ctx, b.Names().Events)
+	if err != nil {
+		return 0
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0
+	}
+	return info.State.LastSeq
+}
+
+// isTerminal reports whether f is a terminal (a character device).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// progress reports a long scan on w: with live, a line rewritten in place
+// at most every progressEvery; always, a final count.
+type progress struct {
+	w     io.Writer
+	live  bool
+	last  uint64 // the stream's last sequence (0: unknown)
+	n     int    // events read
+	at    uint64 // the stream sequence reached
+	shown time.Time
+	drawn bool
+}
+
+const progressEvery = 200 * time.Millisecond
+
+func (p *progress) saw(seq uint64) {
+	p.n++
+	p.at = max(p.at, seq)
+	if !p.live || p.n%1024 != 0 || time.Since(p.shown) < progressEvery {
+		return
+	}
+	p.shown = time.Now()
+	p.drawn = true
+	if p.last > 0 {
+		fmt.Fprintf(p.w, "\rscanned %d/%d events (%d%%)", p.at, p.last, p.at*100/p.last)
+	} else {
+		fmt.Fprintf(p.w, "\rscanned %d events", p.at)
+	}
+}
+
+func (p *progress) done(st bus.ReplayStats) {
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	fmt.Fprintf(p.w, "%d events read", st.Events)
+	if p.last > 0 {
+		fmt.Fprintf(p.w, " (the stream holds %d)", p.last)
+	}
+	if st.Malformed > 0 {
+		fmt.Fprintf(p.w, ", %d malformed messages skipped", st.Malformed)
+	}
+	if st.Unfetched > 0 {
+		fmt.Fprintf(p.w, ", %d without their data (the object of their dataref is gone)", st.Unfetched)
+	}
+	fmt.Fprintln(p.w)
+}
+
+// shortRun is a run id as the timeline shows it: a prefix that replay
+// --run and show accept.
+func shortRun(id string) string {
+	if len(id) > cli.RunIDShown+1 {
+		return id[:cli.RunIDShown] + "…"
+	}
+	return id
+}
+
+// when formats a time for the tables.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05.000")
+}
+
+// tokens is "in+out" and the cost when known.
+func tokens(u events.Usage) string {
+	s := fmt.Sprintf("%d+%d", u.InputTokens, u.OutputTokens)
+	if u.CostUSD > 0 {
+		s += fmt.Sprintf(" $%.4f", u.CostUSD)
+	}
+	return s
+}
+
+// micros formats a latency in microseconds.
+func micros(us int64) string {
+	if us < 1000 {
+		return fmt.Sprintf("%dµs", us)
+	}
+	return (time.Duration(us) * time.Microsecond).Round(10 * time.Microsecond).String()
+}
+
+// duration formats a run's duration to about three digits.
+func duration(d time.Duration) string {
+	switch {
+	case d >= time.Minute:
+		return d.Round(time.Second).String()
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(100 * time.Microsecond).String()
+	}
+	return d.Round(time.Microsecond).String()
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+
+	"github.com/hookbus/hookbus/audit"
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/internal/cli"
+)
+
+// cmdShow prints one run as a tree.
+func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("observer show", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var d deskFlags
+	d.register(fs, "the run's tree as one JSON document (audit.RunTree)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: observer show [flags] RUN\n\nPrints one run as a tree: its steps, model calls, tool calls and their results, every interceptor's decision (plugin, latency, what it changed: its patch as a diff of the payload), approvals, compactions, and the sub-agent runs it called, nested. RUN is a run id or a unique prefix of one (as runs and replay show them).\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	pos, err := cli.ParseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: want one RUN (an id or a prefix of one), got %d arguments", cli.ErrUsage, len(pos))
+	}
+	ff := filterFlags{run: pos[0]}
+	prefix := ff.runPrefix()
+	if prefix == "" {
+		return fmt.Errorf("%w: RUN %q holds no run id", cli.ErrUsage, pos[0])
+	}
+	if err := validID("run", prefix); err != nil {
+		return err
+	}
+	show := audit.NewShow(prefix)
+	if err := d.scan(ctx, bus.Filter{}, stderr, show.Add); err != nil {
+		return err
+	}
+	run, err := pick(prefix, show.Runs())
+	if err != nil {
+		return err
+	}
+	tree, err := show.Tree(run)
+	if err != nil {
+		return err
+	}
+	if d.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(tree)
+	}
+	printTree(stdout, tree, "")
+	return nil
+}
+
+// printTree writes t, each line prefixed by ind.
+func printTree(w io.Writer, t *audit.RunTree, ind string) {
+	r := t.Run
+	fmt.Fprintf(w, "%srun %s  %s/%s  %s, %d steps, %s tokens, %s", ind, r.RunID, r.AgentID, r.SessionID, r.Status, r.Steps, tokens(r.Usage), duration(r.Duration()))
+	if r.Attempts > 1 {
+		fmt.Fprintf(w, ", %d attempts", r.Attempts)
+	}
+	fmt.Fprintln(w)
+	if r.Parent != nil {
+		fmt.Fprintf(w, "%s  called by run %s (%s/%s)\n", ind, r.Parent.RunID, r.Parent.AgentID, r.Parent.SessionID)
+	}
+	if r.Detail != "" {
+		fmt.Fprintf(w, "%s  why: %s\n", ind, r.Detail)
+	}
+	for _, it := range t.Items {
+		printItem(w, it, ind+"  ")
+	}
+	for _, c := range t.Children {
+		printTree(w, c, ind+"    ")
+	}
+}
+
+// printItem writes an item, its hooks, its nested items and child run.
+func printItem(w io.Writer, it *audit.Item, ind string) {
+	fmt.Fprintf(w, "%s#%03d %s\n", ind, it.Seq, it.Text)
+	for _, h := range it.Hooks {
+		printHook(w, h, ind+"     ")
+	}
+	for _, sub := range it.Items {
+		printItem(w, sub, ind+"  ")
+	}
+	if it.Child != nil {
+		printTree(w, it.Child, ind+"     ")
+	}
+}
+
+// printHook writes one interceptor's decision and what it changed.
+func printHook(w io.Writer, h *audit.HookCall, ind string) {
+	s := fmt.Sprintf("%s▸ %s on %s: %s", ind, h.Plugin, h.Stage, h.Decision)
+	if f := h.Failure; f != nil {
+		s += fmt.Sprintf(" (%s, policy %s: %s): %s", f.Kind, f.Policy, f.Outcome, f.Error)
+	}
+	if h.Reason != "" {
+		s += " " + fmt.Sprintf("%q", h.Reason)
+	}
+	if h.Result != nil {
+		s += " → result " + fmt.Sprintf("%q", h.Result.Content)
+	}
+	s += " (" + micros(h.LatencyUS)
+	if h.Remote {
+		s += ", remote"
+	}
+	s += ")"
+	fmt.Fprintln(w, s)
+	for _, k := range slices.Sorted(maps.Keys(h.Annotations)) {
+		fmt.Fprintf(w, "%s    %s: %s\n", ind, k, h.Annotations[k])
+	}
+	for _, warn := range h.Warnings {
+		fmt.Fprintf(w, "%s    warning: %s\n", ind, warn)
+	}
+	for _, c := range h.Changes {
+		before := "(not recorded)"
+		if c.BeforeKnown {
+			before = "(absent)"
+			if c.Before != nil {
+				before = audit.Short(c.Before, 100)
+			}
+		}
+		switch c.Op {
+		case "remove":
+			fmt.Fprintf(w, "%s    - %s: %s\n", ind, c.Path, before)
+		case "move", "copy":
+			fmt.Fprintf(w, "%s    ~ %s %s → %s\n", ind, c.Op, c.From, c.Path)
+		default:
+			if !c.BeforeKnown || c.Before != nil || c.Op == "replace" {
+				fmt.Fprintf(w, "%s    - %s: %s\n", ind, c.Path, before)
+			}
+			fmt.Fprintf(w, "%s    + %s: %s\n", ind, c.Path, audit.Short(c.After, 100))
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/hookbus/hookbus/audit"
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/internal/cli"
+)
+
+// cmdStats prints, per plugin and stage, what the interceptors did.
+func cmdStats(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("observer stats", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var d deskFlags
+	d.register(fs, "one JSON object per plugin and stage a line (audit.PluginStats)")
+	agent := fs.String("agent", "", "only the calls on this agent's runs")
+	sinceD := fs.Duration("since", 0, "only events stored in this last while (e.g. 24h)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: observer stats [flags]\n\nPrints, per plugin and stage, the interceptors' calls: latency (p50, p99), decisions (allow, modify, deny, mock, ask, stop), failures by kind (timeout, no_responders, bad_reply, error, panic), and whether they failed open or closed.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if err := cli.NoArgs(fs); err != nil {
+		return err
+	}
+	if err := validID("agent", *agent); err != nil {
+		return err
+	}
+	from, err := since(*sinceD)
+	if err != nil {
+		return err
+	}
+	var st audit.Stats
+	if err := d.scan(ctx, bus.Filter{Agent: *agent, Since: from, Stages: audit.StatsStages}, stderr, st.Add); err != nil {
+		return err
+	}
+	list := st.List()
+	if d.asJSON {
+		enc := json.NewEncoder(stdout)
+		for _, p := range list {
+			if err := enc.Encode(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stderr, "no interceptor calls recorded")
+		return nil
+	}
+	return printStats(stdout, list)
+}
+
+func printStats(w io.Writer, list []audit.PluginStats) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLUGIN\tSTAGE\tCALLS\tP50\tP99\tALLOW\tMODIFY\tDENY\tMOCK\tASK\tSTOP\tTIMEOUT\tNO_RESP\tBAD_REPLY\tERROR\tPANIC\tOPEN\tCLOSED")
+	for _, p := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t", p.Plugin, p.Stage, p.Calls, micros(p.P50US), micros(p.P99US))
+		for _, k := range []string{"allow", "modify", "deny", "mock", "ask", "stop"} {
+			fmt.Fprintf(tw, "%s\t", count(p.Decisions[k]))
+		}
+		for _, k := range []string{events.FailTimeout, events.FailNoResponders, events.FailBadReply, events.FailError, events.FailPanic} {
+			fmt.Fprintf(tw, "%s\t", count(p.Failures[k]))
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", count(p.FailedOpen), count(p.FailedClosed))
+	}
+	return tw.Flush()
+}
+
+// count is n, or "-" for none (a table of zeros hides what happened).
+func count(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}
