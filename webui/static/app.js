@@ -2,7 +2,7 @@
 // package webui (docs/PROTOCOL.md, "The web page"). No framework, no build.
 "use strict";
 
-const state = { config: { allow_approvals: false }, live: null, expanded: new Set(), view: null, route: "" };
+const state = { config: { allow_approvals: false }, live: null, expanded: new Set(), view: null, route: "", seq: 0 };
 
 // h builds an element: h("div", {class: "x", onclick: fn}, child, "text", ...).
 function h(tag, attrs, ...kids) {
@@ -100,15 +100,18 @@ async function route() {
   for (const a of document.querySelectorAll("[data-nav]")) {
     a.classList.toggle("active", a.dataset.nav === parts[0] || (parts[0] === "run" && a.dataset.nav === "runs"));
   }
+  // A page that loads after the user moved on is dropped: stale() says so.
+  const mine = ++state.seq;
+  const stale = () => mine !== state.seq;
   try {
     switch (parts[0]) {
-      case "run": await showRun(main, parts[1], params); break;
-      case "approvals": await showApprovals(main); break;
-      case "plugins": await showPlugins(main, params); break;
-      default: await showRuns(main, params);
+      case "run": await showRun(main, parts[1], params, stale); break;
+      case "approvals": await showApprovals(main, stale); break;
+      case "plugins": await showPlugins(main, params, stale); break;
+      default: await showRuns(main, params, stale);
     }
   } catch (err) {
-    main.replaceChildren(failure(err, parts[0] === "run" ? "the run" : parts[0]));
+    if (!stale()) main.replaceChildren(failure(err, parts[0] === "run" ? "the run" : parts[0]));
   }
   refreshPending();
 }
@@ -134,10 +137,11 @@ function listLive(fn) {
 }
 
 // --- runs ---
-async function showRuns(main, params) {
+async function showRuns(main, params, stale) {
   const f = { agent: params.get("agent") || "", session: params.get("session") || "", status: params.get("status") || "",
     q: params.get("q") || "", since: params.has("since") ? params.get("since") : "7d" };
   const data = await api("api/runs" + qs(f));
+  if (stale()) return;
   const setParam = (k, v) => {
     const p = new URLSearchParams(params);
     if (v) p.set(k, v); else p.delete(k);
@@ -212,9 +216,10 @@ function nested(runs) {
 }
 
 // --- a run's timeline ---
-async function showRun(main, runID, params) {
+async function showRun(main, runID, params, stale) {
   const agent = params.get("agent") || "", session = params.get("session") || "";
   const view = await api("api/runs/" + encodeURIComponent(runID) + qs({ agent, session }));
+  if (stale()) return;
   state.view = view;
   state.route = location.hash;
   renderRun(main);
@@ -428,8 +433,9 @@ function answerForm(a) {
   return form;
 }
 
-async function showApprovals(main) {
+async function showApprovals(main, stale) {
   const data = await api("api/approvals");
+  if (stale()) return;
   main.replaceChildren(h("div", { class: "page-head" }, h("h1", {}, "Approvals"),
     h("span", { class: "muted" }, state.config.allow_approvals ? "answers are recorded with your name" : "read-only")),
   data.approvals.length === 0
@@ -440,9 +446,10 @@ async function showApprovals(main) {
 }
 
 // --- plugins ---
-async function showPlugins(main, params) {
+async function showPlugins(main, params, stale) {
   const since = params.has("since") ? params.get("since") : "7d";
   const data = await api("api/stats" + qs({ since }));
+  if (stale()) return;
   const kinds = ["allow", "modify", "deny", "ask", "mock", "stop", "continue"];
   const rows = data.plugins.map((p) => {
     const fails = Object.values(p.failures || {}).reduce((a, b) => a + b, 0);
