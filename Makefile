@@ -10,7 +10,7 @@ TESTFLAGS ?= -race -count=1 -timeout 15m
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 5
 
-.PHONY: all build run test test-faults e2e vet staticcheck unit bench bench-scale fuzz clean
+.PHONY: all build run test test-faults e2e vet staticcheck unit bench bench-scale fuzz clean browser ui
 
 all: build
 
@@ -30,6 +30,20 @@ run: build
 	@echo "   $(BIN)/loop server                      # terminal 1: a bus that stays up"
 	@echo "   $(BIN)/observer hooks add --stage tool.before --plugin freeze && nats reply 'hookbus.hook.tool.before.freeze' '{\"decision\":\"deny\",\"reason\":\"deploy freeze\"}' --queue freeze   # terminal 2"
 	@echo "   $(BIN)/loop run --nats nats://127.0.0.1:4222 --trace \"What is 6*7?\"   # terminal 3"
+
+## browser: install Debian's chromium for the web page's browser tests (skipped when a browser is
+## already on PATH or $CHROME_PATH is set; needs root or sudo).
+browser:
+	@if [ -n "$$CHROME_PATH" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || command -v headless_shell >/dev/null 2>&1; then \
+	  echo "browser: found one, nothing to install"; \
+	else \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; \
+	fi
+
+## ui: the web timeline over the demo's store (make run first): http://127.0.0.1:8080/
+ui: build
+	$(BIN)/observer ui --store $(STORE) --listen 127.0.0.1:8080
 
 ## test: vet, staticcheck and every test with the race detector.
 test: vet staticcheck unit

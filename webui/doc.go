@@ -1,0 +1,27 @@
+// Package webui serves hookbus' web timeline: a page an auditor or an
+// operator opens in a browser to see sessions and runs (with filters), a
+// run's timeline (steps, model calls, tool calls, every interceptor
+// decision with its plugin, latency and the change it made drawn as a
+// diff), child runs nested under the call that started them, live updates
+// while a run goes, per-plugin stats, and the tool calls waiting for a
+// human, with Approve / Reject / Reject-and-continue buttons when the
+// server allows answers.
+//
+// Everything comes from the event stream: the server replays it (bounded:
+// Config.MaxScan events per request) and tails it for the live updates
+// (server-sent events, one ordered consumer per open page, ended with the
+// request). The page is three embedded files (HTML, CSS, vanilla JS): no
+// framework, no build step, nothing loaded from the internet. The JSON
+// endpoints are documented in docs/PROTOCOL.md, "The web page".
+//
+// Start one over a bus (observer ui does this):
+//
+//	srv, err := webui.New(webui.Config{Bus: b, Where: "nats://127.0.0.1:4222"})
+//	http.ListenAndServe("127.0.0.1:8080", srv)
+//
+// The server is read-only unless Config.AllowApprovals is set: the buttons
+// are then shown and POST /api/runs/{run}/answer queues the answer exactly
+// as observer approve|reject do (a worker records it and resumes the run).
+// Anyone who can reach the listener can then answer: listen on loopback, or
+// put an authenticating proxy in front.
+package webui

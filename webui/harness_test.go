@@ -1,0 +1,159 @@
+package webui_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
+	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/scripted"
+	"github.com/hookbus/hookbus/loop/tools"
+	"github.com/hookbus/hookbus/webui"
+)
+
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// serve starts the page over b.
+func serve(t *testing.T, b *bus.Bus, allow bool) *httptest.Server {
+	t.Helper()
+	srv, err := webui.New(webui.Config{Bus: b, AllowApprovals: allow, Where: "embedded test server", AnswerWait: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+// policy is the set of hooks of the recorded runs: audit-log allows every
+// tool call, sandbox rewrites the calculator's expression, guard denies
+// the shell's rm -rf.
+func policy(t *testing.T) *interceptors.Chain {
+	t.Helper()
+	c := interceptors.NewChain()
+	must := func(_ any, err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(c.Register(interceptors.Registration{Plugin: "audit-log", Stage: events.StageToolBefore, Order: 1},
+		interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
+			return &interceptors.Decision{Kind: interceptors.Allow}, nil
+		})))
+	must(c.Register(interceptors.Registration{Plugin: "sandbox", Stage: events.StageToolBefore, Tools: "calculator", Order: 2},
+		interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
+			return &interceptors.Decision{Kind: interceptors.Modify, Reason: "round numbers only",
+				Patch: []interceptors.PatchOp{{Op: "replace", Path: "/call/arguments/expression", Value: json.RawMessage(`"6*7"`)}}}, nil
+		})))
+	must(c.Register(interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore, Tools: "shell", Order: 3},
+		interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
+			return &interceptors.Decision{Kind: interceptors.Deny, Reason: "rm -rf is not allowed on this host"}, nil
+		})))
+	return c
+}
+
+func shell() loop.Tool {
+	return loop.ToolFunc(events.ToolSpec{Name: "shell", Description: "runs a command"}, func(context.Context, json.RawMessage) (string, error) {
+		return "ran", nil
+	})
+}
+
+func clock() loop.Tool {
+	return loop.ToolFunc(events.ToolSpec{Name: "clock"}, func(context.Context, json.RawMessage) (string, error) { return "12:00", nil })
+}
+
+// recordRun runs a planner that checks the clock, works out a sum (the
+// sandbox rewrites it), tries rm -rf (the guard denies it), then asks a
+// helper sub-agent, on b; it returns the parent's result.
+func recordRun(t *testing.T, ctx context.Context, b *bus.Bus, session string) *loop.Result {
+	t.Helper()
+	team := loop.NewTeam()
+	hooks := policy(t)
+	helper, err := loop.New(loop.Config{Emitter: b, History: b, Hooks: hooks, Tools: []loop.Tool{tools.Calculator()},
+		Model: scripted.New(&scripted.Script{Replies: []scripted.Reply{
+			{Content: "Working it out.", ToolCalls: []scripted.ToolCall{{Name: "calculator", Arguments: json.RawMessage(`{"expression":"2+2"}`)}}},
+			{Content: "It is {{tool:calculator}}."},
+		}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _ := json.Marshal(map[string]string{"description": "check a sum", "prompt": "what is 2+2?", "subagent_type": "helper"})
+	planner, err := loop.New(loop.Config{Emitter: b, History: b, Hooks: hooks, Team: team, Subagents: []loop.Subagent{{ID: "helper", Description: "does sums"}},
+		Tools: []loop.Tool{clock(), tools.Calculator(), shell()},
+		Model: scripted.New(&scripted.Script{Replies: []scripted.Reply{
+			{Content: "Let me check the clock, work out the sum and clean up.", ToolCalls: []scripted.ToolCall{
+				{Name: "clock", Arguments: json.RawMessage(`{}`)},
+				{Name: "calculator", Arguments: json.RawMessage(`{"expression":"6*7.5"}`)},
+				{Name: "shell", Arguments: json.RawMessage(`{"command":"rm -rf /var/data"}`)},
+			}},
+			{Content: "Let me ask the helper to double-check.", ToolCalls: []scripted.ToolCall{{Name: loop.TaskTool, Arguments: task}}},
+			{Content: "It is {{tool:clock}}; 6*7 = {{tool:calculator}}; the helper says {{tool:Task}}"},
+		}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	team.Add("helper", helper)
+	team.Add("planner", planner)
+	res, err := planner.Run(ctx, &events.RunRequest{AgentID: "planner", SessionID: session, Prompt: "What time is it, and what is 6*7?"})
+	if err != nil || res.Reason != events.ReasonDone {
+		t.Fatalf("run: %+v, %v", res, err)
+	}
+	return res
+}
+
+// stagesOf replays a run's stages in stream order.
+func stagesOf(t *testing.T, ctx context.Context, b *bus.Bus, run string) []string {
+	t.Helper()
+	var out []string
+	if _, err := b.Replay(ctx, bus.Filter{Run: run}, func(e *events.Event) error { out = append(out, string(e.Stage)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// startWorker runs agent "ops" (its calculator calls wait for a human) on
+// the run queue of b until the test ends.
+func startWorker(t *testing.T, b *bus.Bus) {
+	t.Helper()
+	eng, err := loop.New(loop.Config{Emitter: b, History: b, Queue: b, Tools: []loop.Tool{clock(), tools.Calculator()}, Model: scripted.New(nil),
+		Approval: loop.Approval{Expiry: time.Hour, Required: func(c events.ToolCall) string {
+			if c.Name == "calculator" {
+				return "maths needs a second pair of eyes"
+			}
+			return ""
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rc, err := b.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: []string{"ops"}}, loop.NewWorker(eng, nil).Handle)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); rc.Stop() })
+}
+
+// waitStage polls the stream until run has an event of stage.
+func waitStage(t *testing.T, ctx context.Context, b *bus.Bus, run string, st events.Stage) {
+	t.Helper()
+	bustest.Eventuallyf(t, 30*time.Second, func() bool {
+		for _, s := range stagesOf(t, ctx, b, run) {
+			if s == string(st) {
+				return true
+			}
+		}
+		return false
+	}, "run %s to record %s", run, st)
+}

@@ -1,0 +1,434 @@
+package webui
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/events"
+)
+
+//go:embed static
+var staticFiles embed.FS
+
+// Bus is what the page reads and writes: a *bus.Bus.
+type Bus interface {
+	Replay(ctx context.Context, f bus.Filter, fn func(*events.Event) error) (bus.ReplayStats, error)
+	Tail(ctx context.Context, f bus.Filter, fn func(*events.Event) error) error
+	SubmitAnswer(ctx context.Context, agent, session, run string, a events.ApprovalAnswer) error
+}
+
+// Config configures a Server.
+type Config struct {
+	Bus Bus
+	// AllowApprovals shows the Approve / Reject buttons and accepts the
+	// answers they post; without it the page is read-only.
+	AllowApprovals bool
+	// Where names what the page reads (a server URL without credentials,
+	// "store DIR"), shown in its header.
+	Where string
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+	// MaxScan bounds the events one request reads (default 200000); a
+	// list that reached it says so (truncated).
+	MaxScan int
+	// MaxChildren bounds the child runs nested in a run's timeline
+	// (default 100).
+	MaxChildren int
+	// MaxLive bounds the live streams served at once (default 64).
+	MaxLive int
+	// AnswerWait is how long an answer waits for a worker to record it
+	// (default 10s).
+	AnswerWait time.Duration
+	// Heartbeat is the interval of the live streams' keep-alive comments
+	// (default 15s).
+	Heartbeat time.Duration
+}
+
+// Server serves the page and its JSON API (see the package doc). It is an
+// http.Handler.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	mux  *http.ServeMux
+	live chan struct{} // a slot per live stream
+}
+
+// New returns a Server reading cfg.Bus; it does no I/O. It returns an error
+// wrapping ErrInvalidConfig when cfg has no bus or a negative bound.
+func New(cfg Config) (*Server, error) {
+	if cfg.Bus == nil {
+		return nil, fmt.Errorf("%w: no bus", ErrInvalidConfig)
+	}
+	if cfg.MaxScan < 0 || cfg.MaxChildren < 0 || cfg.MaxLive < 0 || cfg.AnswerWait < 0 || cfg.Heartbeat < 0 {
+		return nil, fmt.Errorf("%w: negative bound", ErrInvalidConfig)
+	}
+	if cfg.MaxScan == 0 {
+		cfg.MaxScan = 200_000
+	}
+	if cfg.MaxChildren == 0 {
+		cfg.MaxChildren = 100
+	}
+	if cfg.MaxLive == 0 {
+		cfg.MaxLive = 64
+	}
+	if cfg.AnswerWait == 0 {
+		cfg.AnswerWait = 10 * time.Second
+	}
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = 15 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, log: log, mux: http.NewServeMux(), live: make(chan struct{}, cfg.MaxLive)}
+	static, err := fs.Sub(staticFiles, "static")
+	if err != nil {
+		return nil, err
+	}
+	files := http.FileServerFS(static)
+	s.mux.Handle("GET /{$}", files)
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", files))
+	s.mux.HandleFunc("GET /api/config", s.handleConfig)
+	s.mux.HandleFunc("GET /api/runs", s.handleRuns)
+	s.mux.HandleFunc("GET /api/runs/{run}", s.handleRun)
+	s.mux.HandleFunc("POST /api/runs/{run}/answer", s.handleAnswer)
+	s.mux.HandleFunc("GET /api/approvals", s.handleApprovals)
+	s.mux.HandleFunc("GET /api/stats", s.handleStats)
+	s.mux.HandleFunc("GET /api/live", s.handleLive)
+	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, fmt.Errorf("%w: no endpoint %s %s (see docs/PROTOCOL.md, \"The web page\")", ErrNotFound, r.Method, r.URL.Path))
+	})
+	return s, nil
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	s.mux.ServeHTTP(w, r)
+}
+
+// scan replays f, calling fn for each event, and stops after MaxScan
+// events (truncated is then true).
+func (s *Server) scan(ctx context.Context, f bus.Filter, fn func(*events.Event)) (truncated bool, err error) {
+	n := 0
+	_, err = s.cfg.Bus.Replay(ctx, f, func(e *events.Event) error {
+		if n >= s.cfg.MaxScan {
+			return errScanLimit
+		}
+		n++
+		fn(e)
+		return nil
+	})
+	if errors.Is(err, errScanLimit) {
+		return true, nil
+	}
+	return false, err
+}
+
+// ConfigView is the reply of GET /api/config.
+type ConfigView struct {
+	AllowApprovals bool   `json:"allow_approvals"`
+	Where          string `json:"where,omitempty"`
+}
+
+func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
+	s.reply(w, ConfigView{AllowApprovals: s.cfg.AllowApprovals, Where: s.cfg.Where})
+}
+
+// RunsView is the reply of GET /api/runs.
+type RunsView struct {
+	Runs     []*RunSummary     `json:"runs"`
+	Sessions []*SessionSummary `json:"sessions"`
+	// Truncated is set when the window holds more events than were read:
+	// narrow it (since, agent, session).
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
+	f, err := filterOf(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q := RunQuery{Agent: f.Agent, Session: f.Session, Status: r.FormValue("status"), Text: r.FormValue("q"), Limit: 500}
+	if l := r.FormValue("limit"); l != "" {
+		if q.Limit, err = strconv.Atoi(l); err != nil || q.Limit <= 0 {
+			s.fail(w, r, fmt.Errorf("%w: limit %q is not a positive number", ErrBadRequest, l))
+			return
+		}
+	}
+	f.Stages = runStages
+	fold := newRunFold()
+	truncated, err := s.scan(r.Context(), f, fold.add)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	runs, sessions := fold.list(q)
+	s.reply(w, RunsView{Runs: nonNil(runs), Sessions: nonNil(sessions), Truncated: truncated})
+}
+
+// StatsView is the reply of GET /api/stats.
+type StatsView struct {
+	Plugins   []*PluginStats `json:"plugins"`
+	Truncated bool           `json:"truncated,omitempty"`
+}
+
+func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
+	f, err := filterOf(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	f.Stages = statStages
+	fold := newStatFold()
+	truncated, err := s.scan(r.Context(), f, fold.add)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.reply(w, StatsView{Plugins: fold.list(), Truncated: truncated})
+}
+
+// ApprovalsView is the reply of GET /api/approvals.
+type ApprovalsView struct {
+	Approvals []*ApprovalView `json:"approvals"`
+	Truncated bool            `json:"truncated,omitempty"`
+}
+
+func (s *Server) handleApprovals(w http.ResponseWriter, r *http.Request) {
+	f, err := filterOf(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	as, err := s.readApprovals(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	list := as.Pending()
+	if r.FormValue("all") != "" {
+		list = as.All()
+	}
+	out := make([]*ApprovalView, 0, len(list))
+	for _, a := range list {
+		out = append(out, approvalView(a))
+	}
+	s.reply(w, ApprovalsView{Approvals: out})
+}
+
+func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
+	f, err := filterOf(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	f.Run = r.PathValue("run")
+	if err := events.ValidateID("run", f.Run); err != nil {
+		s.fail(w, r, fmt.Errorf("%w: %v", ErrBadRequest, err))
+		return
+	}
+	budget := s.cfg.MaxChildren
+	v, err := s.runView(r.Context(), f, 0, &budget)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if v == nil {
+		s.fail(w, r, fmt.Errorf("%w: the stream holds no event of run %s%s", ErrNotFound, f.Run, describe(f)))
+		return
+	}
+	s.reply(w, v)
+}
+
+// maxDepth bounds the nesting of child runs.
+const maxDepth = 8
+
+// runView reads one run's timeline and, nested, its child runs'; nil when
+// the run has no event.
+func (s *Server) runView(ctx context.Context, f bus.Filter, depth int, children *int) (*RunView, error) {
+	var evs []*events.Event
+	truncated, err := s.scan(ctx, f, func(e *events.Event) { evs = append(evs, e) })
+	if err != nil || len(evs) == 0 {
+		return nil, err
+	}
+	v := buildView(evs)
+	v.Truncated = truncated
+	if depth >= maxDepth {
+		return v, nil
+	}
+	for i, e := range evs {
+		if e.Stage != events.StageSubagentBefore || *children <= 0 {
+			continue
+		}
+		var p events.SubagentBefore
+		if e.DecodeData(&p) != nil || p.RunID == "" || p.AgentID == "" || p.SessionID == "" {
+			continue
+		}
+		*children--
+		child, err := s.runView(ctx, bus.Filter{Agent: p.AgentID, Session: p.SessionID, Run: p.RunID}, depth+1, children)
+		if err != nil {
+			return nil, err
+		}
+		v.Entries[i].Child = child
+	}
+	return v, nil
+}
+
+func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
+	if !s.cfg.AllowApprovals {
+		s.fail(w, r, ErrReadOnly)
+		return
+	}
+	if err := sameOrigin(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	f, err := filterOf(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	run := r.PathValue("run")
+	if err := events.ValidateID("run", run); err != nil {
+		s.fail(w, r, fmt.Errorf("%w: %v", ErrBadRequest, err))
+		return
+	}
+	var req AnswerRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		s.fail(w, r, fmt.Errorf("%w: the body is not an answer: %v", ErrBadRequest, err))
+		return
+	}
+	res, err := s.answer(r.Context(), run, f, req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.reply(w, res)
+}
+
+// sameOrigin refuses a cross-site POST: the body must be JSON (a form of
+// another site cannot send it without the browser asking first), and an
+// Origin, when the browser sends one, must be this host.
+func sameOrigin(r *http.Request) error {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		return fmt.Errorf("%w: send the answer as application/json, not %q", ErrBadRequest, ct)
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+		if h, ok := strings.CutPrefix(o, "http://"); !ok || h != r.Host {
+			if h, ok := strings.CutPrefix(o, "https://"); !ok || h != r.Host {
+				return fmt.Errorf("%w: an answer from another site (%s) is refused", ErrReadOnly, o)
+			}
+		}
+	}
+	return nil
+}
+
+// filterOf reads the agent, session and since parameters.
+func filterOf(r *http.Request) (bus.Filter, error) {
+	var f bus.Filter
+	f.Agent, f.Session = r.FormValue("agent"), r.FormValue("session")
+	for _, id := range []struct{ kind, v string }{{"agent", f.Agent}, {"session", f.Session}} {
+		if id.v != "" {
+			if err := events.ValidateID(id.kind, id.v); err != nil {
+				return f, fmt.Errorf("%w: %v", ErrBadRequest, err)
+			}
+		}
+	}
+	if since := r.FormValue("since"); since != "" {
+		d, err := parseAge(since)
+		if err != nil {
+			return f, err
+		}
+		f.Since = time.Now().Add(-d)
+	}
+	return f, nil
+}
+
+// parseAge reads a Go duration or a number of days ("7d").
+func parseAge(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n > 0 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%w: since %q is not a positive duration (10m, 24h, 7d)", ErrBadRequest, s)
+	}
+	return d, nil
+}
+
+func describe(f bus.Filter) string {
+	var parts []string
+	if f.Agent != "" {
+		parts = append(parts, "agent "+f.Agent)
+	}
+	if f.Session != "" {
+		parts = append(parts, "session "+f.Session)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func (s *Server) reply(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		s.log.Debug("webui: reply not written", "err", err)
+	}
+}
+
+// ErrorView is the body of every error reply.
+type ErrorView struct {
+	Error string `json:"error"`
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, ErrBadRequest), errors.Is(err, events.ErrInvalidID), errors.Is(err, events.ErrUnknownStage):
+		code = http.StatusBadRequest
+	case errors.Is(err, ErrReadOnly):
+		code = http.StatusForbidden
+	case errors.Is(err, ErrNotFound):
+		code = http.StatusNotFound
+	case errors.Is(err, ErrConflict):
+		code = http.StatusConflict
+	case errors.Is(err, errBusy):
+		code = http.StatusServiceUnavailable
+	case r.Context().Err() != nil:
+		return // the client went away
+	}
+	if code == http.StatusInternalServerError {
+		s.log.Warn("webui: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(ErrorView{Error: strings.TrimPrefix(err.Error(), "webui: ")})
+}
