@@ -66,7 +66,7 @@
 // plugin, an endpoint per stage on <prefix>.hook.<stage>.<plugin>, queue
 // group = plugin. On the loop's side a Remote client (b.Remote, or
 // RegisterRemote onto a chain) sends the stage's event with its deadline
-// and reads the decision; failures are *interceptors.HookError values
+// and reads the decision; failures are *interceptors.CallError values
 // (timeout, no_responders at once, bad_reply, error). Registry holds what
 // the loop calls (KV hookbus_hooks, key <stage>.<plugin>) and the
 // privileged_hooks grants (KV hookbus_trust); WatchTrust and SyncHooks keep

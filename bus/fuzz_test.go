@@ -258,7 +258,7 @@ func mustAtoi(t *testing.T, s string) int64 {
 }
 
 // FuzzRemoteReply feeds Remote's reply reader any headers and body: a
-// reply is a decision (empty is allow), or a *interceptors.HookError of
+// reply is a decision (empty is allow), or a *interceptors.CallError of
 // kind bad_reply (the body does not parse), error (a service error or
 // status), or timeout (a 504 service error).
 func FuzzRemoteReply(f *testing.F) {
@@ -275,7 +275,7 @@ func FuzzRemoteReply(f *testing.F) {
 		h := parseHeaderText(hdr)
 		d, err := r.decision(req, &nats.Msg{Header: h, Data: body})
 		if err != nil {
-			var he *interceptors.HookError
+			var he *interceptors.CallError
 			if !errors.As(err, &he) || he.Plugin != "fuzz" || he.Stage != events.StageToolBefore {
 				t.Fatalf("error %v is not the plugin's HookError", err)
 			}

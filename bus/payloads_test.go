@@ -563,7 +563,7 @@ func TestClaimCheckServeMissingObject(t *testing.T) {
 	ev.Data, ev.DataRef = nil, env.client.Names().Payloads+"/evt/"+ev.ID+"/none"
 	r := env.remote(t, interceptors.Registration{Plugin: "p", Stage: events.StageToolAfter})
 	_, err := call(r, ev, 5*time.Second)
-	var se *bus.ServiceError
+	var se *bus.ErrorReply
 	if !errors.As(err, &se) || se.Code != "400" || !strings.Contains(se.Description, ev.DataRef) {
 		t.Fatalf("Intercept: %v, want error 400 naming %s", err, ev.DataRef)
 	}

@@ -99,11 +99,11 @@ var _ interceptors.ContextBound = (*Remote)(nil)
 // that modifies a large payload should send a patch, not the whole data.
 //
 // An empty reply is allow (a nil decision). Failures are
-// *interceptors.HookError values whose kind matches the sentinel:
+// *interceptors.CallError values whose kind matches the sentinel:
 // ErrNoResponders when nobody serves the subject (reported at once, not at
 // the deadline), ErrTimeout when the deadline passes first, ErrBadReply for
 // a reply that does not parse (the error says what is wrong), and
-// ErrHookError for an error reply (a micro error, whose *ServiceError the
+// ErrHookError for an error reply (a micro error, whose *ErrorReply the
 // HookError wraps) or a request that could not be sent. An error reply with
 // code 504 (the service gave up at the deadline) is a timeout. When ctx is
 // canceled the error wraps ctx.Err().
@@ -206,7 +206,7 @@ func (r *Remote) decision(req *interceptors.Request, reply *nats.Msg) (*intercep
 	if len(reply.Header) > 0 {
 		if err := replyError(reply.Header); err != nil {
 			kind := events.FailError
-			if se, ok := err.(*ServiceError); ok && se.Code == "504" {
+			if se, ok := err.(*ErrorReply); ok && se.Code == "504" {
 				kind = events.FailTimeout // the service gave up at the deadline
 			}
 			return nil, r.fail(req, kind, err)
@@ -227,26 +227,26 @@ func (r *Remote) fail(req *interceptors.Request, kind string, err error) error {
 	if req != nil && req.Stage != "" {
 		stage = req.Stage
 	}
-	return &interceptors.HookError{Plugin: r.reg.Plugin, Stage: stage, Kind: kind, Err: err}
+	return &interceptors.CallError{Plugin: r.reg.Plugin, Stage: stage, Kind: kind, Err: err}
 }
 
-// ServiceError is the error reply of a remote interceptor: a nats.go micro
+// ErrorReply is the error reply of a remote interceptor: a nats.go micro
 // error, whose headers Nats-Service-Error-Code and Nats-Service-Error carry
 // Code and Description. Serve answers 400 for a request it cannot read, 500
 // for an interceptor that returned an error or panicked, and 504 when the
 // request's deadline passed before it was handled (a timeout for the
 // caller).
-type ServiceError struct {
+type ErrorReply struct {
 	Code        string
 	Description string
 }
 
 // Error returns the code and the description.
-func (e *ServiceError) Error() string {
+func (e *ErrorReply) Error() string {
 	return "service error " + e.Code + ": " + e.Description
 }
 
-// replyError returns the *ServiceError of a micro error reply, an error for
+// replyError returns the *ErrorReply of a micro error reply, an error for
 // a NATS status message, or nil.
 func replyError(h nats.Header) error {
 	code, _ := headerValue(h, micro.ErrorCodeHeader)
@@ -258,7 +258,7 @@ func replyError(h nats.Header) error {
 		if desc == "" {
 			desc = "(no description)"
 		}
-		return &ServiceError{Code: code, Description: desc}
+		return &ErrorReply{Code: code, Description: desc}
 	}
 	if status, ok := headerValue(h, "Status"); ok {
 		d, _ := headerValue(h, "Description")

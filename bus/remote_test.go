@@ -160,9 +160,9 @@ func TestRemoteInChain(t *testing.T) {
 
 // wantHookError checks err is a *HookError of kind matching sentinel whose
 // text holds text.
-func wantHookError(t *testing.T, err error, kind string, sentinel error, text string) *interceptors.HookError {
+func wantHookError(t *testing.T, err error, kind string, sentinel error, text string) *interceptors.CallError {
 	t.Helper()
-	var he *interceptors.HookError
+	var he *interceptors.CallError
 	switch {
 	case err == nil:
 		t.Fatalf("no error, want %s", kind)
@@ -184,7 +184,7 @@ func TestRemoteErrorReply(t *testing.T) {
 	r := env.remote(t, interceptors.Registration{Plugin: "broken", Stage: events.StageToolBefore})
 	_, err := call(r, toolBefore(t), 5*time.Second)
 	wantHookError(t, err, events.FailError, interceptors.ErrHookError, "database down line two")
-	var se *bus.ServiceError
+	var se *bus.ErrorReply
 	if !errors.As(err, &se) || se.Code != "500" || se.Description != "database down line two" {
 		t.Fatalf("error %v: want a *ServiceError 500 with the interceptor's text on one line", err)
 	}

@@ -22,7 +22,7 @@ func (b *Bus) ShadowSink(source string) interceptors.ShadowSink {
 	if source == "" {
 		source = "hookbus/loop"
 	}
-	return func(ctx context.Context, ev *events.Event, rec interceptors.Record) {
+	return func(ctx context.Context, ev *events.Event, rec interceptors.CallRecord) {
 		st, payload := rec.Audit()
 		if st == events.StageHookFailed {
 			f := rec.HookFailed()

@@ -84,7 +84,7 @@ func (c *Chain) root() *Chain {
 }
 
 // skipped is the record of a call not made because its plugin is disabled.
-func skipped(e *entry, eventID string, d Disabled) Record {
+func skipped(e *entry, eventID string, d Disabled) CallRecord {
 	reason := "plugin " + e.reg.Plugin + " disabled"
 	if d.By != "" {
 		reason += " by " + d.By
@@ -102,7 +102,7 @@ func skipped(e *entry, eventID string, d Disabled) Record {
 	if d.Reason != "" {
 		ann[AnnotationDisabledReason] = d.Reason
 	}
-	return Record{
+	return CallRecord{
 		Plugin: e.reg.Plugin, Stage: e.reg.Stage, EventID: eventID, Mode: e.reg.Mode, Remote: e.reg.Remote,
 		Decision: Skipped, Reason: reason, Annotations: ann,
 	}

@@ -41,12 +41,12 @@ var (
 	ErrPanic = errors.New("hookbus: interceptor panicked")
 )
 
-// HookError is the one failure type of an interceptor call: Kind is one of
+// CallError is the one failure type of an interceptor call: Kind is one of
 // events.FailTimeout, FailNoResponders, FailBadReply, FailError, FailPanic.
 // errors.Is matches it against the sentinel of its kind (ErrTimeout,
 // ErrNoResponders, ErrBadReply, ErrHookError, ErrPanic) and against
 // whatever Err wraps.
-type HookError struct {
+type CallError struct {
 	Plugin string
 	Stage  events.Stage
 	Kind   string
@@ -54,15 +54,15 @@ type HookError struct {
 }
 
 // Error names the plugin, the stage, the failure kind and the cause.
-func (e *HookError) Error() string {
+func (e *CallError) Error() string {
 	return fmt.Sprintf("interceptor %s on %s failed (%s): %v", e.Plugin, e.Stage, e.Kind, e.Err)
 }
 
 // Unwrap returns the cause.
-func (e *HookError) Unwrap() error { return e.Err }
+func (e *CallError) Unwrap() error { return e.Err }
 
 // Is reports whether target is the sentinel of e's kind.
-func (e *HookError) Is(target error) bool {
+func (e *CallError) Is(target error) bool {
 	s := kindSentinel(e.Kind)
 	return s != nil && target == s
 }
@@ -84,12 +84,12 @@ func kindSentinel(kind string) error {
 }
 
 // FailureKind classifies an error returned by an interceptor (or by the
-// transport calling it): a *HookError keeps its kind; otherwise an error
+// transport calling it): a *CallError keeps its kind; otherwise an error
 // wrapping ErrNoResponders, ErrBadReply, ErrTimeout (or
 // context.DeadlineExceeded) or ErrPanic has that kind, and anything else is
 // events.FailError.
 func FailureKind(err error) string {
-	var he *HookError
+	var he *CallError
 	switch {
 	case errors.As(err, &he) && kindSentinel(he.Kind) != nil:
 		return he.Kind

@@ -8,7 +8,7 @@ import (
 	"github.com/hookbus/hookbus/events"
 )
 
-// Outcomes of a failure (Failure.Outcome, events.HookFailed.Outcome).
+// Outcomes of a failure (CallFailure.Outcome, events.HookFailed.Outcome).
 const (
 	// FailedOpen: the policy was ignore; the chain went on.
 	FailedOpen = "failed_open"
@@ -17,25 +17,25 @@ const (
 	FailedClosed = "failed_closed"
 )
 
-// Failure is a failed interceptor call and what the policy made of it.
-type Failure struct {
+// CallFailure is a failed interceptor call and what the policy made of it.
+type CallFailure struct {
 	// Kind is events.FailTimeout, FailNoResponders, FailBadReply, FailError
 	// or FailPanic.
 	Kind string
-	// Err is the *HookError.
+	// Err is the *CallError.
 	Err     error
 	Policy  Policy
 	Outcome string
 }
 
-// hookError builds the typed failure of a call. A *HookError returned by a
+// callError builds the typed failure of a call. A *CallError returned by a
 // transport keeps its kind and cause.
-func hookError(reg *Registration, err error) *HookError {
-	var he *HookError
+func callError(reg *Registration, err error) *CallError {
+	var he *CallError
 	if errors.As(err, &he) && kindSentinel(he.Kind) != nil {
-		return &HookError{Plugin: reg.Plugin, Stage: reg.Stage, Kind: he.Kind, Err: he.Err}
+		return &CallError{Plugin: reg.Plugin, Stage: reg.Stage, Kind: he.Kind, Err: he.Err}
 	}
-	return &HookError{Plugin: reg.Plugin, Stage: reg.Stage, Kind: FailureKind(err), Err: err}
+	return &CallError{Plugin: reg.Plugin, Stage: reg.Stage, Kind: FailureKind(err), Err: err}
 }
 
 // timeoutError is the cause of a call that did not answer in time.

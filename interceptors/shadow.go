@@ -13,21 +13,21 @@ import (
 // trusted. See docs/PROTOCOL.md, "Shadow mode".
 const ModeShadow Mode = "shadow"
 
-// OutcomeShadow is the Failure.Outcome of a failed shadow call: nothing was
+// OutcomeShadow is the CallFailure.Outcome of a failed shadow call: nothing was
 // applied.
 const OutcomeShadow = "shadow"
 
 // ShadowSink receives the record of each shadow call once it is over
-// (Record.Shadow set, EventID the id given to Outcome.Shadow). ev is the
+// (CallRecord.Shadow set, EventID the id given to ChainResult.Shadow). ev is the
 // event the shadow interceptor saw. It is called on a goroutine of the
 // call's own, after the Run that started it has returned.
-type ShadowSink func(ctx context.Context, ev *events.Event, rec Record)
+type ShadowSink func(ctx context.Context, ev *events.Event, rec CallRecord)
 
 // WithShadowSink sets where the decisions of shadow registrations go.
 // Without it they are logged (debug) and dropped.
 func WithShadowSink(s ShadowSink) Option { return func(c *Chain) { c.shadowSink = s } }
 
-// shadowStarter returns the Outcome.Shadow of a Run whose matching shadow
+// shadowStarter returns the ChainResult.Shadow of a Run whose matching shadow
 // registrations are list and whose chain left the payload as cur.
 func (c *Chain) shadowStarter(ctx context.Context, list []*entry, cur *events.Event) func(string) {
 	sink := c.root().shadowSink
@@ -48,16 +48,16 @@ func (c *Chain) shadowStarter(ctx context.Context, list []*entry, cur *events.Ev
 }
 
 // shadowRecord is the record of one shadow call.
-func (c *Chain) shadowRecord(ctx context.Context, e *entry, res result, ev *events.Event) Record {
+func (c *Chain) shadowRecord(ctx context.Context, e *entry, res result, ev *events.Event) CallRecord {
 	reg := &e.reg
-	rec := Record{
+	rec := CallRecord{
 		Plugin: reg.Plugin, Stage: reg.Stage, EventID: ev.ID, Mode: ModeShadow,
 		Remote: reg.Remote, Latency: res.latency, Shadow: true,
 	}
 	dec, next, err := checkReply(reg, res, ev.Data)
 	if err != nil {
-		he := hookError(reg, err)
-		rec.Failure = &Failure{Kind: he.Kind, Err: he, Policy: reg.Policy, Outcome: OutcomeShadow}
+		he := callError(reg, err)
+		rec.Failure = &CallFailure{Kind: he.Kind, Err: he, Policy: reg.Policy, Outcome: OutcomeShadow}
 		c.logger.DebugContext(ctx, "shadow interceptor failed", "plugin", reg.Plugin, "stage", reg.Stage, "err", err)
 		return rec
 	}

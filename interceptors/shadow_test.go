@@ -15,10 +15,10 @@ import (
 func TestShadowRegistrationIsRecordedNeverApplied(t *testing.T) {
 	type got struct {
 		ev  *events.Event
-		rec interceptors.Record
+		rec interceptors.CallRecord
 	}
 	sunk := make(chan got, 1)
-	chain := interceptors.NewChain(interceptors.WithShadowSink(func(_ context.Context, ev *events.Event, rec interceptors.Record) {
+	chain := interceptors.NewChain(interceptors.WithShadowSink(func(_ context.Context, ev *events.Event, rec interceptors.CallRecord) {
 		sunk <- got{ev, rec}
 	}))
 	release := make(chan struct{})

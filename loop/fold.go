@@ -92,7 +92,7 @@ func (d decisions) ended(eventID string) *errEnd {
 	if p == nil {
 		return nil
 	}
-	return endOf(verdict{kind: interceptors.Kind(p.Decision), reason: p.Reason, plugin: p.Plugin})
+	return endOf(stageAction{kind: interceptors.Kind(p.Decision), reason: p.Reason, plugin: p.Plugin})
 }
 
 // decodeEvent decodes e's data into v. An event of the run being resumed

@@ -15,7 +15,7 @@ type Interception interface {
 	// trip, no allocation).
 	Matches(stage events.Stage, tool, agent string) int
 	// Run calls them and returns what they decided. It does not modify ev.
-	Run(ctx context.Context, ev *events.Event) (*interceptors.Outcome, error)
+	Run(ctx context.Context, ev *events.Event) (*interceptors.ChainResult, error)
 }
 
 // RunOption changes one run.
@@ -28,9 +28,9 @@ func WithHooks(h Interception) RunOption {
 	return func(r *run) { r.hooks = h }
 }
 
-// verdict is the engine's reading of an interceptors.Outcome: what the
+// stageAction is the engine's reading of an interceptors.ChainResult: what the
 // hooks decided on one event, in the terms a stage acts on.
-type verdict struct {
+type stageAction struct {
 	kind    interceptors.Kind
 	reason  string
 	plugin  string
@@ -38,11 +38,11 @@ type verdict struct {
 	mock    *events.ToolResult
 }
 
-var allowed = verdict{kind: interceptors.Allow}
+var allowed = stageAction{kind: interceptors.Allow}
 
-// endOf is the end of the run a verdict puts on a stage that ends on deny
+// endOf is the end of the run a stageAction puts on a stage that ends on deny
 // or stop; nil for any other.
-func endOf(v verdict) *errEnd {
+func endOf(v stageAction) *errEnd {
 	switch v.kind {
 	case interceptors.Deny:
 		return &errEnd{events.ReasonDenied, v.describe()}
@@ -53,7 +53,7 @@ func endOf(v verdict) *errEnd {
 }
 
 // describe says why, naming the plugin.
-func (v verdict) describe() string {
+func (v stageAction) describe() string {
 	s := v.reason
 	if s == "" {
 		s = string(v.kind)
@@ -67,5 +67,5 @@ func (v verdict) describe() string {
 // describeDecided describes a recorded hook decision as describe does a
 // live one.
 func describeDecided(d *events.HookDecided) string {
-	return verdict{kind: interceptors.Kind(d.Decision), reason: d.Reason, plugin: d.Plugin}.describe()
+	return stageAction{kind: interceptors.Kind(d.Decision), reason: d.Reason, plugin: d.Plugin}.describe()
 }

@@ -67,7 +67,7 @@ func BenchmarkShadowLatency(b *testing.B) {
 		sleep time.Duration
 	}{{"none", 0}, {"sleeping-20ms", 20 * time.Millisecond}} {
 		b.Run(tc.name, func(b *testing.B) {
-			chain := interceptors.NewChain(interceptors.WithShadowSink(func(context.Context, *events.Event, interceptors.Record) {}))
+			chain := interceptors.NewChain(interceptors.WithShadowSink(func(context.Context, *events.Event, interceptors.CallRecord) {}))
 			if tc.sleep > 0 {
 				if _, err := chain.Register(interceptors.Registration{Plugin: "slow", Stage: events.StageToolBefore, Mode: interceptors.ModeShadow},
 					interceptors.Func(func(ctx context.Context, _ *interceptors.Request) (*interceptors.Decision, error) {

@@ -34,10 +34,10 @@ type stage struct {
 // seq); its id is not: the stored event gets a new id once the hooks have
 // answered, so no interceptor can predict it (and store a forgery under
 // it). The hook.decided records name the stored id.
-func intercepted[P any](ctx context.Context, r *run, st stage, p P, adjust func(*P, verdict) bool) (P, verdict, error) {
+func intercepted[P any](ctx context.Context, r *run, st stage, p P, adjust func(*P, stageAction) bool) (P, stageAction, error) {
 	ev, err := r.event(st.stage, p, st.subject)
 	if err != nil {
-		return p, verdict{}, err
+		return p, stageAction{}, err
 	}
 	v := allowed
 	if r.hooks != nil {
@@ -45,12 +45,12 @@ func intercepted[P any](ctx context.Context, r *run, st stage, p P, adjust func(
 			ev.Seq = r.seq + uint64(n) + 1
 			changed := false
 			if v, changed, err = r.intercept(ctx, ev); err != nil {
-				return p, verdict{}, err
+				return p, stageAction{}, err
 			}
 			if changed {
 				var q P
 				if err := ev.DecodeData(&q); err != nil {
-					return p, verdict{}, err
+					return p, stageAction{}, err
 				}
 				p = q
 			}
@@ -58,7 +58,7 @@ func intercepted[P any](ctx context.Context, r *run, st stage, p P, adjust func(
 	}
 	if adjust != nil && adjust(&p, v) {
 		if ev.Data, err = marshal(p); err != nil {
-			return p, verdict{}, err
+			return p, stageAction{}, err
 		}
 	}
 	return p, v, r.append(ctx, ev, st.sync)
@@ -67,7 +67,7 @@ func intercepted[P any](ctx context.Context, r *run, st stage, p P, adjust func(
 // intercept asks the hooks on ev, appends one hook.decided or hook.failed
 // per interceptor called, and gives ev its stored id. When the hooks
 // changed the payload, ev.Data is theirs and changed is set.
-func (r *run) intercept(ctx context.Context, ev *events.Event) (v verdict, changed bool, err error) {
+func (r *run) intercept(ctx context.Context, ev *events.Event) (v stageAction, changed bool, err error) {
 	// The stored id, unknown to the interceptors; each call's span is
 	// derived from it (tracectx.HookSpan), so a remote interceptor gets its
 	// traceparent.
@@ -78,7 +78,7 @@ func (r *run) intercept(ctx context.Context, ev *events.Event) (v verdict, chang
 	}
 	out, err := r.hooks.Run(hctx, ev)
 	if err != nil {
-		return verdict{}, false, fmt.Errorf("loop: hooks on %s: %w", ev.Stage, err)
+		return stageAction{}, false, fmt.Errorf("loop: hooks on %s: %w", ev.Stage, err)
 	}
 	ev.ID = stored
 	if out.Shadow != nil {
@@ -89,17 +89,17 @@ func (r *run) intercept(ctx context.Context, ev *events.Event) (v verdict, chang
 		st, p := out.Records[i].Audit()
 		rec, err := r.event(st, p, out.Records[i].Plugin)
 		if err != nil {
-			return verdict{}, false, err
+			return stageAction{}, false, err
 		}
 		rec.Traceparent = ev.Traceparent // the span the hook was called in
 		if err := r.append(ctx, rec, false); err != nil {
-			return verdict{}, false, err
+			return stageAction{}, false, err
 		}
 	}
 	if !sameBytes(out.Data, ev.Data) {
 		ev.Data, changed = out.Data, true
 	}
-	v = verdict{
+	v = stageAction{
 		kind: out.Decision, reason: out.Reason, plugin: out.Plugin,
 		context: strings.Join(out.Context, "\n"), mock: out.Mock,
 	}

@@ -112,7 +112,7 @@ func (r *run) stop(ctx context.Context) (*Result, error) {
 	var msg string
 	_, v, err := intercepted(ctx, r, stage{stage: events.StageStop},
 		events.Stop{Reason: events.ReasonDone, Answer: r.answer, Continues: r.continues},
-		func(p *events.Stop, v verdict) bool {
+		func(p *events.Stop, v stageAction) bool {
 			if v.kind != interceptors.Continue || r.continues >= r.eng.cfg.MaxContinues {
 				return false
 			}

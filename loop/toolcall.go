@@ -62,7 +62,7 @@ func (r *run) isTask(call events.ToolCall) bool {
 func (r *run) resumeCall(ctx context.Context, st *runState, cs *callState) error {
 	call := cs.before.Call
 	if d := st.ends[cs.beforeID]; d != nil && cs.approval == nil {
-		v := verdict{kind: interceptors.Kind(d.Decision), reason: d.Reason, plugin: d.Plugin, mock: d.Result}
+		v := stageAction{kind: interceptors.Kind(d.Decision), reason: d.Reason, plugin: d.Plugin, mock: d.Result}
 		switch v.kind {
 		case interceptors.Stop:
 			return &errEnd{events.ReasonStopped, v.describe()}
@@ -106,7 +106,7 @@ func (r *run) resumeCall(ctx context.Context, st *runState, cs *callState) error
 	return r.toolAfter(ctx, call, events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + why}, false)
 }
 
-func denied(call events.ToolCall, v verdict) events.ToolResult {
+func denied(call events.ToolCall, v stageAction) events.ToolResult {
 	return events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "denied: " + v.describe()}
 }
 
@@ -133,7 +133,7 @@ func (r *run) toolAfter(ctx context.Context, call events.ToolCall, res events.To
 	}
 	ta, v, err := intercepted(ctx, r, stage{stage: events.StageToolAfter, subject: call.Name, sync: ran && !hooked},
 		events.ToolAfter{Call: call, Result: res},
-		func(p *events.ToolAfter, v verdict) bool {
+		func(p *events.ToolAfter, v stageAction) bool {
 			if v.context == "" {
 				return false
 			}

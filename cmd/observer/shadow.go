@@ -231,7 +231,7 @@ func recordedFor(recs []events.HookDecided, plugin string) (decision, by string,
 }
 
 // candidateDecision is what the candidate's one call decided.
-func candidateDecision(out *interceptors.Outcome) (decision, reason string) {
+func candidateDecision(out *interceptors.ChainResult) (decision, reason string) {
 	if len(out.Records) == 0 {
 		return string(interceptors.Allow), ""
 	}

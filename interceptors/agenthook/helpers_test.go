@@ -71,7 +71,7 @@ func parentEvent(t testing.TB, tool, args string) *events.Event {
 }
 
 // run registers ic as reg on a new chain and runs ev through it.
-func run(t *testing.T, reg interceptors.Registration, ic interceptors.Interceptor, ev *events.Event) *interceptors.Outcome {
+func run(t *testing.T, reg interceptors.Registration, ic interceptors.Interceptor, ev *events.Event) *interceptors.ChainResult {
 	t.Helper()
 	if reg.Plugin == "" {
 		reg.Plugin = "verifier"

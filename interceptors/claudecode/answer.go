@@ -40,7 +40,7 @@ type AnswerOptions struct {
 // appending, a denied SubagentStart) go in systemMessage, which Claude Code
 // shows the user. The error wraps events.ErrPayload when out.Data does not
 // decode as the stage's payload.
-func Answer(in *Input, out *interceptors.Outcome, opts AnswerOptions) (*Output, error) {
+func Answer(in *Input, out *interceptors.ChainResult, opts AnswerOptions) (*Output, error) {
 	o := &Output{}
 	if out == nil {
 		return o, nil
@@ -169,7 +169,7 @@ func (o *Output) JSON() []byte {
 	return b
 }
 
-func decodePayload(out *interceptors.Outcome, v any) error {
+func decodePayload(out *interceptors.ChainResult, v any) error {
 	if err := json.Unmarshal(out.Data, v); err != nil {
 		return fmt.Errorf("%w: %s outcome data: %v", events.ErrPayload, out.Stage, err)
 	}

@@ -212,9 +212,9 @@ func TestAnswerNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ := json.Marshal(events.Intake{Prompt: "FIX IT"})
-	out := &interceptors.Outcome{Stage: events.StageIntake, Decision: interceptors.Modify, Data: data, Records: []interceptors.Record{
+	out := &interceptors.ChainResult{Stage: events.StageIntake, Decision: interceptors.Modify, Data: data, Records: []interceptors.CallRecord{
 		{Plugin: "lint", Warnings: []string{"shouting"}},
-		{Plugin: "pii", Failure: &interceptors.Failure{Kind: events.FailTimeout, Outcome: interceptors.FailedOpen}},
+		{Plugin: "pii", Failure: &interceptors.CallFailure{Kind: events.FailTimeout, Outcome: interceptors.FailedOpen}},
 	}}
 	o, err := claudecode.Answer(in, out, claudecode.AnswerOptions{})
 	if err != nil {
@@ -227,7 +227,7 @@ func TestAnswerNotes(t *testing.T) {
 	}
 	pre, _ := claudecode.ParseInput([]byte(`{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}`))
 	tb, _ := json.Marshal(events.ToolBefore{Call: events.ToolCall{Name: "Bash", Arguments: json.RawMessage(`{"command":"ls -a"}`)}})
-	o, err = claudecode.Answer(pre, &interceptors.Outcome{Stage: events.StageToolBefore, Decision: interceptors.Modify, Data: tb}, claudecode.AnswerOptions{ApproveModified: true})
+	o, err = claudecode.Answer(pre, &interceptors.ChainResult{Stage: events.StageToolBefore, Decision: interceptors.Modify, Data: tb}, claudecode.AnswerOptions{ApproveModified: true})
 	if err != nil {
 		t.Fatal(err)
 	}

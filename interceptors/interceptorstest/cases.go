@@ -182,7 +182,7 @@ func (h *harness) assembled() *events.Event {
 	}})
 }
 
-func (h *harness) wantRewritten(out *interceptors.Outcome) {
+func (h *harness) wantRewritten(out *interceptors.ChainResult) {
 	h.t.Helper()
 	h.wantDecision(out, interceptors.Modify)
 	if got := payloadOf[events.ContextAssembled](h.t, out.Data).Messages[0].Content; got != "You are terse." {

@@ -216,7 +216,7 @@ func (h *harness) tryRegister(c *interceptors.Chain, reg interceptors.Registrati
 	return nil
 }
 
-func (h *harness) run(c *interceptors.Chain, ev *events.Event) *interceptors.Outcome {
+func (h *harness) run(c *interceptors.Chain, ev *events.Event) *interceptors.ChainResult {
 	h.t.Helper()
 	out, err := c.Run(context.Background(), ev)
 	if err != nil {
@@ -247,7 +247,7 @@ func (h *harness) intake(prompt string) *events.Event {
 }
 
 // plugins lists the records' plugins, without the case prefix.
-func (h *harness) plugins(out *interceptors.Outcome) []string {
+func (h *harness) plugins(out *interceptors.ChainResult) []string {
 	var names []string
 	for _, r := range out.Records {
 		names = append(names, strings.TrimPrefix(r.Plugin, h.prefix+"-"))
@@ -255,21 +255,21 @@ func (h *harness) plugins(out *interceptors.Outcome) []string {
 	return names
 }
 
-func (h *harness) wantPlugins(out *interceptors.Outcome, want ...string) {
+func (h *harness) wantPlugins(out *interceptors.ChainResult, want ...string) {
 	h.t.Helper()
 	if got := h.plugins(out); !slices.Equal(got, want) {
 		h.t.Fatalf("records of %v, want %v", got, want)
 	}
 }
 
-func (h *harness) wantDecision(out *interceptors.Outcome, want interceptors.Kind) {
+func (h *harness) wantDecision(out *interceptors.ChainResult, want interceptors.Kind) {
 	h.t.Helper()
 	if out.Decision != want {
 		h.t.Fatalf("decision %s (reason %q), want %s", out.Decision, out.Reason, want)
 	}
 }
 
-func (h *harness) wantFailure(rec interceptors.Record, kind string, sentinel error, outcome string) {
+func (h *harness) wantFailure(rec interceptors.CallRecord, kind string, sentinel error, outcome string) {
 	h.t.Helper()
 	f := rec.Failure
 	switch {
@@ -282,7 +282,7 @@ func (h *harness) wantFailure(rec interceptors.Record, kind string, sentinel err
 	case f.Outcome != outcome:
 		h.t.Fatalf("%s: failure outcome %s, want %s", rec.Plugin, f.Outcome, outcome)
 	}
-	var he *interceptors.HookError
+	var he *interceptors.CallError
 	if !errors.As(f.Err, &he) || he.Plugin != rec.Plugin || he.Stage != rec.Stage {
 		h.t.Fatalf("%s: failure %#v is not a *HookError naming the plugin and stage", rec.Plugin, f.Err)
 	}

@@ -70,7 +70,7 @@ func bashCall(t testing.TB, callID, command string) *events.Event {
 }
 
 // run registers ic on a new chain as reg and runs ev through it.
-func run(t *testing.T, reg interceptors.Registration, ic interceptors.Interceptor, ev *events.Event) *interceptors.Outcome {
+func run(t *testing.T, reg interceptors.Registration, ic interceptors.Interceptor, ev *events.Event) *interceptors.ChainResult {
 	t.Helper()
 	c := interceptors.NewChain()
 	if reg.Plugin == "" {

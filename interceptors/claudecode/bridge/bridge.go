@@ -31,7 +31,7 @@ type Store interface {
 // bus.SyncHooks).
 type Hooks interface {
 	Matches(stage events.Stage, tool, agent string) int
-	Run(ctx context.Context, ev *events.Event) (*interceptors.Outcome, error)
+	Run(ctx context.Context, ev *events.Event) (*interceptors.ChainResult, error)
 }
 
 // Defaults of Config.
@@ -174,7 +174,7 @@ func (b *Bridge) handle(ctx context.Context, in *claudecode.Input, m *claudecode
 	if err != nil {
 		return nil, err
 	}
-	var out *interceptors.Outcome
+	var out *interceptors.ChainResult
 	if b.cfg.Hooks != nil && m.Stage.Interceptable() {
 		if n := b.cfg.Hooks.Matches(m.Stage, m.Subject, b.cfg.Agent); n > 0 {
 			// The interceptors see the event as it will be stored if

@@ -25,7 +25,7 @@ func Outage(in *claudecode.Input, policy interceptors.Policy, cause error) *clau
 		kind = interceptors.Deny
 	}
 	reason := "hookbus is unavailable and its policy is to fail closed: " + cause.Error()
-	out, err := claudecode.Answer(in, &interceptors.Outcome{Stage: st, Decision: kind, Reason: reason}, claudecode.AnswerOptions{})
+	out, err := claudecode.Answer(in, &interceptors.ChainResult{Stage: st, Decision: kind, Reason: reason}, claudecode.AnswerOptions{})
 	if err != nil {
 		out = &claudecode.Output{}
 	}

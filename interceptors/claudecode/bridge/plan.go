@@ -29,7 +29,7 @@ type plan struct {
 	// end of a run whose prompt was denied) and ended (stop: the end of
 	// the run, when nothing kept it going).
 	started, rejected, ended *events.Event
-	out                      *interceptors.Outcome
+	out                      *interceptors.ChainResult
 	// order is the last assignment.
 	order []*events.Event
 }
@@ -70,7 +70,7 @@ func (b *Bridge) newPlan(in *claudecode.Input, m *claudecode.Mapped) (*plan, err
 
 // decided takes the interceptors' outcome: the event gets its stored id
 // (unknown to them) and their data, and their records become events.
-func (p *plan) decided(out *interceptors.Outcome, source string) error {
+func (p *plan) decided(out *interceptors.ChainResult, source string) error {
 	p.out = out
 	p.main.ID = events.NewID()
 	if len(out.Data) > 0 {

@@ -32,7 +32,7 @@ func decide(d *Decision, err error) Interceptor {
 	return Func(func(context.Context, *Request) (*Decision, error) { return d, err })
 }
 
-func runOne(t *testing.T, reg Registration, ic Interceptor, ev *events.Event) *Outcome {
+func runOne(t *testing.T, reg Registration, ic Interceptor, ev *events.Event) *ChainResult {
 	t.Helper()
 	c := NewChain(WithTrust(NewGrants(reg.Plugin)))
 	mustRegister(t, c, reg, ic)
@@ -117,8 +117,8 @@ func TestTransportErrorsClassified(t *testing.T) {
 		{fmt.Errorf("reading reply: %w", ErrBadReply), events.FailBadReply, ErrBadReply},
 		{fmt.Errorf("request: %w", ErrTimeout), events.FailTimeout, ErrTimeout},
 		{context.DeadlineExceeded, events.FailTimeout, ErrTimeout},
-		{&HookError{Plugin: "other", Kind: events.FailNoResponders, Err: errors.New("nobody")}, events.FailNoResponders, ErrNoResponders},
-		{&HookError{Kind: "weird", Err: errors.New("x")}, events.FailError, ErrHookError},
+		{&CallError{Plugin: "other", Kind: events.FailNoResponders, Err: errors.New("nobody")}, events.FailNoResponders, ErrNoResponders},
+		{&CallError{Kind: "weird", Err: errors.New("x")}, events.FailError, ErrHookError},
 		{errors.New("plain"), events.FailError, ErrHookError},
 	} {
 		out := runOne(t, Registration{Plugin: "remote", Stage: events.StageIntake}, decide(nil, tc.err), ev)
@@ -127,7 +127,7 @@ func TestTransportErrorsClassified(t *testing.T) {
 			t.Errorf("%v: failure %+v, want kind %s", tc.err, f, tc.kind)
 			continue
 		}
-		var he *HookError
+		var he *CallError
 		if !errors.As(f.Err, &he) || he.Plugin != "remote" || he.Stage != events.StageIntake {
 			t.Errorf("%v: %#v does not name this plugin and stage", tc.err, f.Err)
 		}
@@ -139,7 +139,7 @@ func TestFailureKindAndHookError(t *testing.T) {
 		events.FailTimeout: ErrTimeout, events.FailNoResponders: ErrNoResponders, events.FailBadReply: ErrBadReply,
 		events.FailError: ErrHookError, events.FailPanic: ErrPanic,
 	} {
-		he := &HookError{Plugin: "p", Stage: events.StageIntake, Kind: kind, Err: errors.New("cause")}
+		he := &CallError{Plugin: "p", Stage: events.StageIntake, Kind: kind, Err: errors.New("cause")}
 		if !errors.Is(he, sentinel) || FailureKind(he) != kind || FailureKind(fmt.Errorf("wrapped: %w", he)) != kind {
 			t.Errorf("%s: Is %v, FailureKind %s", kind, errors.Is(he, sentinel), FailureKind(he))
 		}
@@ -153,8 +153,8 @@ func TestFailureKindAndHookError(t *testing.T) {
 		}
 	}
 	cause := errors.New("root")
-	if he := (&HookError{Kind: events.FailError, Err: cause}); !errors.Is(he, cause) {
-		t.Error("HookError does not unwrap to its cause")
+	if he := (&CallError{Kind: events.FailError, Err: cause}); !errors.Is(he, cause) {
+		t.Error("CallError does not unwrap to its cause")
 	}
 }
 
@@ -302,7 +302,7 @@ func TestLogging(t *testing.T) {
 }
 
 func TestAuditPayloads(t *testing.T) {
-	r := Record{Plugin: "p", Stage: events.StageToolBefore, EventID: "e1", Decision: Deny, Reason: "no", Latency: 1500 * time.Microsecond, Remote: true}
+	r := CallRecord{Plugin: "p", Stage: events.StageToolBefore, EventID: "e1", Decision: Deny, Reason: "no", Latency: 1500 * time.Microsecond, Remote: true}
 	st, p := r.Audit()
 	if d, ok := p.(events.HookDecided); st != events.StageHookDecided || !ok || d.LatencyUS != 1500 || !d.Remote || d.Patch != nil || d.EventID != "e1" {
 		t.Fatalf("%s %+v", st, p)
@@ -310,9 +310,9 @@ func TestAuditPayloads(t *testing.T) {
 	if (r.HookFailed() != events.HookFailed{}) {
 		t.Fatal("HookFailed of a record that did not fail")
 	}
-	he := &HookError{Plugin: "p", Stage: events.StageToolBefore, Kind: events.FailTimeout, Err: errors.New("slow")}
-	r = Record{Plugin: "p", Stage: events.StageToolBefore, EventID: "e1", Latency: time.Second,
-		Failure: &Failure{Kind: events.FailTimeout, Err: he, Policy: PolicyFail, Outcome: FailedClosed}}
+	he := &CallError{Plugin: "p", Stage: events.StageToolBefore, Kind: events.FailTimeout, Err: errors.New("slow")}
+	r = CallRecord{Plugin: "p", Stage: events.StageToolBefore, EventID: "e1", Latency: time.Second,
+		Failure: &CallFailure{Kind: events.FailTimeout, Err: he, Policy: PolicyFail, Outcome: FailedClosed}}
 	st, p = r.Audit()
 	want := events.HookFailed{Plugin: "p", Stage: events.StageToolBefore, Kind: "timeout", Error: he.Error(),
 		Policy: "fail", Outcome: "failed_closed", LatencyUS: 1e6, EventID: "e1"}

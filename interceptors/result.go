@@ -7,9 +7,9 @@ import (
 	"github.com/hookbus/hookbus/events"
 )
 
-// Outcome is what a chain decided on one event. The input event is never
+// ChainResult is what a chain decided on one event. The input event is never
 // modified: Data is the payload to go on with.
-type Outcome struct {
+type ChainResult struct {
 	Stage   events.Stage
 	EventID string
 	// Decision is the final decision: the one that ended the chain (deny,
@@ -36,7 +36,7 @@ type Outcome struct {
 	// (validating interceptors, called in parallel, in their run order),
 	// and one per call skipped because its plugin is disabled (Decision
 	// Skipped).
-	Records []Record
+	Records []CallRecord
 	// Shadow, when not nil, starts the shadow registrations that matched
 	// the event, in the background, on the payload as the chain left it
 	// and under eventID (the id the event is stored with); their records go
@@ -44,9 +44,9 @@ type Outcome struct {
 	Shadow func(eventID string) `json:"-"`
 }
 
-// Record is one interceptor call, for the audit trail: Audit turns it into
+// CallRecord is one interceptor call, for the audit trail: Audit turns it into
 // a hook.decided or hook.failed payload.
-type Record struct {
+type CallRecord struct {
 	Plugin  string
 	Stage   events.Stage
 	EventID string
@@ -68,7 +68,7 @@ type Record struct {
 	Mock *events.ToolResult
 	// Failure is set when the call failed (timeout, error, panic, no
 	// responders, bad reply).
-	Failure *Failure
+	Failure *CallFailure
 	// Shadow marks the call of a shadow registration: recorded, never
 	// applied.
 	Shadow bool
@@ -80,7 +80,7 @@ type Record struct {
 //
 //	st, p := rec.Audit()
 //	e, err := events.New(st, meta, p)
-func (r *Record) Audit() (events.Stage, any) {
+func (r *CallRecord) Audit() (events.Stage, any) {
 	if r.Failure != nil {
 		return events.StageHookFailed, r.HookFailed()
 	}
@@ -88,7 +88,7 @@ func (r *Record) Audit() (events.Stage, any) {
 }
 
 // HookDecided is r as an events.HookDecided payload.
-func (r *Record) HookDecided() events.HookDecided {
+func (r *CallRecord) HookDecided() events.HookDecided {
 	d := events.HookDecided{
 		Plugin: r.Plugin, Stage: r.Stage, Decision: string(r.Decision), Reason: r.Reason,
 		LatencyUS: r.Latency.Microseconds(), Remote: r.Remote, Warnings: r.Warnings,
@@ -102,7 +102,7 @@ func (r *Record) HookDecided() events.HookDecided {
 
 // HookFailed is r as an events.HookFailed payload; the zero value when r
 // did not fail.
-func (r *Record) HookFailed() events.HookFailed {
+func (r *CallRecord) HookFailed() events.HookFailed {
 	if r.Failure == nil {
 		return events.HookFailed{}
 	}

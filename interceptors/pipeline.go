@@ -27,17 +27,17 @@ import (
 //
 // A registration whose plugin is disabled (Disable) is not called: its
 // place in Records holds a Skipped record instead. Shadow registrations
-// (ModeShadow) are not called by Run either: Outcome.Shadow starts them.
+// (ModeShadow) are not called by Run either: ChainResult.Shadow starts them.
 //
 // Run returns an error only for a nil event, an event whose data was not
 // fetched (DataRef without Data), or when ctx ends first: then the error
-// wraps ctx.Err() and the Outcome holds the records of the calls that
+// wraps ctx.Err() and the ChainResult holds the records of the calls that
 // completed.
-func (c *Chain) Run(ctx context.Context, ev *events.Event) (*Outcome, error) {
+func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error) {
 	if ev == nil {
 		return nil, fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
 	}
-	out := &Outcome{Stage: ev.Stage, EventID: ev.ID, Decision: Allow, Data: ev.Data}
+	out := &ChainResult{Stage: ev.Stage, EventID: ev.ID, Decision: Allow, Data: ev.Data}
 	i := stageIndex(ev.Stage)
 	if i < 0 {
 		return out, nil
@@ -74,7 +74,7 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*Outcome, error) {
 	if len(ev.Data) == 0 && ev.DataRef != "" {
 		return nil, fmt.Errorf("%w: event %s data is stored at %q: fetch it before running interceptors", events.ErrPayload, ev.ID, ev.DataRef)
 	}
-	out.Records = make([]Record, 0, len(matched))
+	out.Records = make([]CallRecord, 0, len(matched))
 
 	cur := ev // what interceptors see; replaced by a copy when the payload changes
 	ended := false
@@ -136,7 +136,7 @@ func interrupted(ev *events.Event, err error) error {
 
 // validate runs the n validating interceptors among matched in parallel
 // and waits for all of them.
-func (c *Chain) validate(ctx context.Context, out *Outcome, matched []*entry, n int, cur *events.Event, off map[string]Disabled) error {
+func (c *Chain) validate(ctx context.Context, out *ChainResult, matched []*entry, n int, cur *events.Event, off map[string]Disabled) error {
 	calls := make([]*pending, 0, n)
 	for _, e := range matched {
 		if _, isOff := off[e.reg.Plugin]; e.reg.Mode == ModeValidate && !isOff {
@@ -160,7 +160,7 @@ func (c *Chain) validate(ctx context.Context, out *Outcome, matched []*entry, n 
 }
 
 // end makes an ending decision the outcome.
-func (c *Chain) end(out *Outcome, e *entry, dec *Decision, cur *events.Event) {
+func (c *Chain) end(out *ChainResult, e *entry, dec *Decision, cur *events.Event) {
 	out.Decision, out.Plugin, out.Reason = dec.Kind, e.reg.Plugin, dec.Reason
 	switch dec.Kind {
 	case Continue:
@@ -206,9 +206,9 @@ func defaultReason(k Kind, plugin string) string {
 // the decision's kind, the decision (nil for a nil answer, which allows) and,
 // for a modify, the new payload. When it failed it applies the failure
 // policy to out and returns an empty kind.
-func (c *Chain) settle(ctx context.Context, out *Outcome, p *pending, res result, data json.RawMessage) (Kind, *Decision, json.RawMessage) {
+func (c *Chain) settle(ctx context.Context, out *ChainResult, p *pending, res result, data json.RawMessage) (Kind, *Decision, json.RawMessage) {
 	reg := &p.e.reg
-	out.Records = append(out.Records, Record{
+	out.Records = append(out.Records, CallRecord{
 		Plugin: reg.Plugin, Stage: reg.Stage, EventID: out.EventID, Mode: reg.Mode,
 		Remote: reg.Remote, Latency: res.latency,
 	})
@@ -216,7 +216,7 @@ func (c *Chain) settle(ctx context.Context, out *Outcome, p *pending, res result
 
 	dec, next, err := checkReply(reg, res, data)
 	if err != nil {
-		c.fail(ctx, out, rec, reg, hookError(reg, err))
+		c.fail(ctx, out, rec, reg, callError(reg, err))
 		return "", nil, nil
 	}
 	if dec == nil {
@@ -241,7 +241,7 @@ func (c *Chain) settle(ctx context.Context, out *Outcome, p *pending, res result
 	return dec.Kind, dec, next
 }
 
-func (c *Chain) logDecision(ctx context.Context, out *Outcome, reg *Registration, rec *Record) {
+func (c *Chain) logDecision(ctx context.Context, out *ChainResult, reg *Registration, rec *CallRecord) {
 	if c.logger.Enabled(ctx, slog.LevelDebug) {
 		c.logger.DebugContext(ctx, "interceptor decided", "plugin", reg.Plugin, "stage", reg.Stage,
 			"event", out.EventID, "decision", rec.Decision, "reason", rec.Reason, "latency", rec.Latency)
@@ -296,8 +296,8 @@ func checkPayload(stage events.Stage, data json.RawMessage) error {
 }
 
 // fail records a failure and applies the registration's policy.
-func (c *Chain) fail(ctx context.Context, out *Outcome, rec *Record, reg *Registration, he *HookError) {
-	f := &Failure{Kind: he.Kind, Err: he, Policy: reg.Policy, Outcome: FailedOpen}
+func (c *Chain) fail(ctx context.Context, out *ChainResult, rec *CallRecord, reg *Registration, he *CallError) {
+	f := &CallFailure{Kind: he.Kind, Err: he, Policy: reg.Policy, Outcome: FailedOpen}
 	rec.Failure = f
 	if p, ok := he.Err.(*panicked); ok {
 		c.logger.ErrorContext(ctx, "interceptor panicked", "plugin", reg.Plugin, "stage", reg.Stage, "panic", p.value, "stack", string(p.stack))
