@@ -97,4 +97,3 @@ func listRuns(rs *audit.Runs, q RunQuery) ([]*RunSummary, []*SessionSummary) {
 	sort.SliceStable(sessions, func(i, j int) bool { return sessions[i].LastActivity.After(sessions[j].LastActivity) })
 	return runs, sessions
 }
-
