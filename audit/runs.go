@@ -81,6 +81,7 @@ type runState struct {
 	stepUsage events.Usage
 	lastStep  int
 	pending   map[string]bool // calls waiting for an answer
+	decisions map[string]int  // hook decisions on the run by kind
 }
 
 func (r *runState) add(e *events.Event) {
@@ -127,6 +128,16 @@ func (r *runState) add(e *events.Event) {
 		if e.DecodeData(&p) == nil {
 			delete(r.pending, p.CallID)
 		}
+	case events.StageHookDecided:
+		var p events.HookDecided
+		if e.DecodeData(&p) == nil && !p.Shadow {
+			r.count(p.Decision)
+		}
+	case events.StageHookFailed:
+		var p events.HookFailed
+		if e.DecodeData(&p) == nil && p.Outcome != "shadow" {
+			r.count(DecisionFail)
+		}
 	case events.StageSubagentBefore:
 		var p events.SubagentBefore
 		if e.DecodeData(&p) == nil && p.RunID != "" && !contains(r.Children, p.RunID) {
@@ -146,6 +157,13 @@ func (r *runState) add(e *events.Event) {
 	}
 }
 
+func (r *runState) count(kind string) {
+	if r.decisions == nil {
+		r.decisions = map[string]int{}
+	}
+	r.decisions[kind]++
+}
+
 // summary is the run as it stands.
 func (r *runState) summary() RunSummary {
 	s := r.RunSummary
@@ -163,6 +181,19 @@ func (r *runState) summary() RunSummary {
 	}
 	s.Children = append([]string(nil), s.Children...)
 	return s
+}
+
+// DecisionFail is the kind Runs.Decisions counts a hook.failed as.
+const DecisionFail = "fail"
+
+// RunsStages are the stages Runs reads for its summaries and Decisions: a
+// replay may be narrowed to them (RunSummary.Events then counts only
+// those).
+var RunsStages = []events.Stage{
+	events.StageIntake, events.StageRunStarted, events.StageStepCompleted,
+	events.StageApprovalRequested, events.StageApprovalResolved,
+	events.StageHookDecided, events.StageHookFailed,
+	events.StageSubagentBefore, events.StageRunCompleted, events.StageRunFailed,
 }
 
 // Runs folds events into a summary per run. Feed it events in stream
@@ -195,6 +226,18 @@ func (rs *Runs) Get(runID string) (RunSummary, bool) {
 		return RunSummary{}, false
 	}
 	return r.summary(), true
+}
+
+// Decisions counts the interceptors' decisions on one run by kind (allow,
+// modify, deny, ...; DecisionFail for each hook.failed). A shadow
+// registration's records are not counted: they changed nothing. It is nil
+// for a run with none, or not read.
+func (rs *Runs) Decisions(runID string) map[string]int {
+	r, ok := rs.byID[runID]
+	if !ok || len(r.decisions) == 0 {
+		return nil
+	}
+	return cloneMap(r.decisions)
 }
 
 // List returns every run, oldest start first (runs that started at the

@@ -40,11 +40,16 @@ func (ss *Sessions) Add(e *events.Event) { ss.runs.Add(e) }
 
 // List returns every session, the least recently active first (the most
 // recent last, nearest the prompt).
-func (ss *Sessions) List() []SessionSummary {
+func (ss *Sessions) List() []SessionSummary { return SessionsOf(ss.runs.List()) }
+
+// SessionsOf groups run summaries (as Runs.List returns them, oldest start
+// first) into their sessions, as Sessions.List does: for a caller that
+// folded the runs already.
+func SessionsOf(runs []RunSummary) []SessionSummary {
 	type key struct{ agent, session string }
 	by := map[key]*SessionSummary{}
 	var order []key
-	for _, r := range ss.runs.List() { // oldest start first
+	for _, r := range runs {
 		k := key{r.AgentID, r.SessionID}
 		s := by[k]
 		if s == nil {

@@ -56,11 +56,13 @@ type statsKey struct {
 type statsState struct {
 	PluginStats
 	latencies []int64
+	runs      map[string]bool
 }
 
 // Stats folds hook.decided and hook.failed events into counts per plugin
 // and stage. Other stages are ignored. It keeps every call's latency (8
-// bytes a call) for exact percentiles. The zero value is ready.
+// bytes a call) for exact percentiles, and the ids of the runs each plugin
+// was called on (for Plugins). The zero value is ready.
 type Stats struct {
 	by map[statsKey]*statsState
 }
@@ -87,6 +89,7 @@ func (s *Stats) Add(e *events.Event) {
 			return
 		}
 		st := s.get(p.Plugin, p.Stage)
+		st.onRun(e.RunID)
 		st.Calls++
 		st.Decisions[p.Decision]++
 		st.latencies = append(st.latencies, p.LatencyUS)
@@ -96,6 +99,7 @@ func (s *Stats) Add(e *events.Event) {
 			return
 		}
 		st := s.get(p.Plugin, p.Stage)
+		st.onRun(e.RunID)
 		st.Calls++
 		st.Failures[p.Kind]++
 		switch p.Outcome {
@@ -106,6 +110,13 @@ func (s *Stats) Add(e *events.Event) {
 		}
 		st.latencies = append(st.latencies, p.LatencyUS)
 	}
+}
+
+func (st *statsState) onRun(runID string) {
+	if st.runs == nil {
+		st.runs = map[string]bool{}
+	}
+	st.runs[runID] = true
 }
 
 // List returns the stats by plugin, then stage in the order a run meets

@@ -3,6 +3,7 @@ package webui_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,8 +151,9 @@ func (b *browser) shot(name string) {
 func TestBrowserFinishedRun(t *testing.T) {
 	ctx := ctxT(t)
 	b := bustest.StartBus(t)
-	res := recordRun(t, ctx, b, "billing-7")
-	hs := serve(t, b, false)
+	kp, pub := signer(t)
+	res := recordSignedRun(t, ctx, b, "billing-7", kp)
+	hs := serveTrusting(t, b, false, map[string]bool{pub: true})
 	br := newBrowser(t)
 
 	br.do("open the runs", chromedp.Navigate(hs.URL+"/#/runs"), chromedp.WaitVisible(chromedp.CSS(`tr[data-run="`+res.RunID+`"]`)))
@@ -170,6 +172,9 @@ func TestBrowserFinishedRun(t *testing.T) {
 	}
 	if s := eval[string](br, `document.querySelector(".run-head .pill").textContent`); s != "done" {
 		t.Fatalf("status %q", s)
+	}
+	if s := eval[string](br, `document.querySelector(".run-head .verify.ok").textContent`); s != "✓ record intact, signed by "+pub {
+		t.Fatalf("the verification badge says %q", s)
 	}
 	deny := eval[string](br, `document.querySelector('.timeline > ol.events > li[data-decision="deny"]').textContent`)
 	if !strings.Contains(deny, "guard") || !strings.Contains(deny, "rm -rf is not allowed on this host") {
@@ -219,6 +224,35 @@ func TestBrowserEmpty(t *testing.T) {
 	br.shot("empty")
 	br.do("open a missing run", chromedp.Navigate(hs.URL+"/#/run/01JNOSUCHRUN0000000000000"), chromedp.WaitVisible(chromedp.CSS(".error")))
 	br.shot("error")
+}
+
+// A run's page says whether its record verifies: intact but unsigned, or,
+// in red, what was done to it.
+func TestBrowserVerification(t *testing.T) {
+	ctx := ctxT(t)
+	b := bustest.StartBus(t)
+	kp, pub := signer(t)
+	unsigned := recordRun(t, ctx, b, "unsigned")
+	tampered := recordSignedRun(t, ctx, b, "tampered", kp)
+	seq := removeEvent(t, ctx, b, tampered.RunID, events.StageStepCompleted)
+	hs := serveTrusting(t, b, false, map[string]bool{pub: true})
+	br := newBrowser(t)
+
+	br.do("open the unsigned run", chromedp.Navigate(hs.URL+"/#/run/"+unsigned.RunID+"?agent=planner&session=unsigned"), chromedp.WaitVisible(chromedp.CSS(".run-head .verify")))
+	if s := eval[string](br, `document.querySelector(".run-head .verify.plain").textContent`); s != "✓ record intact, unsigned" {
+		t.Fatalf("the unsigned run's badge says %q", s)
+	}
+	br.do("open the tampered run", chromedp.Navigate(hs.URL+"/#/run/"+tampered.RunID+"?agent=planner&session=tampered"), chromedp.WaitVisible(chromedp.CSS(".run-head .verify.bad")))
+	items := eval[[]string](br, `[...document.querySelectorAll(".run-head .verify.bad li")].map(e => e.textContent)`)
+	if !slices.ContainsFunc(items, func(s string) bool {
+		return strings.HasPrefix(s, fmt.Sprintf("removed at seq %d: seq %d is missing", seq, seq))
+	}) {
+		t.Fatalf("the tampered run's badge lists %q; want seq %d removed", items, seq)
+	}
+	if c := eval[string](br, `getComputedStyle(document.querySelector(".run-head .verify.bad")).color`); c == "rgb(0, 0, 0)" {
+		t.Fatalf("the problems are drawn in %s, not red", c)
+	}
+	br.shot("run-tampered")
 }
 
 // A live run: the page shows the events stored so far, then the rest as

@@ -5,7 +5,13 @@
 // diff), child runs nested under the call that started them, live updates
 // while a run goes, per-plugin stats, and the tool calls waiting for a
 // human, with Approve / Reject / Reject-and-continue buttons when the
-// server allows answers.
+// server allows answers. A run's page says whether its record verifies
+// (audit.Verifier: its hash chain, and its end signed by a key of
+// Config.Trust), or what was removed, inserted, altered or reordered.
+//
+// The lists are package audit's folds, the same values observer runs,
+// sessions and stats print: audit.Runs (with Runs.Decisions),
+// audit.SessionsOf, audit.Stats.Plugins, audit.Approvals.
 //
 // Everything comes from the event stream: the server replays it (bounded:
 // Config.MaxScan events per request) and tails it for the live updates

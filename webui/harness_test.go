@@ -27,7 +27,13 @@ func ctxT(t *testing.T) context.Context {
 // serve starts the page over b.
 func serve(t *testing.T, b *bus.Bus, allow bool) *httptest.Server {
 	t.Helper()
-	srv, err := webui.New(webui.Config{Bus: b, AllowApprovals: allow, Where: "embedded test server", AnswerWait: 30 * time.Second})
+	return serveTrusting(t, b, allow, nil)
+}
+
+// serveTrusting starts the page over b, trusting the signatures of trust.
+func serveTrusting(t *testing.T, b *bus.Bus, allow bool, trust map[string]bool) *httptest.Server {
+	t.Helper()
+	srv, err := webui.New(webui.Config{Bus: b, AllowApprovals: allow, Where: "embedded test server", AnswerWait: 30 * time.Second, Trust: trust})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,9 +84,15 @@ func clock() loop.Tool {
 // helper sub-agent, on b; it returns the parent's result.
 func recordRun(t *testing.T, ctx context.Context, b *bus.Bus, session string) *loop.Result {
 	t.Helper()
+	return recordSignedRun(t, ctx, b, session, nil)
+}
+
+// recordSignedRun is recordRun with the runs' ends signed by signer.
+func recordSignedRun(t *testing.T, ctx context.Context, b *bus.Bus, session string, signer loop.Signer) *loop.Result {
+	t.Helper()
 	team := loop.NewTeam()
 	hooks := policy(t)
-	helper, err := loop.New(loop.Config{Emitter: b, History: b, Hooks: hooks, Tools: []loop.Tool{tools.Calculator()},
+	helper, err := loop.New(loop.Config{Emitter: b, History: b, Hooks: hooks, Signer: signer, Tools: []loop.Tool{tools.Calculator()},
 		Model: scripted.New(&scripted.Script{Replies: []scripted.Reply{
 			{Content: "Working it out.", ToolCalls: []scripted.ToolCall{{Name: "calculator", Arguments: json.RawMessage(`{"expression":"2+2"}`)}}},
 			{Content: "It is {{tool:calculator}}."},
@@ -89,7 +101,7 @@ func recordRun(t *testing.T, ctx context.Context, b *bus.Bus, session string) *l
 		t.Fatal(err)
 	}
 	task, _ := json.Marshal(map[string]string{"description": "check a sum", "prompt": "what is 2+2?", "subagent_type": "helper"})
-	planner, err := loop.New(loop.Config{Emitter: b, History: b, Hooks: hooks, Team: team, Subagents: []loop.Subagent{{ID: "helper", Description: "does sums"}},
+	planner, err := loop.New(loop.Config{Emitter: b, History: b, Hooks: hooks, Signer: signer, Team: team, Subagents: []loop.Subagent{{ID: "helper", Description: "does sums"}},
 		Tools: []loop.Tool{clock(), tools.Calculator(), shell()},
 		Model: scripted.New(&scripted.Script{Replies: []scripted.Reply{
 			{Content: "Let me check the clock, work out the sum and clean up.", ToolCalls: []scripted.ToolCall{

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 )
@@ -52,6 +53,9 @@ type Config struct {
 	// Heartbeat is the interval of the live streams' keep-alive comments
 	// (default 15s).
 	Heartbeat time.Duration
+	// Trust is the public keys (nkeys) whose signatures on a run's end are
+	// trusted when the run's page verifies its record (audit.Verifier).
+	Trust map[string]bool
 }
 
 // Server serves the page and its JSON API (see the package doc). It is an
@@ -162,28 +166,28 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	q := RunQuery{Agent: f.Agent, Session: f.Session, Status: r.FormValue("status"), Text: r.FormValue("q"), Limit: 500}
+	q := RunQuery{Status: r.FormValue("status"), Text: r.FormValue("q"), Limit: 500}
 	if l := r.FormValue("limit"); l != "" {
 		if q.Limit, err = strconv.Atoi(l); err != nil || q.Limit <= 0 {
 			s.fail(w, r, fmt.Errorf("%w: limit %q is not a positive number", ErrBadRequest, l))
 			return
 		}
 	}
-	f.Stages = runStages
-	fold := newRunFold()
-	truncated, err := s.scan(r.Context(), f, fold.add)
+	f.Stages = audit.RunsStages
+	var rs audit.Runs
+	truncated, err := s.scan(r.Context(), f, rs.Add)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	runs, sessions := fold.list(q)
+	runs, sessions := listRuns(&rs, q)
 	s.reply(w, RunsView{Runs: nonNil(runs), Sessions: nonNil(sessions), Truncated: truncated})
 }
 
 // StatsView is the reply of GET /api/stats.
 type StatsView struct {
-	Plugins   []*PluginStats `json:"plugins"`
-	Truncated bool           `json:"truncated,omitempty"`
+	Plugins   []audit.PluginTotals `json:"plugins"`
+	Truncated bool                 `json:"truncated,omitempty"`
 }
 
 func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
@@ -192,14 +196,14 @@ func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	f.Stages = statStages
-	fold := newStatFold()
-	truncated, err := s.scan(r.Context(), f, fold.add)
+	f.Stages = audit.StatsStages
+	var st audit.Stats
+	truncated, err := s.scan(r.Context(), f, st.Add)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	s.reply(w, StatsView{Plugins: fold.list(), Truncated: truncated})
+	s.reply(w, StatsView{Plugins: st.Plugins(), Truncated: truncated})
 }
 
 // ApprovalsView is the reply of GET /api/approvals.
@@ -265,7 +269,7 @@ func (s *Server) runView(ctx context.Context, f bus.Filter, depth int, children 
 	if err != nil || len(evs) == 0 {
 		return nil, err
 	}
-	v := buildView(evs)
+	v := buildView(evs, s.cfg.Trust)
 	v.Truncated = truncated
 	if depth >= maxDepth {
 		return v, nil

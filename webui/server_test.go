@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
@@ -85,7 +86,7 @@ func TestRunsTimelineAndStats(t *testing.T) {
 		t.Fatalf("status=problem lists %d runs; every run ended done", len(runs.Runs))
 	}
 	getJSON(t, hs.URL+"/api/runs?q=HELPER", 200, &runs)
-	if len(runs.Runs) != 1 || runs.Runs[0].AgentID != "helper" || runs.Runs[0].ParentRunID != res.RunID {
+	if len(runs.Runs) != 1 || runs.Runs[0].AgentID != "helper" || runs.Runs[0].Parent == nil || runs.Runs[0].Parent.RunID != res.RunID {
 		t.Fatalf("q=HELPER: %+v", runs.Runs)
 	}
 
@@ -136,9 +137,9 @@ func TestRunsTimelineAndStats(t *testing.T) {
 
 	var stats webui.StatsView
 	getJSON(t, hs.URL+"/api/stats", 200, &stats)
-	byName := map[string]*webui.PluginStats{}
-	for _, p := range stats.Plugins {
-		byName[p.Plugin] = p
+	byName := map[string]*audit.PluginTotals{}
+	for i, p := range stats.Plugins {
+		byName[p.Plugin] = &stats.Plugins[i]
 	}
 	if p := byName["guard"]; p == nil || p.Calls != 1 || p.Decisions["deny"] != 1 || p.Runs != 1 {
 		t.Fatalf("guard stats %+v", p)

@@ -74,6 +74,10 @@ type RunView struct {
 	Entries []*Entry    `json:"entries"`
 	// Approvals are the run's calls that asked for a human.
 	Approvals []*ApprovalView `json:"approvals,omitempty"`
+	// Verify is whether the run's record is intact: its hash chain and the
+	// signature on its end, checked by audit.Verifier over the events read
+	// (nil when only shadow records were read).
+	Verify *audit.RunVerdict `json:"verify,omitempty"`
 	// Truncated is set when the run has more events than were read.
 	Truncated bool `json:"truncated,omitempty"`
 }
@@ -137,18 +141,26 @@ func entryOf(e *events.Event) *Entry {
 }
 
 // buildView folds one run's events (in stream order) into its timeline,
-// the decisions' diffs drawn.
-func buildView(evs []*events.Event) *RunView {
+// the decisions' diffs drawn, and verifies its record trusting the keys of
+// trust.
+func buildView(evs []*events.Event, trust map[string]bool) *RunView {
 	v := &RunView{}
-	fold := newRunFold()
+	var rs audit.Runs
 	var as audit.Approvals
+	vf := audit.Verifier{Trust: trust}
 	for _, e := range evs {
-		fold.add(e)
+		rs.Add(e)
 		as.Add(e)
+		vf.Add(e)
 		v.Entries = append(v.Entries, entryOf(e))
 	}
 	if len(evs) > 0 {
-		v.Run = fold.runs[evs[0].RunID]
+		if r, ok := rs.Get(evs[0].RunID); ok {
+			v.Run = summaryOf(&rs, r)
+		}
+		if vs := vf.Verdicts(); len(vs) > 0 {
+			v.Verify = vs[0]
+		}
 	}
 	for _, a := range as.All() {
 		v.Approvals = append(v.Approvals, approvalView(a))

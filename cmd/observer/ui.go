@@ -22,6 +22,11 @@ func cmdUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	conn.Register(fs)
 	listen := fs.String("listen", "127.0.0.1:8080", "address the page is served on (keep it on loopback unless a proxy authenticates)")
 	allow := fs.Bool("allow-approvals", false, "show Approve / Reject buttons and accept the answers they post (default: read-only)")
+	var keys []string
+	fs.Func("public-key", "a trusted signing key, for the run pages' \"record intact\" badge: the public nkey (printed by \"loop keygen\") or a file holding it; repeatable", func(v string) error {
+		keys = append(keys, v)
+		return nil
+	})
 	verbose := fs.Bool("v", false, cli.VerboseHelp)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: observer ui [flags]\n\nServes the web timeline: sessions and runs, a run's events and hook decisions, live updates,\nplugin stats and pending approvals. Open the URL it prints in a browser.\n\nFlags:")
@@ -33,13 +38,17 @@ func cmdUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := cli.NoArgs(fs); err != nil {
 		return err
 	}
+	trust, err := trustedKeys(keys)
+	if err != nil {
+		return err
+	}
 	log := cli.Logger(*verbose, stderr)
 	c, err := conn.Open(ctx, "hookbus-observer-ui", log, cli.ReadOnly)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	srv, err := webui.New(webui.Config{Bus: c.Bus, AllowApprovals: *allow, Where: c.Where, Logger: log})
+	srv, err := webui.New(webui.Config{Bus: c.Bus, AllowApprovals: *allow, Where: c.Where, Logger: log, Trust: trust})
 	if err != nil {
 		return err
 	}

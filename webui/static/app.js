@@ -60,7 +60,25 @@ function span(a, b) {
 }
 
 function statusPill(status) {
-  return h("span", { class: "pill status-" + status, title: "status: " + status }, status.replace("_", " "));
+  const shown = status === "unfinished" ? "running" : status; // no end recorded yet
+  return h("span", { class: "pill status-" + shown, title: "status: " + status }, shown.replace("_", " "));
+}
+const parentOf = (r) => (r.parent ? r.parent.run_id : "");
+const tokensOf = (r) => (r.usage ? (r.usage.input_tokens || 0) + (r.usage.output_tokens || 0) : 0);
+
+// verifyBadge says whether the run's record is intact (its hash chain and
+// the signature on its end), or lists what is wrong.
+function verifyBadge(v, run) {
+  if (!v) return null;
+  let problems = v.problems || [];
+  if (!run.ended) { // a run going on has no end to sign yet
+    problems = problems.filter((p) => p.kind !== "no_end");
+    if (problems.length === 0) return h("div", { class: "verify plain" }, "✓ record intact so far (not ended, so not signed yet)");
+  }
+  if (problems.length === 0) return h("div", { class: "verify ok" }, "✓ record intact, signed by ", h("code", {}, v.signer));
+  if (problems.length === 1 && problems[0].kind === "unsigned") return h("div", { class: "verify plain" }, "✓ record intact, unsigned");
+  return h("div", { class: "verify bad" }, h("b", {}, "✗ record does not verify"),
+    h("ul", {}, problems.map((p) => h("li", {}, h("span", { class: "kind" }, p.kind.replace("_", " ")), p.seq ? " at seq " + p.seq : "", ": ", p.detail))));
 }
 function decisionPill(kind) {
   return h("span", { class: "pill dec-" + kind }, kind);
@@ -163,7 +181,7 @@ async function showRuns(main, params, stale) {
         h("a", { href: "#/runs" + qs({ agent: s.agent_id, session: s.session_id, since: f.since === "7d" ? "" : f.since }) },
           h("span", { class: "sess-name" }, s.session_id), h("span", { class: "muted" }, s.agent_id)),
         h("span", { class: "sess-meta" }, s.runs + (s.runs === 1 ? " run" : " runs"),
-          s.waiting ? h("span", { class: "pill status-waiting" }, s.waiting + " waiting") : null, " · ", ago(s.last))))),
+          s.waiting ? h("span", { class: "pill status-waiting" }, s.waiting + " waiting") : null, " · ", ago(s.last_activity))))),
     (f.agent || f.session) ? h("a", { class: "clear", href: "#/runs" }, "Show all sessions") : null);
 
   let body;
@@ -181,10 +199,10 @@ async function showRuns(main, params, stale) {
         h("td", {}, statusPill(r.status), r.waiting ? h("span", { class: "muted" }, " " + r.waiting + " call" + (r.waiting > 1 ? "s" : "")) : null),
         h("td", { class: "prompt" }, depth ? h("span", { class: "sub-mark", title: "a sub-agent run of the run above" }, "↳ ") : null, h("a", { href: "#/run/" + r.run_id + qs({ agent: r.agent_id, session: r.session_id }) },
           r.prompt || h("span", { class: "muted" }, "(no prompt)")),
-          h("div", { class: "id" }, short(r.run_id), r.parent_run_id ? " · child of " + short(r.parent_run_id) : "")),
+          h("div", { class: "id" }, short(r.run_id), parentOf(r) ? " · child of " + short(parentOf(r)) : "")),
         h("td", {}, r.agent_id, h("div", { class: "muted" }, r.session_id)),
-        h("td", { title: clock(r.started) }, ago(r.started)),
-        h("td", {}, r.ended ? span(r.started, r.ended) : h("span", { class: "muted" }, "…")),
+        h("td", { title: clock(r.start) }, ago(r.start)),
+        h("td", {}, r.ended ? span(r.start, r.last) : h("span", { class: "muted" }, "…")),
         h("td", { class: "num" }, r.steps || ""),
         h("td", {}, decisionChips(r.decisions))))));
   }
@@ -201,9 +219,10 @@ function nested(runs) {
   const kids = new Map();
   const tops = [];
   for (const r of runs) {
-    if (r.parent_run_id && listed.has(r.parent_run_id)) {
-      if (!kids.has(r.parent_run_id)) kids.set(r.parent_run_id, []);
-      kids.get(r.parent_run_id).push(r);
+    const p = parentOf(r);
+    if (p && listed.has(p)) {
+      if (!kids.has(p)) kids.set(p, []);
+      kids.get(p).push(r);
     } else tops.push(r);
   }
   const out = [];
@@ -240,7 +259,7 @@ function findRunView(v, id) {
   for (const e of v.entries) {
     if (e.child) { const f = findRunView(e.child, id); if (f) return f; }
     else if (e.stage === "subagent.before" && e.data && e.data.run_id === id) {
-      e.child = { run: { run_id: id, agent_id: e.data.agent_id, session_id: e.data.session_id, status: "running" }, entries: [] };
+      e.child = { run: { run_id: id, agent_id: e.data.agent_id, session_id: e.data.session_id, status: "unfinished" }, entries: [] };
       return e.child;
     }
   }
@@ -291,10 +310,11 @@ function renderRun(main) {
     h("h1", {}, r.prompt || "Run " + short(r.run_id)),
     h("div", { class: "facts" }, statusPill(r.status), h("span", { id: "live-badge", class: "live" }),
       fact("run", h("code", { class: "select" }, r.run_id)),
-      r.parent_run_id ? fact("child of", h("a", { href: "#/run/" + r.parent_run_id }, short(r.parent_run_id))) : null,
-      fact("started", clock(r.started)), fact("took", r.ended ? span(r.started, r.ended) : "running " + span(r.started)),
-      r.steps ? fact("steps", r.steps) : null, r.tokens ? fact("tokens", r.tokens.toLocaleString()) : null),
-    r.detail ? h("p", { class: "detail" + (r.status === "done" ? "" : " bad") }, r.detail) : null);
+      r.parent ? fact("child of", h("a", { href: "#/run/" + r.parent.run_id + qs({ agent: r.parent.agent_id, session: r.parent.session_id }) }, short(r.parent.run_id))) : null,
+      fact("started", clock(r.start)), fact("took", r.ended ? span(r.start, r.last) : "running " + span(r.start)),
+      r.steps ? fact("steps", r.steps) : null, tokensOf(r) ? fact("tokens", tokensOf(r).toLocaleString()) : null),
+    r.detail ? h("p", { class: "detail" + (r.status === "done" ? "" : " bad") }, r.detail) : null,
+    verifyBadge(v.verify, r));
   const parts = [head];
   const waiting = (v.approvals || []).filter((a) => a.state === "waiting");
   if (waiting.length) parts.push(h("section", { class: "approvals-panel" }, h("h2", {}, "Waiting for a human"), waiting.map(approvalCard)));
@@ -461,7 +481,7 @@ async function showPlugins(main, params, stale) {
       h("td", { class: "num" }, p.calls), h("td", { class: "num" }, p.runs),
       h("td", {}, bar, decisionChips(Object.assign({}, p.decisions, fails ? { fail: fails } : {}))),
       h("td", {}, fails ? Object.entries(p.failures).map(([k, n]) => h("div", { class: "bad small" }, n + " " + k.replace("_", " "))) : h("span", { class: "muted" }, "none")),
-      h("td", { class: "num" }, us(p.p50_us)), h("td", { class: "num" }, us(p.p95_us)), h("td", { class: "num" }, us(p.max_us)));
+      h("td", { class: "num" }, us(p.p50_us)), h("td", { class: "num" }, us(p.p99_us)), h("td", { class: "num" }, us(p.max_us)));
   });
   const sel = h("select", { onchange: (e) => { location.hash = "#/plugins" + qs({ since: e.target.value }); } },
     [["1h", "Last hour"], ["24h", "Last 24 hours"], ["7d", "Last 7 days"], ["30d", "Last 30 days"], ["", "All time"]].map(([v, l]) => h("option", { value: v, selected: since === v }, l)));
@@ -469,7 +489,7 @@ async function showPlugins(main, params, stale) {
     data.plugins.length === 0
       ? empty("No interceptor has decided anything in this window", "Register one with ", h("code", {}, "observer hooks add --stage tool.before --plugin NAME"),
         " and serve it (README, \"Three terminals\"), or widen the window.")
-      : h("table", { class: "plugins" }, h("thead", {}, h("tr", {}, ["Plugin", "Calls", "Runs", "Decisions", "Failures", "p50", "p95", "max"].map((c) => h("th", {}, c)))), h("tbody", {}, rows)));
+      : h("table", { class: "plugins" }, h("thead", {}, h("tr", {}, ["Plugin", "Calls", "Runs", "Decisions", "Failures", "p50", "p99", "max"].map((c) => h("th", {}, c)))), h("tbody", {}, rows)));
 }
 
 async function init() {
