@@ -30,7 +30,7 @@ Usage:
   observer approve   [connection] RUN [--call ID] [--by NAME] [--comment TEXT]
   observer reject    [connection] RUN [--call ID] --reason TEXT [--continue]
   observer otel      [connection] --endpoint URL [--durable NAME] [--metrics ADDR]   (runs as OpenTelemetry traces)
-  observer ui        [connection] [--listen ADDR] [--allow-approvals]   (the web timeline: open the URL it prints)
+  observer ui        [connection] [--listen ADDR] [--allow-approvals] [--public-key KEY]...   (the web timeline: open the URL it prints)
 
 connection: --nats URL [--creds FILE | --nkey FILE | --user U --password P | --token T] [--tls-ca FILE],
             or --store DIR (a hookbus store directory no server is running on)
