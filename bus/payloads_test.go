@@ -28,7 +28,7 @@ const bigSize = 5 << 20 // a 5 MiB tool result
 // rawMsg is the stored message of event id (read by stream sequence).
 func rawMsg(t *testing.T, b *bus.Bus, id string) *jetstream.RawStreamMsg {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := bigCtx(t)
 	s, err := b.JetStream().Stream(ctx, b.Names().Events)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func rawMsg(t *testing.T, b *bus.Bus, id string) *jetstream.RawStreamMsg {
 // streamMsgs is how many messages the events stream holds.
 func streamMsgs(t *testing.T, b *bus.Bus) uint64 {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := bigCtx(t)
 	s, err := b.JetStream().Stream(ctx, b.Names().Events)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func streamMsgs(t *testing.T, b *bus.Bus) uint64 {
 
 func payloadStore(t *testing.T, b *bus.Bus) jetstream.ObjectStore {
 	t.Helper()
-	obs, err := b.JetStream().ObjectStore(testCtx(t), b.Names().Payloads)
+	obs, err := b.JetStream().ObjectStore(bigCtx(t), b.Names().Payloads)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func payloadStore(t *testing.T, b *bus.Bus) jetstream.ObjectStore {
 // objects lists the payload objects' names.
 func objects(t *testing.T, b *bus.Bus) []string {
 	t.Helper()
-	list, err := payloadStore(t, b).List(testCtx(t))
+	list, err := payloadStore(t, b).List(bigCtx(t))
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil
 	}
@@ -143,7 +143,7 @@ func checkFetched(t *testing.T, b *bus.Bus, how string, got, want *events.Event)
 // back.
 func TestClaimCheckRoundTrip(t *testing.T) {
 	b := bustest.StartBus(t)
-	ctx := testCtx(t)
+	ctx := bigCtx(t)
 	const agent, session, run = "agent-1", "big", "run-1"
 
 	since := time.Now()
@@ -234,7 +234,7 @@ func TestClaimCheckRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Stop()
-	bustest.Eventuallyf(t, 20*time.Second, func() bool { return o.Stats().Acked == 3 }, "observer acks 3 events (stats %+v)", o.Stats())
+	bustest.Eventuallyf(t, 90*time.Second, func() bool { return o.Stats().Acked == 3 }, "observer acks 3 events (stats %+v)", o.Stats())
 	obsMu.Lock()
 	checkFetched(t, b, "Observe", observed[async.ID], async)
 	checkFetched(t, b, "Observe", observed[syncEv.ID], syncEv)
@@ -243,7 +243,7 @@ func TestClaimCheckRoundTrip(t *testing.T) {
 		t.Errorf("observer stats %+v", s)
 	}
 
-	bustest.Eventuallyf(t, 20*time.Second, func() bool {
+	bustest.Eventuallyf(t, 90*time.Second, func() bool {
 		tailMu.Lock()
 		defer tailMu.Unlock()
 		return len(tailed) == 3
@@ -279,7 +279,7 @@ func TestClaimCheckRoundTrip(t *testing.T) {
 // A small event is sent as it always was: no dataref, no object.
 func TestClaimCheckLeavesSmallEvents(t *testing.T) {
 	b := bustest.StartBus(t)
-	ctx := testCtx(t)
+	ctx := bigCtx(t)
 	e := sizedEvent(t, "a", "s", "r", 1, 512<<10) // half a MiB: fits
 	if err := b.PublishSync(ctx, e); err != nil {
 		t.Fatal(err)
@@ -310,7 +310,7 @@ func TestClaimCheckLeavesSmallEvents(t *testing.T) {
 func TestClaimCheckPayloadLimit(t *testing.T) {
 	_, nc := bustest.Start(t)
 	b := bustest.Provision(t, nc, bus.WithMaxPayload(4096))
-	ctx := testCtx(t)
+	ctx := bigCtx(t)
 	e := sizedEvent(t, "a", "s", "r", 1, 8192)
 	if err := b.Publish(ctx, e); err != nil {
 		t.Fatalf("Publish 8 KiB with a 4 KiB limit: %v", err)
@@ -331,7 +331,7 @@ func TestClaimCheckPayloadLimit(t *testing.T) {
 // writes no chunk again.
 func TestClaimCheckRepublishIsIdempotent(t *testing.T) {
 	b := bustest.StartBus(t)
-	ctx := testCtx(t)
+	ctx := bigCtx(t)
 	e := sizedEvent(t, "a", "s", "r", 1, bigSize)
 	if err := b.PublishSync(ctx, e); err != nil {
 		t.Fatal(err)
@@ -376,7 +376,7 @@ func TestClaimCheckMissingObject(t *testing.T) {
 	var logs strings.Builder
 	log := slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))
 	b := bustest.Provision(t, nc, bus.WithLogger(log))
-	ctx := testCtx(t)
+	ctx := bigCtx(t)
 	lost := sizedEvent(t, "a", "s", "r", 1, bigSize)
 	kept := sizedEvent(t, "a", "s", "r", 3, bigSize)
 	publishAll(t, b, lost, testEvent(t, "a", "s", "r", events.StageStepCompleted, 2), kept)
@@ -443,7 +443,7 @@ func TestClaimCheckMissingObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Stop()
-	bustest.Eventuallyf(t, 20*time.Second, func() bool { return o.Stats().Acked == 4 }, "observer acks 4 events (stats %+v)", o.Stats())
+	bustest.Eventuallyf(t, 90*time.Second, func() bool { return o.Stats().Acked == 4 }, "observer acks 4 events (stats %+v)", o.Stats())
 	if s := o.Stats(); s.Unfetched != 2 || s.Naked != 0 {
 		t.Errorf("observer stats %+v, want 2 unfetched, none naked", s)
 	}
@@ -466,7 +466,7 @@ func TestClaimCheckMissingObject(t *testing.T) {
 // with an error that says to patch.
 func TestClaimCheckRemoteInterceptor(t *testing.T) {
 	env := newRemoteEnv(t)
-	if err := env.client.Provision(testCtx(t)); err != nil {
+	if err := env.client.Provision(bigCtx(t)); err != nil {
 		t.Fatal(err)
 	}
 	ev := sizedEvent(t, "agent-1", "s1", events.NewID(), 1, bigSize)
@@ -500,7 +500,7 @@ func TestClaimCheckRemoteInterceptor(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	out, err := chain.Run(testCtx(t), ev)
+	out, err := chain.Run(bigCtx(t), ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,7 +551,7 @@ func TestClaimCheckRemoteInterceptor(t *testing.T) {
 // the interceptor is not called.
 func TestClaimCheckServeMissingObject(t *testing.T) {
 	env := newRemoteEnv(t)
-	if err := env.client.Provision(testCtx(t)); err != nil {
+	if err := env.client.Provision(bigCtx(t)); err != nil {
 		t.Fatal(err)
 	}
 	called := make(chan struct{}, 1)
@@ -572,4 +572,13 @@ func TestClaimCheckServeMissingObject(t *testing.T) {
 		t.Fatal("the interceptor was called without its data")
 	default:
 	}
+}
+
+// bigCtx bounds a test that moves several MiB through the object store:
+// under the race detector on a busy machine that takes far longer than the
+// small events' 30 s, and the bound only says when to give up.
+func bigCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }
