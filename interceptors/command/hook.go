@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hookbus/hookbus/internal/proc"
 	"io"
 	"log/slog"
 	"os"
@@ -255,7 +256,7 @@ func (h *Hook) Run(ctx context.Context, in *claudecode.Input) (claudecode.Reply,
 	}
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = h.cfg.Root, h.env, outW, errW
 	cmd.Stdin = bytes.NewReader(stdin)
-	setProcessGroup(cmd)
+	proc.SetGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		for _, f := range []*os.File{outR, outW, errR, errW} {
 			f.Close()
@@ -282,7 +283,7 @@ func (h *Hook) Run(ctx context.Context, in *claudecode.Input) (claudecode.Reply,
 	// Whatever ended the wait, nothing of the hook outlives the call: a
 	// script that ignores SIGTERM is killed after the grace, its children
 	// with it.
-	killGroup(cmd, h.cfg.KillGrace)
+	proc.KillGroup(cmd, h.cfg.KillGrace)
 	if cause != nil {
 		_ = cmd.Process.Kill() // the shell, should it have left its group
 		werr = <-waited

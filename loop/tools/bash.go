@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hookbus/hookbus/internal/proc"
 	"io"
 	"os"
 	"os/exec"
@@ -159,7 +160,7 @@ func (b *Bash) run(ctx context.Context, command string, timeout time.Duration) (
 	}
 	cmd := exec.Command(b.cfg.Shell, "-c", command)
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = b.cfg.Root, b.env, pw, pw
-	setProcessGroup(cmd)
+	proc.SetGroup(cmd)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		pr.Close()
@@ -188,7 +189,7 @@ func (b *Bash) run(ctx context.Context, command string, timeout time.Duration) (
 	}
 	elapsed := time.Since(start)
 	// Whatever ended the wait, nothing of the command outlives the call.
-	killGroup(cmd, b.cfg.KillGrace)
+	proc.KillGroup(cmd, b.cfg.KillGrace)
 	if cause != nil {
 		_ = cmd.Process.Kill() // the shell, should it have left its group
 		werr = <-waited
@@ -225,58 +226,12 @@ func (b *Bash) run(ctx context.Context, command string, timeout time.Duration) (
 	return output, nil
 }
 
-// baseEnv names the variables every command gets from the worker.
-func baseEnv() []string {
-	return []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM"}
-}
-
-// commandEnv builds a command's environment from the base and the
+// commandEnv builds a command's environment (internal/proc.Env) from the
 // configured entries.
 func commandEnv(extra []string) ([]string, error) {
-	var order []string
-	vals := map[string]string{}
-	set := func(k, v string) {
-		if _, ok := vals[k]; !ok {
-			order = append(order, k)
-		}
-		vals[k] = v
-	}
-	for _, k := range baseEnv() {
-		if v, ok := os.LookupEnv(k); ok {
-			set(k, v)
-		}
-	}
-	if _, ok := vals["PATH"]; !ok {
-		set("PATH", "/usr/local/bin:/usr/bin:/bin")
-	}
-	for _, e := range extra {
-		k, v, hasValue := strings.Cut(e, "=")
-		if !validEnvName(k) {
-			return nil, fmt.Errorf("%w: Bash: Env entry %q is not NAME or NAME=value", ErrConfig, e)
-		}
-		if !hasValue {
-			var ok bool
-			if v, ok = os.LookupEnv(k); !ok {
-				continue
-			}
-		}
-		set(k, v)
-	}
-	env := make([]string, 0, len(order))
-	for _, k := range order {
-		env = append(env, k+"="+vals[k])
+	env, err := proc.Env(nil, extra)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Bash: %w", ErrConfig, err)
 	}
 	return env, nil
-}
-
-func validEnvName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, c := range s {
-		if c != '_' && (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') && (i == 0 || c < '0' || c > '9') {
-			return false
-		}
-	}
-	return true
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package command
+package proc
 
 import (
 	"errors"
@@ -9,16 +9,16 @@ import (
 	"time"
 )
 
-// setProcessGroup makes the hook the leader of a new process group, so that
-// killGroup reaches everything it starts.
-func setProcessGroup(cmd *exec.Cmd) {
+// SetGroup makes the command the leader of a new process group, so that
+// KillGroup reaches everything it starts.
+func SetGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// killGroup ends the hook's process group: SIGTERM, then SIGKILL once grace
+// KillGroup ends the command's process group: SIGTERM, then SIGKILL once grace
 // has passed with processes still in it. It returns at once when the group
 // is already empty.
-func killGroup(cmd *exec.Cmd, grace time.Duration) {
+func KillGroup(cmd *exec.Cmd, grace time.Duration) {
 	pgid := cmd.Process.Pid
 	if err := syscall.Kill(-pgid, syscall.SIGTERM); errors.Is(err, syscall.ESRCH) {
 		return
