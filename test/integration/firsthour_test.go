@@ -118,7 +118,7 @@ func TestObserverStatesTheDefaultRule(t *testing.T) {
 	if h := run(t, "observer", "tail", "--help"); strings.Contains(h.stderr, ".hookbus when it exists") {
 		t.Errorf("observer tail claims the store fallback:\n%s", h.stderr)
 	}
-	if h := run(t, "observer", "--help"); !strings.Contains(h.stdout, "When nothing listens there, replay, hooks and provision open\n./.hookbus") {
+	if h := run(t, "observer", "--help"); !strings.Contains(h.stdout, "When nothing listens there, replay, sessions, runs, show,\nstats, verify, approvals, hooks and provision open ./.hookbus") {
 		t.Errorf("observer --help does not state the rule:\n%s", h.stdout)
 	}
 }

@@ -388,7 +388,7 @@ func TestInterceptorFaultGarbageReply(t *testing.T) {
 			check: func(t *testing.T, r result, evs []*events.Event) {
 				calc := toolAfterOf(t, evs, "calculator")
 				if r.code != 0 || !calc.Result.IsError || !strings.HasPrefix(calc.Result.Content, "denied: garbage: ") ||
-					!strings.Contains(calc.Result.Content, "(bad_reply)") || strings.Contains(r.stdout, "= 42") {
+					!strings.Contains(calc.Result.Content, "could not be read") || strings.Contains(r.stdout, "= 42") {
 					t.Fatalf("loop run: exit %d %q; calculator %+v", r.code, r.stdout, calc.Result)
 				}
 				if !strings.Contains(r.stdout, "denied: garbage: ") {
@@ -410,7 +410,7 @@ func TestInterceptorFaultGarbageReply(t *testing.T) {
 			reply: `{"decision":"mock","data":{"content":"x"}}`, says: []string{"does not accept mock"}, failures: 1,
 			check: func(t *testing.T, r result, evs []*events.Event) {
 				rc := runCompletedOf(t, evs)
-				if r.code != 3 || rc.Reason != events.ReasonStopped || !strings.Contains(rc.Detail, "garbage") || !strings.Contains(rc.Detail, "bad_reply") {
+				if r.code != 3 || rc.Reason != events.ReasonStopped || !strings.Contains(rc.Detail, "garbage") || !strings.Contains(rc.Detail, "could not be read") {
 					t.Fatalf("loop run: exit %d; run.completed %+v", r.code, rc)
 				}
 				if n := len(payloadsOf[events.ModelResponded](t, evs, events.StageModelResponded)); n != 0 {
