@@ -39,6 +39,23 @@ func BenchmarkChainOneInterceptor(b *testing.B) {
 	}
 }
 
+// BenchmarkChainOneBoundInterceptor is BenchmarkChainOneInterceptor with a
+// BoundFunc: called on the chain's goroutine.
+func BenchmarkChainOneBoundInterceptor(b *testing.B) {
+	c := interceptors.NewChain()
+	if _, err := c.Register(interceptors.Registration{Plugin: "allow", Stage: events.StageToolBefore}, interceptors.BoundFunc(allowHook)); err != nil {
+		b.Fatal(err)
+	}
+	ev, ctx := benchEvent(b), context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := c.Run(ctx, ev)
+		if err != nil || out.Decision != interceptors.Allow {
+			b.Fatal(out, err)
+		}
+	}
+}
+
 // BenchmarkBareFuncWithTimeout is the floor: the same function called
 // directly under context.WithTimeout.
 func BenchmarkBareFuncWithTimeout(b *testing.B) {

@@ -37,7 +37,7 @@
 // when the interceptor ignores its ctx (each call
 // runs in a goroutine of its own, abandoned at the timeout; a mutating
 // ContextBound interceptor, which returns once its ctx ends, as bus.Remote
-// does, is called on the chain's goroutine instead). A timeout,
+// does, and a BoundFunc, are called on the chain's goroutine instead). A timeout,
 // error, panic, bad reply or (for remote interceptors) no responders is a
 // failure: policy ignore records it and goes on, policy fail denies the
 // event (or stops the run on step.started, tool.after and stop, which
