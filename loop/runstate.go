@@ -285,7 +285,7 @@ func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
 	for _, e := range evs {
 		seen = max(seen, e.Stored)
 	}
-	evs = effective(evs)
+	evs = truncated(effective(evs), runID)
 	s, err := foldSession(evs, runID)
 	if err != nil {
 		return nil, nil, err
