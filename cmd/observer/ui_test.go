@@ -31,7 +31,9 @@ func TestUICommand(t *testing.T) {
 	defer cancel()
 	var out, errOut bustest.Buffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"ui", "--nats", srv.ClientURL(), "--listen", "127.0.0.1:0", "--public-key", pub}, &out, &errOut) }()
+	go func() {
+		done <- run(ctx, []string{"ui", "--nats", srv.ClientURL(), "--listen", "127.0.0.1:0", "--public-key", pub}, &out, &errOut)
+	}()
 	addr := regexp.MustCompile(`http://[0-9.:]+/`)
 	bustest.Eventuallyf(t, 30*time.Second, func() bool { return addr.MatchString(out.String()) }, "observer ui to print its URL: %s %s", &out, &errOut)
 	resp, err := http.Get(addr.FindString(out.String()) + "api/config")
