@@ -96,6 +96,7 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 	if at, ok := s.prompts[runID]; ok {
 		rs.history = at
 	}
+	var last *events.Event // the run's last event by seq: its chain hash is lastHash
 	for _, e := range evs {
 		if e.RunID != runID {
 			continue
@@ -106,7 +107,7 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 			rs.traceparent = e.Traceparent
 		}
 		if e.Seq >= rs.lastSeq {
-			rs.lastSeq, rs.lastHash = e.Seq, e.ChainHash()
+			rs.lastSeq, last = e.Seq, e
 		}
 		switch e.Stage {
 		case events.StageHookDecided, events.StageHookFailed:
@@ -222,6 +223,9 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 		case events.StageRunCompleted, events.StageRunFailed:
 			rs.terminal = e
 		}
+	}
+	if last != nil {
+		rs.lastHash = last.ChainHash()
 	}
 	return rs, nil
 }

@@ -174,12 +174,8 @@ func (l *llmHooks) input(event claudecode.HookEvent) func(*events.Event) (json.R
 		env := claudecode.Env{Cwd: root, Model: l.agent.Agent.Model}
 		if l.transcripts != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), transcriptTimeout)
-			p, err := l.transcripts.Path(ctx, ev.AgentID, ev.SessionID)
+			claudecode.FillTranscripts(ctx, l.transcripts, event, ev, &env, l.log)
 			cancel()
-			if err != nil {
-				l.log.Warn("claude hooks: transcript not written", "session", ev.SessionID, "err", err)
-			}
-			env.TranscriptPath = p
 		}
 		in, err := claudecode.NewInput(event, ev, env)
 		if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -70,13 +69,7 @@ func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("no runs match")
 	}
 	if d.asJSON {
-		enc := json.NewEncoder(stdout)
-		for _, r := range list {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeJSONLines(stdout, list)
 	}
 	return printRuns(stdout, list)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -71,6 +72,17 @@ func (d *deskFlags) scan(ctx context.Context, filter bus.Filter, stderr io.Write
 		return c.Explain(err)
 	}
 	p.done(st)
+	return nil
+}
+
+// writeJSONLines writes each value of list as one line of JSON.
+func writeJSONLines[T any](w io.Writer, list []T) error {
+	enc := json.NewEncoder(w)
+	for _, v := range list {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

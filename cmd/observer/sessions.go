@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -48,13 +47,7 @@ func cmdSessions(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("no sessions match")
 	}
 	if d.asJSON {
-		enc := json.NewEncoder(stdout)
-		for _, s := range list {
-			if err := enc.Encode(s); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeJSONLines(stdout, list)
 	}
 	return printSessions(stdout, list)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -45,13 +44,7 @@ func cmdStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	list := st.List()
 	if d.asJSON {
-		enc := json.NewEncoder(stdout)
-		for _, p := range list {
-			if err := enc.Encode(p); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeJSONLines(stdout, list)
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(stderr, "no interceptor calls recorded")

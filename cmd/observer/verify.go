@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -20,8 +19,8 @@ import (
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("observer verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	conn := cli.ConnFlags{StoreFallback: true}
-	conn.Register(fs)
+	var d deskFlags
+	d.register(fs, "one verdict (JSON) per run (audit.RunVerdict)")
 	var ff filterFlags
 	ff.register(fs)
 	var keys []string
@@ -29,9 +28,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		keys = append(keys, v)
 		return nil
 	})
-	asJSON := fs.Bool("json", false, "one verdict (JSON) per run")
 	quiet := fs.Bool("q", false, "print only the runs that fail")
-	verbose := fs.Bool("v", false, cli.VerboseHelp)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: observer verify [flags]\n\nRecomputes every run's hash chain and checks its signed end: per run, ok, or which\nevent was altered, removed, inserted or reordered, a run with no end, an end unsigned\nor signed by a key not given with --public-key. Exits 1 when any run fails.\n\nFlags:")
 		fs.PrintDefaults()
@@ -53,46 +50,33 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	c, err := conn.Open(ctx, "hookbus-observer", cli.Logger(*verbose, stderr), cli.ReadOnly)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	gctx, stop := c.Guard(ctx)
-	defer stop()
-
 	v := &audit.Verifier{Trust: trust}
 	prefix := ff.runPrefix()
-	prog := &progress{w: stderr, live: isTerminal(os.Stderr), last: lastSeq(gctx, c.Bus)}
-	st, err := c.Bus.Replay(gctx, filter, func(e *events.Event) error {
-		prog.saw(e.Stored)
+	if err := d.scan(ctx, filter, stderr, func(e *events.Event) {
 		if prefix == "" || strings.HasPrefix(e.RunID, prefix) {
 			v.Add(e)
 		}
-		return nil
-	})
-	if err != nil {
-		return c.Explain(err)
+	}); err != nil {
+		return err
 	}
-	prog.done(st)
 	verdicts := v.Verdicts()
-	failed := 0
+	failed, shown := 0, verdicts[:0:0]
 	for _, vd := range verdicts {
 		if !vd.OK() {
 			failed++
 		}
-		if *quiet && vd.OK() {
-			continue
+		if !*quiet || !vd.OK() {
+			shown = append(shown, vd)
 		}
-		if *asJSON {
-			b, err := json.Marshal(vd)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "%s\n", b)
-			continue
+	}
+	if d.asJSON {
+		if err := writeJSONLines(stdout, shown); err != nil {
+			return err
 		}
-		printVerdict(stdout, vd)
+	} else {
+		for _, vd := range shown {
+			printVerdict(stdout, vd)
+		}
 	}
 	fmt.Fprintf(stderr, "%d runs verified: %d intact, %d failed\n", len(verdicts), len(verdicts)-failed, failed)
 	if len(verdicts) == 0 {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -150,6 +151,32 @@ func (t *TranscriptDir) WithCwd(cwd func(agent string) string) *TranscriptDir {
 
 // Dir is the directory the transcripts are written in.
 func (t *TranscriptDir) Dir() string { return t.dir }
+
+// Transcripts writes a session's transcript and gives its path, for the
+// hook input's transcript_path. *TranscriptDir implements it.
+type Transcripts interface {
+	Path(ctx context.Context, agent, session string) (string, error)
+}
+
+// FillTranscripts writes the transcripts the input of event on ev names
+// and sets their paths in env: the session's, and for SubagentStop the
+// sub-agent's. A transcript that cannot be written is logged and left
+// empty: the hook still runs. A nil t fills nothing.
+func FillTranscripts(ctx context.Context, t Transcripts, event HookEvent, ev *events.Event, env *Env, log *slog.Logger) {
+	if t == nil {
+		return
+	}
+	p, err := t.Path(ctx, ev.AgentID, ev.SessionID)
+	if err != nil {
+		log.WarnContext(ctx, "claude hook: no transcript", "agent", ev.AgentID, "session", ev.SessionID, "err", err)
+	}
+	env.TranscriptPath = p
+	if agent, session, ok := SubagentSession(ev); ok && event == SubagentStop {
+		if env.AgentTranscriptPath, err = t.Path(ctx, agent, session); err != nil {
+			log.WarnContext(ctx, "claude hook: no sub-agent transcript", "agent", agent, "session", session, "err", err)
+		}
+	}
+}
 
 // Path writes the session's transcript as it stands and returns its path.
 // The error wraps events.ErrInvalidID for a bad id, or is History's or the

@@ -22,9 +22,7 @@ import (
 
 // Transcripts gives a session's transcript file, for the hook input's
 // transcript_path. *claudecode.TranscriptDir implements it.
-type Transcripts interface {
-	Path(ctx context.Context, agent, session string) (string, error)
-}
+type Transcripts = claudecode.Transcripts
 
 // Defaults of Config.
 const (
@@ -207,18 +205,7 @@ func (h *Hook) Wait() { h.bg.Wait() }
 // input builds the hook's input, writing the transcripts it names.
 func (h *Hook) input(ctx context.Context, ev *events.Event) (*claudecode.Input, error) {
 	env := claudecode.Env{Cwd: h.cfg.Root, Model: h.cfg.Model}
-	if t := h.cfg.Transcripts; t != nil {
-		p, err := t.Path(ctx, ev.AgentID, ev.SessionID)
-		if err != nil {
-			h.cfg.Logger.WarnContext(ctx, "command hook: no transcript", "agent", ev.AgentID, "session", ev.SessionID, "err", err)
-		}
-		env.TranscriptPath = p
-		if agent, session, ok := claudecode.SubagentSession(ev); ok && h.event == claudecode.SubagentStop {
-			if env.AgentTranscriptPath, err = t.Path(ctx, agent, session); err != nil {
-				h.cfg.Logger.WarnContext(ctx, "command hook: no sub-agent transcript", "agent", agent, "session", session, "err", err)
-			}
-		}
-	}
+	claudecode.FillTranscripts(ctx, h.cfg.Transcripts, h.event, ev, &env, h.cfg.Logger)
 	return claudecode.NewInput(h.event, ev, env)
 }
 

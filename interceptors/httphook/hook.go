@@ -22,9 +22,7 @@ import (
 
 // Transcripts gives a session's transcript file, for the hook input's
 // transcript_path. *claudecode.TranscriptDir implements it.
-type Transcripts interface {
-	Path(ctx context.Context, agent, session string) (string, error)
-}
+type Transcripts = claudecode.Transcripts
 
 // DefaultMaxBody is how much of a response body is read by default.
 const DefaultMaxBody = 1 << 20
@@ -168,18 +166,7 @@ var _ interceptors.ContextBound = (*Hook)(nil)
 
 func (h *Hook) input(ctx context.Context, ev *events.Event) (*claudecode.Input, error) {
 	env := claudecode.Env{Cwd: h.cfg.Cwd, Model: h.cfg.Model}
-	if t := h.cfg.Transcripts; t != nil {
-		p, err := t.Path(ctx, ev.AgentID, ev.SessionID)
-		if err != nil {
-			h.cfg.Logger.WarnContext(ctx, "http hook: no transcript", "agent", ev.AgentID, "session", ev.SessionID, "err", err)
-		}
-		env.TranscriptPath = p
-		if agent, session, ok := claudecode.SubagentSession(ev); ok && h.event == claudecode.SubagentStop {
-			if env.AgentTranscriptPath, err = t.Path(ctx, agent, session); err != nil {
-				h.cfg.Logger.WarnContext(ctx, "http hook: no sub-agent transcript", "agent", agent, "session", session, "err", err)
-			}
-		}
-	}
+	claudecode.FillTranscripts(ctx, h.cfg.Transcripts, h.event, ev, &env, h.cfg.Logger)
 	return claudecode.NewInput(h.event, ev, env)
 }
 

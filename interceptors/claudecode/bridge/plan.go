@@ -130,7 +130,7 @@ func (p *plan) assign(st *state) []*events.Event {
 		e.RunID, e.Seq = run, st.seqs[run]+next[run]
 		h, ok := prev[run]
 		if !ok {
-			h = st.hashes[run]
+			h = st.lastHash(run)
 		}
 		e.PrevHash = h
 		prev[run] = e.ChainHash()

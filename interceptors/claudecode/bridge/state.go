@@ -12,11 +12,11 @@ type state struct {
 	// started, intake and ended say whether the current run has a
 	// run.started, an intake, and an end (run.completed or run.failed).
 	started, intake, ended bool
-	// seqs is the largest seq of each run of the session, and hashes the
-	// chain hash of that event (what the run's next event names as
+	// seqs is the largest seq of each run of the session, and lasts the
+	// event that has it (whose chain hash the run's next event names as
 	// ce-prevhash).
-	seqs   map[string]uint64
-	hashes map[string]string
+	seqs  map[string]uint64
+	lasts map[string]*events.Event
 	// stored maps the ids of the session's events to their stream
 	// sequences.
 	stored map[string]uint64
@@ -25,7 +25,7 @@ type state struct {
 // fold reads a session's events (in stream order, as loop.History gives
 // them).
 func fold(evs []*events.Event) *state {
-	st := &state{seqs: map[string]uint64{}, hashes: map[string]string{}, stored: make(map[string]uint64, len(evs))}
+	st := &state{seqs: map[string]uint64{}, lasts: map[string]*events.Event{}, stored: make(map[string]uint64, len(evs))}
 	for _, e := range evs {
 		st.add(e, e.Stored)
 	}
@@ -39,7 +39,7 @@ func (st *state) add(e *events.Event, stored uint64) {
 		st.last = stored
 	}
 	if e.Seq > st.seqs[e.RunID] {
-		st.seqs[e.RunID], st.hashes[e.RunID] = e.Seq, e.ChainHash()
+		st.seqs[e.RunID], st.lasts[e.RunID] = e.Seq, e
 	}
 	if e.RunID != st.run {
 		st.run, st.started, st.intake, st.ended = e.RunID, false, false, false
@@ -56,3 +56,11 @@ func (st *state) add(e *events.Event, stored uint64) {
 
 // open reports whether the session has a run that has not ended.
 func (st *state) open() bool { return st.run != "" && !st.ended }
+
+// lastHash is the chain hash of run's last event, "" when it has none.
+func (st *state) lastHash(run string) string {
+	if e := st.lasts[run]; e != nil {
+		return e.ChainHash()
+	}
+	return ""
+}
