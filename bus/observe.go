@@ -67,7 +67,8 @@ type ObserveConfig struct {
 	// AckWait is how long a delivered event may stay unacknowledged before
 	// it is delivered again (default 30s). A handler that runs longer keeps
 	// its event: the observer reports progress every AckWait/3; a crashed
-	// or stopped observer's events come back after AckWait.
+	// observer's events come back after AckWait (a stopped one hands them
+	// back at once, see Observer.Stop).
 	AckWait time.Duration
 	// NoDeadLetter drops (terminates) an event whose deliveries are used up
 	// instead of writing it to <prefix>.dlq.<durable>.
@@ -97,6 +98,10 @@ type ObserverStats struct {
 	// claim-checked data gone for good from the object store (expired,
 	// deleted). e.DecodeData names the reference.
 	Unfetched uint64
+	// Returned counts events handed back unhandled when the observer
+	// stopped (its handler's event included when it failed meanwhile):
+	// the durable's next observer gets them at once.
+	Returned uint64
 }
 
 // Observer is a running durable consumer of events. Stop, Drain or the
@@ -111,9 +116,10 @@ type Observer struct {
 	cc      jetstream.ConsumeContext
 	mu      sync.Mutex // held while an event is handled
 	closed  chan struct{}
+	back    handBacks                // what Stop hands back (handback.go)
 	current atomic.Pointer[handling] // the event being handled, for keepAlive
 
-	delivered, acked, naked, deadLettered, malformed, unfetched atomic.Uint64
+	delivered, acked, naked, deadLettered, malformed, unfetched, returned atomic.Uint64
 }
 
 func validDurable(kind, name string) error {
@@ -269,6 +275,13 @@ func (o *Observer) watch(ctx context.Context) {
 	<-o.cc.Closed()
 	o.mu.Lock() // wait for a running handler
 	o.cancel()
+	if ms := o.back.take(time.Now()); len(ms) > 0 {
+		for _, m := range ms {
+			o.handBack(m)
+		}
+		// The hand-backs are with the server before Closed says so.
+		_ = o.b.nc.FlushTimeout(o.b.opts.timeout)
+	}
 	close(o.closed)
 	o.mu.Unlock()
 }
@@ -294,11 +307,17 @@ func (o *Observer) keepAlive() {
 }
 
 // Stop ends the observer at once: no more events are handled and the
-// running handler's ctx is cancelled. Events delivered and not acknowledged
-// are delivered again after AckWait (to this durable's next observer).
+// running handler's ctx is cancelled. The events it received and did not
+// handle (the running handler's too, should it fail), and those it failed
+// that have not come back to it, are handed back to the server in stream
+// order (a NAK), so the durable's next observer gets them at once and in
+// order rather than after AckWait; Stats().Returned counts them. Only an event in flight when the subscription ends, or one whose
+// NAK is lost with the connection, waits for AckWait.
 func (o *Observer) Stop() {
 	o.cancel()
-	o.cc.Stop()
+	// Drained rather than stopped, so that the messages already buffered
+	// reach handle, which hands them back.
+	o.cc.Drain()
 }
 
 // Drain ends the observer after the events already received are handled.
@@ -316,6 +335,7 @@ func (o *Observer) Stats() ObserverStats {
 	return ObserverStats{
 		Delivered: o.delivered.Load(), Acked: o.acked.Load(), Naked: o.naked.Load(),
 		DeadLettered: o.deadLettered.Load(), Malformed: o.malformed.Load(), Unfetched: o.unfetched.Load(),
+		Returned: o.returned.Load(),
 	}
 }
 
@@ -323,7 +343,8 @@ func (o *Observer) handle(m jetstream.Msg) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.ctx.Err() != nil {
-		return // stopped: leave it to redelivery
+		o.giveBack(m)
+		return
 	}
 	o.delivered.Add(1)
 	log := o.b.log
@@ -332,6 +353,7 @@ func (o *Observer) handle(m jetstream.Msg) {
 		log.Warn("hookbus: observer got a message without JetStream metadata", "durable", o.cfg.Durable, "subject", m.Subject(), "error", err)
 		return
 	}
+	o.back.delivered(meta.Sequence.Stream)
 	e, err := o.b.decodeStored(m.Subject(), m.Headers(), m.Data())
 	if err != nil {
 		o.malformed.Add(1)
@@ -359,6 +381,14 @@ func (o *Observer) handle(m jetstream.Msg) {
 		o.acked.Add(1)
 		return
 	}
+	if o.ctx.Err() != nil {
+		// Stopped while it ran: the failure may be the stop's own, so
+		// the event goes back at once, not after a back-off nor to the
+		// dead letters.
+		o.b.log.Debug("hookbus: handler failed while the observer stopped; event handed back", "durable", o.cfg.Durable, "id", e.ID, "error", herr)
+		o.giveBack(m)
+		return
+	}
 	if o.cfg.MaxDeliver > 0 && meta.NumDelivered >= uint64(o.cfg.MaxDeliver) {
 		o.giveUp(m, meta, e, herr)
 		return
@@ -372,7 +402,40 @@ func (o *Observer) handle(m jetstream.Msg) {
 		"delivery", meta.NumDelivered, "retry_in", delay, "error", herr)
 	if err := m.NakWithDelay(delay); err != nil {
 		log.Warn("hookbus: nak failed", "durable", o.cfg.Durable, "id", e.ID, "error", err)
+		return
 	}
+	if delay > 0 {
+		o.back.delay(meta.Sequence.Stream, m, time.Now().Add(delay), o.cfg.MaxAckPending)
+	}
+}
+
+// giveBack hands an event the stopping observer will not handle back to
+// the server, for the durable's next observer: kept until the subscription
+// has ended, since a NAK while it lasts would have the event delivered to
+// it again; at once after. o.mu is held.
+func (o *Observer) giveBack(m jetstream.Msg) {
+	meta, err := m.Metadata()
+	switch {
+	case err != nil:
+		return // not a JetStream message: nothing to hand back
+	case o.back.ended:
+		o.handBack(m)
+	default:
+		o.back.keep(meta.Sequence.Stream, m)
+	}
+}
+
+// handBack NAKs m for the durable's next observer (handback.go). The NAK
+// is published here rather than by m.NakWithDelay, which refuses a message
+// already NAKed (a failed event waiting out its back-off).
+func (o *Observer) handBack(m jetstream.Msg) {
+	nak := fmt.Appendf(nil, `-NAK {"delay": %d}`, handBackDelay.Nanoseconds())
+	if err := o.b.nc.Publish(m.Reply(), nak); err != nil {
+		o.b.log.Warn("hookbus: a stopping observer could not hand an event back; it is delivered again after AckWait",
+			"durable", o.cfg.Durable, "subject", m.Subject(), "error", err)
+		return
+	}
+	o.returned.Add(1)
 }
 
 // call runs the handler, turning a panic into an error.

@@ -304,3 +304,65 @@ func TestObserverSlowHandlerKeepsItsEvent(t *testing.T) {
 		t.Fatalf("event delivered %d times (handler called %d), want once", ci.Delivered.Consumer, calls.len())
 	}
 }
+
+// A stopped observer hands back the events it received and did not handle
+// (the one its handler was working on included) and the one it failed and
+// that waits out its back-off: the durable's next observer gets them at
+// once, in stream order, not after AckWait or the back-off.
+func TestStoppedObserverHandsBackWhatItDidNotHandle(t *testing.T) {
+	b := bustest.StartBus(t)
+	ctx := testCtx(t)
+	const n = 20
+	var all []*events.Event
+	for i := range n {
+		all = append(all, testEvent(t, "a", "s", "r1", events.StageToolBefore, uint64(i+1)))
+	}
+	publishAll(t, b, all...)
+	// AckWait and back-off far longer than the test: only a hand-back lets
+	// the second observer see the events in time.
+	cfg := bus.ObserveConfig{Durable: "handback", AckWait: 10 * time.Minute, Backoff: []time.Duration{10 * time.Minute}}
+	started := make(chan struct{})
+	var once sync.Once
+	o1, err := b.Observe(ctx, cfg, func(ctx context.Context, e *events.Event) error {
+		if e.ID == all[0].ID {
+			return errors.New("not now") // waits out its back-off on the server
+		}
+		once.Do(func() { close(started) })
+		<-ctx.Done() // at work on the second until stopped
+		return ctx.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	c, err := b.JetStream().Consumer(ctx, b.Names().Events, "handback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every event is delivered to the first observer (one failed, one
+	// handled, the others waiting in its buffer) before it stops.
+	bustest.Eventuallyf(t, 10*time.Second, func() bool {
+		ci, err := c.Info(ctx)
+		return err == nil && ci.NumAckPending == n && o1.Stats().Naked == 1
+	}, "the first observer holds all %d events and failed one", n)
+	o1.Stop()
+	waitClosed(t, o1)
+	if st := o1.Stats(); st.Acked != 0 || st.Returned != n {
+		t.Fatalf("first observer: %+v, want nothing acked and %d events handed back", st, n)
+	}
+
+	var second collector
+	o2, err := b.Observe(ctx, cfg, func(_ context.Context, e *events.Event) error {
+		second.add(e)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o2.Stop()
+	bustest.Eventuallyf(t, 10*time.Second, func() bool { return second.len() == n },
+		"the second observer got %d of %d events (AckWait and back-off are 10m)", second.len(), n)
+	if got, want := strings.Join(second.ids(), " "), strings.Join(ids(all), " "); got != want {
+		t.Fatalf("the second observer got the events in another order than the stream's:\n got %s\nwant %s", got, want)
+	}
+}
