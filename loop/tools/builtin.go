@@ -67,8 +67,8 @@ func Calculator() loop.Tool {
 
 // ReadFile returns the "read_file" tool: reads a file under root, given as
 // {"path": "notes.txt"}. A path that leaves root (absolute, "..", or a
-// symlink pointing out) is an error wrapping ErrPathEscape. Files are read up
-// to 1 MiB.
+// symlink pointing out) is an error wrapping ErrPathEscape; a FIFO, device
+// or socket one wrapping ErrNotRegular. Files are read up to 1 MiB.
 func ReadFile(root string) loop.Tool {
 	const limit = 1 << 20
 	return loop.ToolFunc(events.ToolSpec{
@@ -90,15 +90,21 @@ func ReadFile(root string) loop.Tool {
 			return "", fmt.Errorf("read_file: open root %q: %w", root, err)
 		}
 		defer r.Close()
-		f, err := r.Open(args.Path)
+		f, fi, err := openPlain(r, args.Path, os.O_RDONLY, 0)
 		if err != nil {
 			var pe *fs.PathError
+			if m, ok := isNotPlain(err); ok {
+				return "", fmt.Errorf("read_file: %w", notRegular(args.Path, m))
+			}
 			if errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes") {
 				return "", fmt.Errorf("%w: %q", ErrPathEscape, args.Path)
 			}
 			return "", fmt.Errorf("read_file: %w", err)
 		}
 		defer f.Close()
+		if fi.IsDir() {
+			return "", fmt.Errorf("%w: read_file: %q is a directory", ErrArguments, args.Path)
+		}
 		b, err := io.ReadAll(io.LimitReader(f, limit+1))
 		if err != nil {
 			return "", fmt.Errorf("read_file: %w", err)

@@ -20,6 +20,10 @@
 // The file tools are confined to the root directory with os.Root: a path
 // may be absolute inside the root or relative to it; "..", an absolute path
 // elsewhere or a symlink pointing out is an error wrapping ErrPathEscape.
+// They use regular files and directories only: a FIFO, a device or a
+// socket is refused (ErrNotRegular) without being opened for reading or
+// writing, so no call waits on one, and Glob and Grep skip those they meet,
+// naming them in a note.
 // Read, Write, Glob and Grep are idempotent; Edit is not. docs/PROTOCOL.md
 // ("Built-in tools") has the schemas, result formats and rules in full.
 //

@@ -17,6 +17,13 @@ var (
 	// absolute path elsewhere, or a symlink pointing out. The message names
 	// the path.
 	ErrPathEscape = errors.New("tools: path escapes the root directory")
+	// ErrNotRegular is returned by Read, Write, Edit, Grep and read_file for
+	// a path that is neither a regular file nor a directory: a named pipe
+	// (FIFO), a device or a socket, refused without being opened for
+	// reading or writing (so without blocking). The message names the path
+	// and what it is. Glob and Grep skip such entries when they walk a
+	// directory, and say so in their result.
+	ErrNotRegular = errors.New("tools: not a regular file or directory")
 	// ErrConfig is returned by NewFS, NewBash, ByName and ByNames for a
 	// configuration they cannot build a tool from.
 	ErrConfig = errors.New("tools: bad tool configuration")

@@ -102,11 +102,15 @@ func (f *FS) isEscape(err error) bool {
 }
 
 // wrap turns an error of an os.Root operation on the argument p into the
-// tool's error: ErrPathEscape when the root refused it, the error itself
-// (still matching fs.ErrNotExist and the like) otherwise.
+// tool's error: ErrPathEscape when the root refused it, ErrNotRegular for
+// a FIFO, device or socket (openPlain), the error itself (still matching
+// fs.ErrNotExist and the like) otherwise.
 func (f *FS) wrap(p string, err error) error {
 	if f.isEscape(err) {
 		return fmt.Errorf("%w: %q", ErrPathEscape, p)
+	}
+	if m, ok := isNotPlain(err); ok {
+		return notRegular(p, m)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -120,15 +124,20 @@ func (f *FS) wrap(p string, err error) error {
 // directory, which is then renamed over it, keeping the old file's
 // permissions, so a crash never leaves half a file. A symlink (to a file
 // inside the root: r checks) is written through in place. A new file gets
-// mode 0644 less the umask. Missing parent directories are created.
+// mode 0644 less the umask. Missing parent directories are created. A
+// FIFO, device or socket (or a symlink to one) is refused (openPlain's
+// error), neither written to nor replaced.
 func writeFile(r *os.Root, name string, data []byte) error {
 	perm, existed := fs.FileMode(0o644), false
 	if fi, err := r.Lstat(name); err == nil {
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return r.WriteFile(name, data, perm)
+			return writeThrough(r, name, data, perm)
 		}
 		if fi.IsDir() {
 			return &fs.PathError{Op: "write", Path: name, Err: errors.New("is a directory")}
+		}
+		if !fi.Mode().IsRegular() {
+			return &fs.PathError{Op: "write", Path: name, Err: &notPlainError{fi.Mode()}}
 		}
 		perm, existed = fi.Mode().Perm(), true
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -161,6 +170,24 @@ func writeFile(r *os.Root, name string, data []byte) error {
 	}
 	if werr != nil {
 		_ = r.Remove(tmp)
+	}
+	return werr
+}
+
+// writeThrough writes data to the file the symlink name points to (inside
+// the root), in place, creating it if it does not exist.
+func writeThrough(r *os.Root, name string, data []byte, perm fs.FileMode) error {
+	file, fi, err := openPlain(r, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		file.Close()
+		return &fs.PathError{Op: "write", Path: name, Err: errors.New("is a directory")}
+	}
+	_, werr := file.Write(data)
+	if cerr := file.Close(); werr == nil {
+		werr = cerr
 	}
 	return werr
 }

@@ -24,7 +24,8 @@ const globSchema = `{"type":"object","properties":{` +
 // "*", "?" and "[...]" within a segment, "**" for any number of segments,
 // "{a,b}" alternatives. A pattern without "/" matches files directly in
 // path only, as Claude Code's does. Results are paths relative to the root,
-// the most recently modified first, at most 100. Glob is idempotent.
+// the most recently modified first, at most 100; matching FIFOs, devices
+// and sockets are not listed, and a note names them. Glob is idempotent.
 func (f *FS) Glob() loop.Tool {
 	return loop.ToolFunc(events.ToolSpec{
 		Name: "Glob",
@@ -66,18 +67,25 @@ func (f *FS) glob(ctx context.Context, raw json.RawMessage) (string, error) {
 	if !isDir {
 		return "", fmt.Errorf("%w: Glob: path %s is not a directory", ErrArguments, a.Path)
 	}
-	files, unreadable, err := walkFiles(ctx, r, dir)
+	found, err := walkFiles(ctx, r, dir)
 	if err != nil {
 		return "", f.walkErr(a.Path, err)
 	}
-	matched := files[:0]
-	for _, w := range files {
+	matched := found.files[:0]
+	for _, w := range found.files {
 		if g.match(under(dir, w.path)) {
 			matched = append(matched, w)
 		}
 	}
+	var special []string
+	for _, w := range found.special {
+		if g.match(under(dir, w.path)) {
+			special = append(special, w.path)
+		}
+	}
+	notes := specialNote(special, "left out") + unreadableNote(found.unreadable)
 	if len(matched) == 0 {
-		return "No files found" + unreadableNote(unreadable), nil
+		return "No files found" + notes, nil
 	}
 	newestFirst(matched)
 	var b strings.Builder
@@ -92,7 +100,7 @@ func (f *FS) glob(ctx context.Context, raw json.RawMessage) (string, error) {
 	if len(matched) > globMaxFiles {
 		res += fmt.Sprintf("\n(Results are truncated: %d files match, the %d most recent are shown. Use a more specific path or pattern.)", len(matched), globMaxFiles)
 	}
-	return res + unreadableNote(unreadable), nil
+	return res + notes, nil
 }
 
 // relPattern makes an absolute pattern relative to the root; a pattern

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"strings"
@@ -62,7 +65,9 @@ type grepArgs struct {
 // Go's regexp (RE2): {"pattern", "path", "glob", "type", "output_mode",
 // "-i", "-n", "-A", "-B", "-C", "context", "head_limit", "offset",
 // "multiline"}. It skips binary files (a NUL byte) and version-control
-// directories; .gitignore is not read. The result formats are described
+// directories; .gitignore is not read. FIFOs, devices and sockets are not
+// opened: a path naming one is an error wrapping ErrNotRegular, and those
+// met in a directory are named in a note. The result formats are described
 // in docs/PROTOCOL.md. Grep is idempotent.
 func (f *FS) Grep() loop.Tool {
 	return loop.ToolFunc(events.ToolSpec{
@@ -110,16 +115,22 @@ func (f *FS) grep(ctx context.Context, raw json.RawMessage) (string, error) {
 		return "", err
 	}
 	var files []walked
+	var special []string
 	unreadable := 0
 	if isDir {
-		all, n, err := walkFiles(ctx, r, dir)
+		found, err := walkFiles(ctx, r, dir)
 		if err != nil {
 			return "", f.walkErr(a.Path, err)
 		}
-		unreadable = n
-		for _, w := range all {
+		unreadable = found.unreadable
+		for _, w := range found.files {
 			if filter.match(under(dir, w.path)) {
 				files = append(files, w)
+			}
+		}
+		for _, w := range found.special {
+			if filter.match(under(dir, w.path)) {
+				special = append(special, w.path)
 			}
 		}
 	} else {
@@ -135,6 +146,13 @@ func (f *FS) grep(ctx context.Context, raw json.RawMessage) (string, error) {
 			return "", err
 		}
 		data, skip, err := readSearchable(r, w.path)
+		if _, ok := isNotPlain(err); ok {
+			if !isDir {
+				return "", fmt.Errorf("Grep: %w", f.wrap(a.Path, err))
+			}
+			special = append(special, w.path) // swapped in since the walk
+			continue
+		}
 		if err != nil {
 			unreadable++
 			continue
@@ -149,7 +167,7 @@ func (f *FS) grep(ctx context.Context, raw json.RawMessage) (string, error) {
 		}
 		s.searchFile(&res, w, data)
 	}
-	return res.format(s.mode, a.HeadLimit, a.Offset) + unreadableNote(unreadable), nil
+	return res.format(s.mode, a.HeadLimit, a.Offset) + specialNote(special, "not searched") + unreadableNote(unreadable), nil
 }
 
 func newGrepSearch(a *grepArgs) (*grepSearch, error) {
@@ -208,18 +226,25 @@ func firstSet(vs ...*int) *int {
 }
 
 // readSearchable reads a file for Grep; skip is "large" or "binary" for a
-// file Grep does not search.
+// file Grep does not search. A FIFO, device or socket is openPlain's error.
 func readSearchable(r *os.Root, name string) (data []byte, skip string, err error) {
-	fi, err := r.Stat(name)
+	file, fi, err := openPlain(r, name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, "", err
+	}
+	defer file.Close()
+	if fi.IsDir() {
+		return nil, "", &fs.PathError{Op: "read", Path: name, Err: errors.New("is a directory")}
 	}
 	if fi.Size() > grepMaxFile {
 		return nil, "large", nil
 	}
-	data, err = r.ReadFile(name)
+	data, err = io.ReadAll(io.LimitReader(file, grepMaxFile+1))
 	if err != nil {
 		return nil, "", err
+	}
+	if len(data) > grepMaxFile {
+		return nil, "large", nil // grown since its Stat
 	}
 	if bytes.IndexByte(data, 0) >= 0 {
 		return nil, "binary", nil

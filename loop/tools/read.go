@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -35,9 +36,10 @@ const readSchema = `{"type":"object","properties":{` +
 // text file as `cat -n` does (the line number right-aligned in six columns,
 // a tab, the line), from line offset (1-based), at most limit lines (default
 // 2000); lines longer than 2000 characters are cut, saying so. A binary file
-// or a directory is an error wrapping ErrArguments, a missing file one
-// matching fs.ErrNotExist, a path outside the root one wrapping
-// ErrPathEscape. Read is idempotent.
+// or a directory is an error wrapping ErrArguments, a FIFO, device or
+// socket one wrapping ErrNotRegular, a missing file one matching
+// fs.ErrNotExist, a path outside the root one wrapping ErrPathEscape. Read
+// is idempotent.
 func (f *FS) Read() loop.Tool {
 	return loop.ToolFunc(events.ToolSpec{
 		Name: "Read",
@@ -83,14 +85,12 @@ func (f *FS) read(_ context.Context, raw json.RawMessage) (string, error) {
 		return "", err
 	}
 	defer r.Close()
-	file, err := r.Open(name)
+	file, fi, err := openPlain(r, name, os.O_RDONLY, 0)
 	if err != nil {
 		return "", f.wrap(p, err)
 	}
 	defer file.Close()
-	if fi, err := file.Stat(); err != nil {
-		return "", f.wrap(p, err)
-	} else if fi.IsDir() {
+	if fi.IsDir() {
 		return "", fmt.Errorf("%w: Read: %s is a directory; list it with Glob", ErrArguments, p)
 	}
 	br := bufio.NewReaderSize(file, 64<<10)

@@ -27,21 +27,29 @@ type walked struct {
 	modTime time.Time
 }
 
+// walk is what walkFiles found.
+type walk struct {
+	files      []walked
+	special    []walked // FIFOs, devices and sockets (or symlinks to them), not to be opened
+	unreadable int      // entries it could not read (permission denied and the like)
+}
+
 // walkFiles lists the regular files under dir (relative to r), in lexical
 // order, with their modification times. It does not enter version-control
 // directories nor follow symlinked directories; a symlink to a file counts
-// as that file when it stays inside the root and is skipped otherwise. It
-// returns how many entries it could not read (permission denied and the
-// like) along with the files. It stops early when ctx ends.
-func walkFiles(ctx context.Context, r *os.Root, dir string) ([]walked, int, error) {
-	var files []walked
-	unreadable := 0
+// as that file when it stays inside the root and is skipped otherwise.
+// Entries that are neither regular files nor directories (FIFOs, devices,
+// sockets, or symlinks to them) are listed apart, for the caller to say it
+// skipped them; nothing is opened but directories. It stops early when ctx
+// ends.
+func walkFiles(ctx context.Context, r *os.Root, dir string) (walk, error) {
+	var w walk
 	err := fs.WalkDir(r.FS(), dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == dir {
 				return err
 			}
-			unreadable++
+			w.unreadable++
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -55,21 +63,27 @@ func walkFiles(ctx context.Context, r *os.Root, dir string) ([]walked, int, erro
 			return nil
 		case d.Type()&fs.ModeSymlink != 0:
 			fi, err := r.Stat(p)
-			if err != nil || !fi.Mode().IsRegular() {
+			switch {
+			case err != nil || fi.IsDir():
 				return nil // escapes the root, dangling, or a directory
+			case !fi.Mode().IsRegular():
+				w.special = append(w.special, walked{p, fi.ModTime()})
+			default:
+				w.files = append(w.files, walked{p, fi.ModTime()})
 			}
-			files = append(files, walked{p, fi.ModTime()})
 		case d.Type().IsRegular():
 			fi, err := d.Info()
 			if err != nil {
-				unreadable++
+				w.unreadable++
 				return nil
 			}
-			files = append(files, walked{p, fi.ModTime()})
+			w.files = append(w.files, walked{p, fi.ModTime()})
+		default:
+			w.special = append(w.special, walked{path: p})
 		}
 		return nil
 	})
-	return files, unreadable, err
+	return w, err
 }
 
 // newestFirst sorts files by modification time, the newest first, as
@@ -97,8 +111,8 @@ func (f *FS) searchDir(r *os.Root, tool, p string) (string, bool, error) {
 	if err != nil {
 		return "", false, f.wrap(p, err)
 	}
-	if !fi.IsDir() && !fi.Mode().IsRegular() {
-		return "", false, fmt.Errorf("%w: %s: %s is neither a directory nor a file", ErrArguments, tool, p)
+	if !plain(fi.Mode()) {
+		return "", false, fmt.Errorf("%s: %w", tool, notRegular(p, fi.Mode()))
 	}
 	return name, fi.IsDir(), nil
 }

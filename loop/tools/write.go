@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/hookbus/hookbus/events"
@@ -26,8 +28,9 @@ const editSchema = `{"type":"object","properties":{` +
 
 // Write returns the "Write" tool: {"file_path", "content"}. It creates the
 // file (and its missing parent directories) or replaces its whole content,
-// atomically. Write is idempotent: writing the same content twice leaves
-// what writing it once does.
+// atomically. A FIFO, device or socket is neither written to nor replaced:
+// an error wrapping ErrNotRegular. Write is idempotent: writing the same
+// content twice leaves what writing it once does.
 func (f *FS) Write() loop.Tool {
 	return loop.ToolFunc(events.ToolSpec{
 		Name:        "Write",
@@ -82,7 +85,8 @@ func (f *FS) write(_ context.Context, raw json.RawMessage) (string, error) {
 // with new_string, or every occurrence when replace_all is true, and writes
 // the file atomically. old_string absent is an error wrapping ErrNoMatch;
 // more than one occurrence without replace_all, ErrNotUnique; old_string
-// equal to new_string, ErrArguments. An empty old_string creates a file that
+// equal to new_string, ErrArguments; a FIFO, device or socket,
+// ErrNotRegular. An empty old_string creates a file that
 // does not exist (or fills an empty one) with new_string, as Claude Code's
 // Edit does. Edit is not idempotent.
 func (f *FS) Edit() loop.Tool {
@@ -124,7 +128,7 @@ func (f *FS) edit(_ context.Context, raw json.RawMessage) (string, error) {
 		return "", err
 	}
 	defer r.Close()
-	data, err := r.ReadFile(name)
+	data, err := readPlain(r, name)
 	switch {
 	case old == "" && errors.Is(err, fs.ErrNotExist) && !f.isEscape(err):
 		if err := writeFile(r, name, []byte(repl)); err != nil {
@@ -166,4 +170,18 @@ func clip(s string, n int) string {
 		return c + "..."
 	}
 	return s
+}
+
+// readPlain reads the regular file name (relative to r) whole; a FIFO,
+// device or socket is openPlain's error, a directory an error saying so.
+func readPlain(r *os.Root, name string) ([]byte, error) {
+	file, fi, err := openPlain(r, name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	if fi.IsDir() {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("is a directory")}
+	}
+	return io.ReadAll(file)
 }
