@@ -18,6 +18,12 @@ const (
 	DefaultModelTimeout = 5 * time.Minute
 	// DefaultModelAttempts bounds the attempts of one model call.
 	DefaultModelAttempts = 4
+	// DefaultToolTimeout bounds one tool call: longer than the Bash tool's
+	// longest command (10 minutes) and the time it takes to kill it.
+	DefaultToolTimeout = 15 * time.Minute
+	// DefaultToolGrace is how long a tool whose call's ctx ended has to
+	// return before it is abandoned: longer than the Bash tool's kill grace.
+	DefaultToolGrace = 5 * time.Second
 )
 
 // Config configures an Engine.
@@ -49,6 +55,14 @@ type Config struct {
 	ModelTimeout time.Duration
 	// ModelRetry is how failed model calls are retried.
 	ModelRetry Retry
+	// ToolTimeout bounds one tool call (default DefaultToolTimeout): when
+	// it passes, the call's ctx ends and the call fails with an error
+	// wrapping ErrToolTimeout, which the model is told; the run goes on.
+	// ToolGrace (default DefaultToolGrace) is how long a tool whose ctx
+	// ended (the timeout, or the run's own ctx) has to return: one that
+	// does not, stuck in a system call that ignores its ctx, is abandoned
+	// and logged, and its goroutine lingers until the call returns.
+	ToolTimeout, ToolGrace time.Duration
 	// Budget bounds what one run may use; the zero value bounds nothing.
 	// A request's own budget (RunRequest.Budget) overrides it field by
 	// field.
@@ -178,7 +192,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("%w: no History", ErrInvalidConfig)
 	case cfg.Model == nil:
 		return nil, fmt.Errorf("%w: no Model", ErrInvalidConfig)
-	case cfg.MaxSteps < 0, cfg.MaxContinues < 0, cfg.ModelTimeout < 0,
+	case cfg.MaxSteps < 0, cfg.MaxContinues < 0, cfg.ModelTimeout < 0, cfg.ToolTimeout < 0, cfg.ToolGrace < 0,
 		cfg.ModelRetry.Attempts < 0, cfg.ModelRetry.Backoff < 0, cfg.ModelRetry.MaxBackoff < 0:
 		return nil, fmt.Errorf("%w: a negative bound", ErrInvalidConfig)
 	}
@@ -223,6 +237,12 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.ModelTimeout == 0 {
 		cfg.ModelTimeout = DefaultModelTimeout
+	}
+	if cfg.ToolTimeout == 0 {
+		cfg.ToolTimeout = DefaultToolTimeout
+	}
+	if cfg.ToolGrace == 0 {
+		cfg.ToolGrace = DefaultToolGrace
 	}
 	if cfg.ModelRetry.Attempts == 0 {
 		cfg.ModelRetry.Attempts = DefaultModelAttempts

@@ -13,6 +13,11 @@ var (
 	// ErrToolArguments is the error of a tool call whose arguments are not
 	// a JSON object (a model that sent invalid JSON).
 	ErrToolArguments = errors.New("loop: bad tool arguments")
+	// ErrToolTimeout is the error of a tool call that did not end within
+	// Config.ToolTimeout, or that did not return within Config.ToolGrace
+	// once its ctx ended and was abandoned. The message names the tool and
+	// the timeout.
+	ErrToolTimeout = errors.New("loop: tool call timed out")
 	// ErrUnrecorded is returned by Run when the run's events cannot be
 	// recorded (NATS away for longer than the Emitter waits, or another
 	// attempt claimed the session): the run was not ended, and it resumes

@@ -176,15 +176,59 @@ func (r *run) invoke(ctx context.Context, call events.ToolCall) (content string,
 	if a := bytes.TrimSpace(call.Arguments); len(a) > 0 && a[0] != '{' {
 		return "", false, fmt.Errorf("%w: the arguments of %s are not a JSON object: %s", ErrToolArguments, call.Name, a)
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			panicked = true
-			err = fmt.Errorf("tool %s panicked: %v", call.Name, p)
-			r.eng.cfg.Logger.Error("tool panicked", "tool", call.Name, "panic", p, "stack", string(debug.Stack()))
-		}
+	return r.bounded(ctx, t, call)
+}
+
+// toolOutcome is what a tool's Call returned, or its panic.
+type toolOutcome struct {
+	content  string
+	panicked bool
+	err      error
+}
+
+// bounded calls the tool in a goroutine of its own, within the tool timeout
+// (Config.ToolTimeout). When the call's ctx ends (the timeout, or the run's
+// ctx), the tool has Config.ToolGrace to return (the Bash tool kills its
+// processes meanwhile); a tool that does not, blocked in a system call that
+// ignores its ctx, is abandoned: the call fails with ErrToolTimeout and the
+// run goes on, while the tool's goroutine lingers until the call returns.
+func (r *run) bounded(ctx context.Context, t Tool, call events.ToolCall) (string, bool, error) {
+	timeout := r.eng.cfg.ToolTimeout
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	done := make(chan toolOutcome, 1) // never blocks an abandoned tool
+	go func() {
+		var o toolOutcome
+		defer func() {
+			if p := recover(); p != nil {
+				o = toolOutcome{panicked: true, err: fmt.Errorf("tool %s panicked: %v", call.Name, p)}
+				r.eng.cfg.Logger.Error("tool panicked", "tool", call.Name, "panic", p, "stack", string(debug.Stack()))
+			}
+			done <- o
+		}()
+		o.content, o.err = t.Call(cctx, call.Arguments)
 	}()
-	content, err = t.Call(ctx, call.Arguments)
-	return content, false, err
+	var o toolOutcome
+	select {
+	case o = <-done:
+	case <-cctx.Done():
+		grace := time.NewTimer(r.eng.cfg.ToolGrace)
+		defer grace.Stop()
+		select {
+		case o = <-done:
+		case <-grace.C:
+			r.eng.cfg.Logger.Error("loop: tool abandoned: it did not return after its call's ctx ended; its goroutine lingers until the call returns",
+				"run", r.req.RunID, "tool", call.Name, "call", call.ID, "timeout", timeout, "grace", r.eng.cfg.ToolGrace, "ctx", context.Cause(cctx))
+			if ctx.Err() != nil {
+				return "", false, fmt.Errorf("%w: %s did not return within %v of the run's end (%v) and was abandoned", ErrToolTimeout, call.Name, r.eng.cfg.ToolGrace, ctx.Err())
+			}
+			return "", false, fmt.Errorf("%w: %s did not finish within its timeout of %v and was abandoned", ErrToolTimeout, call.Name, timeout)
+		}
+	}
+	if o.err != nil && ctx.Err() == nil && cctx.Err() != nil {
+		o.err = fmt.Errorf("%w: %s did not finish within its timeout of %v: %w", ErrToolTimeout, call.Name, timeout, o.err)
+	}
+	return o.content, o.panicked, o.err
 }
 
 func joinContext(a, b string) string {
