@@ -10,7 +10,7 @@ TESTFLAGS ?= -race -count=1 -timeout 15m
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 5
 
-.PHONY: all build run test test-faults e2e vet staticcheck unit bench bench-scale fuzz clean browser ui
+.PHONY: all build run test test-faults e2e vet staticcheck unit bench bench-scale fuzz clean browser sandbox ui
 
 all: build
 
@@ -40,6 +40,17 @@ browser:
 	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; } || \
 	    echo "browser: could not install chromium (no root, no sudo, or no apt): the browser tests will skip, saying so"; \
+	fi
+
+## sandbox: install Debian's bubblewrap, the sandbox of Bash commands (an agent's bash.sandbox, loop
+## --sandbox) and of its tests (skipped when bwrap is already on PATH; needs root or sudo).
+sandbox:
+	@if command -v bwrap >/dev/null 2>&1; then \
+	  echo "sandbox: bwrap found, nothing to install"; \
+	else \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq bubblewrap; } || \
+	    echo "sandbox: could not install bubblewrap (no root, no sudo, or no apt): the sandbox tests will skip, saying so"; \
 	fi
 
 ## ui: the web timeline over the demo's store (make run first): http://127.0.0.1:8080/

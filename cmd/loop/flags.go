@@ -39,6 +39,8 @@ type agentFlags struct {
 	root     string
 	system   string
 	maxSteps int
+	sandbox  string // --sandbox: the Bash tool's
+	sandNet  bool   // --sandbox-network
 }
 
 func (a *agentFlags) register(fs *flag.FlagSet) {
@@ -48,6 +50,8 @@ func (a *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.root, "root", ".", "directory the file tools are confined to, and Bash runs in")
 	fs.StringVar(&a.system, "system", "", "system prompt")
 	fs.IntVar(&a.maxSteps, "max-steps", loop.DefaultMaxSteps, "most steps a run may take (at least 1)")
+	fs.StringVar(&a.sandbox, "sandbox", "", "confine Bash commands: none (the default: unconfined), bubblewrap or required (each command under bubblewrap: the root read-write, system directories read-only, nothing else of the file system, no network; loop refuses to start where bubblewrap is missing or does not work)")
+	fs.BoolVar(&a.sandNet, "sandbox-network", false, "give sandboxed Bash commands the network (with --sandbox)")
 	fs.StringVar(&a.signing, "signing-key", "", "an nkey seed file (\"loop keygen\" writes one) that signs the end of every run, the head of its hash chain (observer verify --public-key checks it)")
 	fs.Func("claude-settings", "a Claude Code settings.json whose hooks section every agent runs (command and http hooks, in the file's order); repeatable", func(v string) error {
 		a.claude = append(a.claude, v)
@@ -62,6 +66,9 @@ func (a *agentFlags) check(set map[string]bool) error {
 	}
 	if a.file != "" && set["max-steps"] {
 		return fmt.Errorf("%w: --max-steps defines an agent; with --agents FILE the file does (max_steps)", cli.ErrUsage)
+	}
+	if a.file != "" && (set["sandbox"] || set["sandbox-network"]) {
+		return fmt.Errorf("%w: --sandbox and --sandbox-network define an agent; with --agents FILE the file does (bash: {sandbox: ..., sandbox_network: ...})", cli.ErrUsage)
 	}
 	return nil
 }
@@ -89,7 +96,8 @@ func (a *agentFlags) definitions(id string) (*agents.File, error) {
 		}
 		return f, nil
 	}
-	def := agents.Agent{ID: id, Model: a.model, System: a.system, MaxSteps: a.maxSteps, Root: a.root}
+	def := agents.Agent{ID: id, Model: a.model, System: a.system, MaxSteps: a.maxSteps, Root: a.root,
+		Bash: agents.Bash{Sandbox: a.sandbox, SandboxNetwork: a.sandNet}}
 	switch {
 	case a.model != "" && a.script != "":
 		return nil, fmt.Errorf("%w: give --model or --script, not both", cli.ErrUsage)

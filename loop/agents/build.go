@@ -76,9 +76,7 @@ func (a *Agent) Build(ctx context.Context, log *slog.Logger) (*Built, error) {
 		if st, err := os.Stat(root); err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("%w: agent %q: root %s is not a directory", ErrBuild, a.ID, root)
 		}
-		ts, err = tools.ByNames(a.Tools, tools.Config{Root: root, Bash: tools.BashConfig{
-			Env: a.Bash.Env, Timeout: time.Duration(a.Bash.Timeout), MaxOutput: a.Bash.MaxOutput, Idempotent: a.Bash.Idempotent,
-		}})
+		ts, err = tools.ByNames(a.Tools, tools.Config{Root: root, Bash: a.bashConfig()})
 		if err != nil {
 			return nil, fmt.Errorf("%w: agent %q: tools: %v", ErrBuild, a.ID, err)
 		}
@@ -98,7 +96,7 @@ func (a *Agent) Build(ctx context.Context, log *slog.Logger) (*Built, error) {
 	b.Config = loop.Config{
 		Model: model, Tools: ts, SystemPrompt: a.System, MaxSteps: a.MaxSteps,
 		ModelTimeout: time.Duration(a.ModelTimeout), ModelRetry: loop.Retry{Attempts: a.ModelAttempts},
-		Budget: a.budget(),
+		Budget: a.budget(), ToolTimeout: time.Duration(a.ToolTimeout),
 	}
 	b.Config.Approval, _ = a.approval() // checked by Parse
 	for _, id := range a.Subagents {
@@ -116,6 +114,23 @@ func (a *Agent) Build(ctx context.Context, log *slog.Logger) (*Built, error) {
 		b.Config.Prices = &events.Prices{InputPerMTok: a.Prices.InputPerMTok, OutputPerMTok: a.Prices.OutputPerMTok}
 	}
 	return b, nil
+}
+
+// bashConfig is the agent's Bash tool: its settings, its timeouts capped by
+// tool_timeout (a command is killed by its own timeout before the engine
+// gives up on the call).
+func (a *Agent) bashConfig() tools.BashConfig {
+	c := tools.BashConfig{
+		Env: a.Bash.Env, Timeout: time.Duration(a.Bash.Timeout), MaxOutput: a.Bash.MaxOutput, Idempotent: a.Bash.Idempotent,
+		Sandbox: a.Bash.Sandbox, SandboxNetwork: a.Bash.SandboxNetwork,
+	}
+	if tt := time.Duration(a.ToolTimeout); tt > 0 {
+		c.MaxTimeout = min(tools.DefaultBashMaxTimeout, tt)
+		if c.Timeout == 0 {
+			c.Timeout = min(tools.DefaultBashTimeout, c.MaxTimeout)
+		}
+	}
+	return c
 }
 
 // root is the agent's root directory, relative to the file.

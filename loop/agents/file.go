@@ -64,6 +64,9 @@ type Agent struct {
 	Tools []string `yaml:"tools"`
 	// Bash configures the Bash tool.
 	Bash Bash `yaml:"bash"`
+	// ToolTimeout bounds one tool call (default loop.DefaultToolTimeout);
+	// it caps Bash's timeouts too.
+	ToolTimeout Duration `yaml:"tool_timeout"`
 	// MCP lists MCP servers whose tools the agent may use, named
 	// mcp__<server>__<tool>.
 	MCP []MCPServer `yaml:"mcp"`
@@ -105,6 +108,15 @@ type Bash struct {
 	// Idempotent declares every command the agent runs safe to run twice,
 	// so a run resumed after a crash runs an unfinished one again.
 	Idempotent bool `yaml:"idempotent"`
+	// Sandbox confines commands: none (the default: a command reaches
+	// whatever the worker's user can), bubblewrap or required (each
+	// command under bubblewrap: the root read-write, the system
+	// directories read-only, nothing else of the file system, no
+	// network; the worker refuses to start where bubblewrap is missing or
+	// does not work). See docs/SECURITY.md.
+	Sandbox string `yaml:"sandbox"`
+	// SandboxNetwork gives sandboxed commands the network.
+	SandboxNetwork bool `yaml:"sandbox_network"`
 }
 
 // MCPServer is an MCP server of an agent: a stdio command or a streamable
@@ -337,6 +349,12 @@ func (a *Agent) check() error {
 		return a.errorf("compaction", "a negative bound")
 	case a.Bash.MaxOutput < 0:
 		return a.errorf("bash", "max_output %d is negative", a.Bash.MaxOutput)
+	case a.ToolTimeout != 0 && a.Bash.Timeout > a.ToolTimeout:
+		return a.errorf("bash", "timeout %v is longer than the agent's tool_timeout %v", time.Duration(a.Bash.Timeout), time.Duration(a.ToolTimeout))
+	case !slices.Contains(append(tools.SandboxModes(), ""), a.Bash.Sandbox):
+		return a.errorf("bash", "unknown sandbox %q (known: %s)", a.Bash.Sandbox, strings.Join(tools.SandboxModes(), ", "))
+	case a.Bash.SandboxNetwork && (a.Bash.Sandbox == "" || a.Bash.Sandbox == tools.SandboxNone):
+		return a.errorf("bash", "sandbox_network is set without a sandbox (sandbox: %s or %s)", tools.SandboxBubblewrap, tools.SandboxRequired)
 	}
 	known := tools.Names()
 	for i, t := range a.Tools {

@@ -16,6 +16,12 @@ import (
 	"github.com/hookbus/hookbus/events"
 )
 
+// Defaults of BashConfig: Claude Code's.
+const (
+	DefaultBashTimeout    = 2 * time.Minute
+	DefaultBashMaxTimeout = 10 * time.Minute
+)
+
 // BashConfig configures the Bash tool. Zero values take Claude Code's
 // defaults.
 type BashConfig struct {
@@ -42,6 +48,14 @@ type BashConfig struct {
 	// Idempotent marks the tool idempotent (events.ToolSpec.Idempotent):
 	// set it only when every command the agent may run can safely run twice.
 	Idempotent bool
+	// Sandbox confines commands: SandboxNone ("", the default: not
+	// confined), SandboxBubblewrap or SandboxRequired (each command under
+	// bubblewrap; NewBash refuses to build the tool when it is missing or
+	// does not work here). SandboxNetwork leaves the network to sandboxed
+	// commands (by default they have none, not even the host's loopback).
+	// docs/SECURITY.md says what the sandbox confines.
+	Sandbox        string
+	SandboxNetwork bool
 }
 
 // Bash is the "Bash" tool: {"command", "description", "timeout"}. It runs
@@ -49,16 +63,22 @@ type BashConfig struct {
 // its own, with a minimal environment; when the command ends, times out or
 // its ctx ends, every process left in the group is killed (SIGTERM, then
 // SIGKILL after KillGrace). See docs/PROTOCOL.md, "Built-in tools", for the
-// result format. The command is not confined to the root: only its working
-// directory is.
+// result format. Without a sandbox (BashConfig.Sandbox) the command is not
+// confined to the root, only its working directory is: it reaches whatever
+// the worker's user can. In the sandbox it sees the root (read-write), the
+// system directories (read-only), a private /tmp and nothing else of the
+// file system, and no network unless SandboxNetwork.
 type Bash struct {
 	cfg BashConfig
 	env []string
+	sb  *sandbox // nil: commands run unconfined
 }
 
 // NewBash returns the Bash tool. It reads the worker's environment once,
 // here. It returns an error wrapping ErrConfig when Root is not a directory,
-// an Env entry is not a variable name, or no shell is found.
+// an Env entry is not a variable name, no shell is found, or the sandbox
+// asked for is unknown, missing (no bwrap in PATH) or fails its trial run
+// (bubblewrap cannot make its namespaces here: the message says why).
 func NewBash(cfg BashConfig) (*Bash, error) {
 	if cfg.Root == "" {
 		return nil, fmt.Errorf("%w: Bash: Root is empty", ErrConfig)
@@ -72,10 +92,10 @@ func NewBash(cfg BashConfig) (*Bash, error) {
 	}
 	cfg.Root = dir
 	if cfg.Timeout == 0 {
-		cfg.Timeout = 2 * time.Minute
+		cfg.Timeout = DefaultBashTimeout
 	}
 	if cfg.MaxTimeout == 0 {
-		cfg.MaxTimeout = 10 * time.Minute
+		cfg.MaxTimeout = DefaultBashMaxTimeout
 	}
 	if cfg.MaxOutput == 0 {
 		cfg.MaxOutput = 30000
@@ -99,7 +119,17 @@ func NewBash(cfg BashConfig) (*Bash, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Bash{cfg: cfg, env: env}, nil
+	sb, err := newSandbox(cfg.Sandbox, cfg.Root, cfg.SandboxNetwork)
+	if err != nil {
+		return nil, err
+	}
+	if sb != nil {
+		if err := sb.trial(cfg.Shell, env); err != nil {
+			return nil, err
+		}
+		env = sb.env(env)
+	}
+	return &Bash{cfg: cfg, env: env, sb: sb}, nil
 }
 
 // Spec describes Bash to the model.
@@ -159,6 +189,12 @@ func (b *Bash) run(ctx context.Context, command string, timeout time.Duration) (
 		return "", fmt.Errorf("bash: %w", err)
 	}
 	cmd := exec.Command(b.cfg.Shell, "-c", command)
+	if b.sb != nil {
+		// bwrap leads the group; the sandbox's processes, in a session
+		// of their own, die with it (--die-with-parent, and the end of
+		// their PID namespace).
+		cmd = b.sb.command(b.cfg.Shell, command)
+	}
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = b.cfg.Root, b.env, pw, pw
 	proc.SetGroup(cmd)
 	start := time.Now()
