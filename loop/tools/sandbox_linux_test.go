@@ -185,3 +185,25 @@ func TestSandboxRequiredWithoutBubblewrap(t *testing.T) {
 		t.Errorf("sandbox none without bwrap: %v", err)
 	}
 }
+
+// A bubblewrap that cannot make its namespaces here (a container without
+// user namespaces) fails the trial run when the tool is built: the error
+// carries its message and says what to do.
+func TestSandboxThatDoesNotWorkIsRefusedAtStart(t *testing.T) {
+	skipUnlessUnix(t)
+	dir := t.TempDir()
+	fake := "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "bwrap"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+":/usr/bin:/bin")
+	_, err := tools.NewBash(tools.BashConfig{Root: t.TempDir(), Sandbox: tools.SandboxRequired})
+	if !errors.Is(err, tools.ErrConfig) {
+		t.Fatalf("NewBash with a failing bwrap = %v; want ErrConfig", err)
+	}
+	for _, want := range []string{"the sandbox does not work here", "No permissions to creating new namespace", "user namespaces", "sandbox: none"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q: %v", want, err)
+		}
+	}
+}
