@@ -40,32 +40,52 @@ type walk struct {
 // as that file when it stays inside the root and is skipped otherwise.
 // Entries that are neither regular files nor directories (FIFOs, devices,
 // sockets, or symlinks to them) are listed apart, for the caller to say it
-// skipped them; nothing is opened but directories. It stops early when ctx
-// ends.
+// skipped them. Only directories are opened, through openPlain, so a FIFO
+// swapped in for one is refused rather than waited on. It stops early when
+// ctx ends.
 func walkFiles(ctx context.Context, r *os.Root, dir string) (walk, error) {
 	var w walk
-	err := fs.WalkDir(r.FS(), dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == dir {
-				return err
-			}
-			w.unreadable++
-			return nil
+	err := w.dir(ctx, r, dir, true)
+	return w, err
+}
+
+// dir adds what the directory name holds, and what its subdirectories
+// hold; a directory that cannot be read counts as unreadable, unless it is
+// the top one (top), whose error is returned.
+func (w *walk) dir(ctx context.Context, r *os.Root, name string, top bool) error {
+	entries, err := readDir(r, name)
+	if err != nil {
+		if top {
+			return err
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if _, ok := isNotPlain(err); ok {
+			w.special = append(w.special, walked{path: name}) // swapped in since it was listed
+		} else {
+			w.unreadable++
+		}
+		return nil
+	}
+	for _, d := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p := d.Name()
+		if name != "." {
+			p = name + "/" + p
 		}
 		switch {
 		case d.IsDir():
-			if p != dir && skipDir(d.Name()) {
-				return fs.SkipDir
+			if skipDir(d.Name()) {
+				continue
 			}
-			return nil
+			if err := w.dir(ctx, r, p, false); err != nil {
+				return err
+			}
 		case d.Type()&fs.ModeSymlink != 0:
 			fi, err := r.Stat(p)
 			switch {
 			case err != nil || fi.IsDir():
-				return nil // escapes the root, dangling, or a directory
+				// escapes the root, dangling, or a directory
 			case !fi.Mode().IsRegular():
 				w.special = append(w.special, walked{p, fi.ModTime()})
 			default:
@@ -75,15 +95,34 @@ func walkFiles(ctx context.Context, r *os.Root, dir string) (walk, error) {
 			fi, err := d.Info()
 			if err != nil {
 				w.unreadable++
-				return nil
+				continue
 			}
 			w.files = append(w.files, walked{p, fi.ModTime()})
 		default:
 			w.special = append(w.special, walked{path: p})
 		}
-		return nil
-	})
-	return w, err
+	}
+	return nil
+}
+
+// readDir lists the directory name (relative to r), sorted by name. A FIFO,
+// device or socket is openPlain's error, a file an error saying it is not
+// a directory.
+func readDir(r *os.Root, name string) ([]fs.DirEntry, error) {
+	d, fi, err := openPlain(r, name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	if !fi.IsDir() {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: errors.New("not a directory")}
+	}
+	entries, err := d.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	return entries, nil
 }
 
 // newestFirst sorts files by modification time, the newest first, as
