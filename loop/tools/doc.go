@@ -9,6 +9,9 @@
 //     root directory, in its own process group, with a minimal environment;
 //     the whole group is killed when the command ends, times out or the
 //     run's ctx ends. Not idempotent unless BashConfig.Idempotent says so.
+//     Not confined unless BashConfig.Sandbox puts each command under
+//     bubblewrap (the root read-write, the system directories read-only,
+//     nothing else, no network): docs/SECURITY.md.
 //   - Read {file_path, offset, limit}: a text file, line-numbered (cat -n).
 //   - Write {file_path, content}: creates or replaces a file, atomically.
 //   - Edit {file_path, old_string, new_string, replace_all}: exact string
