@@ -82,7 +82,7 @@ func callWithin(t *testing.T, tool loop.Tool, args obj, d time.Duration) (string
 // would block the open forever, a device be read forever.
 func TestFileToolsRefuseSpecialFiles(t *testing.T) {
 	tr, special := specialTree(t)
-	read, write, edit, grep := tr.fs.Read(), tr.fs.Write(), tr.fs.Edit(), tr.fs.Grep()
+	read, write, edit, glob, grep := tr.fs.Read(), tr.fs.Write(), tr.fs.Edit(), tr.fs.Glob(), tr.fs.Grep()
 	readFile := tools.ReadFile(tr.root)
 	for _, name := range special {
 		cases := []struct {
@@ -94,6 +94,7 @@ func TestFileToolsRefuseSpecialFiles(t *testing.T) {
 			{write, obj{"file_path": name, "content": "x"}},
 			{edit, obj{"file_path": name, "old_string": "a", "new_string": "b"}},
 			{edit, obj{"file_path": name, "old_string": "", "new_string": "b"}},
+			{glob, obj{"pattern": "*", "path": name}},
 			{grep, obj{"pattern": "needle", "path": name}},
 			{readFile, obj{"path": name}},
 		}
