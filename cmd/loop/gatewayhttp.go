@@ -23,7 +23,7 @@ import (
 // output is the largest part.
 const (
 	DefaultMaxBody      = 8 << 20
-	DefaultMaxBodyTotal = 64 << 20
+	DefaultMaxBodyTotal = 32 << 20
 )
 
 // gateway answers Claude Code's http hooks with the bridge, reading each
