@@ -389,4 +389,6 @@ func TestBrowserApproval(t *testing.T) {
 		t.Fatalf("approval.resolved row %q does not name alice", resolved)
 	}
 	br.shot("approved-run")
+	br.do("sign out", chromedp.Click(chromedp.CSS(`.signout button`)), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
+	br.do("the page again", chromedp.Navigate(rw.URL+"/#/approvals"), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
 }

@@ -124,7 +124,12 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 			g.refuse(w, http.StatusForbidden, "a request from another site is refused")
 			return
 		}
-		if o := r.Header.Get("Origin"); o != "" && !g.hosts.origin(o) {
+		// A browser sends Origin "null" for a same-origin form under
+		// Referrer-Policy no-referrer; Sec-Fetch-Site, which no page can
+		// set, vouches for it.
+		o := r.Header.Get("Origin")
+		sameOrigin := o == "null" && r.Header.Get("Sec-Fetch-Site") == "same-origin"
+		if o != "" && !sameOrigin && !g.hosts.origin(o) {
 			g.log.Warn("httpauth: refused a request from an origin this listener does not serve", "listener", g.cfg.Name, "origin", o, "peer", r.RemoteAddr)
 			g.refuse(w, http.StatusForbidden, fmt.Sprintf("a request from origin %q is refused", o))
 			return
@@ -153,7 +158,7 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		}
 		g.log.Warn("httpauth: refused an unauthenticated request", "listener", g.cfg.Name, "path", r.URL.Path, "peer", r.RemoteAddr, "err", err)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="hookbus"`)
-		g.refuse(w, http.StatusUnauthorized, err.Error())
+		g.refuseTo(w, http.StatusUnauthorized, err.Error(), g.sessions != nil)
 		return
 	}
 	next.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))
@@ -237,15 +242,24 @@ func safeMethod(m string) bool {
 }
 
 // refuse answers code with {"error": msg}.
-func (g *Guard) refuse(w http.ResponseWriter, code int, msg string) {
+func (g *Guard) refuse(w http.ResponseWriter, code int, msg string) { g.refuseTo(w, code, msg, false) }
+
+// refuseTo answers code with {"error": msg}, and with login
+// "login": "login", the sign-in form a page goes to.
+func (g *Guard) refuseTo(w http.ResponseWriter, code int, msg string, login bool) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(struct {
+	body := struct {
 		Error string `json:"error"`
-	}{msg})
+		Login string `json:"login,omitempty"`
+	}{Error: msg}
+	if login {
+		body.Login = "login"
+	}
+	_ = json.NewEncoder(w).Encode(body)
 }
 
 // ParseTrustedProxy reads a --trusted-proxy: a CIDR (10.0.0.0/8) or one

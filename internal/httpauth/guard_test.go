@@ -153,6 +153,8 @@ func TestOriginOfStateChanges(t *testing.T) {
 		{[]string{"Origin", local}, 403},
 		{[]string{"Origin", "https://evil.example"}, 403},
 		{[]string{"Origin", "null"}, 403},
+		{[]string{"Origin", "null", "Sec-Fetch-Site", "same-origin"}, 200},
+		{[]string{"Origin", "null", "Sec-Fetch-Site", "cross-site"}, 403},
 		{[]string{"Origin", strings.Replace(hs.URL, "http:", "https:", 1)}, 403},
 		{[]string{"Sec-Fetch-Site", "cross-site"}, 403},
 		{[]string{"Sec-Fetch-Site", "same-origin", "Origin", hs.URL}, 200},
@@ -206,8 +208,8 @@ func TestLoginCookie(t *testing.T) {
 	if r := do(t, c, hs, "GET", "/", "", ""); r.code != http.StatusSeeOther || r.header.Get("Location") != "login" {
 		t.Fatalf("the page signed out: %d %v, want a redirect to login", r.code, r.header)
 	}
-	if r := do(t, c, hs, "GET", "/api/x", "", ""); r.code != 401 {
-		t.Fatalf("an API call signed out: %d", r.code)
+	if r := do(t, c, hs, "GET", "/api/x", "", ""); r.code != 401 || !strings.Contains(r.body, `"login":"login"`) {
+		t.Fatalf("an API call signed out: %d %s, want 401 pointing at the form", r.code, r.body)
 	}
 	if r := do(t, c, hs, "GET", "/login", "", ""); r.code != 200 || !strings.Contains(r.body, `name="token"`) {
 		t.Fatalf("the form: %d %s", r.code, r.body)

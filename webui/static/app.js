@@ -23,9 +23,9 @@ function h(tag, attrs, ...kids) {
 
 async function api(path, opts) {
   const res = await fetch(path, opts);
-  if (res.status === 401) { location.href = "login"; throw new Error("sign in first"); }
   let body;
   try { body = await res.json(); } catch { body = {}; }
+  if (res.status === 401 && body.login) { location.href = body.login; throw new Error("sign in first"); }
   if (!res.ok) throw new Error(body.error || res.status + " " + res.statusText);
   return body;
 }
