@@ -2,34 +2,17 @@ package telemetry
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
 	"net/http"
-	"time"
+
+	"github.com/hookbus/hookbus/internal/httpauth"
 )
 
-// ServeMetrics serves m on addr ("127.0.0.1:9464", ":9464") at /metrics
-// until ctx ends, and returns the address it listens on. A listener that
-// cannot be opened is an error naming addr.
-func ServeMetrics(ctx context.Context, addr string, m *Metrics) (net.Addr, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("telemetry: metrics listener on %q: %w", addr, err)
-	}
+// ServeMetrics serves m at GET /metrics on ln until ctx ends. ln stands
+// behind its guard (httpauth): it answers only its own host names, and a
+// bearer token of its token file when one is configured (Prometheus:
+// authorization.credentials_file).
+func ServeMetrics(ctx context.Context, ln *httpauth.Listener, m *Metrics) {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", m.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(c)
-	}()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			_ = ln.Close()
-		}
-	}()
-	return ln.Addr(), nil
+	mux.Handle("GET /metrics", m.Handler())
+	go func() { _ = ln.Serve(ctx, mux) }()
 }

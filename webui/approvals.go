@@ -53,9 +53,9 @@ type AnswerRequest struct {
 	// CallID is the call answered; empty answers every call of the run
 	// waiting.
 	CallID string `json:"call_id,omitempty"`
-	// By names who answers (required: it is recorded).
-	By      string `json:"by"`
-	Reason  string `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Comment is a note of the answerer's, recorded apart from who
+	// answered (the signed-in identity).
 	Comment string `json:"comment,omitempty"`
 }
 
@@ -73,9 +73,6 @@ func (r *AnswerRequest) validate() error {
 	if !events.ValidAction(r.Action) {
 		return fmt.Errorf("%w: action %q (want approve, reject or reject_and_continue)", ErrBadRequest, r.Action)
 	}
-	if r.By == "" {
-		return fmt.Errorf("%w: say who answers (by): it is recorded", ErrBadRequest)
-	}
 	if r.Action != events.ActionApprove && r.Reason == "" {
 		return fmt.Errorf("%w: a rejection needs a reason", ErrBadRequest)
 	}
@@ -90,10 +87,10 @@ func (s *Server) readApprovals(ctx context.Context, f bus.Filter) (*audit.Approv
 	return &as, err
 }
 
-// answer does what observer approve|reject do: it queues the answer of
-// every targeted call waiting, then waits (Config.AnswerWait) for a worker
-// to record them.
-func (s *Server) answer(ctx context.Context, run string, f bus.Filter, req AnswerRequest) (*AnswerResult, error) {
+// answer does what observer approve|reject do, as id: it submits the
+// answer of every targeted call waiting (Config.Answerer), then waits
+// (Config.AnswerWait) for a worker to record them.
+func (s *Server) answer(ctx context.Context, run string, f bus.Filter, req AnswerRequest, id Identity) (*AnswerResult, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
@@ -126,15 +123,15 @@ func (s *Server) answer(ctx context.Context, run string, f bus.Filter, req Answe
 	sent := map[string]string{} // call id → answer id
 	res := &AnswerResult{}
 	for _, a := range targets {
-		ans := events.ApprovalAnswer{CallID: a.Requested.Call.ID, Action: req.Action, By: req.By, Reason: req.Reason,
-			Comment: req.Comment, AnswerID: events.NewID(), AnsweredAt: time.Now().UTC()}
-		if err := s.cfg.Bus.SubmitAnswer(ctx, a.AgentID, a.SessionID, run, ans); err != nil {
+		answerID, err := s.cfg.Answerer.Answer(ctx, AnswerInput{Run: run, Agent: a.AgentID, Session: a.SessionID, CallID: a.Requested.Call.ID,
+			Action: req.Action, Reason: req.Reason, Comment: req.Comment, Identity: id})
+		if err != nil {
 			return nil, err
 		}
-		sent[ans.CallID] = ans.AnswerID
-		res.Calls = append(res.Calls, ans.CallID)
+		sent[a.Requested.Call.ID] = answerID
+		res.Calls = append(res.Calls, a.Requested.Call.ID)
 	}
-	s.log.Info("answer queued", "run", run, "action", req.Action, "by", req.By, "calls", res.Calls)
+	s.log.Info("answer queued", "run", run, "action", req.Action, "by", id.Name, "via", id.Via, "calls", res.Calls)
 	deadline := time.Now().Add(s.cfg.AnswerWait)
 	for {
 		as, err := s.readApprovals(ctx, f)

@@ -16,8 +16,10 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/internal/httpauth"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/scripted"
+	"github.com/hookbus/hookbus/webui"
 )
 
 // These tests drive the page in a headless Chromium (Debian's chromium
@@ -332,13 +334,19 @@ func TestBrowserLiveRun(t *testing.T) {
 }
 
 // A pending approval: read-only pages show no buttons; with approvals
-// allowed, Approve records the answer (a worker on the same bus resumes
-// the run) and the run finishes.
+// allowed, alice signs in with her token, Approve records the answer
+// under her name (a worker on the same bus resumes the run) and the run
+// finishes.
 func TestBrowserApproval(t *testing.T) {
 	ctx := ctxT(t)
 	b := bustest.StartBus(t)
 	startWorker(t, b)
-	ro, rw := serve(t, b, false), serve(t, b, true)
+	tokens, err := httpauth.ParseTokens(strings.NewReader(aliceToken+" alice\n"), "tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := serve(t, b, false)
+	rw := serveGuarded(t, webui.Config{Bus: b, AllowApprovals: true}, httpauth.Config{Tokens: tokens})
 	req := &events.RunRequest{RunID: events.NewID(), AgentID: "ops", SessionID: "s1", Prompt: "What is 6*7?"}
 	if err := b.SubmitRun(ctx, req); err != nil {
 		t.Fatal(err)
@@ -352,13 +360,23 @@ func TestBrowserApproval(t *testing.T) {
 	}
 	br.shot("approvals-readonly")
 
+	br.do("open the page signed out", chromedp.Navigate(rw.URL+"/#/approvals"), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
+	br.shot("login")
+	br.do("sign in with a wrong token", chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), "not-alice-0123456789"), chromedp.Submit(chromedp.CSS(`form`)),
+		chromedp.WaitVisible(chromedp.CSS(`p.bad`)))
+	br.do("sign in", chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), aliceToken), chromedp.Submit(chromedp.CSS(`form`)),
+		chromedp.WaitVisible(chromedp.CSS(`#user`)))
 	br.do("open the approvals", chromedp.Navigate(rw.URL+"/#/approvals"), chromedp.WaitVisible(chromedp.CSS(`.approval[data-run="`+req.RunID+`"] button.approve`)))
+	br.wait("the page to say who answers", `document.getElementById("user").textContent.startsWith("alice")`)
+	if n := eval[int](br, `document.querySelectorAll('.approval input[name="by"]').length`); n != 0 {
+		t.Fatalf("the page asks who answers in %d field(s): the signed-in identity is recorded", n)
+	}
 	br.wait("the pending count", `document.getElementById("pending-count").textContent === "1"`)
 	buttons := eval[[]string](br, `[...document.querySelectorAll(".approval button")].map(b => b.textContent)`)
 	if !slices.Equal(buttons, []string{"Approve", "Reject and continue", "Reject"}) {
 		t.Fatalf("buttons %v", buttons)
 	}
-	br.do("say who answers", chromedp.SendKeys(chromedp.CSS(`.approval input[name="by"]`), "alice"))
+	br.do("add a note", chromedp.SendKeys(chromedp.CSS(`.approval input[name="comment"]`), "checked the sum"))
 	br.shot("approvals")
 	br.do("approve", chromedp.Click(chromedp.CSS(`.approval button.approve`)))
 	br.wait("the answer to be recorded", `(document.querySelector(".answer-out.ok") || {}).textContent === "approve recorded for 1 call(s)" || !!document.querySelector(".empty")`)
@@ -371,4 +389,6 @@ func TestBrowserApproval(t *testing.T) {
 		t.Fatalf("approval.resolved row %q does not name alice", resolved)
 	}
 	br.shot("approved-run")
+	br.do("sign out", chromedp.Click(chromedp.CSS(`.signout button`)), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
+	br.do("the page again", chromedp.Navigate(rw.URL+"/#/approvals"), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
 }

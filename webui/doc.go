@@ -20,14 +20,19 @@
 // framework, no build step, nothing loaded from the internet. The JSON
 // endpoints are documented in docs/PROTOCOL.md, "The web page".
 //
-// Start one over a bus (observer ui does this):
+// Start one over a bus and serve it behind the listener every hookbus HTTP
+// server uses (observer ui does this; internal/httpauth):
 //
 //	srv, err := webui.New(webui.Config{Bus: b, Where: "nats://127.0.0.1:4222"})
-//	http.ListenAndServe("127.0.0.1:8080", srv)
+//	ln, err := flags.Listen("127.0.0.1:8080", httpauth.Options{Name: "observer ui", Login: true})
+//	err = ln.Serve(ctx, srv)
 //
-// The server is read-only unless Config.AllowApprovals is set: the buttons
-// are then shown and POST /api/runs/{run}/answer queues the answer exactly
-// as observer approve|reject do (a worker records it and resumes the run).
-// Anyone who can reach the listener can then answer: listen on loopback, or
-// put an authenticating proxy in front.
+// The listener serves only its own host names, refuses cross-site state
+// changes and authenticates the caller (docs/SECURITY.md). The server is
+// read-only unless Config.AllowApprovals is set: the buttons are then shown
+// and POST /api/runs/{run}/answer submits the answer through
+// Config.Answerer, as observer approve|reject do (a worker records it and
+// resumes the run), under the caller's authenticated identity, never a name
+// the request carries. Without an identity (the server not behind the
+// listener) answers are refused (ErrUnauthenticated).
 package webui

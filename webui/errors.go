@@ -9,6 +9,10 @@ var (
 	// ErrReadOnly is the error of an answer posted to a server started
 	// without AllowApprovals (HTTP 403).
 	ErrReadOnly = errors.New("webui: read-only: start observer ui with --allow-approvals to answer approvals")
+	// ErrUnauthenticated refuses an answer that came with no
+	// authenticated identity: the server was not served behind the
+	// listener of observer ui (HTTP 403).
+	ErrUnauthenticated = errors.New("webui: no authenticated identity to record the answer under: serve the page through observer ui's listener")
 	// ErrBadRequest wraps what is wrong with a request's parameters or
 	// body (HTTP 400).
 	ErrBadRequest = errors.New("webui: bad request")

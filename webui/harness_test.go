@@ -11,6 +11,7 @@ import (
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
+	"github.com/hookbus/hookbus/internal/httpauth"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/scripted"
 	"github.com/hookbus/hookbus/loop/tools"
@@ -33,11 +34,27 @@ func serve(t *testing.T, b *bus.Bus, allow bool) *httptest.Server {
 // serveTrusting starts the page over b, trusting the signatures of trust.
 func serveTrusting(t *testing.T, b *bus.Bus, allow bool, trust map[string]bool) *httptest.Server {
 	t.Helper()
-	srv, err := webui.New(webui.Config{Bus: b, AllowApprovals: allow, Where: "embedded test server", AnswerWait: 30 * time.Second, Trust: trust})
+	return serveGuarded(t, webui.Config{Bus: b, AllowApprovals: allow, Trust: trust}, httpauth.Config{})
+}
+
+// serveGuarded starts the page of cfg behind the listener's guard, as
+// observer ui serves it: on loopback, with guard's authentication (none:
+// every caller is the local user).
+func serveGuarded(t *testing.T, cfg webui.Config, guard httpauth.Config) *httptest.Server {
+	t.Helper()
+	cfg.Where, cfg.AnswerWait = "embedded test server", 30*time.Second
+	srv, err := webui.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv)
+	hs := httptest.NewUnstartedServer(nil)
+	guard.Name, guard.Addr, guard.Login = "observer ui", hs.Listener.Addr(), true
+	g, err := httpauth.New(guard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs.Config.Handler = g.Wrap(srv)
+	hs.Start()
 	t.Cleanup(hs.Close)
 	return hs
 }

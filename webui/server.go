@@ -16,6 +16,7 @@ import (
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/internal/httpauth"
 )
 
 //go:embed static
@@ -56,6 +57,9 @@ type Config struct {
 	// Trust is the public keys (nkeys) whose signatures on a run's end are
 	// trusted when the run's page verifies its record (audit.Verifier).
 	Trust map[string]bool
+	// Answerer submits the answers given on the page (default: queued on
+	// Bus, as observer approve does).
+	Answerer Answerer
 }
 
 // Server serves the page and its JSON API (see the package doc). It is an
@@ -91,6 +95,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Heartbeat == 0 {
 		cfg.Heartbeat = 15 * time.Second
 	}
+	if cfg.Answerer == nil {
+		cfg.Answerer = busAnswerer{cfg.Bus}
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -118,7 +125,7 @@ func New(cfg Config) (*Server, error) {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	s.mux.ServeHTTP(w, r)
 }
@@ -145,10 +152,19 @@ func (s *Server) scan(ctx context.Context, f bus.Filter, fn func(*events.Event))
 type ConfigView struct {
 	AllowApprovals bool   `json:"allow_approvals"`
 	Where          string `json:"where,omitempty"`
+	// User is who the page's answers are recorded as.
+	User string `json:"user,omitempty"`
+	// SignedIn is set when User signed in with the login form (the page
+	// then offers to sign out).
+	SignedIn bool `json:"signed_in,omitempty"`
 }
 
 func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
-	s.reply(w, ConfigView{AllowApprovals: s.cfg.AllowApprovals, Where: s.cfg.Where})
+	v := ConfigView{AllowApprovals: s.cfg.AllowApprovals, Where: s.cfg.Where}
+	if id, ok := httpauth.IdentityOf(r.Context()); ok {
+		v.User, v.SignedIn = id.Name, id.Method == httpauth.MethodSession
+	}
+	s.reply(w, v)
 }
 
 // RunsView is the reply of GET /api/runs.
@@ -301,6 +317,11 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	who, ok := httpauth.IdentityOf(r.Context())
+	if !ok {
+		s.fail(w, r, ErrUnauthenticated)
+		return
+	}
 	f, err := filterOf(r)
 	if err != nil {
 		s.fail(w, r, err)
@@ -318,7 +339,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("%w: the body is not an answer: %v", ErrBadRequest, err))
 		return
 	}
-	res, err := s.answer(r.Context(), run, f, req)
+	res, err := s.answer(r.Context(), run, f, req, Identity{Name: who.Name, Via: ChannelWeb})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -417,7 +438,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, ErrBadRequest), errors.Is(err, events.ErrInvalidID), errors.Is(err, events.ErrUnknownStage):
 		code = http.StatusBadRequest
-	case errors.Is(err, ErrReadOnly):
+	case errors.Is(err, ErrReadOnly), errors.Is(err, ErrUnauthenticated):
 		code = http.StatusForbidden
 	case errors.Is(err, ErrNotFound):
 		code = http.StatusNotFound

@@ -14,6 +14,7 @@ import (
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/internal/httpauth"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/scripted"
 	"github.com/hookbus/hookbus/webui"
@@ -180,11 +181,11 @@ func TestErrors(t *testing.T) {
 	if runs.Runs == nil || len(runs.Runs) != 0 {
 		t.Fatalf("an empty stream lists %+v; want an empty list", runs)
 	}
-	if code := postJSON(t, hs.URL+"/api/runs/01JX/answer", `{"action":"approve","by":"eve"}`, &e); code != 403 || !strings.Contains(e.Error, "--allow-approvals") {
+	if code := postJSON(t, hs.URL+"/api/runs/01JX/answer", `{"action":"approve"}`, &e); code != 403 || !strings.Contains(e.Error, "--allow-approvals") {
 		t.Fatalf("read-only answer: %d %q", code, e.Error)
 	}
 	rw := serve(t, b, true)
-	res, err := http.Post(rw.URL+"/api/runs/01JX/answer", "text/plain", strings.NewReader(`{"action":"approve","by":"eve"}`))
+	res, err := http.Post(rw.URL+"/api/runs/01JX/answer", "text/plain", strings.NewReader(`{"action":"approve"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestErrors(t *testing.T) {
 	if res.StatusCode != 400 {
 		t.Fatalf("a text/plain answer: %d, want 400", res.StatusCode)
 	}
-	req, _ := http.NewRequest("POST", rw.URL+"/api/runs/01JX/answer", strings.NewReader(`{"action":"approve","by":"eve"}`))
+	req, _ := http.NewRequest("POST", rw.URL+"/api/runs/01JX/answer", strings.NewReader(`{"action":"approve"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Origin", "https://evil.example")
 	res, err = http.DefaultClient.Do(req)
@@ -204,10 +205,10 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("a cross-site answer: %d, want 403", res.StatusCode)
 	}
 	for body, says := range map[string]string{
-		`{"action":"maybe","by":"eve"}`:             "action",
-		`{"action":"approve"}`:                      "who answers",
-		`{"action":"reject","by":"eve"}`:            "reason",
-		`{"action":"approve","by":"eve","extra":1}`: "extra",
+		`{"action":"maybe"}`:              "action",
+		`{"action":"approve","by":"eve"}`: `unknown field "by"`, // who answers is who signed in
+		`{"action":"reject"}`:             "reason",
+		`{"action":"approve","extra":1}`:  "extra",
 	} {
 		if code := postJSON(t, rw.URL+"/api/runs/01JX/answer", body, &e); code != 400 || !strings.Contains(e.Error, says) {
 			t.Errorf("answer %s: %d %q, want 400 saying %q", body, code, e.Error, says)
@@ -233,17 +234,17 @@ func TestAnswerApproval(t *testing.T) {
 		t.Fatalf("pending %+v", pending.Approvals)
 	}
 	var ans webui.AnswerResult
-	if code := postJSON(t, hs.URL+"/api/runs/"+req.RunID+"/answer?agent=ops&session=s1", `{"action":"approve","by":"alice","call_id":"`+pending.Approvals[0].CallID+`"}`, &ans); code != 200 || !ans.Recorded {
+	if code := postJSON(t, hs.URL+"/api/runs/"+req.RunID+"/answer?agent=ops&session=s1", `{"action":"approve","call_id":"`+pending.Approvals[0].CallID+`"}`, &ans); code != 200 || !ans.Recorded {
 		t.Fatalf("approve: %d %+v", code, ans)
 	}
 	waitStage(t, ctx, b, req.RunID, events.StageRunCompleted)
 	var v webui.RunView
 	getJSON(t, hs.URL+"/api/runs/"+req.RunID, 200, &v)
-	if v.Run.Status != events.ReasonDone || len(v.Approvals) != 1 || v.Approvals[0].State != events.ActionApprove || v.Approvals[0].Resolved.By != "alice" {
+	if v.Run.Status != events.ReasonDone || len(v.Approvals) != 1 || v.Approvals[0].State != events.ActionApprove || v.Approvals[0].Resolved.By != httpauth.LocalName() {
 		t.Fatalf("after the answer: %+v, approvals %+v", v.Run, v.Approvals)
 	}
 	var e webui.ErrorView
-	if code := postJSON(t, hs.URL+"/api/runs/"+req.RunID+"/answer", `{"action":"reject","by":"bob","reason":"no"}`, &e); code != 409 {
+	if code := postJSON(t, hs.URL+"/api/runs/"+req.RunID+"/answer", `{"action":"reject","reason":"no"}`, &e); code != 409 {
 		t.Fatalf("a second answer: %d %q, want 409", code, e.Error)
 	}
 }

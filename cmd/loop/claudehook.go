@@ -16,7 +16,7 @@ import (
 	"github.com/hookbus/hookbus/internal/cli"
 )
 
-// maxHookInput bounds the hook input read from stdin or a request body
+// maxHookInput bounds the hook input loop claude-hook reads from stdin
 // (a tool_response may hold a whole file).
 const maxHookInput = 64 << 20
 

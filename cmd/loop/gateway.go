@@ -5,18 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
-	"net/http"
 	"time"
 
-	"github.com/hookbus/hookbus/interceptors/claudecode"
-	"github.com/hookbus/hookbus/interceptors/claudecode/bridge"
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/internal/httpauth"
 )
 
-// GatewayPath is where loop gateway takes Claude Code's http hooks.
+// GatewayPath is where loop gateway takes Claude Code's http hooks
+// (GatewayPath/AGENT for another agent than --agent).
 const GatewayPath = "/claude-code"
+
+// GatewayTokenEnv may hold a token loop gateway accepts (bound to no
+// agent); Claude Code's http hooks send it from the same variable.
+const GatewayTokenEnv = "HOOKBUS_GATEWAY_TOKEN"
 
 // cmdGateway is loop gateway: loop claude-hook as one long-lived HTTP
 // server, for Claude Code's http hooks.
@@ -24,13 +25,23 @@ func cmdGateway(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs := newFlagSet("gateway", stderr)
 	var f bridgeFlags
 	f.register(fs)
-	listen := fs.String("listen", "", "address to listen on for Claude Code's http hooks (host:port; required)")
+	listen := fs.String("listen", "", "address to listen on for Claude Code's http hooks (host:port; required); off loopback give --token-file (or $"+GatewayTokenEnv+") and --public-url")
+	auth := httpauth.Flags{TokenEnv: GatewayTokenEnv}
+	auth.Register(fs)
+	maxBody, maxTotal := byteSize(DefaultMaxBody), byteSize(DefaultMaxBodyTotal)
+	fs.Var(&maxBody, "max-body", "the largest hook input taken (413 above it): bytes, or with KiB, MiB, GiB")
+	fs.Var(&maxTotal, "max-body-total", "the most bytes of hook inputs held at once across requests (503 with Retry-After above it)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `Usage: loop gateway --listen ADDR [flags]
 
 Takes Claude Code's http hooks on POST http://ADDR`+GatewayPath+` (configure it for every
 event, matcher "*"): each is recorded and decided as loop claude-hook does, on
-one connection for a whole fleet.
+one connection for a whole fleet. POST `+GatewayPath+`/AGENT records under agent
+AGENT instead of --agent.
+
+Callers send Authorization: Bearer TOKEN when a token is configured
+(--token-file, $`+GatewayTokenEnv+`); a token bound to agents writes only their
+sessions. Without a token the gateway listens on loopback only.
 
 Flags:`)
 		fs.PrintDefaults()
@@ -47,7 +58,18 @@ Flags:`)
 	if *listen == "" {
 		return fmt.Errorf("%w: loop gateway needs --listen ADDR", cli.ErrUsage)
 	}
+	if maxBody > maxTotal {
+		return fmt.Errorf("%w: --max-body %s is over --max-body-total %s", cli.ErrUsage, &maxBody, &maxTotal)
+	}
 	log := cli.Logger(f.verbose, stderr)
+	ln, err := auth.Listen(*listen, httpauth.Options{Name: "loop gateway", Logger: log, ReadTimeout: time.Minute, ShutdownTimeout: f.timeout, Drain: true})
+	if err != nil {
+		if errors.Is(err, httpauth.ErrInvalidConfig) {
+			return fmt.Errorf("%w: %w", cli.ErrUsage, err)
+		}
+		return err
+	}
+	defer ln.Close()
 	c, err := f.conn.Open(ctx, "hookbus-gateway", log, cli.ReadOnly)
 	if err != nil {
 		return err
@@ -58,57 +80,10 @@ Flags:`)
 		return err
 	}
 	defer stop()
-	br, err := bridge.New(f.config(c.Bus, hooks, log))
+	gw, err := newGateway(f.config(c.Bus, hooks, log), int64(maxBody), int64(maxTotal))
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fmt.Errorf("%w: --listen %s: %v", cli.ErrUsage, *listen, err)
-	}
-	srv := &http.Server{Handler: gatewayHandler(br, log), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stderr, "loop gateway: Claude Code http hooks on http://%s%s (%s)\n", ln.Addr(), GatewayPath, c.Where)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.timeout)
-	defer cancel()
-	return srv.Shutdown(sctx)
-}
-
-// gatewayHandler answers POST /claude-code with the bridge: 200 and
-// Claude Code's output (the outage policy's when hookbus cannot answer in
-// time); 400 for an input that cannot be read (Claude Code's non-blocking
-// error).
-func gatewayHandler(br *bridge.Bridge, log *slog.Logger) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+GatewayPath, func(w http.ResponseWriter, r *http.Request) {
-		raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxHookInput))
-		var in *claudecode.Input
-		if err == nil {
-			in, err = claudecode.ParseInput(raw)
-		}
-		var out *claudecode.Output
-		if err == nil {
-			out, err = br.Handle(r.Context(), in)
-		}
-		if out == nil {
-			status := http.StatusBadRequest
-			if !errors.Is(err, claudecode.ErrBadInput) && !errors.As(err, new(*http.MaxBytesError)) {
-				status = http.StatusInternalServerError
-			}
-			http.Error(w, err.Error(), status)
-			return
-		}
-		if err != nil {
-			log.Warn("gateway: answered by policy", "event", in.HookEventName, "session", in.SessionID, "err", err)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(out.JSON())
-	})
-	return mux
+	fmt.Fprintf(stderr, "loop gateway: Claude Code http hooks on %s%s (%s)\n", ln.URL(), GatewayPath[1:], c.Where)
+	return ln.Serve(ctx, gw.handler())
 }

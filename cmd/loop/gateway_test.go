@@ -21,11 +21,11 @@ func TestGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	br, err := bridge.New(f.config(b, hooks, nil))
+	gw, err := newGateway(f.config(b, hooks, nil), DefaultMaxBody, DefaultMaxBodyTotal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(gatewayHandler(br, slog.New(slog.DiscardHandler)))
+	srv := httptest.NewServer(gw.handler())
 	defer srv.Close()
 	post := func(body string) (int, string) {
 		t.Helper()

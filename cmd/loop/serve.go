@@ -10,6 +10,7 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/internal/httpauth"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/telemetry"
 )
@@ -25,7 +26,9 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	lease := fs.Duration("lease", bus.DefaultRunAckWait, "how long a run may go without a sign of life from its worker before another worker takes it over (the same for every worker of the pool)")
 	verbose := fs.Bool("v", false, cli.VerboseHelp+"; every run is logged")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the worker to FILE when it stops (go tool pprof; make bench-scale uses it)")
-	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics of this worker's runs at http://ADDR/metrics (e.g. 127.0.0.1:9464)")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics of this worker's runs at http://ADDR/metrics (e.g. 127.0.0.1:9464); off loopback give --metrics-token-file and --metrics-public-url")
+	metricsAuth := httpauth.Flags{Prefix: "metrics-"}
+	metricsAuth.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: loop serve [flags]\n\nTakes run requests from the HOOKBUS_RUNS work queue until interrupted; start several to share it.\n\nFlags:")
 		fs.PrintDefaults()
@@ -97,10 +100,11 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	em, handle := loop.Emitter(c.Bus), func(h bus.RunHandler) bus.RunHandler { return h }
 	if *metricsAddr != "" {
 		m := telemetry.NewMetrics()
-		addr, err := telemetry.ServeMetrics(ctx, *metricsAddr, m)
+		ln, err := metricsAuth.Listen(*metricsAddr, httpauth.Options{Name: "loop serve --metrics", Logger: log})
 		if err != nil {
-			return fmt.Errorf("%w: --metrics: %v", cli.ErrUsage, err)
+			return fmt.Errorf("%w: --metrics: %w", cli.ErrUsage, err)
 		}
+		telemetry.ServeMetrics(ctx, ln, m)
 		follow, err := m.FollowApprovals(ctx, c.Bus)
 		if err != nil {
 			return fmt.Errorf("metrics: read the approvals: %w", err)
@@ -111,7 +115,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 			}
 		}()
 		em, handle = m.Emitter(c.Bus), m.RunHandler
-		fmt.Fprintf(stderr, "loop serve: metrics on http://%s/metrics\n", addr)
+		fmt.Fprintf(stderr, "loop serve: metrics on %smetrics\n", ln.URL())
 	}
 	engs, closeHooks, err := engines(built, engineDeps{em: em, h: c.Bus, q: c.Bus, hooks: hooks, budget: sharedBudget(ctx, c.Bus, log),
 		claude: claude, cache: c.Bus.DecisionCache(), signer: signer, log: log})

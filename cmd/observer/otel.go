@@ -13,6 +13,7 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/internal/httpauth"
 	"github.com/hookbus/hookbus/telemetry"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 )
@@ -30,7 +31,9 @@ func cmdOtel(ctx context.Context, args []string, _, stderr io.Writer) error {
 	conn.Register(fs)
 	endpoint := fs.String("endpoint", "", "the OTLP/HTTP traces endpoint: a collector's http://HOST:4318 (/v1/traces is added when the URL has no path), Jaeger's, Tempo's (required)")
 	durable := fs.String("durable", DefaultOtelDurable, "the observer's durable name: restarted with the same name, it resumes where it stopped")
-	metrics := fs.String("metrics", "", "serve Prometheus metrics of the events at http://ADDR/metrics (e.g. 127.0.0.1:9465)")
+	metrics := fs.String("metrics", "", "serve Prometheus metrics of the events at http://ADDR/metrics (e.g. 127.0.0.1:9465); off loopback give --metrics-token-file and --metrics-public-url")
+	metricsAuth := httpauth.Flags{Prefix: "metrics-"}
+	metricsAuth.Register(fs)
 	service := fs.String("service", "hookbus", "the spans' service.name")
 	headers := fs.String("headers", "", "extra OTLP request headers, KEY=VALUE,KEY=VALUE (an API key)")
 	verbose := fs.Bool("v", false, cli.VerboseHelp)
@@ -81,11 +84,12 @@ func cmdOtel(ctx context.Context, args []string, _, stderr io.Writer) error {
 	handle := bus.EventHandler(tr.Handle)
 	if *metrics != "" {
 		m := telemetry.NewMetrics()
-		addr, err := telemetry.ServeMetrics(ctx, *metrics, m)
+		ln, err := metricsAuth.Listen(*metrics, httpauth.Options{Name: "observer otel --metrics", Logger: log})
 		if err != nil {
-			return fmt.Errorf("%w: --metrics: %v", cli.ErrUsage, err)
+			return fmt.Errorf("%w: --metrics: %w", cli.ErrUsage, err)
 		}
-		fmt.Fprintf(stderr, "observer otel: metrics on http://%s/metrics\n", addr)
+		telemetry.ServeMetrics(ctx, ln, m)
+		fmt.Fprintf(stderr, "observer otel: metrics on %smetrics\n", ln.URL())
 		handle = func(ctx context.Context, e *events.Event) error {
 			if err := tr.Handle(ctx, e); err != nil {
 				return err

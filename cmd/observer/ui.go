@@ -6,11 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"time"
 
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/internal/httpauth"
 	"github.com/hookbus/hookbus/webui"
 )
 
@@ -20,8 +18,10 @@ func cmdUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	conn := cli.ConnFlags{StoreFallback: true}
 	conn.Register(fs)
-	listen := fs.String("listen", "127.0.0.1:8080", "address the page is served on (keep it on loopback unless a proxy authenticates)")
-	allow := fs.Bool("allow-approvals", false, "show Approve / Reject buttons and accept the answers they post (default: read-only)")
+	listen := fs.String("listen", "127.0.0.1:8080", "address the page is served on; off loopback give --token-file or --trusted-proxy, and --public-url")
+	auth := httpauth.Flags{Proxies: true}
+	auth.Register(fs)
+	allow := fs.Bool("allow-approvals", false, "show Approve / Reject buttons and accept the answers they post, recorded under the signed-in identity (default: read-only)")
 	var keys []string
 	fs.Func("public-key", "a trusted signing key, for the run pages' \"record intact\" badge: the public nkey (printed by \"loop keygen\") or a file holding it; repeatable", func(v string) error {
 		keys = append(keys, v)
@@ -29,7 +29,18 @@ func cmdUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	})
 	verbose := fs.Bool("v", false, cli.VerboseHelp)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: observer ui [flags]\n\nServes the web timeline: sessions and runs, a run's events and hook decisions, live updates,\nplugin stats and pending approvals. Open the URL it prints in a browser.\n\nFlags:")
+		fmt.Fprintln(stderr, `Usage: observer ui [flags]
+
+Serves the web timeline: sessions and runs, a run's events and hook decisions, live updates,
+plugin stats and pending approvals. Open the URL it prints in a browser.
+
+It serves only its own host names (localhost, 127.0.0.1, [::1], and each --public-url).
+On loopback without --token-file or --trusted-proxy every caller is the local user
+(answers are recorded as local:USER); with a token file callers sign in (a login form, or
+Authorization: Bearer TOKEN); behind an authenticating proxy its X-Forwarded-User is the
+caller. docs/SECURITY.md has the details.
+
+Flags:`)
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args); err != nil {
@@ -43,6 +54,11 @@ func cmdUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := cli.Logger(*verbose, stderr)
+	ln, err := auth.Listen(*listen, httpauth.Options{Name: "observer ui", Login: true, Logger: log})
+	if err != nil {
+		return listenErr(err)
+	}
+	defer ln.Close()
 	c, err := conn.Open(ctx, "hookbus-observer-ui", log, cli.ReadOnly)
 	if err != nil {
 		return err
@@ -52,27 +68,19 @@ func cmdUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fmt.Errorf("%w: --listen %s: %v", cli.ErrUsage, *listen, err)
-	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	mode := "read-only"
 	if *allow {
 		mode = "approvals allowed"
 	}
-	fmt.Fprintf(stdout, "observer ui: http://%s/ (reading %s, %s; Ctrl-C stops)\n", ln.Addr(), c.Where, mode)
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
+	fmt.Fprintf(stdout, "observer ui: %s (reading %s, %s; Ctrl-C stops)\n", ln.URL(), c.Where, mode)
+	return ln.Serve(ctx, srv)
+}
+
+// listenErr makes a listener that cannot be opened or would be unprotected
+// a usage mistake.
+func listenErr(err error) error {
+	if errors.Is(err, httpauth.ErrInvalidConfig) {
+		return fmt.Errorf("%w: %w", cli.ErrUsage, err)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
+	return err
 }

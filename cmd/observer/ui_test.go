@@ -55,3 +55,33 @@ func TestUICommand(t *testing.T) {
 		t.Fatal("observer ui did not stop when its ctx ended")
 	}
 }
+
+// observer ui off loopback without a way to authenticate refuses to
+// start, naming the address and what to give.
+func TestUIOpenListenRefused(t *testing.T) {
+	srv, nc := bustest.Start(t, bustest.WithListener())
+	bustest.Provision(t, nc)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut bustest.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"ui", "--nats", srv.ClientURL(), "--listen", "0.0.0.0:0", "--allow-approvals"}, &out, &errOut)
+	}()
+	listening := regexp.MustCompile(`https?://\S+/`)
+	var code int
+	bustest.Eventuallyf(t, 30*time.Second, func() bool {
+		select {
+		case code = <-done:
+			return true
+		default:
+			return listening.MatchString(out.String())
+		}
+	}, "observer ui to stop or listen")
+	if listening.MatchString(out.String()) {
+		t.Fatalf("observer ui --listen 0.0.0.0:0 without authentication serves: %s", &out)
+	}
+	if code != exitUsage || !strings.Contains(errOut.String(), "0.0.0.0") || !strings.Contains(errOut.String(), "--token-file") || !strings.Contains(errOut.String(), "--trusted-proxy") {
+		t.Fatalf("exit %d %q, want 2 naming the address, --token-file and --trusted-proxy", code, &errOut)
+	}
+}

@@ -25,6 +25,7 @@ async function api(path, opts) {
   const res = await fetch(path, opts);
   let body;
   try { body = await res.json(); } catch { body = {}; }
+  if (res.status === 401 && body.login) { location.href = body.login; throw new Error("sign in first"); }
   if (!res.ok) throw new Error(body.error || res.status + " " + res.statusText);
   return body;
 }
@@ -420,20 +421,18 @@ function approvalCard(a) {
 }
 
 function answerForm(a) {
-  const by = h("input", { name: "by", placeholder: "Your name (recorded)", value: localStorage.getItem("hookbus-by") || "", required: true });
   const reason = h("input", { name: "reason", placeholder: "Reason (required to reject; the model sees it with reject and continue)" });
+  const note = h("input", { name: "comment", placeholder: "Note (optional; recorded as your note)" });
   const out = h("div", { class: "answer-out", role: "status" });
   const send = async (action) => {
     out.className = "answer-out";
-    if (!by.value.trim()) { out.textContent = "Say who answers: your name is recorded with the answer."; out.className += " bad"; by.focus(); return; }
     if (action !== "approve" && !reason.value.trim()) { out.textContent = "A rejection needs a reason."; out.className += " bad"; reason.focus(); return; }
-    localStorage.setItem("hookbus-by", by.value.trim());
     for (const b of form.querySelectorAll("button")) b.disabled = true;
     out.textContent = "Sending…";
     try {
       const res = await api("api/runs/" + encodeURIComponent(a.run_id) + "/answer" + qs({ agent: a.agent_id, session: a.session_id }), {
         method: "POST", headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ action, call_id: a.call_id, by: by.value.trim(), reason: reason.value.trim() }),
+        body: JSON.stringify({ action, call_id: a.call_id, reason: reason.value.trim(), comment: note.value.trim() }),
       });
       out.textContent = res.message;
       out.className += " ok";
@@ -444,7 +443,7 @@ function answerForm(a) {
       for (const b of form.querySelectorAll("button")) b.disabled = false;
     }
   };
-  const form = h("form", { class: "answer", onsubmit: (e) => e.preventDefault() }, by, reason,
+  const form = h("form", { class: "answer", onsubmit: (e) => e.preventDefault() }, reason, note,
     h("div", { class: "buttons" },
       h("button", { type: "button", class: "btn approve", onclick: () => send("approve") }, "Approve"),
       h("button", { type: "button", class: "btn reject-continue", onclick: () => send("reject_and_continue"), title: "The model is told the call was rejected, and the run goes on" }, "Reject and continue"),
@@ -457,7 +456,7 @@ async function showApprovals(main, stale) {
   const data = await api("api/approvals");
   if (stale()) return;
   main.replaceChildren(h("div", { class: "page-head" }, h("h1", {}, "Approvals"),
-    h("span", { class: "muted" }, state.config.allow_approvals ? "answers are recorded with your name" : "read-only")),
+    h("span", { class: "muted" }, state.config.allow_approvals ? "answers are recorded as " + (state.config.user || "you") : "read-only")),
   data.approvals.length === 0
     ? empty("No tool call is waiting for a human", "Calls appear here when a hook answers ", h("code", {}, "ask"),
       " or an agent's approval policy holds them. Runs that wait show as ", statusPill("waiting"), " in ", h("a", { href: "#/runs?status=waiting" }, "Runs"), ".")
@@ -503,6 +502,13 @@ async function init() {
   const mode = document.getElementById("mode");
   mode.textContent = state.config.allow_approvals ? "approvals on" : "read-only";
   mode.classList.add(state.config.allow_approvals ? "rw" : "ro");
+  if (state.config.user) {
+    const who = document.getElementById("user");
+    who.replaceChildren(h("span", { title: "answers are recorded under this name" }, state.config.user));
+    if (state.config.signed_in) {
+      who.append(h("form", { method: "post", action: "logout", class: "signout" }, h("button", { type: "submit", class: "link" }, "sign out")));
+    }
+  }
   window.addEventListener("hashchange", route);
   route();
 }

@@ -1,0 +1,223 @@
+package httpauth
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+// Flags are the flags of one HTTP listener: the names it serves, how its
+// callers authenticate, and its TLS key pair.
+type Flags struct {
+	// Prefix goes before every flag name: "metrics-" gives
+	// --metrics-token-file.
+	Prefix string
+	// Proxies registers --trusted-proxy (a page behind an authenticating
+	// proxy); a listener for programs leaves it off.
+	Proxies bool
+	// TokenEnv names an environment variable that may hold one more token
+	// (HOOKBUS_GATEWAY_TOKEN), bound to no agent.
+	TokenEnv string
+
+	publicURLs []string
+	tokenFile  string
+	proxies    []string
+	cert, key  string
+}
+
+// Register defines the flags on fs.
+func (f *Flags) Register(fs *flag.FlagSet) {
+	fs.Func(f.Prefix+"public-url", "a URL users reach this listener by, other than localhost (https://hookbus.example.com): its host is served, any other Host is refused (421); repeatable, required off loopback", func(v string) error {
+		f.publicURLs = append(f.publicURLs, v)
+		return nil
+	})
+	tokenHelp := "a file of bearer tokens, one a line: TOKEN [NAME] [agents=ID,ID] (docs/SECURITY.md); callers then send Authorization: Bearer TOKEN"
+	if f.TokenEnv != "" {
+		tokenHelp += "; $" + f.TokenEnv + " may hold one more"
+	}
+	fs.StringVar(&f.tokenFile, f.Prefix+"token-file", "", tokenHelp)
+	if f.Proxies {
+		fs.Func(f.Prefix+"trusted-proxy", "an authenticating proxy's address or CIDR whose X-Forwarded-User / X-Forwarded-Email say who the caller is (oauth2-proxy); repeatable; from any other peer those headers are ignored", func(v string) error {
+			f.proxies = append(f.proxies, v)
+			return nil
+		})
+	}
+	fs.StringVar(&f.cert, f.Prefix+"tls-cert", "", "serve TLS with this certificate (PEM; with --"+f.Prefix+"tls-key)")
+	fs.StringVar(&f.key, f.Prefix+"tls-key", "", "the TLS certificate's private key (PEM)")
+}
+
+// Options are what a command adds to its Flags when it listens.
+type Options struct {
+	// Name names the listener in errors and logs ("observer ui").
+	Name string
+	// Login serves the page's login form (Config.Login).
+	Login bool
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+	// ReadTimeout bounds reading a whole request, body included (default:
+	// headers only, 10 s).
+	ReadTimeout time.Duration
+	// ShutdownTimeout bounds the graceful stop when Serve's ctx ends
+	// (default 5 s).
+	ShutdownTimeout time.Duration
+	// Drain lets the requests in flight when Serve's ctx ends finish
+	// (within ShutdownTimeout); without it their contexts end with ctx
+	// (live streams stop at once).
+	Drain bool
+}
+
+// config reads the flags: the tokens, proxies, public URLs and TLS key
+// pair, each error naming its flag.
+func (f *Flags) config(o Options) (Config, *tls.Config, error) {
+	cfg := Config{Name: o.Name, Login: o.Login, Logger: o.Logger}
+	for _, v := range f.publicURLs {
+		u, err := ParsePublicURL(v)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("--%spublic-url: %w", f.Prefix, err)
+		}
+		cfg.PublicURLs = append(cfg.PublicURLs, u)
+	}
+	for _, v := range f.proxies {
+		p, err := ParseTrustedProxy(v)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("--%strusted-proxy: %w", f.Prefix, err)
+		}
+		cfg.TrustedProxies = append(cfg.TrustedProxies, p)
+	}
+	if f.tokenFile != "" {
+		t, err := LoadTokens(f.tokenFile)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("--%stoken-file: %w", f.Prefix, err)
+		}
+		cfg.Tokens = t
+	}
+	if f.TokenEnv != "" {
+		if v := os.Getenv(f.TokenEnv); v != "" {
+			if cfg.Tokens == nil {
+				cfg.Tokens = &Tokens{}
+			}
+			if err := cfg.Tokens.Add(v, Token{Name: strings.ToLower(f.TokenEnv)}); err != nil {
+				return cfg, nil, fmt.Errorf("$%s: %w", f.TokenEnv, err)
+			}
+		}
+	}
+	if (f.cert == "") != (f.key == "") {
+		return cfg, nil, fmt.Errorf("%w: give both --%stls-cert and --%stls-key, or neither", ErrInvalidConfig, f.Prefix, f.Prefix)
+	}
+	if f.cert == "" {
+		return cfg, nil, nil
+	}
+	pair, err := tls.LoadX509KeyPair(f.cert, f.key)
+	if err != nil {
+		return cfg, nil, fmt.Errorf("%w: --%stls-cert / --%stls-key: %v", ErrInvalidConfig, f.Prefix, f.Prefix, err)
+	}
+	cfg.TLS = true
+	return cfg, &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// Listen reads the flags and opens addr. It refuses, naming the flags to
+// give (ErrUnprotected), an address that is not loopback when no token
+// file (nor, with Proxies, trusted proxy) or no public URL is given; and
+// any flag it cannot read (ErrInvalidConfig).
+func (f *Flags) Listen(addr string, o Options) (*Listener, error) {
+	cfg, tlsCfg, err := f.config(o)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s on %s: %v", ErrInvalidConfig, o.Name, addr, err)
+	}
+	cfg.Addr = ln.Addr()
+	if !isLoopback(cfg.Addr) {
+		var missing []string
+		if cfg.Tokens.Len() == 0 && len(cfg.TrustedProxies) == 0 {
+			auth := "--" + f.Prefix + "token-file FILE"
+			if f.TokenEnv != "" {
+				auth += " (or $" + f.TokenEnv + ")"
+			}
+			if f.Proxies {
+				auth += " or --" + f.Prefix + "trusted-proxy CIDR"
+			}
+			missing = append(missing, "a way to authenticate callers: "+auth)
+		}
+		if len(cfg.PublicURLs) == 0 {
+			missing = append(missing, "the URL users reach it by: --"+f.Prefix+"public-url URL")
+		}
+		if len(missing) > 0 {
+			ln.Close()
+			return nil, fmt.Errorf("%w: %s on %s is not on loopback (127.0.0.1, [::1]): give %s; or listen on 127.0.0.1", ErrUnprotected, o.Name, addr, strings.Join(missing, ", and "))
+		}
+	}
+	g, err := New(cfg)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	return &Listener{ln: ln, guard: g, opts: o}, nil
+}
+
+// Listener is an open listener whose requests pass a Guard.
+type Listener struct {
+	ln    net.Listener
+	guard *Guard
+	opts  Options
+}
+
+// URL is where users open it (Guard.URL).
+func (l *Listener) URL() string { return l.guard.URL() }
+
+// Addr is the address it listens on.
+func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
+
+// Guard is the guard its requests pass.
+func (l *Listener) Guard() *Guard { return l.guard }
+
+// Close closes a listener that will not Serve.
+func (l *Listener) Close() error { return l.ln.Close() }
+
+// Serve serves h behind the guard until ctx ends, then shuts down
+// gracefully (Options.ShutdownTimeout). It returns nil after a shutdown,
+// else why the server stopped.
+func (l *Listener) Serve(ctx context.Context, h http.Handler) error {
+	base := ctx
+	if l.opts.Drain {
+		base = context.WithoutCancel(ctx)
+	}
+	srv := &http.Server{
+		Handler:           l.guard.Wrap(h),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       l.opts.ReadTimeout,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(l.guard.log.Handler(), slog.LevelDebug),
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l.ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	timeout := l.opts.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
