@@ -56,6 +56,13 @@ type ending struct {
 	unknown string
 }
 
+// takenBy makes e the end of run r's session taken over by another run's
+// attempt, by (its run.started).
+func (e *ending) takenBy(r *run, by *events.Event) {
+	e.detail = fmt.Sprintf("session %s/%s taken over by run %s (one writer per session)", r.req.AgentID, r.req.SessionID, by.RunID)
+	e.unknown = fmt.Sprintf("the session was taken over by run %s before the result was recorded", by.RunID)
+}
+
 // closeRun records the run's end e after an attempt's appends failed or
 // were refused (see above). It returns the run's result once its end is
 // stored; an error wrapping ErrLostRun when the run has an end already or
@@ -64,9 +71,15 @@ type ending struct {
 func (r *run) closeRun(ctx context.Context, e ending) (*Result, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 	defer cancel()
+	if e.takenOver != nil {
+		e.takenBy(r, e.takenOver)
+	}
 	res := &Result{
 		RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID,
 		Reason: ReasonFailed, Detail: e.detail, Steps: r.step, Usage: r.usage, Events: r.events, Resumed: r.resumed,
+	}
+	if !e.failed {
+		res.Reason = e.reason
 	}
 	if err := r.eng.cfg.Emitter.Flush(ctx, r.req.RunID); err != nil {
 		// The failures the record is closed after: what of them is stored
@@ -86,13 +99,8 @@ func (r *run) closeRun(ctx context.Context, e ending) (*Result, error) {
 		case rec.hole != 0:
 			return res, fmt.Errorf("%w: run %s: seq %d is not stored while later ones are: the attempt that resumes the run fills it", ErrUnrecorded, r.req.RunID, rec.hole)
 		}
-		if e.takenOver != nil {
-			by := e.takenOver
-			if rec.takenBy != nil {
-				by = rec.takenBy
-			}
-			e.detail = fmt.Sprintf("session %s/%s taken over by run %s (one writer per session)", r.req.AgentID, r.req.SessionID, by.RunID)
-			e.unknown = fmt.Sprintf("the session was taken over by run %s before the result was recorded", by.RunID)
+		if e.takenOver != nil && rec.takenBy != nil {
+			e.takenBy(r, rec.takenBy)
 		}
 		evs, err := r.closingEvents(rec.st, e)
 		if err != nil {
@@ -103,9 +111,6 @@ func (r *run) closeRun(ctx context.Context, e ending) (*Result, error) {
 			r.events = rec.st.events + len(evs)
 			r.resumeParent(ctx)
 			res.Detail, res.Events, res.Ended = e.detail, r.events, true
-			if !e.failed {
-				res.Reason = e.reason
-			}
 			return res, nil
 		}
 		var c Claimed
@@ -134,8 +139,8 @@ type closingRecord struct {
 	// claim (or, before it claimed, after its read): another attempt holds
 	// the run.
 	resumed *events.Event
-	// takenBy is the last run.started of another run stored after this
-	// attempt's claim.
+	// takenBy is the first run.started of another run stored after this
+	// attempt's claim: the run that took the session over.
 	takenBy *events.Event
 	// hole is the first seq of the run missing while a later one is
 	// stored, 0 when there is none.
@@ -163,7 +168,7 @@ func (r *run) readRecord(ctx context.Context) (*closingRecord, error) {
 			}
 		case e.Stage == events.StageRunStarted && e.Stored > mark && e.RunID == mine:
 			rec.resumed = e
-		case e.Stage == events.StageRunStarted && e.Stored > mark:
+		case e.Stage == events.StageRunStarted && e.Stored > mark && rec.takenBy == nil:
 			rec.takenBy = e
 		}
 	}
