@@ -199,4 +199,3 @@ func TestLoopRunInterruptedMidTool(t *testing.T) {
 		})
 	}
 }
-
