@@ -302,3 +302,46 @@ func TestTwoRunsAtOnceOnOneSession(t *testing.T) {
 	}
 	t.Logf("%d of 4 tries ended one run taken over by the other", lost)
 }
+
+// Emitter.AppendAfter, in memory as on the bus: an event is stored only
+// while the session's last stored event is the one the writer read, with no
+// condition on the session's claim; otherwise the error is a loop.Claimed
+// naming the first event stored since.
+func TestAppendAfterFencesOnTheSession(t *testing.T) {
+	records(t, func(t *testing.T, rec record) {
+		ctx := ctxT(t)
+		newEvent := func(run string, seq uint64) *events.Event {
+			e, err := events.New(events.StageStepStarted, events.Meta{Source: "test", AgentID: "demo", SessionID: "s1", RunID: run, Step: 1}, events.StepStarted{Step: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Seq = seq
+			return e
+		}
+		a, b := events.NewID(), events.NewID()
+		first, err := rec.AppendAfter(ctx, newEvent(a, 1), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claim, err := events.New(events.StageRunStarted, events.Meta{Source: "test", AgentID: "demo", SessionID: "s1", RunID: b, Seq: 1}, events.RunStarted{Prompt: "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed, err := rec.Claim(ctx, claim, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = rec.AppendAfter(ctx, newEvent(a, 2), first)
+		var c loop.Claimed
+		if !errors.As(err, &c) || c.ClaimedBy().ID != claim.ID || c.ClaimedBy().Stored != claimed {
+			t.Fatalf("an append after a stale read: %v; want a Claimed naming the claim stored since", err)
+		}
+		at, err := rec.AppendAfter(ctx, newEvent(a, 2), claimed)
+		if err != nil || at <= claimed {
+			t.Fatalf("an append after the session's last event, another run's claim: %d, %v", at, err)
+		}
+		if err := rec.AppendSync(ctx, newEvent(b, 2), claimed); err != nil {
+			t.Fatalf("the claim holder's append after it: %v (AppendAfter moved no claim)", err)
+		}
+	})
+}
