@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -344,4 +346,40 @@ func TestAppendAfterFencesOnTheSession(t *testing.T) {
 			t.Fatalf("the claim holder's append after it: %v (AppendAfter moved no claim)", err)
 		}
 	})
+}
+
+// A closed run's late tool.after (stored after another run's turn began)
+// is left out of the conversation whether the rebuild reads the session in
+// stream order or run by run (as it does once a run's events are stored
+// out of seq order): the other run's turn answered the call already, and
+// the conversation is the same either way.
+func TestLateResultLeftOutInEitherOrder(t *testing.T) {
+	evs, err := loadHistory("takeover-outcome-unknown")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range evs {
+		e.Stored = uint64(i + 1)
+	}
+	inOrder, err := loop.RebuildSession(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkConversation(t, evs)
+	// Run B's step.completed of step 1 sent again after a fault and stored
+	// last: B's events are no longer in seq order in the stream.
+	i := slices.IndexFunc(evs, func(e *events.Event) bool { return e.Stage == events.StageStepCompleted })
+	moved := slices.Clone(evs)
+	e := moved[i]
+	moved = append(slices.Delete(moved, i, i+1), e)
+	late := *e
+	late.Stored = uint64(len(evs) + 1)
+	moved[len(moved)-1] = &late
+	byRun, err := loop.RebuildSession(moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(inOrder.Messages, byRun.Messages) {
+		t.Fatalf("the conversation read run by run differs:\n%+v\nin stream order:\n%+v", byRun.Messages, inOrder.Messages)
+	}
 }

@@ -173,28 +173,30 @@ func foldSession(evs []*events.Event, mine string) (*Session, error) {
 // run that took the session), so the conversation, in stream order or by
 // run, has one result per call. It is nil when there is none.
 func lateResults(evs []*events.Event, mine string) map[*events.Event]bool {
-	turns := map[string]uint64{} // the stream sequence of each run's first run.started
+	first := map[string]uint64{} // the stream sequence of each run's first run.started
 	for _, e := range evs {
-		if e.Stage == events.StageRunStarted && (turns[e.RunID] == 0 || e.Stored < turns[e.RunID]) {
-			turns[e.RunID] = e.Stored
+		if e.Stage == events.StageRunStarted && (first[e.RunID] == 0 || e.Stored < first[e.RunID]) {
+			first[e.RunID] = e.Stored
 		}
 	}
-	if len(turns) < 2 {
+	if len(first) < 2 {
 		return nil
 	}
-	// after reports whether another run's turn than run's started between
-	// stream sequences from and to.
-	after := func(run string, from, to uint64) bool {
-		for r, t := range turns {
-			if r != run && t > from && t < to {
-				return true
-			}
-		}
-		return false
+	turns := make([]uint64, 0, len(first))
+	for _, t := range first {
+		turns = append(turns, t)
+	}
+	slices.Sort(turns)
+	// after reports whether a run's turn started between stream sequences
+	// from and to; from is at or after the turn of the run asking, so the
+	// turn is another run's.
+	after := func(from, to uint64) bool {
+		i, _ := slices.BinarySearch(turns, from+1)
+		return i < len(turns) && turns[i] < to
 	}
 	candidates := map[string]bool{} // runs with a tool.after stored after another run's turn
 	for _, e := range evs {
-		if e.Stage == events.StageToolAfter && e.RunID != mine && after(e.RunID, turns[e.RunID], e.Stored) {
+		if e.Stage == events.StageToolAfter && e.RunID != mine && first[e.RunID] != 0 && after(first[e.RunID], e.Stored) {
 			candidates[e.RunID] = true
 		}
 	}
@@ -221,7 +223,7 @@ func lateResults(evs []*events.Event, mine string) map[*events.Event]bool {
 			if e.DecodeData(&p) != nil {
 				continue
 			}
-			if at, ok := asked[e.RunID+"/"+p.Call.ID]; ok && after(e.RunID, at, e.Stored) {
+			if at, ok := asked[e.RunID+"/"+p.Call.ID]; ok && after(at, e.Stored) {
 				late[e] = true
 			}
 		}
