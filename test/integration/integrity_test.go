@@ -199,3 +199,32 @@ func TestLoopRunInterruptedMidTool(t *testing.T) {
 		})
 	}
 }
+
+// loop serve stopped (SIGTERM, and SIGINT) while a run's slow tool runs:
+// the run ends interrupted, its call's outcome recorded unknown; the
+// worker exits within seconds, and observer verify passes the run.
+func TestLoopServeInterruptedMidTool(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			ctx := testCtx(t, 2*time.Minute)
+			r := newToolRun(t, ctx, `m="$(date +%s%N)-$$"; echo "$m" >> calls.log; sleep 60`)
+			w := startWorker(t, r.args...)
+			req := r.submit(t, ctx, "stopped")
+			waitFor(t, time.Minute, func() bool { return len(readMarks(t, r.root)) > 0 }, "the tool to start\n%s", lazy(w.stderr.String))
+			if err := w.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			sent := time.Now()
+			res := w.wait(t, 40*time.Second)
+			t.Logf("loop serve exited %d, %v after %s", res.code, time.Since(sent).Round(10*time.Millisecond), sig)
+			evs := replayAll(t, r.srv.url())
+			eff, _ := effectiveRun(byRun(evs)[req.RunID])
+			rc := completed(t, checkRun(t, req.RunID, eff))
+			failed := payloadsOf[events.ToolFailed](t, eff, events.StageToolFailed)
+			if rc.Reason != events.ReasonInterrupted || len(failed) != 1 || !failed[0].Unknown {
+				t.Fatalf("run.completed %+v, tool.failed %+v; want interrupted, the call's outcome unknown\n%s\nworker:\n%s", rc, failed, seqStages(eff), res.stderr)
+			}
+			verifyOK(t, "--nats", r.srv.url())
+		})
+	}
+}
