@@ -11,7 +11,15 @@ import (
 	"github.com/nats-io/nkeys"
 )
 
-// Kinds of Problem.
+// Kinds of Problem. Which of them fail a run's verification is one rule
+// (Problem.Fails, set by Verifier): tampering always does (altered,
+// removed, inserted, reordered, after_end, bad_signature); a signer not
+// trusted does when the verifier trusts some keys (Verifier.Trust);
+// unsigned, unchained and unverifiable do when it requires signed runs
+// (Verifier.RequireSigned); no_end never does: a run
+// without an end is running, waiting or was cut off, which says nothing
+// about the record's integrity. docs/PROTOCOL.md ("Tamper evidence") has
+// the table.
 const (
 	// ProblemAltered: an event's content no longer matches the hash the
 	// run's next event recorded of it.
@@ -44,35 +52,77 @@ const (
 	ProblemUnverifiable = "unverifiable"
 )
 
-// Problem is one thing wrong with a run's record.
+// Problem is one thing the verification found in a run's record.
 type Problem struct {
 	Kind    string `json:"kind"`
 	Seq     uint64 `json:"seq,omitempty"`
 	EventID string `json:"event_id,omitempty"`
 	Detail  string `json:"detail"`
+	// Fails is set when the problem fails the run's verification (see the
+	// kinds); a problem without it is a note (a run not ended, an end not
+	// signed when signatures are not required).
+	Fails bool `json:"fails,omitempty"`
 }
 
 // RunVerdict is the verification of one run's chain.
 type RunVerdict struct {
-	RunID     string    `json:"run_id"`
-	AgentID   string    `json:"agent_id"`
-	SessionID string    `json:"session_id"`
-	Events    int       `json:"events"`
-	Ended     bool      `json:"ended"`
-	Signer    string    `json:"signer,omitempty"`
-	Problems  []Problem `json:"problems,omitempty"`
+	RunID     string `json:"run_id"`
+	AgentID   string `json:"agent_id"`
+	SessionID string `json:"session_id"`
+	Events    int    `json:"events"`
+	Ended     bool   `json:"ended"`
+	Signer    string `json:"signer,omitempty"`
+	// Intact is set when the run passes: none of its problems fails it.
+	Intact   bool      `json:"intact"`
+	Problems []Problem `json:"problems,omitempty"`
 }
 
-// OK reports whether nothing is wrong with the run.
-func (v *RunVerdict) OK() bool { return len(v.Problems) == 0 }
+// OK reports whether the run passes verification: none of its problems
+// fails it (Problem.Fails).
+func (v *RunVerdict) OK() bool {
+	for _, p := range v.Problems {
+		if p.Fails {
+			return false
+		}
+	}
+	return true
+}
+
+// Has reports whether the verdict lists a problem of kind.
+func (v *RunVerdict) Has(kind string) bool {
+	for _, p := range v.Problems {
+		if p.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// fails reports whether a problem of kind fails a run verified by v.
+func (v *Verifier) fails(kind string) bool {
+	switch kind {
+	case ProblemNoEnd:
+		return false
+	case ProblemUnknownSigner:
+		return len(v.Trust) > 0
+	case ProblemUnsigned, ProblemUnchained, ProblemUnverifiable:
+		return v.RequireSigned
+	}
+	return true
+}
 
 // Verifier checks runs' hash chains and signatures (events.ChainHash). Add
 // the events of the runs to check, in stream order; Verdicts then gives one
-// verdict per run. The zero value trusts no key: every signed run is
-// reported signed by an unknown key unless Trust names it.
+// verdict per run. The zero value trusts no key (a signed run is noted
+// signed by a key not given) and requires no signature: only tampering
+// fails a run.
 type Verifier struct {
-	// Trust is the set of public keys whose signatures are trusted.
+	// Trust is the set of public keys whose signatures are trusted; when
+	// it names any, a run signed by another key fails.
 	Trust map[string]bool
+	// RequireSigned fails every run whose end is not signed (by a key of
+	// Trust, when it names any), or whose chain cannot be checked whole.
+	RequireSigned bool
 	// Shadow counts the shadow registrations' records Add skipped.
 	Shadow int
 	runs   map[string][]*events.Event
@@ -235,8 +285,9 @@ func (v *Verifier) verify(all []*events.Event) *RunVerdict {
 		}
 	}
 	if end == nil {
+		sortProblems(res)
 		add(ProblemNoEnd, nil, 0, "no run.completed or run.failed recorded (running, waiting, cut off, or its end removed)")
-		return res
+		return v.judged(res)
 	}
 	res.Ended, res.Signer = true, end.Signer
 	switch {
@@ -254,7 +305,20 @@ func (v *Verifier) verify(all []*events.Event) *RunVerdict {
 			add(ProblemUnknownSigner, end, 0, "signed by %s, a key not trusted (give it with --public-key)", end.Signer)
 		}
 	}
+	sortProblems(res)
+	return v.judged(res)
+}
+
+func sortProblems(res *RunVerdict) {
 	slices.SortStableFunc(res.Problems, func(a, b Problem) int { return cmp.Compare(a.Seq, b.Seq) })
+}
+
+// judged marks which of res's problems fail it.
+func (v *Verifier) judged(res *RunVerdict) *RunVerdict {
+	for i := range res.Problems {
+		res.Problems[i].Fails = v.fails(res.Problems[i].Kind)
+	}
+	res.Intact = res.OK()
 	return res
 }
 

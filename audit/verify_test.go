@@ -3,6 +3,7 @@ package audit_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/loop/looptest"
 	"github.com/hookbus/hookbus/loop/scripted"
 	"github.com/hookbus/hookbus/loop/tools"
 	"github.com/nats-io/nats.go"
@@ -313,5 +315,72 @@ func TestVerifySkipsShadowRecords(t *testing.T) {
 	vd := v.Verdicts()[0]
 	if v.Shadow != 1 || len(vd.Problems) != 1 || vd.Problems[0].EventID != forged.ID {
 		t.Fatalf("shadow %d, problems %s: want the shadow record counted and the other reported", v.Shadow, kinds(vd))
+	}
+}
+
+// What fails a run's verification is one rule: tampering always; a signer
+// not trusted when keys are given; an end unsigned (or a chain that cannot
+// be checked) only when signed runs are required; a run without an end
+// never (it is running, waiting or was cut off).
+func TestVerifyRule(t *testing.T) {
+	kp, _ := nkeys.CreateAccount()
+	pub, _ := kp.PublicKey()
+	other, _ := nkeys.CreateAccount()
+	otherPub, _ := other.PublicKey()
+	record := func(signer loop.Signer) []*events.Event {
+		j := looptest.New()
+		eng, err := loop.New(loop.Config{Emitter: j, History: j, Model: scripted.New(scripted.Demo()), Tools: tools.Builtin(t.TempDir()), Signer: signer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eng.Run(testCtx(t), &events.RunRequest{RunID: events.NewID(), AgentID: "demo", SessionID: "s1", Prompt: "What time is it?"}); err != nil {
+			t.Fatal(err)
+		}
+		return j.Events()
+	}
+	unsigned, signed := record(nil), record(kp)
+	unended := unsigned[:len(unsigned)-1]
+	altered := slices.Clone(unsigned)
+	forged := *altered[3]
+	forged.Data = []byte(`{"messages":[]}`)
+	altered[3] = &forged
+	for _, tc := range []struct {
+		name  string
+		evs   []*events.Event
+		v     audit.Verifier
+		ok    bool
+		kinds string // the problems, failing ones marked !
+	}{
+		{"unsigned, intact", unsigned, audit.Verifier{}, true, "unsigned"},
+		{"unsigned, signatures required", unsigned, audit.Verifier{RequireSigned: true, Trust: map[string]bool{pub: true}}, false, "unsigned!"},
+		{"unsigned, keys given", unsigned, audit.Verifier{Trust: map[string]bool{pub: true}}, true, "unsigned"},
+		{"no end", unended, audit.Verifier{}, true, "no_end"},
+		{"no end, signatures required", unended, audit.Verifier{RequireSigned: true, Trust: map[string]bool{pub: true}}, true, "no_end"},
+		{"signed, no key given", signed, audit.Verifier{}, true, "unknown_signer"},
+		{"signed, its key given", signed, audit.Verifier{Trust: map[string]bool{pub: true}}, true, ""},
+		{"signed, another key given", signed, audit.Verifier{Trust: map[string]bool{otherPub: true}}, false, "unknown_signer!"},
+		{"signed, signatures required", signed, audit.Verifier{RequireSigned: true, Trust: map[string]bool{pub: true}}, true, ""},
+		{"signed, signatures required, no key given", signed, audit.Verifier{RequireSigned: true}, true, "unknown_signer"},
+		{"unsigned, signatures required, no key given", unsigned, audit.Verifier{RequireSigned: true}, false, "unsigned!"},
+		{"altered", altered, audit.Verifier{}, false, "altered!,unsigned"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := tc.v
+			for _, e := range tc.evs {
+				v.Add(e)
+			}
+			vd := v.Verdicts()[0]
+			var got []string
+			for _, p := range vd.Problems {
+				k := p.Kind
+				if p.Fails {
+					k += "!"
+				}
+				got = append(got, k)
+			}
+			if vd.OK() != tc.ok || vd.Intact != tc.ok || strings.Join(got, ",") != tc.kinds {
+				t.Fatalf("ok %v (intact %v), problems %v; want ok %v, %s", vd.OK(), vd.Intact, got, tc.ok, tc.kinds)
+			}
+		})
 	}
 }

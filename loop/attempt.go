@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/telemetry/tracectx"
@@ -78,27 +77,27 @@ func (r *run) reset() {
 // lost ends an attempt whose session another attempt claimed: nothing of
 // it is stored any more. If the claim is another attempt of this run, that
 // attempt carries the run on (ErrLostRun); if it is another run's, this
-// run's end is recorded (run.failed, appended on that claim: it starts
-// nothing) so nobody waits for it.
+// run's end is recorded (run.failed naming that run, closeRun) so nobody
+// waits for it, unless the record shows the run ended or held by another
+// of its attempts.
 func (r *run) lost(ctx context.Context, cause error, by *events.Event) (*Result, error) {
-	res := &Result{
-		RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID,
-		Reason: ReasonFailed, Detail: cause.Error(), Steps: r.step, Usage: r.usage, Events: r.events, Resumed: r.resumed,
-	}
 	if by.RunID == r.req.RunID {
 		r.eng.cfg.Logger.Warn("loop: run taken over by another attempt", "run", r.req.RunID, "err", cause)
+		res := &Result{
+			RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID,
+			Reason: ReasonFailed, Detail: cause.Error(), Steps: r.step, Usage: r.usage, Events: r.events, Resumed: r.resumed,
+		}
 		return res, fmt.Errorf("%w: %w", ErrLostRun, cause)
 	}
-	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	why := fmt.Sprintf("session %s/%s taken over by run %s (one writer per session)", r.req.AgentID, r.req.SessionID, by.RunID)
-	r.claim = by.Stored
-	_ = r.eng.cfg.Emitter.Flush(c, r.req.RunID) // the refused appends' failures
-	if err := r.emitSync(c, events.StageRunFailed, events.RunFailed{Error: why, Steps: r.step}, ""); err != nil {
+	res, err := r.closeRun(ctx, ending{failed: true, takenOver: by})
+	switch {
+	case errors.Is(err, ErrLostRun):
+		r.eng.cfg.Logger.Warn("loop: run taken over by another attempt", "run", r.req.RunID, "err", err)
+		return res, fmt.Errorf("%w (%w)", err, cause)
+	case err != nil:
 		return res, errors.Join(cause, err)
 	}
-	res.Detail, res.Events, res.Ended = why, r.events, true
-	return res, fmt.Errorf("loop: %s: %w", why, cause)
+	return res, fmt.Errorf("loop: %s: %w", res.Detail, cause)
 }
 
 // attempt reads the session and runs the request from where its events say
@@ -119,20 +118,26 @@ func (r *run) attempt(ctx context.Context) (*Result, error) {
 	if err == nil {
 		return res, nil
 	}
-	var end *errEnd
+	var (
+		end     *errEnd
+		claimed Claimed
+	)
 	switch {
-	case errors.As(err, &end):
-		return r.finish(ctx, end.reason, end.detail)
-	case errors.Is(err, ErrUnrecorded):
-		// The record cannot be written (NATS away longer than the Emitter
-		// waits, or another attempt claimed the session): the run is not
-		// ended; it resumes from its events when run again.
+	case errors.As(err, &claimed):
+		// Another attempt claimed the session: execute reads it again, or
+		// ends this attempt (lost).
 		return nil, err
+	case errors.As(err, &end) && ctx.Err() == nil:
+		return r.finish(ctx, end.reason, end.detail)
 	case ctx.Err() != nil:
 		// The caller gave up: record it, on a context that still works.
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		return r.finish(c, events.ReasonInterrupted, ctx.Err().Error())
+		return r.closeRun(ctx, ending{reason: events.ReasonInterrupted, detail: ctx.Err().Error(),
+			unknown: "the run was interrupted before the result was recorded"})
+	case errors.Is(err, ErrUnrecorded):
+		// The record cannot be written (NATS away longer than the Emitter
+		// waits): the run is not ended; it resumes from its events when
+		// run again.
+		return nil, err
 	}
 	return r.fail(ctx, err)
 }
@@ -373,20 +378,14 @@ func (r *run) finish(ctx context.Context, reason, detail string) (*Result, error
 	}, nil
 }
 
-// fail ends the run with run.failed (its own failure, not the record's)
-// and returns cause.
+// fail ends the run with run.failed (its own failure, not the record's;
+// closeRun) and returns cause.
 func (r *run) fail(ctx context.Context, cause error) (*Result, error) {
-	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	res := &Result{
-		RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID,
-		Reason: ReasonFailed, Detail: cause.Error(), Steps: r.step, Usage: r.usage, Resumed: r.resumed,
-	}
-	if err := r.emitSync(c, events.StageRunFailed, events.RunFailed{Error: cause.Error(), Steps: r.step}, ""); err != nil {
+	res, err := r.closeRun(ctx, ending{failed: true, detail: cause.Error(),
+		unknown: "the run failed before the result was recorded"})
+	if err != nil {
 		return res, errors.Join(cause, err)
 	}
-	res.Events, res.Ended = r.events, true
-	r.resumeParent(c)
 	return res, cause
 }
 

@@ -29,8 +29,9 @@ var (
 )
 
 // ErrLostRun is returned by Run when another attempt of the same run
-// (another worker, after this one's lease lapsed) claimed the session: that
-// attempt ends the run; this one wrote nothing more. Its errors are
+// (another worker, after this one's lease lapsed) claimed the session, or
+// the run's record has its end already when this attempt would close it:
+// that attempt ends (or ended) the run; this one wrote nothing more. Its errors are
 // bus.Abandoners: a worker leaves the request to the worker that holds the
 // run now, rather than acknowledge it.
 var ErrLostRun error = lostRun{}

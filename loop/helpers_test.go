@@ -159,6 +159,13 @@ func (f *failingEmitter) Reclaim(ctx context.Context, e *events.Event, last, see
 	return f.inner.Reclaim(ctx, e, last, seen)
 }
 
+func (f *failingEmitter) AppendAfter(ctx context.Context, e *events.Event, seen uint64) (uint64, error) {
+	if !f.ok(e) {
+		return 0, errLost
+	}
+	return f.inner.AppendAfter(ctx, e, seen)
+}
+
 func (f *failingEmitter) Flush(ctx context.Context, runID string) error {
 	return f.inner.Flush(ctx, runID)
 }

@@ -66,7 +66,7 @@ type historySubagent struct {
 
 // historyScenarios returns every scenario, in the order they are recorded.
 func historyScenarios() []*historyScenario {
-	return append(firstScenarios(), shapeScenarios()...)
+	return append(append(firstScenarios(), shapeScenarios()...), closingScenarios()...)
 }
 
 // firstScenarios are the histories of the first recording (runs, hooks,
@@ -174,6 +174,10 @@ func firstScenarios() []*historyScenario {
 				"run.failed (taken over, one writer per session) on B's claim. A's open tool calls are answered (no result) before B's prompt, so " +
 				"every call is followed by its result, as providers require. (Recorded again deliberately when the rebuild was fixed: the first " +
 				"recording left them open until A's run.failed, after B's turn.)",
+			frozen: "run A's run.failed is the engine's old closing: numbered after its refused tool.after (seq 8, seq 7 never stored) " +
+				"and chained to it; the engine now records the clock's outcome unknown and chains the end to the last stored event " +
+				"(takeover-outcome-unknown shows it), so a new recording would hold another history. It stays as the record an old " +
+				"stream holds, which the replay must still read.",
 			record: recordTakeoverByAnotherRun,
 		},
 		{

@@ -19,7 +19,8 @@ import (
 // Append, Flush returns) an error for which errors.As finds a Claimed
 // naming the run.started that claimed the session since.
 type Emitter interface {
-	// Append appends e asynchronously; failures surface at Flush.
+	// Append appends e asynchronously; failures surface at Flush. An error
+	// it returns itself means e was not sent, so never stored.
 	Append(ctx context.Context, e *events.Event, claim uint64) error
 	// AppendSync returns once e is stored.
 	AppendSync(ctx context.Context, e *events.Event, claim uint64) error
@@ -35,6 +36,16 @@ type Emitter interface {
 	// between this attempt's read and its claim: the claim is refused (a
 	// Claimed naming the session's last claim) and the attempt reads again.
 	Reclaim(ctx context.Context, e *events.Event, last, seen uint64) (claim uint64, err error)
+	// AppendAfter appends e, not fenced on a claim but on condition that
+	// the session's last stored message is at stream sequence seen (the
+	// session as the caller read it), returns once e is stored, and returns
+	// its stream sequence. The loop closes a run's record this way after
+	// its appends failed or were refused (docs/PROTOCOL.md, "One writer per
+	// session"): e is derived from what is stored, and nothing can be
+	// stored in between. When something was stored on the session since
+	// seen, it returns an error for which errors.As finds a Claimed naming
+	// the first event stored since: read the session again.
+	AppendAfter(ctx context.Context, e *events.Event, seen uint64) (uint64, error)
 	// Flush returns once every earlier append of the run is stored, or
 	// with the first failure since the previous Flush.
 	Flush(ctx context.Context, runID string) error

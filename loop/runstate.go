@@ -48,10 +48,12 @@ type runState struct {
 
 // callState is what the record says of one tool call.
 type callState struct {
-	before   *events.ToolBefore // tool.before as it took effect
-	beforeID string             // its event id (the decisions name it)
-	result   *events.ToolResult // tool.result: the raw result, recorded before tool.after hooks ran
-	after    bool               // tool.after is recorded: the call is done
+	before    *events.ToolBefore // tool.before as it took effect
+	beforeID  string             // its event id (the decisions name it)
+	beforeSeq uint64             // its seq
+	step      int                // its step
+	result    *events.ToolResult // tool.result: the raw result, recorded before tool.after hooks ran
+	after     bool               // tool.after is recorded: the call is done
 
 	subBefore *events.SubagentBefore // a Task call's child, as recorded
 	subAfter  *events.SubagentAfter
@@ -154,7 +156,7 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 				return nil, err
 			}
 			c := rs.call(p.Call.ID)
-			c.before, c.beforeID = &p, e.ID
+			c.before, c.beforeID, c.beforeSeq, c.step = &p, e.ID, e.Seq, e.Step
 		case events.StageToolResult:
 			var p events.ToolResultRecord
 			if err := decodeOwn(e, &p); err != nil {

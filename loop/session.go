@@ -1,6 +1,8 @@
 package loop
 
 import (
+	"slices"
+
 	"github.com/hookbus/hookbus/events"
 )
 
@@ -62,6 +64,8 @@ func foldSession(evs []*events.Event, mine string) (*Session, error) {
 	ends := decisions{}
 	runs := map[string]bool{}
 	open := map[string][]events.ToolCall{} // calls of each run not answered yet
+	late := lateResults(evs, mine)
+	answered := map[string]bool{} // run/call answered with no result
 	for _, e := range evs {
 		runs[e.RunID] = true
 		own := mine != "" && e.RunID == mine
@@ -90,6 +94,9 @@ func foldSession(evs []*events.Event, mine string) (*Session, error) {
 					continue
 				}
 				s.Messages = appendNoResults(s.Messages, calls)
+				for _, c := range calls {
+					answered[run+"/"+c.ID] = true
+				}
 				delete(open, run)
 			}
 			s.prompts[e.RunID] = len(s.Messages)
@@ -129,6 +136,9 @@ func foldSession(evs []*events.Event, mine string) (*Session, error) {
 				}
 				continue
 			}
+			if late[e] || !slices.ContainsFunc(open[e.RunID], func(c events.ToolCall) bool { return c.ID == p.Call.ID }) && answered[e.RunID+"/"+p.Call.ID] {
+				continue // answered when another run's turn started
+			}
 			s.Messages = append(s.Messages, toolMessage(&p))
 			open[e.RunID] = removeCall(open[e.RunID], p.Call.ID)
 		case events.StageStop:
@@ -154,6 +164,71 @@ func foldSession(evs []*events.Event, mine string) (*Session, error) {
 		}
 	}
 	return s, nil
+}
+
+// lateResults marks the tool.after events of runs other than mine stored
+// after another run's turn started (its first run.started) since the reply
+// that made the call: that turn answered the call with no result (a run
+// taken over records the outcome of its calls when it closes, after the
+// run that took the session), so the conversation, in stream order or by
+// run, has one result per call. It is nil when there is none.
+func lateResults(evs []*events.Event, mine string) map[*events.Event]bool {
+	first := map[string]uint64{} // the stream sequence of each run's first run.started
+	for _, e := range evs {
+		if e.Stage == events.StageRunStarted && (first[e.RunID] == 0 || e.Stored < first[e.RunID]) {
+			first[e.RunID] = e.Stored
+		}
+	}
+	if len(first) < 2 {
+		return nil
+	}
+	turns := make([]uint64, 0, len(first))
+	for _, t := range first {
+		turns = append(turns, t)
+	}
+	slices.Sort(turns)
+	// after reports whether a run's turn started between stream sequences
+	// from and to; from is at or after the turn of the run asking, so the
+	// turn is another run's.
+	after := func(from, to uint64) bool {
+		i, _ := slices.BinarySearch(turns, from+1)
+		return i < len(turns) && turns[i] < to
+	}
+	candidates := map[string]bool{} // runs with a tool.after stored after another run's turn
+	for _, e := range evs {
+		if e.Stage == events.StageToolAfter && e.RunID != mine && first[e.RunID] != 0 && after(first[e.RunID], e.Stored) {
+			candidates[e.RunID] = true
+		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	asked := map[string]uint64{} // run/call: the stream sequence of the reply that made the call
+	late := map[*events.Event]bool{}
+	for _, e := range evs {
+		if !candidates[e.RunID] {
+			continue
+		}
+		switch e.Stage {
+		case events.StageModelResponded:
+			var p events.ModelResponded
+			if e.DecodeData(&p) != nil {
+				continue
+			}
+			for _, c := range p.Message.ToolCalls {
+				asked[e.RunID+"/"+c.ID] = e.Stored
+			}
+		case events.StageToolAfter:
+			var p events.ToolAfter
+			if e.DecodeData(&p) != nil {
+				continue
+			}
+			if at, ok := asked[e.RunID+"/"+p.Call.ID]; ok && after(at, e.Stored) {
+				late[e] = true
+			}
+		}
+	}
+	return late
 }
 
 // appendNoResults answers calls that will get no result.

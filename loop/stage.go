@@ -168,6 +168,13 @@ func (r *run) append(ctx context.Context, ev *events.Event, sync bool) error {
 		err = em.Append(ctx, ev, r.claim)
 	}
 	if err != nil {
+		if !sync {
+			// Not queued, so never stored: its seq is the next event's.
+			// (A write-ahead append that failed may have been stored: the
+			// attempt stops, and whatever ends the run reads the record
+			// again.)
+			r.seq--
+		}
 		return fmt.Errorf("%w: %s of run %s: %w", ErrUnrecorded, ev.Stage, r.req.RunID, err)
 	}
 	r.prevHash = hash

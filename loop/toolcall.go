@@ -156,6 +156,11 @@ func (r *run) execTool(ctx context.Context, call events.ToolCall) events.ToolRes
 	start := time.Now()
 	content, panicked, err := r.invoke(ctx, call)
 	res := events.ToolResult{CallID: call.ID, Name: call.Name, Content: content, DurationMS: time.Since(start).Milliseconds()}
+	if err != nil && ctx.Err() != nil {
+		// The run is interrupted: its end records the call's outcome.
+		res.IsError, res.Content = true, "error: "+err.Error()
+		return res
+	}
 	if err != nil {
 		res.IsError, res.Content = true, "error: "+err.Error()
 		if perr := r.emit(ctx, events.StageToolFailed, events.ToolFailed{Call: call, Error: err.Error(), Panicked: panicked}, call.Name); perr != nil {

@@ -59,6 +59,16 @@ func (em *emitter) Reclaim(ctx context.Context, e *events.Event, last, seen uint
 	return claim, err
 }
 
+func (em *emitter) AppendAfter(ctx context.Context, e *events.Event, seen uint64) (uint64, error) {
+	start := time.Now()
+	at, err := em.inner.AppendAfter(ctx, e, seen)
+	em.m.ObservePublish("append_sync", time.Since(start))
+	if err == nil {
+		em.m.Observe(e)
+	}
+	return at, err
+}
+
 func (em *emitter) Flush(ctx context.Context, runID string) error {
 	start := time.Now()
 	err := em.inner.Flush(ctx, runID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,6 +256,26 @@ func TestBrowserVerification(t *testing.T) {
 		t.Fatalf("the problems are drawn in %s, not red", c)
 	}
 	br.shot("run-tampered")
+
+	// The page follows observer verify's rule: signed by a key not given
+	// to it, intact; unsigned when signatures are required, not.
+	untrusting := serve(t, b, false)
+	signed := recordSignedRun(t, ctx, b, "signed", kp)
+	br.do("open an intact signed run, no key given", chromedp.Navigate(untrusting.URL+"/#/run/"+signed.RunID+"?agent=planner&session=signed"), chromedp.WaitVisible(chromedp.CSS(".run-head .verify.plain")))
+	if s := eval[string](br, `document.querySelector(".run-head .verify.plain").textContent`); s != "✓ record intact, signed by "+pub+" (a key not given to this page)" {
+		t.Fatalf("the signed run's badge, no key given, says %q", s)
+	}
+	srv, err := webui.New(webui.Config{Bus: b, RequireSigned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requiring := httptest.NewServer(srv)
+	t.Cleanup(requiring.Close)
+	br.do("open the unsigned run, signatures required", chromedp.Navigate(requiring.URL+"/#/run/"+unsigned.RunID+"?agent=planner&session=unsigned"), chromedp.WaitVisible(chromedp.CSS(".run-head .verify.bad")))
+	items = eval[[]string](br, `[...document.querySelectorAll(".run-head .verify.bad li")].map(e => e.textContent)`)
+	if len(items) != 1 || !strings.HasPrefix(items[0], "unsigned") {
+		t.Fatalf("the unsigned run's badge, signatures required, lists %q", items)
+	}
 }
 
 // A live run: the page shows the events stored so far, then the rest as

@@ -7,7 +7,8 @@
 // human, with Approve / Reject / Reject-and-continue buttons when the
 // server allows answers. A run's page says whether its record verifies
 // (audit.Verifier: its hash chain, and its end signed by a key of
-// Config.Trust), or what was removed, inserted, altered or reordered.
+// Config.Trust), or what was removed, inserted, altered or reordered, by
+// the rule observer verify's exit code follows (audit.Problem.Fails).
 //
 // The lists are package audit's folds, the same values observer runs,
 // sessions and stats print: audit.Runs (with Runs.Decisions),

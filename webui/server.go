@@ -55,11 +55,16 @@ type Config struct {
 	// (default 15s).
 	Heartbeat time.Duration
 	// Trust is the public keys (nkeys) whose signatures on a run's end are
-	// trusted when the run's page verifies its record (audit.Verifier).
+	// trusted when the run's page verifies its record (audit.Verifier):
+	// when it names any, a run signed by another key does not verify.
 	Trust map[string]bool
 	// Answerer submits the answers given on the page (default: queued on
 	// Bus, as observer approve does).
 	Answerer Answerer
+	// RequireSigned makes a run whose end is not signed fail its page's
+	// verification, as observer verify --require-signed does
+	// (audit.Verifier.RequireSigned).
+	RequireSigned bool
 }
 
 // Server serves the page and its JSON API (see the package doc). It is an
@@ -285,7 +290,7 @@ func (s *Server) runView(ctx context.Context, f bus.Filter, depth int, children 
 	if err != nil || len(evs) == 0 {
 		return nil, err
 	}
-	v := buildView(evs, s.cfg.Trust)
+	v := buildView(evs, audit.Verifier{Trust: s.cfg.Trust, RequireSigned: s.cfg.RequireSigned})
 	v.Truncated = truncated
 	if depth >= maxDepth {
 		return v, nil

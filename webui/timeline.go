@@ -76,7 +76,9 @@ type RunView struct {
 	Approvals []*ApprovalView `json:"approvals,omitempty"`
 	// Verify is whether the run's record is intact: its hash chain and the
 	// signature on its end, checked by audit.Verifier over the events read
-	// (nil when only shadow records were read).
+	// (nil when only shadow records were read). The page's badge follows
+	// its verdict as observer verify does: the problems marked fails fail
+	// it; the others are notes.
 	Verify *audit.RunVerdict `json:"verify,omitempty"`
 	// Truncated is set when the run has more events than were read.
 	Truncated bool `json:"truncated,omitempty"`
@@ -141,13 +143,12 @@ func entryOf(e *events.Event) *Entry {
 }
 
 // buildView folds one run's events (in stream order) into its timeline,
-// the decisions' diffs drawn, and verifies its record trusting the keys of
-// trust.
-func buildView(evs []*events.Event, trust map[string]bool) *RunView {
+// the decisions' diffs drawn, and verifies its record with vf (a verifier
+// that has read nothing yet: the server's keys and policy).
+func buildView(evs []*events.Event, vf audit.Verifier) *RunView {
 	v := &RunView{}
 	var rs audit.Runs
 	var as audit.Approvals
-	vf := audit.Verifier{Trust: trust}
 	for _, e := range evs {
 		rs.Add(e)
 		as.Add(e)

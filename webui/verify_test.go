@@ -2,6 +2,7 @@ package webui_test
 
 import (
 	"context"
+	"net/http/httptest"
 	"slices"
 	"testing"
 
@@ -82,18 +83,59 @@ func TestRunVerified(t *testing.T) {
 			t.Fatalf("the child run %s: %+v", e.Child.Run.RunID, e.Child.Verify)
 		}
 	}
+	v = webui.RunView{}
 	getJSON(t, trusting.URL+"/api/runs/"+unsigned.RunID+"?agent=planner&session=unsigned", 200, &v)
 	if got := problemKinds(v.Verify); !slices.Equal(got, []string{audit.ProblemUnsigned}) {
 		t.Fatalf("an unsigned run: %v", v.Verify)
 	}
+	if !v.Verify.OK() || !v.Verify.Intact || v.Verify.Problems[0].Fails {
+		t.Fatalf("an unsigned run whose record is intact does not verify: %+v", v.Verify)
+	}
+	v = webui.RunView{}
 	getJSON(t, trusting.URL+"/api/runs/"+tampered.RunID+"?agent=planner&session=tampered", 200, &v)
 	if v.Verify.OK() || !slices.ContainsFunc(v.Verify.Problems, func(p audit.Problem) bool { return p.Kind == audit.ProblemRemoved && p.Seq == seq }) {
 		t.Fatalf("a run with seq %d removed: %+v", seq, v.Verify)
 	}
 
 	distrusting := serve(t, b, false)
+	v = webui.RunView{}
 	getJSON(t, distrusting.URL+"/api/runs/"+signed.RunID+"?agent=planner&session=signed", 200, &v)
 	if got := problemKinds(v.Verify); !slices.Equal(got, []string{audit.ProblemUnknownSigner}) {
 		t.Fatalf("a signed run, its key not trusted: %+v", v.Verify)
+	}
+	if !v.Verify.OK() {
+		t.Fatalf("a signed run, no key given to the page: %+v; want it intact, its signer noted", v.Verify)
+	}
+	_, otherPub := signer(t)
+	other := serveTrusting(t, b, false, map[string]bool{otherPub: true})
+	v = webui.RunView{}
+	getJSON(t, other.URL+"/api/runs/"+signed.RunID+"?agent=planner&session=signed", 200, &v)
+	if v.Verify.OK() || !v.Verify.Problems[0].Fails {
+		t.Fatalf("a signed run, another key given to the page: %+v; want it failed", v.Verify)
+	}
+}
+
+// The page's verdict follows observer verify's rule: with RequireSigned,
+// an unsigned run fails; a run without an end yet does not.
+func TestRunVerifiedRequiringSignatures(t *testing.T) {
+	ctx := ctxT(t)
+	b := bustest.StartBus(t)
+	unsigned := recordRun(t, ctx, b, "unsigned")
+	srv, err := webui.New(webui.Config{Bus: b, RequireSigned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	var v webui.RunView
+	getJSON(t, hs.URL+"/api/runs/"+unsigned.RunID+"?agent=planner&session=unsigned", 200, &v)
+	if v.Verify.OK() || v.Verify.Intact || !v.Verify.Has(audit.ProblemUnsigned) {
+		t.Fatalf("an unsigned run, signatures required: %+v", v.Verify)
+	}
+	removeEvent(t, ctx, b, unsigned.RunID, events.StageRunCompleted)
+	v = webui.RunView{}
+	getJSON(t, hs.URL+"/api/runs/"+unsigned.RunID+"?agent=planner&session=unsigned", 200, &v)
+	if !v.Verify.OK() || v.Verify.Ended || !v.Verify.Has(audit.ProblemNoEnd) {
+		t.Fatalf("a run without an end: %+v; want it intact so far", v.Verify)
 	}
 }

@@ -184,6 +184,11 @@ func (t *tracer) Reclaim(ctx context.Context, e *events.Event, last, seen uint64
 	return t.Emitter.Reclaim(ctx, e, last, seen)
 }
 
+func (t *tracer) AppendAfter(ctx context.Context, e *events.Event, seen uint64) (uint64, error) {
+	t.print(e)
+	return t.Emitter.AppendAfter(ctx, e, seen)
+}
+
 // withSubagents returns agent id and the agents it may call, transitively.
 func withSubagents(f *agents.File, id string) []*agents.Agent {
 	var out []*agents.Agent

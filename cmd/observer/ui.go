@@ -27,6 +27,7 @@ func cmdUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		keys = append(keys, v)
 		return nil
 	})
+	requireSigned := fs.Bool("require-signed", false, "the run pages' badge fails a run whose end is not signed (by a key given with --public-key, when any is), as observer verify --require-signed does")
 	verbose := fs.Bool("v", false, cli.VerboseHelp)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `Usage: observer ui [flags]
@@ -64,7 +65,7 @@ Flags:`)
 		return err
 	}
 	defer c.Close()
-	srv, err := webui.New(webui.Config{Bus: c.Bus, AllowApprovals: *allow, Where: c.Where, Logger: log, Trust: trust})
+	srv, err := webui.New(webui.Config{Bus: c.Bus, AllowApprovals: *allow, Where: c.Where, Logger: log, Trust: trust, RequireSigned: *requireSigned})
 	if err != nil {
 		return err
 	}

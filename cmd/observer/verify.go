@@ -15,7 +15,9 @@ import (
 )
 
 // cmdVerify recomputes the hash chains of runs and checks their signed
-// ends; it fails when any run's record is not intact.
+// ends; it fails when any run fails verification (audit.Verifier's rule:
+// tampering; with --public-key, a signer not given; with --require-signed,
+// an end not signed).
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("observer verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -29,8 +31,9 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return nil
 	})
 	quiet := fs.Bool("q", false, "print only the runs that fail")
+	requireSigned := fs.Bool("require-signed", false, "fail every run whose end is not signed (by a key given with --public-key, when any is given); by default an unsigned run whose record is intact passes")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: observer verify [flags]\n\nRecomputes every run's hash chain and checks its signed end: per run, ok, or which\nevent was altered, removed, inserted or reordered, a run with no end, an end unsigned\nor signed by a key not given with --public-key. Exits 1 when any run fails.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: observer verify [flags]\n\nRecomputes every run's hash chain and checks its signed end: per run, ok, or which\nevent was altered, removed, inserted or reordered. Exits 1 when any run fails:\nwhen its record was tampered with, when it is signed by a key not given with\n--public-key (when any is given), or, with --require-signed, when its end is\nnot signed. A run without an end yet (running, waiting, cut off) and an\nintact unsigned run pass, and say so.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args); err != nil {
@@ -50,7 +53,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	v := &audit.Verifier{Trust: trust}
+	v := &audit.Verifier{Trust: trust, RequireSigned: *requireSigned}
 	prefix := ff.runPrefix()
 	if err := d.scan(ctx, filter, stderr, func(e *events.Event) {
 		if prefix == "" || strings.HasPrefix(e.RunID, prefix) {
@@ -95,12 +98,22 @@ func printVerdict(w io.Writer, vd *audit.RunVerdict) {
 	if !vd.OK() {
 		status = "FAILED"
 	}
-	signer := "unsigned"
-	if vd.Signer != "" {
-		signer = "signed by " + vd.Signer
+	var state string
+	switch {
+	case vd.Signer != "" && vd.Has(audit.ProblemUnknownSigner) && vd.OK():
+		state = "signed by " + vd.Signer + " (a key not given with --public-key)"
+	case vd.Signer != "":
+		state = "signed by " + vd.Signer
+	case vd.Ended:
+		state = "unsigned"
+	default:
+		state = "no end yet (running, waiting or cut off)"
 	}
-	fmt.Fprintf(w, "%s  run %s  %s/%s  %d events, %s\n", status, vd.RunID, vd.AgentID, vd.SessionID, vd.Events, signer)
+	fmt.Fprintf(w, "%s  run %s  %s/%s  %d events, %s\n", status, vd.RunID, vd.AgentID, vd.SessionID, vd.Events, state)
 	for _, p := range vd.Problems {
+		if !p.Fails && said(p.Kind) {
+			continue
+		}
 		at := ""
 		if p.Seq > 0 {
 			at = fmt.Sprintf(" #%03d", p.Seq)
@@ -109,8 +122,18 @@ func printVerdict(w io.Writer, vd *audit.RunVerdict) {
 		if p.EventID != "" {
 			id = " (event " + p.EventID + ")"
 		}
-		fmt.Fprintf(w, "        %-14s%s%s: %s\n", p.Kind, at, id, p.Detail)
+		note := ""
+		if !p.Fails {
+			note = "note: "
+		}
+		fmt.Fprintf(w, "        %s%-14s%s%s: %s\n", note, p.Kind, at, id, p.Detail)
 	}
+}
+
+// said reports whether a problem of kind that does not fail the run is
+// said by the run's line already.
+func said(kind string) bool {
+	return kind == audit.ProblemUnsigned || kind == audit.ProblemNoEnd || kind == audit.ProblemUnknownSigner
 }
 
 // trustedKeys reads --public-key values: a public nkey, or a file holding

@@ -64,6 +64,15 @@ func (o *observing) Reclaim(ctx context.Context, e *events.Event, last, seen uin
 	return claim, nil
 }
 
+func (o *observing) AppendAfter(ctx context.Context, e *events.Event, seen uint64) (uint64, error) {
+	at, err := o.Emitter.AppendAfter(ctx, e, seen)
+	if err != nil {
+		return at, err
+	}
+	o.hs.observe(ctx, e)
+	return at, nil
+}
+
 // observe runs the observers of e's stage that match it.
 func (hs *Hooks) observe(ctx context.Context, e *events.Event) {
 	for _, o := range hs.observers[e.Stage] {

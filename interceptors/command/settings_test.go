@@ -153,4 +153,7 @@ func (nopEmitter) Claim(context.Context, *events.Event, uint64) (uint64, error) 
 func (nopEmitter) Reclaim(context.Context, *events.Event, uint64, uint64) (uint64, error) {
 	return 1, nil
 }
+func (nopEmitter) AppendAfter(context.Context, *events.Event, uint64) (uint64, error) {
+	return 1, nil
+}
 func (nopEmitter) Flush(context.Context, string) error { return nil }

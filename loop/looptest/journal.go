@@ -13,7 +13,8 @@ import (
 // loop.History for engine tests that are about the loop, not the transport.
 // It keeps what the engine relies on from JetStream: stream sequences
 // (events.Event.Stored), the session fence (an append is stored only while
-// the session's last run.started is the one at its claim), and
+// the session's last run.started is the one at its claim; AppendAfter only
+// while the session's last event is the one the writer read), and
 // de-duplication by event id (a first append of an id already stored is an
 // error). Appends are stored at once; Append's failures, like the bus',
 // surface at Flush. It is safe for concurrent use.
@@ -35,12 +36,16 @@ func New() *Journal {
 var ErrDown = errors.New("looptest: journal down")
 
 // ClaimedError is the error of an append or claim refused by the session's
-// fence: By claimed the session since. It implements loop.Claimed.
+// fence: By claimed the session since (for AppendAfter: By is the first
+// event stored on the session since). It implements loop.Claimed.
 type ClaimedError struct {
 	By *events.Event
 }
 
 func (e *ClaimedError) Error() string {
+	if e.By.Stage != events.StageRunStarted {
+		return fmt.Sprintf("looptest: session %s/%s changed: %s of run %s stored at stream sequence %d", e.By.AgentID, e.By.SessionID, e.By.Stage, e.By.RunID, e.By.Stored)
+	}
 	return fmt.Sprintf("looptest: session %s/%s claimed by run %s (stream sequence %d)", e.By.AgentID, e.By.SessionID, e.By.RunID, e.By.Stored)
 }
 
@@ -124,6 +129,31 @@ func (j *Journal) Reclaim(_ context.Context, e *events.Event, last, seen uint64)
 	return uint64(len(j.evs)), nil
 }
 
+// AppendAfter stores e on condition that the last event stored on its
+// session is the one at stream sequence seen (0: the session has none), with
+// no condition on the session's claim, and returns e's stream sequence.
+// When another event was stored since, the error is a *ClaimedError naming
+// the first of them.
+func (j *Journal) AppendAfter(_ context.Context, e *events.Event, seen uint64) (uint64, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.down != nil {
+		return 0, j.down
+	}
+	if e == nil {
+		return 0, fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
+	}
+	for _, s := range j.evs {
+		if s.Stored > seen && s.AgentID == e.AgentID && s.SessionID == e.SessionID {
+			return 0, &ClaimedError{By: s.Clone()}
+		}
+	}
+	if err := j.put(e); err != nil {
+		return 0, err
+	}
+	return uint64(len(j.evs)), nil
+}
+
 // Flush returns the run's first failure since its last Flush.
 func (j *Journal) Flush(_ context.Context, runID string) error {
 	j.mu.Lock()
@@ -140,9 +170,6 @@ func (j *Journal) store(e *events.Event, claim uint64) error {
 	if e == nil {
 		return fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
 	}
-	if err := e.Validate(); err != nil {
-		return err
-	}
 	key := e.AgentID + "/" + e.SessionID
 	var last uint64
 	if c := j.claims[key]; c != nil {
@@ -154,9 +181,18 @@ func (j *Journal) store(e *events.Event, claim uint64) error {
 		}
 		return fmt.Errorf("looptest: fence of %s at %d, but the session has no claim", key, claim)
 	}
+	return j.put(e)
+}
+
+// put stores e, a valid event, unless its id is stored already.
+func (j *Journal) put(e *events.Event) error {
+	if err := e.Validate(); err != nil {
+		return err
+	}
 	if j.ids[e.ID] {
 		return fmt.Errorf("looptest: event id %s already stored", e.ID)
 	}
+	key := e.AgentID + "/" + e.SessionID
 	c := e.Clone()
 	c.Stored = uint64(len(j.evs) + 1)
 	j.evs = append(j.evs, c)

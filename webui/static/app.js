@@ -68,18 +68,23 @@ const parentOf = (r) => (r.parent ? r.parent.run_id : "");
 const tokensOf = (r) => (r.usage ? (r.usage.input_tokens || 0) + (r.usage.output_tokens || 0) : 0);
 
 // verifyBadge says whether the run's record is intact (its hash chain and
-// the signature on its end), or lists what is wrong.
-function verifyBadge(v, run) {
+// the signature on its end), or lists what is wrong. The verdict says which
+// problems fail it (audit.Verifier's rule, the same as observer verify's):
+// tampering, a signer not trusted, and with the server's --require-signed
+// an end not signed; the others (no end yet, unsigned) are notes.
+function verifyBadge(v) {
   if (!v) return null;
-  let problems = v.problems || [];
-  if (!run.ended) { // a run going on has no end to sign yet
-    problems = problems.filter((p) => p.kind !== "no_end");
-    if (problems.length === 0) return h("div", { class: "verify plain" }, "✓ record intact so far (not ended, so not signed yet)");
+  const problems = v.problems || [];
+  const failing = problems.filter((p) => p.fails);
+  const has = (kind) => problems.some((p) => p.kind === kind);
+  if (failing.length > 0) {
+    return h("div", { class: "verify bad" }, h("b", {}, "✗ record does not verify"),
+      h("ul", {}, failing.map((p) => h("li", {}, h("span", { class: "kind" }, p.kind.replace("_", " ")), p.seq ? " at seq " + p.seq : "", ": ", p.detail))));
   }
-  if (problems.length === 0) return h("div", { class: "verify ok" }, "✓ record intact, signed by ", h("code", {}, v.signer));
-  if (problems.length === 1 && problems[0].kind === "unsigned") return h("div", { class: "verify plain" }, "✓ record intact, unsigned");
-  return h("div", { class: "verify bad" }, h("b", {}, "✗ record does not verify"),
-    h("ul", {}, problems.map((p) => h("li", {}, h("span", { class: "kind" }, p.kind.replace("_", " ")), p.seq ? " at seq " + p.seq : "", ": ", p.detail))));
+  if (!v.ended) return h("div", { class: "verify plain" }, "✓ record intact so far (not ended, so not signed yet)");
+  if (!v.signer) return h("div", { class: "verify plain" }, "✓ record intact, unsigned");
+  if (has("unknown_signer")) return h("div", { class: "verify plain" }, "✓ record intact, signed by ", h("code", {}, v.signer), " (a key not given to this page)");
+  return h("div", { class: "verify ok" }, "✓ record intact, signed by ", h("code", {}, v.signer));
 }
 function decisionPill(kind) {
   return h("span", { class: "pill dec-" + kind }, kind);
@@ -315,7 +320,7 @@ function renderRun(main) {
       fact("started", clock(r.start)), fact("took", r.ended ? span(r.start, r.last) : "running " + span(r.start)),
       r.steps ? fact("steps", r.steps) : null, tokensOf(r) ? fact("tokens", tokensOf(r).toLocaleString()) : null),
     r.detail ? h("p", { class: "detail" + (r.status === "done" ? "" : " bad") }, r.detail) : null,
-    verifyBadge(v.verify, r));
+    verifyBadge(v.verify));
   const parts = [head];
   const waiting = (v.approvals || []).filter((a) => a.state === "waiting");
   if (waiting.length) parts.push(h("section", { class: "approvals-panel" }, h("h2", {}, "Waiting for a human"), waiting.map(approvalCard)));
