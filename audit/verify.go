@@ -234,6 +234,11 @@ func (v *Verifier) verify(all []*events.Event) *RunVerdict {
 			end = e
 		}
 	}
+	for _, e := range chain {
+		if p := identityProblem(e); p != "" {
+			add(ProblemIdentity, e, 0, "%s", p)
+		}
+	}
 	if end == nil {
 		add(ProblemNoEnd, nil, 0, "no run.completed or run.failed recorded (running, waiting, cut off, or its end removed)")
 		return res

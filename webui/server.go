@@ -16,16 +16,20 @@ import (
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/loop"
 )
 
 //go:embed static
 var staticFiles embed.FS
 
-// Bus is what the page reads and writes: a *bus.Bus.
+// Bus is what the page reads and writes: a *bus.Bus. It records answers
+// to approvals (loop.AnswerApproval) as the NATS user WhoAmI names.
 type Bus interface {
 	Replay(ctx context.Context, f bus.Filter, fn func(*events.Event) error) (bus.ReplayStats, error)
 	Tail(ctx context.Context, f bus.Filter, fn func(*events.Event) error) error
-	SubmitAnswer(ctx context.Context, agent, session, run string, a events.ApprovalAnswer) error
+	loop.History
+	loop.Recorder
+	WhoAmI(ctx context.Context) (bus.Caller, error)
 }
 
 // Config configures a Server.
@@ -47,8 +51,8 @@ type Config struct {
 	MaxChildren int
 	// MaxLive bounds the live streams served at once (default 64).
 	MaxLive int
-	// AnswerWait is how long an answer waits for a worker to record it
-	// (default 10s).
+	// AnswerWait is how long an answer waits for a run still running its
+	// step's other calls (default 10s).
 	AnswerWait time.Duration
 	// Heartbeat is the interval of the live streams' keep-alive comments
 	// (default 15s).

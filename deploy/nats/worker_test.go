@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,7 +32,7 @@ func TestLoopDoesWhatAWorkerDoes(t *testing.T) {
 	if _, err := js.AccountInfo(ctx); err != nil {
 		t.Fatalf("account info: %v", err)
 	}
-	for _, name := range []string{"HOOKBUS_EVENTS", "HOOKBUS_RUNS", "HOOKBUS_DLQ", "KV_hookbus_hooks", "KV_hookbus_trust", "OBJ_hookbus_payloads"} {
+	for _, name := range []string{"HOOKBUS_EVENTS", "HOOKBUS_RUNS", "HOOKBUS_WAKES", "HOOKBUS_DLQ", "KV_hookbus_hooks", "KV_hookbus_trust", "OBJ_hookbus_payloads"} {
 		if _, err := js.Stream(ctx, name); err != nil {
 			t.Fatalf("stream info %s: %v", name, err)
 		}
@@ -84,9 +85,8 @@ func TestLoopDoesWhatAWorkerDoes(t *testing.T) {
 	if err := hooks.Delete(ctx, "tool-before.plugin-pii"); err != nil {
 		t.Fatalf("registry delete: %v", err)
 	}
-	if err := hooks.PurgeDeletes(ctx, jetstream.DeleteMarkersOlderThan(-1)); err != nil {
-		t.Fatalf("registry purge deletes: %v", err)
-	}
+	// (No purge of the registry's stream: a purge could erase a kill-switch
+	// entry, which the loop may not touch.)
 
 	// Trust grants: written by the admin, read and watched by the loop.
 	grant := []byte(`{"privileged_hooks":true}`)
@@ -142,6 +142,36 @@ func TestLoopDoesWhatAWorkerDoes(t *testing.T) {
 	eventually(t, "the acked run request leaves the work queue", func() bool {
 		return streamMsgs(t, jetStream(t, admin), "HOOKBUS_RUNS") == 0
 	})
+
+	// Wake-ups: schedule one (HOOKBUS_WAKES, message schedules) and take
+	// it when it is due; and who this connection is.
+	lb, err := bus.New(loop, bus.WithDefaultTimeout(wait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := make(chan events.Wake, 1)
+	wc, err := lb.ConsumeWakes(ctx, bus.WakeConsumerConfig{Agent: "agent1"}, func(_ context.Context, w events.Wake) error {
+		due <- w
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("wake consumer: %v", err)
+	}
+	defer wc.Stop()
+	if err := lb.WakeAt(ctx, events.Wake{RunID: "r1", AgentID: "agent1", SessionID: "session1", At: time.Now().Add(time.Second)}); err != nil {
+		t.Fatalf("schedule a wake-up: %v", err)
+	}
+	select {
+	case w := <-due:
+		if w.RunID != "r1" {
+			t.Fatalf("wake-up %+v", w)
+		}
+	case <-timeAfter(t):
+		t.Fatal("the wake-up was not delivered when due")
+	}
+	if me, err := lb.WhoAmI(ctx); err != nil || me.User != "loop" || me.Via != "nats" {
+		t.Fatalf("who am I, as loop: %+v, %v", me, err)
+	}
 
 	noErrors(t, loop)
 }
