@@ -138,6 +138,9 @@ func AnswerApproval(ctx context.Context, deps AnswerDeps, req AnswerRequest) (*A
 				}
 			}
 			if len(want) == 0 {
+				if first := answeredInStep(st); first != nil {
+					return nil, &AnsweredError{RunID: req.RunID, CallID: first.CallID, First: *first}
+				}
 				return nil, fmt.Errorf("%w: run %s has no call waiting for approval", ErrBadAnswer, req.RunID)
 			}
 		}
@@ -177,6 +180,22 @@ func AnswerApproval(ctx context.Context, deps AnswerDeps, req AnswerRequest) (*A
 		}
 	}
 	return out, err
+}
+
+// answeredInStep is the first answer to a call of the run's pending step,
+// or nil: what a client answering "every call waiting" of a step answered
+// already is told.
+func answeredInStep(st *runState) *events.ApprovalResolved {
+	p := st.pending()
+	if p == nil {
+		return nil
+	}
+	for _, c := range p.Message.ToolCalls {
+		if cs := st.calls[c.ID]; cs != nil && cs.resolution != nil {
+			return cs.resolution
+		}
+	}
+	return nil
 }
 
 func (r *AnswerRequest) validate() error {
