@@ -140,7 +140,7 @@ type ApprovalRequested struct {
 	OnExpiry string `json:"on_expiry,omitempty"`
 }
 
-// Answers to an approval (ApprovalResolved.Action, ApprovalAnswer.Action).
+// Answers to an approval (ApprovalResolved.Action).
 const (
 	// ActionApprove runs the call with the arguments as requested.
 	ActionApprove = "approve"

@@ -55,7 +55,9 @@ type AnswerRequest struct {
 	// CallID is the call answered; empty answers every call of the run
 	// waiting.
 	CallID string `json:"call_id,omitempty"`
-	// By names who answers (required: it is recorded).
+	// By is the name the answerer gives (required). The page does not
+	// authenticate its users yet: it is recorded as a note (declared_by),
+	// the answer's identity being anonymous.
 	By      string `json:"by"`
 	Reason  string `json:"reason,omitempty"`
 	Comment string `json:"comment,omitempty"`

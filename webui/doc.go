@@ -26,8 +26,9 @@
 //	http.ListenAndServe("127.0.0.1:8080", srv)
 //
 // The server is read-only unless Config.AllowApprovals is set: the buttons
-// are then shown and POST /api/runs/{run}/answer queues the answer exactly
-// as observer approve|reject do (a worker records it and resumes the run).
+// are then shown and POST /api/runs/{run}/answer records the answer exactly
+// as observer approve|reject do (loop.AnswerApproval, on the server's own
+// NATS user's subject; a worker then resumes the run).
 // Anyone who can reach the listener can then answer: listen on loopback, or
 // put an authenticating proxy in front.
 package webui

@@ -127,3 +127,38 @@ func TestFirstAnswerWinsAndSaysWhoGaveIt(t *testing.T) {
 	_, lnc, lerrs := f.userBus(t, "loop")
 	denyPublish(t, lnc, lerrs, "hookbus.evt.demo."+req.SessionID+".approval.resolved.approver")
 }
+
+// The approver reads the events and records its answers on its own subject,
+// and may do nothing else: no other event, no other's answer, no run
+// request, no wake-up, no interception request, no registry entry, no
+// stream purge.
+func TestApproverAnswersAndReadsOnly(t *testing.T) {
+	f := startSingle(t)
+	req, call := waitingRun(t, f)
+	b, approver, errs := f.userBus(t, "approver")
+	if _, err := b.Replay(testContext(t), bus.Filter{Agent: "demo"}, func(*events.Event) error { return nil }); err != nil {
+		t.Fatalf("replay as approver: %v", err)
+	}
+	if _, err := f.answerAs(t, "approver", req, call, events.ActionApprove, ""); err != nil {
+		t.Fatalf("answer as approver: %v", err)
+	}
+	noErrors(t, approver)
+	for _, subj := range []string{
+		"hookbus.evt.agent1.session1.intake",
+		"hookbus.evt.agent1.session1.approval.resolved",
+		"hookbus.evt.agent1.session1.approval.resolved.alice",
+		"hookbus.run.agent1",
+		"hookbus.wake.agent1.r1",
+		"hookbus.approval.agent1",
+		"hookbus.hook.tool.before.plugin-pii",
+		"$KV.hookbus_hooks.plugin-pii",
+		"$JS.API.STREAM.PURGE.HOOKBUS_RUNS",
+		"$JS.API.STREAM.PURGE.HOOKBUS_EVENTS",
+	} {
+		denyPublish(t, approver, errs, subj)
+	}
+	admin, _ := f.connect(t, "admin")
+	if n := streamMsgs(t, jetStream(t, admin), "HOOKBUS_RUNS"); n != 0 {
+		t.Fatalf("HOOKBUS_RUNS holds %d messages, want none", n)
+	}
+}
