@@ -162,3 +162,36 @@ func TestApproverAnswersAndReadsOnly(t *testing.T) {
 		t.Fatalf("HOOKBUS_RUNS holds %d messages, want none", n)
 	}
 }
+
+// The web page's server (user webui) records an answer for a user the page
+// authenticated: on its own subject, naming that user as the identity it
+// vouches for; verify finds it bound.
+func TestWebuiVouchesForItsUsers(t *testing.T) {
+	f := startSingle(t)
+	req, call := waitingRun(t, f)
+	b, nc, _ := f.userBus(t, "webui")
+	ctx := testContext(t)
+	me, err := b.WhoAmI(ctx)
+	if err != nil || me.User != "webui" {
+		t.Fatalf("who am I, as webui: %+v, %v", me, err)
+	}
+	ar, err := loop.AnswerApproval(ctx, loop.AnswerDeps{History: b, Recorder: b}, loop.AnswerRequest{
+		AgentID: req.AgentID, SessionID: req.SessionID, RunID: req.RunID, CallID: call, Action: events.ActionApprove,
+		By: events.Actor{Identity: "carol@example.com", Via: "proxy", Writer: me.User, Channel: events.ChannelWeb}})
+	if err != nil || len(ar.Resolved) != 1 {
+		t.Fatalf("answer as webui: %+v, %v", ar, err)
+	}
+	noErrors(t, nc)
+	var v audit.Verifier
+	if _, err := b.Replay(ctx, bus.Filter{Session: req.SessionID}, func(e *events.Event) error { v.Add(e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range v.Verdicts()[0].Problems {
+		if p.Kind == audit.ProblemIdentity {
+			t.Fatalf("verify: %+v", p)
+		}
+	}
+	if got := ar.Resolved[0].Who(); got != "carol@example.com (web, vouched for by NATS user webui)" {
+		t.Fatalf("who answered: %q", got)
+	}
+}
