@@ -38,8 +38,9 @@ func TestLoopDoesWhatAWorkerDoes(t *testing.T) {
 		}
 	}
 
-	// Events and dead letters.
-	for _, subj := range []string{"hookbus.evt.agent1.session1.intake", "hookbus.evt.agent1.session1.run.completed"} {
+	// Events (an expiry's approval.resolved on the plain subject among
+	// them) and dead letters.
+	for _, subj := range []string{"hookbus.evt.agent1.session1.intake", "hookbus.evt.agent1.session1.approval.resolved", "hookbus.evt.agent1.session1.run.completed"} {
 		if _, err := js.Publish(ctx, subj, []byte(`{}`)); err != nil {
 			t.Fatalf("publish %s: %v", subj, err)
 		}
@@ -62,7 +63,7 @@ func TestLoopDoesWhatAWorkerDoes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ordered consumer: %v", err)
 	}
-	for _, want := range []string{"hookbus.evt.agent1.session1.intake", "hookbus.evt.agent1.session1.run.completed"} {
+	for _, want := range []string{"hookbus.evt.agent1.session1.intake", "hookbus.evt.agent1.session1.approval.resolved", "hookbus.evt.agent1.session1.run.completed"} {
 		m, err := cons.Next(jetstream.FetchMaxWait(wait))
 		if err != nil || m.Subject() != want {
 			t.Fatalf("replay: %v, %v; want %s", m, err, want)
