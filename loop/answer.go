@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/hookbus/hookbus/events"
@@ -153,7 +154,12 @@ func AnswerApproval(ctx context.Context, deps AnswerDeps, req AnswerRequest) (*A
 			}
 			if r := cs.resolution; r != nil {
 				if r.AnswerID != "" && r.AnswerID == ids[id] {
-					continue // this answer, recorded by an earlier try
+					// This answer, recorded by an earlier try (or an
+					// earlier call with the same answer id).
+					if !slices.ContainsFunc(mine, func(m events.ApprovalResolved) bool { return m.CallID == id }) {
+						mine = append(mine, *r)
+					}
+					continue
 				}
 				return nil, &AnsweredError{RunID: req.RunID, CallID: id, First: *r}
 			}

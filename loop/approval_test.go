@@ -459,3 +459,29 @@ func TestApprovedToolIsNotRunTwice(t *testing.T) {
 		t.Fatalf("tool.failed %+v, want the outcome unknown", failed)
 	}
 }
+
+// An answer given again with its id (a client retrying after a lost reply)
+// is found recorded, not refused; with another id it is refused.
+func TestAnswerGivenAgainWithItsID(t *testing.T) {
+	j := looptest.New()
+	req := &events.RunRequest{RunID: events.NewID(), AgentID: "demo", SessionID: "s1", Prompt: "go"}
+	tools := []loop.Tool{&countingTool{name: "clock", answer: "noon"}, &countingTool{name: "calculator", answer: "42"}}
+	if _, err := newEngine(t, j, loop.Config{Hooks: asker(t), Tools: tools}).Run(ctxT(t), req); err != nil {
+		t.Fatal(err)
+	}
+	ans := loop.AnswerRequest{AgentID: "demo", SessionID: "s1", RunID: req.RunID, CallID: "call_1_2", Action: events.ActionApprove,
+		By: person("alice"), AnswerID: events.NewID()}
+	for i := range 2 {
+		ar, err := loop.AnswerApproval(ctxT(t), loop.AnswerDeps{History: j, Recorder: j}, ans)
+		if err != nil || len(ar.Resolved) != 1 || ar.Resolved[0].AnswerID != ans.AnswerID {
+			t.Fatalf("answer #%d: %+v, %v", i+1, ar, err)
+		}
+	}
+	if n := countStages(j.Events(), events.StageApprovalResolved); n != 1 {
+		t.Fatalf("%d approval.resolved recorded, want 1", n)
+	}
+	ans.AnswerID = events.NewID()
+	if _, err := loop.AnswerApproval(ctxT(t), loop.AnswerDeps{History: j, Recorder: j}, ans); !errors.Is(err, loop.ErrBadAnswer) {
+		t.Fatalf("the same answer with another id: %v", err)
+	}
+}
