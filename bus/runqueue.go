@@ -113,9 +113,8 @@ type Abandoner interface {
 }
 
 // Refusal is implemented by a RunHandler error that refuses its request for
-// good (an answer to a call that was answered already, or that no run
-// waits for): the request is dead-lettered with the error and terminated,
-// not handed back. loop.ErrBadAnswer's errors are Refusals.
+// good: the request is dead-lettered with the error and terminated, not
+// handed back.
 type Refusal interface {
 	Refused() bool
 }
