@@ -16,8 +16,13 @@ type Approval struct {
 	// Requested is the request, RequestedAt its event's time.
 	Requested   events.ApprovalRequested
 	RequestedAt time.Time
-	// Resolved is the answer, nil while the call waits.
+	// Resolved is the answer, nil while the call waits: the first one
+	// recorded (a later one changes nothing).
 	Resolved *events.ApprovalResolved
+	// IdentityProblem says how the answer's record does not bind who it
+	// names to the NATS user that wrote it (events.Actor.CheckWriter);
+	// empty when it does, or the call waits.
+	IdentityProblem string
 	// RunEnded is set when the run ended (it waits for nothing then).
 	RunEnded bool
 }
@@ -57,6 +62,9 @@ func (as *Approvals) Add(e *events.Event) {
 		}
 		if a := as.byKey[e.RunID+"/"+p.CallID]; a != nil && a.Resolved == nil {
 			a.Resolved = &p
+			if err := p.Actor.CheckWriter(e.Writer); err != nil {
+				a.IdentityProblem = err.Error()
+			}
 		}
 	case events.StageRunCompleted, events.StageRunFailed:
 		as.ended[e.RunID] = true

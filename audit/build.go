@@ -210,8 +210,15 @@ func (b *runBuilder) add(e *events.Event) {
 			it = b.place(e, &Item{Kind: KindApproval, Approval: &ApprovalItem{Requested: events.ApprovalRequested{Call: events.ToolCall{ID: p.CallID}}}})
 			b.approvals[p.CallID] = it
 		}
-		r := *p
-		it.Approval.Resolved = &r
+		if it.Approval.Resolved != nil {
+			it.Approval.Ignored++ // the first answer is the one acted on
+		} else {
+			r := *p
+			it.Approval.Resolved = &r
+			if err := r.Actor.CheckWriter(e.Writer); err != nil {
+				it.Approval.IdentityProblem = err.Error()
+			}
+		}
 		it.Text = approvalText(it.Approval)
 		b.attach(it, e, nil)
 	case *events.CompactBefore:

@@ -101,8 +101,8 @@ func approvalText(a *ApprovalItem) string {
 	if action == "" {
 		action = map[bool]string{true: "approve", false: "reject"}[r.Approved]
 	}
-	s += " → " + action + " by " + r.By
-	if r.Expired {
+	s += " → " + action + " by " + r.Who()
+	if r.Expired && r.Channel != events.ChannelExpiry {
 		s += " (expired)"
 	}
 	if r.Reason != "" {
@@ -110,6 +110,12 @@ func approvalText(a *ApprovalItem) string {
 	}
 	if r.Comment != "" {
 		s += " (comment " + quote(r.Comment) + ")"
+	}
+	if a.IdentityProblem != "" {
+		s += " [IDENTITY NOT BOUND: " + a.IdentityProblem + "]"
+	}
+	if a.Ignored > 0 {
+		s += fmt.Sprintf(" [%d later answer(s) ignored]", a.Ignored)
 	}
 	return s
 }

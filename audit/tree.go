@@ -95,8 +95,15 @@ type ToolItem struct {
 // ApprovalItem is a call that waited for a human.
 type ApprovalItem struct {
 	Requested events.ApprovalRequested `json:"requested"`
-	// Resolved is the answer; nil while the call waits.
+	// Resolved is the answer (the first recorded); nil while the call
+	// waits.
 	Resolved *events.ApprovalResolved `json:"resolved,omitempty"`
+	// IdentityProblem says how the answer's record does not bind who it
+	// names to the NATS user that wrote it (events.Actor.CheckWriter).
+	IdentityProblem string `json:"identity_problem,omitempty"`
+	// Ignored counts the answers recorded after the first (never acted
+	// on).
+	Ignored int `json:"ignored,omitempty"`
 }
 
 // SubagentItem is a call of another agent.

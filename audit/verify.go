@@ -13,7 +13,8 @@ import (
 
 // Kinds of Problem. Which of them fail a run's verification is one rule
 // (Problem.Fails, set by Verifier): tampering always does (altered,
-// removed, inserted, reordered, after_end, bad_signature); a signer not
+// removed, inserted, reordered, after_end, bad_signature, and an answer
+// whose identity is not its writer's: identity); a signer not
 // trusted does when the verifier trusts some keys (Verifier.Trust);
 // unsigned, unchained and unverifiable do when it requires signed runs
 // (Verifier.RequireSigned); no_end never does: a run
@@ -282,6 +283,11 @@ func (v *Verifier) verify(all []*events.Event) *RunVerdict {
 		}
 		if e.Stage == events.StageRunCompleted || e.Stage == events.StageRunFailed {
 			end = e
+		}
+	}
+	for _, e := range chain {
+		if p := identityProblem(e); p != "" {
+			add(ProblemIdentity, e, 0, "%s", p)
 		}
 	}
 	if end == nil {

@@ -24,6 +24,17 @@ import (
 // derive e anew; e itself may be there when an earlier attempt's ack was
 // lost), or PublishSync's errors.
 func (b *Bus) AppendAfter(ctx context.Context, e *events.Event, seen uint64) (uint64, error) {
+	return b.AppendAfterAs(ctx, e, seen, "")
+}
+
+// AppendAfterAs is AppendAfter on the subject of writer, a NATS user: e
+// must be an approval.resolved, stored on
+// <prefix>.evt.<agent>.<session>.approval.resolved.<writer> (see
+// events.Subjects.ApprovalResolved), which deploy/nats lets only that user
+// publish. An empty writer is AppendAfter. It returns AppendAfter's errors,
+// and one wrapping events.ErrInvalidID for a writer that cannot be a
+// subject token or ErrInvalidOption for another stage with a writer.
+func (b *Bus) AppendAfterAs(ctx context.Context, e *events.Event, seen uint64, writer string) (uint64, error) {
 	if e == nil {
 		return 0, fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
 	}
@@ -32,7 +43,18 @@ func (b *Bus) AppendAfter(ctx context.Context, e *events.Event, seen uint64) (ui
 		return 0, err
 	}
 	f := &fence{subject: session, claim: seen, session: true}
-	msg, err := b.eventMsg(ctx, e, f)
+	var msg *nats.Msg
+	if writer == "" {
+		msg, err = b.eventMsg(ctx, e, f)
+	} else {
+		if e.Stage != events.StageApprovalResolved {
+			return 0, invalid("%s of run %s on the subject of writer %q: only approval.resolved has writers' subjects", e.Stage, e.RunID, writer)
+		}
+		var subject string
+		if subject, err = b.subj.ApprovalResolved(e.AgentID, e.SessionID, writer); err == nil {
+			msg, err = b.eventMsgOn(ctx, e, f, subject)
+		}
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -39,6 +39,11 @@ type BudgetLimit struct {
 	Tokens     int64         `json:"tokens,omitempty"`
 	CostUSD    float64       `json:"cost_usd,omitempty"`
 	PerSession bool          `json:"per_session,omitempty"`
+	// By and At record who set the budget and when (SetLimit fills them:
+	// the connection's NATS user as the server authenticated it, the
+	// channel and note as given).
+	By *events.Actor `json:"by,omitempty"`
+	At time.Time     `json:"at,omitzero"`
 }
 
 type budgetLimitJSON struct {
@@ -143,12 +148,25 @@ func useKey(l BudgetLimit, session string) string {
 }
 
 // SetLimit adds or replaces the budget of l.Agent. The use of the current
-// period is kept. The error wraps ErrInvalidOption or events.ErrInvalidID
-// for a bad limit, ErrRegistry for a bucket failure.
+// period is kept. The entry records who set it (l.By: the connection's
+// NATS user as the server authenticated it, l.By's channel, default
+// events.ChannelNATS, and note as given) and when (l.At). deploy/nats
+// keeps the loop identity from writing limits. The error wraps
+// ErrInvalidOption or events.ErrInvalidID for a bad limit, ErrRegistry for
+// a bucket failure, or WhoAmI's errors.
 func (s *Budgets) SetLimit(ctx context.Context, l BudgetLimit) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
+	var given events.Actor
+	if l.By != nil {
+		given = *l.By
+	}
+	a, err := s.b.actor(ctx, given)
+	if err != nil {
+		return err
+	}
+	l.By, l.At = &a, s.now()
 	value, err := json.Marshal(l)
 	if err != nil {
 		return invalid(err.Error())
@@ -166,9 +184,15 @@ func (s *Budgets) SetLimit(ctx context.Context, l BudgetLimit) error {
 }
 
 // RemoveLimit removes the budget of agent (its use records stay until the
-// period ends). The error wraps ErrNotFound when it has none.
-func (s *Budgets) RemoveLimit(ctx context.Context, agent string) error {
+// period ends). Its delete marker records who removed it (a BudgetRemoved
+// as JSON; a is filled as SetLimit fills By). The error wraps ErrNotFound
+// when it has none, or WhoAmI's errors.
+func (s *Budgets) RemoveLimit(ctx context.Context, agent string, a events.Actor) error {
 	if err := checkPluginKey(agent); err != nil {
+		return err
+	}
+	a, err := s.b.actor(ctx, a)
+	if err != nil {
 		return err
 	}
 	ctx, cancel := s.b.withTimeout(ctx)
@@ -177,8 +201,16 @@ func (s *Budgets) RemoveLimit(ctx context.Context, agent string) error {
 	if err != nil {
 		return err
 	}
-	r := &Registry{b: s.b}
-	return r.deleteKey(ctx, kv, s.b.names.Budgets, limitKey(agent), "agent "+agent+" has no shared budget")
+	record, _ := json.Marshal(BudgetRemoved{Agent: agent, By: a, At: s.now()}) // cannot fail
+	return s.b.deleteKeyWith(ctx, kv, s.b.names.Budgets, limitKey(agent), "agent "+agent+" has no shared budget", record)
+}
+
+// BudgetRemoved is the body of the delete marker of a removed budget: who
+// removed it, and when.
+type BudgetRemoved struct {
+	Agent string       `json:"agent"`
+	By    events.Actor `json:"by"`
+	At    time.Time    `json:"at"`
 }
 
 // Limit returns the budget of agent, and false when it has none.

@@ -15,7 +15,9 @@ import (
 // for a while and shared by every worker, so that the same question is put
 // to a model once per TTL rather than once per worker and per event. Each
 // entry expires on its own (a per-key TTL; the bucket is provisioned with
-// limit markers, which per-key TTLs need). The cache stores opaque values:
+// limit markers, which per-key TTLs need), and none outlives the bucket's
+// MaxAge (DecisionCacheMaxAge); Get says when the server stored an entry,
+// so a reader can bound its age whatever its writer claimed. The cache stores opaque values:
 // package interceptors/prompt decides what a key and a value are
 // (docs/PROTOCOL.md, "Decision cache"). It is safe for concurrent use and
 // opens the bucket on first use.
@@ -24,6 +26,12 @@ type DecisionCache struct {
 	mu sync.Mutex
 	kv jetstream.KeyValue
 }
+
+// DecisionCacheMaxAge is the longest any entry of the decision bucket lives
+// (the bucket's MaxAge): Put refuses a longer TTL, and the server removes
+// older entries whatever TTL their writer gave them (but "never": readers
+// bound an entry's age themselves, see prompt's Cache).
+const DecisionCacheMaxAge = 24 * time.Hour
 
 // DecisionCacheMarkerTTL is how long the decision bucket keeps the marker
 // of an expired entry (LimitMarkerTTL; JetStream needs markers for per-key
@@ -45,31 +53,32 @@ func (b *Bus) decisionCacheConfig() jetstream.KeyValueConfig {
 		History:        1,
 		Storage:        jetstream.FileStorage,
 		Replicas:       b.opts.replicas,
+		TTL:            DecisionCacheMaxAge,
 		LimitMarkerTTL: DecisionCacheMarkerTTL,
 	}
 }
 
-// Get returns the value stored under key and true, or false when there is
-// none (never stored, or expired). The error wraps ErrDecisionCache (a bad
-// key, a missing bucket, a failed read).
-func (c *DecisionCache) Get(ctx context.Context, key string) ([]byte, bool, error) {
+// Get returns the value stored under key, when the server stored it, and
+// true; or false when there is none (never stored, or expired). The error
+// wraps ErrDecisionCache (a bad key, a missing bucket, a failed read).
+func (c *DecisionCache) Get(ctx context.Context, key string) ([]byte, time.Time, bool, error) {
 	if err := checkDecisionKey(key); err != nil {
-		return nil, false, err
+		return nil, time.Time{}, false, err
 	}
 	ctx, cancel := c.b.withTimeout(ctx)
 	defer cancel()
 	kv, err := c.bucket(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, time.Time{}, false, err
 	}
 	e, err := kv.Get(ctx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return nil, false, nil
+		return nil, time.Time{}, false, nil
 	case err != nil:
-		return nil, false, fmt.Errorf("%w: get %s from key-value bucket %s: %w", ErrDecisionCache, key, c.b.names.Decisions, ctxErr(ctx, err))
+		return nil, time.Time{}, false, fmt.Errorf("%w: get %s from key-value bucket %s: %w", ErrDecisionCache, key, c.b.names.Decisions, ctxErr(ctx, err))
 	}
-	return e.Value(), true, nil
+	return e.Value(), e.Created(), true, nil
 }
 
 // Put stores value under key for ttl (at least MinDecisionTTL). When the
@@ -82,6 +91,9 @@ func (c *DecisionCache) Put(ctx context.Context, key string, value []byte, ttl t
 	}
 	if ttl < MinDecisionTTL {
 		return fmt.Errorf("%w: ttl %s of key %s is shorter than %s", ErrDecisionCache, ttl, key, MinDecisionTTL)
+	}
+	if ttl > DecisionCacheMaxAge {
+		return fmt.Errorf("%w: ttl %s of key %s is longer than the bucket keeps entries (%s)", ErrDecisionCache, ttl, key, DecisionCacheMaxAge)
 	}
 	ctx, cancel := c.b.withTimeout(ctx)
 	defer cancel()

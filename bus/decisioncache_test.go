@@ -16,7 +16,7 @@ func TestDecisionCacheGetPut(t *testing.T) {
 	ctx := testCtx(t)
 	c := b.DecisionCache()
 	const key = "0123abcd.ffee"
-	if v, ok, err := c.Get(ctx, key); err != nil || ok || v != nil {
+	if v, _, ok, err := c.Get(ctx, key); err != nil || ok || v != nil {
 		t.Fatalf("Get of a key never stored = %q, %v, %v; want a miss", v, ok, err)
 	}
 	if err := c.Put(ctx, key, []byte(`{"ok":false,"reason":"first"}`), time.Minute); err != nil {
@@ -26,9 +26,15 @@ func TestDecisionCacheGetPut(t *testing.T) {
 	if err := b.DecisionCache().Put(ctx, key, []byte(`{"ok":true}`), time.Minute); err != nil {
 		t.Fatalf("second Put: %v", err)
 	}
-	v, ok, err := b.DecisionCache().Get(ctx, key)
+	before := time.Now()
+	v, stored, ok, err := b.DecisionCache().Get(ctx, key)
 	if err != nil || !ok || string(v) != `{"ok":false,"reason":"first"}` {
 		t.Fatalf("Get = %q, %v, %v; want the first value", v, ok, err)
+	}
+	// The server's time of the first write: what a reader bounds the
+	// entry's age by, whatever its value claims.
+	if stored.IsZero() || stored.After(before) || before.Sub(stored) > time.Minute {
+		t.Fatalf("stored at %v, want the first Put's time (before %v)", stored, before)
 	}
 }
 
@@ -43,17 +49,17 @@ func TestDecisionCacheEntryExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	bustest.Eventuallyf(t, 10*time.Second, func() bool {
-		_, ok, err := c.Get(ctx, "h.short")
+		_, _, ok, err := c.Get(ctx, "h.short")
 		return err == nil && !ok
 	}, "the 1s entry expires")
-	if _, ok, err := c.Get(ctx, "h.long"); err != nil || !ok {
+	if _, _, ok, err := c.Get(ctx, "h.long"); err != nil || !ok {
 		t.Fatalf("the 1h entry: %v, %v; want it still there", ok, err)
 	}
 	// An expired key can be decided again.
 	if err := c.Put(ctx, "h.short", []byte(`{"ok":false,"reason":"again"}`), time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if v, ok, err := c.Get(ctx, "h.short"); err != nil || !ok || !strings.Contains(string(v), "again") {
+	if v, _, ok, err := c.Get(ctx, "h.short"); err != nil || !ok || !strings.Contains(string(v), "again") {
 		t.Fatalf("Get after a new Put = %q, %v, %v", v, ok, err)
 	}
 }
@@ -63,7 +69,7 @@ func TestDecisionCacheBadInput(t *testing.T) {
 	ctx := testCtx(t)
 	c := b.DecisionCache()
 	for _, key := range []string{"", "a b", ".a", "a.", "a..b", "a*", "a>"} {
-		if _, _, err := c.Get(ctx, key); !errors.Is(err, bus.ErrDecisionCache) {
+		if _, _, _, err := c.Get(ctx, key); !errors.Is(err, bus.ErrDecisionCache) {
 			t.Errorf("Get(%q) = %v, want ErrDecisionCache", key, err)
 		}
 		if err := c.Put(ctx, key, []byte("x"), time.Minute); !errors.Is(err, bus.ErrDecisionCache) {
@@ -73,6 +79,9 @@ func TestDecisionCacheBadInput(t *testing.T) {
 	if err := c.Put(ctx, "k", []byte("x"), 500*time.Millisecond); !errors.Is(err, bus.ErrDecisionCache) || !strings.Contains(err.Error(), "500ms") {
 		t.Errorf("Put with a TTL under a second = %v", err)
 	}
+	if err := c.Put(ctx, "k", []byte("x"), bus.DecisionCacheMaxAge+time.Second); !errors.Is(err, bus.ErrDecisionCache) || !strings.Contains(err.Error(), "longer than the bucket keeps") {
+		t.Errorf("Put with a TTL past the bucket's max age = %v", err)
+	}
 }
 
 func TestDecisionCacheNotProvisioned(t *testing.T) {
@@ -81,7 +90,7 @@ func TestDecisionCacheNotProvisioned(t *testing.T) {
 	if err := b.JetStream().DeleteKeyValue(ctx, b.Names().Decisions); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := b.DecisionCache().Get(ctx, "k")
+	_, _, _, err := b.DecisionCache().Get(ctx, "k")
 	if !errors.Is(err, bus.ErrDecisionCache) || !strings.Contains(err.Error(), "hookbus_decisions") {
 		t.Fatalf("Get without the bucket = %v", err)
 	}

@@ -80,10 +80,21 @@
 //
 // With the default prefix "hookbus": streams HOOKBUS_EVENTS
 // (hookbus.evt.>, limits retention, file storage, duplicate window),
-// HOOKBUS_RUNS (hookbus.run.>, work queue) and HOOKBUS_DLQ (hookbus.dlq.>);
-// KV buckets hookbus_hooks, hookbus_trust and hookbus_decisions (the prompt
-// hooks' decision cache, DecisionCache); object store hookbus_payloads. Another prefix derives its own names (see Names), so
-// several hookbus installations can share one NATS account.
+// HOOKBUS_RUNS (hookbus.run.>, work queue, no message schedules),
+// HOOKBUS_WAKES (hookbus.wake.>, the approvals' wake-ups: the only stream
+// with message schedules; WakeAt, ConsumeWakes) and HOOKBUS_DLQ
+// (hookbus.dlq.>); KV buckets hookbus_hooks, hookbus_trust,
+// hookbus_decisions (the prompt hooks' decision cache, DecisionCache) and
+// hookbus_budgets; object store hookbus_payloads. Another prefix derives its
+// own names (see Names), so several hookbus installations can share one
+// NATS account.
+//
+// # Answers to approvals
+//
+// A client answering an approval records it itself (loop.AnswerApproval
+// over a Bus: SessionEvents to read, AppendAfterAs to append on the
+// writer's subject, WhoAmI for the writer). See docs/PROTOCOL.md,
+// "Approvals", and docs/SECURITY.md.
 //
 // bus links no server code: the in-process nats-server (and OpenStore, to
 // read a stopped server's store directory) is package bus/embedded.

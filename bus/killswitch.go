@@ -7,18 +7,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // The kill switch: an entry "disabled.<plugin>" in the registry bucket
 // turns the plugin off in every loop that follows the registry (SyncHooks),
-// whatever its registrations; deleting the entry turns it back on. Its
-// value is an interceptors.Disabled as JSON:
+// whatever its registrations; deleting the entry turns it back on (the
+// delete marker's body records who did). Its value is an
+// interceptors.Disabled as JSON:
 //
-//	{"by":"alice","at":"2025-05-01T10:00:00Z","reason":"leaks PII"}
+//	{"by":"alice","at":"2025-05-01T10:00:00Z","reason":"leaks PII","identity":"alice","via":"nats","channel":"cli"}
 //
-// See docs/PROTOCOL.md, "Kill switch".
+// deploy/nats keeps the loop identity from writing these keys. See
+// docs/PROTOCOL.md, "Kill switch".
 
 // disabledPrefix starts the keys of disabled plugins; no stage starts so.
 const disabledPrefix = "disabled."
@@ -32,8 +35,11 @@ func disabledPlugin(key string) (string, bool) { return strings.CutPrefix(key, d
 
 // Disable turns plugin off in every loop following the registry, within
 // the time a KV watch takes to deliver (well under a second on a healthy
-// server). d.At defaults to now. The error wraps events.ErrInvalidID for a
-// bad plugin id, ErrRegistry for a bucket failure.
+// server). d.At defaults to now. The entry records who disables it: the
+// connection's NATS user as the server authenticated it (WhoAmI) as
+// d.Identity and d.By, d.Channel as given (default events.ChannelNATS), and
+// d.DeclaredBy (or, when empty, the d.By given) as a note. The error wraps events.ErrInvalidID for a bad
+// plugin id, ErrRegistry for a bucket failure, or WhoAmI's errors.
 func (r *Registry) Disable(ctx context.Context, plugin string, d interceptors.Disabled) error {
 	if err := checkPluginKey(plugin); err != nil {
 		return err
@@ -41,6 +47,14 @@ func (r *Registry) Disable(ctx context.Context, plugin string, d interceptors.Di
 	if d.At.IsZero() {
 		d.At = time.Now().UTC()
 	}
+	if d.DeclaredBy == "" {
+		d.DeclaredBy = d.By // a name the caller gave is kept, as a note
+	}
+	a, err := r.b.actor(ctx, d.Actor)
+	if err != nil {
+		return err
+	}
+	d.Actor, d.By = a, a.Identity
 	value, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("%w: disable %s: %v", ErrRegistry, plugin, err)
@@ -58,11 +72,17 @@ func (r *Registry) Disable(ctx context.Context, plugin string, d interceptors.Di
 	return nil
 }
 
-// Enable turns plugin back on. The error wraps ErrNotFound when it was not
-// disabled, events.ErrInvalidID for a bad id, ErrRegistry for a bucket
-// failure.
-func (r *Registry) Enable(ctx context.Context, plugin string) error {
+// Enable turns plugin back on. The delete marker records who did, as
+// Disable's entry does (an Enabled as JSON; a is filled as Disable fills
+// d.Actor). The error wraps ErrNotFound when it was not disabled,
+// events.ErrInvalidID for a bad id, ErrRegistry for a bucket failure, or
+// WhoAmI's errors.
+func (r *Registry) Enable(ctx context.Context, plugin string, a events.Actor) error {
 	if err := checkPluginKey(plugin); err != nil {
+		return err
+	}
+	a, err := r.b.actor(ctx, a)
+	if err != nil {
 		return err
 	}
 	ctx, cancel := r.b.withTimeout(ctx)
@@ -71,7 +91,16 @@ func (r *Registry) Enable(ctx context.Context, plugin string) error {
 	if err != nil {
 		return err
 	}
-	return r.deleteKey(ctx, kv, r.b.names.Hooks, DisabledKey(plugin), "plugin "+plugin+" is not disabled")
+	record, _ := json.Marshal(Enabled{By: a.Identity, At: time.Now().UTC(), Actor: a}) // cannot fail
+	return r.b.deleteKeyWith(ctx, kv, r.b.names.Hooks, DisabledKey(plugin), "plugin "+plugin+" is not disabled", record)
+}
+
+// Enabled is the body of the delete marker that turns a plugin back on:
+// who did, and when.
+type Enabled struct {
+	By string    `json:"by,omitempty"`
+	At time.Time `json:"at"`
+	events.Actor
 }
 
 // DisabledPlugins returns the disabled plugins. An entry that does not

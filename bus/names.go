@@ -7,8 +7,8 @@ import (
 )
 
 // Names are the JetStream assets of one subject prefix. With the default
-// prefix "hookbus" they are HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_DLQ,
-// hookbus_hooks, hookbus_trust, hookbus_decisions, hookbus_budgets and hookbus_payloads.
+// prefix "hookbus" they are HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_WAKES,
+// HOOKBUS_DLQ, hookbus_hooks, hookbus_trust, hookbus_decisions, hookbus_budgets and hookbus_payloads.
 // Another prefix derives them the same way: dots become underscores, upper
 // case for streams and lower case for buckets, so "acme.hookbus" gives
 // ACME_HOOKBUS_EVENTS and acme_hookbus_hooks. Two prefixes that differ only
@@ -17,6 +17,7 @@ import (
 type Names struct {
 	Events      string // stream of <prefix>.evt.> (limits retention)
 	Runs        string // stream of <prefix>.run.> (work-queue retention)
+	Wakes       string // stream of <prefix>.wake.> (message schedules)
 	DeadLetters string // stream of <prefix>.dlq.>
 	Hooks       string // KV bucket: the interceptor registry
 	Trust       string // KV bucket: trust grants
@@ -36,6 +37,7 @@ func NamesFor(prefix string) Names {
 	return Names{
 		Events:      up + "_EVENTS",
 		Runs:        up + "_RUNS",
+		Wakes:       up + "_WAKES",
 		DeadLetters: up + "_DLQ",
 		Hooks:       low + "_hooks",
 		Trust:       low + "_trust",

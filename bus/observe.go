@@ -149,11 +149,11 @@ func (b *Bus) filterSubjects(agent, session string, stages []events.Stage) ([]st
 			continue
 		}
 		seen[st] = true
-		f, err := b.subj.EventFilter(agent, session, st)
+		f, err := b.subj.EventFilters(agent, session, st)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, f)
+		out = append(out, f...)
 	}
 	return out, nil
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // StreamConfigs returns the configurations Provision applies to the events,
-// runs and dead-letter streams, for review or for provisioning by other
+// runs, wakes and dead-letter streams, for review or for provisioning by other
 // means (nats CLI, Terraform).
 func (b *Bus) StreamConfigs() []jetstream.StreamConfig {
 	o := b.opts
@@ -24,15 +24,32 @@ func (b *Bus) StreamConfigs() []jetstream.StreamConfig {
 		Discard:     jetstream.DiscardOld,
 	}, {
 		Name:        b.names.Runs,
-		Description: "hookbus run requests and answers to approvals: a work queue consumed by loop workers",
-		Subjects:    []string{b.subj.AllRuns(), b.subj.AllApprovals(), b.subj.AllWakes()},
+		Description: "hookbus run requests: a work queue consumed by loop workers",
+		Subjects:    []string{b.subj.AllRuns()},
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.replicas,
 		Duplicates:  o.duplicateWindow,
+		// No message schedules here: a schedule turns a publish on any
+		// subject of the stream into a message on another, so whoever may
+		// publish to the stream could start runs (docs/SECURITY.md).
+	}, {
+		Name:        b.names.Wakes,
+		Description: "hookbus wake-ups of runs waiting for approval (message schedules, written by loop workers only)",
+		Subjects:    []string{b.subj.AllWakes()},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.replicas,
+		Duplicates:  o.duplicateWindow,
+		Discard:     jetstream.DiscardOld,
 		// A waiting run's expiry is a message scheduled on its wake
-		// subject, delivered on the approval subject when it is due.
+		// subject, delivered on <subject>.due when it is due (a schedule's
+		// target is a subject of its own stream). Due wake-ups expire by
+		// their TTL (DueTTL); a later schedule of a run replaces the
+		// earlier (the server rolls up a schedule's subject).
 		AllowMsgSchedules: true,
+		AllowMsgTTL:       true,
+		AllowRollup:       true,
 	}, {
 		Name:        b.names.DeadLetters,
 		Description: "hookbus dead letters: events an observer failed to handle",
@@ -48,11 +65,16 @@ func (b *Bus) StreamConfigs() []jetstream.StreamConfig {
 // trust grants, shared budgets, decision cache) and the object store (large payloads). It is idempotent: it
 // works on a fresh server and on one provisioned before, and updates
 // settings that changed (replicas, max age, duplicate window) where
-// JetStream allows it. It returns an error wrapping ErrProvision that names
+// JetStream allows it. A runs stream made by an older hookbus (with
+// message schedules, which JetStream cannot turn off) is made again
+// (migrateRuns). It returns an error wrapping ErrProvision that names
 // the asset that failed.
 func (b *Bus) Provision(ctx context.Context) error {
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
+	if err := b.migrateRuns(ctx); err != nil {
+		return err
+	}
 	for _, cfg := range b.StreamConfigs() {
 		if _, err := b.js.CreateOrUpdateStream(ctx, cfg); err != nil {
 			return fmt.Errorf("%w: stream %s: %w", ErrProvision, cfg.Name, ctxErr(ctx, err))

@@ -21,7 +21,7 @@ func (b *Bus) CheckProvisioned(ctx context.Context) error {
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
 	streams := []string{
-		b.names.Events, b.names.Runs, b.names.DeadLetters,
+		b.names.Events, b.names.Runs, b.names.Wakes, b.names.DeadLetters,
 		"KV_" + b.names.Hooks, "KV_" + b.names.Trust, "KV_" + b.names.Decisions, "KV_" + b.names.Budgets, "OBJ_" + b.names.Payloads,
 	}
 	var missing []string
@@ -29,8 +29,12 @@ func (b *Bus) CheckProvisioned(ctx context.Context) error {
 		st, err := b.js.Stream(ctx, name)
 		switch {
 		case err == nil && name == b.names.Runs:
-			if cfg := st.CachedInfo().Config; !cfg.AllowMsgSchedules || !slices.Contains(cfg.Subjects, b.subj.AllApprovals()) {
-				missing = append(missing, name+" (provisioned by an older hookbus: without approval subjects)")
+			if cfg := st.CachedInfo().Config; cfg.AllowMsgSchedules || slices.Contains(cfg.Subjects, b.subj.AllWakes()) {
+				missing = append(missing, name+" (provisioned by an older hookbus: with message schedules, which let whoever may publish to it start runs; provision again)")
+			}
+		case err == nil && name == b.names.Wakes:
+			if cfg := st.CachedInfo().Config; !cfg.AllowMsgSchedules {
+				missing = append(missing, name+" (without message schedules)")
 			}
 		case err == nil && name == "KV_"+b.names.Decisions:
 			if !st.CachedInfo().Config.AllowMsgTTL {

@@ -88,11 +88,16 @@ func (b *Bus) eventMsg(ctx context.Context, e *events.Event, f *fence) (*nats.Ms
 	if e == nil {
 		return nil, fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
 	}
-	hdr, body, err := events.Encode(e)
+	subject, err := b.subj.Event(e.AgentID, e.SessionID, e.Stage)
 	if err != nil {
 		return nil, err
 	}
-	subject, err := b.subj.Event(e.AgentID, e.SessionID, e.Stage)
+	return b.eventMsgOn(ctx, e, f, subject)
+}
+
+// eventMsgOn is eventMsg on subject.
+func (b *Bus) eventMsgOn(ctx context.Context, e *events.Event, f *fence, subject string) (*nats.Msg, error) {
+	hdr, body, err := events.Encode(e)
 	if err != nil {
 		return nil, err
 	}

@@ -92,7 +92,7 @@ func TestProvisionIsIdempotent(t *testing.T) {
 
 func TestPrefixDerivesNames(t *testing.T) {
 	b := bustest.StartBus(t, bus.WithPrefix("acme.hook-bus"))
-	want := bus.Names{Events: "ACME_HOOK-BUS_EVENTS", Runs: "ACME_HOOK-BUS_RUNS", DeadLetters: "ACME_HOOK-BUS_DLQ",
+	want := bus.Names{Events: "ACME_HOOK-BUS_EVENTS", Runs: "ACME_HOOK-BUS_RUNS", Wakes: "ACME_HOOK-BUS_WAKES", DeadLetters: "ACME_HOOK-BUS_DLQ",
 		Hooks: "acme_hook-bus_hooks", Trust: "acme_hook-bus_trust", Decisions: "acme_hook-bus_decisions", Budgets: "acme_hook-bus_budgets", Payloads: "acme_hook-bus_payloads"}
 	if b.Names() != want {
 		t.Fatalf("names = %+v, want %+v", b.Names(), want)

@@ -113,9 +113,8 @@ type Abandoner interface {
 }
 
 // Refusal is implemented by a RunHandler error that refuses its request for
-// good (an answer to a call that was answered already, or that no run
-// waits for): the request is dead-lettered with the error and terminated,
-// not handed back. loop.ErrBadAnswer's errors are Refusals.
+// good: the request is dead-lettered with the error and terminated, not
+// handed back.
 type Refusal interface {
 	Refused() bool
 }
@@ -225,26 +224,18 @@ func (b *Bus) ConsumeRuns(ctx context.Context, cfg RunConsumerConfig, handler Ru
 	case cfg.PollWait < 100*time.Millisecond:
 		return nil, invalid("poll wait %v (want >= 100ms)", cfg.PollWait)
 	}
-	runs, answers := []string{b.subj.AllRuns()}, []string{b.subj.AllApprovals()}
+	runs := []string{b.subj.AllRuns()}
 	if len(cfg.Agents) > 0 {
-		runs, answers = nil, nil
+		runs = nil
 		for _, a := range cfg.Agents {
 			f, err := b.subj.Run(a)
 			if err != nil {
 				return nil, err
 			}
-			g, _ := b.subj.Approval(a)
-			runs, answers = append(runs, f), append(answers, g)
+			runs = append(runs, f)
 		}
 	}
 	cons, err := b.runConsumer(ctx, cfg, cfg.Durable, "hookbus loop workers: run requests", runs, cfg.MaxAckPending)
-	if err != nil {
-		return nil, err
-	}
-	// Answers to approvals are taken one at a time, in the order they
-	// came, by the whole pool: the first answer to a call is the one
-	// recorded.
-	ans, err := b.runConsumer(ctx, cfg, cfg.Durable+"-answers", "hookbus loop workers: answers to approvals, in order", answers, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -259,8 +250,6 @@ func (b *Bus) ConsumeRuns(ctx context.Context, cfg RunConsumerConfig, handler Ru
 		rc.wg.Add(1)
 		go rc.work(cons)
 	}
-	rc.wg.Add(1)
-	go rc.work(ans)
 	go func() {
 		rc.wg.Wait()
 		rc.stopRuns()
@@ -372,7 +361,7 @@ func (rc *RunConsumer) handle(m jetstream.Msg) {
 		}
 		return
 	}
-	if want, err := rc.b.subj.Run(req.AgentID); req.Answer == nil && (err != nil || want != m.Subject()) {
+	if want, err := rc.b.subj.Run(req.AgentID); err != nil || want != m.Subject() {
 		rc.refuse(m, req, fmt.Errorf("run request %s names agent %q but was published on %s: refused", req.RunID, req.AgentID, m.Subject()))
 		return
 	}
@@ -426,13 +415,8 @@ const RunRefHeader = "Hookbus-Run-Ref"
 // runObjectPrefix starts the names of claim-checked run requests.
 const runObjectPrefix = "run/"
 
-// decode reads a run request (fetching a claim-checked one), or an answer
-// to an approval (whose agent is its subject's).
+// decode reads a run request (fetching a claim-checked one).
 func (rc *RunConsumer) decode(m jetstream.Msg) (*events.RunRequest, error) {
-	kind, agent, err := rc.b.subj.ParseQueue(m.Subject())
-	if err == nil && kind == "approval" {
-		return decodeApproval(agent, m.Data())
-	}
 	ref := m.Headers().Get(RunRefHeader)
 	if ref == "" {
 		return events.DecodeRunRequest(m.Data())

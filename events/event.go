@@ -68,6 +68,11 @@ type Event struct {
 	// events stream (0 otherwise). It is not part of the CloudEvent: it
 	// says where the event is, not what it is.
 	Stored uint64
+	// Writer is, for an approval.resolved read from a writer's subject
+	// (Subjects.ApprovalResolved), the NATS user that subject names: who
+	// the server let write it. Like Stored, it is set by readers and is
+	// not part of the CloudEvent.
+	Writer string
 }
 
 // Meta is what New needs besides the stage and payload.

@@ -30,6 +30,17 @@ type RunStarted struct {
 	// run); empty when the run's trace is its own. The run's span is its
 	// child (docs/PROTOCOL.md, "Trace context").
 	ParentTraceparent string `json:"parent_traceparent,omitempty"`
+	// Definition names what defines the agent the run started with;
+	// nil when the worker did not say.
+	Definition *Definition `json:"definition,omitempty"`
+}
+
+// Definition names an agent definition: a digest of what defines the agent
+// (model, tools, hooks, settings) and the definition's name and version.
+type Definition struct {
+	Digest  string `json:"digest"`
+	Name    string `json:"name,omitempty"`
+	Version string `json:"version,omitempty"`
 }
 
 // StepStarted is the data of step.started.
@@ -129,7 +140,7 @@ type ApprovalRequested struct {
 	OnExpiry string `json:"on_expiry,omitempty"`
 }
 
-// Answers to an approval (ApprovalResolved.Action, ApprovalAnswer.Action).
+// Answers to an approval (ApprovalResolved.Action).
 const (
 	// ActionApprove runs the call with the arguments as requested.
 	ActionApprove = "approve"
@@ -146,22 +157,30 @@ func ValidAction(a string) bool {
 }
 
 // ApprovalResolved is the data of approval.resolved: the answer to one
-// call's approval, by a person (through any client) or by the expiry.
+// call's approval, by a person (through any client) or by the expiry. The
+// client that answers records it (docs/PROTOCOL.md, "Approvals"): a
+// person's answer on the subject of the NATS user that wrote it
+// (Subjects.ApprovalResolved), an expiry on the plain subject.
 type ApprovalResolved struct {
 	CallID string `json:"call_id"`
 	// Approved is true for approve.
 	Approved bool `json:"approved"`
 	// Action is approve, reject or reject_and_continue.
 	Action string `json:"action,omitempty"`
-	// By names who answered ("hookbus" for an expiry).
+	// By names who answered, for people to read: the authenticated
+	// identity (Actor.Identity; "hookbus" for an expiry). In records
+	// written before identities were recorded, a name the answerer typed.
 	By string `json:"by,omitempty"`
+	// Actor is who answered, as authenticated, the channel, the writer
+	// and any self-declared name (a note).
+	Actor
 	// Reason is why (a reject's reason goes to the model with
 	// reject_and_continue).
 	Reason string `json:"reason,omitempty"`
 	// Comment is the answerer's note.
 	Comment string `json:"comment,omitempty"`
-	// AnswerID is the id of the answer message (ApprovalAnswer.AnswerID),
-	// so the client that sent it can find it recorded.
+	// AnswerID identifies the answer (a ULID), so the client that gave it
+	// can find it recorded.
 	AnswerID string `json:"answer_id,omitempty"`
 	// AnsweredAt is when the answer was given.
 	AnsweredAt time.Time `json:"answered_at,omitempty"`

@@ -17,13 +17,13 @@ type RunRequest struct {
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	// MaxSteps overrides the worker's default when positive.
 	MaxSteps int `json:"max_steps,omitempty"`
-	// Answer, on a message of <prefix>.approval.<agent>, is a human's
-	// answer to a call of this run waiting for approval: the worker records
-	// it and resumes the run. Prompt is empty then.
-	Answer *ApprovalAnswer `json:"answer,omitempty"`
 	// Resume asks a worker to go on with a run that exists (a waiting run
 	// whose approvals are all answered); Prompt is empty then.
 	Resume bool `json:"resume,omitempty"`
+	// Definition, on a resumption, is the digest of the agent definition
+	// the run started with (RunStarted.Definition): only a worker serving
+	// that definition may take it. Empty: any worker serving the agent.
+	Definition string `json:"definition,omitempty"`
 	// Compact asks for a run that only compacts the session's conversation
 	// (loop compact); Prompt is empty then.
 	Compact bool `json:"compact,omitempty"`
@@ -54,11 +54,7 @@ func (r *RunRequest) Validate() error {
 	if err := ValidateID("session", r.SessionID); err != nil {
 		return err
 	}
-	if r.Answer != nil {
-		if err := r.Answer.Validate(); err != nil {
-			return fmt.Errorf("run %s: %w", r.RunID, err)
-		}
-	} else if r.Prompt == "" && !r.Resume && !r.Compact {
+	if r.Prompt == "" && !r.Resume && !r.Compact {
 		return fmt.Errorf("%w: run %s has an empty prompt", ErrPayload, r.RunID)
 	}
 	if r.MaxSteps < 0 {
@@ -84,41 +80,24 @@ func DecodeRunRequest(body []byte) (*RunRequest, error) {
 	return &r, nil
 }
 
-// ApprovalAnswer is an answer to a tool call waiting for approval, as a
-// client sends it on <prefix>.approval.<agent> (JSON; Nats-Msg-Id =
-// AnswerID), or as the scheduled expiry of a request sends it (Action
-// "expire": every request of the run past its expiry resolves by its
-// OnExpiry).
-type ApprovalAnswer struct {
-	// CallID is the call answered (empty with Action "expire").
-	CallID string `json:"call_id,omitempty"`
-	// Action is approve, reject, reject_and_continue, or expire.
-	Action  string `json:"action"`
-	By      string `json:"by,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	Comment string `json:"comment,omitempty"`
-	// AnswerID identifies the answer (a ULID); the approval.resolved that
-	// records it carries it.
-	AnswerID   string    `json:"answer_id"`
-	AnsweredAt time.Time `json:"answered_at,omitempty"`
+// Wake is a waiting run's wake-up at the expiry of its approvals: the JSON
+// body of a message scheduled on <prefix>.wake.<agent>.<run> and delivered
+// on <prefix>.wake.<agent>.<run>.due (docs/PROTOCOL.md, "Approvals").
+type Wake struct {
+	RunID     string `json:"run_id"`
+	AgentID   string `json:"agent_id"`
+	SessionID string `json:"session_id"`
+	// At is when it is due: the first expiry of the run's waiting calls.
+	At time.Time `json:"at"`
 }
 
-// ActionExpire is the Action of a scheduled expiry.
-const ActionExpire = "expire"
-
-// Validate checks the action, the call and the answer id.
-func (a *ApprovalAnswer) Validate() error {
-	switch {
-	case a.Action == ActionExpire:
-	case !ValidAction(a.Action):
-		return fmt.Errorf("%w: approval answer: action %q (want approve, reject or reject_and_continue)", ErrPayload, a.Action)
-	case a.CallID == "":
-		return fmt.Errorf("%w: approval answer: no call_id", ErrPayload)
-	case a.Action != ActionApprove && a.Reason == "":
-		return fmt.Errorf("%w: approval answer: %s needs a reason", ErrPayload, a.Action)
-	}
-	if err := ValidateULID("answer", a.AnswerID); err != nil {
+// Validate checks the ids.
+func (w *Wake) Validate() error {
+	if err := ValidateID("run", w.RunID); err != nil {
 		return err
 	}
-	return nil
+	if err := ValidateID("agent", w.AgentID); err != nil {
+		return err
+	}
+	return ValidateID("session", w.SessionID)
 }

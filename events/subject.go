@@ -11,10 +11,12 @@ const DefaultPrefix = "hookbus"
 // Subjects builds and parses hookbus subjects under one prefix:
 //
 //	<prefix>.evt.<agent>.<session>.<stage>   events (stage is one or two tokens)
+//	<prefix>.evt.<agent>.<session>.approval.resolved.<writer>
+//	                                         a person's answer, on its writer's subject
 //	<prefix>.hook.<stage>.<plugin>           interception requests
 //	<prefix>.run.<agent>                     run requests (work queue)
-//	<prefix>.approval.<agent>                answers to approvals (work queue)
 //	<prefix>.wake.<agent>.<run>              scheduled wake-ups of waiting runs
+//	<prefix>.wake.<agent>.<run>.due          the wake-ups when due
 //	<prefix>.dlq.<consumer>                  dead letters of an observer
 //
 // The zero value uses DefaultPrefix.
@@ -83,30 +85,80 @@ func (s Subjects) EventFilter(agent, session string, stage Stage) (string, error
 	return s.prefix() + ".evt." + a + "." + se + "." + st, nil
 }
 
+// EventFilters returns the subject filters of a stage's events, as
+// EventFilter does, with one more for approval.resolved (or every stage):
+// the answers people recorded on their writers' subjects
+// (ApprovalResolved), whose subjects have one more token. An empty stage
+// needs no second filter: "<prefix>.evt.<agent>.<session>.>" holds them.
+func (s Subjects) EventFilters(agent, session string, stage Stage) ([]string, error) {
+	f, err := s.EventFilter(agent, session, stage)
+	if err != nil {
+		return nil, err
+	}
+	if stage == StageApprovalResolved {
+		return []string{f, f + ".*"}, nil
+	}
+	return []string{f}, nil
+}
+
+// ApprovalResolved returns the subject a person's answer to an approval is
+// recorded on: "<prefix>.evt.<agent>.<session>.approval.resolved.<writer>",
+// writer being the NATS user that writes it, encoded by WriterToken. Subject
+// permissions let each user publish only its own (deploy/nats), so the
+// subject says who wrote the record. An expiry (written by a worker) is on
+// the plain subject, Event's.
+func (s Subjects) ApprovalResolved(agent, session, writer string) (string, error) {
+	subj, err := s.Event(agent, session, StageApprovalResolved)
+	if err != nil {
+		return "", err
+	}
+	tok, err := WriterToken(writer)
+	if err != nil {
+		return "", err
+	}
+	return subj + "." + tok, nil
+}
+
 // AllEvents is the filter of every event subject: "<prefix>.evt.>".
 func (s Subjects) AllEvents() string { return s.prefix() + ".evt.>" }
 
-// ParseEvent splits an event subject into agent, session and stage.
+// ParseEvent splits an event subject into agent, session and stage. The
+// subject of a person's answer (ApprovalResolved) parses too, as stage
+// approval.resolved; ParseEventWriter also returns its writer.
 func (s Subjects) ParseEvent(subject string) (agent, session string, stage Stage, err error) {
+	agent, session, stage, _, err = s.ParseEventWriter(subject)
+	return agent, session, stage, err
+}
+
+// ParseEventWriter is ParseEvent, also returning the writer of a person's
+// answer: the NATS user its subject names (ApprovalResolved), "" for any
+// other event.
+func (s Subjects) ParseEventWriter(subject string) (agent, session string, stage Stage, writer string, err error) {
 	rest, ok := strings.CutPrefix(subject, s.prefix()+".evt.")
 	if !ok {
-		return "", "", "", fmt.Errorf("%w: %q is not under %s.evt", ErrInvalidSubject, subject, s.prefix())
+		return "", "", "", "", fmt.Errorf("%w: %q is not under %s.evt", ErrInvalidSubject, subject, s.prefix())
 	}
 	parts := strings.SplitN(rest, ".", 3)
 	if len(parts) != 3 {
-		return "", "", "", fmt.Errorf("%w: %q lacks agent, session or stage", ErrInvalidSubject, subject)
+		return "", "", "", "", fmt.Errorf("%w: %q lacks agent, session or stage", ErrInvalidSubject, subject)
+	}
+	if tok, ok := strings.CutPrefix(parts[2], string(StageApprovalResolved)+"."); ok {
+		if writer, err = ParseWriterToken(tok); err != nil {
+			return "", "", "", "", fmt.Errorf("%w: %q: %v", ErrInvalidSubject, subject, err)
+		}
+		parts[2] = string(StageApprovalResolved)
 	}
 	stage, err = ParseStage(parts[2])
 	if err != nil {
-		return "", "", "", fmt.Errorf("%w: %q: %v", ErrInvalidSubject, subject, err)
+		return "", "", "", "", fmt.Errorf("%w: %q: %v", ErrInvalidSubject, subject, err)
 	}
 	if err := ValidateID("agent", parts[0]); err != nil {
-		return "", "", "", err
+		return "", "", "", "", err
 	}
 	if err := ValidateID("session", parts[1]); err != nil {
-		return "", "", "", err
+		return "", "", "", "", err
 	}
-	return parts[0], parts[1], stage, nil
+	return parts[0], parts[1], stage, writer, nil
 }
 
 // Hook returns the interception subject of a plugin on a stage.
@@ -151,32 +203,6 @@ func (s Subjects) Run(agent string) (string, error) {
 // AllRuns is the filter of every run-request subject: "<prefix>.run.>".
 func (s Subjects) AllRuns() string { return s.prefix() + ".run.>" }
 
-// Approval returns the subject answers to an agent's approvals are sent
-// on: "<prefix>.approval.<agent>".
-func (s Subjects) Approval(agent string) (string, error) {
-	if err := ValidateID("agent", agent); err != nil {
-		return "", err
-	}
-	return s.prefix() + ".approval." + agent, nil
-}
-
-// AllApprovals is the filter of every approval subject.
-func (s Subjects) AllApprovals() string { return s.prefix() + ".approval.>" }
-
-// ParseQueue splits a run-queue subject (run request or approval answer)
-// into its kind ("run" or "approval") and agent.
-func (s Subjects) ParseQueue(subject string) (kind, agent string, err error) {
-	for _, k := range []string{"run", "approval"} {
-		if rest, ok := strings.CutPrefix(subject, s.prefix()+"."+k+"."); ok {
-			if err := ValidateID("agent", rest); err != nil {
-				return "", "", err
-			}
-			return k, rest, nil
-		}
-	}
-	return "", "", fmt.Errorf("%w: %q is not a run request or approval subject", ErrInvalidSubject, subject)
-}
-
 // Wake returns the subject of a waiting run's scheduled wake-up:
 // "<prefix>.wake.<agent>.<run>".
 func (s Subjects) Wake(agent, run string) (string, error) {
@@ -189,7 +215,32 @@ func (s Subjects) Wake(agent, run string) (string, error) {
 	return s.prefix() + ".wake." + agent + "." + run, nil
 }
 
-// AllWakes is the filter of every wake-up subject.
+// WakeDue returns the subject a waiting run's wake-up is delivered on when
+// it is due: "<prefix>.wake.<agent>.<run>.due" (the target of the
+// schedule on Wake's subject).
+func (s Subjects) WakeDue(agent, run string) (string, error) {
+	subj, err := s.Wake(agent, run)
+	if err != nil {
+		return "", err
+	}
+	return subj + ".due", nil
+}
+
+// WakeDueFilter returns the filter of an agent's due wake-ups; an empty
+// agent matches any.
+func (s Subjects) WakeDueFilter(agent string) (string, error) {
+	a := "*"
+	if agent != "" {
+		if err := ValidateID("agent", agent); err != nil {
+			return "", err
+		}
+		a = agent
+	}
+	return s.prefix() + ".wake." + a + ".*.due", nil
+}
+
+// AllWakes is the filter of every wake-up subject (the schedules and the
+// due wake-ups): the subjects of the wakes stream.
 func (s Subjects) AllWakes() string { return s.prefix() + ".wake.>" }
 
 // DeadLetter returns the subject an observer's undeliverable events go to.

@@ -88,12 +88,15 @@ func (e *Event) Summary() string {
 		if action == "" {
 			action = map[bool]string{true: "approved", false: "rejected"}[p.Approved]
 		}
-		s := fmt.Sprintf("call %s %s by %s", p.CallID, action, p.By)
-		if p.Expired {
+		s := fmt.Sprintf("call %s %s by %s", p.CallID, action, p.Who())
+		if p.Expired && p.Channel != ChannelExpiry {
 			s += " (expired)"
 		}
 		if p.Reason != "" {
 			s += ": " + quote(p.Reason)
+		}
+		if err := p.Actor.CheckWriter(e.Writer); err != nil {
+			s += " [IDENTITY NOT BOUND: " + err.Error() + "]"
 		}
 		return s
 	case *CompactBefore:

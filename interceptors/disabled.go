@@ -3,6 +3,8 @@ package interceptors
 import (
 	"maps"
 	"time"
+
+	"github.com/hookbus/hookbus/events"
 )
 
 // Disabled says that an operator turned a plugin off everywhere (the kill
@@ -10,9 +12,14 @@ import (
 // plugin: each call it skips is recorded as a hook.decided with decision
 // Skipped, naming who disabled the plugin, when and why.
 type Disabled struct {
+	// By is who disabled it, for people to read: the authenticated
+	// identity (Actor.Identity) when the entry records one.
 	By     string    `json:"by,omitempty"`
 	At     time.Time `json:"at"`
 	Reason string    `json:"reason,omitempty"`
+	// Actor is who disabled it, as authenticated, the channel, and any
+	// name the operator typed (a note).
+	events.Actor
 }
 
 // Skipped is the decision recorded for a call the chain did not make

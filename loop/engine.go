@@ -86,10 +86,9 @@ type Config struct {
 	// Approval says which tool calls wait for a human besides those a hook
 	// asks about, and what an unanswered request becomes.
 	Approval Approval
-	// Queue wakes waiting runs up: at their approvals' expiry, and once
-	// every approval of their step is answered (Engine.Answer). nil: a
-	// waiting run goes on only when it is requested again. *bus.Bus
-	// implements it.
+	// Queue wakes waiting runs up at their approvals' expiry, and resumes
+	// a sub-agent's caller when the sub-agent ends after waiting. nil: a
+	// waiting run's approvals do not expire. *bus.Bus implements it.
 	Queue Queue
 	// Signer signs each run's terminal event (the head of its hash
 	// chain); nil: runs end unsigned. See events.ChainHash.
@@ -151,9 +150,8 @@ const DefaultApprovalExpiry = 24 * time.Hour
 
 // Queue is the run queue as the engine uses it to wake waiting runs up.
 type Queue interface {
-	// WakeAt delivers req (an answer with action events.ActionExpire) to
-	// the workers at t.
-	WakeAt(ctx context.Context, req *events.RunRequest, t time.Time) error
+	// WakeAt delivers w to the workers at w.At (Resumer.Due takes it).
+	WakeAt(ctx context.Context, w events.Wake) error
 	// Resume queues req, a run to resume, under the de-duplication id id.
 	Resume(ctx context.Context, req *events.RunRequest, id string) error
 }

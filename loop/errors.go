@@ -44,15 +44,13 @@ func (lostRun) Error() string { return "loop: run taken over by another attempt"
 // the run now.
 func (lostRun) Abandoned() bool { return true }
 
-// ErrBadAnswer is returned by Run for an answer to an approval that cannot
-// be taken: the run has no such call waiting, the call was answered
-// already, or the run ended. Nothing is recorded. Its errors are
-// bus.Refusals: a worker dead-letters the answer with the reason.
-var ErrBadAnswer error = badAnswer{}
+// ErrBadAnswer is returned by AnswerApproval for an answer the run cannot
+// take: no such run, no such call waiting, a call answered already (an
+// *AnsweredError naming the first answer), or a run that ended. Nothing is
+// recorded.
+var ErrBadAnswer = errors.New("loop: answer refused")
 
-type badAnswer struct{}
-
-func (badAnswer) Error() string { return "loop: answer refused" }
-
-// Refused reports true: the answer is refused for good.
-func (badAnswer) Refused() bool { return true }
+// ErrRunBusy is returned by AnswerApproval when the run is still working
+// on its step's other calls after AnswerDeps.Settle: answer again once it
+// waits. Nothing is recorded.
+var ErrRunBusy = errors.New("loop: the run is still running its step")

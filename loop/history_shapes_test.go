@@ -34,10 +34,10 @@ func shapeScenarios() []*historyScenario {
 			config: requireCalculator,
 			record: func(t *testing.T, sc *historyScenario, j *looptest.Journal) {
 				req := sc.mustWait(t, j, loop.Config{Hooks: asker(t)}, "What time is it, and what is 6*7? (a human approves the calculator)", "call_1_2")
-				sc.mustAnswer(t, j, req, events.ApprovalAnswer{CallID: "call_1_2", Action: events.ActionApprove, By: "alice",
+				sc.mustAnswer(t, j, req, loop.AnswerRequest{CallID: "call_1_2", Action: events.ActionApprove, By: person("alice"),
 					Comment: "fine", AnswerID: answerID(1)}, events.ReasonDone)
 				req = sc.mustWait(t, j, loop.Config{}, "And once more? (the policy asks about the calculator)", "call_1_2")
-				sc.mustAnswer(t, j, req, events.ApprovalAnswer{CallID: "call_1_2", Action: events.ActionRejectAndContinue, By: "bob",
+				sc.mustAnswer(t, j, req, loop.AnswerRequest{CallID: "call_1_2", Action: events.ActionRejectAndContinue, By: person("bob"),
 					Reason: "work it out by hand", AnswerID: answerID(2)}, events.ReasonDone)
 			},
 		},
@@ -49,9 +49,10 @@ func shapeScenarios() []*historyScenario {
 			config: requireEveryCall,
 			record: func(t *testing.T, sc *historyScenario, j *looptest.Journal) {
 				req := sc.mustWait(t, j, loop.Config{}, "What time is it, and what is 6*7? (every call needs a human)", "call_1_1", "call_1_2")
-				ar, err := sc.engine(t, j, loop.Config{Queue: &queue{}}).Answer(ctxT(t), answerTo(req, events.ApprovalAnswer{
-					CallID: "call_1_1", Action: events.ActionApprove, By: "alice", AnswerID: answerID(1)}))
-				if err != nil || ar.Resumed || len(ar.Waiting) != 1 || ar.Waiting[0].Call.ID != "call_1_2" {
+				ar, err := loop.AnswerApproval(ctxT(t), loop.AnswerDeps{History: j, Recorder: j}, loop.AnswerRequest{
+					AgentID: req.AgentID, SessionID: req.SessionID, RunID: req.RunID,
+					CallID: "call_1_1", Action: events.ActionApprove, By: person("alice"), AnswerID: answerID(1)})
+				if err != nil || len(ar.Waiting) != 1 || ar.Waiting[0].Call.ID != "call_1_2" {
 					t.Fatalf("answer: %+v, %v; want the calculator still waiting", ar, err)
 				}
 			},
@@ -63,7 +64,7 @@ func shapeScenarios() []*historyScenario {
 			hooks: asker,
 			record: func(t *testing.T, sc *historyScenario, j *looptest.Journal) {
 				req := sc.mustWait(t, j, loop.Config{Hooks: asker(t)}, "What is 6*7? (a human rejects the calculator)", "call_1_2")
-				sc.mustAnswer(t, j, req, events.ApprovalAnswer{CallID: "call_1_2", Action: events.ActionReject, By: "alice",
+				sc.mustAnswer(t, j, req, loop.AnswerRequest{CallID: "call_1_2", Action: events.ActionReject, By: person("alice"),
 					Reason: "not today", AnswerID: answerID(1)}, events.ReasonRejected)
 			},
 		},
@@ -81,7 +82,12 @@ func shapeScenarios() []*historyScenario {
 				for time.Now().Before(expires) {
 					time.Sleep(time.Until(expires) + time.Millisecond) // the expiry is the condition, not a guess
 				}
-				sc.mustAnswer(t, j, req, events.ApprovalAnswer{Action: events.ActionExpire, By: "hookbus", AnswerID: answerID(1)}, events.ReasonDone)
+				n := len(j.Events())
+				rs := &loop.Resumer{History: j, Recorder: j, Queue: &queue{}}
+				if err := rs.Due(ctxT(t), events.Wake{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, At: expires}); err != nil {
+					t.Fatalf("the wake-up: %v", err)
+				}
+				sc.mustResume(t, j, req, n, events.ReasonDone)
 			},
 		},
 		{
@@ -236,11 +242,6 @@ func denyDelegation(t *testing.T) *interceptors.Chain {
 // recording is the same each time it is made.
 func answerID(n uint64) string { return stableULID(n, 'A') }
 
-// answerTo is ans, as a message of the approval subject for run req.
-func answerTo(req *events.RunRequest, ans events.ApprovalAnswer) *events.RunRequest {
-	return &events.RunRequest{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Answer: &ans}
-}
-
 // mustWait runs prompt as a new run of the session and checks that it
 // waits for approval of exactly the calls named.
 func (sc *historyScenario) mustWait(t *testing.T, j *looptest.Journal, cfg loop.Config, prompt string, calls ...string) *events.RunRequest {
@@ -261,20 +262,39 @@ func (sc *historyScenario) mustWait(t *testing.T, j *looptest.Journal, cfg loop.
 	return req
 }
 
-// mustAnswer has a worker take ans for run req (Engine.Answer), checks
-// that it queued the run's resumption, and resumes the run as the worker
-// that takes the resumption does (Engine.Run with Resume), checking how it
-// ends.
-func (sc *historyScenario) mustAnswer(t *testing.T, j *looptest.Journal, req *events.RunRequest, ans events.ApprovalAnswer, reason string) {
+// mustAnswer records ans for run req as a client does (AnswerApproval),
+// checks that it left no call of the step waiting, and resumes the run
+// (mustResume).
+func (sc *historyScenario) mustAnswer(t *testing.T, j *looptest.Journal, req *events.RunRequest, ans loop.AnswerRequest, reason string) {
+	t.Helper()
+	ans.AgentID, ans.SessionID, ans.RunID = req.AgentID, req.SessionID, req.RunID
+	n := len(j.Events())
+	ar, err := loop.AnswerApproval(ctxT(t), loop.AnswerDeps{History: j, Recorder: j}, ans)
+	if err != nil || len(ar.Resolved) != 1 || len(ar.Waiting) != 0 {
+		t.Fatalf("answer %+v: %+v, %v; want it recorded, nothing left waiting", ans, ar, err)
+	}
+	sc.mustResume(t, j, req, n, reason)
+}
+
+// mustResume has a worker's Resumer read the answers recorded from index
+// since of the journal on, checks that it queued the run's resumption,
+// and resumes the run as the worker that takes it does (Engine.Run with
+// Resume), checking how it ends.
+func (sc *historyScenario) mustResume(t *testing.T, j *looptest.Journal, req *events.RunRequest, since int, reason string) {
 	t.Helper()
 	q := &queue{}
-	ar, err := sc.engine(t, j, loop.Config{Queue: q}).Answer(ctxT(t), answerTo(req, ans))
-	if err != nil || !ar.Resumed || len(ar.Resolved) != 1 || q.resumes.Load() != 1 {
-		t.Fatalf("answer %+v: %+v, %v; want it recorded and the run's resumption queued", ans, ar, err)
+	rs := &loop.Resumer{History: j, Recorder: j, Queue: q}
+	for _, e := range j.Events()[since:] {
+		if err := rs.Resolved(ctxT(t), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if q.resumes.Load() != 1 {
+		t.Fatalf("%d resumptions queued, want 1", q.resumes.Load())
 	}
 	resume := &events.RunRequest{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Resume: true}
 	res, err := sc.engine(t, j, loop.Config{}).Run(ctxT(t), resume)
 	if err != nil || res.Reason != reason || !res.Ended || !res.Resumed {
-		t.Fatalf("resumed after the answer %+v: %+v, %v; want it ended %s", ans, res, err, reason)
+		t.Fatalf("resumed: %+v, %v; want it ended %s", res, err, reason)
 	}
 }

@@ -121,7 +121,7 @@ func TestKillSwitchOnRunningWorker(t *testing.T) {
 		t.Fatalf("disabled guard: %d more calls, records %+v", calls.Load()-n, d)
 	}
 	for _, p := range d {
-		if p.Decision != string(interceptors.Skipped) || p.Annotations[interceptors.AnnotationDisabledBy] != "alice" ||
+		if p.Decision != string(interceptors.Skipped) || p.Annotations[interceptors.AnnotationDisabledBy] != events.IdentityAnonymous ||
 			p.Annotations[interceptors.AnnotationDisabledReason] != "misbehaving" || p.EventID == "" {
 			t.Fatalf("skipped record: %+v", p)
 		}
@@ -131,11 +131,14 @@ func TestKillSwitchOnRunningWorker(t *testing.T) {
 	if err := last.DecodeData(&rc); err != nil || rc.Reason != events.ReasonDone {
 		t.Fatalf("run with guard disabled: %s %+v %v", last.Stage, rc, err)
 	}
-	if got, err := reg.DisabledPlugins(ctx); err != nil || got["guard"].By != "alice" {
+	// The entry says who disabled it as the server knows the connection
+	// (anonymous: the embedded server does not authenticate), and keeps the
+	// name given as a note.
+	if got, err := reg.DisabledPlugins(ctx); err != nil || got["guard"].By != events.IdentityAnonymous || got["guard"].DeclaredBy != "alice" {
 		t.Fatalf("DisabledPlugins: %v %v", got, err)
 	}
 
-	if err := reg.Enable(ctx, "guard"); err != nil {
+	if err := reg.Enable(ctx, "guard", events.Actor{Channel: events.ChannelCLI}); err != nil {
 		t.Fatal(err)
 	}
 	bustest.Eventuallyf(t, 10*time.Second, func() bool { return len(chain.DisabledPlugins()) == 0 },
@@ -145,7 +148,7 @@ func TestKillSwitchOnRunningWorker(t *testing.T) {
 	if d := decidedBy(t, evs, "guard"); calls.Load() != n+2 || len(d) != 2 || d[0].Decision != "allow" {
 		t.Fatalf("enabled again: %d calls, records %+v", calls.Load()-n, d)
 	}
-	if err := reg.Enable(ctx, "guard"); err == nil {
+	if err := reg.Enable(ctx, "guard", events.Actor{}); err == nil {
 		t.Fatal("enabling a plugin that is not disabled: no error")
 	}
 }

@@ -44,6 +44,8 @@ type runState struct {
 	// traceparent is the first traceparent of the run's events (its trace);
 	// parentTrace the first run.started's parent_traceparent.
 	traceparent, parentTrace string
+	// definition is what the first run.started says defined the agent.
+	definition *events.Definition
 }
 
 // callState is what the record says of one tool call.
@@ -135,7 +137,7 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 					return nil, err
 				}
 				rs.prompt, rs.firstStarted = p.Prompt, e.Stored
-				rs.parentTrace = p.ParentTraceparent
+				rs.parentTrace, rs.definition = p.ParentTraceparent, p.Definition
 			}
 			rs.started = true
 			rs.lastStarted = e.Seq

@@ -49,9 +49,6 @@ func (w *Worker) Handle(ctx context.Context, req *events.RunRequest) error {
 			return nil
 		}
 	}
-	if req.Answer != nil {
-		return w.answer(ctx, eng, req)
-	}
 	res, err := eng.Run(ctx, req)
 	switch {
 	case err == nil:
@@ -72,23 +69,4 @@ func (w *Worker) Handle(ctx context.Context, req *events.RunRequest) error {
 		w.log.Warn("run not ended, it will be retried", "run", req.RunID, "err", err)
 		return err
 	}
-}
-
-// answer records an answer to an approval.
-func (w *Worker) answer(ctx context.Context, eng *Engine, req *events.RunRequest) error {
-	res, err := eng.Answer(ctx, req)
-	switch {
-	case err == nil:
-		w.log.Info("approval answered", "run", req.RunID, "action", req.Answer.Action, "by", req.Answer.By,
-			"still_waiting", len(res.Waiting), "resumed", res.Resumed)
-		return nil
-	case errors.Is(err, ErrBadAnswer):
-		w.log.Warn("answer refused", "run", req.RunID, "call", req.Answer.CallID, "err", err)
-		return err // refused: dead-lettered with the reason (a bus.Refusal)
-	case errors.Is(err, ErrInvalidRequest):
-		w.log.Warn("dropping an invalid answer", "run", req.RunID, "err", err)
-		return nil
-	}
-	w.log.Warn("answer not recorded, it will be retried", "run", req.RunID, "err", err)
-	return err
 }

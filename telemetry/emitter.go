@@ -80,7 +80,7 @@ func (em *emitter) Flush(ctx context.Context, runID string) error {
 // queue lag (from its submission to now) before handing it on.
 func (m *Metrics) RunHandler(h bus.RunHandler) bus.RunHandler {
 	return func(ctx context.Context, req *events.RunRequest) error {
-		if !req.SubmittedAt.IsZero() && req.Answer == nil && !req.Resume {
+		if !req.SubmittedAt.IsZero() && !req.Resume {
 			m.ObserveQueueLag(time.Since(req.SubmittedAt))
 		}
 		return h(ctx, req)

@@ -3,12 +3,15 @@ package webui
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/internal/httpauth"
+	"github.com/hookbus/hookbus/loop"
 )
 
 // ApprovalView is a call that asked for a human (GET /api/approvals).
@@ -63,8 +66,8 @@ type AnswerRequest struct {
 type AnswerResult struct {
 	// Calls are the calls answered.
 	Calls []string `json:"calls"`
-	// Recorded is true when a worker recorded every answer
-	// (approval.resolved) within the wait; false: queued, a worker will.
+	// Recorded is true when every answer is recorded (approval.resolved,
+	// written by the page's server in the run's record).
 	Recorded bool   `json:"recorded"`
 	Message  string `json:"message"`
 }
@@ -87,10 +90,10 @@ func (s *Server) readApprovals(ctx context.Context, f bus.Filter) (*audit.Approv
 	return &as, err
 }
 
-// answer does what observer approve|reject do, as id: it submits the
-// answer of every targeted call waiting (Config.Answerer), then waits
-// (Config.AnswerWait) for a worker to record them.
-func (s *Server) answer(ctx context.Context, run string, f bus.Filter, req AnswerRequest, id Identity) (*AnswerResult, error) {
+// answer does what observer approve|reject do, as who (the page's
+// authenticated user): it records the answer of every targeted call waiting
+// in the run's record (recordAnswer).
+func (s *Server) answer(ctx context.Context, run string, f bus.Filter, req AnswerRequest, who httpauth.Identity) (*AnswerResult, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
@@ -103,64 +106,37 @@ func (s *Server) answer(ctx context.Context, run string, f bus.Filter, req Answe
 	if len(mine) == 0 {
 		return nil, fmt.Errorf("%w: run %s has asked for no approval", ErrNotFound, run)
 	}
-	var targets []*audit.Approval
-	for _, a := range mine {
-		if req.CallID != "" && a.Requested.Call.ID != req.CallID {
-			continue
-		}
-		switch {
-		case a.RunEnded:
-			return nil, fmt.Errorf("%w: run %s has ended: it waits for no answer", ErrConflict, run)
-		case a.Resolved != nil && req.CallID != "":
-			return nil, fmt.Errorf("%w: call %s was answered already: %s by %s", ErrConflict, req.CallID, a.Resolved.Action, a.Resolved.By)
-		case a.Resolved == nil:
-			targets = append(targets, a)
-		}
-	}
-	if len(targets) == 0 {
-		return nil, fmt.Errorf("%w: run %s has no call waiting for approval", ErrConflict, run)
-	}
-	sent := map[string]string{} // call id → answer id
+	actor := events.Actor{Identity: who.Name, Via: who.Method}
+	r, err := s.recordAnswer(ctx, actor, loop.AnswerRequest{AgentID: mine[0].AgentID, SessionID: mine[0].SessionID, RunID: run,
+		CallID: req.CallID, Action: req.Action, Reason: req.Reason, Comment: req.Comment})
 	res := &AnswerResult{}
-	for _, a := range targets {
-		answerID, err := s.cfg.Answerer.Answer(ctx, AnswerInput{Run: run, Agent: a.AgentID, Session: a.SessionID, CallID: a.Requested.Call.ID,
-			Action: req.Action, Reason: req.Reason, Comment: req.Comment, Identity: id})
-		if err != nil {
-			return nil, err
-		}
-		sent[a.Requested.Call.ID] = answerID
-		res.Calls = append(res.Calls, a.Requested.Call.ID)
-	}
-	s.log.Info("answer queued", "run", run, "action", req.Action, "by", id.Name, "via", id.Via, "calls", res.Calls)
-	deadline := time.Now().Add(s.cfg.AnswerWait)
-	for {
-		as, err := s.readApprovals(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		done := 0
-		for _, a := range as.Of(run) {
-			id, ok := sent[a.Requested.Call.ID]
-			if !ok || a.Resolved == nil {
-				continue
-			}
-			if a.Resolved.AnswerID != id {
-				return nil, fmt.Errorf("%w: call %s was answered by %s first (%s); this answer was refused", ErrConflict, a.Requested.Call.ID, a.Resolved.By, a.Resolved.Action)
-			}
-			done++
-		}
-		if done == len(sent) {
-			res.Recorded, res.Message = true, fmt.Sprintf("%s recorded for %d call(s)", req.Action, done)
-			return res, nil
-		}
-		if time.Now().After(deadline) {
-			res.Message = fmt.Sprintf("%s queued for %d call(s); no worker recorded it within %s: a worker (loop serve) will when it runs", req.Action, len(sent), s.cfg.AnswerWait)
-			return res, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+	if r != nil {
+		for _, a := range r.Resolved {
+			res.Calls = append(res.Calls, a.CallID)
 		}
 	}
+	switch {
+	case errors.Is(err, loop.ErrBadAnswer), errors.Is(err, loop.ErrRunBusy):
+		return nil, fmt.Errorf("%w: %v", ErrConflict, err)
+	case errors.Is(err, loop.ErrInvalidRequest):
+		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	case err != nil:
+		return nil, err
+	}
+	s.log.Info("answer recorded", "run", run, "action", req.Action, "calls", res.Calls)
+	res.Recorded, res.Message = true, fmt.Sprintf("%s recorded for %d call(s)", req.Action, len(res.Calls))
+	return res, nil
+}
+
+// recordAnswer records req in the run's record (loop.AnswerApproval), on
+// the subject of the page server's NATS user, which vouches for who: the
+// page's user (its identity, how the page authenticated it, a note).
+func (s *Server) recordAnswer(ctx context.Context, who events.Actor, req loop.AnswerRequest) (*loop.AnswerResult, error) {
+	me, err := s.cfg.Bus.WhoAmI(ctx)
+	if err != nil {
+		return nil, err
+	}
+	who.Writer, who.Channel = me.User, events.ChannelWeb
+	req.By = who
+	return loop.AnswerApproval(ctx, loop.AnswerDeps{History: s.cfg.Bus, Recorder: s.cfg.Bus, Source: "hookbus/webui", Settle: s.cfg.AnswerWait}, req)
 }

@@ -31,9 +31,10 @@
 // The listener serves only its own host names, refuses cross-site state
 // changes and authenticates the caller (docs/SECURITY.md). The server is
 // read-only unless Config.AllowApprovals is set: the buttons are then shown
-// and POST /api/runs/{run}/answer submits the answer through
-// Config.Answerer, as observer approve|reject do (a worker records it and
-// resumes the run), under the caller's authenticated identity, never a name
-// the request carries. Without an identity (the server not behind the
-// listener) answers are refused (ErrUnauthenticated).
+// and POST /api/runs/{run}/answer records the answer exactly as observer
+// approve|reject do (loop.AnswerApproval, on the server's own NATS user's
+// subject, which vouches for the caller's authenticated identity, never a
+// name the request carries; a worker then resumes the run). Without an
+// identity (the server not behind the listener) answers are refused
+// (ErrUnauthenticated).
 package webui

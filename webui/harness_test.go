@@ -171,7 +171,15 @@ func startWorker(t *testing.T, b *bus.Bus) {
 		cancel()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); rc.Stop() })
+	// What loop serve runs beside: the observer of answers that resumes
+	// the runs once every approval of their step is answered.
+	rs := &loop.Resumer{History: b, Recorder: b, Queue: b}
+	o, err := b.Observe(ctx, bus.ObserveConfig{Durable: "hookbus-resume-ops", Agent: "ops", Stages: []events.Stage{events.StageApprovalResolved}, MaxDeliver: -1}, rs.Resolved)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); rc.Stop(); o.Stop() })
 }
 
 // waitStage polls the stream until run has an event of stage.

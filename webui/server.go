@@ -17,16 +17,20 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/httpauth"
+	"github.com/hookbus/hookbus/loop"
 )
 
 //go:embed static
 var staticFiles embed.FS
 
-// Bus is what the page reads and writes: a *bus.Bus.
+// Bus is what the page reads and writes: a *bus.Bus. It records answers
+// to approvals (loop.AnswerApproval) as the NATS user WhoAmI names.
 type Bus interface {
 	Replay(ctx context.Context, f bus.Filter, fn func(*events.Event) error) (bus.ReplayStats, error)
 	Tail(ctx context.Context, f bus.Filter, fn func(*events.Event) error) error
-	SubmitAnswer(ctx context.Context, agent, session, run string, a events.ApprovalAnswer) error
+	loop.History
+	loop.Recorder
+	WhoAmI(ctx context.Context) (bus.Caller, error)
 }
 
 // Config configures a Server.
@@ -48,8 +52,8 @@ type Config struct {
 	MaxChildren int
 	// MaxLive bounds the live streams served at once (default 64).
 	MaxLive int
-	// AnswerWait is how long an answer waits for a worker to record it
-	// (default 10s).
+	// AnswerWait is how long an answer waits for a run still running its
+	// step's other calls (default 10s).
 	AnswerWait time.Duration
 	// Heartbeat is the interval of the live streams' keep-alive comments
 	// (default 15s).
@@ -58,9 +62,6 @@ type Config struct {
 	// trusted when the run's page verifies its record (audit.Verifier):
 	// when it names any, a run signed by another key does not verify.
 	Trust map[string]bool
-	// Answerer submits the answers given on the page (default: queued on
-	// Bus, as observer approve does).
-	Answerer Answerer
 	// RequireSigned makes a run whose end is not signed fail its page's
 	// verification, as observer verify --require-signed does
 	// (audit.Verifier.RequireSigned).
@@ -99,9 +100,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Heartbeat == 0 {
 		cfg.Heartbeat = 15 * time.Second
-	}
-	if cfg.Answerer == nil {
-		cfg.Answerer = busAnswerer{cfg.Bus}
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -344,7 +342,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("%w: the body is not an answer: %v", ErrBadRequest, err))
 		return
 	}
-	res, err := s.answer(r.Context(), run, f, req, Identity{Name: who.Name, Via: ChannelWeb})
+	res, err := s.answer(r.Context(), run, f, req, who)
 	if err != nil {
 		s.fail(w, r, err)
 		return

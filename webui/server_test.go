@@ -240,7 +240,11 @@ func TestAnswerApproval(t *testing.T) {
 	waitStage(t, ctx, b, req.RunID, events.StageRunCompleted)
 	var v webui.RunView
 	getJSON(t, hs.URL+"/api/runs/"+req.RunID, 200, &v)
-	if v.Run.Status != events.ReasonDone || len(v.Approvals) != 1 || v.Approvals[0].State != events.ActionApprove || v.Approvals[0].Resolved.By != httpauth.LocalName() {
+	// The page records the answer itself, on its server's NATS user's
+	// subject (anonymous on the embedded server), under the caller's
+	// authenticated identity (the local user on loopback).
+	if r := v.Approvals[0].Resolved; v.Run.Status != events.ReasonDone || len(v.Approvals) != 1 || v.Approvals[0].State != events.ActionApprove ||
+		r.Identity != httpauth.LocalName() || r.Channel != events.ChannelWeb || r.Writer != events.IdentityAnonymous {
 		t.Fatalf("after the answer: %+v, approvals %+v", v.Run, v.Approvals)
 	}
 	var e webui.ErrorView

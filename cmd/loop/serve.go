@@ -131,6 +131,11 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stopResumer, err := startResumer(ctx, c.Bus, ids, log)
+	if err != nil {
+		return err
+	}
+	defer stopResumer()
 	where := "all agents"
 	if len(ids) > 0 {
 		where = "agents " + strings.Join(ids, ", ")

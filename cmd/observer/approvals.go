@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/loop"
 )
 
 // readApprovals folds the approvals recorded under f.
@@ -26,6 +29,33 @@ func readApprovals(ctx context.Context, b *bus.Bus, f bus.Filter) (*audit.Approv
 	return &as, nil
 }
 
+// approvalRun resolves RUN, a run id or a unique prefix of one (as runs,
+// show and the web page show them), among the runs that asked for
+// approval.
+func approvalRun(as *audit.Approvals, arg string) (string, error) {
+	prefix := (&filterFlags{run: arg}).runPrefix()
+	if prefix == "" {
+		return "", fmt.Errorf("%w: RUN %q holds no run id", cli.ErrUsage, arg)
+	}
+	if err := events.ValidateID("run", prefix); err != nil {
+		return "", fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	}
+	var runs []string
+	for _, a := range as.All() {
+		if strings.HasPrefix(a.RunID, prefix) && !slices.Contains(runs, a.RunID) {
+			runs = append(runs, a.RunID)
+		}
+	}
+	if len(runs) == 0 {
+		return "", fmt.Errorf("no run whose id is or starts with %s has asked for approval (no approval.requested recorded)", prefix)
+	}
+	run, err := pick(prefix, runs)
+	if err != nil && errors.Is(err, cli.ErrUsage) {
+		return "", fmt.Errorf("%w: RUN %q is ambiguous: %d runs that asked for approval start with it; give more of the id", cli.ErrUsage, prefix, len(runs))
+	}
+	return run, err
+}
+
 // cmdApprovals lists the tool calls waiting for a human.
 func cmdApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("observer approvals", flag.ContinueOnError)
@@ -35,14 +65,15 @@ func cmdApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	agent := fs.String("agent", "", "only this agent's")
 	all := fs.Bool("all", false, "answered ones too")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: observer approvals [flags]\n\nLists the tool calls waiting for a human's approval (answer with observer approve|reject).\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: observer approvals [flags] [RUN]\n\nLists the tool calls waiting for a human's approval (answer with observer approve|reject); with RUN (a run id or a unique prefix of one), that run's only.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := cli.Parse(fs, args); err != nil {
+	pos, err := cli.ParseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if err := cli.NoArgs(fs); err != nil {
-		return err
+	if len(pos) > 1 {
+		return fmt.Errorf("%w: want at most one RUN, got %d arguments", cli.ErrUsage, len(pos))
 	}
 	if *agent != "" {
 		if err := events.ValidateID("agent", *agent); err != nil {
@@ -62,6 +93,13 @@ func cmdApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *all {
 		list = as.All()
 	}
+	if len(pos) == 1 {
+		run, err := approvalRun(as, pos[0])
+		if err != nil {
+			return err
+		}
+		list = slices.DeleteFunc(list, func(a *audit.Approval) bool { return a.RunID != run })
+	}
 	if len(list) == 0 {
 		fmt.Fprintln(stderr, "no approvals waiting")
 		return nil
@@ -76,7 +114,10 @@ func cmdApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		state := "waiting"
 		switch {
 		case a.Resolved != nil:
-			state = a.Resolved.Action + " by " + a.Resolved.By
+			state = a.Resolved.Describe()
+			if a.IdentityProblem != "" {
+				state += " [IDENTITY NOT BOUND: " + a.IdentityProblem + "]"
+			}
 		case a.RunEnded:
 			state = "run ended"
 		}
@@ -96,20 +137,23 @@ func compactArgs(b []byte) string {
 }
 
 // cmdAnswer answers a run's waiting calls: approve, or reject (with
-// --continue, reject and continue).
+// --continue, reject and continue). The answer is recorded at once, in
+// the run's record, by this command (loop.AnswerApproval): the first
+// answer to a call wins, and a later one is refused naming it.
 func cmdAnswer(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("observer "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	conn := cli.ConnFlags{}
 	conn.Register(fs)
 	call := fs.String("call", "", "the call to answer (default: every call of the run waiting)")
-	by := fs.String("by", os.Getenv("USER"), "who answers (recorded)")
-	comment := fs.String("comment", "", "a note, recorded with the answer")
+	note := fs.String("note", "", "a name to record with the answer, as a note: who answers is the NATS user of the connection, as the server authenticated it")
+	fs.StringVar(note, "by", "", "the same as --note (kept for scripts: recorded as a note, declared_by, never as who answered)")
+	comment := fs.String("comment", "", "a comment, recorded with the answer")
 	reason := fs.String("reason", "", "why (required to reject; with --continue the model is given it)")
 	cont := fs.Bool("continue", false, "reject and continue: the model is told the call was rejected, and the run goes on")
-	wait := fs.Duration("wait", 10*time.Second, "how long to wait for a worker to record the answer")
+	wait := fs.Duration("wait", loop.DefaultSettle, "how long to wait for a run still running its step's other calls")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: observer %s [flags] RUN\n\nAnswers a run's tool calls waiting for approval. The answer is queued on hookbus.approval.<agent>; a worker (loop serve) records it and resumes the run.\n\nFlags:\n", verb)
+		fmt.Fprintf(stderr, "Usage: observer %s [flags] RUN\n\nAnswers a run's tool calls waiting for approval. RUN is a run id or a unique prefix of one. The answer is recorded at once in the run's record (approval.resolved, on this connection's NATS user's subject): the first answer to a call wins, a later one is refused naming it. A worker (loop serve) then resumes the run, now or when one starts.\n\nFlags:\n", verb)
 		fs.PrintDefaults()
 	}
 	pos, err := cli.ParseInterspersed(fs, args)
@@ -117,11 +161,7 @@ func cmdAnswer(ctx context.Context, verb string, args []string, stdout, stderr i
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("%w: want one RUN id, got %d arguments", cli.ErrUsage, len(pos))
-	}
-	run := pos[0]
-	if err := events.ValidateID("run", run); err != nil {
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+		return fmt.Errorf("%w: want one RUN id (or a unique prefix of one), got %d arguments", cli.ErrUsage, len(pos))
 	}
 	action := events.ActionApprove
 	if verb == "reject" {
@@ -138,80 +178,56 @@ func cmdAnswer(ctx context.Context, verb string, args []string, stdout, stderr i
 	if *wait < 0 {
 		return fmt.Errorf("%w: --wait %s is negative", cli.ErrUsage, *wait)
 	}
+	if *call != "" {
+		if err := events.ValidateID("call", *call); err != nil {
+			return fmt.Errorf("%w: --call: %v", cli.ErrUsage, err)
+		}
+	}
 	c, err := conn.Open(ctx, "hookbus-approver", slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	as, err := readApprovals(ctx, c.Bus, bus.Filter{Run: run})
+	gctx, stop := c.Guard(ctx)
+	defer stop()
+	as, err := readApprovals(gctx, c.Bus, bus.Filter{})
+	if err != nil {
+		return c.Explain(err)
+	}
+	run, err := approvalRun(as, pos[0])
 	if err != nil {
 		return err
 	}
 	mine := as.Of(run)
-	if len(mine) == 0 {
-		return fmt.Errorf("run %s has asked for no approval (no approval.requested recorded)", run)
+	if *call != "" && !slices.ContainsFunc(mine, func(a *audit.Approval) bool { return a.Requested.Call.ID == *call }) {
+		return fmt.Errorf("run %s has no call %s waiting for approval", run, *call)
 	}
-	var targets []*audit.Approval
-	for _, a := range mine {
-		if *call != "" && a.Requested.Call.ID != *call {
-			continue
-		}
-		switch {
-		case a.RunEnded:
-			return fmt.Errorf("run %s has ended: it waits for no answer", run)
-		case a.Resolved != nil && *call != "":
-			return fmt.Errorf("call %s of run %s was answered already: %s by %s", *call, run, a.Resolved.Action, a.Resolved.By)
-		case a.Resolved == nil:
-			targets = append(targets, a)
-		}
+	me, err := c.Bus.WhoAmI(gctx)
+	if err != nil {
+		return c.Explain(err)
 	}
-	if len(targets) == 0 {
-		if *call != "" {
-			return fmt.Errorf("run %s has no call %s waiting for approval", run, *call)
-		}
-		return fmt.Errorf("run %s has no call waiting for approval", run)
+	req := loop.AnswerRequest{
+		AgentID: mine[0].AgentID, SessionID: mine[0].SessionID, RunID: run, CallID: *call,
+		Action: action, Reason: *reason, Comment: *comment,
+		By: events.Actor{Identity: me.User, Via: me.Via, Writer: me.User, Channel: events.ChannelCLI, DeclaredBy: *note},
 	}
-	sent := map[string]string{} // call id → answer id
-	for _, a := range targets {
-		ans := events.ApprovalAnswer{CallID: a.Requested.Call.ID, Action: action, By: *by, Reason: *reason,
-			Comment: *comment, AnswerID: events.NewID(), AnsweredAt: time.Now().UTC()}
-		if err := c.Bus.SubmitAnswer(ctx, a.AgentID, a.SessionID, run, ans); err != nil {
-			return err
-		}
-		sent[ans.CallID] = ans.AnswerID
-	}
-	// A worker records each answer as approval.resolved: wait for it.
-	deadline := time.Now().Add(*wait)
-	for {
-		as, err := readApprovals(ctx, c.Bus, bus.Filter{Run: run})
-		if err != nil {
-			return err
-		}
-		done := 0
-		for _, a := range as.Of(run) {
-			id, ok := sent[a.Requested.Call.ID]
-			if !ok || a.Resolved == nil {
-				continue
-			}
-			done++
-			if a.Resolved.AnswerID != id {
-				return fmt.Errorf("call %s of run %s was answered by %s first (%s); this answer was refused", a.Requested.Call.ID, run, a.Resolved.By, a.Resolved.Action)
-			}
-		}
-		if done == len(sent) {
-			for callID := range sent {
-				fmt.Fprintf(stdout, "%s call %s of run %s: recorded\n", action, callID, run)
-			}
-			return nil
-		}
-		if time.Now().After(deadline) {
-			fmt.Fprintf(stdout, "%s queued for %d call(s) of run %s; no worker recorded it within %s: a worker (loop serve) will when it runs\n", action, len(sent), run, *wait)
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+	res, err := loop.AnswerApproval(gctx, loop.AnswerDeps{History: c.Bus, Recorder: c.Bus, Source: "hookbus/observer", Settle: *wait}, req)
+	if res != nil {
+		for _, r := range res.Resolved {
+			fmt.Fprintf(stdout, "%s call %s of run %s: recorded, by %s\n", action, r.CallID, run, r.Actor)
 		}
 	}
+	if err != nil {
+		return c.Explain(err)
+	}
+	if len(res.Waiting) > 0 {
+		var ids []string
+		for _, w := range res.Waiting {
+			ids = append(ids, w.Call.ID)
+		}
+		fmt.Fprintf(stdout, "run %s still waits for an answer to %s\n", run, strings.Join(ids, ", "))
+		return nil
+	}
+	fmt.Fprintf(stdout, "run %s: every call of its step is answered; a worker (loop serve) resumes it, now or when one starts\n", run)
+	return nil
 }

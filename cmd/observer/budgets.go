@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
 )
 
@@ -17,15 +18,17 @@ const budgetsUsage = `observer budgets — the fleet's shared budgets
 
 Usage:
   observer budgets [list] [--json] [connection]
-  observer budgets set --agent A --period D [--tokens N] [--cost USD] [--per-session] [connection]
-  observer budgets rm  --agent A [connection]
+  observer budgets set --agent A --period D [--tokens N] [--cost USD] [--per-session] [--note TEXT] [connection]
+  observer budgets rm  --agent A [--note TEXT] [connection]
 
 A shared budget bounds what an agent (or, with --per-session, each of its
 sessions) may use per period (aligned on the Unix epoch: 24h runs from
 midnight UTC), in tokens (input plus output) and in US dollars, across every
 worker. Workers reserve each model call against it and charge what it used;
 a run with no room left ends with reason cost_limit naming the budget. list
-shows use against limits, and the model calls under way.
+shows use against limits, and the model calls under way. set and rm record
+who did it: the NATS user of the connection, as the server authenticated it
+(--note is kept beside it as a note).
 `
 
 // cmdBudgets runs "observer budgets [SUBCOMMAND] ...".
@@ -46,6 +49,7 @@ func cmdBudgets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	tokens := fs.Int64("tokens", 0, "most tokens (input plus output) per period (set)")
 	cost := fs.Float64("cost", 0, "most US dollars per period (set)")
 	perSession := fs.Bool("per-session", false, "one budget per session of the agent (set)")
+	note := fs.String("note", "", "a name to record beside who did it, as a note (set, rm)")
 	pos, err := cli.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -53,7 +57,8 @@ func cmdBudgets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) > 0 {
 		return fmt.Errorf("%w: unexpected argument %q (want list, set or rm)", cli.ErrUsage, pos[0])
 	}
-	limit := bus.BudgetLimit{Agent: *agent, Period: *period, Tokens: *tokens, CostUSD: *cost, PerSession: *perSession}
+	who := events.Actor{Channel: events.ChannelCLI, DeclaredBy: *note}
+	limit := bus.BudgetLimit{Agent: *agent, Period: *period, Tokens: *tokens, CostUSD: *cost, PerSession: *perSession, By: &who}
 	switch sub {
 	case "set":
 		if err := limit.Validate(); err != nil {
@@ -84,7 +89,7 @@ func cmdBudgets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "budget of %s set: %s\n", limit.Agent, describeLimit(limit))
 		return nil
 	case "rm":
-		if err := sb.RemoveLimit(gctx, *agent); err != nil {
+		if err := sb.RemoveLimit(gctx, *agent, who); err != nil {
 			return c.Explain(usageIfInvalid(err))
 		}
 		fmt.Fprintf(stdout, "budget of %s removed\n", *agent)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os/user"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -28,8 +27,8 @@ Usage:
   observer hooks rm     --stage S --plugin P [--nats URL | --store DIR]
   observer hooks grant  PLUGIN [--nats URL | --store DIR]
   observer hooks revoke PLUGIN [--nats URL | --store DIR]
-  observer hooks disable PLUGIN [--by NAME] [--reason TEXT] [--nats URL | --store DIR]
-  observer hooks enable  PLUGIN [--nats URL | --store DIR]
+  observer hooks disable PLUGIN [--reason TEXT] [--note TEXT] [--nats URL | --store DIR]
+  observer hooks enable  PLUGIN [--note TEXT] [--nats URL | --store DIR]
 
 add registers (or replaces) the plugin's interceptor on a stage; the loop
 calls it at <prefix>.hook.<stage>.<plugin>, in order. context.assembled and
@@ -38,7 +37,9 @@ revoke withdraws the grant, and the loop stops calling the plugin there.
 disable is the kill switch: every loop stops calling the plugin, on every
 stage, within a second and without a restart; each call skipped is recorded
 as a hook.decided with decision "skipped" naming who disabled it, when and
-why. enable turns it back on. --mode shadow registers a plugin that is called
+why. enable turns it back on. Who disables or enables a plugin is recorded as
+the NATS user of the connection, as the server authenticated it; --note
+(formerly --by) is kept beside it as a note, never as who did it. --mode shadow registers a plugin that is called
 after the chain, off the run's path: its decisions are recorded (hook.decided
 with "shadow": true), never applied. Changes apply to running loops at once.
 `
@@ -67,9 +68,12 @@ func cmdHooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if sub == "add" || sub == "rm" {
 		hf.register(fs, sub == "add")
 	}
-	var off interceptors.Disabled
+	off := interceptors.Disabled{Actor: events.Actor{Channel: events.ChannelCLI}}
+	if sub == "disable" || sub == "enable" {
+		fs.StringVar(&off.DeclaredBy, "note", "", "a name to record beside who did it (the NATS user of the connection), as a note")
+		fs.StringVar(&off.DeclaredBy, "by", "", "the same as --note (kept for scripts: a note, never who did it)")
+	}
 	if sub == "disable" {
-		fs.StringVar(&off.By, "by", defaultOperator(), "who disables it (recorded with every skipped call)")
 		fs.StringVar(&off.Reason, "reason", "", "why (recorded with every skipped call)")
 	}
 	pos, err := cli.ParseInterspersed(fs, args)
@@ -155,7 +159,7 @@ func hooks(ctx context.Context, r *bus.Registry, sub string, reg interceptors.Re
 		}
 		fmt.Fprintf(stdout, "disabled %s everywhere (running loops stop calling it within a second)\n", plugin)
 	case "enable":
-		if err := r.Enable(ctx, plugin); err != nil {
+		if err := r.Enable(ctx, plugin, off.Actor); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "enabled %s\n", plugin)
@@ -290,8 +294,11 @@ func listHooks(ctx context.Context, r *bus.Registry, w io.Writer) error {
 // describeDisabled says who disabled plugin, when and why.
 func describeDisabled(plugin string, d interceptors.Disabled) string {
 	s := plugin
-	if d.By != "" {
-		s += " by " + d.By
+	switch {
+	case d.Identity != "":
+		s += " by " + d.Actor.String()
+	case d.By != "":
+		s += " by " + d.By + " (declared; no identity recorded)"
 	}
 	if !d.At.IsZero() {
 		s += " at " + d.At.UTC().Format(time.RFC3339)
@@ -300,12 +307,4 @@ func describeDisabled(plugin string, d interceptors.Disabled) string {
 		s += ": " + d.Reason
 	}
 	return s
-}
-
-// defaultOperator is who runs the command, for --by.
-func defaultOperator() string {
-	if u, err := user.Current(); err == nil {
-		return u.Username
-	}
-	return ""
 }

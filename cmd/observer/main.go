@@ -26,9 +26,9 @@ Usage:
   observer shadow    [connection] --stage S --plugin P [--since D] [--agent A] [--session S] [--json]   (backtest a candidate interceptor)
   observer provision [connection] [--replicas N] [--max-age D] [--wait D]   (an operator: create or update the streams and buckets)
   observer verify    [connection] [--agent A] [--session S] [--run R] [--since D] [--public-key KEY]... [--json] [-q]
-  observer approvals [connection] [--agent A] [--all]   (tool calls waiting for a human)
-  observer approve   [connection] RUN [--call ID] [--by NAME] [--comment TEXT]
-  observer reject    [connection] RUN [--call ID] --reason TEXT [--continue]
+  observer approvals [connection] [--agent A] [--all] [RUN]   (tool calls waiting for a human)
+  observer approve   [connection] RUN [--call ID] [--note TEXT] [--comment TEXT]   (recorded at once; the first answer wins)
+  observer reject    [connection] RUN [--call ID] --reason TEXT [--continue] [--note TEXT]
   observer otel      [connection] --endpoint URL [--durable NAME] [--metrics ADDR]   (runs as OpenTelemetry traces)
   observer ui        [connection] [--listen ADDR] [--allow-approvals] [--public-key KEY]...   (the web timeline: open the URL it prints)
 
@@ -43,7 +43,8 @@ stats, verify, approvals, hooks and provision open ./.hookbus (the store
 
 replay prints the matching events in stream order and exits (1 when the
 filters match nothing); --run takes a run id or a unique prefix of one (the
-timeline shows run ids shortened to a prefix); show takes RUN so too.
+timeline shows run ids shortened to a prefix); show, approvals, approve and
+reject take RUN so too.
 sessions, runs, show and stats read the stream (within --since) and report
 their progress on stderr. tail follows new events until interrupted.
 Credentials are never printed.

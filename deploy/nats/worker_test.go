@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,14 +32,15 @@ func TestLoopDoesWhatAWorkerDoes(t *testing.T) {
 	if _, err := js.AccountInfo(ctx); err != nil {
 		t.Fatalf("account info: %v", err)
 	}
-	for _, name := range []string{"HOOKBUS_EVENTS", "HOOKBUS_RUNS", "HOOKBUS_DLQ", "KV_hookbus_hooks", "KV_hookbus_trust", "OBJ_hookbus_payloads"} {
+	for _, name := range []string{"HOOKBUS_EVENTS", "HOOKBUS_RUNS", "HOOKBUS_WAKES", "HOOKBUS_DLQ", "KV_hookbus_hooks", "KV_hookbus_trust", "OBJ_hookbus_payloads"} {
 		if _, err := js.Stream(ctx, name); err != nil {
 			t.Fatalf("stream info %s: %v", name, err)
 		}
 	}
 
-	// Events and dead letters.
-	for _, subj := range []string{"hookbus.evt.agent1.session1.intake", "hookbus.evt.agent1.session1.run.completed"} {
+	// Events (an expiry's approval.resolved on the plain subject among
+	// them) and dead letters.
+	for _, subj := range []string{"hookbus.evt.agent1.session1.intake", "hookbus.evt.agent1.session1.approval.resolved", "hookbus.evt.agent1.session1.run.completed"} {
 		if _, err := js.Publish(ctx, subj, []byte(`{}`)); err != nil {
 			t.Fatalf("publish %s: %v", subj, err)
 		}
@@ -61,7 +63,7 @@ func TestLoopDoesWhatAWorkerDoes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ordered consumer: %v", err)
 	}
-	for _, want := range []string{"hookbus.evt.agent1.session1.intake", "hookbus.evt.agent1.session1.run.completed"} {
+	for _, want := range []string{"hookbus.evt.agent1.session1.intake", "hookbus.evt.agent1.session1.approval.resolved", "hookbus.evt.agent1.session1.run.completed"} {
 		m, err := cons.Next(jetstream.FetchMaxWait(wait))
 		if err != nil || m.Subject() != want {
 			t.Fatalf("replay: %v, %v; want %s", m, err, want)
@@ -84,9 +86,8 @@ func TestLoopDoesWhatAWorkerDoes(t *testing.T) {
 	if err := hooks.Delete(ctx, "tool-before.plugin-pii"); err != nil {
 		t.Fatalf("registry delete: %v", err)
 	}
-	if err := hooks.PurgeDeletes(ctx, jetstream.DeleteMarkersOlderThan(-1)); err != nil {
-		t.Fatalf("registry purge deletes: %v", err)
-	}
+	// (No purge of the registry's stream: a purge could erase a kill-switch
+	// entry, which the loop may not touch.)
 
 	// Trust grants: written by the admin, read and watched by the loop.
 	grant := []byte(`{"privileged_hooks":true}`)
@@ -142,6 +143,36 @@ func TestLoopDoesWhatAWorkerDoes(t *testing.T) {
 	eventually(t, "the acked run request leaves the work queue", func() bool {
 		return streamMsgs(t, jetStream(t, admin), "HOOKBUS_RUNS") == 0
 	})
+
+	// Wake-ups: schedule one (HOOKBUS_WAKES, message schedules) and take
+	// it when it is due; and who this connection is.
+	lb, err := bus.New(loop, bus.WithDefaultTimeout(wait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := make(chan events.Wake, 1)
+	wc, err := lb.ConsumeWakes(ctx, bus.WakeConsumerConfig{Agent: "agent1"}, func(_ context.Context, w events.Wake) error {
+		due <- w
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("wake consumer: %v", err)
+	}
+	defer wc.Stop()
+	if err := lb.WakeAt(ctx, events.Wake{RunID: "r1", AgentID: "agent1", SessionID: "session1", At: time.Now().Add(time.Second)}); err != nil {
+		t.Fatalf("schedule a wake-up: %v", err)
+	}
+	select {
+	case w := <-due:
+		if w.RunID != "r1" {
+			t.Fatalf("wake-up %+v", w)
+		}
+	case <-timeAfter(t):
+		t.Fatal("the wake-up was not delivered when due")
+	}
+	if me, err := lb.WhoAmI(ctx); err != nil || me.User != "loop" || me.Via != "nats" {
+		t.Fatalf("who am I, as loop: %+v, %v", me, err)
+	}
 
 	noErrors(t, loop)
 }

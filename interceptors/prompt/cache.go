@@ -12,27 +12,32 @@ import (
 // *bus.DecisionCache is one over the KV bucket hookbus_decisions;
 // MemoryCache is one in a process.
 type Cache interface {
-	// Get returns the value stored under key and true, or false when
-	// there is none.
-	Get(ctx context.Context, key string) (value []byte, found bool, err error)
+	// Get returns the value stored under key, when the cache stored it
+	// (by the cache's own clock: the server's for the KV bucket), and
+	// true; or false when there is none.
+	Get(ctx context.Context, key string) (value []byte, stored time.Time, found bool, err error)
 	// Put stores value under key for ttl. A key that already holds a live
 	// value keeps it.
 	Put(ctx context.Context, key string, value []byte, ttl time.Duration) error
 }
 
-// entry is a cached decision: the verdict, when it expires (checked on
-// read, whatever the cache's own expiry), and the model that gave it.
+// entry is a cached decision: the verdict, when its writer said it
+// expires, and the model that gave it.
 type entry struct {
 	Verdict
 	ExpiresAt time.Time `json:"expires_at"`
 	Model     string    `json:"model,omitempty"`
 }
 
-// readEntry decodes a cached value; a value that does not decode, or has
-// expired by now, is a miss.
-func readEntry(value []byte, now time.Time) (entry, bool) {
+// readEntry decodes a cached value stored at stored. It is live until the
+// earlier of its expires_at and stored+ttl, the reader's own TTL: a writer
+// cannot stretch an entry past what the reader allows (an entry written
+// with expires_at 2099, or a per-key TTL that never ends, is reused for ttl
+// after it was stored and no longer). A value that does not decode, has no
+// stored time, or is past either bound is a miss.
+func readEntry(value []byte, stored, now time.Time, ttl time.Duration) (entry, bool) {
 	var e entry
-	if json.Unmarshal(value, &e) != nil || !now.Before(e.ExpiresAt) {
+	if json.Unmarshal(value, &e) != nil || stored.IsZero() || !now.Before(e.ExpiresAt) || !now.Before(stored.Add(ttl)) {
 		return entry{}, false
 	}
 	return e, true
@@ -50,6 +55,7 @@ type MemoryCache struct {
 
 type memEntry struct {
 	value   []byte
+	stored  time.Time
 	expires time.Time
 }
 
@@ -62,15 +68,15 @@ func NewMemoryCache(now func() time.Time) *MemoryCache {
 	return &MemoryCache{m: map[string]memEntry{}, sweep: 64, now: now}
 }
 
-// Get returns the live value stored under key.
-func (c *MemoryCache) Get(_ context.Context, key string) ([]byte, bool, error) {
+// Get returns the live value stored under key and when it was stored.
+func (c *MemoryCache) Get(_ context.Context, key string) ([]byte, time.Time, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[key]
 	if !ok || !c.now().Before(e.expires) {
-		return nil, false, nil
+		return nil, time.Time{}, false, nil
 	}
-	return e.value, true, nil
+	return e.value, e.stored, true, nil
 }
 
 // Put stores value under key for ttl, unless key holds a live value.
@@ -81,7 +87,7 @@ func (c *MemoryCache) Put(_ context.Context, key string, value []byte, ttl time.
 	if e, ok := c.m[key]; ok && now.Before(e.expires) {
 		return nil
 	}
-	c.m[key] = memEntry{value: append([]byte(nil), value...), expires: now.Add(ttl)}
+	c.m[key] = memEntry{value: append([]byte(nil), value...), stored: now, expires: now.Add(ttl)}
 	if len(c.m) >= c.sweep {
 		for k, e := range c.m {
 			if !now.Before(e.expires) {

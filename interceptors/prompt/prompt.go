@@ -149,13 +149,13 @@ func (h *Hook) Intercept(ctx context.Context, req *interceptors.Request) (*inter
 		}
 		key = h.ID(req.Stage) + "." + hash
 		cctx, ccancel := context.WithTimeout(ctx, CacheTimeout)
-		value, found, err := h.cfg.Cache.Get(cctx, key)
+		value, stored, found, err := h.cfg.Cache.Get(cctx, key)
 		ccancel()
 		switch {
 		case err != nil:
 			warnings = append(warnings, "decision cache: "+err.Error())
 		case found:
-			if e, live := readEntry(value, h.cfg.Now()); live {
+			if e, live := readEntry(value, stored, h.cfg.Now(), h.cfg.CacheTTL); live {
 				return decided(e.Verdict, req.Stage, "hit", e.Model, nil)
 			}
 		}

@@ -9,8 +9,8 @@ import (
 	"github.com/hookbus/hookbus/events"
 )
 
-// Journal is an in-memory record of sessions: a loop.Emitter and a
-// loop.History for engine tests that are about the loop, not the transport.
+// Journal is an in-memory record of sessions: a loop.Emitter, a
+// loop.History and a loop.Recorder for engine tests that are about the loop, not the transport.
 // It keeps what the engine relies on from JetStream: stream sequences
 // (events.Event.Stored), the session fence (an append is stored only while
 // the session's last run.started is the one at its claim; AppendAfter only
@@ -133,25 +133,56 @@ func (j *Journal) Reclaim(_ context.Context, e *events.Event, last, seen uint64)
 // session is the one at stream sequence seen (0: the session has none), with
 // no condition on the session's claim, and returns e's stream sequence.
 // When another event was stored since, the error is a *ClaimedError naming
-// the first of them.
-func (j *Journal) AppendAfter(_ context.Context, e *events.Event, seen uint64) (uint64, error) {
+// the first of them. It implements loop.Emitter's AppendAfter.
+func (j *Journal) AppendAfter(ctx context.Context, e *events.Event, seen uint64) (uint64, error) {
+	return j.AppendAfterAs(ctx, e, seen, "")
+}
+
+// AppendAfterAs stores e on condition that the session's last stored event
+// is the one at stream sequence seen (0: none), as bus.AppendAfterAs does;
+// when it is not, the error is a *ClaimedError naming the first event
+// stored on the session since. writer, for an approval.resolved, is the
+// NATS user whose subject it is stored on: readers get it as
+// events.Event.Writer. It implements loop.Recorder.
+func (j *Journal) AppendAfterAs(_ context.Context, e *events.Event, seen uint64, writer string) (uint64, error) {
+	if e == nil {
+		return 0, fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
+	}
+	if writer != "" && e.Stage != events.StageApprovalResolved {
+		return 0, fmt.Errorf("looptest: %s with a writer: only approval.resolved has writers' subjects", e.Stage)
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.down != nil {
 		return 0, j.down
 	}
-	if e == nil {
-		return 0, fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
-	}
-	for _, s := range j.evs {
-		if s.Stored > seen && s.AgentID == e.AgentID && s.SessionID == e.SessionID {
-			return 0, &ClaimedError{By: s.Clone()}
-		}
-	}
-	if err := j.put(e); err != nil {
+	if err := e.Validate(); err != nil {
 		return 0, err
 	}
-	return uint64(len(j.evs)), nil
+	var last uint64
+	var since *events.Event
+	for _, s := range j.evs {
+		if s.AgentID == e.AgentID && s.SessionID == e.SessionID {
+			last = s.Stored
+			if since == nil && s.Stored > seen {
+				since = s
+			}
+		}
+	}
+	if last != seen {
+		if since == nil {
+			return 0, fmt.Errorf("looptest: fence of %s/%s at %d, but its last event is at %d", e.AgentID, e.SessionID, seen, last)
+		}
+		return 0, &ClaimedError{By: since.Clone()}
+	}
+	if j.ids[e.ID] {
+		return 0, fmt.Errorf("looptest: event id %s already stored", e.ID)
+	}
+	c := e.Clone()
+	c.Stored, c.Writer = uint64(len(j.evs)+1), writer
+	j.evs = append(j.evs, c)
+	j.ids[e.ID] = true
+	return c.Stored, nil
 }
 
 // Flush returns the run's first failure since its last Flush.

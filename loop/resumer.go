@@ -1,0 +1,170 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hookbus/hookbus/events"
+)
+
+// Resumer resumes the runs that wait for approval, from their record: a
+// worker gives it the approval.resolved events of the agents it serves
+// (Resolved, the handler of a durable observer of the events) and their
+// due wake-ups (Due, the handler of the wakes consumer). Every answer
+// recorded while no worker ran is still in the record, so the run is
+// resumed when a worker starts.
+type Resumer struct {
+	// History reads the runs' sessions (required).
+	History History
+	// Recorder records expiries (required for Due).
+	Recorder Recorder
+	// Queue queues resumptions, and wake-ups at later expiries (required).
+	Queue Queue
+	// Source is the CloudEvent source of the expiries it records (default
+	// DefaultSource).
+	Source string
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+}
+
+func (r *Resumer) log() *slog.Logger {
+	if r.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Logger
+}
+
+// Resolved queues the resumption of e's run when e, an approval.resolved,
+// is the answer that left no call of the run's step waiting, the run has
+// no end, and no attempt started since. The resumption (RunRequest with
+// Resume, and the Definition the run started with) is queued with the
+// de-duplication id "resume.<run>.<e's id>", so handling e again queues it
+// once. Any other event is left alone. A nil error means nothing is left
+// to do for e; an error (the session or the queue cannot be reached) asks
+// for e again.
+func (r *Resumer) Resolved(ctx context.Context, e *events.Event) error {
+	if e.Stage != events.StageApprovalResolved {
+		return nil
+	}
+	if r.History == nil || r.Queue == nil {
+		return fmt.Errorf("%w: a Resumer needs a History and a Queue", ErrInvalidConfig)
+	}
+	evs, err := r.History.SessionEvents(ctx, e.AgentID, e.SessionID)
+	if err != nil {
+		return fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, e.AgentID, e.SessionID, err)
+	}
+	_, st, err := rebuild(evs, e.RunID)
+	if err != nil {
+		r.log().Error("loop: a run that waits for approval cannot be read: not resumed", "run", e.RunID, "err", err)
+		return nil
+	}
+	last, ok := completedBy(st)
+	if !ok || last != e.Seq {
+		return nil
+	}
+	for _, s := range st.startedSeqs {
+		if s > last {
+			return nil // resumed since
+		}
+	}
+	req := &events.RunRequest{RunID: e.RunID, AgentID: e.AgentID, SessionID: e.SessionID, Resume: true,
+		ParentAgentID: e.ParentAgentID, ParentSessionID: e.ParentSessionID, ParentRunID: e.ParentRunID}
+	if st.definition != nil {
+		req.Definition = st.definition.Digest
+	}
+	if err := r.Queue.Resume(ctx, req, "resume."+e.RunID+"."+e.ID); err != nil {
+		return fmt.Errorf("%w: queue the resumption of run %s: %w", ErrUnrecorded, e.RunID, err)
+	}
+	r.log().Info("run resumed: every approval of its step is answered", "run", e.RunID, "agent", e.AgentID, "answer", e.ID)
+	return nil
+}
+
+// completedBy returns the seq of the answer that left no call of the run's
+// pending step waiting, and false when the run has ended, has no pending
+// step, or a call of it still waits.
+func completedBy(st *runState) (uint64, bool) {
+	p := st.pending()
+	if !st.found || st.terminal != nil || p == nil {
+		return 0, false
+	}
+	var last uint64
+	for _, c := range p.Message.ToolCalls {
+		cs := st.calls[c.ID]
+		if cs == nil || cs.approval == nil || cs.after {
+			continue
+		}
+		if cs.resolution == nil {
+			return 0, false
+		}
+		last = max(last, cs.resolvedSeq)
+	}
+	return last, last != 0
+}
+
+// Due records the expiry of every call of w's run that still waits past
+// its expires_at: approval.resolved by hookbus (channel expiry, expired),
+// resolving it by its on_expiry, on the plain subject and fenced as any
+// answer (AnswerApproval: an answer given first wins). Those records then
+// resume the run (Resolved). When calls still wait for a later expiry, it
+// schedules the run's next wake-up. A run that ended, or has no events,
+// needs nothing. An error (the record cannot be read or written, the run
+// still busy with its step) asks for w again.
+func (r *Resumer) Due(ctx context.Context, w events.Wake) error {
+	if r.History == nil || r.Recorder == nil || r.Queue == nil {
+		return fmt.Errorf("%w: a Resumer needs a History, a Recorder and a Queue", ErrInvalidConfig)
+	}
+	source := r.Source
+	if source == "" {
+		source = DefaultSource
+	}
+	a := &answering{deps: AnswerDeps{History: r.History, Recorder: r.Recorder, Source: source, Logger: r.Logger}.withDefaults(),
+		agent: w.AgentID, session: w.SessionID, run: w.RunID}
+	var next time.Time
+	expired := 0
+	plan := func(st *runState) ([]resolution, error) {
+		now := nowUTC()
+		next = time.Time{}
+		var todo []resolution
+		for _, cs := range st.waiting() {
+			ex := cs.approval.ExpiresAt
+			switch {
+			case ex.IsZero():
+				continue
+			case now.Before(ex):
+				if next.IsZero() || ex.Before(next) {
+					next = ex
+				}
+				continue
+			}
+			action := cs.approval.OnExpiry
+			if !events.ValidAction(action) {
+				action = events.ActionRejectAndContinue
+			}
+			todo = append(todo, resolution{cs: cs, res: events.ApprovalResolved{
+				CallID: cs.approval.Call.ID, Approved: action == events.ActionApprove, Action: action,
+				By: events.IdentityHookbus, Actor: events.Actor{Identity: events.IdentityHookbus, Channel: events.ChannelExpiry},
+				Expired: true, AnsweredAt: now, Reason: "no answer by " + ex.UTC().Format(time.RFC3339), AnswerID: events.NewID(),
+			}})
+		}
+		return todo, nil
+	}
+	_, err := a.record(ctx, plan, func(events.ApprovalResolved) { expired++ })
+	switch {
+	case errors.Is(err, ErrBadAnswer):
+		return nil // no such run, or it ended: nothing waits
+	case err != nil:
+		return err
+	}
+	if expired > 0 {
+		r.log().Info("approvals expired", "run", w.RunID, "agent", w.AgentID, "calls", expired)
+	}
+	if !next.IsZero() {
+		if err := r.Queue.WakeAt(ctx, events.Wake{RunID: w.RunID, AgentID: w.AgentID, SessionID: w.SessionID, At: next}); err != nil {
+			return fmt.Errorf("%w: schedule the next wake-up of run %s: %w", ErrUnrecorded, w.RunID, err)
+		}
+	}
+	return nil
+}
