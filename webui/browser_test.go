@@ -406,9 +406,9 @@ func TestBrowserApproval(t *testing.T) {
 	br.do("open the run", chromedp.Navigate(rw.URL+"/#/run/"+req.RunID+"?agent=ops&session=s1"), chromedp.WaitVisible(chromedp.CSS(".timeline")))
 	br.wait("the run to show done", `document.querySelector(".run-head .pill").textContent === "done"`)
 	resolved := eval[string](br, `document.querySelector('.timeline li[data-stage="approval.resolved"]').textContent`)
-	// The page does not authenticate its users: who answered is anonymous
-	// (the name typed is a note in the record).
-	if !strings.Contains(resolved, "approve by anonymous") {
+	// Who answered is the signed-in user, vouched for by the page's NATS
+	// user (anonymous on the embedded server).
+	if !strings.Contains(resolved, "approve by alice (web, vouched for by NATS user anonymous)") {
 		t.Fatalf("approval.resolved row %q does not say who answered", resolved)
 	}
 	br.shot("approved-run")

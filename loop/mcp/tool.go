@@ -40,7 +40,7 @@ func (t *tool) Spec() events.ToolSpec { return t.spec }
 // Call sends tools/call with args (a JSON object) and returns the result's
 // text. Every error is an *Error naming the server and the tool.
 func (t *tool) Call(ctx context.Context, args json.RawMessage) (string, error) {
-	return t.srv.call(ctx, t.name, args)
+	return t.srv.call(ctx, t.name, args, t.spec.Idempotent)
 }
 
 // adapt turns the listed tools into loop.Tools, leaving out (and
@@ -83,7 +83,7 @@ func (s *Server) adapt(listed []*sdk.Tool) ([]loop.Tool, []SkippedTool) {
 }
 
 // call runs one tools/call; see tool.Call.
-func (s *Server) call(ctx context.Context, name string, args json.RawMessage) (string, error) {
+func (s *Server) call(ctx context.Context, name string, args json.RawMessage, idempotent bool) (string, error) {
 	fail := func(kind, err error, stderr string) error {
 		return &Error{Server: s.cfg.Name, Tool: name, Kind: kind, Err: err, Stderr: stderr}
 	}
@@ -94,8 +94,13 @@ func (s *Server) call(ctx context.Context, name string, args json.RawMessage) (s
 	if args[0] != '{' || !json.Valid(args) {
 		return "", fail(ErrArguments, nil, "")
 	}
+	var resent error // why the call is being sent again
 	for attempt := 0; ; attempt++ {
 		c, err := s.session(ctx, name)
+		if err != nil && resent != nil {
+			// The server is not back: the call's own failure is the news.
+			return "", fail(ErrConnectionLost, resent, "")
+		}
 		if err != nil {
 			return "", err
 		}
@@ -127,6 +132,15 @@ func (s *Server) call(ctx context.Context, name string, args json.RawMessage) (s
 			// The server forgot the session (it restarted): the call did
 			// not run, so it is safe to send it again on a new session.
 			s.drop(c)
+			continue
+		case attempt == 0 && idempotent && c.proc == nil && lost(c, err):
+			// An HTTP server that restarted between two calls may close
+			// the connection the call was sent on before it answers (or
+			// even reads it): whether the call ran is unknown, so only a
+			// tool the server declares read-only or idempotent is sent
+			// again, on a new session.
+			s.drop(c)
+			resent = err
 			continue
 		}
 		s.drop(c)

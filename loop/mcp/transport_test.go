@@ -51,8 +51,11 @@ func TestHTTPServerRestartedBetweenCallsIsTransparent(t *testing.T) {
 	if out := mustCall(t, s, "echo", `{"text":"two"}`); out != "echo: two" {
 		t.Fatalf("echo after the restart = %q", out)
 	}
-	if n, hs := rec.count("echo"), h.handshakes.Load(); n != 2 || hs != 2 {
-		t.Fatalf("echo ran %d times over %d handshakes, want 2 and 2", n, hs)
+	// Each call ran once. Whether the second needed a new handshake
+	// depends on the protocol version negotiated: a stateless server
+	// (server/discover) has no session to forget.
+	if n, hs := rec.count("echo"), h.handshakes.Load(); n != 2 || hs < 1 || hs > 2 {
+		t.Fatalf("echo ran %d times over %d handshakes, want 2 over 1 or 2", n, hs)
 	}
 }
 
