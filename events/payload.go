@@ -30,6 +30,13 @@ type RunStarted struct {
 	// run); empty when the run's trace is its own. The run's span is its
 	// child (docs/PROTOCOL.md, "Trace context").
 	ParentTraceparent string `json:"parent_traceparent,omitempty"`
+	// Definition is the agent definition the attempt runs on (absent when
+	// the worker has none: a library engine without one).
+	Definition *Definition `json:"definition,omitempty"`
+	// PreviousDefinition, on an attempt that adopted a run started on
+	// another definition (the agent's on_definition_change: adopt), is the
+	// definition the run's record had until then.
+	PreviousDefinition *Definition `json:"previous_definition,omitempty"`
 }
 
 // StepStarted is the data of step.started.

@@ -13,6 +13,7 @@ const DefaultPrefix = "hookbus"
 //	<prefix>.evt.<agent>.<session>.<stage>   events (stage is one or two tokens)
 //	<prefix>.hook.<stage>.<plugin>           interception requests
 //	<prefix>.run.<agent>                     run requests (work queue)
+//	<prefix>.run.<agent>.<digest>            run requests pinned to a definition
 //	<prefix>.approval.<agent>                answers to approvals (work queue)
 //	<prefix>.wake.<agent>.<run>              scheduled wake-ups of waiting runs
 //	<prefix>.dlq.<consumer>                  dead letters of an observer
@@ -148,8 +149,48 @@ func (s Subjects) Run(agent string) (string, error) {
 	return s.prefix() + ".run." + agent, nil
 }
 
+// RunPinned returns the subject of an agent's run requests that must run
+// on the definition with digest: "<prefix>.run.<agent>.<digest>".
+func (s Subjects) RunPinned(agent, digest string) (string, error) {
+	if err := ValidateID("agent", agent); err != nil {
+		return "", err
+	}
+	if err := ValidateDigest(digest); err != nil {
+		return "", err
+	}
+	return s.prefix() + ".run." + agent + "." + digest, nil
+}
+
+// RunsPinned is the filter of an agent's pinned run requests, whatever
+// their definition: "<prefix>.run.<agent>.*".
+func (s Subjects) RunsPinned(agent string) (string, error) {
+	if err := ValidateID("agent", agent); err != nil {
+		return "", err
+	}
+	return s.prefix() + ".run." + agent + ".*", nil
+}
+
 // AllRuns is the filter of every run-request subject: "<prefix>.run.>".
 func (s Subjects) AllRuns() string { return s.prefix() + ".run.>" }
+
+// ParseRun splits a run-request subject into its agent and the digest it
+// is pinned to ("" for an unpinned request).
+func (s Subjects) ParseRun(subject string) (agent, digest string, err error) {
+	rest, ok := strings.CutPrefix(subject, s.prefix()+".run.")
+	if !ok {
+		return "", "", fmt.Errorf("%w: %q is not under %s.run", ErrInvalidSubject, subject, s.prefix())
+	}
+	agent, digest, _ = strings.Cut(rest, ".")
+	if err := ValidateID("agent", agent); err != nil {
+		return "", "", err
+	}
+	if digest != "" {
+		if err := ValidateDigest(digest); err != nil {
+			return "", "", fmt.Errorf("%w: %q: %v", ErrInvalidSubject, subject, err)
+		}
+	}
+	return agent, digest, nil
+}
 
 // Approval returns the subject answers to an agent's approvals are sent
 // on: "<prefix>.approval.<agent>".
@@ -163,16 +204,21 @@ func (s Subjects) Approval(agent string) (string, error) {
 // AllApprovals is the filter of every approval subject.
 func (s Subjects) AllApprovals() string { return s.prefix() + ".approval.>" }
 
-// ParseQueue splits a run-queue subject (run request or approval answer)
-// into its kind ("run" or "approval") and agent.
+// ParseQueue splits a run-queue subject (run request, pinned or not, or
+// approval answer) into its kind ("run" or "approval") and agent.
 func (s Subjects) ParseQueue(subject string) (kind, agent string, err error) {
-	for _, k := range []string{"run", "approval"} {
-		if rest, ok := strings.CutPrefix(subject, s.prefix()+"."+k+"."); ok {
-			if err := ValidateID("agent", rest); err != nil {
-				return "", "", err
-			}
-			return k, rest, nil
+	if strings.HasPrefix(subject, s.prefix()+".run.") {
+		agent, _, err := s.ParseRun(subject)
+		if err != nil {
+			return "", "", err
 		}
+		return "run", agent, nil
+	}
+	if rest, ok := strings.CutPrefix(subject, s.prefix()+".approval."); ok {
+		if err := ValidateID("agent", rest); err != nil {
+			return "", "", err
+		}
+		return "approval", rest, nil
 	}
 	return "", "", fmt.Errorf("%w: %q is not a run request or approval subject", ErrInvalidSubject, subject)
 }

@@ -173,7 +173,8 @@ func (r *run) takeAnswer(ctx context.Context) (*AnswerResult, error) {
 	}
 	if len(out.Resolved) > 0 && len(out.Waiting) == 0 {
 		if q := r.eng.cfg.Queue; q != nil {
-			resume := &events.RunRequest{RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID, Resume: true}
+			resume := &events.RunRequest{RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID, Resume: true,
+				Definition: st.definitionDigest()}
 			if err := q.Resume(ctx, resume, "resume."+r.req.RunID+"."+r.req.Answer.AnswerID); err != nil {
 				return out, fmt.Errorf("%w: queue the resumption of run %s: %w", ErrUnrecorded, r.req.RunID, err)
 			}

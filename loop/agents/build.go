@@ -83,6 +83,10 @@ func (a *Agent) Build(ctx context.Context, log *slog.Logger) (*Built, error) {
 			return nil, fmt.Errorf("%w: agent %q: tools: %v", ErrBuild, a.ID, err)
 		}
 	}
+	def, err := a.Definition()
+	if err != nil {
+		return nil, err
+	}
 	b := &Built{Agent: a}
 	if len(a.MCP) > 0 {
 		cfgs := make([]mcp.ServerConfig, len(a.MCP))
@@ -98,7 +102,7 @@ func (a *Agent) Build(ctx context.Context, log *slog.Logger) (*Built, error) {
 	b.Config = loop.Config{
 		Model: model, Tools: ts, SystemPrompt: a.System, MaxSteps: a.MaxSteps,
 		ModelTimeout: time.Duration(a.ModelTimeout), ModelRetry: loop.Retry{Attempts: a.ModelAttempts},
-		Budget: a.budget(),
+		Budget: a.budget(), Definition: def, OnDefinitionChange: a.Policy(),
 	}
 	b.Config.Approval, _ = a.approval() // checked by Parse
 	for _, id := range a.Subagents {

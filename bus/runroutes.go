@@ -1,0 +1,524 @@
+package bus
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A worker's routes: per agent it serves, the consumers it may pull from
+// (new runs, runs pinned to its definition, runs pinned to others it
+// adopts, answers to approvals), which of them it pulls from now (the
+// registry says), and its presence in the fleet. See docs/ARCHITECTURE.md,
+// "Routing by agent".
+
+// pinnedInactive is how long a consumer of runs pinned to one definition
+// lives without a worker pulling from it: the server then removes it (the
+// requests stay queued; a worker holding the definition makes it again).
+const pinnedInactive = 24 * time.Hour
+
+// source is one consumer a worker pulls requests from.
+type source struct {
+	durable string
+	filter  string
+	agent   string
+	digest  string // the definition its requests are pinned to ("" for new runs)
+	answers bool   // answers to approvals, taken one at a time by the pool
+
+	mu   sync.Mutex
+	cons jetstream.Consumer
+}
+
+func (s *source) consumer() jetstream.Consumer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cons
+}
+
+// route is one served agent.
+type route struct {
+	served     ServedAgent
+	runs       *source            // new runs (and unpinned resumptions)
+	own        *source            // runs pinned to the worker's definition (nil without one)
+	adopted    map[string]*source // runs pinned to other definitions, by digest, while adopting
+	answers    *source
+	newRuns    bool
+	registered *AgentDefinition
+}
+
+// routes are a worker's routes.
+type routes struct {
+	rc   *RunConsumer
+	list []*route
+	by   map[string]*route
+
+	mu      sync.Mutex
+	active  []*source
+	cursor  int
+	changed chan struct{} // closed when active changes
+	poke    chan struct{} // a presence write is due now
+
+	watch *bucketWatch
+}
+
+// consumerToken is an agent id as part of a consumer name: the id when it
+// is made of letters, digits, '-' and '_', else "id-" and 32 hex digits of
+// its SHA-256.
+func consumerToken(agent string) string {
+	if validAssetToken(agent) {
+		return agent
+	}
+	sum := sha256.Sum256([]byte(agent))
+	return "id-" + hex.EncodeToString(sum[:16])
+}
+
+// RunConsumerNames returns the names of the consumers a pool (durable)
+// has for agent: its new runs, its runs pinned to digest ("" to leave it
+// out) and its answers to approvals.
+func RunConsumerNames(durable, agent, digest string) (runs, pinned, answers string) {
+	tok := consumerToken(agent)
+	runs, answers = durable+"-run-"+tok, durable+"-answers-"+tok
+	if digest != "" {
+		pinned = runs + "-" + digest
+	}
+	return runs, pinned, answers
+}
+
+// newRoutes registers the worker's definitions and makes its consumers.
+func (b *Bus) newRoutes(ctx context.Context, rc *RunConsumer) (*routes, error) {
+	rs := &routes{rc: rc, by: map[string]*route{}, changed: make(chan struct{}), poke: make(chan struct{}, 1)}
+	fleet := b.Fleet()
+	for _, a := range rc.cfg.Agents {
+		reg, mine, err := fleet.register(ctx, a, rc.cfg.Worker)
+		if err != nil {
+			return nil, err
+		}
+		rt := &route{served: a, registered: reg, newRuns: mine, adopted: map[string]*source{}}
+		runsName, pinnedName, answersName := RunConsumerNames(rc.cfg.Durable, a.ID, a.Definition.Digest)
+		runSubj, _ := b.subj.Run(a.ID)
+		ansSubj, _ := b.subj.Approval(a.ID)
+		rt.runs = &source{durable: runsName, filter: runSubj, agent: a.ID}
+		rt.answers = &source{durable: answersName, filter: ansSubj, agent: a.ID, answers: true}
+		if d := a.Definition.Digest; d != "" {
+			pinSubj, _ := b.subj.RunPinned(a.ID, d)
+			rt.own = &source{durable: pinnedName, filter: pinSubj, agent: a.ID, digest: d}
+		}
+		for _, s := range []*source{rt.runs, rt.own, rt.answers} {
+			if s == nil {
+				continue
+			}
+			if err := rs.bind(ctx, s); err != nil {
+				return nil, err
+			}
+		}
+		rs.list = append(rs.list, rt)
+		rs.by[a.ID] = rt
+	}
+	rs.recompute()
+	return rs, nil
+}
+
+// bind creates or updates src's consumer (removing an idle consumer of an
+// older hookbus that overlaps it) and keeps its handle.
+func (rs *routes) bind(ctx context.Context, src *source) error {
+	b, cfg := rs.rc.b, rs.rc.cfg
+	cc := jetstream.ConsumerConfig{
+		Durable:       src.durable,
+		Description:   "hookbus loop workers: run requests of agent " + src.agent,
+		FilterSubject: src.filter,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxDeliver:    cfg.MaxDeliver,
+		MaxAckPending: cfg.MaxAckPending,
+	}
+	switch {
+	case src.answers:
+		// Answers to approvals are taken one at a time, in the order they
+		// came, by the whole pool: the first answer to a call is the one
+		// recorded.
+		cc.Description, cc.MaxAckPending = "hookbus loop workers: answers to approvals of agent "+src.agent+", in order", 1
+	case src.digest != "":
+		cc.Description = "hookbus loop workers: runs of agent " + src.agent + " pinned to definition " + events.ShortDigest(src.digest)
+		cc.InactiveThreshold = pinnedInactive
+	}
+	for tries := 0; ; tries++ {
+		rctx, cancel := b.withTimeout(ctx)
+		cons, err := b.js.CreateOrUpdateConsumer(rctx, b.names.Runs, cc)
+		err = ctxErr(rctx, err)
+		cancel()
+		if err == nil {
+			src.mu.Lock()
+			src.cons = cons
+			src.mu.Unlock()
+			return nil
+		}
+		var apiErr *jetstream.APIError
+		if tries > 0 || !errors.As(err, &apiErr) || apiErr.ErrorCode != errCodeWQNotUnique {
+			return fmt.Errorf("%w: run consumer %s: %w", ErrConsumer, src.durable, err)
+		}
+		if err := b.clearLegacy(ctx, cfg.Durable, src.filter); err != nil {
+			return err
+		}
+	}
+}
+
+// errCodeWQNotUnique is JetStream's error for a consumer whose filter
+// overlaps another's on a work-queue stream.
+const errCodeWQNotUnique jetstream.ErrorCode = 10100
+
+// clearLegacy deals with the consumers of the run queue whose filters
+// overlap filter: one of an older hookbus (a consumer of every agent's
+// requests, or named after the pool) that nobody uses is removed; one in
+// use, or anyone else's, is an error naming it.
+func (b *Bus) clearLegacy(ctx context.Context, pool, filter string) error {
+	ctx, cancel := b.withTimeout(ctx)
+	defer cancel()
+	st, err := b.js.Stream(ctx, b.names.Runs)
+	if err != nil {
+		return fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Runs, ctxErr(ctx, err))
+	}
+	lister := st.ListConsumers(ctx)
+	var infos []*jetstream.ConsumerInfo
+	for ci := range lister.Info() {
+		infos = append(infos, ci)
+	}
+	if err := lister.Err(); err != nil {
+		return fmt.Errorf("%w: list the consumers of %s: %w", ErrConsumer, b.names.Runs, ctxErr(ctx, err))
+	}
+	for _, ci := range infos {
+		filters := ci.Config.FilterSubjects
+		if ci.Config.FilterSubject != "" {
+			filters = append(filters, ci.Config.FilterSubject)
+		}
+		if len(filters) == 0 {
+			filters = []string{">"}
+		}
+		if !slices.ContainsFunc(filters, func(f string) bool { return subjectsCollide(f, filter) }) {
+			continue
+		}
+		legacy := ci.Name == pool || ci.Name == pool+"-answers" ||
+			slices.Contains(filters, b.subj.AllRuns()) || slices.Contains(filters, b.subj.AllApprovals())
+		rm := fmt.Sprintf("nats consumer rm %s %s", b.names.Runs, ci.Name)
+		switch {
+		case !legacy:
+			return fmt.Errorf("%w: consumer %s of %s (filter %s) overlaps %s, which this worker needs: a work queue gives each request to one consumer; remove it (%s) or stop what uses it",
+				ErrConsumer, ci.Name, b.names.Runs, strings.Join(filters, ", "), filter, rm)
+		case ci.NumAckPending > 0 || ci.NumWaiting > 0:
+			return fmt.Errorf("%w: consumer %s of %s (filter %s), made by an older hookbus for every agent, is in use (%d requests in flight, %d pulls waiting): stop the older loop serve workers, then start this one again (or remove it: %s)",
+				ErrLegacyConsumer, ci.Name, b.names.Runs, strings.Join(filters, ", "), ci.NumAckPending, ci.NumWaiting, rm)
+		}
+		if err := st.DeleteConsumer(ctx, ci.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return fmt.Errorf("%w: remove consumer %s of %s, made by an older hookbus: %w (remove it: %s)", ErrLegacyConsumer, ci.Name, b.names.Runs, ctxErr(ctx, err), rm)
+		}
+		b.log.Warn("hookbus: removed an idle run consumer of an older hookbus (one consumer for every agent); its requests stay queued for the per-agent consumers",
+			"consumer", ci.Name, "stream", b.names.Runs, "filter", strings.Join(filters, ", "))
+	}
+	return nil
+}
+
+// subjectsCollide reports whether two subject filters can match one
+// subject.
+func subjectsCollide(a, b string) bool {
+	ta, tb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(ta) && i < len(tb); i++ {
+		if ta[i] == ">" || tb[i] == ">" {
+			return true
+		}
+		if ta[i] != tb[i] && ta[i] != "*" && tb[i] != "*" {
+			return false
+		}
+	}
+	return len(ta) == len(tb)
+}
+
+// recompute makes the list of sources pulled from now. Callers hold rs.mu
+// (or own rs alone).
+func (rs *routes) recompute() {
+	var active []*source
+	for _, rt := range rs.list {
+		if rt.newRuns {
+			active = append(active, rt.runs)
+		}
+		if rt.own != nil {
+			active = append(active, rt.own)
+		}
+		if rt.newRuns && rt.served.Adopt {
+			for _, d := range slices.Sorted(maps.Keys(rt.adopted)) {
+				active = append(active, rt.adopted[d])
+			}
+		}
+	}
+	rs.active = active
+	close(rs.changed)
+	rs.changed = make(chan struct{})
+	select {
+	case rs.poke <- struct{}{}:
+	default:
+	}
+}
+
+// next returns the source a free slot pulls from (round robin), how many
+// there are, and a channel closed when they change.
+func (rs *routes) next() (*source, int, <-chan struct{}) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if len(rs.active) == 0 {
+		return nil, 0, rs.changed
+	}
+	rs.cursor = (rs.cursor + 1) % len(rs.active)
+	return rs.active[rs.cursor], len(rs.active), rs.changed
+}
+
+// takesNew reports whether the worker takes agent's new runs now.
+func (rs *routes) takesNew(agent string) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rt := rs.by[agent]
+	return rt != nil && rt.newRuns
+}
+
+// snapshot is what the worker takes of each agent now.
+func (rs *routes) snapshot() []AgentRoute {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	out := make([]AgentRoute, len(rs.list))
+	for i, rt := range rs.list {
+		r := AgentRoute{Agent: rt.served.ID, NewRuns: rt.newRuns, Adopts: rt.served.Adopt}
+		if rt.served.Definition.Digest != "" {
+			d := rt.served.Definition
+			r.Definition = &d
+		}
+		if rt.registered != nil {
+			reg := *rt.registered
+			r.Registered = &reg
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// start writes the worker's presence, follows the registry, and keeps the
+// presence (and adoption, when an agent adopts) going until rs.stop.
+func (rs *routes) start(ctx context.Context) error {
+	rc := rs.rc
+	if err := rc.b.Fleet().putPresence(ctx, rs.presence()); err != nil {
+		return err
+	}
+	kv, err := rc.b.Fleet().bucket(ctx, false)
+	if err != nil {
+		return err
+	}
+	w, _, err := openWatch(ctx, kv, rc.b.names.Agents, func(e jetstream.KeyValueEntry) { rs.onDefinition(ctx, e) })
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrFleet, err)
+	}
+	rs.watch = w
+	rc.bg.Add(2)
+	go func() {
+		defer rc.bg.Done()
+		for e := range w.updates() {
+			if e != nil {
+				rs.onDefinition(rc.bgCtx, e)
+			}
+		}
+	}()
+	go rs.heartbeat()
+	if slices.ContainsFunc(rs.list, func(rt *route) bool { return rt.served.Adopt }) {
+		rc.bg.Add(1)
+		go rs.adopt()
+	}
+	return nil
+}
+
+// stop ends the registry watch.
+func (rs *routes) stop() {
+	if rs.watch != nil {
+		rs.watch.stop()
+	}
+}
+
+// presence is the worker's entry in the workers bucket.
+func (rs *routes) presence() *WorkerPresence {
+	rc := rs.rc
+	return &WorkerPresence{ID: rc.id, Name: rc.cfg.Worker, Concurrency: rc.cfg.Concurrency,
+		Started: rc.started, Seen: time.Now().UTC(), Agents: rs.snapshot()}
+}
+
+// heartbeat writes the worker's presence every Heartbeat, and at once when
+// what it takes changes.
+func (rs *routes) heartbeat() {
+	rc := rs.rc
+	defer rc.bg.Done()
+	t := time.NewTicker(rc.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-rc.bgCtx.Done():
+			return
+		case <-t.C:
+		case <-rs.poke:
+		}
+		ctx, cancel := context.WithTimeout(rc.bgCtx, rc.cfg.Heartbeat)
+		if err := rc.b.Fleet().putPresence(ctx, rs.presence()); err != nil && rc.bgCtx.Err() == nil {
+			rc.b.log.Warn("hookbus: worker presence not written", "worker", rc.cfg.Worker, "error", err)
+		}
+		cancel()
+	}
+}
+
+// onDefinition follows a change of the registry: an agent's registered
+// definition replaced (the worker stops or starts taking its new runs), or
+// removed (the worker registers its own again).
+func (rs *routes) onDefinition(ctx context.Context, e jetstream.KeyValueEntry) {
+	rc := rs.rc
+	var def *AgentDefinition
+	agent := agentOfKey(e.Key())
+	if e.Operation() == jetstream.KeyValuePut {
+		d, err := decodeDefinition(e)
+		if err != nil {
+			rc.b.log.Warn("hookbus: unreadable agent definition in the registry ignored", "key", e.Key(), "error", err)
+			return
+		}
+		def, agent = d, d.Agent
+	}
+	rs.mu.Lock()
+	rt := rs.by[agent]
+	rs.mu.Unlock()
+	if rt == nil {
+		return
+	}
+	own := rt.served.Definition
+	if def == nil && own.Digest != "" {
+		// Removed by an operator: register ours again (the first worker
+		// to do so wins; the others see its entry).
+		reg, mine, err := rc.b.Fleet().register(ctx, rt.served, rc.cfg.Worker)
+		if err != nil {
+			rc.b.log.Warn("hookbus: agent definition not registered again", "agent", agent, "error", err)
+			return
+		}
+		def = reg
+		_ = mine
+	}
+	rs.mu.Lock()
+	was := rt.newRuns
+	rt.registered = def
+	rt.newRuns = def == nil && own.Digest == "" || def != nil && def.Digest == own.Digest
+	if rt.newRuns != was {
+		rs.recompute()
+	}
+	now := rt.newRuns
+	rs.mu.Unlock()
+	switch {
+	case was && !now && own.Digest != "":
+		rc.b.log.Warn("hookbus: another definition of the agent is registered: this worker takes no more of its new runs, only those recorded on its own definition",
+			"agent", agent, "registered", def.String(), "definition", own.String())
+	case was && !now:
+		rc.b.log.Warn("hookbus: a definition of the agent is registered: this worker, which has none, takes no more of its runs",
+			"agent", agent, "registered", def.String())
+	case !was && now:
+		rc.b.log.Warn("hookbus: this worker's definition of the agent is the registered one again: it takes its new runs", "agent", agent, "definition", own.String())
+	}
+}
+
+// agentOfKey is the agent id of a registry key (agentKey's inverse).
+func agentOfKey(key string) string {
+	if h, ok := strings.CutPrefix(key, "="); ok {
+		if b, err := hex.DecodeString(h); err == nil {
+			return string(b)
+		}
+	}
+	return key
+}
+
+// adopt follows, for the agents whose definition adopts runs recorded on
+// others, which other definitions have runs queued, and pulls from their
+// consumers while they do.
+func (rs *routes) adopt() {
+	rc := rs.rc
+	defer rc.bg.Done()
+	every := max(2*rc.cfg.PollWait, time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-rc.bgCtx.Done():
+			return
+		case <-t.C:
+		}
+		for _, rt := range rs.list {
+			if rt.served.Adopt {
+				rs.adoptFor(rt)
+			}
+		}
+	}
+}
+
+// adoptFor binds the consumers of rt's agent's other definitions that
+// have runs queued, and lets go of those that have none.
+func (rs *routes) adoptFor(rt *route) {
+	rc := rs.rc
+	ctx, cancel := context.WithTimeout(rc.bgCtx, rc.b.opts.timeout)
+	defer cancel()
+	filter, _ := rc.b.subj.RunsPinned(rt.served.ID)
+	st, err := rc.b.js.Stream(ctx, rc.b.names.Runs)
+	var info *jetstream.StreamInfo
+	if err == nil {
+		info, err = st.Info(ctx, jetstream.WithSubjectFilter(filter))
+	}
+	if err != nil {
+		if rc.bgCtx.Err() == nil {
+			rc.b.log.Warn("hookbus: queued runs of other definitions not read", "agent", rt.served.ID, "error", err)
+		}
+		return
+	}
+	queued := map[string]bool{}
+	for subj, n := range info.State.Subjects {
+		_, d, err := rc.b.subj.ParseRun(subj)
+		if err == nil && n > 0 && d != "" && d != rt.served.Definition.Digest {
+			queued[d] = true
+		}
+	}
+	rs.mu.Lock()
+	var add []string
+	for d := range queued {
+		if rt.adopted[d] == nil {
+			add = append(add, d)
+		}
+	}
+	changed := false
+	for d := range rt.adopted {
+		if !queued[d] {
+			delete(rt.adopted, d)
+			changed = true
+		}
+	}
+	if changed {
+		rs.recompute()
+	}
+	rs.mu.Unlock()
+	for _, d := range add {
+		_, name, _ := RunConsumerNames(rc.cfg.Durable, rt.served.ID, d)
+		subj, _ := rc.b.subj.RunPinned(rt.served.ID, d)
+		src := &source{durable: name, filter: subj, agent: rt.served.ID, digest: d}
+		if err := rs.bind(ctx, src); err != nil {
+			rc.b.log.Warn("hookbus: runs of another definition not adopted", "agent", rt.served.ID, "definition", events.ShortDigest(d), "error", err)
+			continue
+		}
+		rc.b.log.Warn("hookbus: adopting the queued runs of another definition of the agent", "agent", rt.served.ID,
+			"their_definition", events.ShortDigest(d), "definition", rt.served.Definition.String())
+		rs.mu.Lock()
+		rt.adopted[d] = src
+		rs.recompute()
+		rs.mu.Unlock()
+	}
+}
