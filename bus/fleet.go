@@ -209,22 +209,19 @@ func (f *Fleet) Definitions(ctx context.Context) (map[string]*AgentDefinition, e
 }
 
 // Workers returns the live workers: those whose last heartbeat is younger
-// than PresenceTTL.
+// than PresenceTTL (the bucket forgets the others by itself).
 func (f *Fleet) Workers(ctx context.Context) ([]WorkerPresence, error) {
 	kv, err := f.bucket(ctx, true)
 	if err != nil {
 		return nil, err
 	}
 	var out []WorkerPresence
-	now := time.Now()
 	err = f.each(ctx, kv, func(e jetstream.KeyValueEntry) error {
 		var p WorkerPresence
 		if err := json.Unmarshal(e.Value(), &p); err != nil {
 			return fmt.Errorf("%w: worker %s in %s: %v", ErrFleet, e.Key(), f.b.names.Workers, err)
 		}
-		if now.Sub(e.Created()) < PresenceTTL {
-			out = append(out, p)
-		}
+		out = append(out, p)
 		return nil
 	})
 	slices.SortFunc(out, func(a, b WorkerPresence) int { return strings.Compare(a.Name+a.ID, b.Name+b.ID) })

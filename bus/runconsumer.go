@@ -323,22 +323,35 @@ func (rc *RunConsumer) slot() {
 		if rc.b.nc.IsClosed() {
 			return
 		}
-		src, n, changed := rc.routes.next()
-		if src == nil {
-			// Nothing to take now (every agent's definition replaced, and
-			// no run pinned to ours): wait for the registry to change.
-			select {
-			case <-changed:
-			case <-time.After(rc.cfg.PollWait):
-			case <-rc.runCtx.Done():
+		src, n, long, changed := rc.routes.next()
+		switch {
+		case src == nil:
+			// Nothing to take now (no agent whose new runs are this
+			// worker's, no definition of its own): wait for the registry
+			// to change.
+			rc.idle(changed, rc.cfg.PollWait)
+		case src.digest != "":
+			// Runs pinned to a definition are rare (resumptions after a
+			// deploy, or after an approval): a quick look, no long poll.
+			if !rc.pull(src, 0) && long == 0 {
+				rc.idle(changed, rc.cfg.PollWait/time.Duration(n))
 			}
-			continue
+		default:
+			wait := rc.cfg.PollWait
+			if long > rc.cfg.Concurrency {
+				wait = max(wait*time.Duration(rc.cfg.Concurrency)/time.Duration(long), minPollWait)
+			}
+			rc.pull(src, wait)
 		}
-		wait := rc.cfg.PollWait
-		if n > rc.cfg.Concurrency {
-			wait = max(wait*time.Duration(rc.cfg.Concurrency)/time.Duration(n), minPollWait)
-		}
-		rc.pull(src, wait)
+	}
+}
+
+// idle waits d, or less when the sources change or the worker stops.
+func (rc *RunConsumer) idle(changed <-chan struct{}, d time.Duration) {
+	select {
+	case <-changed:
+	case <-time.After(d):
+	case <-rc.runCtx.Done():
 	}
 }
 
@@ -353,21 +366,31 @@ func (rc *RunConsumer) answers(src *source) {
 	}
 }
 
-// pull takes at most one request from src and handles it. The pull is
-// never cancelled midway: a request the server sent to an abandoned pull
-// would be stuck for AckWait.
-func (rc *RunConsumer) pull(src *source, wait time.Duration) {
-	batch, err := src.consumer().Fetch(1, jetstream.FetchMaxWait(wait))
+// pull takes at most one request from src, waiting up to wait for one (0:
+// only one already there), handles it, and reports whether there was one.
+// The pull is never cancelled midway: a request the server sent to an
+// abandoned pull would be stuck for AckWait.
+func (rc *RunConsumer) pull(src *source, wait time.Duration) bool {
+	var batch jetstream.MessageBatch
+	var err error
+	if wait > 0 {
+		batch, err = src.consumer().Fetch(1, jetstream.FetchMaxWait(wait))
+	} else {
+		batch, err = src.consumer().FetchNoWait(1)
+	}
 	if err != nil {
 		rc.pullFailed(src, err)
-		return
+		return false
 	}
+	got := false
 	for m := range batch.Messages() {
+		got = true
 		rc.handle(src, m)
 	}
-	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
 		rc.pullFailed(src, err)
 	}
+	return got
 }
 
 // pullFailed logs a failed pull, makes the consumer again when it is gone
@@ -381,10 +404,7 @@ func (rc *RunConsumer) pullFailed(src *source, err error) {
 		}
 		cancel()
 	}
-	select {
-	case <-time.After(rc.cfg.PollWait):
-	case <-rc.runCtx.Done():
-	}
+	rc.idle(nil, rc.cfg.PollWait)
 }
 
 func (rc *RunConsumer) handle(src *source, m jetstream.Msg) {

@@ -64,6 +64,7 @@ type routes struct {
 
 	mu      sync.Mutex
 	active  []*source
+	long    int // how many of active are new runs
 	cursor  int
 	changed chan struct{} // closed when active changes
 	poke    chan struct{} // a presence write is due now
@@ -258,7 +259,12 @@ func (rs *routes) recompute() {
 			}
 		}
 	}
-	rs.active = active
+	rs.active, rs.long = active, 0
+	for _, s := range active {
+		if s.digest == "" {
+			rs.long++
+		}
+	}
 	close(rs.changed)
 	rs.changed = make(chan struct{})
 	select {
@@ -268,15 +274,16 @@ func (rs *routes) recompute() {
 }
 
 // next returns the source a free slot pulls from (round robin), how many
-// there are, and a channel closed when they change.
-func (rs *routes) next() (*source, int, <-chan struct{}) {
+// there are, how many of them are agents' new runs (the sources a worker
+// long-polls), and a channel closed when they change.
+func (rs *routes) next() (src *source, n, long int, changed <-chan struct{}) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if len(rs.active) == 0 {
-		return nil, 0, rs.changed
+		return nil, 0, 0, rs.changed
 	}
 	rs.cursor = (rs.cursor + 1) % len(rs.active)
-	return rs.active[rs.cursor], len(rs.active), rs.changed
+	return rs.active[rs.cursor], len(rs.active), rs.long, rs.changed
 }
 
 // takesNew reports whether the worker takes agent's new runs now.
