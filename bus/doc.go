@@ -56,8 +56,11 @@
 // # Runs
 //
 // SubmitRun queues a run request (once per run id); ConsumeRuns is a
-// loop worker's side of the queue, with bounded concurrency and a lease
-// renewed while a run lasts.
+// loop worker's side of the queue: consumers per agent it serves (and per
+// agent definition, for runs pinned to one), one pool of slots for all of
+// them, and a lease renewed while a run lasts. Fleet holds the agent
+// definitions the workers registered and the live workers; QueuedRuns
+// lists what waits on the queue without taking it.
 //
 // # Intercept
 //

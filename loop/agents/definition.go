@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -34,8 +35,8 @@ import (
 const definitionFormat = 1
 
 // canonical is an agent's definition as hashed: JSON in this field order,
-// map keys sorted (encoding/json), durations as Go duration strings, no
-// insignificant whitespace.
+// map keys sorted, durations as Go duration strings, no insignificant
+// whitespace, no escaping beyond JSON's own.
 type canonical struct {
 	Format      int             `json:"format"`
 	Name        string          `json:"name"`
@@ -50,10 +51,10 @@ type canonical struct {
 	Hooks       json.RawMessage `json:"hooks,omitempty"`
 	MaxSteps    int             `json:"max_steps,omitempty"`
 	MaxDepth    int             `json:"max_depth,omitempty"`
-	Budget      Budget          `json:"budget"`
-	Prices      *Prices         `json:"prices,omitempty"`
+	Budget      canonicalBudget `json:"budget"`
+	Prices      *canonicalPrice `json:"prices,omitempty"`
 	Approval    canonicalApprov `json:"approval"`
-	Compaction  Compaction      `json:"compaction"`
+	Compaction  canonicalCompac `json:"compaction"`
 	// Subagents are the agents this one may call, directly or through
 	// them, each with the digest of its own definition without its
 	// sub-agents (so calls in a cycle still hash), by id.
@@ -91,9 +92,32 @@ type canonicalMCP struct {
 }
 
 type canonicalApprov struct {
-	Tools    []ApprovalMatch `json:"tools,omitempty"`
-	Expiry   string          `json:"expiry,omitempty"`
-	OnExpiry string          `json:"on_expiry,omitempty"`
+	Tools    []canonicalMatch `json:"tools,omitempty"`
+	Expiry   string           `json:"expiry,omitempty"`
+	OnExpiry string           `json:"on_expiry,omitempty"`
+}
+
+type canonicalMatch struct {
+	Tool string `json:"tool"`
+	Args string `json:"args,omitempty"`
+}
+
+type canonicalBudget struct {
+	MaxInputTokens  int     `json:"max_input_tokens,omitempty"`
+	MaxOutputTokens int     `json:"max_output_tokens,omitempty"`
+	MaxCostUSD      float64 `json:"max_cost_usd,omitempty"`
+}
+
+type canonicalPrice struct {
+	InputPerMTok  float64 `json:"input_per_mtok"`
+	OutputPerMTok float64 `json:"output_per_mtok"`
+}
+
+type canonicalCompac struct {
+	MaxTokens   int    `json:"max_tokens,omitempty"`
+	Keep        int    `json:"keep,omitempty"`
+	Instruction string `json:"instruction,omitempty"`
+	Fail        bool   `json:"fail,omitempty"`
 }
 
 type canonicalSub struct {
@@ -171,9 +195,16 @@ func (a *Agent) canonical() (*canonical, error) {
 		System: a.System, Root: a.Root, Tools: a.Tools,
 		Bash:     canonicalBash{Env: a.Bash.Env, Timeout: dur(a.Bash.Timeout), MaxOutput: a.Bash.MaxOutput, Idempotent: a.Bash.Idempotent},
 		Hooks:    a.Hooks.raw,
-		MaxSteps: a.MaxSteps, MaxDepth: a.MaxDepth, Budget: a.Budget, Prices: a.Prices,
-		Approval:   canonicalApprov{Tools: a.Approval.Tools, Expiry: dur(a.Approval.Expiry), OnExpiry: a.Approval.OnExpiry},
-		Compaction: a.Compaction,
+		MaxSteps: a.MaxSteps, MaxDepth: a.MaxDepth,
+		Budget:     canonicalBudget{MaxInputTokens: a.Budget.MaxInputTokens, MaxOutputTokens: a.Budget.MaxOutputTokens, MaxCostUSD: a.Budget.MaxCostUSD},
+		Approval:   canonicalApprov{Expiry: dur(a.Approval.Expiry), OnExpiry: a.Approval.OnExpiry},
+		Compaction: canonicalCompac{MaxTokens: a.Compaction.MaxTokens, Keep: a.Compaction.Keep, Instruction: a.Compaction.Instruction, Fail: a.Compaction.Fail},
+	}
+	if a.Prices != nil {
+		c.Prices = &canonicalPrice{InputPerMTok: a.Prices.InputPerMTok, OutputPerMTok: a.Prices.OutputPerMTok}
+	}
+	for _, m := range a.Approval.Tools {
+		c.Approval.Tools = append(c.Approval.Tools, canonicalMatch{Tool: m.Tool, Args: m.Args})
 	}
 	for _, s := range a.MCP {
 		c.MCP = append(c.MCP, canonicalMCP{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, Dir: s.Dir,
@@ -194,12 +225,16 @@ func (a *Agent) canonical() (*canonical, error) {
 	return c, nil
 }
 
+// digest is the hex SHA-256 of c's canonical JSON (HTML characters left
+// as they are, no trailing newline).
 func digest(c *canonical) (string, error) {
-	b, err := json.Marshal(c)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(c); err != nil {
 		return "", fmt.Errorf("%w: agent %q: definition: %v", ErrBuild, c.Name, err)
 	}
-	sum := sha256.Sum256(b)
+	sum := sha256.Sum256(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
 	return hex.EncodeToString(sum[:]), nil
 }
 

@@ -133,3 +133,31 @@ func TestBuildSetsTheDefinition(t *testing.T) {
 		t.Fatalf("demo config: %+v %q", c.Definition, c.OnDefinitionChange)
 	}
 }
+
+// The canonical form is part of the protocol (docs/PROTOCOL.md, "Agent
+// definitions"): a change to it changes every digest, so it changes only
+// with definitionFormat, and this digest with it.
+func TestDefinitionDigestIsStable(t *testing.T) {
+	f, err := agents.Parse([]byte(`agents:
+  - id: ops
+    version: "2"
+    model: scripted:demo
+    system: You keep things running.
+    tools: [clock, calculator]
+    max_steps: 7
+    budget: {max_output_tokens: 100}
+    approval: {tools: [{tool: calculator, args: "6"}], expiry: 90s}
+`), "agents.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.Agent("ops").Definition()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The SHA-256 of docs/PROTOCOL.md's example:
+	// {"format":1,"name":"ops","version":"2","model":{"provider":"scripted","name":"demo"},"system":"You keep things running.","tools":["clock","calculator"],"bash":{},"max_steps":7,"budget":{"max_output_tokens":100},"approval":{"tools":[{"tool":"calculator","args":"6"}],"expiry":"1m30s"},"compaction":{}}
+	if want := "993b9a9072f9d950c42ed0f3bfdce3d84be5c5f426ac886847c921480670da33"; d.Digest != want {
+		t.Fatalf("digest %s, want %s", d.Digest, want)
+	}
+}
