@@ -327,6 +327,7 @@ func (rs *routes) start(ctx context.Context) error {
 	}
 	w, _, err := openWatch(ctx, kv, rc.b.names.Agents, func(e jetstream.KeyValueEntry) { rs.onDefinition(ctx, e) })
 	if err != nil {
+		_ = rc.b.Fleet().deletePresence(context.WithoutCancel(ctx), rc.id)
 		return fmt.Errorf("%w: %w", ErrFleet, err)
 	}
 	rs.watch = w

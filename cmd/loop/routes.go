@@ -45,10 +45,11 @@ func printRoutes(w io.Writer, routes []bus.AgentRoute) {
 			fmt.Fprintf(w, "loop serve: WARNING: agent %s has a registered definition, %s, and this worker runs it on none: it takes none of its runs.\n",
 				r.Agent, r.Registered)
 		case r.Registered != nil:
-			fmt.Fprintf(w, "loop serve: WARNING: agent %s: this worker's definition %s (%s) is not the fleet's: %s is registered.\n"+
+			fmt.Fprintf(w, "loop serve: WARNING: agent %s: this worker's definition %s (digest %s) is not the fleet's:\n"+
+				"  %s (digest %s) is registered.\n"+
 				"  This worker takes no new runs of %s, only runs recorded on its own definition. To make it the fleet's, start it with\n"+
 				"  --replace-definition, or give the definition a newer version: than %q.\n",
-				r.Agent, r.Definition.String(), r.Definition.Digest, r.Registered, r.Agent, r.Registered.Version)
+				r.Agent, r.Definition.String(), r.Definition.Digest, r.Registered, r.Registered.Digest, r.Agent, r.Registered.Version)
 		}
 	}
 }

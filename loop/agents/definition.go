@@ -63,13 +63,14 @@ type canonical struct {
 
 type canonicalModel struct {
 	Provider    string   `json:"provider"`
-	Name        string   `json:"name"`
+	Name        string   `json:"name,omitempty"`
 	BaseURL     string   `json:"base_url,omitempty"`
 	MaxTokens   int      `json:"max_tokens,omitempty"`
 	Temperature *float64 `json:"temperature,omitempty"`
 	Timeout     string   `json:"timeout,omitempty"`
 	Attempts    int      `json:"attempts,omitempty"`
-	// Script is the hex SHA-256 of a scripted model's script file.
+	// Script is the hex SHA-256 of a scripted model's script file (its
+	// name, a path, is then left out).
 	Script string `json:"script,omitempty"`
 }
 
@@ -220,7 +221,8 @@ func (a *Agent) canonical() (*canonical, error) {
 			return nil, fmt.Errorf("%w: agent %q: model %s: %v", ErrBuild, a.ID, a.Model, err)
 		}
 		sum := sha256.Sum256(b)
-		c.Model.Script = hex.EncodeToString(sum[:])
+		// The script is the model: where its file lies is not.
+		c.Model.Name, c.Model.Script = "", hex.EncodeToString(sum[:])
 	}
 	return c, nil
 }

@@ -70,6 +70,14 @@ func TestDefinitionDigest(t *testing.T) {
 	if again := writeDefs(t, defBase, opsScript); again["ops"] != base["ops"] || again["helper"] != base["helper"] {
 		t.Fatalf("the same file elsewhere: %+v, then %+v", base, again)
 	}
+	dir := t.TempDir()
+	abs := filepath.Join(dir, "elsewhere.json")
+	if err := os.WriteFile(abs, []byte(opsScript), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if moved := writeDefs(t, strings.Replace(defBase, "scripted:ops.json", "scripted:"+abs, 1), opsScript); moved["ops"] != base["ops"] {
+		t.Fatalf("the same script at another path: %+v, then %+v", base["ops"], moved["ops"])
+	}
 	if base["ops"].Digest == base["helper"].Digest {
 		t.Fatal("two agents share a digest")
 	}
