@@ -200,7 +200,7 @@ func (b *Bus) ConsumeRuns(ctx context.Context, cfg RunConsumerConfig, handler Ru
 		rc.routes.stop()
 		rc.bg.Wait()
 		dctx, cancel := context.WithTimeout(context.Background(), b.opts.timeout)
-		if err := b.Fleet().deletePresence(dctx, rc.id); err != nil && !b.nc.IsClosed() {
+		if err := rc.routes.fleet.deletePresence(dctx, rc.id); err != nil && !b.nc.IsClosed() {
 			b.log.Warn("hookbus: worker presence not removed; it expires by itself", "worker", rc.cfg.Worker, "error", err)
 		}
 		cancel()

@@ -58,9 +58,10 @@ type route struct {
 
 // routes are a worker's routes.
 type routes struct {
-	rc   *RunConsumer
-	list []*route
-	by   map[string]*route
+	rc    *RunConsumer
+	fleet *Fleet
+	list  []*route
+	by    map[string]*route
 
 	mu      sync.Mutex
 	active  []*source
@@ -97,10 +98,9 @@ func RunConsumerNames(durable, agent, digest string) (runs, pinned, answers stri
 
 // newRoutes registers the worker's definitions and makes its consumers.
 func (b *Bus) newRoutes(ctx context.Context, rc *RunConsumer) (*routes, error) {
-	rs := &routes{rc: rc, by: map[string]*route{}, changed: make(chan struct{}), poke: make(chan struct{}, 1)}
-	fleet := b.Fleet()
+	rs := &routes{rc: rc, fleet: b.Fleet(), by: map[string]*route{}, changed: make(chan struct{}), poke: make(chan struct{}, 1)}
 	for _, a := range rc.cfg.Agents {
-		reg, mine, err := fleet.register(ctx, a, rc.cfg.Worker)
+		reg, mine, err := rs.fleet.register(ctx, a, rc.cfg.Worker)
 		if err != nil {
 			return nil, err
 		}
@@ -318,16 +318,16 @@ func (rs *routes) snapshot() []AgentRoute {
 // presence (and adoption, when an agent adopts) going until rs.stop.
 func (rs *routes) start(ctx context.Context) error {
 	rc := rs.rc
-	if err := rc.b.Fleet().putPresence(ctx, rs.presence()); err != nil {
+	if err := rs.fleet.putPresence(ctx, rs.presence()); err != nil {
 		return err
 	}
-	kv, err := rc.b.Fleet().bucket(ctx, false)
+	kv, err := rs.fleet.bucket(ctx, false)
 	if err != nil {
 		return err
 	}
 	w, _, err := openWatch(ctx, kv, rc.b.names.Agents, func(e jetstream.KeyValueEntry) { rs.onDefinition(ctx, e) })
 	if err != nil {
-		_ = rc.b.Fleet().deletePresence(context.WithoutCancel(ctx), rc.id)
+		_ = rs.fleet.deletePresence(context.WithoutCancel(ctx), rc.id)
 		return fmt.Errorf("%w: %w", ErrFleet, err)
 	}
 	rs.watch = w
@@ -377,7 +377,7 @@ func (rs *routes) heartbeat() {
 		case <-rs.poke:
 		}
 		ctx, cancel := context.WithTimeout(rc.bgCtx, rc.cfg.Heartbeat)
-		if err := rc.b.Fleet().putPresence(ctx, rs.presence()); err != nil && rc.bgCtx.Err() == nil {
+		if err := rs.fleet.putPresence(ctx, rs.presence()); err != nil && rc.bgCtx.Err() == nil {
 			rc.b.log.Warn("hookbus: worker presence not written", "worker", rc.cfg.Worker, "error", err)
 		}
 		cancel()
@@ -409,13 +409,12 @@ func (rs *routes) onDefinition(ctx context.Context, e jetstream.KeyValueEntry) {
 	if def == nil && own.Digest != "" {
 		// Removed by an operator: register ours again (the first worker
 		// to do so wins; the others see its entry).
-		reg, mine, err := rc.b.Fleet().register(ctx, rt.served, rc.cfg.Worker)
+		reg, _, err := rs.fleet.register(ctx, rt.served, rc.cfg.Worker)
 		if err != nil {
 			rc.b.log.Warn("hookbus: agent definition not registered again", "agent", agent, "error", err)
 			return
 		}
 		def = reg
-		_ = mine
 	}
 	rs.mu.Lock()
 	was := rt.newRuns
