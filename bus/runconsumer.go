@@ -23,9 +23,8 @@ const (
 	DefaultRunPollWait = time.Second
 )
 
-// minPollWait is the shortest pull: a worker with more request sources than
-// slots shortens each pull down to it, so that it goes round every source
-// about once a poll interval.
+// minPollWait is the shortest pull: a worker with more agents than slots
+// pulls each agent's new runs this long at a time, going round them.
 const minPollWait = 100 * time.Millisecond
 
 // ServedAgent is an agent a worker serves, and the definition it runs it on.
@@ -337,9 +336,12 @@ func (rc *RunConsumer) slot() {
 				rc.idle(changed, rc.cfg.PollWait/time.Duration(n))
 			}
 		default:
+			// With fewer slots than agents, no slot can wait on every
+			// agent's queue: short pulls go round them all, so a new run
+			// is taken within about (agents/slots) x 100ms.
 			wait := rc.cfg.PollWait
 			if long > rc.cfg.Concurrency {
-				wait = max(wait*time.Duration(rc.cfg.Concurrency)/time.Duration(long), minPollWait)
+				wait = minPollWait
 			}
 			rc.pull(src, wait)
 		}

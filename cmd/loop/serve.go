@@ -20,7 +20,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	conn.Register(fs)
 	var af agentFlags
 	af.register(fs)
-	concurrency := fs.Int("concurrency", 4, "runs in flight at once, whatever their agent")
+	concurrency := fs.Int("concurrency", 4, "runs in flight at once, whatever their agent (with at least as many as agents served, a new run is taken at once; with fewer, within about 100ms per agent)")
 	agentsFlag := fs.String("agents", "", "an agent definitions file (FILE.yaml): serve its agents, each on its definition")
 	var ids []string
 	fs.Func("agent", "an agent id to serve with the agent the flags define (--model, --tools, ...); repeatable or comma-separated (default: demo). Requests of other agents are left to the workers that serve them", func(v string) error {
