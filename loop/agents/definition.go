@@ -205,7 +205,7 @@ func (a *Agent) canonical() (*canonical, error) {
 		c.Prices = &canonicalPrice{InputPerMTok: a.Prices.InputPerMTok, OutputPerMTok: a.Prices.OutputPerMTok}
 	}
 	for _, m := range a.Approval.Tools {
-		c.Approval.Tools = append(c.Approval.Tools, canonicalMatch{Tool: m.Tool, Args: m.Args})
+		c.Approval.Tools = append(c.Approval.Tools, canonicalMatch(m))
 	}
 	for _, s := range a.MCP {
 		c.MCP = append(c.MCP, canonicalMCP{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, Dir: s.Dir,
