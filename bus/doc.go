@@ -56,8 +56,11 @@
 // # Runs
 //
 // SubmitRun queues a run request (once per run id); ConsumeRuns is a
-// loop worker's side of the queue, with bounded concurrency and a lease
-// renewed while a run lasts.
+// loop worker's side of the queue: consumers per agent it serves (and per
+// agent definition, for runs pinned to one), one pool of slots for all of
+// them, and a lease renewed while a run lasts. Fleet holds the agent
+// definitions the workers registered and the live workers; QueuedRuns
+// lists what waits on the queue without taking it.
 //
 // # Intercept
 //
@@ -84,8 +87,10 @@
 // HOOKBUS_WAKES (hookbus.wake.>, the approvals' wake-ups: the only stream
 // with message schedules; WakeAt, ConsumeWakes) and HOOKBUS_DLQ
 // (hookbus.dlq.>); KV buckets hookbus_hooks, hookbus_trust,
-// hookbus_decisions (the prompt hooks' decision cache, DecisionCache) and
-// hookbus_budgets; object store hookbus_payloads. Another prefix derives its
+// hookbus_decisions (the prompt hooks' decision cache, DecisionCache),
+// hookbus_budgets, hookbus_agents (the fleet's registered agent
+// definitions) and hookbus_workers (the live workers, Fleet); object store
+// hookbus_payloads. Another prefix derives its
 // own names (see Names), so several hookbus installations can share one
 // NATS account.
 //

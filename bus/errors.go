@@ -65,3 +65,19 @@ var (
 	// plugin with no grant.
 	ErrNotFound = errors.New("hookbus: not found")
 )
+
+// Errors of the fleet (agent definitions and workers) and of the run queue's
+// consumers.
+var (
+	// ErrFleet is returned by the Fleet methods and ConsumeRuns when the
+	// agents or workers bucket cannot be opened, read or written (the error
+	// names the bucket; a missing bucket means the bus was not
+	// provisioned).
+	ErrFleet = errors.New("hookbus: fleet registry unavailable")
+	// ErrLegacyConsumer is returned by ConsumeRuns when a consumer of the
+	// run queue made by an older hookbus (one consumer for every agent,
+	// "hookbus-workers" on hookbus.run.>) is still in use and overlaps the
+	// per-agent consumers; the error names it and how to remove it. An
+	// idle one is removed, logged.
+	ErrLegacyConsumer = errors.New("hookbus: a run consumer of an older hookbus is in the way")
+)

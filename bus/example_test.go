@@ -147,7 +147,7 @@ func ExampleBus_SubmitRun() {
 		}
 	}
 	done := make(chan string, 2)
-	w, err := b.ConsumeRuns(ctx, bus.RunConsumerConfig{Concurrency: 4}, func(_ context.Context, r *events.RunRequest) error {
+	w, err := b.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: bus.Agents("support"), Concurrency: 4}, func(_ context.Context, r *events.RunRequest) error {
 		done <- r.RunID
 		return nil
 	})

@@ -8,7 +8,8 @@ import (
 
 // Names are the JetStream assets of one subject prefix. With the default
 // prefix "hookbus" they are HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_WAKES,
-// HOOKBUS_DLQ, hookbus_hooks, hookbus_trust, hookbus_decisions, hookbus_budgets and hookbus_payloads.
+// HOOKBUS_DLQ, hookbus_hooks, hookbus_trust, hookbus_decisions,
+// hookbus_budgets, hookbus_agents, hookbus_workers and hookbus_payloads.
 // Another prefix derives them the same way: dots become underscores, upper
 // case for streams and lower case for buckets, so "acme.hookbus" gives
 // ACME_HOOKBUS_EVENTS and acme_hookbus_hooks. Two prefixes that differ only
@@ -23,6 +24,8 @@ type Names struct {
 	Trust       string // KV bucket: trust grants
 	Decisions   string // KV bucket: the decision cache of prompt hooks
 	Budgets     string // KV bucket: shared budgets and their use
+	Agents      string // KV bucket: the fleet's agent definitions (Fleet)
+	Workers     string // KV bucket: the live workers (Fleet), entries expiring
 	Payloads    string // object store: large payloads (claim check)
 }
 
@@ -43,6 +46,8 @@ func NamesFor(prefix string) Names {
 		Trust:       low + "_trust",
 		Decisions:   low + "_decisions",
 		Budgets:     low + "_budgets",
+		Agents:      low + "_agents",
+		Workers:     low + "_workers",
 		Payloads:    low + "_payloads",
 	}
 }

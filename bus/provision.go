@@ -62,7 +62,8 @@ func (b *Bus) StreamConfigs() []jetstream.StreamConfig {
 }
 
 // Provision creates or updates the streams, the KV buckets (hooks registry,
-// trust grants, shared budgets, decision cache) and the object store (large payloads). It is idempotent: it
+// trust grants, shared budgets, decision cache, agent definitions, live
+// workers) and the object store (large payloads). It is idempotent: it
 // works on a fresh server and on one provisioned before, and updates
 // settings that changed (replicas, max age, duplicate window) where
 // JetStream allows it. A runs stream made by an older hookbus (with
@@ -98,7 +99,7 @@ func (b *Bus) Provision(ctx context.Context) error {
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    b.opts.replicas,
-	}, b.decisionCacheConfig()} {
+	}, b.decisionCacheConfig(), b.agentsConfig(), b.workersConfig()} {
 		if _, err := b.js.CreateOrUpdateKeyValue(ctx, kv); err != nil {
 			return fmt.Errorf("%w: key-value bucket %s: %w", ErrProvision, kv.Bucket, ctxErr(ctx, err))
 		}

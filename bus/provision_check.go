@@ -22,7 +22,8 @@ func (b *Bus) CheckProvisioned(ctx context.Context) error {
 	defer cancel()
 	streams := []string{
 		b.names.Events, b.names.Runs, b.names.Wakes, b.names.DeadLetters,
-		"KV_" + b.names.Hooks, "KV_" + b.names.Trust, "KV_" + b.names.Decisions, "KV_" + b.names.Budgets, "OBJ_" + b.names.Payloads,
+		"KV_" + b.names.Hooks, "KV_" + b.names.Trust, "KV_" + b.names.Decisions, "KV_" + b.names.Budgets,
+		"KV_" + b.names.Agents, "KV_" + b.names.Workers, "OBJ_" + b.names.Payloads,
 	}
 	var missing []string
 	for _, name := range streams {

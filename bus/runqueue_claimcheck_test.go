@@ -31,7 +31,7 @@ func TestLargeRunRequestIsClaimChecked(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var got []*events.RunRequest
-	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{}), func(_ context.Context, r *events.RunRequest) error {
+	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Agents: bus.Agents("support")}), func(_ context.Context, r *events.RunRequest) error {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, r)

@@ -66,7 +66,7 @@ func TestRunsConcurrencyAndDedup(t *testing.T) {
 	var inflight, peak, started atomic.Int32
 	var mu sync.Mutex
 	handled := map[string]int{}
-	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Concurrency: 2}), func(ctx context.Context, req *events.RunRequest) error {
+	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Agents: bus.Agents("support"), Concurrency: 2}), func(ctx context.Context, req *events.RunRequest) error {
 		started.Add(1)
 		cur := inflight.Add(1)
 		defer inflight.Add(-1)
@@ -116,7 +116,7 @@ func TestRunFailureIsRetriedAndMalformedDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	var attempts atomic.Int32
-	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{}), func(_ context.Context, r *events.RunRequest) error {
+	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Agents: bus.Agents("support")}), func(_ context.Context, r *events.RunRequest) error {
 		if attempts.Add(1) == 1 {
 			return errors.New("model provider down")
 		}
@@ -150,7 +150,7 @@ func TestLongRunKeepsItsLease(t *testing.T) {
 			return ctx.Err()
 		}
 	}
-	cfg := fastRuns(bus.RunConsumerConfig{AckWait: time.Second})
+	cfg := fastRuns(bus.RunConsumerConfig{Agents: bus.Agents("support"), AckWait: time.Second})
 	w1, err := b.ConsumeRuns(ctx, cfg, handler)
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestStoppedWorkerHandsRunBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := make(chan struct{})
-	w1, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{}), func(ctx context.Context, _ *events.RunRequest) error {
+	w1, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Agents: bus.Agents("support")}), func(ctx context.Context, _ *events.RunRequest) error {
 		close(started)
 		<-ctx.Done() // a worker shutting down mid-run
 		return ctx.Err()
@@ -199,7 +199,7 @@ func TestStoppedWorkerHandsRunBack(t *testing.T) {
 	w1.Stop()
 	waitRunsClosed(t, w1)
 	done := make(chan string, 1)
-	w2, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{}), func(_ context.Context, r *events.RunRequest) error {
+	w2, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Agents: bus.Agents("support")}), func(_ context.Context, r *events.RunRequest) error {
 		done <- r.RunID
 		return nil
 	})
@@ -226,7 +226,7 @@ func TestRunsAgentsFilterAndValidation(t *testing.T) {
 		}
 	}
 	got := make(chan string, 4)
-	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Durable: "sales-pool", Agents: []string{"sales"}}),
+	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Durable: "sales-pool", Agents: bus.Agents("sales")}),
 		func(_ context.Context, r *events.RunRequest) error { got <- r.AgentID; return nil })
 	if err != nil {
 		t.Fatal(err)
@@ -249,19 +249,22 @@ func TestRunsAgentsFilterAndValidation(t *testing.T) {
 	}
 	h := func(context.Context, *events.RunRequest) error { return nil }
 	for name, cfg := range map[string]bus.RunConsumerConfig{
-		"bad durable":   {Durable: "a b"},
-		"neg conc":      {Concurrency: -1},
-		"short ackwait": {AckWait: time.Millisecond},
+		"bad durable":                {Durable: "a b"},
+		"neg conc":                   {Concurrency: -1},
+		"short ackwait":              {AckWait: time.Millisecond},
+		"no agents":                  {},
+		"agent twice":                {Agents: bus.Agents("a", "a")},
+		"adopt without a definition": {Agents: []bus.ServedAgent{{ID: "a", Adopt: true}}},
 	} {
 		if _, err := b.ConsumeRuns(ctx, cfg, h); !errors.Is(err, bus.ErrInvalidOption) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := b.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: []string{"a*"}}, h); !errors.Is(err, events.ErrInvalidID) {
+	if _, err := b.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: bus.Agents("a*")}, h); !errors.Is(err, events.ErrInvalidID) {
 		t.Errorf("bad agent: %v", err)
 	}
-	// A second pool over every agent overlaps the support pool's subjects.
-	if _, err := b.ConsumeRuns(ctx, bus.RunConsumerConfig{Durable: "other"}, h); !errors.Is(err, bus.ErrConsumer) {
+	// A second pool serving sales overlaps the sales pool's subjects.
+	if _, err := b.ConsumeRuns(ctx, bus.RunConsumerConfig{Durable: "other", Agents: bus.Agents("sales")}, h); !errors.Is(err, bus.ErrConsumer) {
 		t.Errorf("overlapping pool: %v, want ErrConsumer", err)
 	}
 }
@@ -281,7 +284,7 @@ func TestRunRequestNamingAnotherAgentIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ran atomic.Int32
-	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Agents: []string{"demo"}}), func(context.Context, *events.RunRequest) error {
+	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Agents: bus.Agents("demo")}), func(context.Context, *events.RunRequest) error {
 		ran.Add(1)
 		return nil
 	})
@@ -325,7 +328,7 @@ func TestAbandonedRunRequestIsLeftAlone(t *testing.T) {
 	}
 	var calls atomic.Int32
 	var first, second time.Time
-	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{AckWait: 3 * time.Second}), func(context.Context, *events.RunRequest) error {
+	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Agents: bus.Agents("demo"), AckWait: 3 * time.Second}), func(context.Context, *events.RunRequest) error {
 		if calls.Add(1) == 1 {
 			first = time.Now()
 			return fmt.Errorf("lost: %w", abandon{})

@@ -71,7 +71,8 @@ type WakeHandler func(ctx context.Context, w events.Wake) error
 type WakeConsumerConfig struct {
 	// Agent is the agent whose wake-ups to take ("": every agent's). Each
 	// agent has its own durable, shared by the workers that serve it:
-	// "hookbus-wakes-<agent>" ("hookbus-wakes" for every agent). Two
+	// AgentDurable("hookbus-wakes", agent) ("hookbus-wakes" for every
+	// agent). Two
 	// workers that take the same wake-up (one serving every agent, one
 	// serving the agent) both act on it; the record takes the first
 	// answer, so that is harmless.
@@ -118,7 +119,7 @@ func (b *Bus) ConsumeWakes(ctx context.Context, cfg WakeConsumerConfig, handler 
 	}
 	durable := "hookbus-wakes"
 	if cfg.Agent != "" {
-		durable += "-" + cfg.Agent
+		durable = AgentDurable(durable, cfg.Agent)
 	}
 	cc := jetstream.ConsumerConfig{
 		Durable:       durable,

@@ -30,17 +30,13 @@ type RunStarted struct {
 	// run); empty when the run's trace is its own. The run's span is its
 	// child (docs/PROTOCOL.md, "Trace context").
 	ParentTraceparent string `json:"parent_traceparent,omitempty"`
-	// Definition names what defines the agent the run started with;
-	// nil when the worker did not say.
+	// Definition is the agent definition the attempt runs on (absent when
+	// the worker has none: a library engine without one).
 	Definition *Definition `json:"definition,omitempty"`
-}
-
-// Definition names an agent definition: a digest of what defines the agent
-// (model, tools, hooks, settings) and the definition's name and version.
-type Definition struct {
-	Digest  string `json:"digest"`
-	Name    string `json:"name,omitempty"`
-	Version string `json:"version,omitempty"`
+	// PreviousDefinition, on an attempt that adopted a run started on
+	// another definition (the agent's on_definition_change: adopt), is the
+	// definition the run's record had until then.
+	PreviousDefinition *Definition `json:"previous_definition,omitempty"`
 }
 
 // StepStarted is the data of step.started.

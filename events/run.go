@@ -20,10 +20,6 @@ type RunRequest struct {
 	// Resume asks a worker to go on with a run that exists (a waiting run
 	// whose approvals are all answered); Prompt is empty then.
 	Resume bool `json:"resume,omitempty"`
-	// Definition, on a resumption, is the digest of the agent definition
-	// the run started with (RunStarted.Definition): only a worker serving
-	// that definition may take it. Empty: any worker serving the agent.
-	Definition string `json:"definition,omitempty"`
 	// Compact asks for a run that only compacts the session's conversation
 	// (loop compact); Prompt is empty then.
 	Compact bool `json:"compact,omitempty"`
@@ -41,6 +37,11 @@ type RunRequest struct {
 	// that trace, its span a child of the caller's (docs/PROTOCOL.md,
 	// "Trace context"). Empty: the run's trace is its own.
 	Traceparent string `json:"traceparent,omitempty"`
+	// Definition, when set, is the digest of the agent definition the run
+	// must go on with (the one its record started on): the request is
+	// queued on <prefix>.run.<agent>.<digest>, which only workers running
+	// that definition take (docs/PROTOCOL.md, "Agent definitions").
+	Definition string `json:"definition,omitempty"`
 }
 
 // Validate checks the ids and that there is a prompt.
@@ -56,6 +57,11 @@ func (r *RunRequest) Validate() error {
 	}
 	if r.Prompt == "" && !r.Resume && !r.Compact {
 		return fmt.Errorf("%w: run %s has an empty prompt", ErrPayload, r.RunID)
+	}
+	if r.Definition != "" {
+		if err := ValidateDigest(r.Definition); err != nil {
+			return fmt.Errorf("run %s: %w", r.RunID, err)
+		}
 	}
 	if r.MaxSteps < 0 {
 		return fmt.Errorf("%w: run %s max_steps %d is negative", ErrPayload, r.RunID, r.MaxSteps)

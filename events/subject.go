@@ -15,6 +15,7 @@ const DefaultPrefix = "hookbus"
 //	                                         a person's answer, on its writer's subject
 //	<prefix>.hook.<stage>.<plugin>           interception requests
 //	<prefix>.run.<agent>                     run requests (work queue)
+//	<prefix>.run.<agent>.<digest>            run requests pinned to a definition
 //	<prefix>.wake.<agent>.<run>              scheduled wake-ups of waiting runs
 //	<prefix>.wake.<agent>.<run>.due          the wake-ups when due
 //	<prefix>.dlq.<consumer>                  dead letters of an observer
@@ -200,8 +201,48 @@ func (s Subjects) Run(agent string) (string, error) {
 	return s.prefix() + ".run." + agent, nil
 }
 
+// RunPinned returns the subject of an agent's run requests that must run
+// on the definition with digest: "<prefix>.run.<agent>.<digest>".
+func (s Subjects) RunPinned(agent, digest string) (string, error) {
+	if err := ValidateID("agent", agent); err != nil {
+		return "", err
+	}
+	if err := ValidateDigest(digest); err != nil {
+		return "", err
+	}
+	return s.prefix() + ".run." + agent + "." + digest, nil
+}
+
+// RunsPinned is the filter of an agent's pinned run requests, whatever
+// their definition: "<prefix>.run.<agent>.*".
+func (s Subjects) RunsPinned(agent string) (string, error) {
+	if err := ValidateID("agent", agent); err != nil {
+		return "", err
+	}
+	return s.prefix() + ".run." + agent + ".*", nil
+}
+
 // AllRuns is the filter of every run-request subject: "<prefix>.run.>".
 func (s Subjects) AllRuns() string { return s.prefix() + ".run.>" }
+
+// ParseRun splits a run-request subject into its agent and the digest it
+// is pinned to ("" for an unpinned request).
+func (s Subjects) ParseRun(subject string) (agent, digest string, err error) {
+	rest, ok := strings.CutPrefix(subject, s.prefix()+".run.")
+	if !ok {
+		return "", "", fmt.Errorf("%w: %q is not under %s.run", ErrInvalidSubject, subject, s.prefix())
+	}
+	agent, digest, _ = strings.Cut(rest, ".")
+	if err := ValidateID("agent", agent); err != nil {
+		return "", "", err
+	}
+	if digest != "" {
+		if err := ValidateDigest(digest); err != nil {
+			return "", "", fmt.Errorf("%w: %q: %v", ErrInvalidSubject, subject, err)
+		}
+	}
+	return agent, digest, nil
+}
 
 // Wake returns the subject of a waiting run's scheduled wake-up:
 // "<prefix>.wake.<agent>.<run>".

@@ -192,3 +192,46 @@ func TestSummaryCoversEveryStage(t *testing.T) {
 		t.Errorf("Summary of bad data = %q", got)
 	}
 }
+
+func TestRunSubjectsPinnedToADefinition(t *testing.T) {
+	s := events.Subjects{}
+	d := strings.Repeat("ab", 32)
+	subj, err := s.RunPinned("ops", d)
+	if err != nil || subj != "hookbus.run.ops."+d {
+		t.Fatalf("RunPinned = %q, %v", subj, err)
+	}
+	if f, err := s.RunsPinned("ops"); err != nil || f != "hookbus.run.ops.*" {
+		t.Fatalf("RunsPinned = %q, %v", f, err)
+	}
+	for _, tc := range []struct{ subject, agent, digest string }{
+		{"hookbus.run.ops", "ops", ""},
+		{"hookbus.run.ops." + d, "ops", d},
+	} {
+		a, dg, err := s.ParseRun(tc.subject)
+		if err != nil || a != tc.agent || dg != tc.digest {
+			t.Errorf("ParseRun(%q) = %q, %q, %v", tc.subject, a, dg, err)
+		}
+	}
+	for _, bad := range []string{"hookbus.run.ops.short", "hookbus.run.ops." + d + ".x", "hookbus.evt.ops", "hookbus.run."} {
+		if _, _, err := s.ParseRun(bad); err == nil {
+			t.Errorf("ParseRun(%q) accepted", bad)
+		}
+	}
+	for _, bad := range []string{"", "abc", strings.Repeat("AB", 32), strings.Repeat("g", 64), strings.Repeat("a", 65)} {
+		if _, err := s.RunPinned("ops", bad); !errors.Is(err, events.ErrInvalidID) {
+			t.Errorf("RunPinned(%q) = %v, want ErrInvalidID", bad, err)
+		}
+	}
+	r := events.RunRequest{RunID: "r", AgentID: "ops", SessionID: "s", Resume: true, Definition: "nothex"}
+	if err := r.Validate(); !errors.Is(err, events.ErrInvalidID) {
+		t.Errorf("a request pinned to a bad digest: %v", err)
+	}
+	r.Definition = d
+	if err := r.Validate(); err != nil {
+		t.Errorf("a request pinned to %s: %v", d, err)
+	}
+	def := events.Definition{Digest: d, Name: "ops", Version: "2"}
+	if def.String() != "ops v2 ("+d[:12]+")" || def.Short() != d[:12] || events.ShortDigest("") != "-" {
+		t.Errorf("Definition strings: %q %q", def.String(), def.Short())
+	}
+}

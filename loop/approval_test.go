@@ -327,7 +327,8 @@ func TestResumerQueuesOneResumption(t *testing.T) {
 		}
 	}
 	q := &queue{}
-	rs := &loop.Resumer{History: definedAs{j, "sha256:abc"}, Recorder: j, Queue: q}
+	digest := definition("demo", "1").Digest
+	rs := &loop.Resumer{History: definedAs{j, digest}, Recorder: j, Queue: q}
 	for range 2 {
 		for _, e := range j.Events()[n:] {
 			if err := rs.Resolved(ctxT(t), e); err != nil {
@@ -335,12 +336,12 @@ func TestResumerQueuesOneResumption(t *testing.T) {
 			}
 		}
 	}
-	if q.resumes.Load() != 2 || q.ids[0] != q.ids[1] || q.last.Definition != "sha256:abc" || q.last.RunID != req.RunID {
+	if q.resumes.Load() != 2 || q.ids[0] != q.ids[1] || q.last.Definition != digest || q.last.RunID != req.RunID {
 		t.Fatalf("resumptions %d under %v, last %+v; want the same one twice, with the run's definition", q.resumes.Load(), q.ids, q.last)
 	}
 }
 
-// definedAs is a History whose runs' first run.started names the agent
+// definedAs is a History whose runs' run.started name the agent
 // definition digest (as a worker that records definitions writes it).
 type definedAs struct {
 	j      *looptest.Journal

@@ -39,6 +39,7 @@ type run struct {
 	prevHash     string                     // the chain hash of the run's last event
 	trace        tracectx.Context           // the run's span (trace.go)
 	parentTrace  string                     // the trace context the run continues, "" for its own
+	adopted      *events.Definition         // the run's recorded definition, when this attempt adopts it
 }
 
 // errEnd carries an early end of the run (denied, stopped) up the stack.
@@ -109,6 +110,9 @@ func (r *run) attempt(ctx context.Context) (*Result, error) {
 	}
 	if st.terminal != nil {
 		return resultOf(r.req, st.terminal, st), nil
+	}
+	if err := r.checkDefinition(st); err != nil {
+		return nil, err
 	}
 	r.messages, r.claim, r.open, r.seen = sess.Messages, sess.lastClaim, sess.open, sess.lastSeen
 	if !st.found {
@@ -260,6 +264,7 @@ func (r *run) compactRun(ctx context.Context, st *runState) (*Result, error) {
 // earlier attempt of the run that is still alive cannot slip events in
 // between the read and the claim (Emitter.Reclaim).
 func (r *run) claimSession(ctx context.Context, p events.RunStarted, reclaim bool) error {
+	p.Definition, p.PreviousDefinition = r.eng.definition(), r.adopted
 	ev, err := r.event(events.StageRunStarted, p, "")
 	if err != nil {
 		return err

@@ -93,9 +93,30 @@ type Config struct {
 	// Signer signs each run's terminal event (the head of its hash
 	// chain); nil: runs end unsigned. See events.ChainHash.
 	Signer Signer
+	// Definition names the agent definition the engine runs (its digest,
+	// name and version): every run.started records it, and a run recorded
+	// on another definition is not run (ErrOtherDefinition) unless
+	// OnDefinitionChange is DefinitionAdopt. Zero: the engine records none
+	// and runs any run.
+	Definition events.Definition
+	// OnDefinitionChange is DefinitionWait (the default) or
+	// DefinitionAdopt: what the engine does with a run recorded on another
+	// definition of its agent.
+	OnDefinitionChange string
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
+
+// What an engine does with a run recorded on another definition of its
+// agent (Config.OnDefinitionChange).
+const (
+	// DefinitionWait refuses it (ErrOtherDefinition): the run waits for a
+	// worker with its definition.
+	DefinitionWait = "wait"
+	// DefinitionAdopt goes on with it on the engine's definition; the
+	// attempt's run.started records both.
+	DefinitionAdopt = "adopt"
+)
 
 // Signer signs the heads of the runs' hash chains: an ed25519 key, such as
 // an nkey (nkeys.KeyPair has both methods).
@@ -226,6 +247,18 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if !events.ValidAction(cfg.Approval.OnExpiry) {
 		return nil, fmt.Errorf("%w: approval on_expiry %q (want approve, reject or reject_and_continue)", ErrInvalidConfig, cfg.Approval.OnExpiry)
+	}
+	switch cfg.OnDefinitionChange {
+	case "":
+		cfg.OnDefinitionChange = DefinitionWait
+	case DefinitionWait, DefinitionAdopt:
+	default:
+		return nil, fmt.Errorf("%w: on definition change %q (want wait or adopt)", ErrInvalidConfig, cfg.OnDefinitionChange)
+	}
+	if d := cfg.Definition.Digest; d != "" {
+		if err := events.ValidateDigest(d); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		}
 	}
 	if cfg.MaxSteps == 0 {
 		cfg.MaxSteps = DefaultMaxSteps

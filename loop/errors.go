@@ -1,6 +1,11 @@
 package loop
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hookbus/hookbus/events"
+)
 
 var (
 	// ErrInvalidConfig is returned by New for a configuration it cannot run with.
@@ -54,3 +59,31 @@ var ErrBadAnswer = errors.New("loop: answer refused")
 // on its step's other calls after AnswerDeps.Settle: answer again once it
 // waits. Nothing is recorded.
 var ErrRunBusy = errors.New("loop: the run is still running its step")
+
+// ErrOtherDefinition is returned by Run, before anything is written, for a
+// run whose record says it runs on another definition of its agent than
+// the engine's (Config.Definition), when the engine may not adopt it
+// (Config.OnDefinitionChange). Its errors are *DefinitionError values,
+// which a worker hands to the workers of the recorded definition
+// (bus.Handoff).
+var ErrOtherDefinition = errors.New("loop: the run is recorded on another agent definition")
+
+// DefinitionError says which definition a run is recorded on, and which
+// one the engine that refused it has.
+type DefinitionError struct {
+	RunID    string
+	AgentID  string
+	Recorded events.Definition // the run's, from its last run.started
+	Engine   events.Definition // the engine's
+}
+
+func (e *DefinitionError) Error() string {
+	return fmt.Sprintf("loop: run %s of agent %s is recorded on definition %s; this worker runs %s", e.RunID, e.AgentID, e.Recorded, e.Engine)
+}
+
+// Is makes errors.Is(err, ErrOtherDefinition) true.
+func (e *DefinitionError) Is(target error) bool { return target == ErrOtherDefinition }
+
+// HandOff names the digest of the definition the run must go on with: a
+// worker queues the request again pinned to it (bus.Handoff).
+func (e *DefinitionError) HandOff() string { return e.Recorded.Digest }

@@ -31,7 +31,7 @@ func startWorker(t *testing.T, b *bus.Bus, cfg loop.Config) *interceptors.Chain 
 	t.Cleanup(hs.Stop)
 	cfg.Hooks = chain
 	eng := newEngine(t, b, cfg)
-	rc, err := b.ConsumeRuns(context.Background(), bus.RunConsumerConfig{Concurrency: 4}, loop.NewWorker(eng, nil).Handle)
+	rc, err := b.ConsumeRuns(context.Background(), bus.RunConsumerConfig{Agents: bus.Agents("a"), Concurrency: 4}, loop.NewWorker(eng, nil).Handle)
 	if err != nil {
 		t.Fatal(err)
 	}

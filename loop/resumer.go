@@ -40,9 +40,10 @@ func (r *Resumer) log() *slog.Logger {
 // Resolved queues the resumption of e's run when e, an approval.resolved,
 // is the answer that left no call of the run's step waiting, the run has
 // no end, and no attempt started since. The resumption (RunRequest with
-// Resume, and the Definition the run started with) is queued with the
-// de-duplication id "resume.<run>.<e's id>", so handling e again queues it
-// once. Any other event is left alone. A nil error means nothing is left
+// Resume) is pinned to the definition the run's record names
+// (RecordedDefinition: RunRequest.Definition), so only workers holding
+// that definition take it, and is queued with the de-duplication id
+// "resume.<run>.<e's id>", so handling e again queues it once. Any other event is left alone. A nil error means nothing is left
 // to do for e; an error (the session or the queue cannot be reached) asks
 // for e again.
 func (r *Resumer) Resolved(ctx context.Context, e *events.Event) error {
@@ -71,10 +72,8 @@ func (r *Resumer) Resolved(ctx context.Context, e *events.Event) error {
 		}
 	}
 	req := &events.RunRequest{RunID: e.RunID, AgentID: e.AgentID, SessionID: e.SessionID, Resume: true,
-		ParentAgentID: e.ParentAgentID, ParentSessionID: e.ParentSessionID, ParentRunID: e.ParentRunID}
-	if st.definition != nil {
-		req.Definition = st.definition.Digest
-	}
+		ParentAgentID: e.ParentAgentID, ParentSessionID: e.ParentSessionID, ParentRunID: e.ParentRunID,
+		Definition: st.definitionDigest()}
 	if err := r.Queue.Resume(ctx, req, "resume."+e.RunID+"."+e.ID); err != nil {
 		return fmt.Errorf("%w: queue the resumption of run %s: %w", ErrUnrecorded, e.RunID, err)
 	}

@@ -44,7 +44,8 @@ type runState struct {
 	// traceparent is the first traceparent of the run's events (its trace);
 	// parentTrace the first run.started's parent_traceparent.
 	traceparent, parentTrace string
-	// definition is what the first run.started says defined the agent.
+	// definition is the agent definition of the run's last run.started
+	// that names one (nil: none does).
 	definition *events.Definition
 }
 
@@ -64,6 +65,15 @@ type callState struct {
 	approval    *events.ApprovalRequested // the call waits (waited) for a human
 	resolution  *events.ApprovalResolved  // the answer
 	resolvedSeq uint64                    // the answer's seq
+}
+
+// definitionDigest is the digest of the run's recorded definition, "" for
+// none: a resumption pins the run to it.
+func (rs *runState) definitionDigest() string {
+	if rs.definition == nil {
+		return ""
+	}
+	return rs.definition.Digest
 }
 
 func (rs *runState) call(id string) *callState {
@@ -131,13 +141,16 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 			}
 			rs.intake = &p
 		case events.StageRunStarted:
+			var p events.RunStarted
+			if err := decodeOwn(e, &p); err != nil {
+				return nil, err
+			}
 			if !rs.started {
-				var p events.RunStarted
-				if err := decodeOwn(e, &p); err != nil {
-					return nil, err
-				}
 				rs.prompt, rs.firstStarted = p.Prompt, e.Stored
-				rs.parentTrace, rs.definition = p.ParentTraceparent, p.Definition
+				rs.parentTrace = p.ParentTraceparent
+			}
+			if p.Definition != nil {
+				rs.definition = p.Definition
 			}
 			rs.started = true
 			rs.lastStarted = e.Seq

@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/hookbus/hookbus/events"
@@ -18,8 +19,9 @@ type Worker struct {
 	log     *slog.Logger
 }
 
-// NewWorker returns a worker running every agent's requests on eng; log
-// defaults to discarding.
+// NewWorker returns a worker running the requests of whatever agent they
+// name on eng (the agents its run consumer serves); log defaults to
+// discarding.
 func NewWorker(eng *Engine, log *slog.Logger) *Worker {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -29,7 +31,8 @@ func NewWorker(eng *Engine, log *slog.Logger) *Worker {
 
 // NewAgentsWorker returns a worker running each agent's requests on its own
 // engine (an agent definitions file's agents). A request for another agent
-// is dropped, logged: give ConsumeRuns the same agents.
+// is handed back to the queue, never run nor dropped: give ConsumeRuns the
+// same agents.
 func NewAgentsWorker(engines map[string]*Engine, log *slog.Logger) *Worker {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -45,8 +48,8 @@ func (w *Worker) Handle(ctx context.Context, req *events.RunRequest) error {
 	eng := w.any
 	if eng == nil {
 		if eng = w.engines[req.AgentID]; eng == nil {
-			w.log.Error("dropping a run request for an agent this worker does not serve", "run", req.RunID, "agent", req.AgentID)
-			return nil
+			w.log.Error("a run request for an agent this worker has no engine for; handed back", "run", req.RunID, "agent", req.AgentID)
+			return fmt.Errorf("%w: no engine for agent %q on this worker", ErrInvalidConfig, req.AgentID)
 		}
 	}
 	res, err := eng.Run(ctx, req)
@@ -58,6 +61,12 @@ func (w *Worker) Handle(ctx context.Context, req *events.RunRequest) error {
 		// Another worker holds the run now and will end it: its request is
 		// that worker's to acknowledge (the error is a bus.Abandoner).
 		w.log.Warn("run taken over by another worker", "run", req.RunID, "err", err)
+		return err
+	case errors.Is(err, ErrOtherDefinition):
+		// The run goes on with the definition it is recorded on: the
+		// request is queued again for that definition's workers (the
+		// error is a bus.Handoff).
+		w.log.Warn("run recorded on another definition; handed to its workers", "run", req.RunID, "err", err)
 		return err
 	case errors.Is(err, ErrInvalidRequest):
 		w.log.Warn("dropping an invalid run request", "run", req.RunID, "err", err)

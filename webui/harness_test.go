@@ -166,7 +166,7 @@ func startWorker(t *testing.T, b *bus.Bus) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	rc, err := b.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: []string{"ops"}}, loop.NewWorker(eng, nil).Handle)
+	rc, err := b.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: bus.Agents("ops")}, loop.NewWorker(eng, nil).Handle)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

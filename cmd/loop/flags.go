@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/hookbus/hookbus/interceptors"
@@ -84,8 +85,8 @@ func isAgentsFile(v string) bool {
 }
 
 // definitions returns the agents to run: those of --agents FILE, or the
-// one agent id the flags make.
-func (a *agentFlags) definitions(id string) (*agents.File, error) {
+// agent the flags make, under each of ids.
+func (a *agentFlags) definitions(ids ...string) (*agents.File, error) {
 	if a.file != "" {
 		f, err := agents.Load(a.file)
 		if err != nil {
@@ -96,7 +97,7 @@ func (a *agentFlags) definitions(id string) (*agents.File, error) {
 		}
 		return f, nil
 	}
-	def := agents.Agent{ID: id, Model: a.model, System: a.system, MaxSteps: a.maxSteps, Root: a.root,
+	def := agents.Agent{Model: a.model, System: a.system, MaxSteps: a.maxSteps, Root: a.root,
 		Bash: agents.Bash{Sandbox: a.sandbox, SandboxNetwork: a.sandNet}}
 	switch {
 	case a.model != "" && a.script != "":
@@ -124,11 +125,16 @@ func (a *agentFlags) definitions(id string) (*agents.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := agents.Define(def, wd, "flags")
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	f := &agents.File{Path: filepath.Join(wd, "flags")}
+	for _, id := range ids {
+		def.ID = id
+		d, err := agents.Define(def, wd, "flags")
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", cli.ErrUsage, err)
+		}
+		f.Agents = append(f.Agents, d)
 	}
-	return &agents.File{Agents: []*agents.Agent{d}}, nil
+	return f, nil
 }
 
 // build builds each agent (its model, tools and MCP servers), before any

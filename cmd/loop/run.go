@@ -35,7 +35,7 @@ func runOrCompact(ctx context.Context, cmd string, args []string, stdin io.Reade
 		pf.register(fs)
 	}
 	fs.StringVar(&af.file, "agents", "", "agent definitions file (YAML); --agent picks the agent")
-	agent := fs.String("agent", "demo", "agent id (with --agents: one of the file's)")
+	agent := fs.String("agent", defaultAgent, "agent id (with --agents: one of the file's)")
 	session := fs.String("session", "", "session id (default: a new one); the same id continues the conversation")
 	trace := fs.Bool("trace", false, "print every event on stderr as it is published")
 	demoHook := fs.Bool("demo-hook", false, "register the demo's in-process interceptor: a tool.after hook (plugin "+demoPlugin+") that redacts the time of day from the clock's result (make run shows it)")

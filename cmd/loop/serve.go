@@ -21,8 +21,19 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	conn.Register(fs)
 	var af agentFlags
 	af.register(fs)
-	concurrency := fs.Int("concurrency", 4, "runs in flight at once")
-	agentsFlag := fs.String("agents", "", "an agent definitions file (FILE.yaml): serve its agents; or comma-separated agent ids to serve with the flags' agent (default: every agent)")
+	concurrency := fs.Int("concurrency", 4, "runs in flight at once, whatever their agent (with at least as many as agents served, a new run is taken at once; with fewer, within about 100ms per agent)")
+	agentsFlag := fs.String("agents", "", "an agent definitions file (FILE.yaml): serve its agents, each on its definition")
+	var ids []string
+	fs.Func("agent", "an agent id to serve with the agent the flags define (--model, --tools, ...); repeatable or comma-separated (default: demo). Requests of other agents are left to the workers that serve them", func(v string) error {
+		for _, a := range strings.Split(v, ",") {
+			if err := events.ValidateID("agent", a); err != nil {
+				return err
+			}
+			ids = append(ids, a)
+		}
+		return nil
+	})
+	replace := fs.Bool("replace-definition", false, "make this worker's definitions the ones the fleet runs new runs on, even where another worker registered another (a deploy); workers with the old one then take only runs recorded on it")
 	lease := fs.Duration("lease", bus.DefaultRunAckWait, "how long a run may go without a sign of life from its worker before another worker takes it over (the same for every worker of the pool)")
 	verbose := fs.Bool("v", false, cli.VerboseHelp+"; every run is logged")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the worker to FILE when it stops (go tool pprof; make bench-scale uses it)")
@@ -30,7 +41,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	metricsAuth := httpauth.Flags{Prefix: "metrics-"}
 	metricsAuth.Register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: loop serve [flags]\n\nTakes run requests from the HOOKBUS_RUNS work queue until interrupted; start several to share it.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: loop serve [flags]\n\nTakes run requests of the agents it serves from the HOOKBUS_RUNS work queue until\ninterrupted: those of an agent definitions file (--agents FILE), or of the agent ids\nthe flags define (--agent, default demo). Start several to share the queue; a request\nfor an agent no worker serves waits for one. An agent's new runs run on the definition\nthe fleet registered for it (the first worker to serve it registers its own); a run\ngoes on with the definition it started on.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := parse(fs, args); err != nil {
@@ -52,26 +63,22 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 		defer stop()
 	}
-	var ids []string
-	if isAgentsFile(*agentsFlag) {
+	switch {
+	case *agentsFlag != "" && !isAgentsFile(*agentsFlag):
+		return fmt.Errorf("%w: --agents %q is not an agent definitions file (FILE.yaml); to serve agent ids with the agent the flags define, give --agent %s", cli.ErrUsage, *agentsFlag, *agentsFlag)
+	case *agentsFlag != "" && len(ids) > 0:
+		return fmt.Errorf("%w: --agent names the agent ids the flags define; with --agents FILE the file names them", cli.ErrUsage)
+	case *agentsFlag != "":
 		af.file = *agentsFlag
-	} else if *agentsFlag != "" {
-		for _, a := range strings.Split(*agentsFlag, ",") {
-			if err := events.ValidateID("agent", a); err != nil {
-				return fmt.Errorf("%w: --agents: %v", cli.ErrUsage, err)
-			}
-			ids = append(ids, a)
-		}
+	case len(ids) == 0:
+		ids = []string{defaultAgent}
 	}
 	if err := af.check(cli.Set(fs)); err != nil {
 		return err
 	}
-	defs, err := af.definitions("any")
+	defs, err := af.definitions(ids...)
 	if err != nil {
 		return err
-	}
-	if af.file != "" {
-		ids = defs.IDs()
 	}
 	log := cli.Logger(*verbose, stderr)
 	signer, err := loadSigner(af.signing)
@@ -123,24 +130,28 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer closeHooks()
+	source := "flags"
+	if af.file != "" {
+		source = af.file
+	}
+	served := make([]bus.ServedAgent, len(built))
+	for i, b := range built {
+		served[i] = bus.ServedAgent{ID: b.Agent.ID, Definition: b.Config.Definition, Source: source,
+			Replace: *replace, Adopt: b.Config.OnDefinitionChange == loop.DefinitionAdopt}
+	}
 	w := loop.NewAgentsWorker(engs, log)
-	if af.file == "" {
-		w = loop.NewWorker(engs["any"], log) // the flags' agent runs every requested agent id
-	}
-	rc, err := c.Bus.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: ids, Concurrency: *concurrency, AckWait: *lease}, handle(w.Handle))
+	rc, err := c.Bus.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: served, Concurrency: *concurrency, AckWait: *lease}, handle(w.Handle))
 	if err != nil {
-		return err
+		return c.Explain(err)
 	}
-	stopResumer, err := startResumer(ctx, c.Bus, ids, log)
+	stopResumer, err := startResumer(ctx, c.Bus, served, log)
 	if err != nil {
+		rc.Stop()
 		return err
 	}
 	defer stopResumer()
-	where := "all agents"
-	if len(ids) > 0 {
-		where = "agents " + strings.Join(ids, ", ")
-	}
-	fmt.Fprintf(stderr, "loop serve: taking runs for %s, %d at a time (%s)\n", where, *concurrency, c.Where)
+	printRoutes(stderr, rc.Routes())
+	fmt.Fprintf(stderr, "loop serve: taking runs for %s, %d at a time (%s)\n", describeRoutes(rc.Routes()), *concurrency, c.Where)
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "loop serve: draining")
 	rc.Drain()
@@ -158,7 +169,7 @@ func cmdSubmit(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	conn.Register(fs)
 	var pf promptFlags
 	pf.register(fs)
-	agent := fs.String("agent", "demo", "agent id")
+	agent := fs.String("agent", defaultAgent, "agent id")
 	session := fs.String("session", "", "session id (default: a new one)")
 	maxSteps := fs.Int("max-steps", 0, "most steps, at least 1 (default: the worker's)")
 	wait := fs.Bool("wait", false, "wait for the run to end and print its answer")
@@ -210,8 +221,19 @@ func cmdSubmit(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	wctx, cancel := context.WithTimeout(gctx, *timeout)
 	defer cancel()
+	subject, _ := c.Bus.Subjects().Run(req.AgentID)
+	watchCtx, stopWatch := context.WithCancel(wctx)
+	waitingFor := make(chan string, 1)
+	go func() {
+		waitingFor <- watchCoverage(watchCtx, c.Bus.Fleet(), req.AgentID, subject, stderr, 2*time.Second)
+	}()
 	end, err := c.Bus.WaitRun(wctx, req.AgentID, req.SessionID, req.RunID)
+	stopWatch()
+	why := <-waitingFor
 	if err != nil {
+		if why != "" {
+			err = fmt.Errorf("%w (%s; the request stays queued)", err, why)
+		}
 		return exitFailure, c.Explain(fmt.Errorf("waiting for run %s: %w", req.RunID, err))
 	}
 	if end.Stage == events.StageRunFailed {

@@ -18,7 +18,7 @@ Usage:
   observer replay    [connection] [--agent A] [--session S] [--run R [--tree]] [--stage X] [--since DURATION] [--json]
   observer tail      [connection] [--agent A] [--session S] [--run R] [--stage X] [--json]
   observer sessions  [connection] [--agent A] [--since D] [--json]   (sessions: runs, last activity, last run's status)
-  observer runs      [connection] [--agent A] [--session S] [--since D] [--reason R] [--json]
+  observer runs      [connection] [--agent A] [--session S] [--since D] [--reason R] [--queued] [--json]
   observer show      [connection] RUN [--json]   (one run as a tree: steps, tools, hooks' decisions and changes, approvals, sub-agents)
   observer stats     [connection] [--agent A] [--since D] [--json]   (per plugin and stage: calls, latency, decisions, failures)
   observer hooks     list|add|rm|grant|revoke|disable|enable [connection]   (see "observer hooks --help")

@@ -32,8 +32,9 @@ func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	session := fs.String("session", "", "only this session's runs")
 	sinceD := fs.Duration("since", 0, "only events stored in this last while (e.g. 24h)")
 	reason := fs.String("reason", "", "only runs that ended so, or are so: "+strings.Join(runStatuses, ", "))
+	queuedOnly := fs.Bool("queued", false, "list the run requests on the run queue instead (not started yet, or waiting for a worker with their definition): run, agent, session, definition, age, and what each waits for; with --json one object a line")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: observer runs [flags]\n\nLists the runs, oldest first: id (a prefix that show and replay --run take), agent, session, start, duration, steps, status (the reason it ended), tokens (and cost when known).\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: observer runs [flags]\n\nLists the runs, oldest first: id (a prefix that show and replay --run take), agent, session, start, duration, steps, status (the reason it ended), tokens (and cost when known);\nthen the requests still on the run queue, and what each waits for (\"no worker serves agent ops\").\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args); err != nil {
@@ -51,12 +52,30 @@ func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *reason != "" && !slices.Contains(runStatuses, *reason) {
 		return fmt.Errorf("%w: --reason %q (known: %s)", cli.ErrUsage, *reason, strings.Join(runStatuses, ", "))
 	}
+	if *queuedOnly {
+		if *reason != "" || *sinceD != 0 {
+			return fmt.Errorf("%w: --queued lists the requests on the queue: --reason and --since select recorded runs", cli.ErrUsage)
+		}
+		return queuedRequests(ctx, &d, *agent, *session, stdout, stderr)
+	}
 	from, err := since(*sinceD)
 	if err != nil {
 		return err
 	}
 	var rs audit.Runs
-	if err := d.scan(ctx, bus.Filter{Agent: *agent, Session: *session, Since: from}, stderr, rs.Add); err != nil {
+	var queue []queuedRun
+	readQueued := func(ctx context.Context, c *cli.Conn) error {
+		q, err := readQueue(ctx, c, *agent, *session, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "the run queue was not read: %v\n", err)
+		}
+		queue = q
+		return nil
+	}
+	if d.asJSON || *reason != "" || *sinceD > 0 {
+		readQueued = nil // the recorded runs only
+	}
+	if err := d.scanThen(ctx, bus.Filter{Agent: *agent, Session: *session, Since: from}, stderr, rs.Add, readQueued); err != nil {
 		return err
 	}
 	var list []audit.RunSummary
@@ -65,13 +84,20 @@ func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			list = append(list, r)
 		}
 	}
-	if len(list) == 0 && (*agent != "" || *session != "" || *sinceD > 0 || *reason != "") {
+	if len(list) == 0 && len(queue) == 0 && (*agent != "" || *session != "" || *sinceD > 0 || *reason != "") {
 		return fmt.Errorf("no runs match")
 	}
 	if d.asJSON {
 		return writeJSONLines(stdout, list)
 	}
-	return printRuns(stdout, list)
+	if err := printRuns(stdout, list); err != nil {
+		return err
+	}
+	if len(queue) == 0 {
+		return nil
+	}
+	fmt.Fprintln(stdout)
+	return printQueue(stdout, queue)
 }
 
 func printRuns(w io.Writer, list []audit.RunSummary) error {

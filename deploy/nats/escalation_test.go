@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -72,7 +73,7 @@ func TestNoPublishBecomesARun(t *testing.T) {
 	defer cancel()
 	lb, lnc, lerrs := f.userBus(t, "loop")
 	var ran atomic.Int32
-	rc, err := lb.ConsumeRuns(ctx, bus.RunConsumerConfig{PollWait: 100 * time.Millisecond}, func(context.Context, *events.RunRequest) error {
+	rc, err := lb.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: bus.Agents("demo"), PollWait: 100 * time.Millisecond}, func(context.Context, *events.RunRequest) error {
 		ran.Add(1)
 		return nil
 	})
@@ -84,7 +85,7 @@ func TestNoPublishBecomesARun(t *testing.T) {
 
 	for _, user := range []string{"approver", "alice", "webui", "auditor", "plugin-pii", "plugin-policy"} {
 		nc, errs := f.connect(t, user)
-		for _, subj := range []string{"hookbus.run.demo", "hookbus.approval.nobody.x", "hookbus.wake.demo.r1", "hookbus.wake.demo.r1.due"} {
+		for _, subj := range []string{"hookbus.run.demo", "hookbus.run.demo." + strings.Repeat("ab", 32), "hookbus.approval.nobody.x", "hookbus.wake.demo.r1", "hookbus.wake.demo.r1.due"} {
 			denyPublish(t, nc, errs, subj)
 		}
 		// A schedule targeting the run queue, on each subject the user

@@ -198,10 +198,12 @@ func (e *env) latency(ctx context.Context, res *results) error {
 		return err
 	}
 	most := 0
+	var agents []string
 	for _, n := range e.cfg.levels {
 		most = max(most, n)
+		agents = append(agents, fmt.Sprintf("lat%d", n))
 	}
-	w, err := e.startWorker(ctx, "worker", script, most)
+	w, err := e.startWorker(ctx, "worker", script, most, "--agent", strings.Join(agents, ","))
 	if err != nil {
 		return err
 	}
@@ -256,9 +258,9 @@ func (e *env) saturation(ctx context.Context, res *results) error {
 			return first
 		}
 		for i := range workers {
-			var extra []string
+			extra := []string{"--agent", fmt.Sprintf("sat%d", workers)}
 			if workers == 1 {
-				extra = []string{"--cpuprofile", profile}
+				extra = append(extra, "--cpuprofile", profile)
 			}
 			w, err := e.startWorker(ctx, fmt.Sprintf("sat%d-worker%d", workers, i+1), script, e.cfg.satConc, extra...)
 			if err != nil {

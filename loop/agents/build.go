@@ -81,6 +81,10 @@ func (a *Agent) Build(ctx context.Context, log *slog.Logger) (*Built, error) {
 			return nil, fmt.Errorf("%w: agent %q: tools: %v", ErrBuild, a.ID, err)
 		}
 	}
+	def, err := a.Definition()
+	if err != nil {
+		return nil, err
+	}
 	b := &Built{Agent: a}
 	if len(a.MCP) > 0 {
 		cfgs := make([]mcp.ServerConfig, len(a.MCP))
@@ -97,6 +101,7 @@ func (a *Agent) Build(ctx context.Context, log *slog.Logger) (*Built, error) {
 		Model: model, Tools: ts, SystemPrompt: a.System, MaxSteps: a.MaxSteps,
 		ModelTimeout: time.Duration(a.ModelTimeout), ModelRetry: loop.Retry{Attempts: a.ModelAttempts},
 		Budget: a.budget(), ToolTimeout: time.Duration(a.ToolTimeout),
+		Definition: def, OnDefinitionChange: a.Policy(),
 	}
 	b.Config.Approval, _ = a.approval() // checked by Parse
 	for _, id := range a.Subagents {

@@ -4,6 +4,7 @@
 //
 //	agents:
 //	  - id: coder
+//	    version: "3"                        # optional: a newer version replaces the fleet's definition
 //	    model: openai:gpt-4.1-mini          # or anthropic:claude-sonnet-4-5, scripted:demo, scripted:FILE
 //	    system: You fix bugs in this repository.
 //	    root: ./repo                        # file tools are confined to it; Bash runs in it
@@ -17,6 +18,11 @@
 //	      PreToolUse:
 //	        - matcher: Bash
 //	          hooks: [{type: command, command: ./hooks/guard.sh}]
+//
+// Agent.Definition digests what defines an agent (docs/PROTOCOL.md, "Agent
+// definitions"): a worker records it in every run.started, registers it in
+// the fleet, and resumes a run only on the definition it started with
+// (or, with on_definition_change: adopt, records that it adopted it).
 //
 // Load checks a file without I/O beyond reading it, and refuses an invalid
 // one with the file, line, agent and field named (an unknown field, an

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/mcp"
 	"github.com/hookbus/hookbus/loop/tools"
 	"go.yaml.in/yaml/v3"
@@ -32,6 +33,17 @@ type Agent struct {
 	// ID is the agent id (a subject token): runs of the agent are
 	// requested on <prefix>.run.<id> and recorded under its events.
 	ID string `yaml:"id"`
+	// Version is the definition's version, as its author numbers it
+	// ("3", "1.4.0"). A worker whose definition of the agent has a newer
+	// version than the one the fleet registered replaces it when it
+	// starts (docs/PROTOCOL.md, "Agent definitions").
+	Version string `yaml:"version"`
+	// OnDefinitionChange is what this definition does with a run of the
+	// agent recorded on another definition (a deploy between two attempts
+	// of a run): "wait" (the default) leaves it to a worker holding the
+	// run's definition; "adopt" lets this definition go on with it, and
+	// its run.started records both definitions.
+	OnDefinitionChange string `yaml:"on_definition_change"`
 	// Description says what the agent is for (shown to a parent agent
 	// that may call it).
 	Description string `yaml:"description"`
@@ -335,6 +347,14 @@ func (a *Agent) check() error {
 	}
 	if _, _, err := SplitModel(a.Model); err != nil {
 		return a.errorf("model", "%v", err)
+	}
+	if err := checkVersion(a.Version); err != nil {
+		return a.errorf("version", "%v", err)
+	}
+	switch a.OnDefinitionChange {
+	case "", loop.DefinitionWait, loop.DefinitionAdopt:
+	default:
+		return a.errorf("on_definition_change", "%q (want wait or adopt)", a.OnDefinitionChange)
 	}
 	switch {
 	case a.MaxTokens < 0:

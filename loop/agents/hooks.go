@@ -21,6 +21,7 @@ import (
 // Settings is nil when the agent has none.
 type Hooks struct {
 	Settings *claudecode.Settings
+	raw      []byte // the section as JSON ({"hooks": ...}, keys sorted): part of the definition's digest
 }
 
 // UnmarshalYAML reads the section as claudecode.ParseSettings reads a
@@ -38,7 +39,7 @@ func (h *Hooks) UnmarshalYAML(n *yaml.Node) error {
 	if err != nil {
 		return err
 	}
-	h.Settings = s
+	h.Settings, h.raw = s, b
 	return nil
 }
 

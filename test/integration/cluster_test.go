@@ -214,7 +214,7 @@ func TestClusterWorkersShareRunQueue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rc, err := wb.ConsumeRuns(ctx, bus.RunConsumerConfig{Concurrency: 1, AckWait: 30 * time.Second}, loop.NewWorker(eng, nil).Handle)
+		rc, err := wb.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: bus.Agents("pool"), Concurrency: 1, AckWait: 30 * time.Second}, loop.NewWorker(eng, nil).Handle)
 		if err != nil {
 			t.Fatalf("worker %d on %s: %v", i+1, nc.ConnectedServerName(), err)
 		}

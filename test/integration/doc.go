@@ -58,7 +58,7 @@
 //     command runs: the resumed run records the outcome unknown
 //     (tool.failed unknown=true) and the tool ran once.
 //   - TestFaultRunRequestNamingAnotherAgent: a request on hookbus.run.demo
-//     naming agent victim is refused by a loop serve --agents demo worker:
+//     naming agent victim is refused by a loop serve --agent demo worker:
 //     nothing runs, nothing is written under hookbus.evt.victim, and a dead
 //     letter on hookbus.dlq.hookbus-workers gives the reason.
 //   - TestFaultInterceptorForgesTheRecord: an interceptor stores a forged

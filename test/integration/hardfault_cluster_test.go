@@ -44,7 +44,11 @@ func clusterLeaderTrials(t *testing.T, stream string, foreground bool) {
 	checkProvisionedR3(t, ctx, admin)
 	root := t.TempDir()
 	script := loadScriptFile(t, loadDelayMS)
-	args := loadWorkerArgs(urls, script, root, "--replicas", "3")
+	var agents []string
+	for trial := 1; trial <= clusterTrials; trial++ {
+		agents = append(agents, fmt.Sprintf("t%d", trial))
+	}
+	args := loadWorkerArgs(urls, script, root, "--replicas", "3", "--agent", strings.Join(agents, ","))
 	ws := []*worker{startWorker(t, args...), startWorker(t, args...)}
 
 	var all []string

@@ -18,7 +18,7 @@ import (
 // event it is asked about, an interceptor whose clock runs ahead.
 
 // A run request published on hookbus.run.demo whose body names agent
-// "victim", to a worker that serves only demo (loop serve --agents demo):
+// "victim", to a worker that serves only demo (loop serve --agent demo):
 // nothing runs, nothing is written under hookbus.evt.victim.>, a dead
 // letter on hookbus.dlq.<the workers' durable> carries the request and the
 // reason, the worker logs it, and the worker goes on serving demo.
@@ -27,7 +27,7 @@ func TestFaultRunRequestNamingAnotherAgent(t *testing.T) {
 	ctx := testCtx(t, 3*time.Minute)
 	srv := startNATS(t)
 	b := adminBus(t, ctx, srv.url(), 1)
-	w := startWorker(t, "--nats", srv.url(), "--agents", "demo", "-v")
+	w := startWorker(t, "--nats", srv.url(), "--agent", "demo", "-v")
 
 	forged := &events.RunRequest{RunID: events.NewID(), AgentID: "victim", SessionID: "s1", Prompt: "run as someone else", SubmittedAt: time.Now().UTC()}
 	body, err := json.Marshal(forged)

@@ -59,9 +59,9 @@ func serverKillTrial(t *testing.T, down, outage time.Duration) {
 	srv := startNATS(t)
 	admin := adminBus(t, ctx, srv.url(), 1)
 	root := t.TempDir()
-	var extra []string
+	extra := []string{"--agent", "load"}
 	if outage > 0 {
-		extra = []string{"--outage", outage.String()}
+		extra = append(extra, "--outage", outage.String())
 	}
 	args := loadWorkerArgs(srv.url(), loadScriptFile(t, loadDelayMS), root, extra...)
 	ws := []*worker{startWorker(t, args...), startWorker(t, args...)}

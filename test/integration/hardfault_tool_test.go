@@ -48,8 +48,12 @@ func newToolRun(t *testing.T, ctx context.Context, command string) *toolRun {
 	srv := startNATS(t)
 	root := t.TempDir()
 	return &toolRun{srv: srv, b: adminBus(t, ctx, srv.url(), 1), root: root,
-		args: []string{"--nats", srv.url(), "--concurrency", "1", "--lease", "3s", "--script", oneCallScript(t, command), "--tools", "Bash", "--root", root, "-v"}}
+		args: []string{"--nats", srv.url(), "--concurrency", "1", "--lease", "3s", "--script", oneCallScript(t, command), "--tools", "Bash", "--root", root, "-v",
+			"--agent", toolAgents}}
 }
+
+// toolAgents are the agents the tool tests' workers serve.
+const toolAgents = "slowafter,slowtool"
 
 // submit queues one run and returns it.
 func (r *toolRun) submit(t *testing.T, ctx context.Context, agent string) *events.RunRequest {

@@ -144,7 +144,7 @@ func TestLoad200ConcurrentRunsWithRemoteInterceptors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := wb.ConsumeRuns(ctx, bus.RunConsumerConfig{Concurrency: runs, AckWait: time.Minute}, loop.NewWorker(eng, nil).Handle)
+	rc, err := wb.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: bus.Agents("load"), Concurrency: runs, AckWait: time.Minute}, loop.NewWorker(eng, nil).Handle)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func TestRemoteInterceptorInAnotherProcess(t *testing.T) {
 	addr := freeAddr(t)
 	url := "nats://" + addr
 	store := filepath.Join(t.TempDir(), "store")
-	_, serveOut := start(t, "loop", "serve", "--store", store, "--listen", addr)
+	_, serveOut := start(t, "loop", "serve", "--store", store, "--listen", addr, "--agent", "a1,a2")
 	waitFor(t, 30*time.Second, func() bool { return strings.Contains(serveOut.String(), "taking runs") }, "loop serve: %s", serveOut)
 
 	add := run(t, "observer", "hooks", "add", "--nats", url, "--stage", "tool.before", "--plugin", "policy", "--tools", "calculator", "--timeout", "2s")

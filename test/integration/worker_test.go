@@ -28,7 +28,7 @@ func TestServeSubmitTail(t *testing.T) {
 	addr := freeAddr(t)
 	url := "nats://" + addr
 	store := filepath.Join(t.TempDir(), "store")
-	_, serveOut := start(t, "loop", "serve", "--store", store, "--listen", addr, "--concurrency", "2")
+	_, serveOut := start(t, "loop", "serve", "--store", store, "--listen", addr, "--concurrency", "2", "--agent", "support")
 	bustest.Eventuallyf(t, 30*time.Second, func() bool { return strings.Contains(serveOut.String(), "taking runs") },
 		"loop serve to start; output so far:\n%s", serveOut)
 

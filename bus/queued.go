@@ -1,0 +1,127 @@
+package bus
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// QueuedRun is a run request on the run queue: not taken yet, or taken
+// and not acknowledged (a run in flight, or one handed back for another
+// attempt).
+type QueuedRun struct {
+	// Seq and Subject are where the request is stored.
+	Seq     uint64 `json:"seq"`
+	Subject string `json:"subject"`
+	RunID   string `json:"run_id"`
+	AgentID string `json:"agent_id"`
+	// SessionID is empty for a claim-checked request (its body is in the
+	// payloads object store).
+	SessionID string `json:"session_id,omitempty"`
+	// Definition is the digest the request is pinned to ("" for none).
+	Definition string `json:"definition,omitempty"`
+	Resume     bool   `json:"resume,omitempty"`
+	Compact    bool   `json:"compact,omitempty"`
+	// Queued is when the request was stored.
+	Queued time.Time `json:"queued"`
+	// Taken is set when a worker received the request and has not
+	// acknowledged it: it runs, or waits for another attempt.
+	Taken bool `json:"taken"`
+}
+
+// maxQueuedRead bounds how many requests QueuedRuns reads.
+const maxQueuedRead = 10000
+
+// QueuedRuns lists the run requests on the run queue, oldest first (of
+// agent, or of every agent for ""), reading the stream without consuming
+// it: message gets by sequence, and the consumers' delivered sequences for
+// Taken. At most 10000 are read; truncated is set when there were more. It
+// returns an error wrapping ErrConsumer when the stream cannot be read.
+func (b *Bus) QueuedRuns(ctx context.Context, agent string) (list []QueuedRun, truncated bool, err error) {
+	filters := []string{b.subj.AllRuns()}
+	if agent != "" {
+		run, err := b.subj.Run(agent)
+		if err != nil {
+			return nil, false, err
+		}
+		pinned, _ := b.subj.RunsPinned(agent)
+		filters = []string{run, pinned}
+	}
+	ctx, cancel := b.withTimeout(ctx)
+	defer cancel()
+	st, err := b.js.Stream(ctx, b.names.Runs)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Runs, ctxErr(ctx, err))
+	}
+	for _, f := range filters {
+		for seq := uint64(1); ; {
+			if len(list) >= maxQueuedRead {
+				return list, true, nil
+			}
+			m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(f))
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				break
+			}
+			if err != nil {
+				return nil, false, fmt.Errorf("%w: read %s at %d: %w", ErrConsumer, b.names.Runs, seq, ctxErr(ctx, err))
+			}
+			list = append(list, b.queued(m))
+			seq = m.Sequence + 1
+		}
+	}
+	sortQueued(list)
+	b.markTaken(ctx, st, list)
+	return list, false, nil
+}
+
+// queued reads one stored request; an unreadable body leaves the fields it
+// would give empty.
+func (b *Bus) queued(m *jetstream.RawStreamMsg) QueuedRun {
+	q := QueuedRun{Seq: m.Sequence, Subject: m.Subject, Queued: m.Time}
+	q.AgentID, q.Definition, _ = b.subj.ParseRun(m.Subject)
+	if ref := m.Header.Get(RunRefHeader); ref != "" {
+		// <bucket>/run/<run id>/<hash>
+		parts := strings.Split(ref, "/")
+		if len(parts) == 4 {
+			q.RunID = parts[2]
+		}
+		return q
+	}
+	if r, err := events.DecodeRunRequest(m.Data); err == nil {
+		q.RunID, q.SessionID, q.Resume, q.Compact = r.RunID, r.SessionID, r.Resume, r.Compact
+	}
+	return q
+}
+
+func sortQueued(list []QueuedRun) {
+	slices.SortFunc(list, func(a, b QueuedRun) int { return cmp.Compare(a.Seq, b.Seq) })
+}
+
+// markTaken sets Taken on the requests the default pool's consumer of
+// their subject delivered already (the stream keeps a work queue's request
+// until it is acknowledged).
+func (b *Bus) markTaken(ctx context.Context, st jetstream.Stream, list []QueuedRun) {
+	delivered := map[string]uint64{} // by consumer name
+	for i, q := range list {
+		runs, pinned := RunConsumerNames(DefaultRunDurable, q.AgentID, q.Definition)
+		name := runs
+		if q.Definition != "" {
+			name = pinned
+		}
+		d, ok := delivered[name]
+		if !ok {
+			if c, err := st.Consumer(ctx, name); err == nil {
+				d = c.CachedInfo().Delivered.Stream
+			}
+			delivered[name] = d
+		}
+		list[i].Taken = q.Seq <= d
+	}
+}
