@@ -52,8 +52,9 @@ func newToolRun(t *testing.T, ctx context.Context, command string) *toolRun {
 			"--agent", toolAgents}}
 }
 
-// toolAgents are the agents the tool tests' workers serve.
-const toolAgents = "slowafter,slowtool"
+// toolAgents are the agents the tool tests' workers serve (a run of
+// another agent would wait for a worker that serves it).
+const toolAgents = "slowafter,slowtool,paused,atonce,stopped"
 
 // submit queues one run and returns it.
 func (r *toolRun) submit(t *testing.T, ctx context.Context, agent string) *events.RunRequest {
