@@ -36,6 +36,7 @@ var adjustments = map[string]func(*jsonschema.Schema){
 		ref(s, "stage", "InterceptableStage")
 		s.Properties.Set("timeout", &jsonschema.Schema{Type: "string", Pattern: goDuration,
 			Description: "timeout bounds each call: a Go duration (\"5s\", \"250ms\"), default 5s, at most 30s."})
+		registrationRules(s)
 	},
 	"RunRequest": func(s *jsonschema.Schema) {
 		prop(s, "traceparent").Pattern = traceparentPattern
@@ -75,6 +76,31 @@ const (
 	// jsonPointer is an RFC 6901 JSON Pointer.
 	jsonPointer = `^(/([^~/]|~[01])*)*$`
 )
+
+// registrationRules are Registration.Validate's rules between fields: a
+// tools matcher only on the stages whose events name a tool, mode validate
+// only on a stage that accepts deny.
+func registrationRules(s *jsonschema.Schema) {
+	var toolMatched, denying []string
+	for _, st := range events.InterceptableStages() {
+		if interceptors.ToolMatched(st) {
+			toolMatched = append(toolMatched, string(st))
+		}
+		if st.Accepts().Has(events.DecisionDeny) {
+			denying = append(denying, string(st))
+		}
+	}
+	one := uint64(1)
+	when := func(name string, v *jsonschema.Schema) *jsonschema.Schema {
+		p := jsonschema.NewProperties()
+		p.Set(name, v)
+		return &jsonschema.Schema{Properties: p, Required: []string{name}}
+	}
+	s.AllOf = []*jsonschema.Schema{
+		{If: when("tools", &jsonschema.Schema{MinLength: &one}), Then: when("stage", &jsonschema.Schema{Enum: anys(toolMatched)})},
+		{If: when("mode", &jsonschema.Schema{Const: string(interceptors.ModeValidate)}), Then: when("stage", &jsonschema.Schema{Enum: anys(denying)})},
+	}
+}
 
 // decisionRules are ParseDecision's consistency rules: modify carries data
 // (an object) or a patch, not both; mock carries a tool result in data and

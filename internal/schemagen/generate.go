@@ -313,6 +313,19 @@ func (g *gen) bundle(schemas map[string]*jsonschema.Schema) *jsonschema.Schema {
 	defs["StagePayloads"] = stages
 	defs["StageDecisions"] = accepts
 	defs["InterceptableStage"] = g.extraDef("InterceptableStage")
+	var privileged, toolMatched []string
+	for _, st := range events.Stages() {
+		if st.Privileged() {
+			privileged = append(privileged, string(st))
+		}
+		if interceptors.ToolMatched(st) {
+			toolMatched = append(toolMatched, string(st))
+		}
+	}
+	defs["PrivilegedStage"] = &jsonschema.Schema{Type: "string", Enum: anys(privileged),
+		Description: "A stage that accepts only trusted interceptors: built-in ones, and plugins granted privileged_hooks (KV bucket hookbus_trust)."}
+	defs["ToolMatchedStage"] = &jsonschema.Schema{Type: "string", Enum: anys(toolMatched),
+		Description: "A stage whose registrations may narrow themselves to tools (tools): the tool's name, or on subagent.before the called agent's id."}
 	return &jsonschema.Schema{
 		Version: jsonschema.Version,
 		Title:   "hookbus",
