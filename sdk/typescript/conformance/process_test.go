@@ -26,7 +26,7 @@ func sdkDir() string {
 }
 
 // needSDK skips the test when node or the built SDK is missing.
-func needSDK(t *testing.T) (node, server string) {
+func needSDK(t testing.TB) (node, server string) {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -43,19 +43,21 @@ func needSDK(t *testing.T) (node, server string) {
 
 // tsProcess is conformance/server.ts, serving plugins with the SDK.
 type tsProcess struct {
-	t   *testing.T
+	t   testing.TB
 	nc  *nats.Conn // the test's control connection
 	out *bustest.Buffer
 }
 
-// startTS starts the TypeScript side against the server at url, and waits
-// for it to say it is ready. t.Cleanup kills it.
-func startTS(t *testing.T, url string, nc *nats.Conn) *tsProcess {
+// startTS starts the TypeScript side against the server at url (env adds
+// to its environment: CONFORMANCE_USER and CONFORMANCE_PASS are its
+// credentials), and waits for it to say it is ready. t.Cleanup kills it.
+func startTS(t testing.TB, url string, nc *nats.Conn, env ...string) *tsProcess {
 	t.Helper()
 	node, server := needSDK(t)
 	p := &tsProcess{t: t, nc: nc, out: &bustest.Buffer{}}
 	cmd := exec.Command(node, server, url)
 	cmd.Dir = sdkDir()
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = p.out
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -131,7 +133,7 @@ func (p *tsProcess) control(verb string, req any) error {
 // those of ic (a bridge: the SDK decodes each request, claim-checked data
 // included, and hands the request it built to ic here); nil ic serves a
 // handler that allows at once. t.Cleanup stops it.
-func (p *tsProcess) serve(t *testing.T, plugin string, stages []events.Stage, ic interceptors.Interceptor, extra map[string]any) error {
+func (p *tsProcess) serve(t testing.TB, plugin string, stages []events.Stage, ic interceptors.Interceptor, extra map[string]any) error {
 	t.Helper()
 	req := map[string]any{"plugin": plugin, "stages": stages, "handler": "allow"}
 	for k, v := range extra {

@@ -16,7 +16,8 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { intercept, isHookbusError, register, unregister, type InterceptableStage, type Interceptor, type RegistrationInput } from "@hookbus/sdk";
 
 const url = process.argv[2] ?? process.env.NATS_URL ?? "nats://127.0.0.1:4222";
-const nc: NatsConnection = await connect({ servers: url, name: "hookbus-conformance-ts" });
+const user = process.env.CONFORMANCE_USER;
+const nc: NatsConnection = await connect({ servers: url, name: "hookbus-conformance-ts", ...(user ? { user, pass: process.env.CONFORMANCE_PASS } : {}) });
 const served = new Map<string, Interceptor>();
 const enc = new TextEncoder();
 
