@@ -52,6 +52,22 @@ func TestSchemasInSync(t *testing.T) {
 	}
 }
 
+// docs/asyncapi.yaml is what the Go types give now.
+func TestAsyncAPIInSync(t *testing.T) {
+	root := filepath.Join("..", "..")
+	want, err := GenerateAsyncAPI(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(root, AsyncAPIFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from what the Go types give (first difference at line %d): %s", AsyncAPIFile, firstDiff(got, want), regenerate)
+	}
+}
+
 func firstDiff(a, b []byte) int {
 	la, lb := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
 	for i := range min(len(la), len(lb)) {

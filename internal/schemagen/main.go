@@ -50,7 +50,11 @@ func write(root string) error {
 			return err
 		}
 	}
-	return nil
+	api, err := GenerateAsyncAPI(root)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(root, AsyncAPIFile), api, 0o644)
 }
 
 // existing lists the generated files under dir (every *.schema.json), as

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +185,16 @@ func TestTypeScriptDiscovery(t *testing.T) {
 	}
 	if d, err := r.Intercept(context.Background(), &interceptors.Request{Stage: events.StageToolAfter, Event: ev, Deadline: time.Now().Add(5 * time.Second)}); err != nil || d != nil {
 		t.Fatalf("Intercept: %+v, %v; want an allow (empty reply)", d, err)
+	}
+}
+
+// The SDK's generated types (src/schema.ts, src/stages.ts) are what
+// docs/schema gives now.
+func TestTypeScriptTypesInSync(t *testing.T) {
+	node, _ := needSDK(t)
+	cmd := exec.Command(node, filepath.Join("scripts", "gen-types.mjs"), "--check")
+	cmd.Dir = sdkDir()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s(%v): regenerate with: cd sdk/typescript && npm run gen", out, err)
 	}
 }
