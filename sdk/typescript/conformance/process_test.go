@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,7 +142,11 @@ func (p *tsProcess) serve(t testing.TB, plugin string, stages []events.Stage, ic
 	}
 	if ic != nil {
 		req["handler"] = "bridge"
-		sub, err := p.nc.Subscribe("conformance.call."+plugin, func(m *nats.Msg) { go answer(m, plugin, ic) })
+		if len(stages) != 1 {
+			t.Fatalf("a bridge serves one stage, not %v", stages)
+		}
+		subject := "conformance.call." + plugin + "." + strings.ReplaceAll(string(stages[0]), ".", "_")
+		sub, err := p.nc.Subscribe(subject, func(m *nats.Msg) { go answer(m, plugin, ic) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +159,7 @@ func (p *tsProcess) serve(t testing.TB, plugin string, stages []events.Stage, ic
 		return err
 	}
 	t.Cleanup(func() {
-		if err := p.control("stop", map[string]any{"plugin": plugin}); err != nil {
+		if err := p.control("stop", map[string]any{"plugin": plugin, "stages": stages}); err != nil {
 			t.Errorf("stop %s: %v", plugin, err)
 		}
 	})

@@ -7,7 +7,7 @@
 //   serve      {plugin, stages, prefix?, handler?}  serve a plugin; handler "bridge" (the default) asks the
 //              Go test for each decision on conformance.call.<plugin>, so the suite's own Go interceptor decides
 //              while this SDK does everything else; "allow" allows at once (round-trip figures)
-//   stop       {plugin}                             stop it
+//   stop       {plugin, stages}                     stop it
 //   register   {registration, prefix?}              register(...)
 //   unregister {stage, plugin, prefix?}             unregister(...)
 // Each is answered {"ok":true} or {"error":"...","kind":"..."}.
@@ -33,6 +33,8 @@ type Control = {
   pass?: string;
 };
 
+const key = (req: Control) => `${req.plugin} ${req.stages?.join(" ")}`;
+
 async function control(verb: string, req: Control): Promise<void> {
   switch (verb) {
     case "serve": {
@@ -45,7 +47,7 @@ async function control(verb: string, req: Control): Promise<void> {
         handler: req.handler === "allow" ? () => null : async (r) => {
           // The Go side rebuilds the event from what this SDK decoded, and answers.
           const reply = await nc.request(
-            `conformance.call.${plugin}`,
+            `conformance.call.${plugin}.${r.stage.replaceAll(".", "_")}`,
             enc.encode(JSON.stringify({ stage: r.stage, event: { ...r.event, data: r.data }, deadline: r.deadline.toISOString() })),
             { timeout: Math.max(1, r.deadline.getTime() - Date.now() + 1000) },
           );
@@ -54,12 +56,12 @@ async function control(verb: string, req: Control): Promise<void> {
           return out.decision as never;
         },
       });
-      served.set(plugin, svc);
+      served.set(key(req), svc);
       return;
     }
     case "stop": {
-      await served.get(req.plugin!)?.stop();
-      served.delete(req.plugin!);
+      await served.get(key(req))?.stop();
+      served.delete(key(req));
       return;
     }
     case "register":
