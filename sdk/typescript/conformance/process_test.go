@@ -33,7 +33,7 @@ func needSDK(t testing.TB) (node, server string) {
 	if err != nil {
 		t.Skip("skipped: node is not on PATH (the TypeScript SDK's tests need Node.js 20 or later)")
 	}
-	server = filepath.Join(sdkDir(), "dist-conformance", "server.js")
+	server = filepath.Join(sdkDir(), "build", "conformance", "server.js")
 	for _, f := range []string{server, filepath.Join(sdkDir(), "dist", "index.js"), filepath.Join(sdkDir(), "node_modules", "@nats-io", "services")} {
 		if _, err := os.Stat(f); err != nil {
 			t.Skipf("skipped: the TypeScript SDK is not built (%s is missing): run make sdk-ts (npm ci and npm run build in sdk/typescript)", f)
