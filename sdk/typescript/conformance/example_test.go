@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -115,5 +116,25 @@ func TestDenyRmRfExample(t *testing.T) {
 	}
 	if !denied || res.Reason != events.ReasonDone {
 		t.Fatalf("run ended %s; a remote deny by no-rm-rf recorded: %v", res.Reason, denied)
+	}
+}
+
+// The policy the READMEs show is examples/deny-rm-rf.ts, which
+// TestDenyRmRfExample runs.
+func TestReadmePolicyIsTheExample(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join(sdkDir(), "examples", "deny-rm-rf.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, readme := range []string{filepath.Join(sdkDir(), "..", "..", "README.md"), filepath.Join(sdkDir(), "README.md")} {
+		b, err := os.ReadFile(readme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, block, ok := strings.Cut(string(b), "```ts\n")
+		block, _, _ = strings.Cut(block, "```\n")
+		if !ok || strings.TrimSpace(block) != strings.TrimSpace(string(example)) {
+			t.Errorf("%s's first ts block is not examples/deny-rm-rf.ts:\n%s", readme, block)
+		}
 	}
 }
