@@ -38,7 +38,7 @@ export interface InterceptOptions<S extends InterceptableStage> extends Omit<Reg
   connect?: ConnectionOptions;
   /** The subject prefix (default "hookbus"). */
   prefix?: string;
-  /** Also write the registration of each stage into the registry (register), so that loops call the plugin; tools, agents, order, timeout, policy and mode are its fields. */
+  /** Also write the registration of each stage into the registry (register), once the service is up, so that loops call the plugin; tools, agents, order, timeout, policy and mode are its fields. The registration stays when the service stops (other instances may serve the plugin): unregister removes it. */
   register?: boolean;
   /** The service's SemVer version (default "0.0.0"). */
   version?: string;
@@ -88,22 +88,26 @@ export async function intercept<S extends InterceptableStage>(opts: InterceptOpt
   check(opts.plugin, stages, opts.handler);
   const own = !opts.nc;
   const nc = opts.nc ?? (await connect(opts.connect ?? { servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" }));
+  let service: Service | undefined;
   try {
+    service = await serve(nc, prefix, stages, opts);
+    // Registered once served: a loop never calls a plugin nobody serves yet.
     if (opts.register) {
       for (const stage of stages) {
         await register(nc, { ...pick(opts), plugin: opts.plugin, stage }, { prefix });
       }
     }
-    const service = await serve(nc, prefix, stages, opts);
-    const stop = async () => {
-      await service.stop();
-      if (own && !nc.isClosed()) await nc.drain();
-    };
-    return { nc, service, stopped: service.stopped, stop, stats: () => service.stats() };
   } catch (err) {
+    await service?.stop();
     if (own) await nc.close();
     throw err;
   }
+  const svc = service;
+  const stop = async () => {
+    await svc.stop();
+    if (own && !nc.isClosed()) await nc.drain();
+  };
+  return { nc, service: svc, stopped: svc.stopped, stop, stats: () => svc.stats() };
 }
 
 function check(plugin: string, stages: string[], handler: unknown): void {
