@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"sync"
 	"testing"
 
 	"github.com/hookbus/hookbus/events"
@@ -39,21 +38,14 @@ func Dir() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "docs", "schema")
 }
 
-var (
-	loadOnce sync.Once
-	loaded   *Schemas
-	loadErr  error
-)
-
-// Load compiles the schemas (once per test binary) and fails t when they do
-// not compile.
+// Load compiles the schemas of Dir and fails t when they do not compile.
 func Load(t testing.TB) *Schemas {
 	t.Helper()
-	loadOnce.Do(func() { loaded, loadErr = Compile(Dir()) })
-	if loadErr != nil {
-		t.Fatalf("schematest: %v", loadErr)
+	s, err := Compile(Dir())
+	if err != nil {
+		t.Fatalf("schematest: %v", err)
 	}
-	return loaded
+	return s
 }
 
 // Compile compiles the schemas in dir, asserting formats (date-time).
