@@ -20,6 +20,7 @@ import (
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/scripted"
 	"github.com/hookbus/hookbus/loop/tools"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -186,6 +187,18 @@ func TestLiveRunMatchesSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Stop()
+	// A spy sees the interception requests as they travel.
+	var spyMu sync.Mutex
+	var requests []*nats.Msg
+	spy, err := bustest.Conn(t, srv).Subscribe("hookbus.hook.>", func(m *nats.Msg) {
+		spyMu.Lock()
+		requests = append(requests, m)
+		spyMu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spy.Unsubscribe()
 	hooks := interceptors.NewChain()
 	if _, err := b.RegisterRemote(hooks, interceptors.Registration{Plugin: "weather-mock", Stage: events.StageToolBefore, Tools: "weather"}); err != nil {
 		t.Fatal(err)
@@ -278,5 +291,20 @@ func TestLiveRunMatchesSchemas(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d events (%d claim-checked): %v", len(evs), refs, fmt.Sprint(seen))
+	bustest.Eventuallyf(t, 10*time.Second, func() bool {
+		spyMu.Lock()
+		defer spyMu.Unlock()
+		return len(requests) > 0
+	}, "the spy sees the interception request")
+	spyMu.Lock()
+	defer spyMu.Unlock()
+	for _, m := range requests {
+		if err := s.RequestHeaders(events.Header(m.Header)); err != nil {
+			t.Errorf("request on %s: %v", m.Subject, err)
+		}
+		if err := s.Payload(events.StageToolBefore, m.Data); err != nil {
+			t.Errorf("request on %s: %v", m.Subject, err)
+		}
+	}
+	t.Logf("%d events (%d claim-checked), %d interception requests: %v", len(evs), refs, len(requests), fmt.Sprint(seen))
 }
