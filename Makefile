@@ -10,7 +10,7 @@ TESTFLAGS ?= -race -count=1 -timeout 15m
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 5
 
-.PHONY: all build run test test-faults e2e vet staticcheck unit bench bench-scale fuzz clean browser sandbox ui
+.PHONY: all build run test test-faults e2e vet staticcheck unit bench bench-scale fuzz clean browser sandbox ui sdk-ts schemas
 
 all: build
 
@@ -52,6 +52,19 @@ sandbox:
 	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq bubblewrap; } || \
 	    echo "sandbox: could not install bubblewrap (no root, no sudo, or no apt): the sandbox tests will skip, saying so"; \
 	fi
+
+## sdk-ts: the TypeScript SDK (sdk/typescript): its packages from the committed lockfile (npm ci), then
+## its build (tsc). make test runs its tests (the conformance suite over NATS, the AsyncAPI parser) when
+## it is built, and skips them, saying so, otherwise.
+NPM ?= npm
+sdk-ts:
+	cd sdk/typescript && $(NPM) ci --ignore-scripts --no-audit --no-fund && $(NPM) run build
+
+## schemas: the JSON Schemas (docs/schema) and the AsyncAPI document (docs/asyncapi.yaml) from the Go
+## types, then the TypeScript SDK's types from the schemas (needs make sdk-ts first).
+schemas:
+	$(GO) generate ./internal/schemagen
+	cd sdk/typescript && $(NPM) run gen
 
 ## ui: the web timeline over the demo's store (make run first): http://127.0.0.1:8080/
 ui: build
@@ -111,4 +124,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf $(BIN) bench.txt bench-scale.txt
+	rm -rf $(BIN) bench.txt bench-scale.txt sdk/typescript/dist sdk/typescript/build

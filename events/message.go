@@ -15,7 +15,9 @@ const (
 
 // Message is one conversation message.
 type Message struct {
-	Role    Role   `json:"role"`
+	// Role is who wrote the message: system, user, assistant or tool.
+	Role Role `json:"role"`
+	// Content is the message's text.
 	Content string `json:"content,omitempty"`
 	// ToolCalls are the calls an assistant message asks for.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
@@ -27,16 +29,24 @@ type Message struct {
 
 // ToolCall is one tool invocation requested by the model.
 type ToolCall struct {
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
+	// ID identifies the call within the run ("call_<step>_<n>"); the tool
+	// message and result that answer it carry it.
+	ID string `json:"id"`
+	// Name is the tool's name.
+	Name string `json:"name"`
+	// Arguments are the model's arguments: a JSON object, or, when a model
+	// wrote arguments that are not JSON, a JSON string holding its text.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
 // ToolResult is what a tool call produced (or what an interceptor put in its
 // place).
 type ToolResult struct {
-	CallID  string `json:"call_id"`
-	Name    string `json:"name"`
+	// CallID is the id of the call it answers.
+	CallID string `json:"call_id"`
+	// Name is the tool's name.
+	Name string `json:"name"`
+	// Content is the result as the model reads it.
 	Content string `json:"content"`
 	// IsError marks a result that reports a failure to the model (a denied
 	// call, a tool error) rather than tool output.
@@ -49,9 +59,12 @@ type ToolResult struct {
 
 // ToolSpec describes a tool to the model.
 type ToolSpec struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	// Name is the tool's name, as the model calls it.
+	Name string `json:"name"`
+	// Description tells the model what the tool does.
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON Schema of the tool's arguments.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
 	// Idempotent declares that running the tool twice with the same
 	// arguments does no more than running it once. When a worker dies while
 	// a tool runs (its outcome unknown), the resumed run runs an idempotent
@@ -63,7 +76,9 @@ type ToolSpec struct {
 // Usage counts model tokens, and their cost when the model's prices are
 // known.
 type Usage struct {
-	InputTokens  int `json:"input_tokens"`
+	// InputTokens counts the tokens the model read.
+	InputTokens int `json:"input_tokens"`
+	// OutputTokens counts the tokens the model wrote.
 	OutputTokens int `json:"output_tokens"`
 	// CostUSD is what the tokens cost, in US dollars (0: prices unknown).
 	CostUSD float64 `json:"cost_usd,omitempty"`

@@ -11,7 +11,9 @@ import (
 // Intake is the data of intake: the validated run request, before session
 // resolution. Interceptors may modify it or deny (reject) the run.
 type Intake struct {
-	Prompt   string            `json:"prompt"`
+	// Prompt is the user's request.
+	Prompt string `json:"prompt"`
+	// Metadata is the run request's metadata, strings by name.
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
@@ -41,23 +43,32 @@ type RunStarted struct {
 
 // StepStarted is the data of step.started.
 type StepStarted struct {
+	// Step numbers the run's steps from 1.
 	Step int `json:"step"`
 }
 
 // ContextAssembled is the data of context.assembled: what the model is about
 // to see. Privileged interceptors may rewrite it.
 type ContextAssembled struct {
-	Messages []Message  `json:"messages"`
-	Tools    []ToolSpec `json:"tools,omitempty"`
+	// Messages is the conversation the model is given, in order.
+	Messages []Message `json:"messages"`
+	// Tools are the tools the model may call.
+	Tools []ToolSpec `json:"tools,omitempty"`
 }
 
 // ModelResponded is the data of model.responded: the model's reply, before
 // any tool runs. Privileged interceptors may rewrite it.
 type ModelResponded struct {
-	Message      Message `json:"message"`
-	Usage        Usage   `json:"usage"`
-	FinishReason string  `json:"finish_reason,omitempty"`
-	Model        string  `json:"model,omitempty"`
+	// Message is the model's reply (role assistant), with the tool calls it
+	// asks for.
+	Message Message `json:"message"`
+	// Usage is what the call used.
+	Usage Usage `json:"usage"`
+	// FinishReason is why the model stopped: stop, tool_calls, length,
+	// content_filter (as the provider says).
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Model names the model that answered.
+	Model string `json:"model,omitempty"`
 	// Provider names the model provider ("openai", "anthropic", ...).
 	Provider string `json:"provider,omitempty"`
 }
@@ -65,6 +76,7 @@ type ModelResponded struct {
 // ModelFailed is the data of model.failed: one failed model call. A run
 // whose call is retried has one model.failed per failed attempt.
 type ModelFailed struct {
+	// Error says what failed.
 	Error string `json:"error"`
 	// Provider names the model provider ("openai", "anthropic", ...).
 	Provider string `json:"provider,omitempty"`
@@ -84,6 +96,7 @@ type ModelFailed struct {
 
 // ToolBefore is the data of tool.before: a tool call about to run.
 type ToolBefore struct {
+	// Call is the tool call about to run.
 	Call ToolCall `json:"call"`
 }
 
@@ -91,7 +104,9 @@ type ToolBefore struct {
 // Context, set by interceptors, is extra text given to the model with the
 // result.
 type ToolAfter struct {
-	Call    ToolCall   `json:"call"`
+	// Call is the tool call, as it ran.
+	Call ToolCall `json:"call"`
+	// Result is the tool's result, as the tool.after interceptors left it.
 	Result  ToolResult `json:"result"`
 	Context string     `json:"context,omitempty"`
 }
@@ -99,9 +114,12 @@ type ToolAfter struct {
 // ToolFailed is the data of tool.failed: the tool returned an error or
 // panicked, or its outcome is unknown.
 type ToolFailed struct {
-	Call     ToolCall `json:"call"`
-	Error    string   `json:"error"`
-	Panicked bool     `json:"panicked,omitempty"`
+	// Call is the tool call that failed.
+	Call ToolCall `json:"call"`
+	// Error is the tool's error (or the panic's value).
+	Error string `json:"error"`
+	// Panicked is set when the tool panicked.
+	Panicked bool `json:"panicked,omitempty"`
 	// Unknown is set when the worker running the tool stopped before its
 	// result was recorded, and the resumed run did not run it again (the
 	// tool is not idempotent): whether it had an effect is unknown.
@@ -112,7 +130,9 @@ type ToolFailed struct {
 // recorded before any tool.after interceptor runs, so that a worker that
 // dies while they run does not run the tool again when the run resumes.
 type ToolResultRecord struct {
-	Call   ToolCall   `json:"call"`
+	// Call is the tool call, as it ran.
+	Call ToolCall `json:"call"`
+	// Result is the tool's raw result.
 	Result ToolResult `json:"result"`
 }
 
@@ -158,6 +178,7 @@ func ValidAction(a string) bool {
 // person's answer on the subject of the NATS user that wrote it
 // (Subjects.ApprovalResolved), an expiry on the plain subject.
 type ApprovalResolved struct {
+	// CallID is the id of the call answered.
 	CallID string `json:"call_id"`
 	// Approved is true for approve.
 	Approved bool `json:"approved"`
@@ -202,9 +223,12 @@ type CompactBefore struct {
 // CompactAfter is the data of compact.after: the older part of the
 // conversation was replaced by a summary.
 type CompactAfter struct {
-	MessagesBefore int    `json:"messages_before"`
-	MessagesAfter  int    `json:"messages_after"`
-	Summary        string `json:"summary,omitempty"`
+	// MessagesBefore counts the conversation's messages before the compaction.
+	MessagesBefore int `json:"messages_before"`
+	// MessagesAfter counts them after it.
+	MessagesAfter int `json:"messages_after"`
+	// Summary is the model's summary of the older messages.
+	Summary string `json:"summary,omitempty"`
 	// Messages is the whole conversation after the compaction (the summary
 	// first, then the messages kept): a session rebuild starts from it.
 	Messages []Message `json:"messages,omitempty"`
@@ -219,6 +243,7 @@ type CompactAfter struct {
 // CompactFailed is the data of compact.failed: the summary could not be
 // made; the run goes on uncompacted (or fails, if its agent says so).
 type CompactFailed struct {
+	// Error says why the summary failed.
 	Error string `json:"error"`
 }
 
@@ -226,7 +251,9 @@ type CompactFailed struct {
 // agent is about to call another. Interceptors may modify the instruction
 // or deny the call.
 type SubagentBefore struct {
-	AgentID     string `json:"agent_id"`
+	// AgentID is the called agent's id.
+	AgentID string `json:"agent_id"`
+	// Instruction is the task given to the child run (its prompt).
 	Instruction string `json:"instruction"`
 	// Description is the caller's short description of the task.
 	Description string `json:"description,omitempty"`
@@ -243,10 +270,12 @@ type SubagentBefore struct {
 // SubagentAfter is the data of subagent.after, on the parent run: the
 // child run ended.
 type SubagentAfter struct {
+	// AgentID is the called agent's id.
 	AgentID   string `json:"agent_id"`
 	SessionID string `json:"session_id,omitempty"`
 	RunID     string `json:"run_id,omitempty"`
-	Answer    string `json:"answer,omitempty"`
+	// Answer is the child run's answer: the Task call's result.
+	Answer string `json:"answer,omitempty"`
 	// Success is set when the child ended done; Reason is how it ended.
 	Success bool   `json:"success"`
 	Reason  string `json:"reason,omitempty"`
@@ -259,23 +288,30 @@ type SubagentAfter struct {
 // SubagentFailed is the data of subagent.failed, on the parent run: the
 // child could not be called, or failed.
 type SubagentFailed struct {
+	// AgentID is the called agent's id.
 	AgentID string `json:"agent_id"`
-	Error   string `json:"error"`
-	CallID  string `json:"call_id,omitempty"`
-	RunID   string `json:"run_id,omitempty"`
+	// Error says why the call failed.
+	Error  string `json:"error"`
+	CallID string `json:"call_id,omitempty"`
+	RunID  string `json:"run_id,omitempty"`
 }
 
 // StepCompleted is the data of step.completed.
 type StepCompleted struct {
-	Step      int   `json:"step"`
-	ToolCalls int   `json:"tool_calls"`
-	Usage     Usage `json:"usage"`
+	// Step is the step that ended.
+	Step int `json:"step"`
+	// ToolCalls counts the tool calls of the step.
+	ToolCalls int `json:"tool_calls"`
+	// Usage is what the step's model calls used.
+	Usage Usage `json:"usage"`
 }
 
 // Stop is the data of stop: the loop is about to end the run. An interceptor
 // may answer continue with a message that forces another step.
 type Stop struct {
+	// Reason is how the run is about to end (a run.completed reason).
 	Reason string `json:"reason"`
+	// Answer is the model's final answer.
 	Answer string `json:"answer,omitempty"`
 	// Continues counts how many times hooks already forced the run on.
 	Continues int `json:"continues,omitempty"`
@@ -300,32 +336,50 @@ const (
 // RunCompleted is the data of run.completed, the terminal event of a run
 // that ended without an error.
 type RunCompleted struct {
+	// Reason is how the run ended: done, denied, stopped, rejected, max_steps,
+	// cost_limit or interrupted.
 	Reason string `json:"reason"`
+	// Answer is the model's final answer.
 	Answer string `json:"answer,omitempty"`
 	// Detail says why, for reasons other than done (the deny reason, ...).
 	Detail string `json:"detail,omitempty"`
-	Steps  int    `json:"steps"`
-	Usage  Usage  `json:"usage"`
+	// Steps counts the run's steps.
+	Steps int `json:"steps"`
+	// Usage is what the run used, its sub-agents' runs included.
+	Usage Usage `json:"usage"`
 	// Events counts the run's events before this one.
 	Events int `json:"events"`
 }
 
 // RunFailed is the data of run.failed: an error ended the run.
 type RunFailed struct {
+	// Error says what ended the run.
 	Error string `json:"error"`
-	Steps int    `json:"steps"`
+	// Steps counts the steps the run took.
+	Steps int `json:"steps"`
 }
 
 // HookDecided is the data of hook.decided: one interceptor's decision.
 type HookDecided struct {
-	Plugin      string            `json:"plugin"`
-	Stage       Stage             `json:"stage"`
-	Decision    string            `json:"decision"`
-	Reason      string            `json:"reason,omitempty"`
-	LatencyUS   int64             `json:"latency_us"`
-	Remote      bool              `json:"remote,omitempty"`
-	Patch       json.RawMessage   `json:"patch,omitempty"`
-	Warnings    []string          `json:"warnings,omitempty"`
+	// Plugin is the interceptor that decided.
+	Plugin string `json:"plugin"`
+	// Stage is the stage it decided on.
+	Stage Stage `json:"stage"`
+	// Decision is what it decided (allow, modify, deny, mock, stop, ask,
+	// continue).
+	Decision string `json:"decision"`
+	// Reason is the reason it gave.
+	Reason string `json:"reason,omitempty"`
+	// LatencyUS is how long the call took, in microseconds.
+	LatencyUS int64 `json:"latency_us"`
+	// Remote is set for an interceptor called over NATS.
+	Remote bool `json:"remote,omitempty"`
+	// Patch is what it changed, as an RFC 6902 patch of the payload: the patch
+	// it sent, or the difference its replacement made.
+	Patch json.RawMessage `json:"patch,omitempty"`
+	// Warnings are the warnings it gave.
+	Warnings []string `json:"warnings,omitempty"`
+	// Annotations are the annotations it gave.
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// Context is the text this interceptor added for the model (context on
 	// tool.after, the message of a continue on stop).
@@ -353,16 +407,24 @@ const (
 // HookFailed is the data of hook.failed: an interceptor timed out, errored,
 // panicked, had no responders or replied garbage.
 type HookFailed struct {
+	// Plugin is the interceptor that failed.
 	Plugin string `json:"plugin"`
-	Stage  Stage  `json:"stage"`
-	Kind   string `json:"kind"`
-	Error  string `json:"error"`
+	// Stage is the stage it was called on.
+	Stage Stage `json:"stage"`
+	// Kind is how it failed: timeout, no_responders, bad_reply, error or
+	// panic.
+	Kind string `json:"kind"`
+	// Error says what went wrong.
+	Error string `json:"error"`
+	// Policy is the registration's failure policy: ignore or fail.
 	Policy string `json:"policy"`
 	// Outcome is "failed_open" (the chain went on) or "failed_closed" (the
 	// event was denied).
-	Outcome   string `json:"outcome"`
-	LatencyUS int64  `json:"latency_us"`
-	EventID   string `json:"event_id,omitempty"`
+	Outcome string `json:"outcome"`
+	// LatencyUS is how long the call took, in microseconds.
+	LatencyUS int64 `json:"latency_us"`
+	// EventID is the CloudEvent id of the event it was called on, as stored.
+	EventID string `json:"event_id,omitempty"`
 }
 
 // PayloadFor returns a pointer to a new zero payload of the stage's type, or

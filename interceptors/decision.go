@@ -43,6 +43,8 @@ const (
 //
 // A nil *Decision means allow, and so does an empty reply body.
 type Decision struct {
+	// Kind is the decision: allow, modify, deny, mock, stop, ask or continue
+	// (what the stage accepts: StageKinds).
 	Kind Kind `json:"decision"`
 	// Data is the replacement payload of a modify, or the tool result of a
 	// mock ({"content":"...","is_error":false}). JSON null counts as absent.
@@ -56,16 +58,20 @@ type Decision struct {
 	Reason string `json:"reason,omitempty"`
 	// Context is text for the model: added after the tool result on
 	// tool.after (with allow or modify), or the message of a continue.
-	Context     string            `json:"context,omitempty"`
-	Warnings    []string          `json:"warnings,omitempty"`
+	Context string `json:"context,omitempty"`
+	// Warnings are recorded in hook.decided.
+	Warnings []string `json:"warnings,omitempty"`
+	// Annotations are recorded in hook.decided.
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // MockResult is the Data of a mock decision: the tool result given in place
 // of running the tool. It has the JSON names of events.ToolResult.
 type MockResult struct {
+	// Content is the tool result the model reads.
 	Content string `json:"content"`
-	IsError bool   `json:"is_error,omitempty"`
+	// IsError marks a result that reports a failure.
+	IsError bool `json:"is_error,omitempty"`
 }
 
 // Replace returns a modify decision whose Data is v marshalled to JSON.

@@ -19,9 +19,13 @@ const maxPatchCopyBytes = 8 << 20
 // test (JSON null is a value: json.RawMessage("null")); From by move and
 // copy.
 type PatchOp struct {
-	Op    string          `json:"op"`
-	Path  string          `json:"path"`
-	From  string          `json:"from,omitempty"`
+	// Op is add, remove, replace, move, copy or test.
+	Op string `json:"op"`
+	// Path is the JSON Pointer (RFC 6901) the operation applies to.
+	Path string `json:"path"`
+	// From is the JSON Pointer move and copy take from.
+	From string `json:"from,omitempty"`
+	// Value is the value of add, replace and test.
 	Value json.RawMessage `json:"value,omitempty"`
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -607,5 +608,41 @@ func testWarningsAnnotations(h *harness) {
 		!slices.Equal(d.Warnings, []string{"slow tool"}) || d.Annotations["risk"] != "low" || d.Plugin != h.plugin("lint") ||
 		d.Stage != tb || d.EventID == "" {
 		h.t.Fatalf("audit %s %+v", st, p)
+	}
+}
+
+// LargePayloadSize is the size of the tool result of the LargePayload case:
+// more than NATS' default max_payload (1 MiB), so that a remote
+// implementation sends it by claim check (docs/PROTOCOL.md, "Large
+// payloads"): its server needs the payloads object store.
+const LargePayloadSize = 2 << 20
+
+// testLargePayload: an interceptor gets a tool result larger than a NATS
+// message whole, and patches it.
+func testLargePayload(h *harness) {
+	c := h.chain()
+	content := strings.Repeat("0123456789abcdef", LargePayloadSize/16)
+	h.register(c, interceptors.Registration{Plugin: "redact", Stage: events.StageToolAfter, Timeout: 20 * time.Second},
+		func(_ context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
+			var p events.ToolAfter
+			if err := req.Event.DecodeData(&p); err != nil {
+				return nil, err
+			}
+			if p.Result.Content != content {
+				return nil, fmt.Errorf("got a result of %d bytes, want the %d sent", len(p.Result.Content), len(content))
+			}
+			return &interceptors.Decision{Kind: interceptors.Modify, Context: "checked", Patch: []interceptors.PatchOp{
+				{Op: "replace", Path: "/result/name", Value: json.RawMessage(`"dump (checked)"`)},
+			}}, nil
+		})
+	out := h.run(c, h.event(events.StageToolAfter, "dump", events.ToolAfter{
+		Call: events.ToolCall{ID: "c1", Name: "dump"}, Result: events.ToolResult{CallID: "c1", Name: "dump", Content: content},
+	}))
+	if f := out.Records[0].Failure; f != nil {
+		h.t.Fatalf("failed: %v", f.Err)
+	}
+	h.wantDecision(out, interceptors.Modify)
+	if p := payloadOf[events.ToolAfter](h.t, out.Data); p.Result.Name != "dump (checked)" || p.Result.Content != content {
+		h.t.Fatalf("patched result: name %q, %d bytes of content", p.Result.Name, len(p.Result.Content))
 	}
 }

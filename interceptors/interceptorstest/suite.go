@@ -172,6 +172,7 @@ func Run(t *testing.T, f Factory, features Features) {
 		{"BadReplyValidatingModify", testBadReplyValidatingModify, nil, needReplace, AnswerModify},
 		{"BadReplyPatch", testBadReplyPatch, nil, needPatchReply, AnswerModify},
 		{"WarningsAnnotations", testWarningsAnnotations, nil, needAnnotations, AnswerExtras},
+		{"LargePayload", testLargePayload, nil, needPatchReply, AnswerModify | AnswerContext},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if why := features.lacks(tc.stages, tc.needs); why != "" {
