@@ -67,7 +67,7 @@ func (c *claudeHooks) forAgent(shared *interceptors.Chain, b *agents.Built, em l
 		return shared, em, nil
 	}
 	if c.transcripts == nil {
-		t, err := claudecode.NewTranscripts(c.history, "")
+		t, err := claudecode.NewTranscripts(loop.Conversations{History: c.history}, "")
 		if err != nil {
 			return nil, nil, err
 		}

@@ -14,7 +14,7 @@
 //	dec, err := claudecode.Decide(claudecode.PreToolUse, ev, claudecode.Reply{ExitCode: 2, Stderr: []byte("no rm -rf")})
 //	// dec: deny, reason "no rm -rf"
 //
-// From Claude Code (the bridge: loop claude-hook, loop gateway): ParseInput
+// From Claude Code (package bridge: loop claude-hook, loop gateway): ParseInput
 // reads Claude Code's hook input, Input.ToHookbus gives the stage event it
 // is recorded as, and Answer turns the chain's outcome into the Output
 // Claude Code reads.
@@ -38,5 +38,6 @@
 // The event mapping, the input and output fields and the deliberate
 // differences from Claude Code are in docs/PROTOCOL.md, "Claude Code
 // hooks". TranscriptDir writes the JSONL transcripts hooks find at
-// transcript_path.
+// transcript_path, from the sessions' conversations it is given
+// (loop.Conversations over the bus).
 package claudecode

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/loop"
 )
 
 // TranscriptVersion is the "version" of the transcript lines hookbus
@@ -105,19 +104,26 @@ func lineUUID(session string, i int) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
 }
 
+// Conversations gives a session's conversation as it stands in the record:
+// what its transcript holds. loop.Conversations (the engine's rebuild of a
+// session over its History) is one.
+type Conversations interface {
+	Conversation(ctx context.Context, agent, session string) ([]events.Message, error)
+}
+
 // TranscriptDir writes sessions' transcripts into a directory, from their
-// events: Path rebuilds the session (loop.RebuildSession) from History and
-// writes dir/<agent>/<session>.jsonl, the ids escaped so that no id names a
+// conversations: Path reads the session's (Conversations) and writes
+// dir/<agent>/<session>.jsonl, the ids escaped so that no id names a
 // path outside its own file. The command hook interceptor calls Path for
 // each hook's transcript_path. It is safe for concurrent use: a
 // transcript is written to a temporary file and renamed into place, so a
 // reader sees a whole one.
 //
-// The transcript holds what the session's History returns when the hook
-// runs: events the run appended asynchronously and the store has not yet
-// acknowledged may be missing from it.
+// The transcript holds the conversation as read when the hook runs: events
+// the run appended asynchronously and the store has not yet acknowledged
+// may be missing from it.
 type TranscriptDir struct {
-	h   loop.History
+	c   Conversations
 	dir string
 	own bool
 	cwd func(agent string) string
@@ -125,11 +131,11 @@ type TranscriptDir struct {
 
 // NewTranscripts returns a TranscriptDir writing under dir; with dir ""
 // it makes a temporary directory, which Close removes.
-func NewTranscripts(h loop.History, dir string) (*TranscriptDir, error) {
-	if h == nil {
-		return nil, fmt.Errorf("claudecode: transcripts need a History")
+func NewTranscripts(c Conversations, dir string) (*TranscriptDir, error) {
+	if c == nil {
+		return nil, fmt.Errorf("claudecode: transcripts need the sessions' conversations")
 	}
-	t := &TranscriptDir{h: h, dir: dir}
+	t := &TranscriptDir{c: c, dir: dir}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "hookbus-transcripts-")
 		if err != nil {
@@ -179,8 +185,8 @@ func FillTranscripts(ctx context.Context, t Transcripts, event HookEvent, ev *ev
 }
 
 // Path writes the session's transcript as it stands and returns its path.
-// The error wraps events.ErrInvalidID for a bad id, or is History's or the
-// file system's.
+// The error wraps events.ErrInvalidID for a bad id, or is Conversations' or
+// the file system's.
 func (t *TranscriptDir) Path(ctx context.Context, agent, session string) (string, error) {
 	if err := events.ValidateID("agent", agent); err != nil {
 		return "", err
@@ -188,11 +194,7 @@ func (t *TranscriptDir) Path(ctx context.Context, agent, session string) (string
 	if err := events.ValidateID("session", session); err != nil {
 		return "", err
 	}
-	evs, err := t.h.SessionEvents(ctx, agent, session)
-	if err != nil {
-		return "", fmt.Errorf("claudecode: transcript of %s/%s: %w", agent, session, err)
-	}
-	s, err := loop.RebuildSession(evs)
+	msgs, err := t.c.Conversation(ctx, agent, session)
 	if err != nil {
 		return "", fmt.Errorf("claudecode: transcript of %s/%s: %w", agent, session, err)
 	}
@@ -209,7 +211,7 @@ func (t *TranscriptDir) Path(ctx context.Context, agent, session string) (string
 	if t.cwd != nil {
 		cwd = t.cwd(agent)
 	}
-	werr := WriteTranscript(f, session, cwd, s.Messages)
+	werr := WriteTranscript(f, session, cwd, msgs)
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}

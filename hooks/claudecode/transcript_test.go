@@ -71,7 +71,7 @@ func TestTranscripts(t *testing.T) {
 	runSession(t, j, "coder", "s-one", "first secret prompt")
 	runSession(t, j, "coder", "s-two", "second prompt")
 	runSession(t, j, "other", "s-one", "another agent's prompt")
-	td, err := claudecode.NewTranscripts(j, "")
+	td, err := claudecode.NewTranscripts(loop.Conversations{History: j}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestTranscripts(t *testing.T) {
 // Ids cannot name paths outside their own file.
 func TestTranscriptPathsStayInside(t *testing.T) {
 	j := looptest.New()
-	td, err := claudecode.NewTranscripts(j, t.TempDir())
+	td, err := claudecode.NewTranscripts(loop.Conversations{History: j}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

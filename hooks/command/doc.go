@@ -18,7 +18,7 @@
 //
 // Build hooks from a settings file with Factory and claudecode.Register:
 //
-//	transcripts, err := claudecode.NewTranscripts(history, "")
+//	transcripts, err := claudecode.NewTranscripts(loop.Conversations{History: history}, "")
 //	hooks, err := claudecode.Register(chain, []*claudecode.Settings{s}, claudecode.Options{
 //		Factories: map[string]claudecode.Factory{
 //			claudecode.TypeCommand: command.Factory(command.Config{Root: root, Transcripts: transcripts}),

@@ -96,7 +96,7 @@ func scriptsOnAgent(t *testing.T, blockScript, blockReason string) {
 		}
 	}
 	j := looptest.New()
-	transcripts, err := claudecode.NewTranscripts(j, "")
+	transcripts, err := claudecode.NewTranscripts(loop.Conversations{History: j}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

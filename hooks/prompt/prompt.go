@@ -44,13 +44,21 @@ const (
 	AnnotationModel = "model"
 )
 
+// Model is what a prompt hook consumes of the engine: one model call.
+// Every loop.Model (the openai, anthropic and scripted providers) is one;
+// the request and the reply are the engine's plain types, so one provider
+// serves agents and hooks alike.
+type Model interface {
+	Generate(ctx context.Context, req *loop.ModelRequest) (*loop.ModelResponse, error)
+}
+
 // Config configures a prompt hook.
 type Config struct {
 	// Prompt is the template (required): $ARGUMENTS is replaced by the
 	// event's JSON (Input); without it the JSON is appended.
 	Prompt string
 	// Model answers (required): the agent's, or a smaller one.
-	Model loop.Model
+	Model Model
 	// ModelName names Model ("anthropic:claude-haiku-4-5"): it is part of
 	// the hook's id, so two hooks that differ only by their model do not
 	// share cached decisions, and annotates decisions when the model's
