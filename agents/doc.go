@@ -30,5 +30,10 @@
 // the model (the provider's SDK, its key from the environment), the tools
 // and the MCP connections, and returns the loop.Config they give.
 //
+// It is an assembly: it stands above the engine (package loop), the model
+// providers, the tools and MCP (loop/...), and the hook kinds (an agent's
+// hooks section is Claude Code's settings format, read by package
+// hooks/claudecode), and none of them imports it.
+//
 // The full format is in the README ("Agent definitions").
 package agents

@@ -1,7 +1,12 @@
-// Package bridge records Claude Code's hook events on hookbus and answers
-// them with what the bus' interceptors decide: the logic of "loop
-// claude-hook" (a command hook, one process per event) and "loop gateway"
-// (an http hook server).
+// Package bridge is the coding-agent bridge: it brings a coding agent that
+// runs its own loop onto hookbus. Each of the agent's own hook events is
+// recorded on the bus and answered with what the bus' interceptors decide,
+// so that the hooks, the record and the audit of hookbus' own agents serve
+// it too. Claude Code is the agent it speaks to today: this
+// is the logic of "loop claude-hook" (a Claude Code command hook, one
+// process per event) and "loop gateway" (a Claude Code http hook server).
+// Claude Code's hook protocol itself (its input, its output, the mapping
+// to stages) is package hooks/claudecode.
 //
 // A Bridge reads one Claude Code hook input, maps it to its stage event
 // (package claudecode: Input.ToHookbus), runs the interceptors that match
