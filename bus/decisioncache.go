@@ -18,7 +18,7 @@ import (
 // limit markers, which per-key TTLs need), and none outlives the bucket's
 // MaxAge (DecisionCacheMaxAge); Get says when the server stored an entry,
 // so a reader can bound its age whatever its writer claimed. The cache stores opaque values:
-// package interceptors/prompt decides what a key and a value are
+// package hooks/prompt decides what a key and a value are
 // (docs/PROTOCOL.md, "Decision cache"). It is safe for concurrent use and
 // opens the bucket on first use.
 type DecisionCache struct {

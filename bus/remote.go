@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/events/tracectx"
 	"github.com/hookbus/hookbus/interceptors"
-	"github.com/hookbus/hookbus/telemetry/tracectx"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 )

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/telemetry/tracectx"
+	"github.com/hookbus/hookbus/events/tracectx"
 )
 
 // run is one execution of a run request: one attempt after another until

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/telemetry/tracectx"
+	"github.com/hookbus/hookbus/events/tracectx"
 )
 
 // stage is how one stage's event is written.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/telemetry/tracectx"
+	"github.com/hookbus/hookbus/events/tracectx"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/resource"

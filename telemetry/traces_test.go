@@ -11,12 +11,12 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/events/tracectx"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/scripted"
 	"github.com/hookbus/hookbus/loop/tools"
 	"github.com/hookbus/hookbus/telemetry"
-	"github.com/hookbus/hookbus/telemetry/tracectx"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 

@@ -11,15 +11,15 @@ import (
 
 	"github.com/hookbus/hookbus/events"
 
+	"github.com/hookbus/hookbus/agents"
+	"github.com/hookbus/hookbus/hooks/agenthook"
+	"github.com/hookbus/hookbus/hooks/claudecode"
+	"github.com/hookbus/hookbus/hooks/command"
+	"github.com/hookbus/hookbus/hooks/httphook"
+	"github.com/hookbus/hookbus/hooks/prompt"
 	"github.com/hookbus/hookbus/interceptors"
-	"github.com/hookbus/hookbus/interceptors/agenthook"
-	"github.com/hookbus/hookbus/interceptors/claudecode"
-	"github.com/hookbus/hookbus/interceptors/command"
-	"github.com/hookbus/hookbus/interceptors/httphook"
-	"github.com/hookbus/hookbus/interceptors/prompt"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
-	"github.com/hookbus/hookbus/loop/agents"
 )
 
 // loadClaudeSettings reads the --claude-settings files.
@@ -67,7 +67,7 @@ func (c *claudeHooks) forAgent(shared *interceptors.Chain, b *agents.Built, em l
 		return shared, em, nil
 	}
 	if c.transcripts == nil {
-		t, err := claudecode.NewTranscripts(c.history, "")
+		t, err := claudecode.NewTranscripts(loop.Conversations{History: c.history}, "")
 		if err != nil {
 			return nil, nil, err
 		}

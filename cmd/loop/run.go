@@ -7,10 +7,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hookbus/hookbus/agents"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
-	"github.com/hookbus/hookbus/loop/agents"
 )
 
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {

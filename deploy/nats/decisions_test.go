@@ -10,8 +10,8 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/hooks/prompt"
 	"github.com/hookbus/hookbus/interceptors"
-	"github.com/hookbus/hookbus/interceptors/prompt"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/nats-io/nats.go"
 )

@@ -62,8 +62,8 @@ var imports = map[string]string{
 	"loop":         "github.com/hookbus/hookbus/loop",
 	"scripted":     "github.com/hookbus/hookbus/loop/scripted",
 	"tools":        "github.com/hookbus/hookbus/loop/tools",
-	"prompt":       "github.com/hookbus/hookbus/interceptors/prompt",
-	"agenthook":    "github.com/hookbus/hookbus/interceptors/agenthook",
+	"prompt":       "github.com/hookbus/hookbus/hooks/prompt",
+	"agenthook":    "github.com/hookbus/hookbus/hooks/agenthook",
 	"nats":         "github.com/nats-io/nats.go",
 }
 
