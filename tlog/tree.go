@@ -1,6 +1,7 @@
 package tlog
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/transparency-dev/merkle/compact"
@@ -217,7 +218,7 @@ func (t *Tree) ConsistencyProof(size1, size2 uint64) ([]Hash, error) {
 // in the tree of size whose root is root. The error wraps ErrProof.
 func VerifyInclusion(index, size uint64, leafHash Hash, path []Hash, root Hash) error {
 	if err := proof.VerifyInclusion(rfc6962Hasher, index, size, leafHash[:], bytesOf(path), root[:]); err != nil {
-		return fmt.Errorf("%w: %w", ErrProof, err)
+		return proofError("inclusion of leaf %d in the tree of size %d", index, size, err)
 	}
 	return nil
 }
@@ -226,7 +227,7 @@ func VerifyInclusion(index, size uint64, leafHash Hash, path []Hash, root Hash) 
 // of size1 (root1) and size2 (root2). The error wraps ErrProof.
 func VerifyConsistency(size1, size2 uint64, path []Hash, root1, root2 Hash) error {
 	if err := proof.VerifyConsistency(rfc6962Hasher, size1, size2, bytesOf(path), root1[:], root2[:]); err != nil {
-		return fmt.Errorf("%w: %w", ErrProof, err)
+		return proofError("consistency of the tree of size %d with the tree of size %d", size1, size2, err)
 	}
 	return nil
 }
@@ -237,4 +238,16 @@ func bytesOf(hs []Hash) [][]byte {
 		out[i] = hs[i][:]
 	}
 	return out
+}
+
+// proofError wraps a proof's failure in ErrProof, saying what it proved; a
+// root mismatch (the library prints both roots as byte lists) is said in
+// words.
+func proofError(format string, a, b uint64, err error) error {
+	what := fmt.Sprintf(format, a, b)
+	var mismatch proof.RootMismatchError
+	if errors.As(err, &mismatch) {
+		return fmt.Errorf("%w: %s: the proof leads to another root", ErrProof, what)
+	}
+	return fmt.Errorf("%w: %s: %v", ErrProof, what, err)
 }

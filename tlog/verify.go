@@ -351,6 +351,9 @@ func (v *Verification) Finish() *StreamVerdict {
 	for _, r := range v.early {
 		add(FindUnchecked, r, "%d messages not compared one by one: no stored checkpoint holds their leaves", r.count())
 	}
+	// In a renumbered copy the checkpointed messages past its end are the
+	// ones its last messages were renumbered from.
+	v.missing = v.missing.without(v.lastPresent+1, v.lastPresent+v.shift)
 	for _, r := range v.missing {
 		switch {
 		case r.last < v.state.FirstSeq:
@@ -471,4 +474,25 @@ func (rs ranges) total() uint64 {
 		n += r.count()
 	}
 	return n
+}
+
+// without returns rs less the sequences from first to last.
+func (rs ranges) without(first, last uint64) ranges {
+	if first > last {
+		return rs
+	}
+	var out ranges
+	for _, r := range rs {
+		if r.last < first || r.first > last {
+			out = append(out, r)
+			continue
+		}
+		if r.first < first {
+			out = append(out, seqRange{r.first, first - 1})
+		}
+		if r.last > last {
+			out = append(out, seqRange{last + 1, r.last})
+		}
+	}
+	return out
 }

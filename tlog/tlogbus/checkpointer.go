@@ -307,11 +307,9 @@ func (c *Checkpointer) take(ctx context.Context, m jetstream.Msg) error {
 	if err := c.b.DecodeStored(ctx, sm); err != nil {
 		return err
 	}
-	if err := c.leaf(ctx, sm); err != nil {
-		return err
-	}
+	c.leaf(sm)
 	c.ackable = m
-	return nil
+	return c.full(ctx)
 }
 
 // fill reads the sequences from to to by sequence: messages the consumer
@@ -329,7 +327,8 @@ func (c *Checkpointer) fill(ctx context.Context, from, to uint64) error {
 		if sm.Seq > s {
 			c.gap(s, sm.Seq-1)
 		}
-		if err := c.leaf(ctx, sm); err != nil {
+		c.leaf(sm)
+		if err := c.full(ctx); err != nil {
 			return err
 		}
 		s = sm.Seq + 1
@@ -350,9 +349,8 @@ func (c *Checkpointer) gap(from, to uint64) {
 	}
 }
 
-// leaf appends a message's leaf, and stores a checkpoint when the window
-// is full.
-func (c *Checkpointer) leaf(ctx context.Context, sm *bus.StoredMessage) error {
+// leaf appends a message's leaf.
+func (c *Checkpointer) leaf(sm *bus.StoredMessage) {
 	e, _ := EntryOf(sm)
 	c.append(tlog.HashLeaf(e.Leaf(sm.Seq, 0)))
 	c.counted++
@@ -365,6 +363,10 @@ func (c *Checkpointer) leaf(ctx context.Context, sm *bus.StoredMessage) error {
 			c.runs = append(c.runs, tlog.RunSpan{Run: ev.RunID, Agent: ev.AgentID, Session: ev.SessionID, First: sm.Seq, Last: sm.Seq, Events: 1})
 		}
 	}
+}
+
+// full stores a checkpoint when the window holds Every messages.
+func (c *Checkpointer) full(ctx context.Context) error {
 	if c.counted >= c.cfg.Every {
 		return c.checkpoint(ctx)
 	}
@@ -435,6 +437,9 @@ func (c *Checkpointer) store(ctx context.Context, cp tlog.Checkpoint, data []byt
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
 			return 0, fmt.Errorf("%w: a checkpoint was stored in %s after the one of size %d this checkpointer knows: another checkpointer writes this log", ErrFenced, c.b.Names().Checkpoints, c.size)
+		}
+		if c.b.Conn().IsClosed() {
+			return 0, fmt.Errorf("%w: checkpoint of size %d not stored: %w", bus.ErrConsumer, cp.Size, err)
 		}
 		c.log.Warn("checkpointer: storing the checkpoint failed; trying again", "size", cp.Size, "error", err, "in", delay)
 		select {
