@@ -171,3 +171,23 @@ func WithSignatures(signed []byte, lines []byte) []byte {
 	}
 	return out
 }
+
+// PeekCheckpoint reads a signed checkpoint without verifying any
+// signature, and the names of the keys that signed it: what to show before
+// the log's key is known. Trust nothing it says.
+func PeekCheckpoint(signed []byte) (Checkpoint, []string, error) {
+	text := NoteText(signed)
+	c, err := parseText(string(text))
+	if err != nil {
+		return Checkpoint{}, nil, err
+	}
+	var names []string
+	for _, l := range strings.Split(string(signed[len(text):]), "\n") {
+		if rest, ok := strings.CutPrefix(l, "— "); ok {
+			if name, _, ok := strings.Cut(rest, " "); ok {
+				names = append(names, name)
+			}
+		}
+	}
+	return c, names, nil
+}

@@ -169,7 +169,6 @@ func mustKey(t *testing.T, name string) string {
 	return skey
 }
 
-
 // Concurrent requests from the same old size: exactly one is cosigned, so
 // the witness' state never rolls back.
 func TestWitnessChecksAndRecordsAtomically(t *testing.T) {

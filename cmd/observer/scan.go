@@ -55,6 +55,11 @@ func validID(kind, v string) error {
 // progress on stderr: a line that updates itself ("scanned N/M events")
 // when stderr is a terminal, and the final count in any case.
 func (d *deskFlags) scan(ctx context.Context, filter bus.Filter, stderr io.Writer, fold func(*events.Event)) error {
+	return d.scanThen(ctx, filter, stderr, fold, nil)
+}
+
+// scanThen is scan, then calls then (when not nil) on the same connection.
+func (d *deskFlags) scanThen(ctx context.Context, filter bus.Filter, stderr io.Writer, fold func(*events.Event), then func(context.Context, *cli.Conn) error) error {
 	c, err := d.conn.Open(ctx, "hookbus-observer", cli.Logger(d.verbose, stderr), cli.ReadOnly)
 	if err != nil {
 		return err
@@ -72,6 +77,9 @@ func (d *deskFlags) scan(ctx context.Context, filter bus.Filter, stderr io.Write
 		return c.Explain(err)
 	}
 	p.done(st)
+	if then != nil {
+		return c.Explain(then(gctx, c))
+	}
 	return nil
 }
 

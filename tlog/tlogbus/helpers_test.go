@@ -152,19 +152,6 @@ func verifyStream(t testing.TB, b *bus.Bus, key logKey, cfg tlogbus.VerifyConfig
 	return v
 }
 
-// kinds lists a verdict's findings as "kind@first-last".
-func kinds(v *tlog.StreamVerdict) string {
-	var out []string
-	for _, f := range v.Findings {
-		s := f.Kind
-		if f.First > 0 {
-			s += fmt.Sprintf("@%d-%d", f.First, f.Last)
-		}
-		out = append(out, s)
-	}
-	return strings.Join(out, ",")
-}
-
 func explain(v *tlog.StreamVerdict) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "proven %v, intact %v, %d messages, %d compared, begin %d\n", v.Proven, v.Intact, v.Messages, v.Compared, v.Begin)

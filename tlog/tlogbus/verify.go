@@ -23,8 +23,7 @@ type VerifyConfig struct {
 	// latest stored one that carries the witnesses' cosignatures (the
 	// latest stored when none does: it then fails as unwitnessed).
 	Checkpoint []byte
-	// Progress, when set, is called with the stream sequence reached now
-	// and then.
+	// Progress, when set, is called with each message's stream sequence.
 	Progress func(seq uint64)
 }
 
@@ -87,11 +86,10 @@ func VerifyStream(ctx context.Context, b *bus.Bus, cfg VerifyConfig) (*tlog.Stre
 	if err != nil {
 		return nil, err
 	}
-	n := 0
 	err = b.ReadStream(ctx, v.Start(), func(m *bus.StoredMessage) error {
 		e, unknown := EntryOf(m)
 		v.Add(m.Seq, e, unknown)
-		if n++; cfg.Progress != nil && n%1024 == 0 {
+		if cfg.Progress != nil {
 			cfg.Progress(m.Seq)
 		}
 		return nil
