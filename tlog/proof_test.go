@@ -87,7 +87,9 @@ func TestProofVerifiesOffline(t *testing.T) {
 	if _, err := tlog.VerifyProof(forged, log.verifier); !errors.Is(err, tlog.ErrProof) {
 		t.Fatalf("a changed leaf: %v", err)
 	}
-	swapped := edit(func(p *tlog.Proof) { p.Entries[0].Inclusion[0], p.Entries[0].Inclusion[1] = p.Entries[0].Inclusion[1], p.Entries[0].Inclusion[0] })
+	swapped := edit(func(p *tlog.Proof) {
+		p.Entries[0].Inclusion[0], p.Entries[0].Inclusion[1] = p.Entries[0].Inclusion[1], p.Entries[0].Inclusion[0]
+	})
 	if _, err := tlog.VerifyProof(swapped, log.verifier); !errors.Is(err, tlog.ErrProof) {
 		t.Fatalf("a changed path: %v", err)
 	}
