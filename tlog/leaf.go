@@ -87,6 +87,22 @@ func EmptyRoot() Hash { return Hash(rfc6962.DefaultHasher.EmptyRoot()) }
 // another message's leaf.
 type Entry struct {
 	Forms [][]byte
+	// more computes the other forms, when they are needed.
+	more func() [][]byte
+}
+
+// NewEntry is an entry of the form a checkpointer gives the message, and
+// of the other forms more computes when they are needed (nil: none).
+func NewEntry(form []byte, more func() [][]byte) Entry {
+	return Entry{Forms: [][]byte{form}, more: more}
+}
+
+// Complete returns the entry with every form it may have been given.
+func (e Entry) Complete() Entry {
+	if e.more == nil {
+		return e
+	}
+	return Entry{Forms: append(e.Forms[:len(e.Forms):len(e.Forms)], e.more()...)}
 }
 
 // Leaf is the entry's leaf data at stream sequence seq in its form i.

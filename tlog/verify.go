@@ -234,6 +234,10 @@ func (v *Verification) Add(seq uint64, e Entry, unknown bool) {
 	}
 	hs := e.Hashes(seq)
 	chosen := hs[0]
+	if have && ck != chosen {
+		e = e.Complete()
+		hs = e.Hashes(seq)
+	}
 	switch {
 	case !have && t != nil && idx >= t.Size():
 		v.unchecked.add(seq)

@@ -243,7 +243,7 @@ func (c *Checkpointer) load(ctx context.Context) error {
 		hs := []tlog.Hash{tlog.GapHash(c.size)}
 		if sm != nil && sm.Seq == c.size {
 			e, _ := EntryOf(sm)
-			hs = e.Hashes(c.size)
+			hs = e.Complete().Hashes(c.size)
 		}
 		if !slices.Contains(hs, c.prevLeaf) {
 			return fmt.Errorf("%w: seq %d of the events stream is not the message the last checkpoint (size %d) covers: verify it (observer verify --checkpoint latest)", ErrDiverged, c.size, c.size)

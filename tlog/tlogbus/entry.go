@@ -18,10 +18,10 @@ import (
 // no hash: its event form cannot be computed, and a checkpointer gives it
 // its message form.
 func EntryOf(m *bus.StoredMessage) (e tlog.Entry, unknown bool) {
-	msg := tlog.MessageForm(m.Subject, m.Header, m.Data)
+	msg := func() []byte { return tlog.MessageForm(m.Subject, m.Header, m.Data) }
 	ev := m.Event
 	if ev == nil {
-		return tlog.Entry{Forms: [][]byte{msg}}, false
+		return tlog.NewEntry(msg(), nil), false
 	}
 	var sum [32]byte
 	switch h, named := refHash(ev.ID, ev.DataRef); {
@@ -30,9 +30,9 @@ func EntryOf(m *bus.StoredMessage) (e tlog.Entry, unknown bool) {
 	case named:
 		sum = h
 	default:
-		return tlog.Entry{Forms: [][]byte{msg}}, true
+		return tlog.NewEntry(msg(), nil), true
 	}
-	return tlog.Entry{Forms: [][]byte{tlog.EventForm(m.Subject, ev, sum), msg}}, false
+	return tlog.NewEntry(tlog.EventForm(m.Subject, ev, sum), func() [][]byte { return [][]byte{msg()} }), false
 }
 
 // refHash reads the data hash a hookbus claim check names:

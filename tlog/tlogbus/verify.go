@@ -145,6 +145,7 @@ func Prove(ctx context.Context, b *bus.Bus, run string, cfg VerifyConfig) (p *tl
 			return nil, 0, fmt.Errorf("%w: seq %d is gone", ErrDiverged, seq)
 		}
 		e, _ := EntryOf(m)
+		e = e.Complete()
 		i := slices.Index(e.Hashes(seq), want)
 		if i < 0 {
 			return nil, 0, fmt.Errorf("%w: the event at seq %d (%s) is not the message checkpointed there", ErrDiverged, seq, m.Event.Stage)
