@@ -52,9 +52,9 @@ type RunSpan struct {
 	Events  int    `json:"events"`
 }
 
-// MaxWindow is the most leaves one checkpoint may add: its record (43
-// bytes of JSON per leaf) then stays well under NATS' default 1 MiB
-// message limit.
+// MaxWindow is the most messages one checkpoint may add (gaps do not
+// count: they are stored as ranges): its record (43 bytes of JSON per leaf)
+// then stays well under NATS' default 1 MiB message limit.
 const MaxWindow = 16384
 
 // NewRecord makes the record of a signed checkpoint of size whose tree's
@@ -135,12 +135,12 @@ func ParseRecord(data []byte, logKey note.Verifier, witnesses ...note.Verifier) 
 	if r.PrevSize > signed.Size {
 		return nil, bad("previous size %d is larger", r.PrevSize)
 	}
-	if signed.Size-r.PrevSize > MaxWindow {
-		return nil, bad("a window of %d leaves (at most %d)", signed.Size-r.PrevSize, MaxWindow)
-	}
 	raw, err := base64.StdEncoding.DecodeString(r.Leaves)
 	if err != nil || len(raw)%len(Hash{}) != 0 {
 		return nil, bad("leaves are not base64 32-byte hashes")
+	}
+	if n := len(raw) / len(Hash{}); n > MaxWindow {
+		return nil, bad("%d leaves stored (at most %d)", n, MaxWindow)
 	}
 	var last uint64 = r.PrevSize
 	for _, g := range r.Gaps {

@@ -218,6 +218,7 @@ func (v *Verification) expirable(seq uint64) bool {
 // checkpointed leaf is then taken as it is.
 func (v *Verification) Add(seq uint64, e Entry, unknown bool) {
 	if seq <= v.begin {
+		v.early.add(seq) // before the first leaf stored
 		return
 	}
 	for s := v.next; s < seq; s++ {

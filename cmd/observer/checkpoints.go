@@ -141,6 +141,11 @@ func cmdCheckpointer(ctx context.Context, args []string, stdout, stderr io.Write
 	defer c.Close()
 	gctx, stop := c.Guard(ctx)
 	defer stop()
+	if c.Embedded != nil { // a store: make what an older hookbus did not (the checkpoints stream)
+		if err := c.Bus.Provision(gctx); err != nil {
+			return c.Explain(err)
+		}
+	}
 	cp, err := tlogbus.NewCheckpointer(c.Bus, tlogbus.CheckpointerConfig{
 		Signer: signer, Verifier: verifier, Every: *every, Interval: *interval, Witnesses: witnesses, Durable: *durable, Logger: log,
 	})

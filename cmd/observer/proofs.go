@@ -190,7 +190,7 @@ func cmdWitness(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	state := fs.String("state", "", "the witness' state directory: the last checkpoint it cosigned per log, fsync'd (required)")
 	var logs verifiersFlag
 	fs.Var(&logs, "checkpointer-key", "the verifier key of a log to witness (the checkpointer's), or a file holding it; repeatable (required)")
-	name := fs.String("name", "witness", "the witness' name on NATS: it answers <prefix>.witness.NAME.add-checkpoint")
+	name := fs.String("name", "w1", "the witness' name on NATS (a subject token): it answers <prefix>.witness.NAME.add-checkpoint, in queue group NAME")
 	verbose := fs.Bool("v", false, cli.VerboseHelp)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: observer witness --key FILE --state DIR --checkpointer-key KEY [flags]\n\nCosigns a log's checkpoints (C2SP tlog-witness over NATS) only when each is consistent\nwith the last one it cosigned, which it keeps in DIR: run it with its own key, as its own\nuser, ideally in another trust domain than the operator's. Runs until interrupted.\n\nFlags:")

@@ -142,6 +142,39 @@ func TestRetentionKeepsProving(t *testing.T) {
 			t.Fatalf("want one note of the expired messages:\n%s", explain(v))
 		}
 	})
+	t.Run("BeforeTheFirstCheckpoint", func(t *testing.T) {
+		// Messages gone before any checkpointer read them are gaps of the
+		// tree: the checkpoints record them so, and nothing is missing.
+		b := bustest.StartBus(t)
+		kp := signingKey(t)
+		key := newLogKey(t, logName)
+		runs(t, b, kp, "s1", 2)
+		s, err := b.JetStream().Stream(testCtx(t), b.Names().Events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := s.CachedInfo().Config
+		cfg.MaxMsgs = 20
+		if _, err := b.JetStream().UpdateStream(testCtx(t), cfg); err != nil {
+			t.Fatal(err)
+		}
+		checkpointAll(t, b, tlogbus.CheckpointerConfig{Signer: key.signer, Verifier: key.verifier, Every: 8})
+		recs, err := tlogbus.ReadRecords(testCtx(t), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := tlog.ParseRecord(recs[0].Data, key.verifier)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(first.Record.Gaps) != 1 || first.Record.Gaps[0] != [2]uint64{1, 12} {
+			t.Fatalf("the first checkpoint's gaps: %v", first.Record.Gaps)
+		}
+		v := verifyStream(t, b, key, tlogbus.VerifyConfig{})
+		if !v.Intact || !v.Proven || v.Compared != 20 || len(v.Findings) != 0 {
+			t.Fatalf("verify:\n%s", explain(v))
+		}
+	})
 	t.Run("MaxMsgsWithinAWindow", func(t *testing.T) {
 		b := bustest.StartBus(t)
 		kp := signingKey(t)
