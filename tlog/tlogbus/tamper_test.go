@@ -112,6 +112,17 @@ func TestCheckpointsNameTampering(t *testing.T) {
 		v := verifyStream(t, c.b, c.key, tlogbus.VerifyConfig{})
 		only(t, v, tlog.FindTruncated, tail[0], tail[len(tail)-1])
 	})
+	t.Run("TailCutFromACopy", func(t *testing.T) {
+		c := newCheckpointed(t)
+		all := c.events(t)
+		cut := all[len(all)-5:]
+		cp := c.copyStore(t, all[:len(all)-5], nil)
+		v := verifyStream(t, cp, c.key, tlogbus.VerifyConfig{})
+		f := only(t, v, tlog.FindTruncated, cut[0].seq, cut[len(cut)-1].seq)
+		if !strings.Contains(f.Detail, c.runs[2]) {
+			t.Fatalf("the finding does not name the run: %s", f.Detail)
+		}
+	})
 	t.Run("OldestRemovedWithoutRetention", func(t *testing.T) {
 		c := newCheckpointed(t)
 		deleteSeqs(t, c.b, []uint64{1, 2, 3})
