@@ -168,6 +168,7 @@ func (c *Checkpointer) askWitness(ctx context.Context, w WitnessRef, cp tlog.Che
 		lines, err := AskWitness(ctx, c.b.Conn(), c.b.Subjects(), w.Name, tlog.AddCheckpointRequest(old, proof, signed))
 		var we *tlog.WitnessError
 		if attempt == 0 && errors.As(err, &we) && we.Status == tlog.StatusConflict {
+			c.log.Info("checkpointer: the witness last cosigned another size; proving from it", "witness", w.Name, "size", we.Size, "assumed", old)
 			old = we.Size
 			continue
 		}

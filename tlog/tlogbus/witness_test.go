@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
@@ -114,5 +115,67 @@ func TestWitnessOverNATS(t *testing.T) {
 	t.Logf("the forged stream against the witness' checkpoint:\n%s", explain(v))
 	if v.Intact || !v.Has(tlog.FindInconsistent) {
 		t.Fatalf("the forged stream against the witness' checkpoint:\n%s", explain(v))
+	}
+}
+
+// A witness that was away catches up: checkpoints stored meanwhile go
+// without its cosignature; the next one is cosigned with a consistency
+// proof from the last it cosigned, made from the stored checkpoints, even
+// by a restarted checkpointer that learns that size from the witness' 409.
+func TestWitnessCatchesUp(t *testing.T) {
+	srv, nc := bustest.Start(t)
+	b := bustest.Provision(t, nc)
+	kp := signingKey(t)
+	key := newLogKey(t, logName)
+	skey, _, _ := tlog.GenerateKey("witness.test/w1")
+	ws, _ := tnote.NewSignerForCosignatureV1(skey)
+	w, err := tlog.OpenWitness(t.TempDir(), ws, key.verifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	serve := func() func() {
+		svc, err := tlogbus.ServeWitness(bustest.Conn(t, srv), b.Subjects(), "w1", w, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func() { _ = svc.Stop() }
+	}
+	cfg := tlogbus.CheckpointerConfig{Signer: key.signer, Verifier: key.verifier, Every: 9, WitnessTimeout: time.Second,
+		Witnesses: []tlogbus.WitnessRef{{Name: "w1", Key: ws.Verifier()}}}
+
+	stop := serve()
+	runs(t, b, kp, "s1", 1)
+	r := startCheckpointer(t, b, cfg)
+	r.caughtUp(t, b)
+	cosigned := r.c.Status().Cosigned["w1"]
+	stop() // the witness goes away
+	runs(t, b, kp, "s1", 1)
+	r.caughtUp(t, b)
+	if err := r.halt(t); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.c.Status(); st.Cosigned["w1"] != cosigned || st.Size <= cosigned {
+		t.Fatalf("with the witness away: %+v (it cosigned %d)", st, cosigned)
+	}
+
+	defer serve()()
+	runs(t, b, kp, "s1", 1)
+	r = startCheckpointer(t, b, cfg)
+	r.caughtUp(t, b)
+	if err := r.halt(t); err != nil {
+		t.Fatal(err)
+	}
+	st := r.c.Status()
+	if st.Cosigned["w1"] != st.Size {
+		t.Fatalf("after the witness came back: %+v", st)
+	}
+	latest, err := tlog.OpenCheckpoint(w.LatestOf(""), key.verifier, ws.Verifier())
+	if err != nil || latest.Size != st.Size {
+		t.Fatalf("the witness' state: %+v, %v", latest, err)
+	}
+	v := verifyStream(t, b, key, tlogbus.VerifyConfig{Witnesses: []note.Verifier{ws.Verifier()}})
+	if !v.Intact || !v.Proven || v.Checkpoint.Size != st.Size {
+		t.Fatalf("verify with the witness:\n%s", explain(v))
 	}
 }
