@@ -57,6 +57,11 @@ type RunSpan struct {
 // then stays well under NATS' default 1 MiB message limit.
 const MaxWindow = 16384
 
+// maxSpan bounds the sequences one record's window may cover, gaps
+// included, so that a record cannot make a verifier expand an unbounded
+// window: 2^24 sequences (512 MiB of leaf hashes).
+const maxSpan = 1 << 24
+
 // NewRecord makes the record of a signed checkpoint of size whose tree's
 // compact range is rng and whose window, from prevSize, has the leaf
 // hashes window (gaps included; gaps says which sequences were gaps, in
@@ -141,6 +146,9 @@ func ParseRecord(data []byte, logKey note.Verifier, witnesses ...note.Verifier) 
 	}
 	if n := len(raw) / len(Hash{}); n > MaxWindow {
 		return nil, bad("%d leaves stored (at most %d)", n, MaxWindow)
+	}
+	if signed.Size-r.PrevSize > maxSpan {
+		return nil, bad("a window of %d sequences is more than a verifier expands (%d)", signed.Size-r.PrevSize, maxSpan)
 	}
 	var last uint64 = r.PrevSize
 	for _, g := range r.Gaps {

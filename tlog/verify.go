@@ -338,12 +338,18 @@ func (v *Verification) checkRoots() {
 // Finish accounts for the sequences the checkpoints cover past the
 // stream's last message, and returns the verdict.
 func (v *Verification) Finish() *StreamVerdict {
-	end := v.target.Size
+	end, reach := v.target.Size, v.state.LastSeq
 	if t := v.log.Tree; t != nil {
-		end = max(end, t.Size())
+		end, reach = max(end, t.Size()), max(reach, t.Size())
 	}
-	for s := v.next; s <= end; s++ {
+	// Past both the stream and the stored leaves nothing is compared and
+	// no root can be produced: a checkpoint that far is truncated at once,
+	// however large its size.
+	for s := v.next; s <= min(end, reach); s++ {
 		v.absent(s)
+	}
+	if end > reach {
+		v.missing = append(v.missing, seqRange{max(v.next, reach+1), end})
 	}
 	v.next = max(v.next, end+1)
 	f := &v.verdict

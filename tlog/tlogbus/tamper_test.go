@@ -123,6 +123,28 @@ func TestCheckpointsNameTampering(t *testing.T) {
 			t.Fatalf("the finding does not name the run: %s", f.Detail)
 		}
 	})
+	t.Run("LatestCheckpointsDropped", func(t *testing.T) {
+		// The events intact, the checkpoints stream without its latest
+		// record: a checkpoint an auditor (or a witness) kept says so.
+		c := newCheckpointed(t)
+		kept, err := tlogbus.LastRecord(testCtx(t), c.b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := tlog.ParseRecord(kept.Data, c.key.verifier)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp := bustest.StartBus(t)
+		copyInto(t, cp, c.events(t), nil)
+		recs := rawMessages(t, c.b.JetStream(), c.b.Names().Checkpoints)
+		copyInto(t, cp, recs[:len(recs)-1], nil)
+		v := verifyStream(t, cp, c.key, tlogbus.VerifyConfig{Checkpoint: s.Note})
+		only(t, v, tlog.FindMissingCheckpoint, s.Record.PrevSize+1, s.Size)
+		if !v.Proven {
+			t.Fatalf("the stream itself is intact:\n%s", explain(v))
+		}
+	})
 	t.Run("OldestRemovedWithoutRetention", func(t *testing.T) {
 		c := newCheckpointed(t)
 		deleteSeqs(t, c.b, []uint64{1, 2, 3})
