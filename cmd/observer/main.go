@@ -45,9 +45,9 @@ connection: --nats URL [--creds FILE | --nkey FILE | --user U --password P | --t
 Which bus: --nats URL, else --store DIR, else $NATS_URL, else the server
 listening on nats://127.0.0.1:4222 (a running "loop run", "loop serve" or
 "loop server"). When nothing listens there, replay, sessions, runs, show,
-stats, verify, checkpoint, prove, checkpointer, approvals, hooks and provision
-open ./.hookbus (the store "make run" and "loop run" leave) if it exists; tail
-needs a running server.
+stats, verify, approvals, hooks and provision open ./.hookbus (the store
+"make run" and "loop run" leave) if it exists, and so do checkpoint,
+checkpointer and prove; tail needs a running server.
 
 replay prints the matching events in stream order and exits (1 when the
 filters match nothing); --run takes a run id or a unique prefix of one (the

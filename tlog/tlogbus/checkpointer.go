@@ -195,7 +195,7 @@ func (c *Checkpointer) Run(ctx context.Context) error {
 		}
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):
-			if err := c.checkpoint(ctx); err != nil {
+			if err := c.checkpoint(ctx); err != nil && ctx.Err() == nil {
 				return err
 			}
 			continue
@@ -203,6 +203,9 @@ func (c *Checkpointer) Run(ctx context.Context) error {
 			return fmt.Errorf("%w: checkpointer: %w", bus.ErrConsumer, err)
 		}
 		if err := c.take(ctx, m); err != nil {
+			if ctx.Err() != nil {
+				continue // stopped while reading: store what was read
+			}
 			return err
 		}
 	}
@@ -428,7 +431,9 @@ func (c *Checkpointer) store(ctx context.Context, cp tlog.Checkpoint, data []byt
 	msg := &nats.Msg{Subject: c.b.Subjects().Checkpoint(), Data: data}
 	id := cp.Origin + "/" + strconv.FormatUint(cp.Size, 10)
 	for delay := 250 * time.Millisecond; ; delay = min(2*delay, 30*time.Second) {
-		pctx, cancel := withTimeout(ctx)
+		// An attempt runs to its end even when ctx is done meanwhile (a
+		// checkpointer stopped while it stores): ctx ends the retries.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		ack, err := c.b.JetStream().PublishMsg(pctx, msg, jetstream.WithMsgID(id), jetstream.WithExpectLastSequence(c.lastRecSeq))
 		cancel()
 		if err == nil {

@@ -127,7 +127,7 @@ func call(ctx context.Context, nc *nats.Conn, subj events.Subjects, name, what s
 // not answer is logged; the checkpoint goes without its cosignature.
 func (c *Checkpointer) cosign(ctx context.Context, cp tlog.Checkpoint, signed []byte) []byte {
 	for _, w := range c.cfg.Witnesses {
-		wctx, cancel := context.WithTimeout(ctx, c.cfg.WitnessTimeout)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.WitnessTimeout)
 		lines, err := c.askWitness(wctx, w, cp, signed)
 		cancel()
 		if err != nil {
