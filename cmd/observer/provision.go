@@ -71,8 +71,8 @@ func cmdProvision(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *maxAge > 0 {
 		age = "kept " + maxAge.String()
 	}
-	fmt.Fprintf(stdout, "provisioned %s, %s, %s, %s, KV %s, %s, %s and %s, object store %s (replicas %d; events %s)\n",
-		names.Events, names.Runs, names.Wakes, names.DeadLetters, names.Hooks, names.Trust, names.Decisions, names.Budgets, names.Payloads, conn.Replicas, age)
+	fmt.Fprintf(stdout, "provisioned %s, %s, %s, %s, %s, KV %s, %s, %s and %s, object store %s (replicas %d; events %s)\n",
+		names.Events, names.Runs, names.Wakes, names.DeadLetters, names.Checkpoints, names.Hooks, names.Trust, names.Decisions, names.Budgets, names.Payloads, conn.Replicas, age)
 	return nil
 }
 
