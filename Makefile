@@ -10,7 +10,7 @@ TESTFLAGS ?= -race -count=1 -timeout 15m
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 5
 
-.PHONY: all build run test test-faults e2e vet staticcheck unit bench bench-scale fuzz clean browser sandbox ui sdk-ts schemas
+.PHONY: all build run test test-faults e2e vet staticcheck unit bench bench-tlog bench-scale fuzz clean browser sandbox ui sdk-ts schemas
 
 all: build
 
@@ -97,12 +97,18 @@ staticcheck:
 unit:
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
-BENCHES   := 'Benchmark(RemoteRoundTrip|RawRequestReply|RemoteChain3|RawRequestReply3|ChainOneInterceptor|BareFuncWithTimeout|Publish|RawPublishAsync|Replay|RawOrderedConsumer)$$'
+BENCHES   := 'Benchmark(RemoteRoundTrip|RawRequestReply|RemoteChain3|RawRequestReply3|ChainOneInterceptor|BareFuncWithTimeout|Publish|RawPublishAsync|Replay|RawOrderedConsumer|PublishCheckpointed)$$'
 
-## bench: benchmarks against raw nats.go in the same run, then the ratio table.
+## bench: benchmarks against raw nats.go in the same run, then the ratio table (publish_checkpointed:
+## the publish benchmark with a checkpointer following the stream).
 bench:
-	$(GO) test -run '^$$' -bench $(BENCHES) -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./bus ./interceptors | tee bench.txt
+	$(GO) test -run '^$$' -bench $(BENCHES) -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./bus ./interceptors ./tlog/tlogbus | tee bench.txt
 	$(GO) run ./internal/benchreport < bench.txt
+
+## bench-tlog: the transparency log's costs on a stream of 100,000 1 KiB events: verifying it against
+## its checkpoints (observer verify --checkpoint), checkpointing it from scratch, a run's proof size.
+bench-tlog:
+	$(GO) test -run '^$$' -bench 'BenchmarkVerifyStream$$' -benchtime 1x -count 3 ./tlog/tlogbus
 
 ## bench-scale: hookbus under load, worker, interceptor and nats-server each a process (a few minutes):
 ## latency at 10/100/1,000 runs in flight, cost per event at saturation vs raw JetStream async

@@ -8,7 +8,7 @@ import (
 
 // Names are the JetStream assets of one subject prefix. With the default
 // prefix "hookbus" they are HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_WAKES,
-// HOOKBUS_DLQ, hookbus_hooks, hookbus_trust, hookbus_decisions,
+// HOOKBUS_DLQ, HOOKBUS_CHECKPOINTS, hookbus_hooks, hookbus_trust, hookbus_decisions,
 // hookbus_budgets, hookbus_agents, hookbus_workers and hookbus_payloads.
 // Another prefix derives them the same way: dots become underscores, upper
 // case for streams and lower case for buckets, so "acme.hookbus" gives
@@ -20,6 +20,7 @@ type Names struct {
 	Runs        string // stream of <prefix>.run.> (work-queue retention)
 	Wakes       string // stream of <prefix>.wake.> (message schedules)
 	DeadLetters string // stream of <prefix>.dlq.>
+	Checkpoints string // stream of <prefix>.checkpoint (signed checkpoints of Events)
 	Hooks       string // KV bucket: the interceptor registry
 	Trust       string // KV bucket: trust grants
 	Decisions   string // KV bucket: the decision cache of prompt hooks
@@ -42,6 +43,7 @@ func NamesFor(prefix string) Names {
 		Runs:        up + "_RUNS",
 		Wakes:       up + "_WAKES",
 		DeadLetters: up + "_DLQ",
+		Checkpoints: up + "_CHECKPOINTS",
 		Hooks:       low + "_hooks",
 		Trust:       low + "_trust",
 		Decisions:   low + "_decisions",

@@ -8,8 +8,8 @@ import (
 )
 
 // StreamConfigs returns the configurations Provision applies to the events,
-// runs, wakes and dead-letter streams, for review or for provisioning by other
-// means (nats CLI, Terraform).
+// runs, wakes, dead-letter and checkpoints streams, for review or for
+// provisioning by other means (nats CLI, Terraform).
 func (b *Bus) StreamConfigs() []jetstream.StreamConfig {
 	o := b.opts
 	return []jetstream.StreamConfig{{
@@ -58,6 +58,19 @@ func (b *Bus) StreamConfigs() []jetstream.StreamConfig {
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.replicas,
 		Duplicates:  o.duplicateWindow,
+	}, {
+		Name:        b.names.Checkpoints,
+		Description: "hookbus checkpoints: the signed Merkle tree heads of the events stream (written by the checkpointer only)",
+		Subjects:    []string{b.subj.Checkpoint()},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.replicas,
+		Duplicates:  o.duplicateWindow,
+		// No limits: a checkpoint keeps what proving the events needs once
+		// they expire. A checkpoint is never deleted nor purged (JetStream
+		// refuses to turn these off once set).
+		DenyDelete: true,
+		DenyPurge:  true,
 	}}
 }
 

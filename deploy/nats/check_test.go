@@ -52,7 +52,7 @@ func TestEveryConfPassesCheck(t *testing.T) {
 // users and system account (that HOOKBUS has JetStream is proven by the
 // permission tests, which provision streams in it).
 func TestAccountsAreIncluded(t *testing.T) {
-	wantUsers := []string{"admin", "alice", "approver", "auditor", "loop", "plugin-pii", "plugin-policy", "sys", "webui"}
+	wantUsers := []string{"admin", "alice", "approver", "auditor", "checkpointer", "loop", "plugin-pii", "plugin-policy", "sys", "webui", "witness"}
 	for _, f := range []string{"single.conf", "cluster-n1.conf", "cluster-n2.conf", "cluster-n3.conf"} {
 		t.Run(f, func(t *testing.T) {
 			opts := checkConfig(t, f)

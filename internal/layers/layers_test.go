@@ -30,7 +30,7 @@ var layers = []layer{
 	{"the decision model and the chain", []string{"interceptors"}},
 	{"the transport and the engine, neither importing the other", []string{"bus", "loop"}},
 	{"their parts, and the hook kinds", []string{"bus/*", "loop/*", "hooks"}},
-	{"assemblies and readers of the record", []string{"agents", "bridge", "audit", "telemetry", "webui", "internal"}},
+	{"assemblies and readers of the record", []string{"agents", "bridge", "audit", "telemetry", "webui", "tlog", "internal"}},
 	{"the commands, and the tests and deployments that run them", []string{"cmd", "deploy", "sdk", "test"}},
 }
 

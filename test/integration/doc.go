@@ -69,6 +69,10 @@
 //   - TestFaultInterceptorClockAhead: an interceptor whose clock runs 10
 //     minutes ahead (its deadline header moved into the past) is called and
 //     its deny applied, never skipped.
+//   - TestFaultCheckpointerKilled: observer checkpointer, following a
+//     worker's runs, is SIGKILLed three times with messages delivered and
+//     not checkpointed, and started again: its checkpoints form one chain
+//     over every message, and the stream verifies against them.
 //
 // Each test logs its figures (runs, events, attempts, superseded events,
 // Bash calls and executions, outcomes unknown, sessions rebuilt, contexts
