@@ -55,18 +55,20 @@ const (
 	codexModel  = "gpt-5.1-codex"
 )
 
-// The hook events each CLI offers: its settings send every one to the
-// hook command.
+// The hook events each CLI offers (at the versions make e2e installs:
+// Claude Code's include DirectoryAdded and PreSkillShellCommand, Codex
+// CLI's PreModelRequest); its settings send every one to the hook command.
 var (
 	claudeEvents = []string{"Setup", "SessionStart", "InstructionsLoaded", "UserPromptSubmit", "UserPromptExpansion",
 		"PreToolUse", "PermissionRequest", "PermissionDenied", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
 		"Notification", "SubagentStart", "SubagentStop", "TaskCreated", "TaskCompleted", "PreCompact", "PostCompact",
-		"Elicitation", "ElicitationResult", "ConfigChange", "CwdChanged", "FileChanged", "WorktreeCreate", "WorktreeRemove",
-		"PreModelSwitch", "PostModelSwitch", "MessageDisplay", "TeammateIdle", "Stop", "StopFailure", "SessionEnd"}
+		"Elicitation", "ElicitationResult", "ConfigChange", "CwdChanged", "FileChanged", "DirectoryAdded", "WorktreeCreate",
+		"WorktreeRemove", "PreModelSwitch", "PostModelSwitch", "PreSkillShellCommand", "MessageDisplay", "TeammateIdle",
+		"Stop", "StopFailure", "SessionEnd"}
 	geminiEvents = []string{"SessionStart", "SessionEnd", "BeforeAgent", "AfterAgent", "BeforeModel", "AfterModel",
 		"BeforeToolSelection", "BeforeTool", "AfterTool", "PreCompress", "Notification"}
 	codexEvents = []string{"SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse",
-		"PreCompact", "PostCompact", "Stop", "StopFailure", "SubagentStart", "SubagentStop", "Interrupt"}
+		"PreCompact", "PostCompact", "Stop", "StopFailure", "SubagentStart", "SubagentStop", "Interrupt", "PreModelRequest"}
 )
 
 var claude = &harness{
