@@ -107,7 +107,9 @@ func TestClaudeCodePermissionApproved(t *testing.T) {
 			t.Fatalf("claude: %v\nstdout %s\nstderr %s", err, r.stdout, r.stderr)
 		}
 	case <-time.After(2 * time.Minute):
-		t.Fatalf("claude still waits after the approval\nstdout %s\nstderr %s", r.stdout, r.stderr)
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Fatalf("claude still waited 2m after the approval\nstdout %s\nstderr %s", r.stdout, r.stderr)
 	}
 	out := r.outcome(t, h, fake)
 	if _, err := os.Stat(filepath.Join(out.project, "approved.txt")); err != nil {
