@@ -79,14 +79,32 @@ FAULTFLAGS ?= -count=1 -timeout 60m -v
 test-faults:
 	HOOKBUS_FAULTS=1 $(GO) test $(FAULTFLAGS) -run '^TestFault' ./test/integration
 
-## e2e: the real Claude Code (npm @anthropic-ai/claude-code, installed into CLAUDE_DIR) sending its
-## hooks to loop claude-hook, against a fake Anthropic API (test/e2e/doc.go); "make test" skips it.
-CLAUDE_DIR     ?= $(HOME)/.cache/hookbus/claude
-CLAUDE_VERSION ?= latest
-E2EFLAGS       ?= -count=1 -timeout 20m -v
+## e2e: the real coding agents' CLIs, Claude Code, Gemini CLI and Codex CLI (npm packages at the
+## pinned versions below, each installed into $(E2E_CACHE)/<cli> unless that version is there
+## already), every hook event sent to loop agent-hook, against fake model APIs the tests own
+## (test/e2e/doc.go). A CLI that cannot be installed is reported, and its tests skip, saying so;
+## "make test" skips them all.
+NPM_INSTALL    ?= $(NPM) install --no-audit --no-fund
+E2E_CACHE      ?= $(HOME)/.cache/hookbus
+CLAUDE_VERSION ?= 2.1.332
+GEMINI_VERSION ?= 0.61.0
+CODEX_VERSION  ?= 0.169.0
+E2E_CLIS       := claude=@anthropic-ai/claude-code@$(CLAUDE_VERSION) gemini=@google/gemini-cli@$(GEMINI_VERSION) codex=@openai/codex@$(CODEX_VERSION)
+E2EFLAGS       ?= -count=1 -timeout 30m -v
 e2e:
-	npm install --prefix $(CLAUDE_DIR) --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_VERSION)
-	PATH="$(CLAUDE_DIR)/node_modules/.bin:$$PATH" $(GO) test $(E2EFLAGS) ./test/e2e
+	@for c in $(E2E_CLIS); do \
+	  name=$${c%%=*}; spec=$${c#*=}; pkg=$${spec%@*}; version=$${spec##*@}; dir="$(E2E_CACHE)/$$name"; \
+	  have=$$(node -p "require('$$dir/node_modules/$$pkg/package.json').version" 2>/dev/null); \
+	  if [ "$$have" = "$$version" ]; then \
+	    echo "e2e: $$spec is in $$dir"; \
+	  elif $(NPM_INSTALL) --prefix "$$dir" "$$spec"; then \
+	    echo "e2e: installed $$spec into $$dir"; \
+	  else \
+	    echo "e2e: could not install $$spec into $$dir: its tests will skip, saying so"; \
+	  fi; \
+	done
+	PATH="$(E2E_CACHE)/claude/node_modules/.bin:$(E2E_CACHE)/gemini/node_modules/.bin:$(E2E_CACHE)/codex/node_modules/.bin:$$PATH" \
+	  $(GO) test $(E2EFLAGS) ./test/e2e
 
 vet:
 	$(GO) vet $(PKGS)
