@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
+	"github.com/hookbus/hookbus/bus/internal/kvstore"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -79,7 +81,7 @@ func (l BudgetLimit) Validate() error {
 	if err := events.ValidateID("agent", l.Agent); err != nil {
 		return err
 	}
-	if err := checkKeyID(l.Agent); err != nil {
+	if err := kvstore.CheckKeyID(l.Agent); err != nil {
 		return err
 	}
 	switch {
@@ -188,7 +190,7 @@ func (s *Budgets) SetLimit(ctx context.Context, l BudgetLimit) error {
 // as JSON; a is filled as SetLimit fills By). The error wraps ErrNotFound
 // when it has none, or WhoAmI's errors.
 func (s *Budgets) RemoveLimit(ctx context.Context, agent string, a events.Actor) error {
-	if err := checkPluginKey(agent); err != nil {
+	if err := kvstore.CheckPluginKey(agent); err != nil {
 		return err
 	}
 	a, err := s.b.actor(ctx, a)
@@ -202,7 +204,7 @@ func (s *Budgets) RemoveLimit(ctx context.Context, agent string, a events.Actor)
 		return err
 	}
 	record, _ := json.Marshal(BudgetRemoved{Agent: agent, By: a, At: s.now()}) // cannot fail
-	return s.b.deleteKeyWith(ctx, kv, s.b.names.Budgets, limitKey(agent), "agent "+agent+" has no shared budget", record)
+	return kvstore.DeleteWithRecord(ctx, s.b.js, kv, s.b.names.Budgets, limitKey(agent), "agent "+agent+" has no shared budget", record)
 }
 
 // BudgetRemoved is the body of the delete marker of a removed budget: who
@@ -245,7 +247,7 @@ func (s *Budgets) List(ctx context.Context) ([]BudgetLimit, []BudgetUse, error) 
 	var limits []BudgetLimit
 	var uses []BudgetUse
 	var bad error
-	err = readAll(ctx, kv, func(e jetstream.KeyValueEntry) {
+	err = kvstore.ReadAll(ctx, kv, func(e jetstream.KeyValueEntry) {
 		switch {
 		case strings.HasPrefix(e.Key(), "limit."):
 			var l BudgetLimit
@@ -440,7 +442,7 @@ func (s *Budgets) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.kv == nil {
-		kv, err := s.b.keyValue(ctx, s.b.names.Budgets)
+		kv, err := kvstore.Open(ctx, s.b.js, s.b.names.Budgets)
 		if err != nil {
 			return nil, err
 		}
@@ -450,7 +452,7 @@ func (s *Budgets) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 }
 
 func (s *Budgets) bucketErr(ctx context.Context, what string, err error) error {
-	return fmt.Errorf("%w: %s key-value bucket %s: %w", ErrRegistry, what, s.b.names.Budgets, ctxErr(ctx, err))
+	return fmt.Errorf("%w: %s key-value bucket %s: %w", ErrRegistry, what, s.b.names.Budgets, deadline.Err(ctx, err))
 }
 
 // Check returns nil when the budgets bucket can be opened, or an error

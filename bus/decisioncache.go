@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -76,7 +77,7 @@ func (c *DecisionCache) Get(ctx context.Context, key string) ([]byte, time.Time,
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return nil, time.Time{}, false, nil
 	case err != nil:
-		return nil, time.Time{}, false, fmt.Errorf("%w: get %s from key-value bucket %s: %w", ErrDecisionCache, key, c.b.names.Decisions, ctxErr(ctx, err))
+		return nil, time.Time{}, false, fmt.Errorf("%w: get %s from key-value bucket %s: %w", ErrDecisionCache, key, c.b.names.Decisions, deadline.Err(ctx, err))
 	}
 	return e.Value(), e.Created(), true, nil
 }
@@ -103,7 +104,7 @@ func (c *DecisionCache) Put(ctx context.Context, key string, value []byte, ttl t
 	}
 	_, err = kv.Create(ctx, key, value, jetstream.KeyTTL(ttl.Round(time.Second)))
 	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		return fmt.Errorf("%w: put %s in key-value bucket %s: %w", ErrDecisionCache, key, c.b.names.Decisions, ctxErr(ctx, err))
+		return fmt.Errorf("%w: put %s in key-value bucket %s: %w", ErrDecisionCache, key, c.b.names.Decisions, deadline.Err(ctx, err))
 	}
 	return nil
 }
@@ -120,7 +121,7 @@ func (c *DecisionCache) bucket(ctx context.Context) (jetstream.KeyValue, error) 
 		return nil, fmt.Errorf("%w: key-value bucket %s does not exist (provision the bus first)", ErrDecisionCache, c.b.names.Decisions)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: open key-value bucket %s: %w", ErrDecisionCache, c.b.names.Decisions, ctxErr(ctx, err))
+		return nil, fmt.Errorf("%w: open key-value bucket %s: %w", ErrDecisionCache, c.b.names.Decisions, deadline.Err(ctx, err))
 	}
 	c.kv = kv
 	return kv, nil

@@ -1,6 +1,11 @@
 package bus
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/hookbus/hookbus/bus/internal/claimcheck"
+	"github.com/hookbus/hookbus/bus/internal/kvstore"
+)
 
 // Sentinel errors. Every error a bus method returns wraps one of these (or a
 // context error, or an events error such as events.ErrInvalidID), so callers
@@ -36,14 +41,14 @@ var (
 	// ErrPayloadTooLarge is returned by Publish and PublishSync when an
 	// event exceeds the bus' payload limit (see WithMaxPayload) even
 	// without its data: larger data is claim-checked, not refused.
-	ErrPayloadTooLarge = errors.New("hookbus: event payload too large")
+	ErrPayloadTooLarge = claimcheck.ErrPayloadTooLarge
 	// ErrClaimCheck is returned (wrapped, naming the event and the
 	// reference) when the data of an event too large for a message cannot
 	// be stored in the payloads object store (Publish, PublishSync: with
 	// ErrPublish; a Remote request) or fetched back (FetchData; Replay,
 	// Tail, SessionEvents and WaitRun when the failure may pass: data gone
 	// for good is not an error of the read, see ReplayStats.Unfetched).
-	ErrClaimCheck = errors.New("hookbus: claim check failed")
+	ErrClaimCheck = claimcheck.ErrClaimCheck
 	// ErrConsumer is returned by Observe, Replay, Tail, WaitRun and
 	// ConsumeRuns when the JetStream consumer cannot be created or fails.
 	ErrConsumer = errors.New("hookbus: consumer failed")
@@ -55,7 +60,7 @@ var (
 	// SyncHooks when the registry or trust bucket cannot be opened, read or
 	// written (the error names the bucket; a missing bucket means the bus
 	// was not provisioned).
-	ErrRegistry = errors.New("hookbus: registry unavailable")
+	ErrRegistry = kvstore.ErrRegistry
 	// ErrDecisionCache is returned by DecisionCache.Get and Put when the
 	// decision bucket cannot be opened, read or written, or for a bad key
 	// or TTL (the error names the bucket or the key).
@@ -63,7 +68,7 @@ var (
 	// ErrNotFound is returned by Registry.Get and Registry.Delete for a
 	// stage and plugin with no registration, and by Registry.Revoke for a
 	// plugin with no grant.
-	ErrNotFound = errors.New("hookbus: not found")
+	ErrNotFound = kvstore.ErrNotFound
 )
 
 // Errors of the fleet (agent definitions and workers) and of the run queue's

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
+	"github.com/hookbus/hookbus/bus/internal/jsname"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -148,7 +150,7 @@ func (f *Fleet) bucket(ctx context.Context, workers bool) (jetstream.KeyValue, e
 		return nil, fmt.Errorf("%w: key-value bucket %s does not exist (provision the bus: observer provision)", ErrFleet, name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: open key-value bucket %s: %w", ErrFleet, name, ctxErr(ctx, err))
+		return nil, fmt.Errorf("%w: open key-value bucket %s: %w", ErrFleet, name, deadline.Err(ctx, err))
 	}
 	*kv = b
 	return b, nil
@@ -158,7 +160,7 @@ func (f *Fleet) bucket(ctx context.Context, workers bool) (jetstream.KeyValue, e
 // made of letters, digits, '-' and '_', else "=" and the id's bytes in hex
 // (KV keys allow fewer characters than ids).
 func agentKey(id string) string {
-	if validAssetToken(id) {
+	if jsname.ValidToken(id) {
 		return id
 	}
 	return "=" + hex.EncodeToString([]byte(id))
@@ -181,7 +183,7 @@ func (f *Fleet) Definition(ctx context.Context, agent string) (*AgentDefinition,
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return nil, 0, nil
 	case err != nil:
-		return nil, 0, fmt.Errorf("%w: read the definition of agent %s: %w", ErrFleet, agent, ctxErr(ctx, err))
+		return nil, 0, fmt.Errorf("%w: read the definition of agent %s: %w", ErrFleet, agent, deadline.Err(ctx, err))
 	}
 	d, err := decodeDefinition(e)
 	if err != nil {
@@ -235,7 +237,7 @@ func (f *Fleet) each(ctx context.Context, kv jetstream.KeyValue, fn func(jetstre
 	defer cancel()
 	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
-		return fmt.Errorf("%w: read %s: %w", ErrFleet, kv.Bucket(), ctxErr(ctx, err))
+		return fmt.Errorf("%w: read %s: %w", ErrFleet, kv.Bucket(), deadline.Err(ctx, err))
 	}
 	defer func() { _ = w.Stop() }()
 	for {
@@ -303,7 +305,7 @@ func (f *Fleet) register(ctx context.Context, a ServedAgent, by string) (*AgentD
 		} else {
 			_, err = kv.Update(wctx, agentKey(a.ID), body, rev)
 		}
-		err = ctxErr(wctx, err)
+		err = deadline.Err(wctx, err)
 		cancel()
 		switch {
 		case err == nil:
@@ -333,7 +335,7 @@ func (f *Fleet) putPresence(ctx context.Context, p *WorkerPresence) error {
 	ctx, cancel := f.b.withTimeout(ctx)
 	defer cancel()
 	if _, err := kv.Put(ctx, p.ID, body); err != nil {
-		return fmt.Errorf("%w: presence of worker %s: %w", ErrFleet, p.ID, ctxErr(ctx, err))
+		return fmt.Errorf("%w: presence of worker %s: %w", ErrFleet, p.ID, deadline.Err(ctx, err))
 	}
 	return nil
 }
@@ -346,7 +348,7 @@ func (f *Fleet) deletePresence(ctx context.Context, id string) error {
 	}
 	ctx, cancel := f.b.withTimeout(ctx)
 	defer cancel()
-	return ctxErr(ctx, kv.Delete(ctx, id))
+	return deadline.Err(ctx, kv.Delete(ctx, id))
 }
 
 // NewerVersion reports whether definition version a is newer than b, both

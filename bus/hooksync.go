@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
+	"github.com/hookbus/hookbus/bus/internal/kvstore"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -21,7 +23,7 @@ type HookSync struct {
 	chain *interceptors.Chain
 	trust *Trust
 	log   *slog.Logger
-	bw    *bucketWatch
+	bw    *kvstore.Watch
 	done  chan struct{}
 
 	// Owned by the goroutine that applies changes (SyncHooks' caller until
@@ -29,8 +31,8 @@ type HookSync struct {
 	desired map[string]interceptors.Registration // key → valid entry
 	active  map[string]activeHook                // key → registered on the chain
 
-	hooksApplied *progress // registry revision applied
-	trustApplied *progress // trust revision the registrations reflect
+	hooksApplied *kvstore.Progress // registry revision applied
+	trustApplied *kvstore.Progress // trust revision the registrations reflect
 
 	stopping   atomic.Bool
 	unregister sync.Once
@@ -70,7 +72,7 @@ func (b *Bus) SyncHooks(ctx context.Context, chain *interceptors.Chain, trust *T
 	}
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
-	kv, err := b.keyValue(ctx, b.names.Hooks)
+	kv, err := kvstore.Open(ctx, b.js, b.names.Hooks)
 	if err != nil {
 		return nil, err
 	}
@@ -78,14 +80,14 @@ func (b *Bus) SyncHooks(ctx context.Context, chain *interceptors.Chain, trust *T
 		b: b, chain: chain, trust: trust, log: b.log, done: make(chan struct{}),
 		desired: map[string]interceptors.Registration{}, active: map[string]activeHook{},
 	}
-	trustRev, trustChanged, _ := trust.applied.state()
-	bw, rev, err := openWatch(ctx, kv, b.names.Hooks, s.applyEntry)
+	trustRev, trustChanged, _ := trust.applied.State()
+	bw, rev, err := kvstore.OpenWatch(ctx, kv, b.names.Hooks, s.applyEntry)
 	if err != nil {
 		s.unregisterAll()
 		return nil, err
 	}
 	s.bw = bw
-	s.hooksApplied, s.trustApplied = newProgress(rev), newProgress(trustRev)
+	s.hooksApplied, s.trustApplied = kvstore.NewProgress(rev), kvstore.NewProgress(trustRev)
 	go s.follow(trustChanged)
 	return s, nil
 }
@@ -95,35 +97,35 @@ func (s *HookSync) follow(trustChanged <-chan struct{}) {
 	defer close(s.done)
 	for {
 		select {
-		case e, ok := <-s.bw.updates():
+		case e, ok := <-s.bw.Updates():
 			if !ok {
 				// Stopped, or the connection closed: the registrations stay
 				// (a fail-closed one goes on failing closed) until Stop.
-				err := fmt.Errorf("%w: watch of key-value bucket %s ended", ErrRegistry, s.bw.bucket)
+				err := fmt.Errorf("%w: watch of key-value bucket %s ended", ErrRegistry, s.bw.Bucket())
 				if !s.stopping.Load() {
 					s.log.Error("hookbus hooks: registry watch ended; the chain keeps its registrations, no longer updated", "err", err)
 				}
-				s.hooksApplied.end(err)
-				s.trustApplied.end(err)
+				s.hooksApplied.End(err)
+				s.trustApplied.End(err)
 				return
 			}
 			if e == nil {
 				continue
 			}
 			s.applyEntry(e)
-			s.hooksApplied.set(e.Revision())
+			s.hooksApplied.Set(e.Revision())
 		case <-trustChanged:
 			var rev uint64
 			var err error
-			rev, trustChanged, err = s.trust.applied.state()
+			rev, trustChanged, err = s.trust.applied.State()
 			if err != nil { // the trust's watch ended: grants no longer follow the bucket
 				s.log.Warn("hookbus hooks: trust watch ended; privileged registrations stay as they are", "err", err)
-				s.trustApplied.end(err)
+				s.trustApplied.End(err)
 				trustChanged = nil
 				continue
 			}
 			s.reconcileAll(true)
-			s.trustApplied.set(rev)
+			s.trustApplied.Set(rev)
 		}
 	}
 }
@@ -223,25 +225,25 @@ func (s *HookSync) unregisterAll() {
 func (s *HookSync) Synced(ctx context.Context) error {
 	ctx, cancel := s.b.withTimeout(ctx)
 	defer cancel()
-	hooks, err := lastRevision(ctx, s.bw.kv)
+	hooks, err := kvstore.LastRevision(ctx, s.bw.KV())
 	if err != nil {
-		return fmt.Errorf("%w: key-value bucket %s: %w", ErrRegistry, s.bw.bucket, ctxErr(ctx, err))
+		return fmt.Errorf("%w: key-value bucket %s: %w", ErrRegistry, s.bw.Bucket(), deadline.Err(ctx, err))
 	}
 	if err := s.trust.Synced(ctx); err != nil {
 		return err
 	}
-	trustRev, _, _ := s.trust.applied.state()
-	if err := s.hooksApplied.wait(ctx, hooks); err != nil {
+	trustRev, _, _ := s.trust.applied.State()
+	if err := s.hooksApplied.Wait(ctx, hooks); err != nil {
 		return err
 	}
-	return s.trustApplied.wait(ctx, trustRev)
+	return s.trustApplied.Wait(ctx, trustRev)
 }
 
 // Stop stops following the registry and removes the registrations the
 // sync made from the chain. It is idempotent.
 func (s *HookSync) Stop() {
 	s.stopping.Store(true)
-	s.bw.stop()
+	s.bw.Stop()
 	<-s.done
 	s.unregister.Do(s.unregisterAll) // the follower is gone: s.active is ours
 }

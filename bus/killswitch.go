@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/kvstore"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go/jetstream"
@@ -41,7 +42,7 @@ func disabledPlugin(key string) (string, bool) { return strings.CutPrefix(key, d
 // d.DeclaredBy (or, when empty, the d.By given) as a note. The error wraps events.ErrInvalidID for a bad
 // plugin id, ErrRegistry for a bucket failure, or WhoAmI's errors.
 func (r *Registry) Disable(ctx context.Context, plugin string, d interceptors.Disabled) error {
-	if err := checkPluginKey(plugin); err != nil {
+	if err := kvstore.CheckPluginKey(plugin); err != nil {
 		return err
 	}
 	if d.At.IsZero() {
@@ -78,7 +79,7 @@ func (r *Registry) Disable(ctx context.Context, plugin string, d interceptors.Di
 // events.ErrInvalidID for a bad id, ErrRegistry for a bucket failure, or
 // WhoAmI's errors.
 func (r *Registry) Enable(ctx context.Context, plugin string, a events.Actor) error {
-	if err := checkPluginKey(plugin); err != nil {
+	if err := kvstore.CheckPluginKey(plugin); err != nil {
 		return err
 	}
 	a, err := r.b.actor(ctx, a)
@@ -92,7 +93,7 @@ func (r *Registry) Enable(ctx context.Context, plugin string, a events.Actor) er
 		return err
 	}
 	record, _ := json.Marshal(Enabled{By: a.Identity, At: time.Now().UTC(), Actor: a}) // cannot fail
-	return r.b.deleteKeyWith(ctx, kv, r.b.names.Hooks, DisabledKey(plugin), "plugin "+plugin+" is not disabled", record)
+	return kvstore.DeleteWithRecord(ctx, r.b.js, kv, r.b.names.Hooks, DisabledKey(plugin), "plugin "+plugin+" is not disabled", record)
 }
 
 // Enabled is the body of the delete marker that turns a plugin back on:
@@ -114,7 +115,7 @@ func (r *Registry) DisabledPlugins(ctx context.Context) (map[string]interceptors
 		return nil, err
 	}
 	out := map[string]interceptors.Disabled{}
-	err = readAll(ctx, kv, func(e jetstream.KeyValueEntry) {
+	err = kvstore.ReadAll(ctx, kv, func(e jetstream.KeyValueEntry) {
 		if p, ok := disabledPlugin(e.Key()); ok {
 			out[p] = decodeDisabled(e.Value())
 		}

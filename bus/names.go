@@ -51,20 +51,3 @@ func NamesFor(prefix string) Names {
 		Payloads:    low + "_payloads",
 	}
 }
-
-// validAssetToken reports whether s may be part of a stream or bucket name:
-// JetStream bucket names allow only letters, digits, '_' and '-'.
-func validAssetToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -78,7 +79,7 @@ func (b *Bus) Provision(ctx context.Context) error {
 	}
 	for _, cfg := range b.StreamConfigs() {
 		if _, err := b.js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("%w: stream %s: %w", ErrProvision, cfg.Name, ctxErr(ctx, err))
+			return fmt.Errorf("%w: stream %s: %w", ErrProvision, cfg.Name, deadline.Err(ctx, err))
 		}
 	}
 	for _, kv := range []jetstream.KeyValueConfig{{
@@ -101,7 +102,7 @@ func (b *Bus) Provision(ctx context.Context) error {
 		Replicas:    b.opts.replicas,
 	}, b.decisionCacheConfig(), b.agentsConfig(), b.workersConfig()} {
 		if _, err := b.js.CreateOrUpdateKeyValue(ctx, kv); err != nil {
-			return fmt.Errorf("%w: key-value bucket %s: %w", ErrProvision, kv.Bucket, ctxErr(ctx, err))
+			return fmt.Errorf("%w: key-value bucket %s: %w", ErrProvision, kv.Bucket, deadline.Err(ctx, err))
 		}
 	}
 	obj := jetstream.ObjectStoreConfig{
@@ -112,7 +113,7 @@ func (b *Bus) Provision(ctx context.Context) error {
 		TTL:         b.opts.eventsMaxAge,
 	}
 	if _, err := b.js.CreateOrUpdateObjectStore(ctx, obj); err != nil {
-		return fmt.Errorf("%w: object store %s: %w", ErrProvision, obj.Bucket, ctxErr(ctx, err))
+		return fmt.Errorf("%w: object store %s: %w", ErrProvision, obj.Bucket, deadline.Err(ctx, err))
 	}
 	b.log.Debug("hookbus provisioned", "events", b.names.Events, "runs", b.names.Runs, "dlq", b.names.DeadLetters)
 	return nil

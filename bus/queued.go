@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -58,7 +59,7 @@ func (b *Bus) QueuedRuns(ctx context.Context, agent string) (list []QueuedRun, t
 	defer cancel()
 	st, err := b.js.Stream(ctx, b.names.Runs)
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Runs, ctxErr(ctx, err))
+		return nil, false, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Runs, deadline.Err(ctx, err))
 	}
 	for _, f := range filters {
 		for seq := uint64(1); ; {
@@ -70,7 +71,7 @@ func (b *Bus) QueuedRuns(ctx context.Context, agent string) (list []QueuedRun, t
 				break
 			}
 			if err != nil {
-				return nil, false, fmt.Errorf("%w: read %s at %d: %w", ErrConsumer, b.names.Runs, seq, ctxErr(ctx, err))
+				return nil, false, fmt.Errorf("%w: read %s at %d: %w", ErrConsumer, b.names.Runs, seq, deadline.Err(ctx, err))
 			}
 			list = append(list, b.queued(m))
 			seq = m.Sequence + 1

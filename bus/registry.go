@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
+	"github.com/hookbus/hookbus/bus/internal/kvstore"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go/jetstream"
@@ -158,7 +159,7 @@ func (r *Registry) List(ctx context.Context) ([]interceptors.Registration, error
 		rev uint64
 	}
 	var all []listed
-	err = readAll(ctx, kv, func(e jetstream.KeyValueEntry) {
+	err = kvstore.ReadAll(ctx, kv, func(e jetstream.KeyValueEntry) {
 		if _, ok := disabledPlugin(e.Key()); ok {
 			return // the kill switch (DisabledPlugins)
 		}
@@ -183,34 +184,6 @@ func (r *Registry) List(ctx context.Context) ([]interceptors.Registration, error
 	return out, nil
 }
 
-// readAll hands every current entry of kv (no delete markers) to fn, in
-// revision order.
-func readAll(ctx context.Context, kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry)) error {
-	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
-	if err != nil {
-		return err
-	}
-	defer func() { // stop, and drain so that the watcher's callback can return
-		_ = w.Stop()
-		for range w.Updates() {
-		}
-	}()
-	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok {
-				return errors.New("watcher closed")
-			}
-			if e == nil {
-				return nil
-			}
-			fn(e)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
 func stageRank(st events.Stage) int {
 	if i := slices.Index(events.Stages(), st); i >= 0 {
 		return i
@@ -223,7 +196,7 @@ func checkEntry(reg interceptors.Registration) error {
 	if err := reg.Validate(); err != nil {
 		return err
 	}
-	return checkKeyID(reg.Plugin)
+	return kvstore.CheckKeyID(reg.Plugin)
 }
 
 // entryKey validates stage and plugin and returns their key.
@@ -231,26 +204,13 @@ func entryKey(stage events.Stage, plugin string) (string, error) {
 	if err := events.ValidateID("plugin", plugin); err != nil {
 		return "", err
 	}
-	if err := checkKeyID(plugin); err != nil {
+	if err := kvstore.CheckKeyID(plugin); err != nil {
 		return "", err
 	}
 	if !stage.Valid() {
 		return "", fmt.Errorf("%w: plugin %s: stage %q is not a hookbus stage", interceptors.ErrInvalidRegistration, plugin, string(stage))
 	}
 	return RegistryKey(stage, plugin), nil
-}
-
-// checkKeyID checks that a plugin id can be a KV key token: JetStream keys
-// allow only letters, digits, '-', '_', '/', '=' and '.' (which an id never
-// holds).
-func checkKeyID(plugin string) error {
-	for i := 0; i < len(plugin); i++ {
-		c := plugin[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_/=", c) >= 0) {
-			return fmt.Errorf("%w: plugin id %q cannot be a registry key (letters, digits, '-', '_', '/' and '=' only)", events.ErrInvalidID, plugin)
-		}
-	}
-	return nil
 }
 
 // decodeEntry reads a registry entry: the registration, validated, with
@@ -276,7 +236,7 @@ func (r *Registry) hooksKV(ctx context.Context) (jetstream.KeyValue, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.hooks == nil {
-		kv, err := r.b.keyValue(ctx, r.b.names.Hooks)
+		kv, err := kvstore.Open(ctx, r.b.js, r.b.names.Hooks)
 		if err != nil {
 			return nil, err
 		}
@@ -290,7 +250,7 @@ func (r *Registry) trustKV(ctx context.Context) (jetstream.KeyValue, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.trust == nil {
-		kv, err := r.b.keyValue(ctx, r.b.names.Trust)
+		kv, err := kvstore.Open(ctx, r.b.js, r.b.names.Trust)
 		if err != nil {
 			return nil, err
 		}
@@ -299,18 +259,6 @@ func (r *Registry) trustKV(ctx context.Context) (jetstream.KeyValue, error) {
 	return r.trust, nil
 }
 
-// keyValue opens a bucket; the error wraps ErrRegistry.
-func (b *Bus) keyValue(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
-	kv, err := b.js.KeyValue(ctx, bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, fmt.Errorf("%w: key-value bucket %s does not exist (provision the bus first)", ErrRegistry, bucket)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: open key-value bucket %s: %w", ErrRegistry, bucket, ctxErr(ctx, err))
-	}
-	return kv, nil
-}
-
 func (r *Registry) bucketErr(ctx context.Context, what, bucket string, err error) error {
-	return fmt.Errorf("%w: %s key-value bucket %s: %w", ErrRegistry, what, bucket, ctxErr(ctx, err))
+	return fmt.Errorf("%w: %s key-value bucket %s: %w", ErrRegistry, what, bucket, deadline.Err(ctx, err))
 }

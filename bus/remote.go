@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/claimcheck"
+	"github.com/hookbus/hookbus/bus/internal/deadline"
+	"github.com/hookbus/hookbus/bus/internal/header"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/telemetry/tracectx"
@@ -42,8 +44,8 @@ type Remote struct {
 	nc   *nats.Conn
 	subj events.Subjects
 	reg  interceptors.Registration
-	hook string    // the subject of reg.Stage
-	pay  *payloads // the claim check of requests too large for a message
+	hook string            // the subject of reg.Stage
+	pay  *claimcheck.Store // the claim check of requests too large for a message
 }
 
 // Remote returns a client of the plugin reg names on reg.Stage. It does no
@@ -118,17 +120,17 @@ func (r *Remote) Intercept(ctx context.Context, req *interceptors.Request) (*int
 			return nil, r.fail(req, events.FailError, err)
 		}
 	}
-	deadline, bounded := ctx.Deadline()
-	if !bounded || (!req.Deadline.IsZero() && req.Deadline.Before(deadline)) {
-		deadline = req.Deadline
-		if deadline.IsZero() {
-			deadline = time.Now().Add(r.reg.WithDefaults().Timeout)
+	due, bounded := ctx.Deadline()
+	if !bounded || (!req.Deadline.IsZero() && req.Deadline.Before(due)) {
+		due = req.Deadline
+		if due.IsZero() {
+			due = time.Now().Add(r.reg.WithDefaults().Timeout)
 		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline)
+		ctx, cancel = context.WithDeadline(ctx, due)
 		defer cancel()
 	}
-	if time.Until(deadline) <= 0 {
+	if time.Until(due) <= 0 {
 		return nil, r.fail(req, events.FailTimeout, fmt.Errorf("no time left to call %s: %w", subj, context.DeadlineExceeded))
 	}
 
@@ -138,9 +140,9 @@ func (r *Remote) Intercept(ctx context.Context, req *interceptors.Request) (*int
 		return nil, r.fail(req, events.FailError, fmt.Errorf("encode request: %w", err))
 	}
 	if r.pay != nil { // data too large for a request: claim-checked (payloads.go)
-		msg, err := r.pay.fit(ctx, req.Event, &nats.Msg{Subject: subj, Header: h, Data: body}, requestHeaderSize)
+		msg, err := r.pay.Fit(ctx, req.Event, &nats.Msg{Subject: subj, Header: h, Data: body}, requestHeaderSize)
 		if err != nil {
-			err = fmt.Errorf("request on %s: %w", subj, ctxErr(ctx, err))
+			err = fmt.Errorf("request on %s: %w", subj, deadline.Err(ctx, err))
 			switch {
 			case errors.Is(ctx.Err(), context.DeadlineExceeded):
 				return nil, r.fail(req, events.FailTimeout, err)
@@ -151,14 +153,14 @@ func (r *Remote) Intercept(ctx context.Context, req *interceptors.Request) (*int
 		}
 		h, body = msg.Header, msg.Data
 	}
-	budget := time.Until(deadline)
+	budget := time.Until(due)
 	if budget <= 0 {
 		return nil, r.fail(req, events.FailTimeout, fmt.Errorf("no time left to call %s: %w", subj, context.DeadlineExceeded))
 	}
 	delete(h, events.HeaderMsgID) // a JetStream de-duplication id means nothing on a request
 	// One allocation for both values.
 	vals := []string{
-		deadline.UTC().Format(time.RFC3339Nano),
+		due.UTC().Format(time.RFC3339Nano),
 		strconv.FormatInt(int64((budget+time.Millisecond-1)/time.Millisecond), 10),
 	}
 	h[HeaderDeadline], h[HeaderTimeoutMs] = vals[0:1:1], vals[1:2:2]
@@ -249,8 +251,8 @@ func (e *ErrorReply) Error() string {
 // replyError returns the *ErrorReply of a micro error reply, an error for
 // a NATS status message, or nil.
 func replyError(h nats.Header) error {
-	code, _ := headerValue(h, micro.ErrorCodeHeader)
-	desc, isErr := headerValue(h, micro.ErrorHeader)
+	code, _ := header.Value(h, micro.ErrorCodeHeader)
+	desc, isErr := header.Value(h, micro.ErrorHeader)
 	if code != "" || isErr {
 		if code == "" {
 			code = "500"
@@ -260,23 +262,9 @@ func replyError(h nats.Header) error {
 		}
 		return &ErrorReply{Code: code, Description: desc}
 	}
-	if status, ok := headerValue(h, "Status"); ok {
-		d, _ := headerValue(h, "Description")
+	if status, ok := header.Value(h, "Status"); ok {
+		d, _ := header.Value(h, "Description")
 		return fmt.Errorf("reply is a NATS status message %s %s, not an answer", status, d)
 	}
 	return nil
-}
-
-// headerValue looks key up exactly, then without regard to case (services
-// in other languages may write nats-service-error).
-func headerValue(h nats.Header, key string) (string, bool) {
-	if v, ok := h[key]; ok && len(v) > 0 {
-		return v[0], true
-	}
-	for k, v := range h {
-		if len(v) > 0 && strings.EqualFold(k, key) {
-			return v[0], true
-		}
-	}
-	return "", false
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/header"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -29,7 +30,7 @@ func (rc *RunConsumer) handle(src *source, m jetstream.Msg) {
 	if err != nil {
 		rc.malformedN.Add(1)
 		log.Warn("hookbus: malformed run request dropped", "consumer", src.durable, "subject", m.Subject(), "reason", err)
-		if err := m.TermWithReason("malformed: " + oneLine(err.Error(), 200)); err != nil {
+		if err := m.TermWithReason("malformed: " + header.OneLine(err.Error(), 200)); err != nil {
 			log.Warn("hookbus: term failed", "error", err)
 		}
 		return
@@ -73,7 +74,7 @@ func (rc *RunConsumer) handle(src *source, m jetstream.Msg) {
 		rc.dropped.Add(1)
 		log.Error("hookbus: run dropped after its last attempt", "run", req.RunID, "agent", req.AgentID,
 			"attempts", meta.NumDelivered, "error", herr)
-		_ = m.TermWithReason("max deliveries: " + oneLine(herr.Error(), 200))
+		_ = m.TermWithReason("max deliveries: " + header.OneLine(herr.Error(), 200))
 		return
 	}
 	rc.failed.Add(1)
@@ -144,13 +145,13 @@ func (rc *RunConsumer) decode(m jetstream.Msg) (*events.RunRequest, error) {
 	if ref == "" {
 		return events.DecodeRunRequest(m.Data())
 	}
-	name, ok := strings.CutPrefix(ref, rc.b.pay.bucket+"/"+runObjectPrefix)
+	name, ok := strings.CutPrefix(ref, rc.b.pay.Bucket()+"/"+runObjectPrefix)
 	if !ok || len(m.Data()) > 0 {
-		return nil, fmt.Errorf("%w: run request reference %q is not a run object of %s (or the message has a body too)", events.ErrPayload, ref, rc.b.pay.bucket)
+		return nil, fmt.Errorf("%w: run request reference %q is not a run object of %s (or the message has a body too)", events.ErrPayload, ref, rc.b.pay.Bucket())
 	}
-	ctx, cancel := rc.b.pay.budget(rc.runCtx, 0)
+	ctx, cancel := rc.b.pay.Budget(rc.runCtx, 0)
 	defer cancel()
-	body, err := rc.b.pay.get(ctx, runObjectPrefix+name)
+	body, err := rc.b.pay.Get(ctx, runObjectPrefix+name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: run request at %q: %w", ErrClaimCheck, ref, err)
 	}
@@ -163,16 +164,13 @@ func (rc *RunConsumer) decode(m jetstream.Msg) (*events.RunRequest, error) {
 func (rc *RunConsumer) refuse(m jetstream.Msg, req *events.RunRequest, why error) {
 	rc.refused.Add(1)
 	rc.b.log.Error("hookbus: run request refused", "run", req.RunID, "agent", req.AgentID, "subject", m.Subject(), "dead_letter", rc.dlq, "reason", why)
-	meta, err := m.Metadata()
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), rc.b.opts.timeout)
-		err = rc.b.deadLetter(ctx, rc.dlq, rc.cfg.Durable, m, meta, why)
-		cancel()
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), rc.b.opts.timeout)
+	err := rc.b.DeadLetter(ctx, rc.cfg.Durable, m, why)
+	cancel()
 	if err != nil {
 		rc.b.log.Warn("hookbus: dead letter not written", "run", req.RunID, "error", err)
 	}
-	if err := m.TermWithReason(oneLine(why.Error(), 200)); err != nil {
+	if err := m.TermWithReason(header.OneLine(why.Error(), 200)); err != nil {
 		rc.b.log.Warn("hookbus: term failed", "error", err)
 	}
 }

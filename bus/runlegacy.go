@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -26,7 +27,7 @@ func (b *Bus) clearLegacy(ctx context.Context, pool, filter string) error {
 	defer cancel()
 	st, err := b.js.Stream(ctx, b.names.Runs)
 	if err != nil {
-		return fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Runs, ctxErr(ctx, err))
+		return fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Runs, deadline.Err(ctx, err))
 	}
 	lister := st.ListConsumers(ctx)
 	var infos []*jetstream.ConsumerInfo
@@ -34,7 +35,7 @@ func (b *Bus) clearLegacy(ctx context.Context, pool, filter string) error {
 		infos = append(infos, ci)
 	}
 	if err := lister.Err(); err != nil {
-		return fmt.Errorf("%w: list the consumers of %s: %w", ErrConsumer, b.names.Runs, ctxErr(ctx, err))
+		return fmt.Errorf("%w: list the consumers of %s: %w", ErrConsumer, b.names.Runs, deadline.Err(ctx, err))
 	}
 	for _, ci := range infos {
 		filters := ci.Config.FilterSubjects
@@ -58,7 +59,7 @@ func (b *Bus) clearLegacy(ctx context.Context, pool, filter string) error {
 				ErrLegacyConsumer, ci.Name, b.names.Runs, strings.Join(filters, ", "), ci.NumAckPending, ci.NumWaiting, rm)
 		}
 		if err := st.DeleteConsumer(ctx, ci.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return fmt.Errorf("%w: remove consumer %s of %s, made by an older hookbus: %w (remove it: %s)", ErrLegacyConsumer, ci.Name, b.names.Runs, ctxErr(ctx, err), rm)
+			return fmt.Errorf("%w: remove consumer %s of %s, made by an older hookbus: %w (remove it: %s)", ErrLegacyConsumer, ci.Name, b.names.Runs, deadline.Err(ctx, err), rm)
 		}
 		b.log.Warn("hookbus: removed an idle run consumer of an older hookbus (one consumer for every agent); its requests stay queued for the per-agent consumers",
 			"consumer", ci.Name, "stream", b.names.Runs, "filter", strings.Join(filters, ", "))

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
+	"github.com/hookbus/hookbus/bus/internal/header"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -61,24 +63,24 @@ func (b *Bus) submit(ctx context.Context, req *events.RunRequest, msgID string) 
 		id = msgID
 	}
 	msg := &nats.Msg{Subject: subject, Header: nats.Header{jetstream.MsgIDHeader: []string{id}}, Data: body}
-	if limit := b.pay.limit(); limit > 0 && msgSize(msg.Header, len(body)) > limit {
+	if limit := b.pay.Limit(); limit > 0 && header.MsgSize(msg.Header, len(body)) > limit {
 		// Too large for one message (a long prompt): the request travels
 		// as a stub naming an object that holds it.
 		sum := sha256.Sum256(body)
 		name := runObjectPrefix + r.RunID + "/" + hex.EncodeToString(sum[:])
 		meta := jetstream.ObjectMeta{Name: name, Description: "hookbus run request " + r.RunID,
 			Metadata: map[string]string{"hookbus.run": r.RunID, "hookbus.agent": r.AgentID, "hookbus.session": r.SessionID}}
-		if err := b.pay.putData(ctx, name, body, meta); err != nil {
+		if err := b.pay.PutData(ctx, name, body, meta); err != nil {
 			return fmt.Errorf("%w: run %s: %w", ErrPublish, r.RunID, err)
 		}
-		msg.Header.Set(RunRefHeader, b.pay.bucket+"/"+name)
+		msg.Header.Set(RunRefHeader, b.pay.Bucket()+"/"+name)
 		msg.Data = nil
 	}
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
 	ack, err := b.js.PublishMsg(ctx, msg)
 	if err != nil {
-		return fmt.Errorf("%w: run %s: %w", ErrPublish, r.RunID, ctxErr(ctx, err))
+		return fmt.Errorf("%w: run %s: %w", ErrPublish, r.RunID, deadline.Err(ctx, err))
 	}
 	if ack.Duplicate {
 		b.log.Debug("hookbus: run already queued", "run", r.RunID)

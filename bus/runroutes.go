@@ -11,6 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
+	"github.com/hookbus/hookbus/bus/internal/jsname"
+	"github.com/hookbus/hookbus/bus/internal/kvstore"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -67,14 +70,14 @@ type routes struct {
 	changed chan struct{} // closed when active changes
 	poke    chan struct{} // a presence write is due now
 
-	watch *bucketWatch
+	watch *kvstore.Watch
 }
 
 // consumerToken is an agent id as part of a consumer name: the id when it
 // is made of letters, digits, '-' and '_', else "id-" and 32 hex digits of
 // its SHA-256.
 func consumerToken(agent string) string {
-	if validAssetToken(agent) {
+	if jsname.ValidToken(agent) {
 		return agent
 	}
 	sum := sha256.Sum256([]byte(agent))
@@ -150,7 +153,7 @@ func (rs *routes) bind(ctx context.Context, src *source) error {
 	for tries := 0; ; tries++ {
 		rctx, cancel := b.withTimeout(ctx)
 		cons, err := b.js.CreateOrUpdateConsumer(rctx, b.names.Runs, cc)
-		err = ctxErr(rctx, err)
+		err = deadline.Err(rctx, err)
 		cancel()
 		if err == nil {
 			src.mu.Lock()
@@ -251,7 +254,7 @@ func (rs *routes) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w, _, err := openWatch(ctx, kv, rc.b.names.Agents, func(e jetstream.KeyValueEntry) { rs.onDefinition(ctx, e) })
+	w, _, err := kvstore.OpenWatch(ctx, kv, rc.b.names.Agents, func(e jetstream.KeyValueEntry) { rs.onDefinition(ctx, e) })
 	if err != nil {
 		_ = rs.fleet.deletePresence(context.WithoutCancel(ctx), rc.id)
 		return fmt.Errorf("%w: %w", ErrFleet, err)
@@ -260,7 +263,7 @@ func (rs *routes) start(ctx context.Context) error {
 	rc.bg.Add(2)
 	go func() {
 		defer rc.bg.Done()
-		for e := range w.updates() {
+		for e := range w.Updates() {
 			if e != nil {
 				rs.onDefinition(rc.bgCtx, e)
 			}
@@ -277,7 +280,7 @@ func (rs *routes) start(ctx context.Context) error {
 // stop ends the registry watch.
 func (rs *routes) stop() {
 	if rs.watch != nil {
-		rs.watch.stop()
+		rs.watch.Stop()
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/claimcheck"
+	"github.com/hookbus/hookbus/bus/internal/header"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -54,9 +56,9 @@ type Service struct {
 	ic     interceptors.Interceptor
 	plugin string
 	log    *slog.Logger
-	pay    *payloads       // fetches claim-checked request data
-	ctx    context.Context // parent of every call's ctx: Serve's, without its cancellation
-	unhook func() bool     // stops the Stop-on-ctx-done hook
+	pay    *claimcheck.Store // fetches claim-checked request data
+	ctx    context.Context   // parent of every call's ctx: Serve's, without its cancellation
+	unhook func() bool       // stops the Stop-on-ctx-done hook
 }
 
 // Serve serves ic as a nats.go micro service: service name cfg.Plugin, one
@@ -120,7 +122,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServeConfig, ic interceptors.
 		_ = s.Stop()
 		return nil, fmt.Errorf("serve plugin %s: %w", cfg.Plugin, err)
 	}
-	s.pay = newPayloads(nc, js, NamesFor(subj.Prefix).Payloads, 0, DefaultTimeout, s.log)
+	s.pay = claimcheck.New(nc, js, NamesFor(subj.Prefix).Payloads, 0, DefaultTimeout, s.log)
 	for _, stage := range cfg.Stages {
 		hook, _ := subj.Hook(stage, cfg.Plugin) // checked
 		err := svc.AddEndpoint(endpointName(stage), s.handler(stage),
@@ -287,7 +289,7 @@ func (s *Service) handle(stage events.Stage, r micro.Request) {
 	}
 	ctx, cancel := context.WithDeadline(s.ctx, deadline)
 	defer cancel()
-	if gone, err := s.pay.fetch(ctx, ev); err != nil { // claim-checked data (payloads.go)
+	if gone, err := s.pay.Fetch(ctx, ev); err != nil { // claim-checked data (payloads.go)
 		switch {
 		case gone:
 			s.replyError(r, "400", "malformed request: "+err.Error())
@@ -343,7 +345,7 @@ func bareAllow(d *interceptors.Decision) bool {
 }
 
 func (s *Service) respond(r micro.Request, body []byte) {
-	if limit := s.pay.limit(); limit > 0 && len(body) > limit {
+	if limit := s.pay.Limit(); limit > 0 && len(body) > limit {
 		s.replyError(r, "500", fmt.Sprintf("the decision is %d bytes, more than a reply may carry (%d): modify a large payload with a patch", len(body), limit))
 		return
 	}
@@ -355,7 +357,7 @@ func (s *Service) respond(r micro.Request, body []byte) {
 // replyError answers a micro error. The description goes in a header: it is
 // made one line of at most maxErrorText bytes.
 func (s *Service) replyError(r micro.Request, code, desc string) {
-	desc = strings.TrimSpace(oneLine(desc, maxErrorText))
+	desc = strings.TrimSpace(header.OneLine(desc, maxErrorText))
 	if desc == "" {
 		desc = "error"
 	}
@@ -375,14 +377,14 @@ const maxErrorText = 1024
 // header that does not parse is an error naming it.
 func requestDeadline(h nats.Header, now time.Time) (time.Time, error) {
 	var deadline time.Time
-	if v, ok := headerValue(h, HeaderDeadline); ok {
+	if v, ok := header.Value(h, HeaderDeadline); ok {
 		t, err := events.ParseTime(v) // the form Remote writes, without time.Parse's cost
 		if err != nil {
 			return time.Time{}, fmt.Errorf("header %s %q is not an RFC 3339 time", HeaderDeadline, v)
 		}
 		deadline = t
 	}
-	if v, ok := headerValue(h, HeaderTimeoutMs); ok {
+	if v, ok := header.Value(h, HeaderTimeoutMs); ok {
 		ms, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || ms < 0 || ms > maxTimeoutMs {
 			return time.Time{}, fmt.Errorf("header %s %q is not a number of milliseconds", HeaderTimeoutMs, v)

@@ -10,7 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/bus/internal/deadline"
+	"github.com/hookbus/hookbus/bus/internal/kvstore"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -31,7 +32,7 @@ func grants(value []byte) bool {
 // privileged stages (context.assembled, model.responded). The error wraps
 // events.ErrInvalidID for a bad plugin id, ErrRegistry for a bucket failure.
 func (r *Registry) Grant(ctx context.Context, plugin string) error {
-	if err := checkPluginKey(plugin); err != nil {
+	if err := kvstore.CheckPluginKey(plugin); err != nil {
 		return err
 	}
 	ctx, cancel := r.b.withTimeout(ctx)
@@ -53,7 +54,7 @@ func (r *Registry) Grant(ctx context.Context, plugin string) error {
 // plugin has no grant, events.ErrInvalidID for a bad plugin id, ErrRegistry
 // for a bucket failure.
 func (r *Registry) Revoke(ctx context.Context, plugin string) error {
-	if err := checkPluginKey(plugin); err != nil {
+	if err := kvstore.CheckPluginKey(plugin); err != nil {
 		return err
 	}
 	ctx, cancel := r.b.withTimeout(ctx)
@@ -75,7 +76,7 @@ func (r *Registry) Granted(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	err = readAll(ctx, kv, func(e jetstream.KeyValueEntry) {
+	err = kvstore.ReadAll(ctx, kv, func(e jetstream.KeyValueEntry) {
 		if grants(e.Value()) {
 			out = append(out, e.Key())
 		}
@@ -103,25 +104,18 @@ func (r *Registry) granted(ctx context.Context, plugin string) (bool, error) {
 	return grants(e.Value()), nil
 }
 
-func checkPluginKey(plugin string) error {
-	if err := events.ValidateID("plugin", plugin); err != nil {
-		return err
-	}
-	return checkKeyID(plugin)
-}
-
 // Trust is the interceptors.Trust of the trust bucket: a local cache of the
 // grants that a KV watch keeps up to date, so Privileged does no I/O. Make
 // one with WatchTrust, give it to the chain (interceptors.WithTrust) and to
 // SyncHooks, and Stop it when done. It is safe for concurrent use.
 type Trust struct {
 	log  *slog.Logger
-	bw   *bucketWatch
+	bw   *kvstore.Watch
 	done chan struct{}
 
 	mu      sync.RWMutex
 	granted map[string]struct{}
-	applied *progress
+	applied *kvstore.Progress
 }
 
 var _ interceptors.Trust = (*Trust)(nil)
@@ -133,30 +127,30 @@ var _ interceptors.Trust = (*Trust)(nil)
 func (b *Bus) WatchTrust(ctx context.Context) (*Trust, error) {
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
-	kv, err := b.keyValue(ctx, b.names.Trust)
+	kv, err := kvstore.Open(ctx, b.js, b.names.Trust)
 	if err != nil {
 		return nil, err
 	}
 	t := &Trust{log: b.log, granted: map[string]struct{}{}, done: make(chan struct{})}
-	bw, rev, err := openWatch(ctx, kv, b.names.Trust, t.apply)
+	bw, rev, err := kvstore.OpenWatch(ctx, kv, b.names.Trust, t.apply)
 	if err != nil {
 		return nil, err
 	}
-	t.bw, t.applied = bw, newProgress(rev)
+	t.bw, t.applied = bw, kvstore.NewProgress(rev)
 	go t.follow()
 	return t, nil
 }
 
 func (t *Trust) follow() {
 	defer close(t.done)
-	for e := range t.bw.updates() {
+	for e := range t.bw.Updates() {
 		if e == nil {
 			continue
 		}
 		t.apply(e)
-		t.applied.set(e.Revision())
+		t.applied.Set(e.Revision())
 	}
-	t.applied.end(fmt.Errorf("%w: watch of key-value bucket %s ended", ErrRegistry, t.bw.bucket))
+	t.applied.End(fmt.Errorf("%w: watch of key-value bucket %s ended", ErrRegistry, t.bw.Bucket()))
 }
 
 func (t *Trust) apply(e jetstream.KeyValueEntry) {
@@ -198,16 +192,16 @@ func (t *Trust) Plugins() []string {
 // call is applied. The error wraps ErrRegistry when the bucket cannot be
 // read or the watch ended, or ctx's error.
 func (t *Trust) Synced(ctx context.Context) error {
-	rev, err := lastRevision(ctx, t.bw.kv)
+	rev, err := kvstore.LastRevision(ctx, t.bw.KV())
 	if err != nil {
-		return fmt.Errorf("%w: key-value bucket %s: %w", ErrRegistry, t.bw.bucket, ctxErr(ctx, err))
+		return fmt.Errorf("%w: key-value bucket %s: %w", ErrRegistry, t.bw.Bucket(), deadline.Err(ctx, err))
 	}
-	return t.applied.wait(ctx, rev)
+	return t.applied.Wait(ctx, rev)
 }
 
 // Stop ends the watch; Privileged keeps answering from the last grants.
 // It is idempotent.
 func (t *Trust) Stop() {
-	t.bw.stop()
+	t.bw.Stop()
 	<-t.done
 }

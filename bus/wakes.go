@@ -8,8 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
+	"github.com/hookbus/hookbus/bus/internal/header"
+	"github.com/hookbus/hookbus/bus/internal/wakeup"
 	"github.com/hookbus/hookbus/events"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -22,42 +24,21 @@ import (
 
 // DueTTL is how long a due wake-up stays in the wakes stream for the
 // workers to take (Nats-Schedule-TTL of its schedule).
-const DueTTL = 30 * 24 * time.Hour
+const DueTTL = wakeup.DueTTL
 
 // WakeAt schedules w on <prefix>.wake.<agent>.<run> to be delivered on
 // <prefix>.wake.<agent>.<run>.due at w.At (to the second, never before).
 // A later WakeAt of the same run replaces the earlier. It returns an error
 // wrapping events' errors for bad ids, or ErrPublish.
 func (b *Bus) WakeAt(ctx context.Context, w events.Wake) error {
-	if err := w.Validate(); err != nil {
-		return err
-	}
-	subject, err := b.subj.Wake(w.AgentID, w.RunID)
+	msg, at, err := wakeup.Msg(b.subj, w)
 	if err != nil {
 		return err
 	}
-	target, err := b.subj.WakeDue(w.AgentID, w.RunID)
-	if err != nil {
-		return err
-	}
-	at := w.At.UTC().Truncate(time.Second)
-	if at.Before(w.At) {
-		at = at.Add(time.Second) // never before w.At
-	}
-	w.At = at
-	body, err := json.Marshal(w)
-	if err != nil {
-		return fmt.Errorf("%w: %v", events.ErrPayload, err)
-	}
-	msg := &nats.Msg{Subject: subject, Data: body, Header: nats.Header{
-		"Nats-Schedule":        []string{"@at " + at.Format(time.RFC3339)},
-		"Nats-Schedule-Target": []string{target},
-		"Nats-Schedule-TTL":    []string{DueTTL.String()},
-	}}
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
 	if _, err := b.js.PublishMsg(ctx, msg); err != nil {
-		return fmt.Errorf("%w: wake-up of run %s at %s: %w", ErrPublish, w.RunID, at.Format(time.RFC3339), ctxErr(ctx, err))
+		return fmt.Errorf("%w: wake-up of run %s at %s: %w", ErrPublish, w.RunID, at.Format(time.RFC3339), deadline.Err(ctx, err))
 	}
 	return nil
 }
@@ -131,7 +112,7 @@ func (b *Bus) ConsumeWakes(ctx context.Context, cfg WakeConsumerConfig, handler 
 	}
 	rctx, cancel := b.withTimeout(ctx)
 	cons, err := b.js.CreateOrUpdateConsumer(rctx, b.names.Wakes, cc)
-	err = ctxErr(rctx, err)
+	err = deadline.Err(rctx, err)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("%w: wake consumer %s: %w", ErrConsumer, durable, err)
@@ -188,7 +169,7 @@ func (wc *WakeConsumer) handle(m jetstream.Msg) {
 	if err != nil {
 		wc.rejected.Add(1)
 		log.Warn("hookbus: malformed wake-up dropped", "durable", wc.durable, "subject", m.Subject(), "reason", err)
-		_ = m.TermWithReason(oneLine(err.Error(), 200))
+		_ = m.TermWithReason(header.OneLine(err.Error(), 200))
 		return
 	}
 	herr := func() (err error) {
