@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/budgets"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
 )
@@ -32,7 +33,7 @@ func syncHooks(ctx context.Context, b *bus.Bus, log *slog.Logger) (*interceptors
 // sharedBudget returns the fleet's shared budgets ("observer budgets set"),
 // or nil, with a warning, on a bus provisioned without their bucket.
 func sharedBudget(ctx context.Context, b *bus.Bus, log *slog.Logger) loop.SharedBudget {
-	sb := b.Budgets()
+	sb := budgets.New(b)
 	if err := sb.Check(ctx); err != nil {
 		log.Warn("shared budgets off: their bucket cannot be opened (provision the bus again)", "err", err)
 		return nil

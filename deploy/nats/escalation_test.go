@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/budgets"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -149,7 +150,7 @@ func TestLoopCannotForgeOperatorActions(t *testing.T) {
 	if err := lb.Registry().Disable(short, "plugin-pii", interceptors.Disabled{Reason: "forged", Actor: events.Actor{DeclaredBy: "the-ciso"}}); err == nil {
 		t.Fatal("the loop disabled a plugin")
 	}
-	if err := lb.Budgets().SetLimit(short, bus.BudgetLimit{Agent: "demo", Period: time.Hour, Tokens: 1 << 40}); err == nil {
+	if err := budgets.New(lb).SetLimit(short, budgets.Limit{Agent: "demo", Period: time.Hour, Tokens: 1 << 40}); err == nil {
 		t.Fatal("the loop set a budget limit")
 	}
 
@@ -168,10 +169,10 @@ func TestLoopCannotForgeOperatorActions(t *testing.T) {
 	if got, err := ab.Registry().DisabledPlugins(ctx); err != nil || len(got) != 1 {
 		t.Fatalf("after the loop's attempts: %v, %v; want plugin-pii still disabled", got, err)
 	}
-	if err := ab.Budgets().SetLimit(ctx, bus.BudgetLimit{Agent: "demo", Period: time.Hour, Tokens: 1000}); err != nil {
+	if err := budgets.New(ab).SetLimit(ctx, budgets.Limit{Agent: "demo", Period: time.Hour, Tokens: 1000}); err != nil {
 		t.Fatal(err)
 	}
-	if l, ok, err := lb.Budgets().Limit(ctx, "demo"); err != nil || !ok || l.Tokens != 1000 || l.By == nil || l.By.Identity != "admin" {
+	if l, ok, err := budgets.New(lb).Limit(ctx, "demo"); err != nil || !ok || l.Tokens != 1000 || l.By == nil || l.By.Identity != "admin" {
 		t.Fatalf("the budget as the loop reads it: %+v, %v, %v", l, ok, err)
 	}
 }

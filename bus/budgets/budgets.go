@@ -1,4 +1,4 @@
-package bus
+package budgets
 
 import (
 	"cmp"
@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/bus/internal/kvstore"
 	"github.com/hookbus/hookbus/events"
@@ -19,10 +20,10 @@ import (
 )
 
 // Shared budgets: what an agent (or each of its sessions) may spend per
-// period, across every worker, held in the KV bucket Names().Budgets
-// (hookbus_budgets). Key "limit.<agent>" holds a BudgetLimit; key
+// period, across every worker, held in the KV bucket bus.Names.Budgets
+// (hookbus_budgets). Key "limit.<agent>" holds a Limit; key
 // "use.<agent>" (or "use.<agent>.<session>" for a per-session budget) the
-// BudgetUse of the current period. Every change of a use is a compare-and-
+// Use of the current period. Every change of a use is a compare-and-
 // set on the revision read (jetstream.KeyValue.Update), retried on conflict,
 // so concurrent workers never lose each other's charges. See
 // docs/PROTOCOL.md, "Shared budgets".
@@ -31,11 +32,11 @@ import (
 // worker never charges it (a worker that died during the model call).
 const DefaultReservationTTL = 10 * time.Minute
 
-// BudgetLimit is the shared budget of an agent: at most Tokens tokens (input
+// Limit is the shared budget of an agent: at most Tokens tokens (input
 // plus output) and CostUSD dollars per Period, for the agent as a whole or,
 // with PerSession, for each of its sessions. A zero bound bounds nothing.
 // Periods are aligned on the Unix epoch (24h: midnight UTC to midnight UTC).
-type BudgetLimit struct {
+type Limit struct {
 	Agent      string        `json:"agent"`
 	Period     time.Duration `json:"-"`
 	Tokens     int64         `json:"tokens,omitempty"`
@@ -53,20 +54,20 @@ type budgetLimitJSON struct {
 	Period string `json:"period"`
 }
 
-type budgetLimitFields BudgetLimit
+type budgetLimitFields Limit
 
 // MarshalJSON writes the period as a Go duration string ("24h0m0s").
-func (l BudgetLimit) MarshalJSON() ([]byte, error) {
+func (l Limit) MarshalJSON() ([]byte, error) {
 	return json.Marshal(budgetLimitJSON{budgetLimitFields(l), l.Period.String()})
 }
 
 // UnmarshalJSON reads the period as a Go duration string.
-func (l *BudgetLimit) UnmarshalJSON(b []byte) error {
+func (l *Limit) UnmarshalJSON(b []byte) error {
 	var j budgetLimitJSON
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*l = BudgetLimit(j.budgetLimitFields)
+	*l = Limit(j.budgetLimitFields)
 	d, err := time.ParseDuration(j.Period)
 	if err != nil {
 		return fmt.Errorf("budget of %s: period %q is not a Go duration", l.Agent, j.Period)
@@ -77,7 +78,7 @@ func (l *BudgetLimit) UnmarshalJSON(b []byte) error {
 
 // Validate names what is wrong with l: the error wraps ErrInvalidOption, or
 // events.ErrInvalidID for the agent.
-func (l BudgetLimit) Validate() error {
+func (l Limit) Validate() error {
 	if err := events.ValidateID("agent", l.Agent); err != nil {
 		return err
 	}
@@ -98,7 +99,7 @@ func (l BudgetLimit) Validate() error {
 }
 
 // name is how a budget is named in a cost_limit detail.
-func (l BudgetLimit) name(session string) string {
+func (l Limit) name(session string) string {
 	s := "shared budget of agent " + l.Agent
 	if l.PerSession {
 		s += " session " + session
@@ -106,9 +107,9 @@ func (l BudgetLimit) name(session string) string {
 	return s + " per " + l.Period.String()
 }
 
-// BudgetUse is what one budget (an agent's, or one session's) used in the
+// Use is what one budget (an agent's, or one session's) used in the
 // current period, and the steps under way.
-type BudgetUse struct {
+type Use struct {
 	Agent   string    `json:"agent"`
 	Session string    `json:"session,omitempty"`
 	Since   time.Time `json:"since"` // start of the period
@@ -127,7 +128,7 @@ type BudgetUse struct {
 // SharedBudget (Reserve before each model call, Charge after). It is safe
 // for concurrent use; keep one, it opens the bucket on first use.
 type Budgets struct {
-	b   *Bus
+	b   *bus.Bus
 	ttl time.Duration
 	now func() time.Time
 
@@ -135,14 +136,15 @@ type Budgets struct {
 	kv jetstream.KeyValue
 }
 
-// Budgets returns the shared budgets of the bus' bucket. It does no I/O.
-func (b *Bus) Budgets() *Budgets {
+// New returns the shared budgets of b's bucket (b.Names().Budgets). It
+// does no I/O.
+func New(b *bus.Bus) *Budgets {
 	return &Budgets{b: b, ttl: DefaultReservationTTL, now: func() time.Time { return time.Now().UTC() }}
 }
 
 func limitKey(agent string) string { return "limit." + agent }
 
-func useKey(l BudgetLimit, session string) string {
+func useKey(l Limit, session string) string {
 	if l.PerSession {
 		return "use." + l.Agent + "." + session
 	}
@@ -156,7 +158,7 @@ func useKey(l BudgetLimit, session string) string {
 // keeps the loop identity from writing limits. The error wraps
 // ErrInvalidOption or events.ErrInvalidID for a bad limit, ErrRegistry for
 // a bucket failure, or WhoAmI's errors.
-func (s *Budgets) SetLimit(ctx context.Context, l BudgetLimit) error {
+func (s *Budgets) SetLimit(ctx context.Context, l Limit) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
@@ -164,7 +166,7 @@ func (s *Budgets) SetLimit(ctx context.Context, l BudgetLimit) error {
 	if l.By != nil {
 		given = *l.By
 	}
-	a, err := s.b.actor(ctx, given)
+	a, err := actor(ctx, s.b, given)
 	if err != nil {
 		return err
 	}
@@ -173,7 +175,7 @@ func (s *Budgets) SetLimit(ctx context.Context, l BudgetLimit) error {
 	if err != nil {
 		return invalid(err.Error())
 	}
-	ctx, cancel := s.b.withTimeout(ctx)
+	ctx, cancel := deadline.Default(ctx, s.b.Timeout())
 	defer cancel()
 	kv, err := s.bucket(ctx)
 	if err != nil {
@@ -186,78 +188,78 @@ func (s *Budgets) SetLimit(ctx context.Context, l BudgetLimit) error {
 }
 
 // RemoveLimit removes the budget of agent (its use records stay until the
-// period ends). Its delete marker records who removed it (a BudgetRemoved
+// period ends). Its delete marker records who removed it (a Removed
 // as JSON; a is filled as SetLimit fills By). The error wraps ErrNotFound
 // when it has none, or WhoAmI's errors.
 func (s *Budgets) RemoveLimit(ctx context.Context, agent string, a events.Actor) error {
 	if err := kvstore.CheckPluginKey(agent); err != nil {
 		return err
 	}
-	a, err := s.b.actor(ctx, a)
+	a, err := actor(ctx, s.b, a)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.b.withTimeout(ctx)
+	ctx, cancel := deadline.Default(ctx, s.b.Timeout())
 	defer cancel()
 	kv, err := s.bucket(ctx)
 	if err != nil {
 		return err
 	}
-	record, _ := json.Marshal(BudgetRemoved{Agent: agent, By: a, At: s.now()}) // cannot fail
-	return kvstore.DeleteWithRecord(ctx, s.b.js, kv, s.b.names.Budgets, limitKey(agent), "agent "+agent+" has no shared budget", record)
+	record, _ := json.Marshal(Removed{Agent: agent, By: a, At: s.now()}) // cannot fail
+	return kvstore.DeleteWithRecord(ctx, s.b.JetStream(), kv, s.b.Names().Budgets, limitKey(agent), "agent "+agent+" has no shared budget", record)
 }
 
-// BudgetRemoved is the body of the delete marker of a removed budget: who
+// Removed is the body of the delete marker of a removed budget: who
 // removed it, and when.
-type BudgetRemoved struct {
+type Removed struct {
 	Agent string       `json:"agent"`
 	By    events.Actor `json:"by"`
 	At    time.Time    `json:"at"`
 }
 
 // Limit returns the budget of agent, and false when it has none.
-func (s *Budgets) Limit(ctx context.Context, agent string) (BudgetLimit, bool, error) {
+func (s *Budgets) Limit(ctx context.Context, agent string) (Limit, bool, error) {
 	kv, err := s.bucket(ctx)
 	if err != nil {
-		return BudgetLimit{}, false, err
+		return Limit{}, false, err
 	}
 	e, err := kv.Get(ctx, limitKey(agent))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return BudgetLimit{}, false, nil
+		return Limit{}, false, nil
 	}
 	if err != nil {
-		return BudgetLimit{}, false, s.bucketErr(ctx, "get "+limitKey(agent)+" from", err)
+		return Limit{}, false, s.bucketErr(ctx, "get "+limitKey(agent)+" from", err)
 	}
-	var l BudgetLimit
+	var l Limit
 	if err := json.Unmarshal(e.Value(), &l); err != nil {
-		return BudgetLimit{}, false, fmt.Errorf("%w: budget %s: %v", ErrRegistry, e.Key(), err)
+		return Limit{}, false, fmt.Errorf("%w: budget %s: %v", ErrRegistry, e.Key(), err)
 	}
 	return l, true, nil
 }
 
 // List returns every budget and every use record, by agent (then session).
 // A use whose period is over shows as zero for the current period.
-func (s *Budgets) List(ctx context.Context) ([]BudgetLimit, []BudgetUse, error) {
-	ctx, cancel := s.b.withTimeout(ctx)
+func (s *Budgets) List(ctx context.Context) ([]Limit, []Use, error) {
+	ctx, cancel := deadline.Default(ctx, s.b.Timeout())
 	defer cancel()
 	kv, err := s.bucket(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	var limits []BudgetLimit
-	var uses []BudgetUse
+	var limits []Limit
+	var uses []Use
 	var bad error
 	err = kvstore.ReadAll(ctx, kv, func(e jetstream.KeyValueEntry) {
 		switch {
 		case strings.HasPrefix(e.Key(), "limit."):
-			var l BudgetLimit
+			var l Limit
 			if err := json.Unmarshal(e.Value(), &l); err != nil {
 				bad = cmp.Or(bad, fmt.Errorf("%w: budget %s: %v", ErrRegistry, e.Key(), err))
 				return
 			}
 			limits = append(limits, l)
 		case strings.HasPrefix(e.Key(), "use."):
-			var u BudgetUse
+			var u Use
 			if err := json.Unmarshal(e.Value(), &u); err == nil {
 				uses = append(uses, u)
 			}
@@ -266,7 +268,7 @@ func (s *Budgets) List(ctx context.Context) ([]BudgetLimit, []BudgetUse, error) 
 	if err != nil {
 		return nil, nil, s.bucketErr(ctx, "list", err)
 	}
-	byAgent := map[string]BudgetLimit{}
+	byAgent := map[string]Limit{}
 	for _, l := range limits {
 		byAgent[l.Agent] = l
 	}
@@ -276,8 +278,8 @@ func (s *Budgets) List(ctx context.Context) ([]BudgetLimit, []BudgetUse, error) 
 			uses[i].roll(l, now)
 		}
 	}
-	slices.SortFunc(limits, func(a, b BudgetLimit) int { return cmp.Compare(a.Agent, b.Agent) })
-	slices.SortFunc(uses, func(a, b BudgetUse) int {
+	slices.SortFunc(limits, func(a, b Limit) int { return cmp.Compare(a.Agent, b.Agent) })
+	slices.SortFunc(uses, func(a, b Use) int {
 		return cmp.Or(cmp.Compare(a.Agent, b.Agent), cmp.Compare(a.Session, b.Session))
 	})
 	return limits, uses, bad
@@ -285,7 +287,7 @@ func (s *Budgets) List(ctx context.Context) ([]BudgetLimit, []BudgetUse, error) 
 
 // roll starts a new period when the recorded one is over, and drops lapsed
 // reservations.
-func (u *BudgetUse) roll(l BudgetLimit, now time.Time) {
+func (u *Use) roll(l Limit, now time.Time) {
 	start := now.Truncate(l.Period)
 	if u.Since.Before(start) {
 		u.Since, u.Tokens, u.CostUSD = start, 0, 0
@@ -298,7 +300,7 @@ func (u *BudgetUse) roll(l BudgetLimit, now time.Time) {
 }
 
 // over names the bound u has reached ("" when none).
-func (u *BudgetUse) over(l BudgetLimit, session string) string {
+func (u *Use) over(l Limit, session string) string {
 	switch {
 	case l.Tokens > 0 && u.Tokens >= l.Tokens:
 		return fmt.Sprintf("%s: tokens used %d of %d", l.name(session), u.Tokens, l.Tokens)
@@ -310,7 +312,7 @@ func (u *BudgetUse) over(l BudgetLimit, session string) string {
 
 // fits reports whether one more step fits beside the n under way, each
 // estimated at the largest step so far.
-func (u *BudgetUse) fits(l BudgetLimit, n int) bool {
+func (u *Use) fits(l Limit, n int) bool {
 	if u.MaxStepTokens == 0 && u.MaxStepCost == 0 {
 		return n == 0 // no estimate yet: one step at a time
 	}
@@ -336,7 +338,7 @@ func (s *Budgets) Reserve(ctx context.Context, agent, session, run string) (exce
 	for {
 		var over string
 		waiting := false
-		err := s.update(ctx, l, agent, session, func(u *BudgetUse, now time.Time) bool {
+		err := s.update(ctx, l, agent, session, func(u *Use, now time.Time) bool {
 			if over = u.over(l, session); over != "" {
 				return false
 			}
@@ -376,7 +378,7 @@ func (s *Budgets) Charge(ctx context.Context, agent, session, run string, used e
 		return err
 	}
 	tokens := int64(used.InputTokens + used.OutputTokens)
-	return s.update(ctx, l, agent, session, func(u *BudgetUse, _ time.Time) bool {
+	return s.update(ctx, l, agent, session, func(u *Use, _ time.Time) bool {
 		delete(u.Reserved, run)
 		u.Tokens += tokens
 		u.CostUSD += used.CostUSD
@@ -388,14 +390,14 @@ func (s *Budgets) Charge(ctx context.Context, agent, session, run string, used e
 
 // update applies change to the budget's use with compare-and-set, reading
 // again on conflict; change reports whether to write.
-func (s *Budgets) update(ctx context.Context, l BudgetLimit, agent, session string, change func(*BudgetUse, time.Time) bool) error {
+func (s *Budgets) update(ctx context.Context, l Limit, agent, session string, change func(*Use, time.Time) bool) error {
 	kv, err := s.bucket(ctx)
 	if err != nil {
 		return err
 	}
 	key := useKey(l, session)
 	for {
-		var u BudgetUse
+		var u Use
 		var rev uint64
 		e, err := kv.Get(ctx, key)
 		switch {
@@ -442,7 +444,7 @@ func (s *Budgets) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.kv == nil {
-		kv, err := kvstore.Open(ctx, s.b.js, s.b.names.Budgets)
+		kv, err := kvstore.Open(ctx, s.b.JetStream(), s.b.Names().Budgets)
 		if err != nil {
 			return nil, err
 		}
@@ -452,14 +454,23 @@ func (s *Budgets) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 }
 
 func (s *Budgets) bucketErr(ctx context.Context, what string, err error) error {
-	return fmt.Errorf("%w: %s key-value bucket %s: %w", ErrRegistry, what, s.b.names.Budgets, deadline.Err(ctx, err))
+	return fmt.Errorf("%w: %s key-value bucket %s: %w", ErrRegistry, what, s.b.Names().Budgets, deadline.Err(ctx, err))
 }
 
 // Check returns nil when the budgets bucket can be opened, or an error
 // wrapping ErrRegistry (a bus provisioned by an older hookbus has none).
 func (s *Budgets) Check(ctx context.Context) error {
-	ctx, cancel := s.b.withTimeout(ctx)
+	ctx, cancel := deadline.Default(ctx, s.b.Timeout())
 	defer cancel()
 	_, err := s.bucket(ctx)
 	return err
+}
+
+// actor fills a with who b's connection is (bus.Caller.Actor).
+func actor(ctx context.Context, b *bus.Bus, a events.Actor) (events.Actor, error) {
+	c, err := b.WhoAmI(ctx)
+	if err != nil {
+		return a, err
+	}
+	return c.Actor(a), nil
 }
