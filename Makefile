@@ -101,7 +101,7 @@ BENCHES   := 'Benchmark(RemoteRoundTrip|RawRequestReply|RemoteChain3|RawRequestR
 
 ## bench: benchmarks against raw nats.go in the same run, then the ratio table.
 bench:
-	$(GO) test -run '^$$' -bench $(BENCHES) -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./bus ./interceptors | tee bench.txt
+	$(GO) test -run '^$$' -bench $(BENCHES) -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./bus ./bus/remote ./interceptors | tee bench.txt
 	$(GO) run ./internal/benchreport < bench.txt
 
 ## bench-scale: hookbus under load, worker, interceptor and nats-server each a process (a few minutes):

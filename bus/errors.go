@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/hookbus/hookbus/bus/internal/claimcheck"
-	"github.com/hookbus/hookbus/bus/internal/kvstore"
 )
 
 // Sentinel errors. Every error a bus method returns wraps one of these (or a
@@ -52,23 +51,6 @@ var (
 	// ErrConsumer is returned by Observe, Replay, Tail, WaitRun and
 	// ConsumeRuns when the JetStream consumer cannot be created or fails.
 	ErrConsumer = errors.New("hookbus: consumer failed")
-)
-
-// Errors of the interceptor registry and trust grants.
-var (
-	// ErrRegistry is returned by the Registry methods, WatchTrust and
-	// SyncHooks when the registry or trust bucket cannot be opened, read or
-	// written (the error names the bucket; a missing bucket means the bus
-	// was not provisioned).
-	ErrRegistry = kvstore.ErrRegistry
-	// ErrDecisionCache is returned by DecisionCache.Get and Put when the
-	// decision bucket cannot be opened, read or written, or for a bad key
-	// or TTL (the error names the bucket or the key).
-	ErrDecisionCache = errors.New("hookbus: decision cache unavailable")
-	// ErrNotFound is returned by Registry.Get and Registry.Delete for a
-	// stage and plugin with no registration, and by Registry.Revoke for a
-	// plugin with no grant.
-	ErrNotFound = kvstore.ErrNotFound
 )
 
 // Errors of the fleet (agent definitions and workers) and of the run queue's

@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/nats-io/nats.go/jetstream"
@@ -117,4 +118,29 @@ func (b *Bus) Provision(ctx context.Context) error {
 	}
 	b.log.Debug("hookbus provisioned", "events", b.names.Events, "runs", b.names.Runs, "dlq", b.names.DeadLetters)
 	return nil
+}
+
+// DecisionCacheMaxAge is the longest any entry of the decision bucket lives
+// (the bucket's MaxAge): remote.DecisionCache.Put refuses a longer TTL,
+// and the server removes older entries whatever TTL their writer gave them
+// (but "never": readers bound an entry's age themselves, see prompt's
+// Cache).
+const DecisionCacheMaxAge = 24 * time.Hour
+
+// DecisionCacheMarkerTTL is how long the decision bucket keeps the marker
+// of an expired entry (LimitMarkerTTL; JetStream needs markers for per-key
+// TTLs).
+const DecisionCacheMarkerTTL = time.Minute
+
+// decisionCacheConfig is the decision cache bucket Provision creates.
+func (b *Bus) decisionCacheConfig() jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:         b.names.Decisions,
+		Description:    "hookbus decision cache of prompt hooks (entries expire by their own TTL)",
+		History:        1,
+		Storage:        jetstream.FileStorage,
+		Replicas:       b.opts.replicas,
+		TTL:            DecisionCacheMaxAge,
+		LimitMarkerTTL: DecisionCacheMarkerTTL,
+	}
 }

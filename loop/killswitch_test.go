@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
@@ -18,13 +19,13 @@ import (
 func startWorker(t *testing.T, b *bus.Bus, cfg loop.Config) *interceptors.Chain {
 	t.Helper()
 	ctx := ctxT(t)
-	trust, err := b.WatchTrust(ctx)
+	trust, err := remote.WatchTrust(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(trust.Stop)
 	chain := interceptors.NewChain(interceptors.WithTrust(trust))
-	hs, err := b.SyncHooks(ctx, chain, trust)
+	hs, err := remote.SyncHooks(ctx, b, chain, trust)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestKillSwitchOnRunningWorker(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := ctxT(t)
 	var calls atomic.Int32
-	svc, err := bus.Serve(ctx, b.Conn(), bus.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}},
+	svc, err := remote.Serve(ctx, b.Conn(), remote.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}},
 		interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
 			calls.Add(1)
 			return nil, nil
@@ -95,7 +96,7 @@ func TestKillSwitchOnRunningWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
-	reg := b.Registry()
+	reg := remote.NewRegistry(b)
 	if err := reg.Put(ctx, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore}); err != nil {
 		t.Fatal(err)
 	}

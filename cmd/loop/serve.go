@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/internal/httpauth"
@@ -125,7 +126,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "loop serve: metrics on %smetrics\n", ln.URL())
 	}
 	engs, closeHooks, err := engines(built, engineDeps{em: em, h: c.Bus, q: c.Bus, hooks: hooks, budget: sharedBudget(ctx, c.Bus, log),
-		claude: claude, cache: c.Bus.DecisionCache(), signer: signer, log: log})
+		claude: claude, cache: remote.NewDecisionCache(c.Bus), signer: signer, log: log})
 	if err != nil {
 		return err
 	}

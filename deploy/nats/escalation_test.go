@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/budgets"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -147,7 +148,7 @@ func TestLoopCannotForgeOperatorActions(t *testing.T) {
 	}
 	short, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if err := lb.Registry().Disable(short, "plugin-pii", interceptors.Disabled{Reason: "forged", Actor: events.Actor{DeclaredBy: "the-ciso"}}); err == nil {
+	if err := remote.NewRegistry(lb).Disable(short, "plugin-pii", interceptors.Disabled{Reason: "forged", Actor: events.Actor{DeclaredBy: "the-ciso"}}); err == nil {
 		t.Fatal("the loop disabled a plugin")
 	}
 	if err := budgets.New(lb).SetLimit(short, budgets.Limit{Agent: "demo", Period: time.Hour, Tokens: 1 << 40}); err == nil {
@@ -155,18 +156,18 @@ func TestLoopCannotForgeOperatorActions(t *testing.T) {
 	}
 
 	ab, _, _ := f.userBus(t, "admin")
-	if err := ab.Registry().Disable(ctx, "plugin-pii", interceptors.Disabled{Reason: "leaks PII", Actor: events.Actor{Channel: events.ChannelCLI, DeclaredBy: "on call"}}); err != nil {
+	if err := remote.NewRegistry(ab).Disable(ctx, "plugin-pii", interceptors.Disabled{Reason: "leaks PII", Actor: events.Actor{Channel: events.ChannelCLI, DeclaredBy: "on call"}}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := lb.Registry().DisabledPlugins(ctx)
+	got, err := remote.NewRegistry(lb).DisabledPlugins(ctx)
 	if d := got["plugin-pii"]; err != nil || d.By != "admin" || d.Identity != "admin" || d.Via != "nats" || d.Channel != events.ChannelCLI || d.DeclaredBy != "on call" {
 		t.Fatalf("the kill switch as the loop reads it: %+v, %v", got, err)
 	}
 	// The loop cannot turn it back on either (a delete is a write).
-	if err := lb.Registry().Enable(short, "plugin-pii", events.Actor{}); err == nil {
+	if err := remote.NewRegistry(lb).Enable(short, "plugin-pii", events.Actor{}); err == nil {
 		t.Fatal("the loop enabled a disabled plugin")
 	}
-	if got, err := ab.Registry().DisabledPlugins(ctx); err != nil || len(got) != 1 {
+	if got, err := remote.NewRegistry(ab).DisabledPlugins(ctx); err != nil || len(got) != 1 {
 		t.Fatalf("after the loop's attempts: %v, %v; want plugin-pii still disabled", got, err)
 	}
 	if err := budgets.New(ab).SetLimit(ctx, budgets.Limit{Agent: "demo", Period: time.Hour, Tokens: 1000}); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop/scripted"
@@ -143,7 +144,7 @@ func (e *env) start(ctx context.Context) error {
 	}
 	e.interceptor = ic
 	reg := interceptors.Registration{Plugin: plugin, Stage: events.StageToolBefore, Timeout: 20 * time.Second}
-	if err := b.Registry().Put(ctx, reg); err != nil {
+	if err := remote.NewRegistry(b).Put(ctx, reg); err != nil {
 		return fmt.Errorf("registering the interceptor: %w", err)
 	}
 	e.logf("interceptor %s on tool.before, pid %d", plugin, ic.cmd.Process.Pid)

@@ -8,6 +8,7 @@ import (
 	"text/template"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 )
 
@@ -60,7 +61,7 @@ func GenerateAsyncAPI(root string) ([]byte, error) {
 		"Wake":          addr(s.Wake(agent, placeholder("run"))),
 		"WakeDue":       addr(s.WakeDue(agent, placeholder("run"))),
 		"DeadLetter":    addr(s.DeadLetter(placeholder("consumer"))),
-		"Deadline":      bus.HeaderDeadline, "TimeoutMs": bus.HeaderTimeoutMs, "RunRef": bus.RunRefHeader,
+		"Deadline":      remote.HeaderDeadline, "TimeoutMs": remote.HeaderTimeoutMs, "RunRef": bus.RunRefHeader,
 		"DLQ": []string{bus.HeaderDLQConsumer, bus.HeaderDLQError, bus.HeaderDLQDeliveries, bus.HeaderDLQStream,
 			bus.HeaderDLQSequence, bus.HeaderDLQSubject},
 		"MsgID": events.HeaderMsgID,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -105,7 +106,7 @@ func TestFaultWorkerKilledWhileToolAfterInterceptorPending(t *testing.T) {
 	begin := time.Now()
 	ctx := testCtx(t, 5*time.Minute)
 	r := newToolRun(t, ctx, countCommand)
-	if err := r.b.Registry().Put(ctx, interceptors.Registration{Plugin: "slow", Stage: events.StageToolAfter, Tools: "Bash", Timeout: 10 * time.Second}); err != nil {
+	if err := remote.NewRegistry(r.b).Put(ctx, interceptors.Registration{Plugin: "slow", Stage: events.StageToolAfter, Tools: "Bash", Timeout: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	asked := make(chan string, 8)

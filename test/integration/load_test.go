@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
@@ -107,27 +108,27 @@ func TestLoad200ConcurrentRunsWithRemoteInterceptors(t *testing.T) {
 		{"guard", events.StageToolBefore, allow},
 		{"audit", events.StageToolAfter, annotate},
 	} {
-		svc, err := bus.Serve(ctx, icConn, bus.ServeConfig{Plugin: p.plugin, Stages: []events.Stage{p.stage}}, p.ic)
+		svc, err := remote.Serve(ctx, icConn, remote.ServeConfig{Plugin: p.plugin, Stages: []events.Stage{p.stage}}, p.ic)
 		if err != nil {
 			t.Fatalf("serve %s: %v", p.plugin, err)
 		}
 		t.Cleanup(func() { _ = svc.Stop() })
 		// A generous timeout: this proves nothing is lost under load, not
 		// how fast a starved CI core answers.
-		if err := admin.Registry().Put(ctx, interceptors.Registration{Plugin: p.plugin, Stage: p.stage, Timeout: 20 * time.Second}); err != nil {
+		if err := remote.NewRegistry(admin).Put(ctx, interceptors.Registration{Plugin: p.plugin, Stage: p.stage, Timeout: 20 * time.Second}); err != nil {
 			t.Fatalf("register %s: %v", p.plugin, err)
 		}
 	}
 
 	// The worker: the chain follows the registry, as in loop serve.
 	wb := bustest.Provision(t, bustest.Conn(t, srv))
-	trust, err := wb.WatchTrust(ctx)
+	trust, err := remote.WatchTrust(ctx, wb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(trust.Stop)
 	chain := interceptors.NewChain(interceptors.WithTrust(trust))
-	hs, err := wb.SyncHooks(ctx, chain, trust)
+	hs, err := remote.SyncHooks(ctx, wb, chain, trust)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package bus
+package remote
 
 import (
 	"cmp"
@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/bus/internal/kvstore"
 	"github.com/hookbus/hookbus/events"
@@ -16,8 +17,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Registry is the interceptor registry (KV bucket Names().Hooks, by default
-// hookbus_hooks) and the trust grants (bucket Names().Trust): what the loop
+// Registry is the interceptor registry (KV bucket bus.Names.Hooks, by
+// default hookbus_hooks) and the trust grants (bucket bus.Names.Trust): what the loop
 // needs to call remote interceptors in order (see SyncHooks). It is safe for
 // concurrent use; keep one, it opens the buckets on first use.
 //
@@ -28,14 +29,14 @@ import (
 //
 // A grant's key is the plugin and its value {"privileged_hooks":true}.
 type Registry struct {
-	b     *Bus
+	b     *bus.Bus
 	mu    sync.Mutex
 	hooks jetstream.KeyValue
 	trust jetstream.KeyValue
 }
 
-// Registry returns the registry of the bus' buckets. It does no I/O.
-func (b *Bus) Registry() *Registry { return &Registry{b: b} }
+// NewRegistry returns the registry of b's buckets. It does no I/O.
+func NewRegistry(b *bus.Bus) *Registry { return &Registry{b: b} }
 
 // RegistryKey returns the registry key of plugin on stage: "<stage>.<plugin>".
 func RegistryKey(stage events.Stage, plugin string) string { return string(stage) + "." + plugin }
@@ -58,7 +59,7 @@ func (r *Registry) Put(ctx context.Context, reg interceptors.Registration) error
 			interceptors.ErrInvalidRegistration, reg.Plugin, reg.Stage)
 	}
 	reg.Remote = false
-	ctx, cancel := r.b.withTimeout(ctx)
+	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
 	if reg.Stage.Privileged() {
 		ok, err := r.granted(ctx, reg.Plugin)
@@ -80,7 +81,7 @@ func (r *Registry) Put(ctx context.Context, reg interceptors.Registration) error
 	}
 	key := RegistryKey(reg.Stage, reg.Plugin)
 	if _, err := kv.Put(ctx, key, value); err != nil {
-		return r.bucketErr(ctx, "put "+key+" in", r.b.names.Hooks, err)
+		return r.bucketErr(ctx, "put "+key+" in", r.b.Names().Hooks, err)
 	}
 	return nil
 }
@@ -93,7 +94,7 @@ func (r *Registry) Get(ctx context.Context, stage events.Stage, plugin string) (
 	if err != nil {
 		return interceptors.Registration{}, err
 	}
-	ctx, cancel := r.b.withTimeout(ctx)
+	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
 	kv, err := r.hooksKV(ctx)
 	if err != nil {
@@ -104,7 +105,7 @@ func (r *Registry) Get(ctx context.Context, stage events.Stage, plugin string) (
 		return interceptors.Registration{}, fmt.Errorf("%w: no registration of plugin %s on %s", ErrNotFound, plugin, stage)
 	}
 	if err != nil {
-		return interceptors.Registration{}, r.bucketErr(ctx, "get "+key+" from", r.b.names.Hooks, err)
+		return interceptors.Registration{}, r.bucketErr(ctx, "get "+key+" from", r.b.Names().Hooks, err)
 	}
 	return decodeEntry(key, e.Value())
 }
@@ -118,13 +119,13 @@ func (r *Registry) Delete(ctx context.Context, stage events.Stage, plugin string
 	if err != nil {
 		return err
 	}
-	ctx, cancel := r.b.withTimeout(ctx)
+	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
 	kv, err := r.hooksKV(ctx)
 	if err != nil {
 		return err
 	}
-	return r.deleteKey(ctx, kv, r.b.names.Hooks, key, fmt.Sprintf("no registration of plugin %s on %s", plugin, stage))
+	return r.deleteKey(ctx, kv, r.b.Names().Hooks, key, fmt.Sprintf("no registration of plugin %s on %s", plugin, stage))
 }
 
 // deleteKey deletes key if it holds a value, or returns ErrNotFound.
@@ -148,7 +149,7 @@ func (r *Registry) deleteKey(ctx context.Context, kv jetstream.KeyValue, bucket,
 // entry that does not parse is left out and logged. Bucket failures wrap
 // ErrRegistry.
 func (r *Registry) List(ctx context.Context) ([]interceptors.Registration, error) {
-	ctx, cancel := r.b.withTimeout(ctx)
+	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
 	kv, err := r.hooksKV(ctx)
 	if err != nil {
@@ -165,13 +166,13 @@ func (r *Registry) List(ctx context.Context) ([]interceptors.Registration, error
 		}
 		reg, err := decodeEntry(e.Key(), e.Value())
 		if err != nil {
-			r.b.log.Warn("hookbus registry: entry skipped", "bucket", r.b.names.Hooks, "key", e.Key(), "err", err)
+			r.b.Logger().Warn("hookbus registry: entry skipped", "bucket", r.b.Names().Hooks, "key", e.Key(), "err", err)
 			return
 		}
 		all = append(all, listed{reg, e.Revision()})
 	})
 	if err != nil {
-		return nil, r.bucketErr(ctx, "list", r.b.names.Hooks, err)
+		return nil, r.bucketErr(ctx, "list", r.b.Names().Hooks, err)
 	}
 	slices.SortFunc(all, func(a, b listed) int {
 		return cmp.Or(cmp.Compare(stageRank(a.reg.Stage), stageRank(b.reg.Stage)),
@@ -236,7 +237,7 @@ func (r *Registry) hooksKV(ctx context.Context) (jetstream.KeyValue, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.hooks == nil {
-		kv, err := kvstore.Open(ctx, r.b.js, r.b.names.Hooks)
+		kv, err := kvstore.Open(ctx, r.b.JetStream(), r.b.Names().Hooks)
 		if err != nil {
 			return nil, err
 		}
@@ -250,7 +251,7 @@ func (r *Registry) trustKV(ctx context.Context) (jetstream.KeyValue, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.trust == nil {
-		kv, err := kvstore.Open(ctx, r.b.js, r.b.names.Trust)
+		kv, err := kvstore.Open(ctx, r.b.JetStream(), r.b.Names().Trust)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package bus_test
+package remote_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/bus/embedded"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -35,9 +36,9 @@ func newRemoteEnv(t *testing.T) *remoteEnv {
 }
 
 // serve serves fn as plugin on stage until the test ends.
-func (env *remoteEnv) serve(t *testing.T, plugin string, stage events.Stage, fn interceptors.Func) *bus.Service {
+func (env *remoteEnv) serve(t *testing.T, plugin string, stage events.Stage, fn interceptors.Func) *remote.Service {
 	t.Helper()
-	svc, err := bus.Serve(context.Background(), env.svcNC, bus.ServeConfig{Plugin: plugin, Stages: []events.Stage{stage}}, fn)
+	svc, err := remote.Serve(context.Background(), env.svcNC, remote.ServeConfig{Plugin: plugin, Stages: []events.Stage{stage}}, fn)
 	if err != nil {
 		t.Fatalf("Serve(%s): %v", plugin, err)
 	}
@@ -45,9 +46,9 @@ func (env *remoteEnv) serve(t *testing.T, plugin string, stage events.Stage, fn 
 	return svc
 }
 
-func (env *remoteEnv) remote(t *testing.T, reg interceptors.Registration) *bus.Remote {
+func (env *remoteEnv) remote(t *testing.T, reg interceptors.Registration) *remote.Client {
 	t.Helper()
-	r, err := env.client.Remote(reg)
+	r, err := remote.NewClient(env.client, reg)
 	if err != nil {
 		t.Fatalf("Remote: %v", err)
 	}
@@ -55,7 +56,7 @@ func (env *remoteEnv) remote(t *testing.T, reg interceptors.Registration) *bus.R
 }
 
 // call calls r on ev as the chain would: with the registration's timeout.
-func call(r *bus.Remote, ev *events.Event, timeout time.Duration) (*interceptors.Decision, error) {
+func call(r *remote.Client, ev *events.Event, timeout time.Duration) (*interceptors.Decision, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	dl, _ := ctx.Deadline()
@@ -139,7 +140,7 @@ func TestRemoteInChain(t *testing.T) {
 	})
 	chain := interceptors.NewChain()
 	for _, p := range []string{"rewrite", "guard"} {
-		if _, err := env.client.RegisterRemote(chain, interceptors.Registration{Plugin: p, Stage: events.StageToolBefore}); err != nil {
+		if _, err := remote.Register(env.client, chain, interceptors.Registration{Plugin: p, Stage: events.StageToolBefore}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -184,7 +185,7 @@ func TestRemoteErrorReply(t *testing.T) {
 	r := env.remote(t, interceptors.Registration{Plugin: "broken", Stage: events.StageToolBefore})
 	_, err := call(r, toolBefore(t), 5*time.Second)
 	wantHookError(t, err, events.FailError, interceptors.ErrHookError, "database down line two")
-	var se *bus.ErrorReply
+	var se *remote.ErrorReply
 	if !errors.As(err, &se) || se.Code != "500" || se.Description != "database down line two" {
 		t.Fatalf("error %v: want a *ServiceError 500 with the interceptor's text on one line", err)
 	}
@@ -308,14 +309,14 @@ func TestRemoteRequestWire(t *testing.T) {
 	if m.Header.Get(events.HeaderMsgID) != "" {
 		t.Fatal("request carries Nats-Msg-Id")
 	}
-	hd, err := time.Parse(time.RFC3339Nano, m.Header.Get(bus.HeaderDeadline))
+	hd, err := time.Parse(time.RFC3339Nano, m.Header.Get(remote.HeaderDeadline))
 	if err != nil || !hd.Equal(dl) {
-		t.Fatalf("%s %q (%v), want %s", bus.HeaderDeadline, m.Header.Get(bus.HeaderDeadline), err, dl.UTC().Format(time.RFC3339Nano))
+		t.Fatalf("%s %q (%v), want %s", remote.HeaderDeadline, m.Header.Get(remote.HeaderDeadline), err, dl.UTC().Format(time.RFC3339Nano))
 	}
 	var ms int64
-	if err := json.Unmarshal([]byte(m.Header.Get(bus.HeaderTimeoutMs)), &ms); err != nil || ms <= 0 || ms > 2000 ||
+	if err := json.Unmarshal([]byte(m.Header.Get(remote.HeaderTimeoutMs)), &ms); err != nil || ms <= 0 || ms > 2000 ||
 		time.Duration(ms)*time.Millisecond < dl.Sub(sent)-time.Second {
-		t.Fatalf("%s %q: want the remaining budget in ms (<= 2000)", bus.HeaderTimeoutMs, m.Header.Get(bus.HeaderTimeoutMs))
+		t.Fatalf("%s %q: want the remaining budget in ms (<= 2000)", remote.HeaderTimeoutMs, m.Header.Get(remote.HeaderTimeoutMs))
 	}
 }
 
@@ -327,7 +328,7 @@ func TestRemoteValidates(t *testing.T) {
 		{Plugin: "p", Stage: "tool.nope"},
 		{Plugin: "p", Stage: events.StageToolBefore, Timeout: time.Minute},
 	} {
-		if _, err := env.client.Remote(reg); !errors.Is(err, interceptors.ErrInvalidRegistration) {
+		if _, err := remote.NewClient(env.client, reg); !errors.Is(err, interceptors.ErrInvalidRegistration) {
 			t.Errorf("Remote(%+v): %v, want ErrInvalidRegistration", reg, err)
 		}
 	}

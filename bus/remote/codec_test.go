@@ -1,4 +1,4 @@
-package bus
+package remote
 
 import (
 	"encoding/json"

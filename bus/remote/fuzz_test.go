@@ -1,4 +1,4 @@
-package bus
+package remote
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 
 // Fuzz targets for what the bus reads from the network (events themselves
 // are fuzzed in package events): interception requests as Serve reads them
-// (deadline headers, then the event), interception replies as Remote reads
+// (deadline headers, then the event), interception replies as Client reads
 // them, registry entries and trust grants (KV values). Run one with
 //
 //	go test ./bus -run '^$' -fuzz '^FuzzServeRequest$' -fuzztime 30s
@@ -257,7 +257,7 @@ func mustAtoi(t *testing.T, s string) int64 {
 	return n
 }
 
-// FuzzRemoteReply feeds Remote's reply reader any headers and body: a
+// FuzzRemoteReply feeds Client's reply reader any headers and body: a
 // reply is a decision (empty is allow), or a *interceptors.CallError of
 // kind bad_reply (the body does not parse), error (a service error or
 // status), or timeout (a 504 service error).
@@ -270,7 +270,7 @@ func FuzzRemoteReply(f *testing.F) {
 	f.Add("nats-service-error: lower case\n", []byte("{}"))
 	f.Add("Status: 503\n", []byte(""))
 	f.Fuzz(func(t *testing.T, hdr string, body []byte) {
-		r := &Remote{reg: interceptors.Registration{Plugin: "fuzz", Stage: events.StageToolBefore}}
+		r := &Client{reg: interceptors.Registration{Plugin: "fuzz", Stage: events.StageToolBefore}}
 		req := &interceptors.Request{Stage: events.StageToolBefore}
 		h := parseHeaderText(hdr)
 		d, err := r.decision(req, &nats.Msg{Header: h, Data: body})

@@ -1,11 +1,11 @@
-package bus_test
+package remote_test
 
 import (
 	"context"
 	"testing"
 
-	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/interceptors/interceptorstest"
@@ -19,7 +19,7 @@ func TestRemoteConformance(t *testing.T) {
 	srv, nc := bustest.Start(t)
 	client := bustest.Provision(t, bustest.Conn(t, srv))
 	interceptorstest.Run(t, func(t *testing.T, reg interceptors.Registration, ic interceptors.Interceptor) interceptors.Interceptor {
-		svc, err := bus.Serve(context.Background(), nc, bus.ServeConfig{Plugin: reg.Plugin, Stages: []events.Stage{reg.Stage}}, ic)
+		svc, err := remote.Serve(context.Background(), nc, remote.ServeConfig{Plugin: reg.Plugin, Stages: []events.Stage{reg.Stage}}, ic)
 		if err != nil {
 			t.Fatalf("Serve: %v", err)
 		}
@@ -28,7 +28,7 @@ func TestRemoteConformance(t *testing.T) {
 				t.Errorf("Stop: %v", err)
 			}
 		})
-		r, err := client.Remote(reg)
+		r, err := remote.NewClient(client, reg)
 		if err != nil {
 			t.Fatalf("Remote: %v", err)
 		}

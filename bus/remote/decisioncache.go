@@ -1,4 +1,4 @@
-package bus
+package remote
 
 import (
 	"context"
@@ -7,57 +7,35 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // DecisionCache is the decision cache of prompt hooks over the KV bucket
-// hookbus_decisions (Names.Decisions): a hook's decision on an input, kept
+// hookbus_decisions (bus.Names.Decisions): a hook's decision on an input, kept
 // for a while and shared by every worker, so that the same question is put
 // to a model once per TTL rather than once per worker and per event. Each
 // entry expires on its own (a per-key TTL; the bucket is provisioned with
 // limit markers, which per-key TTLs need), and none outlives the bucket's
-// MaxAge (DecisionCacheMaxAge); Get says when the server stored an entry,
+// MaxAge (bus.DecisionCacheMaxAge); Get says when the server stored an entry,
 // so a reader can bound its age whatever its writer claimed. The cache stores opaque values:
 // package interceptors/prompt decides what a key and a value are
 // (docs/PROTOCOL.md, "Decision cache"). It is safe for concurrent use and
 // opens the bucket on first use.
 type DecisionCache struct {
-	b  *Bus
+	b  *bus.Bus
 	mu sync.Mutex
 	kv jetstream.KeyValue
 }
-
-// DecisionCacheMaxAge is the longest any entry of the decision bucket lives
-// (the bucket's MaxAge): Put refuses a longer TTL, and the server removes
-// older entries whatever TTL their writer gave them (but "never": readers
-// bound an entry's age themselves, see prompt's Cache).
-const DecisionCacheMaxAge = 24 * time.Hour
-
-// DecisionCacheMarkerTTL is how long the decision bucket keeps the marker
-// of an expired entry (LimitMarkerTTL; JetStream needs markers for per-key
-// TTLs).
-const DecisionCacheMarkerTTL = time.Minute
 
 // MinDecisionTTL is the shortest TTL of a decision cache entry: JetStream
 // counts message TTLs in whole seconds.
 const MinDecisionTTL = time.Second
 
-// DecisionCache returns the bus' decision cache. It does no I/O.
-func (b *Bus) DecisionCache() *DecisionCache { return &DecisionCache{b: b} }
-
-// decisionCacheConfig is the bucket Provision creates.
-func (b *Bus) decisionCacheConfig() jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{
-		Bucket:         b.names.Decisions,
-		Description:    "hookbus decision cache of prompt hooks (entries expire by their own TTL)",
-		History:        1,
-		Storage:        jetstream.FileStorage,
-		Replicas:       b.opts.replicas,
-		TTL:            DecisionCacheMaxAge,
-		LimitMarkerTTL: DecisionCacheMarkerTTL,
-	}
-}
+// NewDecisionCache returns the decision cache of b's bucket. It does no
+// I/O.
+func NewDecisionCache(b *bus.Bus) *DecisionCache { return &DecisionCache{b: b} }
 
 // Get returns the value stored under key, when the server stored it, and
 // true; or false when there is none (never stored, or expired). The error
@@ -66,7 +44,7 @@ func (c *DecisionCache) Get(ctx context.Context, key string) ([]byte, time.Time,
 	if err := checkDecisionKey(key); err != nil {
 		return nil, time.Time{}, false, err
 	}
-	ctx, cancel := c.b.withTimeout(ctx)
+	ctx, cancel := deadline.Default(ctx, c.b.Timeout())
 	defer cancel()
 	kv, err := c.bucket(ctx)
 	if err != nil {
@@ -77,7 +55,7 @@ func (c *DecisionCache) Get(ctx context.Context, key string) ([]byte, time.Time,
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return nil, time.Time{}, false, nil
 	case err != nil:
-		return nil, time.Time{}, false, fmt.Errorf("%w: get %s from key-value bucket %s: %w", ErrDecisionCache, key, c.b.names.Decisions, deadline.Err(ctx, err))
+		return nil, time.Time{}, false, fmt.Errorf("%w: get %s from key-value bucket %s: %w", ErrDecisionCache, key, c.b.Names().Decisions, deadline.Err(ctx, err))
 	}
 	return e.Value(), e.Created(), true, nil
 }
@@ -93,10 +71,10 @@ func (c *DecisionCache) Put(ctx context.Context, key string, value []byte, ttl t
 	if ttl < MinDecisionTTL {
 		return fmt.Errorf("%w: ttl %s of key %s is shorter than %s", ErrDecisionCache, ttl, key, MinDecisionTTL)
 	}
-	if ttl > DecisionCacheMaxAge {
-		return fmt.Errorf("%w: ttl %s of key %s is longer than the bucket keeps entries (%s)", ErrDecisionCache, ttl, key, DecisionCacheMaxAge)
+	if ttl > bus.DecisionCacheMaxAge {
+		return fmt.Errorf("%w: ttl %s of key %s is longer than the bucket keeps entries (%s)", ErrDecisionCache, ttl, key, bus.DecisionCacheMaxAge)
 	}
-	ctx, cancel := c.b.withTimeout(ctx)
+	ctx, cancel := deadline.Default(ctx, c.b.Timeout())
 	defer cancel()
 	kv, err := c.bucket(ctx)
 	if err != nil {
@@ -104,7 +82,7 @@ func (c *DecisionCache) Put(ctx context.Context, key string, value []byte, ttl t
 	}
 	_, err = kv.Create(ctx, key, value, jetstream.KeyTTL(ttl.Round(time.Second)))
 	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		return fmt.Errorf("%w: put %s in key-value bucket %s: %w", ErrDecisionCache, key, c.b.names.Decisions, deadline.Err(ctx, err))
+		return fmt.Errorf("%w: put %s in key-value bucket %s: %w", ErrDecisionCache, key, c.b.Names().Decisions, deadline.Err(ctx, err))
 	}
 	return nil
 }
@@ -116,12 +94,12 @@ func (c *DecisionCache) bucket(ctx context.Context) (jetstream.KeyValue, error) 
 	if c.kv != nil {
 		return c.kv, nil
 	}
-	kv, err := c.b.js.KeyValue(ctx, c.b.names.Decisions)
+	kv, err := c.b.JetStream().KeyValue(ctx, c.b.Names().Decisions)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, fmt.Errorf("%w: key-value bucket %s does not exist (provision the bus first)", ErrDecisionCache, c.b.names.Decisions)
+		return nil, fmt.Errorf("%w: key-value bucket %s does not exist (provision the bus first)", ErrDecisionCache, c.b.Names().Decisions)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: open key-value bucket %s: %w", ErrDecisionCache, c.b.names.Decisions, deadline.Err(ctx, err))
+		return nil, fmt.Errorf("%w: open key-value bucket %s: %w", ErrDecisionCache, c.b.Names().Decisions, deadline.Err(ctx, err))
 	}
 	c.kv = kv
 	return kv, nil

@@ -1,4 +1,4 @@
-package bus_test
+package remote_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/bus/embedded"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -68,7 +69,7 @@ func newTCPInterceptEnv(b *testing.B) *interceptEnv {
 // serveAllow serves an interceptor that allows, as plugin.
 func (env *interceptEnv) serveAllow(b *testing.B, plugin string) {
 	b.Helper()
-	svc, err := bus.Serve(context.Background(), env.svcNC, bus.ServeConfig{Plugin: plugin, Stages: []events.Stage{events.StageToolBefore}},
+	svc, err := remote.Serve(context.Background(), env.svcNC, remote.ServeConfig{Plugin: plugin, Stages: []events.Stage{events.StageToolBefore}},
 		interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) { return nil, nil }))
 	if err != nil {
 		b.Fatal(err)
@@ -99,8 +100,8 @@ func (env *interceptEnv) rawAllow(b *testing.B, plugin string) *nats.Msg {
 	}
 	hdr := nats.Header(h)
 	hdr.Del(events.HeaderMsgID)
-	hdr.Set(bus.HeaderDeadline, time.Now().Add(interceptors.DefaultTimeout).UTC().Format(time.RFC3339Nano))
-	hdr.Set(bus.HeaderTimeoutMs, strconv.Itoa(int(interceptors.DefaultTimeout/time.Millisecond)))
+	hdr.Set(remote.HeaderDeadline, time.Now().Add(interceptors.DefaultTimeout).UTC().Format(time.RFC3339Nano))
+	hdr.Set(remote.HeaderTimeoutMs, strconv.Itoa(int(interceptors.DefaultTimeout/time.Millisecond)))
 	return &nats.Msg{Subject: subj, Header: hdr, Data: body}
 }
 
@@ -144,7 +145,7 @@ func BenchmarkRawRequestReplyTCP(b *testing.B) { benchRawRequestReply(b, newTCPI
 
 func benchRemoteRoundTrip(b *testing.B, env *interceptEnv) {
 	env.serveAllow(b, benchPlugins[0])
-	r, err := env.client.Remote(interceptors.Registration{Plugin: benchPlugins[0], Stage: events.StageToolBefore})
+	r, err := remote.NewClient(env.client, interceptors.Registration{Plugin: benchPlugins[0], Stage: events.StageToolBefore})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func BenchmarkRemoteChain3(b *testing.B) {
 	chain := interceptors.NewChain()
 	for _, p := range benchPlugins {
 		env.serveAllow(b, p)
-		if _, err := env.client.RegisterRemote(chain, interceptors.Registration{Plugin: p, Stage: events.StageToolBefore}); err != nil {
+		if _, err := remote.Register(env.client, chain, interceptors.Registration{Plugin: p, Stage: events.StageToolBefore}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package bus
+package remote
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/bus/internal/kvstore"
 	"github.com/hookbus/hookbus/interceptors"
@@ -35,7 +36,7 @@ func (r *Registry) Grant(ctx context.Context, plugin string) error {
 	if err := kvstore.CheckPluginKey(plugin); err != nil {
 		return err
 	}
-	ctx, cancel := r.b.withTimeout(ctx)
+	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
 	kv, err := r.trustKV(ctx)
 	if err != nil {
@@ -43,7 +44,7 @@ func (r *Registry) Grant(ctx context.Context, plugin string) error {
 	}
 	value, _ := json.Marshal(grant{PrivilegedHooks: true, GrantedAt: time.Now().UTC()}) // cannot fail
 	if _, err := kv.Put(ctx, plugin, value); err != nil {
-		return r.bucketErr(ctx, "put "+plugin+" in", r.b.names.Trust, err)
+		return r.bucketErr(ctx, "put "+plugin+" in", r.b.Names().Trust, err)
 	}
 	return nil
 }
@@ -57,19 +58,19 @@ func (r *Registry) Revoke(ctx context.Context, plugin string) error {
 	if err := kvstore.CheckPluginKey(plugin); err != nil {
 		return err
 	}
-	ctx, cancel := r.b.withTimeout(ctx)
+	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
 	kv, err := r.trustKV(ctx)
 	if err != nil {
 		return err
 	}
-	return r.deleteKey(ctx, kv, r.b.names.Trust, plugin, "plugin "+plugin+" has no grant")
+	return r.deleteKey(ctx, kv, r.b.Names().Trust, plugin, "plugin "+plugin+" has no grant")
 }
 
 // Granted returns the plugins granted privileged_hooks, sorted. Bucket
 // failures wrap ErrRegistry.
 func (r *Registry) Granted(ctx context.Context) ([]string, error) {
-	ctx, cancel := r.b.withTimeout(ctx)
+	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
 	kv, err := r.trustKV(ctx)
 	if err != nil {
@@ -82,7 +83,7 @@ func (r *Registry) Granted(ctx context.Context) ([]string, error) {
 		}
 	})
 	if err != nil {
-		return nil, r.bucketErr(ctx, "list", r.b.names.Trust, err)
+		return nil, r.bucketErr(ctx, "list", r.b.Names().Trust, err)
 	}
 	slices.Sort(out)
 	return out, nil
@@ -99,7 +100,7 @@ func (r *Registry) granted(ctx context.Context, plugin string) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, r.bucketErr(ctx, "get "+plugin+" from", r.b.names.Trust, err)
+		return false, r.bucketErr(ctx, "get "+plugin+" from", r.b.Names().Trust, err)
 	}
 	return grants(e.Value()), nil
 }
@@ -120,21 +121,21 @@ type Trust struct {
 
 var _ interceptors.Trust = (*Trust)(nil)
 
-// WatchTrust loads the grants of the trust bucket and follows their
+// WatchTrust loads the grants of b's trust bucket and follows their
 // changes until Stop. It returns once the current grants are loaded; ctx
 // bounds that load. The error wraps ErrRegistry (a missing bucket means the
 // bus was not provisioned).
-func (b *Bus) WatchTrust(ctx context.Context) (*Trust, error) {
-	ctx, cancel := b.withTimeout(ctx)
+func WatchTrust(ctx context.Context, b *bus.Bus) (*Trust, error) {
+	ctx, cancel := deadline.Default(ctx, b.Timeout())
 	defer cancel()
-	kv, err := kvstore.Open(ctx, b.js, b.names.Trust)
+	kv, err := kvstore.Open(ctx, b.JetStream(), b.Names().Trust)
 	if err != nil {
 		return nil, err
 	}
-	t := &Trust{log: b.log, granted: map[string]struct{}{}, done: make(chan struct{})}
-	bw, rev, err := kvstore.OpenWatch(ctx, kv, b.names.Trust, t.apply)
+	t := &Trust{log: b.Logger(), granted: map[string]struct{}{}, done: make(chan struct{})}
+	bw, rev, err := kvstore.OpenWatch(ctx, kv, b.Names().Trust, t.apply)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrRegistry, err)
 	}
 	t.bw, t.applied = bw, kvstore.NewProgress(rev)
 	go t.follow()

@@ -1,4 +1,4 @@
-package bus_test
+package remote_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
@@ -18,32 +19,32 @@ import (
 // a HookSync keeping the chain in step with the registry.
 type syncEnv struct {
 	b     *bus.Bus
-	reg   *bus.Registry
-	trust *bus.Trust
+	reg   *remote.Registry
+	trust *remote.Trust
 	chain *interceptors.Chain
-	hs    *bus.HookSync
+	hs    *remote.HookSync
 	log   *bustest.Buffer
 }
 
 // newSyncEnv provisions a bus, runs before (registry writes to find at
 // start) and starts the sync.
-func newSyncEnv(t *testing.T, before func(*bus.Registry)) *syncEnv {
+func newSyncEnv(t *testing.T, before func(*remote.Registry)) *syncEnv {
 	t.Helper()
 	log := &bustest.Buffer{}
 	b := bustest.StartBus(t, bus.WithLogger(slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))))
-	env := &syncEnv{b: b, reg: b.Registry(), log: log}
+	env := &syncEnv{b: b, reg: remote.NewRegistry(b), log: log}
 	if before != nil {
 		before(env.reg)
 	}
 	ctx := testCtx(t)
-	trust, err := b.WatchTrust(ctx)
+	trust, err := remote.WatchTrust(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(trust.Stop)
 	env.trust = trust
 	env.chain = interceptors.NewChain(interceptors.WithTrust(trust))
-	hs, err := b.SyncHooks(ctx, env.chain, trust)
+	hs, err := remote.SyncHooks(ctx, b, env.chain, trust)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func (env *syncEnv) plugins(stage events.Stage) []string {
 	return out
 }
 
-func mustPut(t *testing.T, reg *bus.Registry, r interceptors.Registration) {
+func mustPut(t *testing.T, reg *remote.Registry, r interceptors.Registration) {
 	t.Helper()
 	if err := reg.Put(testCtx(t), r); err != nil {
 		t.Fatalf("Put(%s on %s): %v", r.Plugin, r.Stage, err)
@@ -76,7 +77,7 @@ func mustPut(t *testing.T, reg *bus.Registry, r interceptors.Registration) {
 }
 
 func TestSyncHooksAppliesChanges(t *testing.T) {
-	env := newSyncEnv(t, func(reg *bus.Registry) {
+	env := newSyncEnv(t, func(reg *remote.Registry) {
 		mustPut(t, reg, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore, Order: 5, Tools: "bash"})
 	})
 	// The initial load is applied when SyncHooks returns.
@@ -90,7 +91,7 @@ func TestSyncHooksAppliesChanges(t *testing.T) {
 
 	// The chain calls the served plugin.
 	t.Run("calls", func(t *testing.T) {
-		svc, err := bus.Serve(context.Background(), env.b.Conn(), bus.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}},
+		svc, err := remote.Serve(context.Background(), env.b.Conn(), remote.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}},
 			interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
 				return &interceptors.Decision{Kind: interceptors.Deny, Reason: "no shell"}, nil
 			}))
@@ -141,7 +142,7 @@ func TestSyncHooksAppliesChanges(t *testing.T) {
 	if env.chain.Has(events.StageToolBefore, "x", "a") || env.chain.Has(events.StageIntake, "", "a") {
 		t.Fatal("registrations left in the chain after Stop")
 	}
-	if err := env.hs.Synced(testCtx(t)); !errors.Is(err, bus.ErrRegistry) {
+	if err := env.hs.Synced(testCtx(t)); !errors.Is(err, remote.ErrRegistry) {
 		t.Fatalf("Synced after Stop: %v, want ErrRegistry", err)
 	}
 }
@@ -149,7 +150,7 @@ func TestSyncHooksAppliesChanges(t *testing.T) {
 // TestSyncHooksTrust: a revoked grant unregisters the plugin's privileged
 // registrations, a new grant registers them again.
 func TestSyncHooksTrust(t *testing.T) {
-	env := newSyncEnv(t, func(reg *bus.Registry) {
+	env := newSyncEnv(t, func(reg *remote.Registry) {
 		ctx := testCtx(t)
 		if err := reg.Grant(ctx, "rewriter"); err != nil {
 			t.Fatal(err)
@@ -237,15 +238,15 @@ func TestSyncHooksSkipsBadEntries(t *testing.T) {
 func TestSyncHooksValidates(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
-	trust, err := b.WatchTrust(ctx)
+	trust, err := remote.WatchTrust(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer trust.Stop()
-	if _, err := b.SyncHooks(ctx, nil, trust); !errors.Is(err, bus.ErrInvalidOption) {
+	if _, err := remote.SyncHooks(ctx, b, nil, trust); !errors.Is(err, bus.ErrInvalidOption) {
 		t.Fatalf("nil chain: %v", err)
 	}
-	if _, err := b.SyncHooks(ctx, interceptors.NewChain(), nil); !errors.Is(err, bus.ErrInvalidOption) {
+	if _, err := remote.SyncHooks(ctx, b, interceptors.NewChain(), nil); !errors.Is(err, bus.ErrInvalidOption) {
 		t.Fatalf("nil trust: %v", err)
 	}
 }
@@ -262,14 +263,14 @@ func TestSyncHooksConnectionClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := testCtx(t)
-	mustPut(t, b.Registry(), interceptors.Registration{Plugin: "policy", Stage: events.StageToolBefore, Policy: interceptors.PolicyFail})
-	trust, err := b.WatchTrust(ctx)
+	mustPut(t, remote.NewRegistry(b), interceptors.Registration{Plugin: "policy", Stage: events.StageToolBefore, Policy: interceptors.PolicyFail})
+	trust, err := remote.WatchTrust(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer trust.Stop()
 	chain := interceptors.NewChain(interceptors.WithTrust(trust))
-	hs, err := b.SyncHooks(ctx, chain, trust)
+	hs, err := remote.SyncHooks(ctx, b, chain, trust)
 	if err != nil {
 		t.Fatal(err)
 	}

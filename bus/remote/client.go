@@ -1,4 +1,4 @@
-package bus
+package remote
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/internal/claimcheck"
 	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/bus/internal/header"
@@ -33,14 +34,14 @@ const (
 	HeaderTraceparent = "traceparent"
 )
 
-// Remote is an interceptor served over NATS (by Serve, or by any service
+// Client is an interceptor served over NATS (by Serve, or by any service
 // that speaks the protocol in docs/PROTOCOL.md): Intercept sends the stage's
 // event as a request to <prefix>.hook.<stage>.<plugin> and reads the
 // decision from the reply. It is safe for concurrent use.
 //
 // Register it with the registration Registration returns (Remote set, so
-// the audit records say so), or with RegisterRemote.
-type Remote struct {
+// the audit records say so), or with Register.
+type Client struct {
 	nc   *nats.Conn
 	subj events.Subjects
 	reg  interceptors.Registration
@@ -48,27 +49,29 @@ type Remote struct {
 	pay  *claimcheck.Store // the claim check of requests too large for a message
 }
 
-// Remote returns a client of the plugin reg names on reg.Stage. It does no
-// I/O. The error wraps interceptors.ErrInvalidRegistration, or
-// events.ErrInvalidID for a bad plugin id.
-func (b *Bus) Remote(reg interceptors.Registration) (*Remote, error) {
+// NewClient returns a client, over b's connection, of the plugin reg names
+// on reg.Stage. It does no I/O. The error wraps
+// interceptors.ErrInvalidRegistration, or events.ErrInvalidID for a bad
+// plugin id.
+func NewClient(b *bus.Bus, reg interceptors.Registration) (*Client, error) {
 	if err := reg.Validate(); err != nil {
 		return nil, err
 	}
-	hook, err := b.subj.Hook(reg.Stage, reg.Plugin)
+	subj := b.Subjects()
+	hook, err := subj.Hook(reg.Stage, reg.Plugin)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", interceptors.ErrInvalidRegistration, err)
 	}
 	reg.Remote = true
-	return &Remote{nc: b.nc, subj: b.subj, reg: reg, hook: hook, pay: b.pay}, nil
+	return &Client{nc: b.Conn(), subj: subj, reg: reg, hook: hook, pay: b.ClaimCheck()}, nil
 }
 
-// RegisterRemote registers a Remote client of reg on chain and returns the
-// function that removes it. Errors are those of Remote and
+// Register registers a Client of reg, over b's connection, on chain and
+// returns the function that removes it. Errors are those of NewClient and
 // interceptors.Chain.Register (ErrInvalidRegistration, ErrPrivileged,
 // ErrDuplicate).
-func (b *Bus) RegisterRemote(chain *interceptors.Chain, reg interceptors.Registration) (unregister func(), err error) {
-	r, err := b.Remote(reg)
+func Register(b *bus.Bus, chain *interceptors.Chain, reg interceptors.Registration) (unregister func(), err error) {
+	r, err := NewClient(b, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -77,24 +80,24 @@ func (b *Bus) RegisterRemote(chain *interceptors.Chain, reg interceptors.Registr
 
 // Registration returns the registration the client was made for, with
 // Remote set.
-func (r *Remote) Registration() interceptors.Registration { return r.reg }
+func (r *Client) Registration() interceptors.Registration { return r.reg }
 
 // Subject returns the subject the client sends requests to.
-func (r *Remote) Subject() string { return r.hook }
+func (r *Client) Subject() string { return r.hook }
 
-// BoundByContext makes Remote an interceptors.ContextBound: Intercept
+// BoundByContext makes Client an interceptors.ContextBound: Intercept
 // returns once its ctx ends (the NATS request and the claim check are
 // bounded by it), so a chain calls it without a goroutine of its own.
-func (r *Remote) BoundByContext() {}
+func (r *Client) BoundByContext() {}
 
-var _ interceptors.ContextBound = (*Remote)(nil)
+var _ interceptors.ContextBound = (*Client)(nil)
 
 // Intercept sends req.Event to the plugin and returns its decision, which the
 // chain validates for the stage. The request carries the event in
 // CloudEvents binary mode plus HeaderDeadline and HeaderTimeoutMs, taken
 // from the earlier of ctx's deadline and req.Deadline (the registration's
 // timeout when neither is set). An event too large for a request (the
-// payload limit, see WithMaxPayload) is claim-checked as Publish does: its
+// payload limit, see bus.WithMaxPayload) is claim-checked as bus.Publish does: its
 // data is stored in the payloads object store first, within the deadline,
 // and the request carries ce-dataref and no body (Serve fetches the data
 // before calling the interceptor). A reply is not claim-checked: a decision
@@ -109,7 +112,7 @@ var _ interceptors.ContextBound = (*Remote)(nil)
 // HookError wraps) or a request that could not be sent. An error reply with
 // code 504 (the service gave up at the deadline) is a timeout. When ctx is
 // canceled the error wraps ctx.Err().
-func (r *Remote) Intercept(ctx context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
+func (r *Client) Intercept(ctx context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
 	if req == nil || req.Event == nil {
 		return nil, r.fail(req, events.FailError, fmt.Errorf("%w: no event to send", events.ErrMalformedEvent))
 	}
@@ -139,7 +142,7 @@ func (r *Remote) Intercept(ctx context.Context, req *interceptors.Request) (*int
 	if err != nil {
 		return nil, r.fail(req, events.FailError, fmt.Errorf("encode request: %w", err))
 	}
-	if r.pay != nil { // data too large for a request: claim-checked (payloads.go)
+	if r.pay != nil { // data too large for a request: claim-checked (bus.ClaimCheck)
 		msg, err := r.pay.Fit(ctx, req.Event, &nats.Msg{Subject: subj, Header: h, Data: body}, requestHeaderSize)
 		if err != nil {
 			err = fmt.Errorf("request on %s: %w", subj, deadline.Err(ctx, err))
@@ -191,7 +194,7 @@ func traceparent(ctx context.Context, req *interceptors.Request, plugin string) 
 }
 
 // requestError maps a failed request to its failure kind.
-func (r *Remote) requestError(ctx context.Context, req *interceptors.Request, subj string, budget time.Duration, err error) error {
+func (r *Client) requestError(ctx context.Context, req *interceptors.Request, subj string, budget time.Duration, err error) error {
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return r.fail(req, events.FailNoResponders, fmt.Errorf("no service answers on %s: %w", subj, err))
@@ -204,7 +207,7 @@ func (r *Remote) requestError(ctx context.Context, req *interceptors.Request, su
 }
 
 // decision reads a reply.
-func (r *Remote) decision(req *interceptors.Request, reply *nats.Msg) (*interceptors.Decision, error) {
+func (r *Client) decision(req *interceptors.Request, reply *nats.Msg) (*interceptors.Decision, error) {
 	if len(reply.Header) > 0 {
 		if err := replyError(reply.Header); err != nil {
 			kind := events.FailError
@@ -224,7 +227,7 @@ func (r *Remote) decision(req *interceptors.Request, reply *nats.Msg) (*intercep
 	return d, nil
 }
 
-func (r *Remote) fail(req *interceptors.Request, kind string, err error) error {
+func (r *Client) fail(req *interceptors.Request, kind string, err error) error {
 	stage := r.reg.Stage
 	if req != nil && req.Stage != "" {
 		stage = req.Stage

@@ -1,4 +1,4 @@
-package bus
+package remote
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/bus/internal/kvstore"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
@@ -51,7 +53,7 @@ func (r *Registry) Disable(ctx context.Context, plugin string, d interceptors.Di
 	if d.DeclaredBy == "" {
 		d.DeclaredBy = d.By // a name the caller gave is kept, as a note
 	}
-	a, err := r.b.actor(ctx, d.Actor)
+	a, err := actor(ctx, r.b, d.Actor)
 	if err != nil {
 		return err
 	}
@@ -60,7 +62,7 @@ func (r *Registry) Disable(ctx context.Context, plugin string, d interceptors.Di
 	if err != nil {
 		return fmt.Errorf("%w: disable %s: %v", ErrRegistry, plugin, err)
 	}
-	ctx, cancel := r.b.withTimeout(ctx)
+	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
 	kv, err := r.hooksKV(ctx)
 	if err != nil {
@@ -68,7 +70,7 @@ func (r *Registry) Disable(ctx context.Context, plugin string, d interceptors.Di
 	}
 	key := DisabledKey(plugin)
 	if _, err := kv.Put(ctx, key, value); err != nil {
-		return r.bucketErr(ctx, "put "+key+" in", r.b.names.Hooks, err)
+		return r.bucketErr(ctx, "put "+key+" in", r.b.Names().Hooks, err)
 	}
 	return nil
 }
@@ -82,18 +84,18 @@ func (r *Registry) Enable(ctx context.Context, plugin string, a events.Actor) er
 	if err := kvstore.CheckPluginKey(plugin); err != nil {
 		return err
 	}
-	a, err := r.b.actor(ctx, a)
+	a, err := actor(ctx, r.b, a)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := r.b.withTimeout(ctx)
+	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
 	kv, err := r.hooksKV(ctx)
 	if err != nil {
 		return err
 	}
 	record, _ := json.Marshal(Enabled{By: a.Identity, At: time.Now().UTC(), Actor: a}) // cannot fail
-	return kvstore.DeleteWithRecord(ctx, r.b.js, kv, r.b.names.Hooks, DisabledKey(plugin), "plugin "+plugin+" is not disabled", record)
+	return kvstore.DeleteWithRecord(ctx, r.b.JetStream(), kv, r.b.Names().Hooks, DisabledKey(plugin), "plugin "+plugin+" is not disabled", record)
 }
 
 // Enabled is the body of the delete marker that turns a plugin back on:
@@ -108,7 +110,7 @@ type Enabled struct {
 // parse counts as disabled with no details (the loops read it so too).
 // Bucket failures wrap ErrRegistry.
 func (r *Registry) DisabledPlugins(ctx context.Context) (map[string]interceptors.Disabled, error) {
-	ctx, cancel := r.b.withTimeout(ctx)
+	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
 	kv, err := r.hooksKV(ctx)
 	if err != nil {
@@ -121,7 +123,7 @@ func (r *Registry) DisabledPlugins(ctx context.Context) (map[string]interceptors
 		}
 	})
 	if err != nil {
-		return nil, r.bucketErr(ctx, "list", r.b.names.Hooks, err)
+		return nil, r.bucketErr(ctx, "list", r.b.Names().Hooks, err)
 	}
 	return out, nil
 }
@@ -134,4 +136,13 @@ func decodeDisabled(value []byte) interceptors.Disabled {
 		return interceptors.Disabled{Reason: "unreadable kill-switch entry: " + err.Error()}
 	}
 	return d
+}
+
+// actor fills a with who b's connection is (bus.Caller.Actor).
+func actor(ctx context.Context, b *bus.Bus, a events.Actor) (events.Actor, error) {
+	c, err := b.WhoAmI(ctx)
+	if err != nil {
+		return a, err
+	}
+	return c.Actor(a), nil
 }

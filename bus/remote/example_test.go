@@ -1,24 +1,27 @@
-package bus_test
+package remote_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/embedded"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
 
 // A remote interceptor: a service that denies shell commands, served with
-// Serve, called from a chain through a Remote client.
+// Serve, called from a chain through a Client.
 func ExampleServe() {
 	b, cleanup := exampleBus()
 	defer cleanup()
 	ctx := context.Background()
 
-	// The plugin's side: any process with a NATS connection.
-	svc, err := bus.Serve(ctx, b.Conn(), bus.ServeConfig{
+	// The plugin's side: any process with a NATS connection (bus.Connect).
+	svc, err := remote.Serve(ctx, b.Conn(), remote.ServeConfig{
 		Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}, Description: "no shell",
 	}, interceptors.Func(func(ctx context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
 		var p events.ToolBefore
@@ -37,7 +40,7 @@ func ExampleServe() {
 
 	// The loop's side: a chain with the remote interceptor registered.
 	chain := interceptors.NewChain()
-	if _, err := b.RegisterRemote(chain, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore}); err != nil {
+	if _, err := remote.Register(b, chain, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore}); err != nil {
 		panic(err)
 	}
 	for _, tool := range []string{"calculator", "bash"} {
@@ -60,12 +63,12 @@ func ExampleServe() {
 
 // The registry says which remote interceptors the loop calls; SyncHooks
 // keeps a chain in step with it.
-func ExampleBus_SyncHooks() {
+func ExampleSyncHooks() {
 	b, cleanup := exampleBus()
 	defer cleanup()
 	ctx := context.Background()
 
-	reg := b.Registry()
+	reg := remote.NewRegistry(b)
 	if err := reg.Put(ctx, interceptors.Registration{Plugin: "pii", Stage: events.StageToolAfter, Order: 10}); err != nil {
 		panic(err)
 	}
@@ -78,13 +81,13 @@ func ExampleBus_SyncHooks() {
 		panic(err)
 	}
 
-	trust, err := b.WatchTrust(ctx)
+	trust, err := remote.WatchTrust(ctx, b)
 	if err != nil {
 		panic(err)
 	}
 	defer trust.Stop()
 	chain := interceptors.NewChain(interceptors.WithTrust(trust))
-	hs, err := b.SyncHooks(ctx, chain, trust)
+	hs, err := remote.SyncHooks(ctx, b, chain, trust)
 	if err != nil {
 		panic(err)
 	}
@@ -103,4 +106,34 @@ func ExampleBus_SyncHooks() {
 	// hookbus: privileged stage: plugin rewriter lacks privileged_hooks permission for stage context.assembled (grant it first)
 	// true true
 	// false
+}
+
+// exampleBus starts an embedded server on a temporary store and returns a
+// provisioned bus and a cleanup function.
+func exampleBus() (*bus.Bus, func()) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "hookbus-example")
+	if err != nil {
+		panic(err)
+	}
+	srv, err := embedded.Start(ctx, embedded.Config{StoreDir: dir})
+	if err != nil {
+		panic(err)
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		panic(err)
+	}
+	b, err := bus.New(nc)
+	if err != nil {
+		panic(err)
+	}
+	if err := b.Provision(ctx); err != nil {
+		panic(err)
+	}
+	return b, func() {
+		nc.Close()
+		srv.Shutdown()
+		os.RemoveAll(dir)
+	}
 }

@@ -1,4 +1,4 @@
-package bus_test
+package remote_test
 
 import (
 	"context"
@@ -9,12 +9,13 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 )
 
 func TestDecisionCacheGetPut(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
-	c := b.DecisionCache()
+	c := remote.NewDecisionCache(b)
 	const key = "0123abcd.ffee"
 	if v, _, ok, err := c.Get(ctx, key); err != nil || ok || v != nil {
 		t.Fatalf("Get of a key never stored = %q, %v, %v; want a miss", v, ok, err)
@@ -23,11 +24,11 @@ func TestDecisionCacheGetPut(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another worker deciding the same input later keeps the first value.
-	if err := b.DecisionCache().Put(ctx, key, []byte(`{"ok":true}`), time.Minute); err != nil {
+	if err := remote.NewDecisionCache(b).Put(ctx, key, []byte(`{"ok":true}`), time.Minute); err != nil {
 		t.Fatalf("second Put: %v", err)
 	}
 	before := time.Now()
-	v, stored, ok, err := b.DecisionCache().Get(ctx, key)
+	v, stored, ok, err := remote.NewDecisionCache(b).Get(ctx, key)
 	if err != nil || !ok || string(v) != `{"ok":false,"reason":"first"}` {
 		t.Fatalf("Get = %q, %v, %v; want the first value", v, ok, err)
 	}
@@ -41,8 +42,8 @@ func TestDecisionCacheGetPut(t *testing.T) {
 func TestDecisionCacheEntryExpires(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
-	c := b.DecisionCache()
-	if err := c.Put(ctx, "h.short", []byte(`{"ok":true}`), bus.MinDecisionTTL); err != nil {
+	c := remote.NewDecisionCache(b)
+	if err := c.Put(ctx, "h.short", []byte(`{"ok":true}`), remote.MinDecisionTTL); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Put(ctx, "h.long", []byte(`{"ok":true}`), time.Hour); err != nil {
@@ -67,19 +68,19 @@ func TestDecisionCacheEntryExpires(t *testing.T) {
 func TestDecisionCacheBadInput(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
-	c := b.DecisionCache()
+	c := remote.NewDecisionCache(b)
 	for _, key := range []string{"", "a b", ".a", "a.", "a..b", "a*", "a>"} {
-		if _, _, _, err := c.Get(ctx, key); !errors.Is(err, bus.ErrDecisionCache) {
+		if _, _, _, err := c.Get(ctx, key); !errors.Is(err, remote.ErrDecisionCache) {
 			t.Errorf("Get(%q) = %v, want ErrDecisionCache", key, err)
 		}
-		if err := c.Put(ctx, key, []byte("x"), time.Minute); !errors.Is(err, bus.ErrDecisionCache) {
+		if err := c.Put(ctx, key, []byte("x"), time.Minute); !errors.Is(err, remote.ErrDecisionCache) {
 			t.Errorf("Put(%q) = %v, want ErrDecisionCache", key, err)
 		}
 	}
-	if err := c.Put(ctx, "k", []byte("x"), 500*time.Millisecond); !errors.Is(err, bus.ErrDecisionCache) || !strings.Contains(err.Error(), "500ms") {
+	if err := c.Put(ctx, "k", []byte("x"), 500*time.Millisecond); !errors.Is(err, remote.ErrDecisionCache) || !strings.Contains(err.Error(), "500ms") {
 		t.Errorf("Put with a TTL under a second = %v", err)
 	}
-	if err := c.Put(ctx, "k", []byte("x"), bus.DecisionCacheMaxAge+time.Second); !errors.Is(err, bus.ErrDecisionCache) || !strings.Contains(err.Error(), "longer than the bucket keeps") {
+	if err := c.Put(ctx, "k", []byte("x"), bus.DecisionCacheMaxAge+time.Second); !errors.Is(err, remote.ErrDecisionCache) || !strings.Contains(err.Error(), "longer than the bucket keeps") {
 		t.Errorf("Put with a TTL past the bucket's max age = %v", err)
 	}
 }
@@ -90,8 +91,8 @@ func TestDecisionCacheNotProvisioned(t *testing.T) {
 	if err := b.JetStream().DeleteKeyValue(ctx, b.Names().Decisions); err != nil {
 		t.Fatal(err)
 	}
-	_, _, _, err := b.DecisionCache().Get(ctx, "k")
-	if !errors.Is(err, bus.ErrDecisionCache) || !strings.Contains(err.Error(), "hookbus_decisions") {
+	_, _, _, err := remote.NewDecisionCache(b).Get(ctx, "k")
+	if !errors.Is(err, remote.ErrDecisionCache) || !strings.Contains(err.Error(), "hookbus_decisions") {
 		t.Fatalf("Get without the bucket = %v", err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -1,4 +1,4 @@
-package bus
+package remote
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/bus/internal/kvstore"
 	"github.com/hookbus/hookbus/interceptors"
@@ -19,7 +20,7 @@ import (
 // are applied as they happen, so the loop does no lookup per event. Make
 // one with SyncHooks and Stop it when done.
 type HookSync struct {
-	b     *Bus
+	b     *bus.Bus
 	chain *interceptors.Chain
 	trust *Trust
 	log   *slog.Logger
@@ -43,14 +44,15 @@ type activeHook struct {
 	unregister func()
 }
 
-// SyncHooks registers the registry's interceptors on chain and keeps them
+// SyncHooks registers the interceptors of b's registry on chain, as
+// Clients over b's connection, and keeps them
 // in step with it until Stop. trust decides which plugins may use the
 // privileged stages: it must be the chain's Trust (build the chain with
 // interceptors.WithTrust(trust)), so that the chain and the sync agree.
 //
-//	trust, err := b.WatchTrust(ctx)
+//	trust, err := remote.WatchTrust(ctx, b)
 //	chain := interceptors.NewChain(interceptors.WithTrust(trust))
-//	hs, err := b.SyncHooks(ctx, chain, trust)
+//	hs, err := remote.SyncHooks(ctx, b, chain, trust)
 //	defer func() { hs.Stop(); trust.Stop() }()
 //
 // An entry that does not parse or validate, that names a privileged stage
@@ -63,28 +65,28 @@ type activeHook struct {
 // SyncHooks returns once the current registry is applied; ctx bounds that
 // load. The error wraps ErrInvalidOption for a nil chain or trust, or
 // ErrRegistry when the bucket cannot be read.
-func (b *Bus) SyncHooks(ctx context.Context, chain *interceptors.Chain, trust *Trust) (*HookSync, error) {
+func SyncHooks(ctx context.Context, b *bus.Bus, chain *interceptors.Chain, trust *Trust) (*HookSync, error) {
 	switch {
 	case chain == nil:
 		return nil, invalid("sync hooks: nil chain")
 	case trust == nil:
 		return nil, invalid("sync hooks: nil trust (watch the trust bucket with WatchTrust and build the chain WithTrust)")
 	}
-	ctx, cancel := b.withTimeout(ctx)
+	ctx, cancel := deadline.Default(ctx, b.Timeout())
 	defer cancel()
-	kv, err := kvstore.Open(ctx, b.js, b.names.Hooks)
+	kv, err := kvstore.Open(ctx, b.JetStream(), b.Names().Hooks)
 	if err != nil {
 		return nil, err
 	}
 	s := &HookSync{
-		b: b, chain: chain, trust: trust, log: b.log, done: make(chan struct{}),
+		b: b, chain: chain, trust: trust, log: b.Logger(), done: make(chan struct{}),
 		desired: map[string]interceptors.Registration{}, active: map[string]activeHook{},
 	}
 	trustRev, trustChanged, _ := trust.applied.State()
-	bw, rev, err := kvstore.OpenWatch(ctx, kv, b.names.Hooks, s.applyEntry)
+	bw, rev, err := kvstore.OpenWatch(ctx, kv, b.Names().Hooks, s.applyEntry)
 	if err != nil {
 		s.unregisterAll()
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrRegistry, err)
 	}
 	s.bw = bw
 	s.hooksApplied, s.trustApplied = kvstore.NewProgress(rev), kvstore.NewProgress(trustRev)
@@ -202,7 +204,7 @@ func (s *HookSync) reconcile(key string, trustChange bool) {
 	if !ok {
 		return
 	}
-	unregister, err := s.b.RegisterRemote(s.chain, want)
+	unregister, err := Register(s.b, s.chain, want)
 	if err != nil {
 		s.log.Warn("hookbus hooks: registration skipped", "key", key, "err", err)
 		return
@@ -223,7 +225,7 @@ func (s *HookSync) unregisterAll() {
 // ErrRegistry when a bucket cannot be read or a watch ended, or ctx's
 // error.
 func (s *HookSync) Synced(ctx context.Context) error {
-	ctx, cancel := s.b.withTimeout(ctx)
+	ctx, cancel := deadline.Default(ctx, s.b.Timeout())
 	defer cancel()
 	hooks, err := kvstore.LastRevision(ctx, s.bw.KV())
 	if err != nil {

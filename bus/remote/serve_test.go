@@ -1,4 +1,4 @@
-package bus_test
+package remote_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -68,15 +69,15 @@ func TestServeMalformedRequest(t *testing.T) {
 	wantServiceError(t, request(t, nc, subj, h, body), "400", "malformed request")
 
 	h, body = encoded(t, toolBefore(t))
-	h.Set(bus.HeaderDeadline, "tomorrow")
+	h.Set(remote.HeaderDeadline, "tomorrow")
 	wantServiceError(t, request(t, nc, subj, h, body), "400", `header Hookbus-Deadline "tomorrow" is not an RFC 3339 time`)
 
 	h, body = encoded(t, toolBefore(t))
-	h.Set(bus.HeaderTimeoutMs, "-5")
+	h.Set(remote.HeaderTimeoutMs, "-5")
 	wantServiceError(t, request(t, nc, subj, h, body), "400", "Hookbus-Timeout-Ms")
 
 	h, body = encoded(t, toolBefore(t))
-	h.Set(bus.HeaderDeadline, time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano))
+	h.Set(remote.HeaderDeadline, time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano))
 	wantServiceError(t, request(t, nc, subj, h, body), "504", "passed before the request was handled")
 
 	if n := calls.Load(); n != 0 {
@@ -142,10 +143,10 @@ func TestServeDeadline(t *testing.T) {
 	} {
 		h, body := encoded(t, toolBefore(t))
 		if tc.deadline != "" {
-			h.Set(bus.HeaderDeadline, tc.deadline)
+			h.Set(remote.HeaderDeadline, tc.deadline)
 		}
 		if tc.budget != "" {
-			h.Set(bus.HeaderTimeoutMs, tc.budget)
+			h.Set(remote.HeaderTimeoutMs, tc.budget)
 		}
 		start := time.Now()
 		request(t, env.client.Conn(), subj, h, body)
@@ -171,7 +172,7 @@ func TestServeQueueGroup(t *testing.T) {
 	}
 	env.serve(t, "shared", events.StageToolBefore, count(&a))
 	// The second instance on its own connection, as another process would.
-	svc, err := bus.Serve(context.Background(), bustest.Conn(t, env.srv), bus.ServeConfig{Plugin: "shared", Stages: []events.Stage{events.StageToolBefore}}, count(&b))
+	svc, err := remote.Serve(context.Background(), bustest.Conn(t, env.srv), remote.ServeConfig{Plugin: "shared", Stages: []events.Stage{events.StageToolBefore}}, count(&b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestServeQueueGroup(t *testing.T) {
 // endpoints, subjects and queue group.
 func TestServeDiscovery(t *testing.T) {
 	env := newRemoteEnv(t)
-	svc, err := bus.Serve(context.Background(), env.svcNC, bus.ServeConfig{
+	svc, err := remote.Serve(context.Background(), env.svcNC, remote.ServeConfig{
 		Plugin: "pii", Stages: []events.Stage{events.StageToolBefore, events.StageToolAfter},
 		Version: "1.2.3", Description: "redacts secrets", Metadata: map[string]string{"team": "sec"},
 	}, interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) { return nil, nil }))
@@ -238,22 +239,22 @@ func TestServeValidates(t *testing.T) {
 	tb := []events.Stage{events.StageToolBefore}
 	for _, tc := range []struct {
 		name string
-		cfg  bus.ServeConfig
+		cfg  remote.ServeConfig
 		ic   interceptors.Interceptor
 		want string
 	}{
-		{"no plugin", bus.ServeConfig{Stages: tb}, allow, "plugin id is empty"},
-		{"not a subject token", bus.ServeConfig{Plugin: "a.b", Stages: tb}, allow, `plugin id "a.b"`},
-		{"not a service name", bus.ServeConfig{Plugin: "pii@v2", Stages: tb}, allow, `plugin id "pii@v2" cannot be a micro service name`},
-		{"no stages", bus.ServeConfig{Plugin: "p"}, allow, "no stages"},
-		{"observe-only", bus.ServeConfig{Plugin: "p", Stages: []events.Stage{events.StageRunCompleted}}, allow, "run.completed is observe-only"},
-		{"unknown stage", bus.ServeConfig{Plugin: "p", Stages: []events.Stage{"tool.nope"}}, allow, `"tool.nope" is not a hookbus stage`},
-		{"twice", bus.ServeConfig{Plugin: "p", Stages: []events.Stage{events.StageIntake, events.StageIntake}}, allow, "intake listed twice"},
-		{"bad version", bus.ServeConfig{Plugin: "p", Stages: tb, Version: "one"}, allow, "version"},
-		{"bad prefix", bus.ServeConfig{Plugin: "p", Stages: tb, Prefix: "a b"}, allow, "prefix"},
-		{"nil interceptor", bus.ServeConfig{Plugin: "p", Stages: tb}, nil, "nil interceptor"},
+		{"no plugin", remote.ServeConfig{Stages: tb}, allow, "plugin id is empty"},
+		{"not a subject token", remote.ServeConfig{Plugin: "a.b", Stages: tb}, allow, `plugin id "a.b"`},
+		{"not a service name", remote.ServeConfig{Plugin: "pii@v2", Stages: tb}, allow, `plugin id "pii@v2" cannot be a micro service name`},
+		{"no stages", remote.ServeConfig{Plugin: "p"}, allow, "no stages"},
+		{"observe-only", remote.ServeConfig{Plugin: "p", Stages: []events.Stage{events.StageRunCompleted}}, allow, "run.completed is observe-only"},
+		{"unknown stage", remote.ServeConfig{Plugin: "p", Stages: []events.Stage{"tool.nope"}}, allow, `"tool.nope" is not a hookbus stage`},
+		{"twice", remote.ServeConfig{Plugin: "p", Stages: []events.Stage{events.StageIntake, events.StageIntake}}, allow, "intake listed twice"},
+		{"bad version", remote.ServeConfig{Plugin: "p", Stages: tb, Version: "one"}, allow, "version"},
+		{"bad prefix", remote.ServeConfig{Plugin: "p", Stages: tb, Prefix: "a b"}, allow, "prefix"},
+		{"nil interceptor", remote.ServeConfig{Plugin: "p", Stages: tb}, nil, "nil interceptor"},
 	} {
-		_, err := bus.Serve(context.Background(), env.svcNC, tc.cfg, tc.ic)
+		_, err := remote.Serve(context.Background(), env.svcNC, tc.cfg, tc.ic)
 		if !errors.Is(err, bus.ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want ErrInvalidOption saying %q", tc.name, err, tc.want)
 		}
@@ -265,7 +266,7 @@ func TestServeValidates(t *testing.T) {
 func TestServeStopsWithContext(t *testing.T) {
 	env := newRemoteEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := bus.Serve(ctx, env.svcNC, bus.ServeConfig{Plugin: "short", Stages: []events.Stage{events.StageIntake}},
+	svc, err := remote.Serve(ctx, env.svcNC, remote.ServeConfig{Plugin: "short", Stages: []events.Stage{events.StageIntake}},
 		interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) { return nil, nil }))
 	if err != nil {
 		t.Fatal(err)
@@ -294,7 +295,7 @@ func TestServeCustomPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := bus.Serve(context.Background(), nc, bus.ServeConfig{Plugin: "p", Prefix: "acme.hb", Stages: []events.Stage{events.StageToolBefore}},
+	svc, err := remote.Serve(context.Background(), nc, remote.ServeConfig{Plugin: "p", Prefix: "acme.hb", Stages: []events.Stage{events.StageToolBefore}},
 		interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
 			return &interceptors.Decision{Kind: interceptors.Deny, Reason: "prefixed"}, nil
 		}))
@@ -302,7 +303,7 @@ func TestServeCustomPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Stop()
-	r, err := client.Remote(interceptors.Registration{Plugin: "p", Stage: events.StageToolBefore})
+	r, err := remote.NewClient(client, interceptors.Registration{Plugin: "p", Stage: events.StageToolBefore})
 	if err != nil {
 		t.Fatal(err)
 	}

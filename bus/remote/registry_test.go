@@ -1,4 +1,4 @@
-package bus_test
+package remote_test
 
 import (
 	"errors"
@@ -9,13 +9,14 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
 
 func TestRegistryPutListGetDelete(t *testing.T) {
 	b := bustest.StartBus(t)
-	reg := b.Registry()
+	reg := remote.NewRegistry(b)
 	ctx := testCtx(t)
 	entries := []interceptors.Registration{
 		{Plugin: "late", Stage: events.StageToolBefore, Order: 10, Timeout: 2 * time.Second, Policy: interceptors.PolicyFail, Tools: "fs_*|bash", Agents: "ops-*"},
@@ -35,7 +36,7 @@ func TestRegistryPutListGetDelete(t *testing.T) {
 	}
 	var got []string
 	for _, r := range list {
-		got = append(got, bus.RegistryKey(r.Stage, r.Plugin))
+		got = append(got, remote.RegistryKey(r.Stage, r.Plugin))
 	}
 	want := []string{"intake.gate", "tool.before.first", "tool.before.second", "tool.before.late", "tool.after.audit"}
 	if !slices.Equal(got, want) {
@@ -62,10 +63,10 @@ func TestRegistryPutListGetDelete(t *testing.T) {
 	if err := reg.Delete(ctx, events.StageToolBefore, "late"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reg.Get(ctx, events.StageToolBefore, "late"); !errors.Is(err, bus.ErrNotFound) {
+	if _, err := reg.Get(ctx, events.StageToolBefore, "late"); !errors.Is(err, remote.ErrNotFound) {
 		t.Fatalf("Get after Delete: %v, want ErrNotFound", err)
 	}
-	if err := reg.Delete(ctx, events.StageToolBefore, "late"); !errors.Is(err, bus.ErrNotFound) ||
+	if err := reg.Delete(ctx, events.StageToolBefore, "late"); !errors.Is(err, remote.ErrNotFound) ||
 		!strings.Contains(err.Error(), "no registration of plugin late on tool.before") {
 		t.Fatalf("second Delete: %v, want ErrNotFound naming plugin and stage", err)
 	}
@@ -76,7 +77,7 @@ func TestRegistryPutListGetDelete(t *testing.T) {
 
 func TestRegistryPutValidates(t *testing.T) {
 	b := bustest.StartBus(t)
-	reg := b.Registry()
+	reg := remote.NewRegistry(b)
 	ctx := testCtx(t)
 	for _, tc := range []struct {
 		name     string
@@ -111,7 +112,7 @@ func TestRegistryPutValidates(t *testing.T) {
 
 func TestRegistryPrivilegedNeedsGrant(t *testing.T) {
 	b := bustest.StartBus(t)
-	reg := b.Registry()
+	reg := remote.NewRegistry(b)
 	ctx := testCtx(t)
 	for _, stage := range []events.Stage{events.StageContextAssembled, events.StageModelResponded} {
 		err := reg.Put(ctx, interceptors.Registration{Plugin: "rewriter", Stage: stage})
@@ -131,7 +132,7 @@ func TestRegistryPrivilegedNeedsGrant(t *testing.T) {
 	if err := reg.Revoke(ctx, "rewriter"); err != nil {
 		t.Fatal(err)
 	}
-	if err := reg.Revoke(ctx, "rewriter"); !errors.Is(err, bus.ErrNotFound) || !strings.Contains(err.Error(), "plugin rewriter has no grant") {
+	if err := reg.Revoke(ctx, "rewriter"); !errors.Is(err, remote.ErrNotFound) || !strings.Contains(err.Error(), "plugin rewriter has no grant") {
 		t.Fatalf("second Revoke: %v, want ErrNotFound", err)
 	}
 	if err := reg.Put(ctx, interceptors.Registration{Plugin: "rewriter", Stage: events.StageModelResponded}); !errors.Is(err, interceptors.ErrPrivileged) {
@@ -166,7 +167,7 @@ func TestRegistryEntriesFromElsewhere(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	list, err := b.Registry().List(ctx)
+	list, err := remote.NewRegistry(b).List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,11 +183,11 @@ func TestRegistryUnprovisioned(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := testCtx(t)
-	_, err = b.Registry().List(ctx)
-	if !errors.Is(err, bus.ErrRegistry) || !strings.Contains(err.Error(), "hookbus_hooks does not exist") {
+	_, err = remote.NewRegistry(b).List(ctx)
+	if !errors.Is(err, remote.ErrRegistry) || !strings.Contains(err.Error(), "hookbus_hooks does not exist") {
 		t.Fatalf("List: %v, want ErrRegistry naming the bucket", err)
 	}
-	if _, err := b.WatchTrust(ctx); !errors.Is(err, bus.ErrRegistry) || !strings.Contains(err.Error(), "hookbus_trust") {
+	if _, err := remote.WatchTrust(ctx, b); !errors.Is(err, remote.ErrRegistry) || !strings.Contains(err.Error(), "hookbus_trust") {
 		t.Fatalf("WatchTrust: %v, want ErrRegistry naming the bucket", err)
 	}
 }
@@ -194,11 +195,11 @@ func TestRegistryUnprovisioned(t *testing.T) {
 func TestTrustFollowsGrants(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
-	reg := b.Registry()
+	reg := remote.NewRegistry(b)
 	if err := reg.Grant(ctx, "early"); err != nil {
 		t.Fatal(err)
 	}
-	trust, err := b.WatchTrust(ctx)
+	trust, err := remote.WatchTrust(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func TestTrustFollowsGrants(t *testing.T) {
 	}
 	trust.Stop()
 	trust.Stop() // idempotent
-	if err := trust.Synced(ctx); !errors.Is(err, bus.ErrRegistry) {
+	if err := trust.Synced(ctx); !errors.Is(err, remote.ErrRegistry) {
 		t.Fatalf("Synced after Stop: %v, want ErrRegistry (watch ended)", err)
 	}
 }

@@ -1,4 +1,4 @@
-package bus
+package remote
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/internal/claimcheck"
 	"github.com/hookbus/hookbus/bus/internal/header"
 	"github.com/hookbus/hookbus/events"
@@ -122,7 +123,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServeConfig, ic interceptors.
 		_ = s.Stop()
 		return nil, fmt.Errorf("serve plugin %s: %w", cfg.Plugin, err)
 	}
-	s.pay = claimcheck.New(nc, js, NamesFor(subj.Prefix).Payloads, 0, DefaultTimeout, s.log)
+	s.pay = claimcheck.New(nc, js, bus.NamesFor(subj.Prefix).Payloads, 0, bus.DefaultTimeout, s.log)
 	for _, stage := range cfg.Stages {
 		hook, _ := subj.Hook(stage, cfg.Plugin) // checked
 		err := svc.AddEndpoint(endpointName(stage), s.handler(stage),
@@ -209,10 +210,11 @@ func validServiceName(s string) bool {
 func endpointName(st events.Stage) string { return strings.ReplaceAll(string(st), ".", "_") }
 
 // flush waits until the server has processed the connection's
-// subscriptions, within ctx (or DefaultTimeout when ctx has no deadline).
+// subscriptions, within ctx (or bus.DefaultTimeout when ctx has no
+// deadline).
 func flush(ctx context.Context, nc *nats.Conn) error {
 	if _, ok := ctx.Deadline(); !ok {
-		return nc.FlushTimeout(DefaultTimeout)
+		return nc.FlushTimeout(bus.DefaultTimeout)
 	}
 	return nc.FlushWithContext(ctx)
 }
@@ -289,7 +291,7 @@ func (s *Service) handle(stage events.Stage, r micro.Request) {
 	}
 	ctx, cancel := context.WithDeadline(s.ctx, deadline)
 	defer cancel()
-	if gone, err := s.pay.Fetch(ctx, ev); err != nil { // claim-checked data (payloads.go)
+	if gone, err := s.pay.Fetch(ctx, ev); err != nil { // claim-checked data (bus.ClaimCheck)
 		switch {
 		case gone:
 			s.replyError(r, "400", "malformed request: "+err.Error())

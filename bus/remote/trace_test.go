@@ -1,4 +1,4 @@
-package bus_test
+package remote_test
 
 import (
 	"context"
