@@ -92,12 +92,3 @@ func (c Caller) Actor(a events.Actor) events.Actor {
 	}
 	return a
 }
-
-// actor fills a with who the bus' connection is (WhoAmI, Caller.Actor).
-func (b *Bus) actor(ctx context.Context, a events.Actor) (events.Actor, error) {
-	c, err := b.WhoAmI(ctx)
-	if err != nil {
-		return a, err
-	}
-	return c.Actor(a), nil
-}

@@ -136,7 +136,7 @@ func WithMaxPayload(n int) Option {
 	}
 }
 
-// WithDefaultTimeout sets the timeout of requests (provisioning, SubmitRun,
+// WithDefaultTimeout sets the timeout of requests (provisioning, runs.Queue.Submit,
 // DLQ writes) made with a ctx that has no deadline (default 5s).
 func WithDefaultTimeout(d time.Duration) Option {
 	return func(o *options) error {

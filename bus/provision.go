@@ -144,3 +144,31 @@ func (b *Bus) decisionCacheConfig() jetstream.KeyValueConfig {
 		LimitMarkerTTL: DecisionCacheMarkerTTL,
 	}
 }
+
+// PresenceTTL is how long the workers bucket keeps a worker's entry after
+// its last heartbeat (the bucket's max age): a worker of bus/runs that dies
+// leaves the fleet by itself.
+const PresenceTTL = 15 * time.Second
+
+// agentsConfig is the bucket of the fleet's agent definitions.
+func (b *Bus) agentsConfig() jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      b.names.Agents,
+		Description: "hookbus agent definitions: the one each agent's new runs run on",
+		History:     5,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.opts.replicas,
+	}
+}
+
+// workersConfig is the bucket of the live workers.
+func (b *Bus) workersConfig() jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      b.names.Workers,
+		Description: "hookbus live workers and what they serve (entries expire without a heartbeat)",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.opts.replicas,
+		TTL:         PresenceTTL,
+	}
+}

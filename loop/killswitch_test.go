@@ -9,6 +9,7 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
@@ -32,7 +33,7 @@ func startWorker(t *testing.T, b *bus.Bus, cfg loop.Config) *interceptors.Chain 
 	t.Cleanup(hs.Stop)
 	cfg.Hooks = chain
 	eng := newEngine(t, b, cfg)
-	rc, err := b.ConsumeRuns(context.Background(), bus.RunConsumerConfig{Agents: bus.Agents("a"), Concurrency: 4}, loop.NewWorker(eng, nil).Handle)
+	rc, err := runs.New(b).Consume(context.Background(), runs.ConsumerConfig{Agents: runs.Agents("a"), Concurrency: 4}, loop.NewWorker(eng, nil).Handle)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func startWorker(t *testing.T, b *bus.Bus, cfg loop.Config) *interceptors.Chain 
 func submitWait(t *testing.T, b *bus.Bus, agent, id string) []*events.Event {
 	t.Helper()
 	ctx := ctxT(t)
-	if err := b.SubmitRun(ctx, &events.RunRequest{RunID: id, AgentID: agent, SessionID: id, Prompt: "go"}); err != nil {
+	if err := runs.New(b).Submit(ctx, &events.RunRequest{RunID: id, AgentID: agent, SessionID: id, Prompt: "go"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.WaitRun(ctx, agent, id, id); err != nil {

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/budgets"
 	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -75,7 +75,7 @@ func TestNoPublishBecomesARun(t *testing.T) {
 	defer cancel()
 	lb, lnc, lerrs := f.userBus(t, "loop")
 	var ran atomic.Int32
-	rc, err := lb.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: bus.Agents("demo"), PollWait: 100 * time.Millisecond}, func(context.Context, *events.RunRequest) error {
+	rc, err := runs.New(lb).Consume(ctx, runs.ConsumerConfig{Agents: runs.Agents("demo"), PollWait: 100 * time.Millisecond}, func(context.Context, *events.RunRequest) error {
 		ran.Add(1)
 		return nil
 	})
@@ -115,7 +115,7 @@ func TestNoPublishBecomesARun(t *testing.T) {
 	refusedJS(t, lnc, lerrs, scheduledRun(t, "hookbus.wake.demo.r2", at), jetstream.JSErrCodeScheduleTargetInvalid)
 
 	// The control: the loop's own wake-up due in the same second.
-	if err := lb.WakeAt(ctx, events.Wake{RunID: "control", AgentID: "demo", SessionID: "s", At: at}); err != nil {
+	if err := runs.New(lb).WakeAt(ctx, events.Wake{RunID: "control", AgentID: "demo", SessionID: "s", At: at}); err != nil {
 		t.Fatal(err)
 	}
 	admin, _ := f.connect(t, "admin")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop/scripted"
@@ -129,7 +130,7 @@ func (e *env) start(ctx context.Context) error {
 		nc.Close()
 		return err
 	}
-	e.d, e.js = &driver{b: b, nc: nc}, b.JetStream()
+	e.d, e.js = &driver{b: b, q: runs.New(b), nc: nc}, b.JetStream()
 	if err := b.CheckProvisioned(ctx); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 )
 
@@ -61,7 +62,7 @@ func GenerateAsyncAPI(root string) ([]byte, error) {
 		"Wake":          addr(s.Wake(agent, placeholder("run"))),
 		"WakeDue":       addr(s.WakeDue(agent, placeholder("run"))),
 		"DeadLetter":    addr(s.DeadLetter(placeholder("consumer"))),
-		"Deadline":      remote.HeaderDeadline, "TimeoutMs": remote.HeaderTimeoutMs, "RunRef": bus.RunRefHeader,
+		"Deadline":      remote.HeaderDeadline, "TimeoutMs": remote.HeaderTimeoutMs, "RunRef": runs.RefHeader,
 		"DLQ": []string{bus.HeaderDLQConsumer, bus.HeaderDLQError, bus.HeaderDLQDeliveries, bus.HeaderDLQStream,
 			bus.HeaderDLQSequence, bus.HeaderDLQSubject},
 		"MsgID": events.HeaderMsgID,

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -41,7 +41,7 @@ func TestFaultRunRequestNamingAnotherAgent(t *testing.T) {
 	}
 
 	dlq := b.Names().DeadLetters
-	subject := events.DefaultPrefix + ".dlq." + bus.DefaultRunDurable
+	subject := events.DefaultPrefix + ".dlq." + runs.DefaultDurable
 	var letter *jetstream.RawStreamMsg
 	waitEvery(t, time.Minute, 100*time.Millisecond, func() bool {
 		s, err := b.JetStream().Stream(ctx, dlq)

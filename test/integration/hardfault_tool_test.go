@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -61,7 +62,7 @@ const toolAgents = "slowafter,slowtool,paused,atonce,stopped"
 func (r *toolRun) submit(t *testing.T, ctx context.Context, agent string) *events.RunRequest {
 	t.Helper()
 	req := &events.RunRequest{RunID: events.NewID(), AgentID: agent, SessionID: "s1", Prompt: "run it"}
-	if err := r.b.SubmitRun(ctx, req); err != nil {
+	if err := runs.New(r.b).Submit(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	return req

@@ -1,4 +1,4 @@
-package bus
+package runs
 
 import (
 	"cmp"
@@ -14,10 +14,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// QueuedRun is a run request on the run queue: not taken yet, or taken
+// Pending is a run request on the run queue: not taken yet, or taken
 // and not acknowledged (a run in flight, or one handed back for another
 // attempt).
-type QueuedRun struct {
+type Pending struct {
 	// Seq and Subject are where the request is stored.
 	Seq     uint64 `json:"seq"`
 	Subject string `json:"subject"`
@@ -37,29 +37,29 @@ type QueuedRun struct {
 	Taken bool `json:"taken"`
 }
 
-// maxQueuedRead bounds how many requests QueuedRuns reads.
+// maxQueuedRead bounds how many requests List reads.
 const maxQueuedRead = 10000
 
-// QueuedRuns lists the run requests on the run queue, oldest first (of
+// List lists the run requests on the run queue, oldest first (of
 // agent, or of every agent for ""), reading the stream without consuming
 // it: message gets by sequence, and the consumers' delivered sequences for
 // Taken. At most 10000 are read; truncated is set when there were more. It
 // returns an error wrapping ErrConsumer when the stream cannot be read.
-func (b *Bus) QueuedRuns(ctx context.Context, agent string) (list []QueuedRun, truncated bool, err error) {
-	filters := []string{b.subj.AllRuns()}
+func (q *Queue) List(ctx context.Context, agent string) (list []Pending, truncated bool, err error) {
+	filters := []string{q.subj.AllRuns()}
 	if agent != "" {
-		run, err := b.subj.Run(agent)
+		run, err := q.subj.Run(agent)
 		if err != nil {
 			return nil, false, err
 		}
-		pinned, _ := b.subj.RunsPinned(agent)
+		pinned, _ := q.subj.RunsPinned(agent)
 		filters = []string{run, pinned}
 	}
-	ctx, cancel := b.withTimeout(ctx)
+	ctx, cancel := q.withTimeout(ctx)
 	defer cancel()
-	st, err := b.js.Stream(ctx, b.names.Runs)
+	st, err := q.js.Stream(ctx, q.names.Runs)
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Runs, deadline.Err(ctx, err))
+		return nil, false, fmt.Errorf("%w: stream %s: %w", ErrConsumer, q.names.Runs, deadline.Err(ctx, err))
 	}
 	for _, f := range filters {
 		for seq := uint64(1); ; {
@@ -71,49 +71,49 @@ func (b *Bus) QueuedRuns(ctx context.Context, agent string) (list []QueuedRun, t
 				break
 			}
 			if err != nil {
-				return nil, false, fmt.Errorf("%w: read %s at %d: %w", ErrConsumer, b.names.Runs, seq, deadline.Err(ctx, err))
+				return nil, false, fmt.Errorf("%w: read %s at %d: %w", ErrConsumer, q.names.Runs, seq, deadline.Err(ctx, err))
 			}
-			list = append(list, b.queued(m))
+			list = append(list, q.queued(m))
 			seq = m.Sequence + 1
 		}
 	}
 	sortQueued(list)
-	b.markTaken(ctx, st, list)
+	markTaken(ctx, st, list)
 	return list, false, nil
 }
 
 // queued reads one stored request; an unreadable body leaves the fields it
 // would give empty.
-func (b *Bus) queued(m *jetstream.RawStreamMsg) QueuedRun {
-	q := QueuedRun{Seq: m.Sequence, Subject: m.Subject, Queued: m.Time}
-	q.AgentID, q.Definition, _ = b.subj.ParseRun(m.Subject)
-	if ref := m.Header.Get(RunRefHeader); ref != "" {
+func (q *Queue) queued(m *jetstream.RawStreamMsg) Pending {
+	p := Pending{Seq: m.Sequence, Subject: m.Subject, Queued: m.Time}
+	p.AgentID, p.Definition, _ = q.subj.ParseRun(m.Subject)
+	if ref := m.Header.Get(RefHeader); ref != "" {
 		// <bucket>/run/<run id>/<hash>
 		parts := strings.Split(ref, "/")
 		if len(parts) == 4 {
-			q.RunID = parts[2]
+			p.RunID = parts[2]
 		}
-		return q
+		return p
 	}
 	if r, err := events.DecodeRunRequest(m.Data); err == nil {
-		q.RunID, q.SessionID, q.Resume, q.Compact = r.RunID, r.SessionID, r.Resume, r.Compact
+		p.RunID, p.SessionID, p.Resume, p.Compact = r.RunID, r.SessionID, r.Resume, r.Compact
 	}
-	return q
+	return p
 }
 
-func sortQueued(list []QueuedRun) {
-	slices.SortFunc(list, func(a, b QueuedRun) int { return cmp.Compare(a.Seq, b.Seq) })
+func sortQueued(list []Pending) {
+	slices.SortFunc(list, func(a, b Pending) int { return cmp.Compare(a.Seq, b.Seq) })
 }
 
 // markTaken sets Taken on the requests the default pool's consumer of
 // their subject delivered already (the stream keeps a work queue's request
 // until it is acknowledged).
-func (b *Bus) markTaken(ctx context.Context, st jetstream.Stream, list []QueuedRun) {
+func markTaken(ctx context.Context, st jetstream.Stream, list []Pending) {
 	delivered := map[string]uint64{} // by consumer name
-	for i, q := range list {
-		runs, pinned := RunConsumerNames(DefaultRunDurable, q.AgentID, q.Definition)
+	for i, p := range list {
+		runs, pinned := ConsumerNames(DefaultDurable, p.AgentID, p.Definition)
 		name := runs
-		if q.Definition != "" {
+		if p.Definition != "" {
 			name = pinned
 		}
 		d, ok := delivered[name]
@@ -123,6 +123,6 @@ func (b *Bus) markTaken(ctx context.Context, st jetstream.Stream, list []QueuedR
 			}
 			delivered[name] = d
 		}
-		list[i].Taken = q.Seq <= d
+		list[i].Taken = p.Seq <= d
 	}
 }

@@ -1,4 +1,4 @@
-package bus
+package runs
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/bus/internal/jsname"
 	"github.com/hookbus/hookbus/events"
@@ -28,10 +29,6 @@ import (
 //   - hookbus_workers: per live worker, what it serves (WorkerPresence),
 //     written again every few seconds and forgotten PresenceTTL after the
 //     last write: a worker that dies leaves the bucket by itself.
-
-// PresenceTTL is how long the workers bucket keeps a worker's entry after
-// its last heartbeat (the bucket's max age).
-const PresenceTTL = 15 * time.Second
 
 // DefaultHeartbeat is how often a worker writes its presence.
 const DefaultHeartbeat = 5 * time.Second
@@ -102,50 +99,29 @@ type AgentRoute struct {
 
 // Fleet reads and writes the fleet's buckets. It opens them on first use.
 type Fleet struct {
-	b       *Bus
+	q       *Queue
 	mu      sync.Mutex
 	agents  jetstream.KeyValue
 	workers jetstream.KeyValue
 }
 
-// Fleet returns the bus' fleet. It does no I/O.
-func (b *Bus) Fleet() *Fleet { return &Fleet{b: b} }
-
-func (b *Bus) agentsConfig() jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{
-		Bucket:      b.names.Agents,
-		Description: "hookbus agent definitions: the one each agent's new runs run on",
-		History:     5,
-		Storage:     jetstream.FileStorage,
-		Replicas:    b.opts.replicas,
-	}
-}
-
-func (b *Bus) workersConfig() jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{
-		Bucket:      b.names.Workers,
-		Description: "hookbus live workers and what they serve (entries expire without a heartbeat)",
-		History:     1,
-		Storage:     jetstream.FileStorage,
-		Replicas:    b.opts.replicas,
-		TTL:         PresenceTTL,
-	}
-}
+// NewFleet returns the fleet of b's buckets. It does no I/O.
+func NewFleet(b *bus.Bus) *Fleet { return &Fleet{q: New(b)} }
 
 // bucket opens one of the fleet's buckets once.
 func (f *Fleet) bucket(ctx context.Context, workers bool) (jetstream.KeyValue, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	kv, name := &f.agents, f.b.names.Agents
+	kv, name := &f.agents, f.q.names.Agents
 	if workers {
-		kv, name = &f.workers, f.b.names.Workers
+		kv, name = &f.workers, f.q.names.Workers
 	}
 	if *kv != nil {
 		return *kv, nil
 	}
-	ctx, cancel := f.b.withTimeout(ctx)
+	ctx, cancel := f.q.withTimeout(ctx)
 	defer cancel()
-	b, err := f.b.js.KeyValue(ctx, name)
+	b, err := f.q.js.KeyValue(ctx, name)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("%w: key-value bucket %s does not exist (provision the bus: observer provision)", ErrFleet, name)
 	}
@@ -176,7 +152,7 @@ func (f *Fleet) Definition(ctx context.Context, agent string) (*AgentDefinition,
 	if err != nil {
 		return nil, 0, err
 	}
-	ctx, cancel := f.b.withTimeout(ctx)
+	ctx, cancel := f.q.withTimeout(ctx)
 	defer cancel()
 	e, err := kv.Get(ctx, agentKey(agent))
 	switch {
@@ -221,7 +197,7 @@ func (f *Fleet) Workers(ctx context.Context) ([]WorkerPresence, error) {
 	err = f.each(ctx, kv, func(e jetstream.KeyValueEntry) error {
 		var p WorkerPresence
 		if err := json.Unmarshal(e.Value(), &p); err != nil {
-			return fmt.Errorf("%w: worker %s in %s: %v", ErrFleet, e.Key(), f.b.names.Workers, err)
+			return fmt.Errorf("%w: worker %s in %s: %v", ErrFleet, e.Key(), f.q.names.Workers, err)
 		}
 		out = append(out, p)
 		return nil
@@ -233,7 +209,7 @@ func (f *Fleet) Workers(ctx context.Context) ([]WorkerPresence, error) {
 // each calls fn with every live entry of kv (read through a watch of its
 // current values, deletes left out).
 func (f *Fleet) each(ctx context.Context, kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry) error) error {
-	ctx, cancel := f.b.withTimeout(ctx)
+	ctx, cancel := f.q.withTimeout(ctx)
 	defer cancel()
 	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
@@ -299,7 +275,7 @@ func (f *Fleet) register(ctx context.Context, a ServedAgent, by string) (*AgentD
 		case cur != nil && !a.Replace && !NewerVersion(mine.Version, cur.Version):
 			return cur, false, nil
 		}
-		wctx, cancel := f.b.withTimeout(ctx)
+		wctx, cancel := f.q.withTimeout(ctx)
 		if cur == nil {
 			_, err = kv.Create(wctx, agentKey(a.ID), body)
 		} else {
@@ -310,7 +286,7 @@ func (f *Fleet) register(ctx context.Context, a ServedAgent, by string) (*AgentD
 		switch {
 		case err == nil:
 			if cur != nil {
-				f.b.log.Warn("hookbus: agent definition replaced", "agent", a.ID, "definition", mine.String(), "replaced", cur.String())
+				f.q.log.Warn("hookbus: agent definition replaced", "agent", a.ID, "definition", mine.String(), "replaced", cur.String())
 			}
 			return mine, true, nil
 		case errors.Is(err, jetstream.ErrKeyExists):
@@ -332,7 +308,7 @@ func (f *Fleet) putPresence(ctx context.Context, p *WorkerPresence) error {
 	if err != nil {
 		return fmt.Errorf("%w: presence of worker %s: %v", ErrFleet, p.ID, err)
 	}
-	ctx, cancel := f.b.withTimeout(ctx)
+	ctx, cancel := f.q.withTimeout(ctx)
 	defer cancel()
 	if _, err := kv.Put(ctx, p.ID, body); err != nil {
 		return fmt.Errorf("%w: presence of worker %s: %w", ErrFleet, p.ID, deadline.Err(ctx, err))
@@ -346,7 +322,7 @@ func (f *Fleet) deletePresence(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.b.withTimeout(ctx)
+	ctx, cancel := f.q.withTimeout(ctx)
 	defer cancel()
 	return deadline.Err(ctx, kv.Delete(ctx, id))
 }

@@ -1,4 +1,4 @@
-package bus
+package runs
 
 import (
 	"context"
@@ -19,9 +19,9 @@ import (
 // handle runs one request src gave the worker and settles it: an ack, a
 // nak, a hand-off, a refusal, or nothing (left to the worker that holds the
 // run now).
-func (rc *RunConsumer) handle(src *source, m jetstream.Msg) {
+func (rc *Consumer) handle(src *source, m jetstream.Msg) {
 	rc.received.Add(1)
-	log := rc.b.log
+	log := rc.q.log
 	if !rc.fetching.Load() {
 		_ = m.Nak() // stopping: give it straight to another worker
 		return
@@ -35,7 +35,7 @@ func (rc *RunConsumer) handle(src *source, m jetstream.Msg) {
 		}
 		return
 	}
-	if agent, digest, err := rc.b.subj.ParseRun(m.Subject()); err != nil || agent != req.AgentID || digest != req.Definition {
+	if agent, digest, err := rc.q.subj.ParseRun(m.Subject()); err != nil || agent != req.AgentID || digest != req.Definition {
 		rc.refuse(m, req, fmt.Errorf("run request %s names agent %q and definition %q but was published on %s: refused",
 			req.RunID, req.AgentID, req.Definition, m.Subject()))
 		return
@@ -89,12 +89,12 @@ func (rc *RunConsumer) handle(src *source, m jetstream.Msg) {
 }
 
 // ack acknowledges a handled request, confirmed by the server.
-func (rc *RunConsumer) ack(m jetstream.Msg, req *events.RunRequest) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), rc.b.opts.timeout)
+func (rc *Consumer) ack(m jetstream.Msg, req *events.RunRequest) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), rc.q.timeout)
 	err := m.DoubleAck(ctx)
 	cancel()
 	if err != nil {
-		rc.b.log.Warn("hookbus: run ack failed; it may run again", "run", req.RunID, "error", err)
+		rc.q.log.Warn("hookbus: run ack failed; it may run again", "run", req.RunID, "error", err)
 		return false
 	}
 	rc.completed.Add(1)
@@ -106,22 +106,22 @@ func (rc *RunConsumer) ack(m jetstream.Msg, req *events.RunRequest) bool {
 // delivery attempt. Its de-duplication id is derived from the original's
 // stream sequence, so a hand-off repeated after a lost ack is queued once.
 // When it cannot be queued the original goes back to the queue.
-func (rc *RunConsumer) requeue(m jetstream.Msg, req *events.RunRequest, digest, why string) {
+func (rc *Consumer) requeue(m jetstream.Msg, req *events.RunRequest, digest, why string) {
 	meta, err := m.Metadata()
 	if err != nil {
-		rc.b.log.Warn("hookbus: run request without metadata; handed back", "run", req.RunID, "error", err)
+		rc.q.log.Warn("hookbus: run request without metadata; handed back", "run", req.RunID, "error", err)
 		_ = m.NakWithDelay(time.Second)
 		return
 	}
 	r := *req
 	r.Definition = digest
-	id := "handoff." + rc.b.names.Runs + "." + strconv.FormatUint(meta.Sequence.Stream, 10)
-	ctx, cancel := context.WithTimeout(rc.bgCtx, rc.b.opts.timeout)
-	err = rc.b.submit(ctx, &r, id)
+	id := "handoff." + rc.q.names.Runs + "." + strconv.FormatUint(meta.Sequence.Stream, 10)
+	ctx, cancel := context.WithTimeout(rc.bgCtx, rc.q.timeout)
+	err = rc.q.submit(ctx, &r, id)
 	cancel()
 	if err != nil {
 		rc.failed.Add(1)
-		rc.b.log.Warn("hookbus: run not handed off; handed back to the queue", "run", req.RunID, "to", events.ShortDigest(digest), "error", err)
+		rc.q.log.Warn("hookbus: run not handed off; handed back to the queue", "run", req.RunID, "to", events.ShortDigest(digest), "error", err)
 		_ = m.NakWithDelay(time.Second)
 		return
 	}
@@ -129,29 +129,29 @@ func (rc *RunConsumer) requeue(m jetstream.Msg, req *events.RunRequest, digest, 
 	if digest != "" {
 		to = "the workers of definition " + events.ShortDigest(digest)
 	}
-	rc.b.log.Warn("hookbus: run request handed to "+to, "run", req.RunID, "agent", req.AgentID, "reason", why)
-	ctx, cancel = context.WithTimeout(context.Background(), rc.b.opts.timeout)
+	rc.q.log.Warn("hookbus: run request handed to "+to, "run", req.RunID, "agent", req.AgentID, "reason", why)
+	ctx, cancel = context.WithTimeout(context.Background(), rc.q.timeout)
 	err = m.DoubleAck(ctx)
 	cancel()
 	if err != nil {
-		rc.b.log.Warn("hookbus: ack of a handed-off run failed; its hand-off is queued once", "run", req.RunID, "error", err)
+		rc.q.log.Warn("hookbus: ack of a handed-off run failed; its hand-off is queued once", "run", req.RunID, "error", err)
 	}
 	rc.handedOff.Add(1)
 }
 
 // decode reads a run request (fetching a claim-checked one).
-func (rc *RunConsumer) decode(m jetstream.Msg) (*events.RunRequest, error) {
-	ref := m.Headers().Get(RunRefHeader)
+func (rc *Consumer) decode(m jetstream.Msg) (*events.RunRequest, error) {
+	ref := m.Headers().Get(RefHeader)
 	if ref == "" {
 		return events.DecodeRunRequest(m.Data())
 	}
-	name, ok := strings.CutPrefix(ref, rc.b.pay.Bucket()+"/"+runObjectPrefix)
+	name, ok := strings.CutPrefix(ref, rc.q.pay.Bucket()+"/"+runObjectPrefix)
 	if !ok || len(m.Data()) > 0 {
-		return nil, fmt.Errorf("%w: run request reference %q is not a run object of %s (or the message has a body too)", events.ErrPayload, ref, rc.b.pay.Bucket())
+		return nil, fmt.Errorf("%w: run request reference %q is not a run object of %s (or the message has a body too)", events.ErrPayload, ref, rc.q.pay.Bucket())
 	}
-	ctx, cancel := rc.b.pay.Budget(rc.runCtx, 0)
+	ctx, cancel := rc.q.pay.Budget(rc.runCtx, 0)
 	defer cancel()
-	body, err := rc.b.pay.Get(ctx, runObjectPrefix+name)
+	body, err := rc.q.pay.Get(ctx, runObjectPrefix+name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: run request at %q: %w", ErrClaimCheck, ref, err)
 	}
@@ -161,22 +161,22 @@ func (rc *RunConsumer) decode(m jetstream.Msg) (*events.RunRequest, error) {
 // refuse dead-letters and terminates a request that must not run (a body
 // naming another agent or definition than its subject, a request the
 // handler refused), saying why.
-func (rc *RunConsumer) refuse(m jetstream.Msg, req *events.RunRequest, why error) {
+func (rc *Consumer) refuse(m jetstream.Msg, req *events.RunRequest, why error) {
 	rc.refused.Add(1)
-	rc.b.log.Error("hookbus: run request refused", "run", req.RunID, "agent", req.AgentID, "subject", m.Subject(), "dead_letter", rc.dlq, "reason", why)
-	ctx, cancel := context.WithTimeout(context.Background(), rc.b.opts.timeout)
-	err := rc.b.DeadLetter(ctx, rc.cfg.Durable, m, why)
+	rc.q.log.Error("hookbus: run request refused", "run", req.RunID, "agent", req.AgentID, "subject", m.Subject(), "dead_letter", rc.dlq, "reason", why)
+	ctx, cancel := context.WithTimeout(context.Background(), rc.q.timeout)
+	err := rc.q.b.DeadLetter(ctx, rc.cfg.Durable, m, why)
 	cancel()
 	if err != nil {
-		rc.b.log.Warn("hookbus: dead letter not written", "run", req.RunID, "error", err)
+		rc.q.log.Warn("hookbus: dead letter not written", "run", req.RunID, "error", err)
 	}
 	if err := m.TermWithReason(header.OneLine(why.Error(), 200)); err != nil {
-		rc.b.log.Warn("hookbus: term failed", "error", err)
+		rc.q.log.Warn("hookbus: term failed", "error", err)
 	}
 }
 
 // run calls the handler while renewing the request's lease.
-func (rc *RunConsumer) run(m jetstream.Msg, req *events.RunRequest) (err error) {
+func (rc *Consumer) run(m jetstream.Msg, req *events.RunRequest) (err error) {
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -188,7 +188,7 @@ func (rc *RunConsumer) run(m jetstream.Msg, req *events.RunRequest) (err error) 
 				return
 			case <-t.C:
 				if err := m.InProgress(); err != nil {
-					rc.b.log.Warn("hookbus: run progress not reported", "run", req.RunID, "error", err)
+					rc.q.log.Warn("hookbus: run progress not reported", "run", req.RunID, "error", err)
 				}
 			}
 		}

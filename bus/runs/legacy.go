@@ -1,4 +1,4 @@
-package bus
+package runs
 
 import (
 	"context"
@@ -22,12 +22,12 @@ const errCodeWQNotUnique jetstream.ErrorCode = 10100
 // overlap filter: one of an older hookbus (a consumer of every agent's
 // requests, or named after the pool) that nobody uses is removed; one in
 // use, or anyone else's, is an error naming it.
-func (b *Bus) clearLegacy(ctx context.Context, pool, filter string) error {
-	ctx, cancel := b.withTimeout(ctx)
+func (q *Queue) clearLegacy(ctx context.Context, pool, filter string) error {
+	ctx, cancel := q.withTimeout(ctx)
 	defer cancel()
-	st, err := b.js.Stream(ctx, b.names.Runs)
+	st, err := q.js.Stream(ctx, q.names.Runs)
 	if err != nil {
-		return fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Runs, deadline.Err(ctx, err))
+		return fmt.Errorf("%w: stream %s: %w", ErrConsumer, q.names.Runs, deadline.Err(ctx, err))
 	}
 	lister := st.ListConsumers(ctx)
 	var infos []*jetstream.ConsumerInfo
@@ -35,7 +35,7 @@ func (b *Bus) clearLegacy(ctx context.Context, pool, filter string) error {
 		infos = append(infos, ci)
 	}
 	if err := lister.Err(); err != nil {
-		return fmt.Errorf("%w: list the consumers of %s: %w", ErrConsumer, b.names.Runs, deadline.Err(ctx, err))
+		return fmt.Errorf("%w: list the consumers of %s: %w", ErrConsumer, q.names.Runs, deadline.Err(ctx, err))
 	}
 	for _, ci := range infos {
 		filters := ci.Config.FilterSubjects
@@ -48,21 +48,21 @@ func (b *Bus) clearLegacy(ctx context.Context, pool, filter string) error {
 		if !slices.ContainsFunc(filters, func(f string) bool { return subjectsCollide(f, filter) }) {
 			continue
 		}
-		legacy := ci.Name == pool || slices.Contains(filters, b.subj.AllRuns())
-		rm := fmt.Sprintf("nats consumer rm %s %s", b.names.Runs, ci.Name)
+		legacy := ci.Name == pool || slices.Contains(filters, q.subj.AllRuns())
+		rm := fmt.Sprintf("nats consumer rm %s %s", q.names.Runs, ci.Name)
 		switch {
 		case !legacy:
 			return fmt.Errorf("%w: consumer %s of %s (filter %s) overlaps %s, which this worker needs: a work queue gives each request to one consumer; remove it (%s) or stop what uses it",
-				ErrConsumer, ci.Name, b.names.Runs, strings.Join(filters, ", "), filter, rm)
+				ErrConsumer, ci.Name, q.names.Runs, strings.Join(filters, ", "), filter, rm)
 		case ci.NumAckPending > 0 || ci.NumWaiting > 0:
 			return fmt.Errorf("%w: consumer %s of %s (filter %s), made by an older hookbus for every agent, is in use (%d requests in flight, %d pulls waiting): stop the older loop serve workers, then start this one again (or remove it: %s)",
-				ErrLegacyConsumer, ci.Name, b.names.Runs, strings.Join(filters, ", "), ci.NumAckPending, ci.NumWaiting, rm)
+				ErrLegacyConsumer, ci.Name, q.names.Runs, strings.Join(filters, ", "), ci.NumAckPending, ci.NumWaiting, rm)
 		}
 		if err := st.DeleteConsumer(ctx, ci.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return fmt.Errorf("%w: remove consumer %s of %s, made by an older hookbus: %w (remove it: %s)", ErrLegacyConsumer, ci.Name, b.names.Runs, deadline.Err(ctx, err), rm)
+			return fmt.Errorf("%w: remove consumer %s of %s, made by an older hookbus: %w (remove it: %s)", ErrLegacyConsumer, ci.Name, q.names.Runs, deadline.Err(ctx, err), rm)
 		}
-		b.log.Warn("hookbus: removed an idle run consumer of an older hookbus (one consumer for every agent); its requests stay queued for the per-agent consumers",
-			"consumer", ci.Name, "stream", b.names.Runs, "filter", strings.Join(filters, ", "))
+		q.log.Warn("hookbus: removed an idle run consumer of an older hookbus (one consumer for every agent); its requests stay queued for the per-agent consumers",
+			"consumer", ci.Name, "stream", q.names.Runs, "filter", strings.Join(filters, ", "))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package bus
+package runs
 
 import (
 	"context"
@@ -58,7 +58,7 @@ type route struct {
 
 // routes are a worker's routes.
 type routes struct {
-	rc    *RunConsumer
+	rc    *Consumer
 	fleet *Fleet
 	list  []*route
 	by    map[string]*route
@@ -85,16 +85,16 @@ func consumerToken(agent string) string {
 }
 
 // AgentDurable returns the name of an agent's durable consumer of a pool
-// (base): "<base>-<agent>", the agent id encoded as in RunConsumerNames
+// (base): "<base>-<agent>", the agent id encoded as in ConsumerNames
 // when it has characters a consumer name may not hold.
 func AgentDurable(base, agent string) string {
 	return base + "-" + consumerToken(agent)
 }
 
-// RunConsumerNames returns the names of the consumers a pool (durable)
+// ConsumerNames returns the names of the consumers a pool (durable)
 // has for agent: its new runs, and its runs pinned to digest ("" to leave
 // it out).
-func RunConsumerNames(durable, agent, digest string) (runs, pinned string) {
+func ConsumerNames(durable, agent, digest string) (runs, pinned string) {
 	runs = durable + "-run-" + consumerToken(agent)
 	if digest != "" {
 		pinned = runs + "-" + digest
@@ -103,19 +103,19 @@ func RunConsumerNames(durable, agent, digest string) (runs, pinned string) {
 }
 
 // newRoutes registers the worker's definitions and makes its consumers.
-func (b *Bus) newRoutes(ctx context.Context, rc *RunConsumer) (*routes, error) {
-	rs := &routes{rc: rc, fleet: b.Fleet(), by: map[string]*route{}, changed: make(chan struct{}), poke: make(chan struct{}, 1)}
+func (q *Queue) newRoutes(ctx context.Context, rc *Consumer) (*routes, error) {
+	rs := &routes{rc: rc, fleet: &Fleet{q: q}, by: map[string]*route{}, changed: make(chan struct{}), poke: make(chan struct{}, 1)}
 	for _, a := range rc.cfg.Agents {
 		reg, mine, err := rs.fleet.register(ctx, a, rc.cfg.Worker)
 		if err != nil {
 			return nil, err
 		}
 		rt := &route{served: a, registered: reg, newRuns: mine, adopted: map[string]*source{}}
-		runsName, pinnedName := RunConsumerNames(rc.cfg.Durable, a.ID, a.Definition.Digest)
-		runSubj, _ := b.subj.Run(a.ID)
+		runsName, pinnedName := ConsumerNames(rc.cfg.Durable, a.ID, a.Definition.Digest)
+		runSubj, _ := q.subj.Run(a.ID)
 		rt.runs = &source{durable: runsName, filter: runSubj, agent: a.ID}
 		if d := a.Definition.Digest; d != "" {
-			pinSubj, _ := b.subj.RunPinned(a.ID, d)
+			pinSubj, _ := q.subj.RunPinned(a.ID, d)
 			rt.own = &source{durable: pinnedName, filter: pinSubj, agent: a.ID, digest: d}
 		}
 		for _, s := range []*source{rt.runs, rt.own} {
@@ -136,7 +136,7 @@ func (b *Bus) newRoutes(ctx context.Context, rc *RunConsumer) (*routes, error) {
 // bind creates or updates src's consumer (removing an idle consumer of an
 // older hookbus that overlaps it) and keeps its handle.
 func (rs *routes) bind(ctx context.Context, src *source) error {
-	b, cfg := rs.rc.b, rs.rc.cfg
+	q, cfg := rs.rc.q, rs.rc.cfg
 	cc := jetstream.ConsumerConfig{
 		Durable:       src.durable,
 		Description:   "hookbus loop workers: run requests of agent " + src.agent,
@@ -151,8 +151,8 @@ func (rs *routes) bind(ctx context.Context, src *source) error {
 		cc.InactiveThreshold = pinnedInactive
 	}
 	for tries := 0; ; tries++ {
-		rctx, cancel := b.withTimeout(ctx)
-		cons, err := b.js.CreateOrUpdateConsumer(rctx, b.names.Runs, cc)
+		rctx, cancel := q.withTimeout(ctx)
+		cons, err := q.js.CreateOrUpdateConsumer(rctx, q.names.Runs, cc)
 		err = deadline.Err(rctx, err)
 		cancel()
 		if err == nil {
@@ -165,7 +165,7 @@ func (rs *routes) bind(ctx context.Context, src *source) error {
 		if tries > 0 || !errors.As(err, &apiErr) || apiErr.ErrorCode != errCodeWQNotUnique {
 			return fmt.Errorf("%w: run consumer %s: %w", ErrConsumer, src.durable, err)
 		}
-		if err := b.clearLegacy(ctx, cfg.Durable, src.filter); err != nil {
+		if err := q.clearLegacy(ctx, cfg.Durable, src.filter); err != nil {
 			return err
 		}
 	}
@@ -254,7 +254,7 @@ func (rs *routes) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w, _, err := kvstore.OpenWatch(ctx, kv, rc.b.names.Agents, func(e jetstream.KeyValueEntry) { rs.onDefinition(ctx, e) })
+	w, _, err := kvstore.OpenWatch(ctx, kv, rc.q.names.Agents, func(e jetstream.KeyValueEntry) { rs.onDefinition(ctx, e) })
 	if err != nil {
 		_ = rs.fleet.deletePresence(context.WithoutCancel(ctx), rc.id)
 		return fmt.Errorf("%w: %w", ErrFleet, err)
@@ -307,7 +307,7 @@ func (rs *routes) heartbeat() {
 		}
 		ctx, cancel := context.WithTimeout(rc.bgCtx, rc.cfg.Heartbeat)
 		if err := rs.fleet.putPresence(ctx, rs.presence()); err != nil && rc.bgCtx.Err() == nil {
-			rc.b.log.Warn("hookbus: worker presence not written", "worker", rc.cfg.Worker, "error", err)
+			rc.q.log.Warn("hookbus: worker presence not written", "worker", rc.cfg.Worker, "error", err)
 		}
 		cancel()
 	}

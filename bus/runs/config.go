@@ -1,4 +1,4 @@
-package bus
+package runs
 
 import (
 	"fmt"
@@ -6,14 +6,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 )
 
-// Defaults of RunConsumerConfig.
+// Defaults of ConsumerConfig.
 const (
-	DefaultRunDurable  = "hookbus-workers"
-	DefaultRunAckWait  = 10 * time.Minute
-	DefaultRunPollWait = time.Second
+	DefaultDurable  = "hookbus-workers"
+	DefaultAckWait  = 10 * time.Minute
+	DefaultPollWait = time.Second
 )
 
 // minPollWait is the shortest pull: a worker with more agents than slots
@@ -52,9 +53,9 @@ func Agents(ids ...string) []ServedAgent {
 	return out
 }
 
-// RunConsumerConfig configures a loop worker's consumption of run requests.
+// ConsumerConfig configures a loop worker's consumption of run requests.
 // Every worker of one pool uses the same Durable.
-type RunConsumerConfig struct {
+type ConsumerConfig struct {
 	// Durable names the pool (default "hookbus-workers"): its consumers
 	// are <Durable>-run-<agent> and <Durable>-run-<agent>-<digest>, and its
 	// dead letters go to <prefix>.dlq.<Durable>.
@@ -82,12 +83,12 @@ type RunConsumerConfig struct {
 	// to this long (default 1s).
 	PollWait time.Duration
 	// Heartbeat is how often the worker writes its presence in the
-	// workers bucket (default DefaultHeartbeat; below PresenceTTL).
+	// workers bucket (default DefaultHeartbeat; below bus.PresenceTTL).
 	Heartbeat time.Duration
 }
 
-// RunConsumerStats counts what a run consumer did since it started.
-type RunConsumerStats struct {
+// ConsumerStats counts what a run consumer did since it started.
+type ConsumerStats struct {
 	Received  uint64 // requests received, redeliveries included
 	Completed uint64 // handled and acknowledged
 	Failed    uint64 // handler errors, handed back to the queue
@@ -106,21 +107,21 @@ type RunConsumerStats struct {
 }
 
 // defaults fills in and checks a config.
-func (cfg *RunConsumerConfig) defaults() error {
+func (cfg *ConsumerConfig) defaults() error {
 	if cfg.Durable == "" {
-		cfg.Durable = DefaultRunDurable
+		cfg.Durable = DefaultDurable
 	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 1
 	}
 	if cfg.AckWait == 0 {
-		cfg.AckWait = DefaultRunAckWait
+		cfg.AckWait = DefaultAckWait
 	}
 	if cfg.MaxDeliver == 0 {
-		cfg.MaxDeliver = DefaultMaxDeliver
+		cfg.MaxDeliver = bus.DefaultMaxDeliver
 	}
 	if cfg.PollWait == 0 {
-		cfg.PollWait = DefaultRunPollWait
+		cfg.PollWait = DefaultPollWait
 	}
 	if cfg.Heartbeat == 0 {
 		cfg.Heartbeat = DefaultHeartbeat
@@ -146,8 +147,8 @@ func (cfg *RunConsumerConfig) defaults() error {
 		return invalid("max ack pending %d is negative", cfg.MaxAckPending)
 	case cfg.PollWait < minPollWait:
 		return invalid("poll wait %v (want >= %v)", cfg.PollWait, minPollWait)
-	case cfg.Heartbeat < 100*time.Millisecond || cfg.Heartbeat >= PresenceTTL:
-		return invalid("heartbeat %v (want from 100ms to under %v)", cfg.Heartbeat, PresenceTTL)
+	case cfg.Heartbeat < 100*time.Millisecond || cfg.Heartbeat >= bus.PresenceTTL:
+		return invalid("heartbeat %v (want from 100ms to under %v)", cfg.Heartbeat, bus.PresenceTTL)
 	case len(cfg.Agents) == 0:
 		return invalid("no agents: name the agents the worker serves")
 	}

@@ -1,4 +1,4 @@
-package bus
+package runs
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// RunConsumer is a running worker on the run queue.
-type RunConsumer struct {
-	b       *Bus
-	cfg     RunConsumerConfig
-	handler RunHandler
+// Consumer is a running worker on the run queue.
+type Consumer struct {
+	q       *Queue
+	cfg     ConsumerConfig
+	handler Handler
 	dlq     string
 	id      string // the worker's key in the workers bucket
 	started time.Time
@@ -37,7 +37,7 @@ type RunConsumer struct {
 	handedOff                            atomic.Uint64
 }
 
-// ConsumeRuns starts a worker on the run queue for cfg.Agents: durable pull
+// Consume starts a worker on the run queue for cfg.Agents: durable pull
 // consumers per agent (new runs on <prefix>.run.<agent>) and per agent and
 // definition (runs pinned to one on <prefix>.run.<agent>.<digest>), shared
 // by every worker of the pool that serves the agent. The worker registers its definitions in the fleet
@@ -57,20 +57,20 @@ type RunConsumer struct {
 // buckets cannot be used, ErrLegacyConsumer when an older hookbus' consumer
 // of every agent is still in use, or ErrConsumer when JetStream refuses a
 // consumer.
-func (b *Bus) ConsumeRuns(ctx context.Context, cfg RunConsumerConfig, handler RunHandler) (*RunConsumer, error) {
+func (q *Queue) Consume(ctx context.Context, cfg ConsumerConfig, handler Handler) (*Consumer, error) {
 	if handler == nil {
 		return nil, invalid("nil run handler")
 	}
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	dlq, err := b.subj.DeadLetter(cfg.Durable)
+	dlq, err := q.subj.DeadLetter(cfg.Durable)
 	if err != nil {
 		return nil, invalid("durable %q: %v", cfg.Durable, err)
 	}
-	rc := &RunConsumer{b: b, cfg: cfg, handler: handler, closed: make(chan struct{}), dlq: dlq,
+	rc := &Consumer{q: q, cfg: cfg, handler: handler, closed: make(chan struct{}), dlq: dlq,
 		id: events.NewID(), started: time.Now().UTC()}
-	rc.routes, err = b.newRoutes(ctx, rc)
+	rc.routes, err = q.newRoutes(ctx, rc)
 	if err != nil {
 		return nil, err
 	}
@@ -92,9 +92,9 @@ func (b *Bus) ConsumeRuns(ctx context.Context, cfg RunConsumerConfig, handler Ru
 		rc.stopBg()
 		rc.routes.stop()
 		rc.bg.Wait()
-		dctx, cancel := context.WithTimeout(context.Background(), b.opts.timeout)
-		if err := rc.routes.fleet.deletePresence(dctx, rc.id); err != nil && !b.nc.IsClosed() {
-			b.log.Warn("hookbus: worker presence not removed; it expires by itself", "worker", rc.cfg.Worker, "error", err)
+		dctx, cancel := context.WithTimeout(context.Background(), q.timeout)
+		if err := rc.routes.fleet.deletePresence(dctx, rc.id); err != nil && !q.nc.IsClosed() {
+			q.log.Warn("hookbus: worker presence not removed; it expires by itself", "worker", rc.cfg.Worker, "error", err)
 		}
 		cancel()
 		close(rc.closed)
@@ -112,29 +112,29 @@ func (b *Bus) ConsumeRuns(ctx context.Context, cfg RunConsumerConfig, handler Ru
 // Stop ends the worker: no more requests are pulled, and running handlers'
 // ctx is cancelled (a handler that then fails hands its run back to the
 // queue). Closed tells when every handler has returned.
-func (rc *RunConsumer) Stop() {
+func (rc *Consumer) Stop() {
 	rc.fetching.Store(false)
 	rc.stopRuns()
 }
 
 // Drain ends the worker after its running handlers finish; no more
 // requests are pulled.
-func (rc *RunConsumer) Drain() { rc.fetching.Store(false) }
+func (rc *Consumer) Drain() { rc.fetching.Store(false) }
 
 // Closed is closed once the worker has stopped pulling, every handler has
 // returned and its presence is removed.
-func (rc *RunConsumer) Closed() <-chan struct{} { return rc.closed }
+func (rc *Consumer) Closed() <-chan struct{} { return rc.closed }
 
 // Worker is the worker's id in the workers bucket.
-func (rc *RunConsumer) Worker() string { return rc.id }
+func (rc *Consumer) Worker() string { return rc.id }
 
 // Routes says what the worker takes of each agent's requests now, in the
-// order of RunConsumerConfig.Agents.
-func (rc *RunConsumer) Routes() []AgentRoute { return rc.routes.snapshot() }
+// order of ConsumerConfig.Agents.
+func (rc *Consumer) Routes() []AgentRoute { return rc.routes.snapshot() }
 
 // Stats returns the worker's counters.
-func (rc *RunConsumer) Stats() RunConsumerStats {
-	return RunConsumerStats{
+func (rc *Consumer) Stats() ConsumerStats {
+	return ConsumerStats{
 		Received: rc.received.Load(), Completed: rc.completed.Load(), Failed: rc.failed.Load(),
 		Dropped: rc.dropped.Load(), Malformed: rc.malformedN.Load(), Abandoned: rc.abandoned.Load(),
 		Refused: rc.refused.Load(), HandedOff: rc.handedOff.Load(),
@@ -143,10 +143,10 @@ func (rc *RunConsumer) Stats() RunConsumerStats {
 
 // slot is one of the worker's Concurrency slots: pull one request from the
 // next source, run it, repeat.
-func (rc *RunConsumer) slot() {
+func (rc *Consumer) slot() {
 	defer rc.wg.Done()
 	for rc.fetching.Load() {
-		if rc.b.nc.IsClosed() {
+		if rc.q.nc.IsClosed() {
 			return
 		}
 		src, n, long, changed := rc.routes.next()
@@ -176,7 +176,7 @@ func (rc *RunConsumer) slot() {
 }
 
 // idle waits d, or less when the sources change or the worker stops.
-func (rc *RunConsumer) idle(changed <-chan struct{}, d time.Duration) {
+func (rc *Consumer) idle(changed <-chan struct{}, d time.Duration) {
 	select {
 	case <-changed:
 	case <-time.After(d):
@@ -188,7 +188,7 @@ func (rc *RunConsumer) idle(changed <-chan struct{}, d time.Duration) {
 // only one already there), handles it, and reports whether there was one.
 // The pull is never cancelled midway: a request the server sent to an
 // abandoned pull would be stuck for AckWait.
-func (rc *RunConsumer) pull(src *source, wait time.Duration) bool {
+func (rc *Consumer) pull(src *source, wait time.Duration) bool {
 	var batch jetstream.MessageBatch
 	var err error
 	if wait > 0 {
@@ -213,12 +213,12 @@ func (rc *RunConsumer) pull(src *source, wait time.Duration) bool {
 
 // pullFailed logs a failed pull, makes the consumer again when it is gone
 // (removed by an operator, or for inactivity), and waits a poll interval.
-func (rc *RunConsumer) pullFailed(src *source, err error) {
-	rc.b.log.Warn("hookbus: run pull failed", "consumer", src.durable, "error", err)
+func (rc *Consumer) pullFailed(src *source, err error) {
+	rc.q.log.Warn("hookbus: run pull failed", "consumer", src.durable, "error", err)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
-		ctx, cancel := context.WithTimeout(rc.bgCtx, rc.b.opts.timeout)
+		ctx, cancel := context.WithTimeout(rc.bgCtx, rc.q.timeout)
 		if err := rc.routes.bind(ctx, src); err != nil {
-			rc.b.log.Warn("hookbus: run consumer not made again", "consumer", src.durable, "error", err)
+			rc.q.log.Warn("hookbus: run consumer not made again", "consumer", src.durable, "error", err)
 		}
 		cancel()
 	}

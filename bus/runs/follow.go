@@ -1,4 +1,4 @@
-package bus
+package runs
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func (rs *routes) onDefinition(ctx context.Context, e jetstream.KeyValueEntry) {
 	if e.Operation() == jetstream.KeyValuePut {
 		d, err := decodeDefinition(e)
 		if err != nil {
-			rc.b.log.Warn("hookbus: unreadable agent definition in the registry ignored", "key", e.Key(), "error", err)
+			rc.q.log.Warn("hookbus: unreadable agent definition in the registry ignored", "key", e.Key(), "error", err)
 			return
 		}
 		def, agent = d, d.Agent
@@ -41,7 +41,7 @@ func (rs *routes) onDefinition(ctx context.Context, e jetstream.KeyValueEntry) {
 		// to do so wins; the others see its entry).
 		reg, _, err := rs.fleet.register(ctx, rt.served, rc.cfg.Worker)
 		if err != nil {
-			rc.b.log.Warn("hookbus: agent definition not registered again", "agent", agent, "error", err)
+			rc.q.log.Warn("hookbus: agent definition not registered again", "agent", agent, "error", err)
 			return
 		}
 		def = reg
@@ -57,13 +57,13 @@ func (rs *routes) onDefinition(ctx context.Context, e jetstream.KeyValueEntry) {
 	rs.mu.Unlock()
 	switch {
 	case was && !now && own.Digest != "":
-		rc.b.log.Warn("hookbus: another definition of the agent is registered: this worker takes no more of its new runs, only those recorded on its own definition",
+		rc.q.log.Warn("hookbus: another definition of the agent is registered: this worker takes no more of its new runs, only those recorded on its own definition",
 			"agent", agent, "registered", def.String(), "definition", own.String())
 	case was && !now:
-		rc.b.log.Warn("hookbus: a definition of the agent is registered: this worker, which has none, takes no more of its runs",
+		rc.q.log.Warn("hookbus: a definition of the agent is registered: this worker, which has none, takes no more of its runs",
 			"agent", agent, "registered", def.String())
 	case !was && now:
-		rc.b.log.Warn("hookbus: this worker's definition of the agent is the registered one again: it takes its new runs", "agent", agent, "definition", own.String())
+		rc.q.log.Warn("hookbus: this worker's definition of the agent is the registered one again: it takes its new runs", "agent", agent, "definition", own.String())
 	}
 }
 
@@ -104,23 +104,23 @@ func (rs *routes) adopt() {
 // have runs queued, and lets go of those that have none.
 func (rs *routes) adoptFor(rt *route) {
 	rc := rs.rc
-	ctx, cancel := context.WithTimeout(rc.bgCtx, rc.b.opts.timeout)
+	ctx, cancel := context.WithTimeout(rc.bgCtx, rc.q.timeout)
 	defer cancel()
-	filter, _ := rc.b.subj.RunsPinned(rt.served.ID)
-	st, err := rc.b.js.Stream(ctx, rc.b.names.Runs)
+	filter, _ := rc.q.subj.RunsPinned(rt.served.ID)
+	st, err := rc.q.js.Stream(ctx, rc.q.names.Runs)
 	var info *jetstream.StreamInfo
 	if err == nil {
 		info, err = st.Info(ctx, jetstream.WithSubjectFilter(filter))
 	}
 	if err != nil {
 		if rc.bgCtx.Err() == nil {
-			rc.b.log.Warn("hookbus: queued runs of other definitions not read", "agent", rt.served.ID, "error", err)
+			rc.q.log.Warn("hookbus: queued runs of other definitions not read", "agent", rt.served.ID, "error", err)
 		}
 		return
 	}
 	queued := map[string]bool{}
 	for subj, n := range info.State.Subjects {
-		_, d, err := rc.b.subj.ParseRun(subj)
+		_, d, err := rc.q.subj.ParseRun(subj)
 		if err == nil && n > 0 && d != "" && d != rt.served.Definition.Digest {
 			queued[d] = true
 		}
@@ -144,14 +144,14 @@ func (rs *routes) adoptFor(rt *route) {
 	}
 	rs.mu.Unlock()
 	for _, d := range add {
-		_, name := RunConsumerNames(rc.cfg.Durable, rt.served.ID, d)
-		subj, _ := rc.b.subj.RunPinned(rt.served.ID, d)
+		_, name := ConsumerNames(rc.cfg.Durable, rt.served.ID, d)
+		subj, _ := rc.q.subj.RunPinned(rt.served.ID, d)
 		src := &source{durable: name, filter: subj, agent: rt.served.ID, digest: d}
 		if err := rs.bind(ctx, src); err != nil {
-			rc.b.log.Warn("hookbus: runs of another definition not adopted", "agent", rt.served.ID, "definition", events.ShortDigest(d), "error", err)
+			rc.q.log.Warn("hookbus: runs of another definition not adopted", "agent", rt.served.ID, "definition", events.ShortDigest(d), "error", err)
 			continue
 		}
-		rc.b.log.Warn("hookbus: adopting the queued runs of another definition of the agent", "agent", rt.served.ID,
+		rc.q.log.Warn("hookbus: adopting the queued runs of another definition of the agent", "agent", rt.served.ID,
 			"their_definition", events.ShortDigest(d), "definition", rt.served.Definition.String())
 		rs.mu.Lock()
 		rt.adopted[d] = src

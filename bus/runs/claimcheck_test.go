@@ -1,4 +1,4 @@
-package bus_test
+package runs_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
 )
@@ -22,16 +23,16 @@ func TestLargeRunRequestIsClaimChecked(t *testing.T) {
 	ctx := testCtx(t)
 	req := runReq("support", "big")
 	req.Prompt = strings.Repeat("lorem ipsum ", 2000) // 24 KB
-	if err := b.SubmitRun(ctx, req); err != nil {
+	if err := runs.New(b).Submit(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.JetStream().PublishMsg(ctx, &nats.Msg{Subject: "hookbus.run.support",
-		Header: nats.Header{bus.RunRefHeader: {"hookbus_payloads/evt/somebody-elses/object"}}}); err != nil {
+		Header: nats.Header{runs.RefHeader: {"hookbus_payloads/evt/somebody-elses/object"}}}); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	var got []*events.RunRequest
-	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Agents: bus.Agents("support")}), func(_ context.Context, r *events.RunRequest) error {
+	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support")}), func(_ context.Context, r *events.RunRequest) error {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, r)

@@ -1,4 +1,4 @@
-package bus
+package runs
 
 import (
 	"context"
@@ -6,8 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/internal/claimcheck"
 	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/bus/internal/header"
 	"github.com/hookbus/hookbus/events"
@@ -15,7 +18,34 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// SubmitRun queues a run request on <prefix>.run.<agent> (the runs work
+// Queue is the run queue of a bus: the work queue of run requests
+// (bus.Names.Runs) with the fleet of workers that take them, and the
+// wake-ups of waiting runs (bus.Names.Wakes). It is safe for concurrent
+// use. It implements the loop engine's Queue (WakeAt, Resume).
+type Queue struct {
+	b       *bus.Bus
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	subj    events.Subjects
+	names   bus.Names
+	log     *slog.Logger
+	timeout time.Duration
+	pay     *claimcheck.Store // the bus' claim check, for run requests too large for a message
+}
+
+// New returns the run queue of b. It does no I/O: b's Provision makes the
+// streams and buckets the queue uses.
+func New(b *bus.Bus) *Queue {
+	return &Queue{b: b, nc: b.Conn(), js: b.JetStream(), subj: b.Subjects(), names: b.Names(),
+		log: b.Logger(), timeout: b.Timeout(), pay: b.ClaimCheck()}
+}
+
+// withTimeout applies the bus' default timeout when ctx has no deadline.
+func (q *Queue) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return deadline.Default(ctx, q.timeout)
+}
+
+// Submit queues a run request on <prefix>.run.<agent> (the runs work
 // queue), or on <prefix>.run.<agent>.<digest> when it names the definition
 // it must run on (RunRequest.Definition), and returns once JetStream
 // stored it. Its Nats-Msg-Id is the run
@@ -23,23 +53,23 @@ import (
 // it once (and returns nil). A zero SubmittedAt is set to now in the queued
 // copy. It returns an error wrapping events.ErrInvalidID or
 // events.ErrPayload for an invalid request, ErrPublish, or ctx's error.
-func (b *Bus) SubmitRun(ctx context.Context, req *events.RunRequest) error {
-	return b.submit(ctx, req, "")
+func (q *Queue) Submit(ctx context.Context, req *events.RunRequest) error {
+	return q.submit(ctx, req, "")
 }
 
 // Resume queues req, a run to go on with (RunRequest.Resume), under the
 // de-duplication id id (the run's own id is its first request's): on
 // <prefix>.run.<agent>.<digest> when req.Definition names the definition
 // the run is recorded on (only workers holding it take it), else on
-// <prefix>.run.<agent>. Errors are SubmitRun's.
-func (b *Bus) Resume(ctx context.Context, req *events.RunRequest, id string) error {
+// <prefix>.run.<agent>. Errors are Submit's.
+func (q *Queue) Resume(ctx context.Context, req *events.RunRequest, id string) error {
 	if id == "" {
 		return fmt.Errorf("%w: resume run without an id", events.ErrPayload)
 	}
-	return b.submit(ctx, req, id)
+	return q.submit(ctx, req, id)
 }
 
-func (b *Bus) submit(ctx context.Context, req *events.RunRequest, msgID string) error {
+func (q *Queue) submit(ctx context.Context, req *events.RunRequest, msgID string) error {
 	if req == nil {
 		return fmt.Errorf("%w: nil run request", events.ErrPayload)
 	}
@@ -54,7 +84,7 @@ func (b *Bus) submit(ctx context.Context, req *events.RunRequest, msgID string) 
 	if err != nil {
 		return fmt.Errorf("%w: run %s: %v", events.ErrPayload, r.RunID, err)
 	}
-	subject, err := b.runSubject(&r)
+	subject, err := q.runSubject(&r)
 	if err != nil {
 		return err
 	}
@@ -63,40 +93,40 @@ func (b *Bus) submit(ctx context.Context, req *events.RunRequest, msgID string) 
 		id = msgID
 	}
 	msg := &nats.Msg{Subject: subject, Header: nats.Header{jetstream.MsgIDHeader: []string{id}}, Data: body}
-	if limit := b.pay.Limit(); limit > 0 && header.MsgSize(msg.Header, len(body)) > limit {
+	if limit := q.pay.Limit(); limit > 0 && header.MsgSize(msg.Header, len(body)) > limit {
 		// Too large for one message (a long prompt): the request travels
 		// as a stub naming an object that holds it.
 		sum := sha256.Sum256(body)
 		name := runObjectPrefix + r.RunID + "/" + hex.EncodeToString(sum[:])
 		meta := jetstream.ObjectMeta{Name: name, Description: "hookbus run request " + r.RunID,
 			Metadata: map[string]string{"hookbus.run": r.RunID, "hookbus.agent": r.AgentID, "hookbus.session": r.SessionID}}
-		if err := b.pay.PutData(ctx, name, body, meta); err != nil {
+		if err := q.pay.PutData(ctx, name, body, meta); err != nil {
 			return fmt.Errorf("%w: run %s: %w", ErrPublish, r.RunID, err)
 		}
-		msg.Header.Set(RunRefHeader, b.pay.Bucket()+"/"+name)
+		msg.Header.Set(RefHeader, q.pay.Bucket()+"/"+name)
 		msg.Data = nil
 	}
-	ctx, cancel := b.withTimeout(ctx)
+	ctx, cancel := q.withTimeout(ctx)
 	defer cancel()
-	ack, err := b.js.PublishMsg(ctx, msg)
+	ack, err := q.js.PublishMsg(ctx, msg)
 	if err != nil {
 		return fmt.Errorf("%w: run %s: %w", ErrPublish, r.RunID, deadline.Err(ctx, err))
 	}
 	if ack.Duplicate {
-		b.log.Debug("hookbus: run already queued", "run", r.RunID)
+		q.log.Debug("hookbus: run already queued", "run", r.RunID)
 	}
 	return nil
 }
 
 // runSubject is the subject a request is queued on.
-func (b *Bus) runSubject(r *events.RunRequest) (string, error) {
+func (q *Queue) runSubject(r *events.RunRequest) (string, error) {
 	if r.Definition != "" {
-		return b.subj.RunPinned(r.AgentID, r.Definition)
+		return q.subj.RunPinned(r.AgentID, r.Definition)
 	}
-	return b.subj.Run(r.AgentID)
+	return q.subj.Run(r.AgentID)
 }
 
-// RunHandler runs one requested run. A nil error acknowledges the request
+// Handler runs one requested run. A nil error acknowledges the request
 // (it leaves the queue); an error hands it back to the queue for another
 // attempt, on any worker, after a back-off. A panic counts as an error.
 //
@@ -106,23 +136,23 @@ func (b *Bus) runSubject(r *events.RunRequest) (string, error) {
 // lost the session's claim): the request was delivered to that worker, and
 // acknowledging it here would end the other worker's delivery (JetStream
 // takes an ack of an earlier delivery for the message's).
-type RunHandler func(ctx context.Context, req *events.RunRequest) error
+type Handler func(ctx context.Context, req *events.RunRequest) error
 
-// Abandoner is implemented by a RunHandler error that leaves its request to
-// the worker it was delivered to since (see RunHandler). loop.ErrLostRun's
+// Abandoner is implemented by a Handler error that leaves its request to
+// the worker it was delivered to since (see Handler). loop.ErrLostRun's
 // errors are Abandoners.
 type Abandoner interface {
 	Abandoned() bool
 }
 
-// Refusal is implemented by a RunHandler error that refuses its request for
+// Refusal is implemented by a Handler error that refuses its request for
 // good: the request is dead-lettered with the error and terminated, not
 // handed back.
 type Refusal interface {
 	Refused() bool
 }
 
-// Handoff is implemented by a RunHandler error that hands its request to
+// Handoff is implemented by a Handler error that hands its request to
 // the workers of another definition of its agent (a run recorded on a
 // definition this worker does not have): the request is queued again on
 // <prefix>.run.<agent>.<digest> for the digest HandOff names, and the
@@ -133,10 +163,10 @@ type Handoff interface {
 	HandOff() (digest string)
 }
 
-// RunRefHeader names, on a run request too large for one message, the
+// RefHeader names, on a run request too large for one message, the
 // payloads object that holds it ("<bucket>/run/<run id>/<hex SHA-256>");
 // the message's body is then empty.
-const RunRefHeader = "Hookbus-Run-Ref"
+const RefHeader = "Hookbus-Run-Ref"
 
 // runObjectPrefix starts the names of claim-checked run requests.
 const runObjectPrefix = "run/"

@@ -1,4 +1,4 @@
-package bus_test
+package runs_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
 )
@@ -30,7 +31,7 @@ func queued(t *testing.T, b *bus.Bus) uint64 {
 	return s.CachedInfo().State.Msgs
 }
 
-func waitRunsClosed(t *testing.T, rc *bus.RunConsumer) {
+func waitRunsClosed(t *testing.T, rc *runs.Consumer) {
 	t.Helper()
 	select {
 	case <-rc.Closed():
@@ -39,7 +40,7 @@ func waitRunsClosed(t *testing.T, rc *bus.RunConsumer) {
 	}
 }
 
-func fastRuns(cfg bus.RunConsumerConfig) bus.RunConsumerConfig {
+func fastRuns(cfg runs.ConsumerConfig) runs.ConsumerConfig {
 	cfg.PollWait = 200 * time.Millisecond
 	return cfg
 }
@@ -50,11 +51,11 @@ func TestRunsConcurrencyAndDedup(t *testing.T) {
 	const n = 6
 	for i := 0; i < n; i++ {
 		req := runReq("support", events.NewID())
-		if err := b.SubmitRun(ctx, req); err != nil {
+		if err := runs.New(b).Submit(ctx, req); err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 { // a retried submission is queued once
-			if err := b.SubmitRun(ctx, req); err != nil {
+			if err := runs.New(b).Submit(ctx, req); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -66,7 +67,7 @@ func TestRunsConcurrencyAndDedup(t *testing.T) {
 	var inflight, peak, started atomic.Int32
 	var mu sync.Mutex
 	handled := map[string]int{}
-	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Agents: bus.Agents("support"), Concurrency: 2}), func(ctx context.Context, req *events.RunRequest) error {
+	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support"), Concurrency: 2}), func(ctx context.Context, req *events.RunRequest) error {
 		started.Add(1)
 		cur := inflight.Add(1)
 		defer inflight.Add(-1)
@@ -112,11 +113,11 @@ func TestRunFailureIsRetriedAndMalformedDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := runReq("support", "r1")
-	if err := b.SubmitRun(ctx, req); err != nil {
+	if err := runs.New(b).Submit(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	var attempts atomic.Int32
-	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Agents: bus.Agents("support")}), func(_ context.Context, r *events.RunRequest) error {
+	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support")}), func(_ context.Context, r *events.RunRequest) error {
 		if attempts.Add(1) == 1 {
 			return errors.New("model provider down")
 		}
@@ -136,7 +137,7 @@ func TestRunFailureIsRetriedAndMalformedDropped(t *testing.T) {
 func TestLongRunKeepsItsLease(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
-	if err := b.SubmitRun(ctx, runReq("support", "long")); err != nil {
+	if err := runs.New(b).Submit(ctx, runReq("support", "long")); err != nil {
 		t.Fatal(err)
 	}
 	var attempts atomic.Int32
@@ -150,12 +151,12 @@ func TestLongRunKeepsItsLease(t *testing.T) {
 			return ctx.Err()
 		}
 	}
-	cfg := fastRuns(bus.RunConsumerConfig{Agents: bus.Agents("support"), AckWait: time.Second})
-	w1, err := b.ConsumeRuns(ctx, cfg, handler)
+	cfg := fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support"), AckWait: time.Second})
+	w1, err := runs.New(b).Consume(ctx, cfg, handler)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w2, err := b.ConsumeRuns(ctx, cfg, handler) // would take the run if its lease lapsed
+	w2, err := runs.New(b).Consume(ctx, cfg, handler) // would take the run if its lease lapsed
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,11 +184,11 @@ func TestLongRunKeepsItsLease(t *testing.T) {
 func TestStoppedWorkerHandsRunBack(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
-	if err := b.SubmitRun(ctx, runReq("support", "r1")); err != nil {
+	if err := runs.New(b).Submit(ctx, runReq("support", "r1")); err != nil {
 		t.Fatal(err)
 	}
 	started := make(chan struct{})
-	w1, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Agents: bus.Agents("support")}), func(ctx context.Context, _ *events.RunRequest) error {
+	w1, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support")}), func(ctx context.Context, _ *events.RunRequest) error {
 		close(started)
 		<-ctx.Done() // a worker shutting down mid-run
 		return ctx.Err()
@@ -199,7 +200,7 @@ func TestStoppedWorkerHandsRunBack(t *testing.T) {
 	w1.Stop()
 	waitRunsClosed(t, w1)
 	done := make(chan string, 1)
-	w2, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Agents: bus.Agents("support")}), func(_ context.Context, r *events.RunRequest) error {
+	w2, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support")}), func(_ context.Context, r *events.RunRequest) error {
 		done <- r.RunID
 		return nil
 	})
@@ -221,12 +222,12 @@ func TestRunsAgentsFilterAndValidation(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
 	for _, r := range []*events.RunRequest{runReq("support", "r1"), runReq("sales", "r2")} {
-		if err := b.SubmitRun(ctx, r); err != nil {
+		if err := runs.New(b).Submit(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	got := make(chan string, 4)
-	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Durable: "sales-pool", Agents: bus.Agents("sales")}),
+	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Durable: "sales-pool", Agents: runs.Agents("sales")}),
 		func(_ context.Context, r *events.RunRequest) error { got <- r.AgentID; return nil })
 	if err != nil {
 		t.Fatal(err)
@@ -241,30 +242,30 @@ func TestRunsAgentsFilterAndValidation(t *testing.T) {
 		t.Fatalf("the support run must still be queued")
 	}
 
-	if err := b.SubmitRun(ctx, &events.RunRequest{RunID: "r.x", AgentID: "a", SessionID: "s", Prompt: "p"}); !errors.Is(err, events.ErrInvalidID) {
+	if err := runs.New(b).Submit(ctx, &events.RunRequest{RunID: "r.x", AgentID: "a", SessionID: "s", Prompt: "p"}); !errors.Is(err, events.ErrInvalidID) {
 		t.Errorf("bad run id: %v", err)
 	}
-	if err := b.SubmitRun(ctx, &events.RunRequest{RunID: "r", AgentID: "a", SessionID: "s"}); !errors.Is(err, events.ErrPayload) {
+	if err := runs.New(b).Submit(ctx, &events.RunRequest{RunID: "r", AgentID: "a", SessionID: "s"}); !errors.Is(err, events.ErrPayload) {
 		t.Errorf("empty prompt: %v", err)
 	}
 	h := func(context.Context, *events.RunRequest) error { return nil }
-	for name, cfg := range map[string]bus.RunConsumerConfig{
+	for name, cfg := range map[string]runs.ConsumerConfig{
 		"bad durable":                {Durable: "a b"},
 		"neg conc":                   {Concurrency: -1},
 		"short ackwait":              {AckWait: time.Millisecond},
 		"no agents":                  {},
-		"agent twice":                {Agents: bus.Agents("a", "a")},
-		"adopt without a definition": {Agents: []bus.ServedAgent{{ID: "a", Adopt: true}}},
+		"agent twice":                {Agents: runs.Agents("a", "a")},
+		"adopt without a definition": {Agents: []runs.ServedAgent{{ID: "a", Adopt: true}}},
 	} {
-		if _, err := b.ConsumeRuns(ctx, cfg, h); !errors.Is(err, bus.ErrInvalidOption) {
+		if _, err := runs.New(b).Consume(ctx, cfg, h); !errors.Is(err, bus.ErrInvalidOption) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := b.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: bus.Agents("a*")}, h); !errors.Is(err, events.ErrInvalidID) {
+	if _, err := runs.New(b).Consume(ctx, runs.ConsumerConfig{Agents: runs.Agents("a*")}, h); !errors.Is(err, events.ErrInvalidID) {
 		t.Errorf("bad agent: %v", err)
 	}
 	// A second pool serving sales overlaps the sales pool's subjects.
-	if _, err := b.ConsumeRuns(ctx, bus.RunConsumerConfig{Durable: "other", Agents: bus.Agents("sales")}, h); !errors.Is(err, bus.ErrConsumer) {
+	if _, err := runs.New(b).Consume(ctx, runs.ConsumerConfig{Durable: "other", Agents: runs.Agents("sales")}, h); !errors.Is(err, bus.ErrConsumer) {
 		t.Errorf("overlapping pool: %v, want ErrConsumer", err)
 	}
 }
@@ -284,7 +285,7 @@ func TestRunRequestNamingAnotherAgentIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ran atomic.Int32
-	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Agents: bus.Agents("demo")}), func(context.Context, *events.RunRequest) error {
+	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("demo")}), func(context.Context, *events.RunRequest) error {
 		ran.Add(1)
 		return nil
 	})
@@ -301,7 +302,7 @@ func TestRunRequestNamingAnotherAgentIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := dlq.GetLastMsgForSubject(ctx, "hookbus.dlq."+bus.DefaultRunDurable)
+	m, err := dlq.GetLastMsgForSubject(ctx, "hookbus.dlq."+runs.DefaultDurable)
 	if err != nil {
 		t.Fatalf("no dead letter: %v", err)
 	}
@@ -323,12 +324,12 @@ func TestAbandonedRunRequestIsLeftAlone(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
 	req := runReq("demo", events.NewID())
-	if err := b.SubmitRun(ctx, req); err != nil {
+	if err := runs.New(b).Submit(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	var calls atomic.Int32
 	var first, second time.Time
-	rc, err := b.ConsumeRuns(ctx, fastRuns(bus.RunConsumerConfig{Agents: bus.Agents("demo"), AckWait: 3 * time.Second}), func(context.Context, *events.RunRequest) error {
+	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("demo"), AckWait: 3 * time.Second}), func(context.Context, *events.RunRequest) error {
 		if calls.Add(1) == 1 {
 			first = time.Now()
 			return fmt.Errorf("lost: %w", abandon{})

@@ -1,4 +1,4 @@
-package bus
+package runs
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 )
 
 // Wake-ups: a waiting run's wake-up at the expiry of its approvals is a
-// JetStream message schedule in the wakes stream (Names.Wakes), the only
+// JetStream message schedule in the wakes stream (bus.Names.Wakes), the only
 // stream that allows schedules, and which only the loop identity may write
 // (deploy/nats). A schedule's target must be a subject of its own stream,
 // so a wake-up can only ever become a message of the wakes stream, never a
@@ -30,14 +30,14 @@ const DueTTL = wakeup.DueTTL
 // <prefix>.wake.<agent>.<run>.due at w.At (to the second, never before).
 // A later WakeAt of the same run replaces the earlier. It returns an error
 // wrapping events' errors for bad ids, or ErrPublish.
-func (b *Bus) WakeAt(ctx context.Context, w events.Wake) error {
-	msg, at, err := wakeup.Msg(b.subj, w)
+func (q *Queue) WakeAt(ctx context.Context, w events.Wake) error {
+	msg, at, err := wakeup.Msg(q.subj, w)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := b.withTimeout(ctx)
+	ctx, cancel := q.withTimeout(ctx)
 	defer cancel()
-	if _, err := b.js.PublishMsg(ctx, msg); err != nil {
+	if _, err := q.js.PublishMsg(ctx, msg); err != nil {
 		return fmt.Errorf("%w: wake-up of run %s at %s: %w", ErrPublish, w.RunID, at.Format(time.RFC3339), deadline.Err(ctx, err))
 	}
 	return nil
@@ -65,7 +65,7 @@ type WakeConsumerConfig struct {
 
 // WakeConsumer is a running consumer of due wake-ups.
 type WakeConsumer struct {
-	b        *Bus
+	q        *Queue
 	durable  string
 	handler  WakeHandler
 	ctx      context.Context
@@ -84,7 +84,7 @@ type WakeConsumer struct {
 // or run than its subject, is terminated and logged. Cancelling ctx stops
 // it. It returns an error wrapping ErrInvalidOption or events.ErrInvalidID
 // for a bad config, or ErrConsumer.
-func (b *Bus) ConsumeWakes(ctx context.Context, cfg WakeConsumerConfig, handler WakeHandler) (*WakeConsumer, error) {
+func (q *Queue) ConsumeWakes(ctx context.Context, cfg WakeConsumerConfig, handler WakeHandler) (*WakeConsumer, error) {
 	if handler == nil {
 		return nil, invalid("nil wake handler")
 	}
@@ -94,7 +94,7 @@ func (b *Bus) ConsumeWakes(ctx context.Context, cfg WakeConsumerConfig, handler 
 	if cfg.AckWait < time.Second {
 		return nil, invalid("wake ack wait %v (want >= 1s)", cfg.AckWait)
 	}
-	filter, err := b.subj.WakeDueFilter(cfg.Agent)
+	filter, err := q.subj.WakeDueFilter(cfg.Agent)
 	if err != nil {
 		return nil, err
 	}
@@ -110,17 +110,17 @@ func (b *Bus) ConsumeWakes(ctx context.Context, cfg WakeConsumerConfig, handler 
 		MaxDeliver:    -1,
 		FilterSubject: filter,
 	}
-	rctx, cancel := b.withTimeout(ctx)
-	cons, err := b.js.CreateOrUpdateConsumer(rctx, b.names.Wakes, cc)
+	rctx, cancel := q.withTimeout(ctx)
+	cons, err := q.js.CreateOrUpdateConsumer(rctx, q.names.Wakes, cc)
 	err = deadline.Err(rctx, err)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("%w: wake consumer %s: %w", ErrConsumer, durable, err)
 	}
-	wc := &WakeConsumer{b: b, durable: durable, handler: handler, closed: make(chan struct{})}
+	wc := &WakeConsumer{q: q, durable: durable, handler: handler, closed: make(chan struct{})}
 	wc.ctx, wc.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	wc.cc, err = cons.Consume(wc.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		b.log.Warn("hookbus: wake consumer error", "durable", durable, "error", err)
+		q.log.Warn("hookbus: wake consumer error", "durable", durable, "error", err)
 	}))
 	if err != nil {
 		wc.cancel()
@@ -164,7 +164,7 @@ func (wc *WakeConsumer) handle(m jetstream.Msg) {
 	if wc.ctx.Err() != nil {
 		return // stopped: delivered again after AckWait
 	}
-	log := wc.b.log
+	log := wc.q.log
 	w, err := wc.decode(m)
 	if err != nil {
 		wc.rejected.Add(1)
@@ -181,7 +181,7 @@ func (wc *WakeConsumer) handle(m jetstream.Msg) {
 		return wc.handler(wc.ctx, w)
 	}()
 	if herr == nil {
-		actx, cancel := context.WithTimeout(context.WithoutCancel(wc.ctx), wc.b.opts.timeout)
+		actx, cancel := context.WithTimeout(context.WithoutCancel(wc.ctx), wc.q.timeout)
 		err := m.DoubleAck(actx)
 		cancel()
 		if err != nil {
@@ -209,7 +209,7 @@ func (wc *WakeConsumer) decode(m jetstream.Msg) (events.Wake, error) {
 	if err := w.Validate(); err != nil {
 		return w, err
 	}
-	if want, err := wc.b.subj.WakeDue(w.AgentID, w.RunID); err != nil || want != m.Subject() {
+	if want, err := wc.q.subj.WakeDue(w.AgentID, w.RunID); err != nil || want != m.Subject() {
 		return w, fmt.Errorf("%w: wake-up of run %s of agent %s delivered on %s", events.ErrPayload, w.RunID, w.AgentID, m.Subject())
 	}
 	return w, nil

@@ -1,4 +1,4 @@
-package bus_test
+package runs_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -26,8 +27,8 @@ func digestOf(s string) string {
 
 // defined is agent id served on the definition named name (its digest
 // derived from it) at version.
-func defined(id, name, version string) bus.ServedAgent {
-	return bus.ServedAgent{ID: id, Definition: events.Definition{Digest: digestOf(name), Name: id, Version: version}, Source: "test"}
+func defined(id, name, version string) runs.ServedAgent {
+	return runs.ServedAgent{ID: id, Definition: events.Definition{Digest: digestOf(name), Name: id, Version: version}, Source: "test"}
 }
 
 // recorder is a run handler that records the requests it ran.
@@ -49,13 +50,13 @@ func (r *recorder) runs() []*events.RunRequest {
 	return append([]*events.RunRequest(nil), r.got...)
 }
 
-func consume(t *testing.T, b *bus.Bus, cfg bus.RunConsumerConfig, h bus.RunHandler) *bus.RunConsumer {
+func consume(t *testing.T, b *bus.Bus, cfg runs.ConsumerConfig, h runs.Handler) *runs.Consumer {
 	t.Helper()
 	cfg.PollWait = 200 * time.Millisecond
 	if cfg.Heartbeat == 0 {
 		cfg.Heartbeat = 200 * time.Millisecond
 	}
-	rc, err := b.ConsumeRuns(testCtx(t), cfg, h)
+	rc, err := runs.New(b).Consume(testCtx(t), cfg, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,14 +73,14 @@ func TestRunsGoOnlyToTheWorkersOfTheirAgent(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
 	var ops, demo recorder
-	consume(t, b, bus.RunConsumerConfig{Agents: bus.Agents("ops"), Concurrency: 2}, ops.handle)
-	consume(t, b, bus.RunConsumerConfig{Agents: bus.Agents("demo"), Concurrency: 2}, demo.handle)
+	consume(t, b, runs.ConsumerConfig{Agents: runs.Agents("ops"), Concurrency: 2}, ops.handle)
+	consume(t, b, runs.ConsumerConfig{Agents: runs.Agents("demo"), Concurrency: 2}, demo.handle)
 	for i := 0; i < 12; i++ {
 		agent := "demo"
 		if i%3 == 0 {
 			agent = "ops"
 		}
-		if err := b.SubmitRun(ctx, runReq(agent, fmt.Sprintf("r%02d", i))); err != nil {
+		if err := runs.New(b).Submit(ctx, runReq(agent, fmt.Sprintf("r%02d", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -104,11 +105,11 @@ func TestRunsGoOnlyToTheWorkersOfTheirAgent(t *testing.T) {
 func TestARequestNobodyServesWaitsForAWorker(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
-	consume(t, b, bus.RunConsumerConfig{Agents: bus.Agents("demo")}, (&recorder{}).handle)
-	if err := b.SubmitRun(ctx, runReq("ghost", "g1")); err != nil {
+	consume(t, b, runs.ConsumerConfig{Agents: runs.Agents("demo")}, (&recorder{}).handle)
+	if err := runs.New(b).Submit(ctx, runReq("ghost", "g1")); err != nil {
 		t.Fatal(err)
 	}
-	list, truncated, err := b.QueuedRuns(ctx, "")
+	list, truncated, err := runs.New(b).List(ctx, "")
 	if err != nil || truncated || len(list) != 1 {
 		t.Fatalf("queued: %+v %v %v", list, truncated, err)
 	}
@@ -116,7 +117,7 @@ func TestARequestNobodyServesWaitsForAWorker(t *testing.T) {
 	if q.RunID != "g1" || q.AgentID != "ghost" || q.SessionID != "s-g1" || q.Taken || q.Definition != "" || q.Queued.IsZero() {
 		t.Fatalf("queued request %+v", q)
 	}
-	view, err := b.Fleet().View(ctx)
+	view, err := runs.NewFleet(b).View(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestARequestNobodyServesWaitsForAWorker(t *testing.T) {
 		t.Fatalf("demo is served, but: %q", why)
 	}
 	var ghost recorder
-	consume(t, b, bus.RunConsumerConfig{Agents: bus.Agents("ghost")}, ghost.handle)
+	consume(t, b, runs.ConsumerConfig{Agents: runs.Agents("ghost")}, ghost.handle)
 	bustest.Eventuallyf(t, 10*time.Second, func() bool { return len(ghost.runs()) == 1 }, "the ghost run taken once a worker serves ghost")
 }
 
@@ -137,9 +138,9 @@ func TestConsumersPerAgentAndDefinition(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
 	a := defined("ops", "ops-1", "1")
-	consume(t, b, bus.RunConsumerConfig{Agents: []bus.ServedAgent{a, {ID: "demo"}}}, (&recorder{}).handle)
+	consume(t, b, runs.ConsumerConfig{Agents: []runs.ServedAgent{a, {ID: "demo"}}}, (&recorder{}).handle)
 	// A second worker of the same pool shares them.
-	consume(t, b, bus.RunConsumerConfig{Agents: []bus.ServedAgent{a}}, (&recorder{}).handle)
+	consume(t, b, runs.ConsumerConfig{Agents: []runs.ServedAgent{a}}, (&recorder{}).handle)
 	st, err := b.JetStream().Stream(ctx, b.Names().Runs)
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +163,7 @@ func TestConsumersPerAgentAndDefinition(t *testing.T) {
 			t.Fatalf("consumer %s filters %q, want %q (all: %v)", name, filters[name], f, filters)
 		}
 	}
-	runs, pinned := bus.RunConsumerNames(bus.DefaultRunDurable, "a/b", "")
+	runs, pinned := runs.ConsumerNames(runs.DefaultDurable, "a/b", "")
 	if strings.ContainsAny(runs+pinned, "/.") || pinned != "" {
 		t.Fatalf("consumer names of an agent with a '/': %q %q", runs, pinned)
 	}
@@ -176,7 +177,7 @@ func TestSlotsAreSharedAcrossAgents(t *testing.T) {
 	ctx := testCtx(t)
 	for _, agent := range []string{"a", "b", "c"} {
 		for i := 0; i < 3; i++ {
-			if err := b.SubmitRun(ctx, runReq(agent, fmt.Sprintf("%s%d", agent, i))); err != nil {
+			if err := runs.New(b).Submit(ctx, runReq(agent, fmt.Sprintf("%s%d", agent, i))); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -185,7 +186,7 @@ func TestSlotsAreSharedAcrossAgents(t *testing.T) {
 	var inflight, peak atomic.Int32
 	var mu sync.Mutex
 	agents := map[string]int{}
-	rc := consume(t, b, bus.RunConsumerConfig{Agents: bus.Agents("a", "b", "c"), Concurrency: 2}, func(ctx context.Context, req *events.RunRequest) error {
+	rc := consume(t, b, runs.ConsumerConfig{Agents: runs.Agents("a", "b", "c"), Concurrency: 2}, func(ctx context.Context, req *events.RunRequest) error {
 		cur := inflight.Add(1)
 		defer inflight.Add(-1)
 		for p := peak.Load(); cur > p && !peak.CompareAndSwap(p, cur); p = peak.Load() {
@@ -235,9 +236,9 @@ func TestTheRegisteredDefinitionTakesNewRuns(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
 	var r1, r2, r3 recorder
-	w1 := consume(t, b, bus.RunConsumerConfig{Agents: []bus.ServedAgent{defined("ops", "one", "1")}, Worker: "w1"}, r1.handle)
-	w2 := consume(t, b, bus.RunConsumerConfig{Agents: []bus.ServedAgent{defined("ops", "two", "1")}, Worker: "w2"}, r2.handle)
-	reg, _, err := b.Fleet().Definition(ctx, "ops")
+	w1 := consume(t, b, runs.ConsumerConfig{Agents: []runs.ServedAgent{defined("ops", "one", "1")}, Worker: "w1"}, r1.handle)
+	w2 := consume(t, b, runs.ConsumerConfig{Agents: []runs.ServedAgent{defined("ops", "two", "1")}, Worker: "w2"}, r2.handle)
+	reg, _, err := runs.NewFleet(b).Definition(ctx, "ops")
 	if err != nil || reg == nil || reg.Digest != digestOf("one") || reg.RegisteredBy != "w1" || reg.Source != "test" {
 		t.Fatalf("registered %+v, %v; want w1's", reg, err)
 	}
@@ -248,14 +249,14 @@ func TestTheRegisteredDefinitionTakesNewRuns(t *testing.T) {
 		t.Fatalf("w1's route %+v", r)
 	}
 	for i := 0; i < 4; i++ {
-		if err := b.SubmitRun(ctx, runReq("ops", fmt.Sprintf("new%d", i))); err != nil {
+		if err := runs.New(b).Submit(ctx, runReq("ops", fmt.Sprintf("new%d", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A resumption pinned to w2's definition goes to w2.
 	pinned := runReq("ops", "pinned")
 	pinned.Resume, pinned.Prompt, pinned.Definition = true, "", digestOf("two")
-	if err := b.Resume(ctx, pinned, "resume.pinned"); err != nil {
+	if err := runs.New(b).Resume(ctx, pinned, "resume.pinned"); err != nil {
 		t.Fatal(err)
 	}
 	bustest.Eventuallyf(t, 10*time.Second, func() bool { return len(r1.runs()) == 4 && len(r2.runs()) == 1 }, "new runs on w1, the pinned one on w2")
@@ -264,13 +265,13 @@ func TestTheRegisteredDefinitionTakesNewRuns(t *testing.T) {
 	}
 
 	// Version 2 replaces it; w1 then leaves the new runs to w3.
-	w3 := consume(t, b, bus.RunConsumerConfig{Agents: []bus.ServedAgent{defined("ops", "three", "2")}, Worker: "w3"}, r3.handle)
+	w3 := consume(t, b, runs.ConsumerConfig{Agents: []runs.ServedAgent{defined("ops", "three", "2")}, Worker: "w3"}, r3.handle)
 	if r := w3.Routes()[0]; !r.NewRuns {
 		t.Fatalf("a newer version did not replace the registered definition: %+v", r)
 	}
 	bustest.Eventuallyf(t, 10*time.Second, func() bool { return !w1.Routes()[0].NewRuns }, "w1 to see the new definition")
 	for i := 0; i < 3; i++ {
-		if err := b.SubmitRun(ctx, runReq("ops", fmt.Sprintf("later%d", i))); err != nil {
+		if err := runs.New(b).Submit(ctx, runReq("ops", fmt.Sprintf("later%d", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -279,7 +280,7 @@ func TestTheRegisteredDefinitionTakesNewRuns(t *testing.T) {
 		t.Fatalf("after the replacement w1 ran %d, w2 %d", len(r1.runs()), len(r2.runs()))
 	}
 	// Replace makes a definition the registered one whatever its version.
-	w4 := consume(t, b, bus.RunConsumerConfig{Agents: []bus.ServedAgent{{ID: "ops", Definition: events.Definition{Digest: digestOf("four")}, Replace: true}}}, (&recorder{}).handle)
+	w4 := consume(t, b, runs.ConsumerConfig{Agents: []runs.ServedAgent{{ID: "ops", Definition: events.Definition{Digest: digestOf("four")}, Replace: true}}}, (&recorder{}).handle)
 	if !w4.Routes()[0].NewRuns {
 		t.Fatal("Replace did not replace the registered definition")
 	}
@@ -292,14 +293,14 @@ func TestAWorkerWithoutDefinitionLeavesADefinedAgent(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
 	var plain, def recorder
-	w := consume(t, b, bus.RunConsumerConfig{Agents: bus.Agents("ops")}, plain.handle)
+	w := consume(t, b, runs.ConsumerConfig{Agents: runs.Agents("ops")}, plain.handle)
 	if !w.Routes()[0].NewRuns {
 		t.Fatal("no definition registered: the plain worker should take ops' runs")
 	}
-	consume(t, b, bus.RunConsumerConfig{Agents: []bus.ServedAgent{defined("ops", "one", "")}}, def.handle)
+	consume(t, b, runs.ConsumerConfig{Agents: []runs.ServedAgent{defined("ops", "one", "")}}, def.handle)
 	bustest.Eventuallyf(t, 10*time.Second, func() bool { return !w.Routes()[0].NewRuns }, "the plain worker to leave ops")
 	for i := 0; i < 3; i++ {
-		if err := b.SubmitRun(ctx, runReq("ops", fmt.Sprintf("r%d", i))); err != nil {
+		if err := runs.New(b).Submit(ctx, runReq("ops", fmt.Sprintf("r%d", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -323,7 +324,7 @@ func TestAHandoffQueuesTheRequestPinned(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
 	old := digestOf("old")
-	w := consume(t, b, bus.RunConsumerConfig{Agents: []bus.ServedAgent{defined("ops", "new", "")}, MaxDeliver: 1},
+	w := consume(t, b, runs.ConsumerConfig{Agents: []runs.ServedAgent{defined("ops", "new", "")}, MaxDeliver: 1},
 		func(_ context.Context, req *events.RunRequest) error {
 			if req.Definition == "" {
 				return fmt.Errorf("handing off: %w", handOff(old))
@@ -332,13 +333,13 @@ func TestAHandoffQueuesTheRequestPinned(t *testing.T) {
 		})
 	req := runReq("ops", "crashed")
 	req.Resume, req.Prompt = true, ""
-	if err := b.SubmitRun(ctx, req); err != nil {
+	if err := runs.New(b).Submit(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	var list []bus.QueuedRun
+	var list []runs.Pending
 	bustest.Eventuallyf(t, 10*time.Second, func() bool {
 		var err error
-		list, _, err = b.QueuedRuns(ctx, "ops")
+		list, _, err = runs.New(b).List(ctx, "ops")
 		return err == nil && len(list) == 1 && list[0].Definition == old
 	}, "the request queued again for definition old: %+v", list)
 	if st := w.Stats(); st.HandedOff != 1 || st.Dropped != 0 || st.Failed != 0 || st.Completed != 0 {
@@ -347,7 +348,7 @@ func TestAHandoffQueuesTheRequestPinned(t *testing.T) {
 	if q := list[0]; q.RunID != "crashed" || !q.Resume || q.Subject != "hookbus.run.ops."+old {
 		t.Fatalf("queued %+v", q)
 	}
-	view, err := b.Fleet().View(ctx)
+	view, err := runs.NewFleet(b).View(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +356,7 @@ func TestAHandoffQueuesTheRequestPinned(t *testing.T) {
 		t.Fatalf("waiting for %q", why)
 	}
 	var r recorder
-	consume(t, b, bus.RunConsumerConfig{Agents: []bus.ServedAgent{defined("ops", "old", "")}}, r.handle)
+	consume(t, b, runs.ConsumerConfig{Agents: []runs.ServedAgent{defined("ops", "old", "")}}, r.handle)
 	bustest.Eventuallyf(t, 10*time.Second, func() bool { return len(r.runs()) == 1 }, "the old definition's worker to run it")
 	if got := r.runs()[0]; got.RunID != "crashed" || got.Definition != old {
 		t.Fatalf("ran %+v", got)
@@ -368,13 +369,13 @@ func TestAPinnedRequestMustMatchItsSubject(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
 	a := defined("ops", "one", "")
-	rc := consume(t, b, bus.RunConsumerConfig{Agents: []bus.ServedAgent{a}}, (&recorder{}).handle)
+	rc := consume(t, b, runs.ConsumerConfig{Agents: []runs.ServedAgent{a}}, (&recorder{}).handle)
 	body := fmt.Sprintf(`{"run_id":"x1","agent_id":"ops","session_id":"s","resume":true,"definition":%q}`, digestOf("other"))
 	if _, err := b.JetStream().Publish(ctx, "hookbus.run.ops."+a.Definition.Digest, []byte(body)); err != nil {
 		t.Fatal(err)
 	}
 	bustest.Eventuallyf(t, 10*time.Second, func() bool { return rc.Stats().Refused == 1 }, "the request refused")
-	if err := b.SubmitRun(ctx, &events.RunRequest{RunID: "x2", AgentID: "ops", SessionID: "s", Prompt: "p", Definition: "nothex"}); !errors.Is(err, events.ErrInvalidID) {
+	if err := runs.New(b).Submit(ctx, &events.RunRequest{RunID: "x2", AgentID: "ops", SessionID: "s", Prompt: "p", Definition: "nothex"}); !errors.Is(err, events.ErrInvalidID) {
 		t.Fatalf("a bad definition digest: %v", err)
 	}
 }
@@ -387,20 +388,20 @@ func TestAnAdoptingDefinitionTakesOtherDefinitionsRuns(t *testing.T) {
 	a := defined("ops", "new", "2")
 	a.Adopt = true
 	var r recorder
-	w := consume(t, b, bus.RunConsumerConfig{Agents: []bus.ServedAgent{a}}, r.handle)
+	w := consume(t, b, runs.ConsumerConfig{Agents: []runs.ServedAgent{a}}, r.handle)
 	if rt := w.Routes()[0]; !rt.NewRuns || !rt.Adopts {
 		t.Fatalf("route %+v", rt)
 	}
 	req := runReq("ops", "waiting")
 	req.Resume, req.Prompt, req.Definition = true, "", digestOf("old")
-	if err := b.Resume(ctx, req, "resume.waiting"); err != nil {
+	if err := runs.New(b).Resume(ctx, req, "resume.waiting"); err != nil {
 		t.Fatal(err)
 	}
 	bustest.Eventuallyf(t, 15*time.Second, func() bool { return len(r.runs()) == 1 }, "the adopting worker to take the pinned run")
 	if got := r.runs()[0]; got.Definition != digestOf("old") {
 		t.Fatalf("ran %+v", got)
 	}
-	view, err := b.Fleet().View(ctx)
+	view, err := runs.NewFleet(b).View(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +418,7 @@ func TestTheLegacyConsumerIsRemovedWhenIdle(t *testing.T) {
 	ctx := testCtx(t)
 	legacy := func() jetstream.Consumer {
 		c, err := b.JetStream().CreateOrUpdateConsumer(ctx, b.Names().Runs, jetstream.ConsumerConfig{
-			Durable: bus.DefaultRunDurable, FilterSubject: "hookbus.run.>", AckPolicy: jetstream.AckExplicitPolicy})
+			Durable: runs.DefaultDurable, FilterSubject: "hookbus.run.>", AckPolicy: jetstream.AckExplicitPolicy})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -439,8 +440,8 @@ func TestTheLegacyConsumerIsRemovedWhenIdle(t *testing.T) {
 		ci, err := c.Info(ctx)
 		return err == nil && (ci.NumWaiting > 0 || ci.NumAckPending > 0)
 	}, "the older worker's pull")
-	_, err := b.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: bus.Agents("demo")}, (&recorder{}).handle)
-	if !errors.Is(err, bus.ErrLegacyConsumer) || !strings.Contains(err.Error(), "nats consumer rm HOOKBUS_RUNS hookbus-workers") {
+	_, err := runs.New(b).Consume(ctx, runs.ConsumerConfig{Agents: runs.Agents("demo")}, (&recorder{}).handle)
+	if !errors.Is(err, runs.ErrLegacyConsumer) || !strings.Contains(err.Error(), "nats consumer rm HOOKBUS_RUNS hookbus-workers") {
 		t.Fatalf("a worker next to an older one in use: %v", err)
 	}
 	if err := <-pulled; err != nil {
@@ -450,13 +451,13 @@ func TestTheLegacyConsumerIsRemovedWhenIdle(t *testing.T) {
 		ci, err := c.Info(ctx)
 		return err == nil && ci.NumWaiting == 0 && ci.NumAckPending == 0
 	}, "the older worker gone")
-	if err := b.SubmitRun(ctx, runReq("demo", "before")); err != nil {
+	if err := runs.New(b).Submit(ctx, runReq("demo", "before")); err != nil {
 		t.Fatal(err)
 	}
 	var r recorder
-	consume(t, b, bus.RunConsumerConfig{Agents: bus.Agents("demo")}, r.handle)
+	consume(t, b, runs.ConsumerConfig{Agents: runs.Agents("demo")}, r.handle)
 	bustest.Eventuallyf(t, 10*time.Second, func() bool { return len(r.runs()) == 1 }, "the request queued before to run")
-	if _, err := b.JetStream().Consumer(ctx, b.Names().Runs, bus.DefaultRunDurable); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if _, err := b.JetStream().Consumer(ctx, b.Names().Runs, runs.DefaultDurable); !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		t.Fatalf("the older consumer: %v, want it removed", err)
 	}
 }
@@ -468,7 +469,7 @@ func TestPresenceAndTakenRequests(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
 	release := make(chan struct{})
-	w, err := b.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: []bus.ServedAgent{defined("ops", "one", "3")}, Worker: "here:1",
+	w, err := runs.New(b).Consume(ctx, runs.ConsumerConfig{Agents: []runs.ServedAgent{defined("ops", "one", "3")}, Worker: "here:1",
 		PollWait: 200 * time.Millisecond, Concurrency: 3}, func(ctx context.Context, _ *events.RunRequest) error {
 		select {
 		case <-release:
@@ -479,7 +480,7 @@ func TestPresenceAndTakenRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := b.Fleet().Workers(ctx)
+	ws, err := runs.NewFleet(b).Workers(ctx)
 	if err != nil || len(ws) != 1 {
 		t.Fatalf("workers %+v, %v", ws, err)
 	}
@@ -487,18 +488,18 @@ func TestPresenceAndTakenRequests(t *testing.T) {
 		p.Agents[0].Agent != "ops" || !p.Agents[0].NewRuns || p.Agents[0].Definition.Version != "3" {
 		t.Fatalf("presence %+v", p)
 	}
-	if err := b.SubmitRun(ctx, runReq("ops", "held")); err != nil {
+	if err := runs.New(b).Submit(ctx, runReq("ops", "held")); err != nil {
 		t.Fatal(err)
 	}
 	bustest.Eventuallyf(t, 10*time.Second, func() bool { return w.Stats().Received == 1 }, "the run taken")
-	list, _, err := b.QueuedRuns(ctx, "ops")
+	list, _, err := runs.New(b).List(ctx, "ops")
 	if err != nil || len(list) != 1 || !list[0].Taken {
 		t.Fatalf("queued %+v, %v: the held request should be marked taken", list, err)
 	}
 	close(release)
 	w.Stop()
 	<-w.Closed()
-	ws, err = b.Fleet().Workers(ctx)
+	ws, err = runs.NewFleet(b).Workers(ctx)
 	if err != nil || len(ws) != 0 {
 		t.Fatalf("workers after the stop: %+v, %v", ws, err)
 	}
@@ -512,7 +513,7 @@ func TestNewerVersion(t *testing.T) {
 		{"2", "1", true}, {"1.10", "1.9", true}, {"v2", "1.9.9", true}, {"1.0", "1", false}, {"1", "1.0.0", false},
 		{"1", "2", false}, {"", "1", false}, {"2", "", false}, {"2-beta", "1", false}, {"two", "one", false}, {"1.", "1", false},
 	} {
-		if got := bus.NewerVersion(tc.a, tc.b); got != tc.want {
+		if got := runs.NewerVersion(tc.a, tc.b); got != tc.want {
 			t.Errorf("NewerVersion(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
 	}
