@@ -24,8 +24,8 @@ type Names struct {
 	Trust       string // KV bucket: trust grants
 	Decisions   string // KV bucket: the decision cache of prompt hooks
 	Budgets     string // KV bucket: shared budgets and their use
-	Agents      string // KV bucket: the fleet's agent definitions (Fleet)
-	Workers     string // KV bucket: the live workers (Fleet), entries expiring
+	Agents      string // KV bucket: the fleet's agent definitions (runs.Fleet)
+	Workers     string // KV bucket: the live workers (runs.Fleet), entries expiring
 	Payloads    string // object store: large payloads (claim check)
 }
 

@@ -24,7 +24,7 @@ func (b *Bus) ClaimCheck() *claimcheck.Store { return b.pay }
 
 // FetchData fills e.Data from the payloads object store when e is
 // claim-checked (DataRef set, Data empty), and does nothing otherwise.
-// Replay, Tail, SessionEvents, WaitRun, Observe and Serve do it for every
+// Replay, Tail, SessionEvents, WaitRun, Observe and remote.Serve do it for every
 // event they hand over; FetchData is for events read by other means (a dead
 // letter, a raw JetStream read). A ctx without deadline gets the default
 // timeout (WithDefaultTimeout).
