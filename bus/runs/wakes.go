@@ -22,8 +22,8 @@ import (
 // so a wake-up can only ever become a message of the wakes stream, never a
 // run request. See docs/PROTOCOL.md, "Approvals", and docs/SECURITY.md.
 
-// DueTTL is how long a due wake-up stays in the wakes stream for the
-// workers to take (Nats-Schedule-TTL of its schedule).
+// DueTTL (30 days) is how long a due wake-up stays in the wakes stream for
+// the workers to take (Nats-Schedule-TTL of its schedule).
 const DueTTL = wakeup.DueTTL
 
 // WakeAt schedules w on <prefix>.wake.<agent>.<run> to be delivered on
