@@ -97,10 +97,10 @@ var _ interceptors.ContextBound = (*Client)(nil)
 // CloudEvents binary mode plus HeaderDeadline and HeaderTimeoutMs, taken
 // from the earlier of ctx's deadline and req.Deadline (the registration's
 // timeout when neither is set). An event too large for a request (the
-// payload limit, see bus.WithMaxPayload) is claim-checked as bus.Publish does: its
-// data is stored in the payloads object store first, within the deadline,
-// and the request carries ce-dataref and no body (Serve fetches the data
-// before calling the interceptor). A reply is not claim-checked: a decision
+// payload limit, see bus.WithMaxPayload) is claim-checked as bus.Publish
+// does: its data is stored in the payloads object store first, within the
+// deadline, and the request carries ce-dataref and no body (Serve fetches
+// the data before calling the interceptor). A reply is not claim-checked: a decision
 // that modifies a large payload should send a patch, not the whole data.
 //
 // An empty reply is allow (a nil decision). Failures are

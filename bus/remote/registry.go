@@ -18,9 +18,10 @@ import (
 )
 
 // Registry is the interceptor registry (KV bucket bus.Names.Hooks, by
-// default hookbus_hooks) and the trust grants (bucket bus.Names.Trust): what the loop
-// needs to call remote interceptors in order (see SyncHooks). It is safe for
-// concurrent use; keep one, it opens the buckets on first use.
+// default hookbus_hooks) and the trust grants (bucket bus.Names.Trust):
+// what the loop needs to call remote interceptors in order (see
+// SyncHooks). It is safe for concurrent use; keep one, it opens the buckets
+// on first use.
 //
 // An entry's key is "<stage>.<plugin>" ("tool.before.pii") and its value the
 // registration as JSON (interceptors.Registration's form):
