@@ -120,7 +120,7 @@ BENCHES   := 'Benchmark(RemoteRoundTrip|RawRequestReply|RemoteChain3|RawRequestR
 ## bench: benchmarks against raw nats.go in the same run, then the ratio table (publish_checkpointed:
 ## the publish benchmark with a checkpointer following the stream).
 bench:
-	$(GO) test -run '^$$' -bench $(BENCHES) -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./bus ./interceptors ./tlog/tlogbus | tee bench.txt
+	$(GO) test -run '^$$' -bench $(BENCHES) -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./bus ./bus/remote ./interceptors ./tlog/tlogbus | tee bench.txt
 	$(GO) run ./internal/benchreport < bench.txt
 
 ## bench-tlog: the transparency log's costs on a stream of 100,000 1 KiB events: verifying it against

@@ -28,7 +28,7 @@ type Store interface {
 
 // Hooks are the interceptors a bridge runs, as the loop runs them.
 // *interceptors.Chain implements it (kept in step with the registry by
-// bus.SyncHooks).
+// remote.SyncHooks).
 type Hooks interface {
 	Matches(stage events.Stage, tool, agent string) int
 	Run(ctx context.Context, ev *events.Event) (*interceptors.ChainResult, error)

@@ -14,6 +14,7 @@ import (
 	"github.com/hookbus/hookbus/bridge"
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/hooks/claudecode"
 	"github.com/hookbus/hookbus/interceptors"
@@ -46,11 +47,11 @@ func startGuard(t *testing.T, b *bus.Bus) *interceptors.Chain {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if _, err := bus.Serve(ctx, b.Conn(), bus.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}}, interceptors.Func(guard)); err != nil {
+	if _, err := remote.Serve(ctx, b.Conn(), remote.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}}, interceptors.Func(guard)); err != nil {
 		t.Fatal(err)
 	}
 	chain := interceptors.NewChain()
-	if _, err := b.RegisterRemote(chain, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore, Tools: "Bash"}); err != nil {
+	if _, err := remote.Register(b, chain, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore, Tools: "Bash"}); err != nil {
 		t.Fatal(err)
 	}
 	return chain

@@ -25,8 +25,8 @@ type Names struct {
 	Trust       string // KV bucket: trust grants
 	Decisions   string // KV bucket: the decision cache of prompt hooks
 	Budgets     string // KV bucket: shared budgets and their use
-	Agents      string // KV bucket: the fleet's agent definitions (Fleet)
-	Workers     string // KV bucket: the live workers (Fleet), entries expiring
+	Agents      string // KV bucket: the fleet's agent definitions (runs.Fleet)
+	Workers     string // KV bucket: the live workers (runs.Fleet), entries expiring
 	Payloads    string // object store: large payloads (claim check)
 }
 
@@ -52,21 +52,4 @@ func NamesFor(prefix string) Names {
 		Workers:     low + "_workers",
 		Payloads:    low + "_payloads",
 	}
-}
-
-// validAssetToken reports whether s may be part of a stream or bucket name:
-// JetStream bucket names allow only letters, digits, '_' and '-'.
-func validAssetToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"time"
 
 	"github.com/hookbus/hookbus/events"
@@ -45,7 +46,7 @@ func (b *Bus) DecodeStored(ctx context.Context, m *StoredMessage) error {
 		return nil
 	}
 	e.Stored = m.Seq
-	gone, err := b.pay.fetch(ctx, e)
+	gone, err := b.pay.Fetch(ctx, e)
 	if err != nil && !gone {
 		return err
 	}
@@ -74,11 +75,11 @@ func (b *Bus) EventsState(ctx context.Context) (StreamState, error) {
 	defer cancel()
 	s, err := b.eventsStream(ctx)
 	if err != nil {
-		return StreamState{}, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, ctxErr(ctx, err))
+		return StreamState{}, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, deadline.Err(ctx, err))
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		return StreamState{}, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, ctxErr(ctx, err))
+		return StreamState{}, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, deadline.Err(ctx, err))
 	}
 	return StreamState{
 		FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Msgs: info.State.Msgs, Now: info.TimeStamp,
@@ -122,14 +123,14 @@ func (b *Bus) GetStored(ctx context.Context, seq uint64) (*StoredMessage, error)
 	defer cancel()
 	s, err := b.eventsStream(rctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, ctxErr(rctx, err))
+		return nil, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, deadline.Err(rctx, err))
 	}
 	raw, err := s.GetMsg(rctx, seq, jetstream.WithGetMsgSubject(b.subj.AllEvents()))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("%w: stream %s: message %d: %w", ErrConsumer, b.names.Events, seq, ctxErr(rctx, err))
+		return nil, fmt.Errorf("%w: stream %s: message %d: %w", ErrConsumer, b.names.Events, seq, deadline.Err(rctx, err))
 	}
 	sm := &StoredMessage{Seq: raw.Sequence, Time: raw.Time, Subject: raw.Subject, Header: raw.Header, Data: raw.Data}
 	if err := b.DecodeStored(ctx, sm); err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
 )
@@ -78,7 +79,7 @@ func (em *emitter) Flush(ctx context.Context, runID string) error {
 
 // RunHandler wraps a worker's run handler: it records each request's
 // queue lag (from its submission to now) before handing it on.
-func (m *Metrics) RunHandler(h bus.RunHandler) bus.RunHandler {
+func (m *Metrics) RunHandler(h runs.Handler) runs.Handler {
 	return func(ctx context.Context, req *events.RunRequest) error {
 		if !req.SubmittedAt.IsZero() && !req.Resume {
 			m.ObserveQueueLag(time.Since(req.SubmittedAt))

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/telemetry"
@@ -76,7 +76,7 @@ func TestMetricsOfARun(t *testing.T) {
 	ctx := ctxT(t)
 	srv, nc := bustest.Start(t)
 	b := bustest.Provision(t, nc)
-	svc, err := bus.Serve(ctx, bustest.Conn(t, srv), bus.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}},
+	svc, err := remote.Serve(ctx, bustest.Conn(t, srv), remote.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}},
 		interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
 			return &interceptors.Decision{Kind: interceptors.Deny, Reason: "no clocks today"}, nil
 		}))

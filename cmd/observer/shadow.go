@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/internal/cli"
@@ -122,7 +123,7 @@ func cmdShadow(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // candidate and compares.
 func backtest(ctx context.Context, b *bus.Bus, f bus.Filter, reg interceptors.Registration, progress io.Writer) (*backtestReport, error) {
 	chain := interceptors.NewChain(interceptors.WithTrust(interceptors.NewGrants(reg.Plugin)))
-	if _, err := b.RegisterRemote(chain, reg); err != nil {
+	if _, err := remote.Register(b, chain, reg); err != nil {
 		return nil, err
 	}
 	rep := &backtestReport{Stage: reg.Stage, Plugin: reg.Plugin, Rows: []backtestRow{}}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
@@ -55,7 +55,7 @@ func TestShadowBacktestListsExactlyTheDifferences(t *testing.T) {
 			Arguments: json.RawMessage(fmt.Sprintf(`{"cmd":"echo %d"}`, i))}})
 	}
 
-	svc, err := bus.Serve(ctx, nc, bus.ServeConfig{Plugin: "candidate", Stages: []events.Stage{events.StageToolBefore}},
+	svc, err := remote.Serve(ctx, nc, remote.ServeConfig{Plugin: "candidate", Stages: []events.Stage{events.StageToolBefore}},
 		interceptors.Func(func(_ context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
 			var tb events.ToolBefore
 			if err := req.Event.DecodeData(&tb); err != nil {

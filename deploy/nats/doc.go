@@ -34,7 +34,7 @@
 //     object store, session replay) without one permission error, and cannot
 //     write trust grants or reconfigure the audit stream; the admin
 //     provisions the real assets with bus.Provision. hookbus' own transport
-//     runs under these users too: bus.Serve as a plugin, bus.Publish,
+//     runs under these users too: remote.Serve as a plugin, bus.Publish,
 //     SessionEvents as the loop, bus.Replay as the auditor.
 //   - docker-compose.yml mounts the files that exist, runs nodes named as
 //     the routes name them, and connects with users and passwords

@@ -9,7 +9,7 @@ import (
 
 // Cache keeps the decisions of prompt hooks for a while, shared by every
 // hook (and every worker) that uses it. Values are opaque to it. A
-// *bus.DecisionCache is one over the KV bucket hookbus_decisions;
+// *remote.DecisionCache is one over the KV bucket hookbus_decisions;
 // MemoryCache is one in a process.
 type Cache interface {
 	// Get returns the value stored under key, when the cache stored it

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/hooks/prompt"
 	"github.com/hookbus/hookbus/interceptors"
@@ -117,9 +118,9 @@ func TestCacheSharedOverKV(t *testing.T) {
 	}
 	m1, m2 := replies(`{"ok": false, "reason": "pushes to main need a review"}`), replies(`{"ok": true}`)
 	cfg := prompt.Config{Prompt: "Is this git command safe? $ARGUMENTS", ModelName: "anthropic:claude-haiku-4-5", CacheTTL: time.Minute}
-	cfg.Model, cfg.Cache = m1, b1.DecisionCache()
+	cfg.Model, cfg.Cache = m1, remote.NewDecisionCache(b1)
 	worker1 := newHook(t, cfg)
-	cfg.Model, cfg.Cache = m2, b2.DecisionCache()
+	cfg.Model, cfg.Cache = m2, remote.NewDecisionCache(b2)
 	worker2 := newHook(t, cfg)
 	if worker1.ID(events.StageToolBefore) != worker2.ID(events.StageToolBefore) {
 		t.Fatal("the same hook has two ids")

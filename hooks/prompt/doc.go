@@ -12,7 +12,7 @@
 //		Prompt:    "Is this shell command safe to run on a build machine? $ARGUMENTS",
 //		Model:     haiku, // a loop.Model: openai, anthropic, scripted
 //		ModelName: "anthropic:claude-haiku-4-5",
-//		Cache:     b.DecisionCache(), // shared by every worker; optional
+//		Cache:     remote.NewDecisionCache(b), // shared by every worker; optional
 //	})
 //	unregister, err := chain.Register(interceptors.Registration{
 //		Plugin: "safe-bash", Stage: events.StageToolBefore, Tools: "Bash",
@@ -23,7 +23,7 @@
 // same input (a hash of the stage, agent, subject and payload, without the
 // ids of one call) within the TTL reuses the decision instead of calling
 // the model; hook.decided carries the annotation cache=hit. The bus' KV
-// bucket hookbus_decisions (bus.DecisionCache) shares it between workers;
+// bucket hookbus_decisions (remote.DecisionCache) shares it between workers;
 // MemoryCache keeps it in one process. docs/PROTOCOL.md ("Prompt and agent
 // hooks") has the input, the mapping and the cache in full.
 //

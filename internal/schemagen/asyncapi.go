@@ -8,6 +8,8 @@ import (
 	"text/template"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 )
 
@@ -62,7 +64,7 @@ func GenerateAsyncAPI(root string) ([]byte, error) {
 		"DeadLetter":    addr(s.DeadLetter(placeholder("consumer"))),
 		"Checkpoint":    fmt.Sprintf("%q", unplaceholder(s.Checkpoint())),
 		"Witness":       addr(s.Witness(placeholder("name"), placeholder("call"))),
-		"Deadline":      bus.HeaderDeadline, "TimeoutMs": bus.HeaderTimeoutMs, "RunRef": bus.RunRefHeader,
+		"Deadline":      remote.HeaderDeadline, "TimeoutMs": remote.HeaderTimeoutMs, "RunRef": runs.RefHeader,
 		"DLQ": []string{bus.HeaderDLQConsumer, bus.HeaderDLQError, bus.HeaderDLQDeliveries, bus.HeaderDLQStream,
 			bus.HeaderDLQSequence, bus.HeaderDLQSubject},
 		"MsgID": events.HeaderMsgID,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
@@ -91,10 +92,10 @@ func startBus(t *testing.T) (string, *bus.Bus) {
 	b := bustest.Provision(t, nc)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := b.Registry().Put(ctx, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore, Tools: shellTools}); err != nil {
+	if err := remote.NewRegistry(b).Put(ctx, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore, Tools: shellTools}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bus.Serve(ctx, nc, bus.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}}, interceptors.Func(guard)); err != nil {
+	if _, err := remote.Serve(ctx, nc, remote.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}}, interceptors.Func(guard)); err != nil {
 		t.Fatal(err)
 	}
 	return srv.ClientURL(), b
