@@ -34,6 +34,7 @@ const (
 	StageStop              Stage = "stop"
 	StageRunCompleted      Stage = "run.completed"
 	StageRunFailed         Stage = "run.failed"
+	StageHarnessEvent      Stage = "harness.event"
 	StageHookDecided       Stage = "hook.decided"
 	StageHookFailed        Stage = "hook.failed"
 )
@@ -82,6 +83,7 @@ var stageTable = [...]stageSpec{
 	{StageStop, DecisionAllow | DecisionStop | DecisionContinue, false, newPayload[Stop]},
 	{StageRunCompleted, 0, false, newPayload[RunCompleted]},
 	{StageRunFailed, 0, false, newPayload[RunFailed]},
+	{StageHarnessEvent, 0, false, newPayload[HarnessEvent]},
 	{StageHookDecided, 0, false, newPayload[HookDecided]},
 	{StageHookFailed, 0, false, newPayload[HookFailed]},
 }

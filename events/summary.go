@@ -89,6 +89,9 @@ func (e *Event) Summary() string {
 			action = map[bool]string{true: "approved", false: "rejected"}[p.Approved]
 		}
 		s := fmt.Sprintf("call %s %s by %s", p.CallID, action, p.Who())
+		if len(p.Arguments) > 0 {
+			s += " with arguments " + string(compact(p.Arguments))
+		}
 		if p.Expired && p.Channel != ChannelExpiry {
 			s += " (expired)"
 		}
@@ -129,6 +132,8 @@ func (e *Event) Summary() string {
 		return s + fmt.Sprintf(" [%d steps, %d+%d tokens]", p.Steps, p.Usage.InputTokens, p.Usage.OutputTokens)
 	case *RunFailed:
 		return "error: " + p.Error
+	case *HarnessEvent:
+		return p.Harness + " " + p.Event + " " + string(compact(p.Input))
 	case *HookDecided:
 		s := fmt.Sprintf("%s %s %s", p.Plugin, p.Stage, p.Decision)
 		if p.Reason != "" {
