@@ -379,6 +379,9 @@ type HarnessEvent struct {
 	Event string `json:"event"`
 	// Input is the hook input as the harness sent it (a JSON object).
 	Input json.RawMessage `json:"input,omitempty"`
+	// AfterEnd is set on an event recorded after its run's end: the
+	// harness's session ended (SessionEnd) after its last turn had.
+	AfterEnd bool `json:"after_end,omitempty"`
 }
 
 // HookDecided is the data of hook.decided: one interceptor's decision.

@@ -60,7 +60,7 @@ func (r *run) isTask(call events.ToolCall) bool {
 // outcome is unknown: an idempotent tool runs again, any other is reported
 // to the model (and recorded) as "outcome unknown", never run twice.
 func (r *run) resumeCall(ctx context.Context, st *runState, cs *callState) error {
-	call := cs.before.Call
+	call := edited(cs.before.Call, cs.resolution)
 	if d := st.ends[cs.beforeID]; d != nil && cs.approval == nil {
 		v := stageAction{kind: interceptors.Kind(d.Decision), reason: d.Reason, plugin: d.Plugin, mock: d.Result}
 		switch v.kind {
