@@ -198,4 +198,3 @@ func OutageAnswer(in *Input, policy interceptors.Policy, cause error) *Output {
 	}
 	return out.Warn(msg + "; blocked (policy fail)")
 }
-

@@ -204,4 +204,3 @@ func text(raw json.RawMessage) string {
 	}
 	return string(raw)
 }
-
