@@ -84,10 +84,12 @@ func (st *state) lastHash(run string) string {
 
 // read returns the session's state. It reads the session's last event
 // (one request, whatever the session's length) and, when that does not
-// settle whether its run has a run.started or (needIntake) an intake, the
-// session's last event of that stage; it reads the whole session only when
-// the last event does not say where the session stands (an event outside
-// a run's sequence, a message that is not an event).
+// settle whether its run has a run.started (the last event is an intake or
+// an interceptor's record: the bridge writes those before a run's
+// run.started) or (needIntake: a prompt) an intake, the session's last
+// event of that stage; it reads the whole session only when the last event
+// does not say where the session stands (an event outside a run's
+// sequence, a message that is not an event).
 func (b *Bridge) read(ctx context.Context, session string, needIntake bool) (*state, error) {
 	head, err := b.cfg.Store.LastEvent(ctx, b.cfg.Agent, session, "")
 	if errors.Is(err, events.ErrMalformedEvent) {
@@ -107,10 +109,18 @@ func (b *Bridge) read(ctx context.Context, session string, needIntake bool) (*st
 	if !st.open() {
 		return st, nil
 	}
-	if !st.started {
+	switch head.Stage {
+	case events.StageIntake, events.StageHookDecided, events.StageHookFailed:
+		// The head of a run the bridge opened with a prompt, or of one
+		// whose events were not all stored: it may lack its run.started.
 		if st.started, err = b.inRun(ctx, session, events.StageRunStarted, head.RunID); err != nil {
 			return nil, err
 		}
+	default:
+		// Every other event comes after its run's run.started: the
+		// bridge opens each run with one, and an intake's run gets its
+		// run.started right after the intake.
+		st.started = true
 	}
 	if needIntake && !st.intake {
 		if st.intake, err = b.inRun(ctx, session, events.StageIntake, head.RunID); err != nil {
