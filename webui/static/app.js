@@ -418,6 +418,7 @@ function approvalCard(a) {
       " · asked by ", h("b", {}, a.asked_by || "the agent's policy"), " · ", ago(a.requested_at)),
     a.reason ? h("div", { class: "reason" }, "“" + a.reason + "”") : null,
     a.arguments ? h("pre", { class: "args" }, JSON.stringify(a.arguments, null, 2)) : null,
+    a.suggestions ? h("div", { class: "muted small" }, "the agent suggests: ", h("code", {}, JSON.stringify(a.suggestions))) : null,
     h("div", { class: "muted small" }, "run ", h("a", { href: "#/run/" + a.run_id + qs({ agent: a.agent_id, session: a.session_id }) }, a.agent_id + " / " + a.session_id + " · " + short(a.run_id)),
       a.expires_at ? " · if unanswered, " + (a.on_expiry || "reject_and_continue").replaceAll("_", " ") + " at " + clock(a.expires_at) : ""));
   if (state.config.allow_approvals) card.append(answerForm(a));
