@@ -15,6 +15,9 @@ type Intake struct {
 	Prompt string `json:"prompt"`
 	// Metadata is the run request's metadata, strings by name.
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// HistoryMessages is how many messages the session had before this
+	// run (0 on its first run): what run.started's says, known already.
+	HistoryMessages int `json:"history_messages,omitempty"`
 }
 
 // RunStarted is the data of run.started: the session was resolved.

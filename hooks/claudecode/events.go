@@ -85,7 +85,7 @@ const (
 // session meets them; everything else about the mapping is read from it.
 // It is never written.
 var table = [...]mapping{
-	{SessionStart, events.StageRunStarted, []events.Stage{events.StageRunStarted}, matchSource, 0},
+	{SessionStart, events.StageRunStarted, []events.Stage{events.StageRunStarted, events.StageIntake}, matchSource, 0},
 	{Setup, "", nil, matchOther, 0},
 	{InstructionsLoaded, "", nil, matchOther, 0},
 	{UserPromptSubmit, events.StageIntake, []events.Stage{events.StageIntake}, matchNothing, 30 * time.Second},
@@ -198,7 +198,10 @@ func (e HookEvent) Stage() events.Stage {
 // Stages returns the hookbus stages whose events fire the event's hooks on
 // a hookbus agent: SubagentStop fires on subagent.after and
 // subagent.failed, SessionEnd on run.completed and run.failed,
-// Notification on approval.requested, the others on their Stage.
+// Notification on approval.requested, SessionStart on intake (a run's
+// first attempt: before the UserPromptSubmit hooks, when the session
+// begins) and run.started (an attempt without an intake: a resumed one, a
+// compaction), the others on their Stage.
 func (e HookEvent) Stages() []events.Stage {
 	if m := e.row(); m != nil {
 		return append([]events.Stage(nil), m.from...)
@@ -215,19 +218,25 @@ func (e HookEvent) Intercepts() bool {
 	return m != nil && len(m.from) == 1 && m.from[0].Interceptable()
 }
 
-// EventsFor returns the Claude Code events whose hooks stage fires, in
-// table order: approval.requested fires PermissionRequest and
-// Notification.
+// EventsFor returns the Claude Code events whose hooks stage fires: the
+// event recorded as the stage first, then the others in table order.
+// approval.requested fires PermissionRequest and Notification; intake
+// UserPromptSubmit and SessionStart (a run's first attempt).
 func EventsFor(stage events.Stage) []HookEvent {
-	var out []HookEvent
+	var own, others []HookEvent
 	for i := range table {
 		for _, s := range table[i].from {
-			if s == stage {
-				out = append(out, table[i].event)
+			if s != stage {
+				continue
+			}
+			if table[i].stage == stage {
+				own = append(own, table[i].event)
+			} else {
+				others = append(others, table[i].event)
 			}
 		}
 	}
-	return out
+	return append(own, others...)
 }
 
 // takesMatcher reports whether the event's hooks are narrowed by a matcher.

@@ -138,6 +138,13 @@ func NewInput(event HookEvent, ev *events.Event, env Env) (*Input, error) {
 		if err := decode(&p); err != nil {
 			return nil, err
 		}
+		if event == SessionStart {
+			in.Source, in.Model = SourceStartup, env.Model
+			if p.HistoryMessages > 0 {
+				in.Source = SourceResume
+			}
+			break
+		}
 		in.Prompt = &p.Prompt
 	case events.StageRunStarted:
 		var p events.RunStarted
