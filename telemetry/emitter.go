@@ -78,12 +78,19 @@ func (em *emitter) Flush(ctx context.Context, runID string) error {
 }
 
 // RunHandler wraps a worker's run handler: it records each request's
-// queue lag (from its submission to now) before handing it on.
+// queue lag (from its submission to now) before handing it on, and once
+// the attempt returns, its run is no longer in flight in this worker
+// (whether it ended, waits, or stopped to be resumed elsewhere).
 func (m *Metrics) RunHandler(h runs.Handler) runs.Handler {
 	return func(ctx context.Context, req *events.RunRequest) error {
 		if !req.SubmittedAt.IsZero() && !req.Resume {
 			m.ObserveQueueLag(time.Since(req.SubmittedAt))
 		}
+		defer func() {
+			m.mu.Lock()
+			m.stopRun(req.RunID)
+			m.mu.Unlock()
+		}()
 		return h(ctx, req)
 	}
 }

@@ -34,8 +34,20 @@ type TracesConfig struct {
 	// Lookup reads a run's events when a span's start is not in memory;
 	// nil: such a span starts at its end.
 	Lookup Lookup
-	// ServiceName is the resource's service.name (default "hookbus").
+	// ServiceName is the resource's service.name (default "hookbus"),
+	// when Resource is nil.
 	ServiceName string
+	// Resource describes who sends the spans; nil: a resource with
+	// service.name ServiceName only. Resource builds one the
+	// OpenTelemetry way (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES).
+	Resource *resource.Resource
+	// CaptureContent records the conversation on the spans, as the GenAI
+	// conventions define it: gen_ai.input.messages (what the model was
+	// given) and gen_ai.output.messages (its reply) on each chat span,
+	// gen_ai.tool.call.arguments and gen_ai.tool.call.result on each tool
+	// span. Off by default: prompts, answers and tool output often hold
+	// personal or secret data, and the trace backend then holds them too.
+	CaptureContent bool
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
@@ -68,7 +80,8 @@ type openRun struct {
 
 type openChat struct {
 	start   time.Time
-	retries []*events.Event // model.failed events of retried attempts
+	retries []*events.Event  // model.failed events of retried attempts
+	input   []events.Message // with CaptureContent: what the model was given
 }
 
 // NewTraces returns a Traces exporting to cfg.Exporter. It returns an
@@ -83,12 +96,15 @@ func NewTraces(cfg TracesConfig) (*Traces, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Resource == nil {
+		cfg.Resource = resource.NewSchemaless(semconv.ServiceName(cfg.ServiceName))
+	}
 	col := &collector{}
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithIDGenerator(fixedIDs{}),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithSpanProcessor(col),
-		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName(cfg.ServiceName))),
+		sdktrace.WithResource(cfg.Resource),
 	)
 	return &Traces{
 		cfg: cfg, tp: tp, col: col, runs: map[string]*openRun{},
@@ -121,7 +137,7 @@ func (t *Traces) Handle(ctx context.Context, e *events.Event) error {
 		r = &openRun{chats: map[int]*openChat{}, tools: map[string]time.Time{}}
 		t.runs[e.RunID] = r
 	}
-	if err := note(r, e); err != nil {
+	if err := t.note(r, e); err != nil {
 		return err
 	}
 	done, err := t.end(ctx, r, e)
@@ -139,8 +155,9 @@ func (t *Traces) Handle(ctx context.Context, e *events.Event) error {
 	return nil
 }
 
-// note records the start of the spans e opens.
-func note(r *openRun, e *events.Event) error {
+// note records the start of the spans e opens (and, with CaptureContent,
+// what a model call was given).
+func (t *Traces) note(r *openRun, e *events.Event) error {
 	switch e.Stage {
 	case events.StageIntake:
 		r.startAt(e.Time)
@@ -154,8 +171,20 @@ func note(r *openRun, e *events.Event) error {
 			r.parent, r.hasStart = p.ParentTraceparent, true
 		}
 	case events.StageContextAssembled:
-		if r.chats[e.Step] == nil {
-			r.chats[e.Step] = &openChat{start: e.Time}
+		c := r.chats[e.Step]
+		if c == nil {
+			c = &openChat{}
+			r.chats[e.Step] = c
+		}
+		if c.start.IsZero() {
+			c.start = e.Time
+		}
+		if t.cfg.CaptureContent && c.input == nil {
+			var p events.ContextAssembled
+			if err := e.DecodeData(&p); err != nil {
+				return err
+			}
+			c.input = p.Messages
 		}
 	case events.StageToolBefore:
 		var p events.ToolBefore
@@ -186,7 +215,7 @@ func (t *Traces) recall(ctx context.Context, r *openRun, e *events.Event) {
 		if o.ID == e.ID {
 			return nil
 		}
-		return note(r, o)
+		return t.note(r, o)
 	})
 	if err != nil {
 		t.cfg.Logger.Warn("telemetry: the run's events could not be read back; spans start at their end", "run", e.RunID, "err", err)
@@ -285,7 +314,7 @@ func (t *Traces) endChat(ctx context.Context, r *openRun, e *events.Event) (func
 			return nil, nil
 		}
 	}
-	if c == nil || c.start.IsZero() {
+	if c == nil || c.start.IsZero() || t.cfg.CaptureContent && c.input == nil {
 		t.recall(ctx, r, e)
 		c = r.chats[e.Step]
 	}
@@ -298,6 +327,9 @@ func (t *Traces) endChat(ctx context.Context, r *openRun, e *events.Event) (func
 		id: tracectx.ChatSpan(e.RunID, e.Step), parent: tracectx.RunSpan(e.RunID),
 		start: c.start, end: e.Time, events: c.retries,
 		attrs: append(common(e), semconv.GenAIOperationNameChat, attribute.Int("hookbus.step", e.Step)),
+	}
+	if t.cfg.CaptureContent && c.input != nil {
+		s.attrs = append(s.attrs, semconv.GenAIInputMessagesKey.String(inputMessages(c.input)))
 	}
 	if e.Stage == events.StageModelFailed {
 		var p events.ModelFailed
@@ -327,6 +359,9 @@ func (t *Traces) endChat(ctx context.Context, r *openRun, e *events.Event) (func
 			s.attrs = append(s.attrs, semconv.GenAIResponseFinishReasons(p.FinishReason))
 		}
 		s.attrs = append(s.attrs, semconv.GenAIUsageInputTokens(p.Usage.InputTokens), semconv.GenAIUsageOutputTokens(p.Usage.OutputTokens))
+		if t.cfg.CaptureContent {
+			s.attrs = append(s.attrs, semconv.GenAIOutputMessagesKey.String(outputMessages(&p)))
+		}
 	}
 	t.span(s)
 	return func() { delete(r.chats, e.Step) }, nil
@@ -351,6 +386,12 @@ func (t *Traces) endTool(ctx context.Context, r *openRun, e *events.Event) (func
 	}
 	if p.Result.Mocked {
 		s.attrs = append(s.attrs, attribute.Bool("hookbus.tool.mocked", true))
+	}
+	if t.cfg.CaptureContent {
+		if len(p.Call.Arguments) > 0 {
+			s.attrs = append(s.attrs, semconv.GenAIToolCallArgumentsKey.String(string(p.Call.Arguments)))
+		}
+		s.attrs = append(s.attrs, semconv.GenAIToolCallResultKey.String(p.Result.Content))
 	}
 	if p.Result.IsError {
 		kind := "tool_error"
