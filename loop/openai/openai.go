@@ -56,10 +56,10 @@ type Model struct {
 var _ loop.Model = (*Model)(nil)
 
 // New returns a Model for cfg, filling BaseURL and APIKey from the
-// environment. It does no I/O. An error wraps ErrConfig.
+// environment. It does no I/O. An error wraps ErrInvalidConfig.
 func New(cfg Config) (*Model, error) {
 	if strings.TrimSpace(cfg.Model) == "" {
-		return nil, fmt.Errorf("%w: no model name", ErrConfig)
+		return nil, fmt.Errorf("%w: no model name", ErrInvalidConfig)
 	}
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = os.Getenv("OPENAI_BASE_URL")
@@ -71,10 +71,10 @@ func New(cfg Config) (*Model, error) {
 		cfg.APIKey = os.Getenv("OPENAI_API_KEY")
 	}
 	if cfg.APIKey == "" && strings.TrimRight(cfg.BaseURL, "/") == DefaultBaseURL {
-		return nil, fmt.Errorf("%w: no API key for %s (set OPENAI_API_KEY)", ErrConfig, DefaultBaseURL)
+		return nil, fmt.Errorf("%w: no API key for %s (set OPENAI_API_KEY)", ErrInvalidConfig, DefaultBaseURL)
 	}
 	if cfg.MaxTokens < 0 {
-		return nil, fmt.Errorf("%w: MaxTokens %d is negative", ErrConfig, cfg.MaxTokens)
+		return nil, fmt.Errorf("%w: MaxTokens %d is negative", ErrInvalidConfig, cfg.MaxTokens)
 	}
 	opts := []option.RequestOption{option.WithBaseURL(cfg.BaseURL), option.WithMaxRetries(0)}
 	if cfg.APIKey != "" {

@@ -117,8 +117,8 @@ func TestBashEnvironmentIsNotInherited(t *testing.T) {
 			t.Errorf("the command does not see %s:\n%s", want, got)
 		}
 	}
-	if _, err := tools.NewBash(tools.BashConfig{Root: t.TempDir(), Env: []string{"BAD-NAME"}}); !errors.Is(err, tools.ErrConfig) {
-		t.Errorf("NewBash with a bad Env name = %v, want ErrConfig", err)
+	if _, err := tools.NewBash(tools.BashConfig{Root: t.TempDir(), Env: []string{"BAD-NAME"}}); !errors.Is(err, tools.ErrInvalidConfig) {
+		t.Errorf("NewBash with a bad Env name = %v, want ErrInvalidConfig", err)
 	}
 }
 
