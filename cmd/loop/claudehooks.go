@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -126,10 +125,8 @@ type llmHandler struct {
 // naming it.
 func (l *llmHooks) parse(h claudecode.Handler) (*llmHandler, error) {
 	var lh llmHandler
-	dec := json.NewDecoder(bytes.NewReader(h.Raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&lh); err != nil {
-		return nil, fmt.Errorf("%s handler: %v (hookbus reads type, prompt, model, timeout, statusMessage, once)", h.Type, err)
+	if err := claudecode.DecodeHandler(h.Raw, h.Type, &lh); err != nil {
+		return nil, err
 	}
 	if lh.Prompt == "" {
 		return nil, fmt.Errorf("%s handler has no prompt", h.Type)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hookbus/hookbus/internal/proc"
 	"io"
 	"log/slog"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/hookbus/hookbus/internal/proc"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/hooks/claudecode"
@@ -139,13 +140,8 @@ func New(cfg Config, event claudecode.HookEvent, raw json.RawMessage) (*Hook, er
 		return nil, fmt.Errorf("%w: %q is not a Claude Code event hookbus maps", ErrInvalidConfig, event)
 	}
 	var h handler
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&h); err != nil {
-		return nil, fmt.Errorf("%w: command handler: %v (hookbus reads type, command, args, shell, async, timeout, statusMessage, once)", ErrInvalidConfig, err)
-	}
-	if h.Type != "" && h.Type != claudecode.TypeCommand {
-		return nil, fmt.Errorf("%w: handler of type %q is not a command hook", ErrInvalidConfig, h.Type)
+	if err := claudecode.DecodeHandler(raw, claudecode.TypeCommand, &h); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if h.Command == "" {
 		return nil, fmt.Errorf("%w: command handler has no command", ErrInvalidConfig)

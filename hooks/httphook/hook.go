@@ -89,13 +89,8 @@ func New(cfg Config, event claudecode.HookEvent, raw json.RawMessage) (*Hook, er
 		return nil, fmt.Errorf("%w: %q is not a Claude Code event hookbus maps", ErrInvalidConfig, event)
 	}
 	var h handler
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&h); err != nil {
-		return nil, fmt.Errorf("%w: http handler: %v (hookbus reads type, url, headers, allowedEnvVars, timeout, statusMessage, once)", ErrInvalidConfig, err)
-	}
-	if h.Type != "" && h.Type != claudecode.TypeHTTP {
-		return nil, fmt.Errorf("%w: handler of type %q is not an http hook", ErrInvalidConfig, h.Type)
+	if err := claudecode.DecodeHandler(raw, claudecode.TypeHTTP, &h); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	u, err := url.Parse(h.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
