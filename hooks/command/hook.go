@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -110,15 +109,9 @@ func Factory(cfg Config) claudecode.Factory {
 // background: the chain does not wait for it and what it answers changes
 // nothing. The error wraps ErrInvalidConfig and names what is wrong.
 func New(cfg Config, event claudecode.HookEvent, raw json.RawMessage) (*Hook, error) {
-	if cfg.Root == "" {
-		return nil, fmt.Errorf("%w: no Root", ErrInvalidConfig)
-	}
-	root, err := filepath.Abs(cfg.Root)
+	root, err := proc.Dir(cfg.Root)
 	if err != nil {
-		return nil, fmt.Errorf("%w: root %q: %v", ErrInvalidConfig, cfg.Root, err)
-	}
-	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%w: root %q is not a directory", ErrInvalidConfig, cfg.Root)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	cfg.Root = root
 	if cfg.MaxOutput == 0 {

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hookbus/hookbus/internal/proc"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/hookbus/hookbus/internal/proc"
 
 	"github.com/hookbus/hookbus/events"
 )
@@ -80,15 +80,9 @@ type Bash struct {
 // asked for is unknown, missing (no bwrap in PATH) or fails its trial run
 // (bubblewrap cannot make its namespaces here: the message says why).
 func NewBash(cfg BashConfig) (*Bash, error) {
-	if cfg.Root == "" {
-		return nil, fmt.Errorf("%w: Bash: Root is empty", ErrInvalidConfig)
-	}
-	dir, err := filepath.Abs(cfg.Root)
+	dir, err := proc.Dir(cfg.Root)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Bash: root %q: %v", ErrInvalidConfig, cfg.Root, err)
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%w: Bash: root %q is not a directory", ErrInvalidConfig, cfg.Root)
+		return nil, fmt.Errorf("%w: Bash: %w", ErrInvalidConfig, err)
 	}
 	cfg.Root = dir
 	if cfg.Timeout == 0 {
