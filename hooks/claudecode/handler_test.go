@@ -29,7 +29,7 @@ func TestDecodeHandler(t *testing.T) {
 		if got := errText(err); got != want {
 			t.Errorf("%s: %q, want %q", raw, got, want)
 		}
-		if err == nil && h.URL != "http://x" {
+		if err == nil && (h.URL != "http://x" || h.skipped) {
 			t.Errorf("%s: read %+v", raw, h)
 		}
 	}
