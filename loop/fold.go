@@ -101,12 +101,13 @@ func truncated(evs []*events.Event, run string) []*events.Event {
 	return out
 }
 
-// decisions holds the hook decisions that ended a chain, by the id of the
-// event decided on (hook.decided and hook.failed carry it).
-type decisions map[string]*events.HookDecided
+// decisions holds what the hooks decided on the events whose chain a
+// decision ended, by the id of the event decided on (hook.decided and
+// hook.failed carry it), as the chain's result read back from the record.
+type decisions map[string]*interceptors.ChainResult
 
 // add records e when it is a decision that ended a chain (deny, stop, mock,
-// ask, continue), or a failure that denied the event (policy fail).
+// ask), or a failure that denied the event (policy fail).
 func (d decisions) add(e *events.Event) {
 	switch e.Stage {
 	case events.StageHookDecided:
@@ -116,26 +117,25 @@ func (d decisions) add(e *events.Event) {
 		}
 		switch interceptors.Kind(p.Decision) {
 		case interceptors.Deny, interceptors.Stop, interceptors.Mock, interceptors.Ask:
-			d[p.EventID] = &p
+			d[p.EventID] = interceptors.RecordedResult(&p)
 		}
 	case events.StageHookFailed:
 		var p events.HookFailed
 		if e.DecodeData(&p) != nil || p.EventID == "" || p.Outcome != interceptors.FailedClosed {
 			return
 		}
-		d[p.EventID] = &events.HookDecided{Plugin: p.Plugin, Stage: p.Stage, Decision: string(interceptors.ClosedKind(p.Stage)),
-			Reason: interceptors.ClosedReason(p.Kind), EventID: p.EventID}
+		d[p.EventID] = interceptors.RecordedFailure(&p)
 	}
 }
 
 // ended returns the end a recorded decision put to the run (deny, stop),
 // or nil.
 func (d decisions) ended(eventID string) *errEnd {
-	p := d[eventID]
-	if p == nil {
+	out := d[eventID]
+	if out == nil {
 		return nil
 	}
-	return endOf(stageAction{kind: interceptors.Kind(p.Decision), reason: p.Reason, plugin: p.Plugin})
+	return endOf(out)
 }
 
 // decodeEvent decodes e's data into v. An event of the run being resumed
