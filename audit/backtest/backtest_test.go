@@ -3,6 +3,7 @@ package backtest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -82,8 +83,9 @@ func candidate(t *testing.T, seen *[]string) *interceptors.Chain {
 // that record, or when the record does not give back the stored payload,
 // the event is not sent.
 func TestBacktestRebuildsTheCandidatesInput(t *testing.T) {
-	const replaceCmd = `[{"op":"replace","path":"/call/arguments/cmd","value":%q}]`
-	patch := func(cmd string) string { b, _ := json.Marshal(cmd); return strings.Replace(replaceCmd, "%q", string(b), 1) }
+	patch := func(cmd string) string { // cmd is plain ASCII: Go's quoting is JSON's
+		return fmt.Sprintf(`[{"op":"replace","path":"/call/arguments/cmd","value":%q}]`, cmd)
+	}
 
 	cases := []struct {
 		name      string
