@@ -110,8 +110,8 @@ type decisions map[string]*events.HookDecided
 func (d decisions) add(e *events.Event) {
 	switch e.Stage {
 	case events.StageHookDecided:
-		var p events.HookDecided // audit only: one that does not decode ends nothing
-		if e.DecodeData(&p) != nil || p.EventID == "" || p.Shadow {
+		p, err := events.Data[events.HookDecided](e) // audit only: one that does not decode ends nothing
+		if err != nil || p.EventID == "" || p.Shadow {
 			return
 		}
 		switch interceptors.Kind(p.Decision) {
@@ -119,8 +119,8 @@ func (d decisions) add(e *events.Event) {
 			d[p.EventID] = &p
 		}
 	case events.StageHookFailed:
-		var p events.HookFailed
-		if e.DecodeData(&p) != nil || p.EventID == "" || p.Outcome != interceptors.FailedClosed {
+		p, err := events.Data[events.HookFailed](e)
+		if err != nil || p.EventID == "" || p.Outcome != interceptors.FailedClosed {
 			return
 		}
 		d[p.EventID] = &events.HookDecided{Plugin: p.Plugin, Stage: p.Stage, Decision: string(interceptors.ClosedKind(p.Stage)),
@@ -138,19 +138,19 @@ func (d decisions) ended(eventID string) *errEnd {
 	return endOf(stageAction{kind: interceptors.Kind(p.Decision), reason: p.Reason, plugin: p.Plugin})
 }
 
-// decodeEvent decodes e's data into v. An event of the run being resumed
-// (mine) that does not decode is an error: the run cannot go on from a
-// record it cannot read. Any other is skipped: decodeEvent returns false
-// and lists it in s.Skipped.
-func (s *Session) decodeEvent(e *events.Event, mine bool, v any) (bool, error) {
-	err := e.DecodeData(v)
+// decodeEvent decodes e's data as T, its stage's payload. An event of the
+// run being resumed (mine) that does not decode is an error: the run cannot
+// go on from a record it cannot read. Any other is skipped: decodeEvent
+// returns false and lists it in s.Skipped.
+func decodeEvent[T any](s *Session, e *events.Event, mine bool) (T, bool, error) {
+	p, err := events.Data[T](e)
 	if err == nil {
-		return true, nil
+		return p, true, nil
 	}
 	err = fmt.Errorf("%w: %v", ErrCorruptSession, err)
 	if mine {
-		return false, err
+		return p, false, err
 	}
 	s.Skipped = append(s.Skipped, err)
-	return false, nil
+	return p, false, nil
 }
