@@ -84,7 +84,7 @@ func truncated(evs []*events.Event, run string) []*events.Event {
 		if next != 0 && e.Seq != next && cut < 0 {
 			cut = i
 		}
-		if e.Stage == events.StageRunCompleted || e.Stage == events.StageRunFailed {
+		if e.Stage.Terminal() {
 			return evs // ended: its end is written after a flush of all before it
 		}
 		next = e.Seq + 1
