@@ -422,13 +422,11 @@ func resultOf(req *events.RunRequest, term *events.Event, st *runState) *Result 
 	}
 	res := &Result{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Events: st.events, Steps: term.Step, Ended: true}
 	if term.Stage == events.StageRunFailed {
-		var p events.RunFailed
-		_ = term.DecodeData(&p)
+		p, _ := events.Data[events.RunFailed](term)
 		res.Reason, res.Detail, res.Steps = ReasonFailed, p.Error, p.Steps
 		return res
 	}
-	var p events.RunCompleted
-	_ = term.DecodeData(&p)
+	p, _ := events.Data[events.RunCompleted](term)
 	res.Reason, res.Detail, res.Answer, res.Steps, res.Usage = p.Reason, p.Detail, p.Answer, p.Steps, p.Usage
 	return res
 }

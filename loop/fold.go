@@ -84,7 +84,7 @@ func truncated(evs []*events.Event, run string) []*events.Event {
 		if next != 0 && e.Seq != next && cut < 0 {
 			cut = i
 		}
-		if e.Stage == events.StageRunCompleted || e.Stage == events.StageRunFailed {
+		if e.Stage.Terminal() {
 			return evs // ended: its end is written after a flush of all before it
 		}
 		next = e.Seq + 1
@@ -111,8 +111,8 @@ type decisions map[string]*interceptors.ChainResult
 func (d decisions) add(e *events.Event) {
 	switch e.Stage {
 	case events.StageHookDecided:
-		var p events.HookDecided // audit only: one that does not decode ends nothing
-		if e.DecodeData(&p) != nil || p.EventID == "" || p.Shadow {
+		p, err := events.Data[events.HookDecided](e) // audit only: one that does not decode ends nothing
+		if err != nil || p.EventID == "" || p.Shadow {
 			return
 		}
 		switch interceptors.Kind(p.Decision) {
@@ -120,8 +120,8 @@ func (d decisions) add(e *events.Event) {
 			d[p.EventID] = interceptors.RecordedResult(&p)
 		}
 	case events.StageHookFailed:
-		var p events.HookFailed
-		if e.DecodeData(&p) != nil || p.EventID == "" || p.Outcome != interceptors.FailedClosed {
+		p, err := events.Data[events.HookFailed](e)
+		if err != nil || p.EventID == "" || p.Outcome != interceptors.FailedClosed {
 			return
 		}
 		d[p.EventID] = interceptors.RecordedFailure(&p)
@@ -138,19 +138,19 @@ func (d decisions) ended(eventID string) *errEnd {
 	return endOf(out)
 }
 
-// decodeEvent decodes e's data into v. An event of the run being resumed
-// (mine) that does not decode is an error: the run cannot go on from a
-// record it cannot read. Any other is skipped: decodeEvent returns false
-// and lists it in s.Skipped.
-func (s *Session) decodeEvent(e *events.Event, mine bool, v any) (bool, error) {
-	err := e.DecodeData(v)
+// decodeEvent decodes e's data as T, its stage's payload. An event of the
+// run being resumed (mine) that does not decode is an error: the run cannot
+// go on from a record it cannot read. Any other is skipped: decodeEvent
+// returns false and lists it in s.Skipped.
+func decodeEvent[T any](s *Session, e *events.Event, mine bool) (T, bool, error) {
+	p, err := events.Data[T](e)
 	if err == nil {
-		return true, nil
+		return p, true, nil
 	}
 	err = fmt.Errorf("%w: %v", ErrCorruptSession, err)
 	if mine {
-		return false, err
+		return p, false, err
 	}
 	s.Skipped = append(s.Skipped, err)
-	return false, nil
+	return p, false, nil
 }
