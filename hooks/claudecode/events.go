@@ -118,7 +118,7 @@ var table = [...]mapping{
 	{PostModelSwitch, "", nil, matchOther, 30 * time.Second},
 	{Stop, events.StageStop, []events.Stage{events.StageStop}, matchNothing, 0},
 	{StopFailure, events.StageRunFailed, nil, matchOther, 0},
-	{SessionEnd, events.StageRunCompleted, []events.Stage{events.StageRunCompleted, events.StageRunFailed}, matchReason, SessionEndBudget},
+	{SessionEnd, events.StageRunCompleted, events.TerminalStages(), matchReason, SessionEndBudget},
 }
 
 // Claude Code's default timeouts (docs/PROTOCOL.md, "Claude Code hooks").

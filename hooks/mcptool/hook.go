@@ -193,4 +193,3 @@ func lookup(doc map[string]any, path string) (any, bool) {
 	}
 	return cur, true
 }
-

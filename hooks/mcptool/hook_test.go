@@ -91,9 +91,9 @@ func TestMCPToolHook(t *testing.T) {
 func TestBadHandlers(t *testing.T) {
 	ss := servers(t)
 	for raw, want := range map[string]string{
-		`{"type": "mcp_tool", "server": "other", "tool": "scan"}`:         `server "other" is not one of the agent's MCP servers`,
-		`{"type": "mcp_tool", "server": "sec"}`:                           "names its server and tool",
-		`{"type": "mcp_tool", "server": "sec", "tool": "scan", "if": "x"}`: `unknown field "if"`,
+		`{"type": "mcp_tool", "server": "other", "tool": "scan"}`:            `server "other" is not one of the agent's MCP servers`,
+		`{"type": "mcp_tool", "server": "sec"}`:                              "names its server and tool",
+		`{"type": "mcp_tool", "server": "sec", "tool": "scan", "if": "x"}`:   `unknown field "if"`,
 		`{"type": "mcp_tool", "server": "sec", "tool": "scan", "input": []}`: "input is not a JSON object",
 	} {
 		if _, err := mcptool.New(mcptool.Config{Servers: ss}, claudecode.PreToolUse, json.RawMessage(raw)); !errors.Is(err, mcptool.ErrConfig) || !strings.Contains(err.Error(), want) {
