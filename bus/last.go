@@ -14,11 +14,11 @@ import (
 // LastEvent returns a session's last event of stage (every stage when
 // stage is ""), with its stream sequence in Stored, claim-checked data
 // fetched: one request to the server (the stream's last message on the
-// session's subject), whatever the session's length. It returns nil and no
-// error when the session has no such event; ErrMalformed... no: a last
-// message that is not a valid event is an error wrapping
-// events.ErrMalformedEvent (read the session instead). Other errors wrap
-// ErrConsumer (the stream cannot be read) or ErrClaimCheck.
+// session's subjects), whatever the session's length. It returns nil and
+// no error when the session has no such event. A last message that is not
+// a valid event is an error wrapping events.ErrMalformedEvent (read the
+// session instead); other errors wrap ErrConsumer (the stream cannot be
+// read) or ErrClaimCheck.
 func (b *Bus) LastEvent(ctx context.Context, agent, session string, stage events.Stage) (*events.Event, error) {
 	if err := events.ValidateID("agent", agent); err != nil {
 		return nil, err
