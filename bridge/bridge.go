@@ -266,6 +266,9 @@ func (b *Bridge) handle(ctx context.Context, in harness.Input, m *harness.Mapped
 	if err != nil {
 		return nil, err
 	}
+	if err := b.identify(ctx, in.Session(), st, m); err != nil {
+		return nil, err
+	}
 	p, err := b.newPlan(in, m)
 	if err != nil {
 		return nil, err

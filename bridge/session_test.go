@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -200,5 +201,70 @@ func TestReferenceSessions(t *testing.T) {
 			}
 			t.Logf("%s", stages(t, b, tc.h.Agent(), session))
 		})
+	}
+}
+
+// Gemini CLI's tool calls come without ids: each tool.before gets one, and
+// its tool.after the same, whether the calls run one after another (the
+// same command twice) or side by side.
+func TestCallsWithoutIDs(t *testing.T) {
+	b := bustest.StartBus(t)
+	br, err := bridge.New(bridge.Config{Store: b, Harness: gemini.Harness{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const s = "gemini-calls"
+	send := func(event, fields string) {
+		t.Helper()
+		in, err := gemini.Harness{}.Parse([]byte(`{"session_id": "` + s + `", "transcript_path": "/t", "cwd": "/w", "timestamp": "2026-01-01T00:00:00Z", "hook_event_name": "` + event + `"` + fields + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := br.HandleInput(context.Background(), in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shell := func(cmd string) string {
+		return `, "tool_name": "run_shell_command", "tool_input": {"command": "` + cmd + `"}`
+	}
+	result := func(cmd string) string {
+		return shell(cmd) + `, "tool_response": {"llmContent": "out of ` + cmd + `", "returnDisplay": ""}`
+	}
+	send("SessionStart", `, "source": "startup"`)
+	send("BeforeAgent", `, "prompt": "go"`)
+	send("BeforeTool", shell("ls"))
+	send("AfterTool", result("ls"))
+	send("BeforeTool", shell("ls"))
+	send("AfterTool", result("ls"))
+	send("BeforeTool", shell("a"))
+	send("BeforeTool", shell("b"))
+	send("BeforeTool", shell("b"))
+	send("AfterTool", result("a"))
+	send("AfterTool", result("b"))
+	send("AfterTool", result("b"))
+	evs, err := b.SessionEvents(context.Background(), gemini.DefaultAgent, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	befores := map[string]string{} // call id → command
+	var afters []string
+	for _, e := range evs {
+		switch e.Stage {
+		case events.StageToolBefore:
+			p, _ := events.Data[events.ToolBefore](e)
+			if p.Call.ID == "" || befores[p.Call.ID] != "" {
+				t.Fatalf("tool.before with call id %q: %s", p.Call.ID, e.Data)
+			}
+			befores[p.Call.ID] = string(p.Call.Arguments)
+		case events.StageToolAfter:
+			p, _ := events.Data[events.ToolAfter](e)
+			if befores[p.Call.ID] != string(p.Call.Arguments) || p.Result.CallID != p.Call.ID || slices.Contains(afters, p.Call.ID) {
+				t.Fatalf("tool.after of call %q (%s) pairs with no open tool.before: %v", p.Call.ID, p.Call.Arguments, befores)
+			}
+			afters = append(afters, p.Call.ID)
+		}
+	}
+	if len(befores) != 5 || len(afters) != 5 {
+		t.Fatalf("%d calls, %d ends: %s", len(befores), len(afters), stages(t, b, gemini.DefaultAgent, s))
 	}
 }
