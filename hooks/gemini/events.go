@@ -27,7 +27,9 @@ const DefaultHookLimit = 60 * time.Second
 // stages is the one table of Gemini CLI's events: the stage each is
 // recorded as; "" for those recorded as a harness.event (the model's
 // requests and its streamed chunks, the tool selection, notifications).
-// It is never written.
+// PreCompress is compact.before only when manual: an automatic one, which
+// Gemini CLI fires on every compression check, is a harness.event
+// (Input.Map). It is never written.
 var stages = [...]struct {
 	event string
 	stage events.Stage

@@ -99,12 +99,14 @@ func (in *Input) Raw() []byte { return in.raw }
 // each hook its own, in milliseconds.
 func (in *Input) Limit() time.Duration { return DefaultHookLimit }
 
-// Map returns the stage event the input is recorded as (StageOf), nil for
-// an event recorded as a harness.event. The error wraps ErrBadInput for a
+// Map returns the stage event the input is recorded as (StageOf; an
+// automatic PreCompress, which Gemini CLI fires before every model call
+// whether it compresses or not, is a harness.event), nil for an event
+// recorded as a harness.event. The error wraps ErrBadInput for a
 // tool event without tool_name or with a tool_input that is not an object.
 // Gemini CLI's calls have no id: their call id is empty.
 func (in *Input) Map() (*harness.Mapped, error) {
-	st := StageOf(in.HookEventName)
+	st := in.stage()
 	if st == "" {
 		return nil, nil
 	}
@@ -203,4 +205,15 @@ func text(raw json.RawMessage) string {
 		return *msg.Message
 	}
 	return string(raw)
+}
+
+// stage is the stage the input is recorded as: StageOf its event, but
+// none for a PreCompress of trigger auto (Gemini CLI fires it on every
+// compression check, before it knows whether it will compress; only a
+// manual one, /compress, is a compaction's start).
+func (in *Input) stage() events.Stage {
+	if in.HookEventName == PreCompress && in.Trigger != "manual" {
+		return ""
+	}
+	return StageOf(in.HookEventName)
 }

@@ -82,7 +82,7 @@ func (in *Input) AnswerOutput(out *harness.Outcome) (*Output, error) {
 	}
 	notes := append([]string(nil), out.Warnings...)
 	c := out.Chain
-	if c != nil && StageOf(in.HookEventName) != "" {
+	if c != nil && in.stage() != "" {
 		for _, r := range c.Records {
 			notes = append(notes, r.Warnings...)
 			if r.Failure != nil && r.Failure.Outcome == interceptors.FailedOpen {
@@ -180,7 +180,7 @@ func (in *Input) AnswerOutput(out *harness.Outcome) (*Output, error) {
 // harness.event proceed.
 func (in *Input) Outage(policy interceptors.Policy, cause error) *harness.Reply {
 	msg := fmt.Sprintf("hookbus could not record or check this %s event (%v)", in.HookEventName, cause)
-	st := StageOf(in.HookEventName)
+	st := in.stage()
 	if policy != interceptors.PolicyFail || !st.Interceptable() {
 		if st == "" {
 			return &harness.Reply{Stdout: []byte("{}")}
