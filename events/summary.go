@@ -43,7 +43,7 @@ func (e *Event) Summary() string {
 	case *ModelFailed:
 		return "error: " + p.Error
 	case *ToolBefore:
-		return p.Call.Name + string(compact(p.Call.Arguments))
+		return p.Call.Name + compact(p.Call.Arguments)
 	case *ToolResultRecord:
 		s := p.Call.Name + " → " + quote(p.Result.Content)
 		if p.Result.IsError {
@@ -72,7 +72,7 @@ func (e *Event) Summary() string {
 		}
 		return s
 	case *ApprovalRequested:
-		s := p.Call.Name + string(compact(p.Call.Arguments))
+		s := p.Call.Name + compact(p.Call.Arguments)
 		if p.Plugin != "" {
 			s += " asked by " + p.Plugin
 		}
@@ -135,28 +135,16 @@ func (e *Event) Summary() string {
 			s += ": " + p.Reason
 		}
 		if len(p.Patch) > 0 {
-			s += " patch " + string(compact(p.Patch))
+			s += " patch " + compact(p.Patch)
 		}
 		return s + fmt.Sprintf(" (%dµs)", p.LatencyUS)
 	case *HookFailed:
 		return fmt.Sprintf("%s %s %s (%s, %s): %s", p.Plugin, p.Stage, p.Kind, p.Policy, p.Outcome, p.Error)
 	}
-	return string(e.Data)
+	return string(ReadableJSON(e.Data))
 }
 
-func quote(s string) string {
-	const max = 120
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	return fmt.Sprintf("%q", s)
-}
+func quote(s string) string { return Quote(s, 120) }
 
-func compact(b []byte) []byte {
-	const max = 200
-	if len(b) > max {
-		return append(append([]byte(nil), b[:max]...), "…"...)
-	}
-	return b
-}
+// compact is JSON on one line for people (ReadableJSON), shortened.
+func compact(b []byte) string { return shorten(string(ReadableJSON(b)), 200) }
