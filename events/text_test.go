@@ -32,8 +32,8 @@ func TestQuote(t *testing.T) {
 func TestReadableJSON(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`{"command": "ls -la \u0026\u0026 cat main.py \u003e out.txt"}`, `{"command":"ls -la && cat main.py > out.txt"}`},
-		{`{"b":1,"a":"x \u003cy\u003e"}`, `{"b":1,"a":"x <y>"}`},                  // key order kept
-		{`{"q":"say \"hi\" \\u0026 go"}`, `{"q":"say \"hi\" \\u0026 go"}`},         // an escaped backslash, then text
+		{`{"b":1,"a":"x \u003cy\u003e"}`, `{"b":1,"a":"x <y>"}`},           // key order kept
+		{`{"q":"say \"hi\" \\u0026 go"}`, `{"q":"say \"hi\" \\u0026 go"}`}, // an escaped backslash, then text
 		{`["caf\u00e9", "\ud83d\ude00", "\u0022", "\u005c", "\u001b", "\ud800"]`, `["café","😀","\u0022","\u005c","\u001b","\ud800"]`},
 		{`{"n": 1.50e3, "big": 12345678901234567890}`, `{"n":1.50e3,"big":12345678901234567890}`},
 		{`not json \u0026`, `not json \u0026`},
