@@ -207,7 +207,9 @@ func TestReadmeGoSnippetsBuild(t *testing.T) {
 	home := t.TempDir()
 	mod := strings.TrimSpace(sh(t, home, env, strings.Join(setup[:tidy], "\n")+"\npwd"))
 	mod = mod[strings.LastIndex(mod, "\n")+1:]
-	var edit struct{ Replace []struct{ Old, New struct{ Path string } } }
+	var edit struct {
+		Replace []struct{ Old, New struct{ Path string } }
+	}
 	b, err := exec.Command("go", "mod", "edit", "-json", filepath.Join(mod, "go.mod")).Output()
 	if err != nil || json.Unmarshal(b, &edit) != nil || len(edit.Replace) != 1 || edit.Replace[0].Old.Path != "github.com/hookbus/hookbus" {
 		t.Fatalf("the module README.md's commands make replaces %s (%v), not github.com/hookbus/hookbus alone", b, err)
