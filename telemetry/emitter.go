@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
@@ -101,9 +102,6 @@ type Tailer interface {
 	Tail(ctx context.Context, f bus.Filter, fn func(*events.Event) error) error
 }
 
-// approvalStages are the stages that say which approvals wait.
-var approvalStages = []events.Stage{events.StageApprovalRequested, events.StageApprovalResolved, events.StageRunCompleted, events.StageRunFailed}
-
 // FollowApprovals keeps hookbus_approvals_pending true for the whole bus
 // in a process that sees only some events (a worker sees its own): it
 // reads the approvals recorded so far, then follows new ones until ctx
@@ -113,7 +111,7 @@ func (m *Metrics) FollowApprovals(ctx context.Context, b Tailer) (<-chan error, 
 	var last uint64
 	observe := func(e *events.Event) error {
 		m.mu.Lock()
-		if e.Stage == events.StageApprovalRequested || e.Stage == events.StageApprovalResolved {
+		if e.Stage.Group() == events.GroupApproval {
 			m.foldApproval(e)
 		} else {
 			delete(m.approvals, e.RunID)
@@ -122,12 +120,12 @@ func (m *Metrics) FollowApprovals(ctx context.Context, b Tailer) (<-chan error, 
 		last = max(last, e.Stored)
 		return nil
 	}
-	if _, err := b.Replay(ctx, bus.Filter{Stages: approvalStages}, observe); err != nil {
+	if _, err := b.Replay(ctx, bus.Filter{Stages: audit.ApprovalStages}, observe); err != nil {
 		return nil, err
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- b.Tail(ctx, bus.Filter{Stages: approvalStages, From: last + 1}, observe)
+		done <- b.Tail(ctx, bus.Filter{Stages: audit.ApprovalStages, From: last + 1}, observe)
 	}()
 	return done, nil
 }
@@ -137,16 +135,14 @@ func (m *Metrics) FollowApprovals(ctx context.Context, b Tailer) (<-chan error, 
 func (m *Metrics) foldApproval(e *events.Event) {
 	switch e.Stage {
 	case events.StageApprovalRequested:
-		var p events.ApprovalRequested
-		if e.DecodeData(&p) == nil && p.Call.ID != "" {
+		if p, err := events.Data[events.ApprovalRequested](e); err == nil && p.Call.ID != "" {
 			if m.approvals[e.RunID] == nil {
 				m.approvals[e.RunID] = map[string]bool{}
 			}
 			m.approvals[e.RunID][p.Call.ID] = true
 		}
 	case events.StageApprovalResolved:
-		var p events.ApprovalResolved
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.ApprovalResolved](e); err == nil {
 			delete(m.approvals[e.RunID], p.CallID)
 			if len(m.approvals[e.RunID]) == 0 {
 				delete(m.approvals, e.RunID)

@@ -144,8 +144,7 @@ func (m *Metrics) Observe(e *events.Event) {
 	defer m.mu.Unlock()
 	switch e.Stage {
 	case events.StageRunStarted:
-		var p events.RunStarted
-		if e.DecodeData(&p) == nil && !p.Resumed {
+		if p, err := events.Data[events.RunStarted](e); err == nil && !p.Resumed {
 			m.runsStarted.WithLabelValues(e.AgentID).Inc()
 		}
 		m.startRun(e.RunID, e.AgentID)
@@ -161,8 +160,7 @@ func (m *Metrics) Observe(e *events.Event) {
 	case events.StageContextAssembled:
 		m.clock(e.RunID).chats[e.Step] = e.Time
 	case events.StageModelResponded:
-		var p events.ModelResponded
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.ModelResponded](e); err == nil {
 			m.endChat(e, p.Provider, "ok")
 			m.tokens.WithLabelValues(e.AgentID, p.Provider, p.Model, "input").Add(float64(max(p.Usage.InputTokens, 0)))
 			m.tokens.WithLabelValues(e.AgentID, p.Provider, p.Model, "output").Add(float64(max(p.Usage.OutputTokens, 0)))
@@ -171,30 +169,25 @@ func (m *Metrics) Observe(e *events.Event) {
 			}
 		}
 	case events.StageModelFailed:
-		var p events.ModelFailed
-		if e.DecodeData(&p) == nil && p.RetryInMS == 0 {
+		if p, err := events.Data[events.ModelFailed](e); err == nil && p.RetryInMS == 0 {
 			m.endChat(e, p.Provider, "failed")
 		}
 	case events.StageToolBefore:
-		var p events.ToolBefore
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.ToolBefore](e); err == nil {
 			if _, ok := m.clock(e.RunID).tools[p.Call.ID]; !ok {
 				m.open[e.RunID].tools[p.Call.ID] = e.Time
 			}
 		}
 	case events.StageToolAfter:
-		var p events.ToolAfter
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.ToolAfter](e); err == nil {
 			m.endTool(e, &p)
 		}
 	case events.StageHookDecided:
-		var p events.HookDecided
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.HookDecided](e); err == nil {
 			m.hookCalls.WithLabelValues(p.Plugin, string(p.Stage), p.Decision).Observe(float64(p.LatencyUS) / 1e6)
 		}
 	case events.StageHookFailed:
-		var p events.HookFailed
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.HookFailed](e); err == nil {
 			m.hookCalls.WithLabelValues(p.Plugin, string(p.Stage), "failed").Observe(float64(p.LatencyUS) / 1e6)
 			m.hookFailures.WithLabelValues(p.Plugin, string(p.Stage), p.Kind).Inc()
 		}
@@ -204,8 +197,7 @@ func (m *Metrics) Observe(e *events.Event) {
 	case events.StageApprovalResolved:
 		m.foldApproval(e)
 	case events.StageRunCompleted:
-		var p events.RunCompleted
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.RunCompleted](e); err == nil {
 			m.runsEnded.WithLabelValues(e.AgentID, p.Reason).Inc()
 		}
 		delete(m.open, e.RunID)

@@ -164,8 +164,8 @@ func (t *Traces) note(r *openRun, e *events.Event) error {
 	case events.StageRunStarted:
 		r.startAt(e.Time)
 		if !r.hasStart {
-			var p events.RunStarted
-			if err := e.DecodeData(&p); err != nil {
+			p, err := events.Data[events.RunStarted](e)
+			if err != nil {
 				return err
 			}
 			r.parent, r.hasStart = p.ParentTraceparent, true
@@ -187,8 +187,8 @@ func (t *Traces) note(r *openRun, e *events.Event) error {
 			c.input = p.Messages
 		}
 	case events.StageToolBefore:
-		var p events.ToolBefore
-		if err := e.DecodeData(&p); err != nil {
+		p, err := events.Data[events.ToolBefore](e)
+		if err != nil {
 			return err
 		}
 		if _, ok := r.tools[p.Call.ID]; !ok {
@@ -224,14 +224,14 @@ func (t *Traces) recall(ctx context.Context, r *openRun, e *events.Event) {
 
 // end builds the spans e ends; done forgets their starts once exported.
 func (t *Traces) end(ctx context.Context, r *openRun, e *events.Event) (done func(), err error) {
-	switch e.Stage {
-	case events.StageModelResponded, events.StageModelFailed:
+	switch {
+	case e.Stage == events.StageModelResponded, e.Stage == events.StageModelFailed:
 		return t.endChat(ctx, r, e)
-	case events.StageToolAfter:
+	case e.Stage == events.StageToolAfter:
 		return t.endTool(ctx, r, e)
-	case events.StageHookDecided, events.StageHookFailed:
+	case e.Stage.Group() == events.GroupHook:
 		return nil, t.hookSpan(e)
-	case events.StageRunCompleted, events.StageRunFailed:
+	case e.Stage.Terminal():
 		return t.endRun(ctx, r, e)
 	}
 	return nil, nil
@@ -272,8 +272,7 @@ func (t *Traces) span(s spanSpec) {
 	}
 	_, sp := t.tracer.Start(ctx, s.name, trace.WithTimestamp(s.start), trace.WithSpanKind(s.kind), trace.WithAttributes(s.attrs...))
 	for _, f := range s.events {
-		var p events.ModelFailed
-		_ = f.DecodeData(&p)
+		p, _ := events.Data[events.ModelFailed](f)
 		sp.AddEvent("model.failed", trace.WithTimestamp(f.Time), trace.WithAttributes(
 			attribute.String("error.message", p.Error), attribute.String("error.type", p.Type),
 			attribute.Int("hookbus.model.attempt", p.Attempt), attribute.Int64("hookbus.model.retry_in_ms", p.RetryInMS)))
@@ -301,8 +300,8 @@ func common(e *events.Event) []attribute.KeyValue {
 func (t *Traces) endChat(ctx context.Context, r *openRun, e *events.Event) (func(), error) {
 	c := r.chats[e.Step]
 	if e.Stage == events.StageModelFailed {
-		var p events.ModelFailed
-		if err := e.DecodeData(&p); err != nil {
+		p, err := events.Data[events.ModelFailed](e)
+		if err != nil {
 			return nil, err
 		}
 		if p.RetryInMS > 0 { // retried: an event of the call's span
@@ -332,8 +331,7 @@ func (t *Traces) endChat(ctx context.Context, r *openRun, e *events.Event) (func
 		s.attrs = append(s.attrs, semconv.GenAIInputMessagesKey.String(inputMessages(c.input)))
 	}
 	if e.Stage == events.StageModelFailed {
-		var p events.ModelFailed
-		_ = e.DecodeData(&p)
+		p, _ := events.Data[events.ModelFailed](e)
 		kind := p.Type
 		if kind == "" {
 			kind = semconv.ErrorTypeOther.Value.AsString()
@@ -344,8 +342,8 @@ func (t *Traces) endChat(ctx context.Context, r *openRun, e *events.Event) (func
 			s.attrs = append(s.attrs, semconv.GenAIProviderNameKey.String(p.Provider))
 		}
 	} else {
-		var p events.ModelResponded
-		if err := e.DecodeData(&p); err != nil {
+		p, err := events.Data[events.ModelResponded](e)
+		if err != nil {
 			return nil, err
 		}
 		if p.Model != "" {
@@ -368,8 +366,8 @@ func (t *Traces) endChat(ctx context.Context, r *openRun, e *events.Event) (func
 }
 
 func (t *Traces) endTool(ctx context.Context, r *openRun, e *events.Event) (func(), error) {
-	var p events.ToolAfter
-	if err := e.DecodeData(&p); err != nil {
+	p, err := events.Data[events.ToolAfter](e)
+	if err != nil {
 		return nil, err
 	}
 	start, ok := r.tools[p.Call.ID]
@@ -420,16 +418,16 @@ func (t *Traces) endRun(ctx context.Context, r *openRun, e *events.Event) (func(
 		s.parent = p.Span
 	}
 	if e.Stage == events.StageRunFailed {
-		var p events.RunFailed
-		if err := e.DecodeData(&p); err != nil {
+		p, err := events.Data[events.RunFailed](e)
+		if err != nil {
 			return nil, err
 		}
 		s.status, s.desc = codes.Error, oneLine(p.Error)
 		s.attrs = append(s.attrs, semconv.ErrorTypeKey.String("run_failed"), attribute.String("hookbus.run.reason", "failed"),
 			attribute.Int("hookbus.run.steps", p.Steps))
 	} else {
-		var p events.RunCompleted
-		if err := e.DecodeData(&p); err != nil {
+		p, err := events.Data[events.RunCompleted](e)
+		if err != nil {
 			return nil, err
 		}
 		s.attrs = append(s.attrs, attribute.String("hookbus.run.reason", p.Reason), attribute.Int("hookbus.run.steps", p.Steps),
@@ -454,8 +452,8 @@ func (t *Traces) hookSpan(e *events.Event) error {
 		s               = spanSpec{trace: tc.Trace, parent: tc.Span, end: e.Time, kind: trace.SpanKindInternal}
 	)
 	if e.Stage == events.StageHookDecided {
-		var p events.HookDecided
-		if err := e.DecodeData(&p); err != nil {
+		p, err := events.Data[events.HookDecided](e)
+		if err != nil {
 			return err
 		}
 		plugin, stage, eventID, latency = p.Plugin, p.Stage, p.EventID, p.LatencyUS
@@ -470,8 +468,8 @@ func (t *Traces) hookSpan(e *events.Event) error {
 			s.attrs = append(s.attrs, attribute.String("hookbus.hook.patch", string(p.Patch)))
 		}
 	} else {
-		var p events.HookFailed
-		if err := e.DecodeData(&p); err != nil {
+		p, err := events.Data[events.HookFailed](e)
+		if err != nil {
 			return err
 		}
 		plugin, stage, eventID, latency = p.Plugin, p.Stage, p.EventID, p.LatencyUS
