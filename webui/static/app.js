@@ -481,7 +481,7 @@ function timeline(v, first) {
   for (const e of v.entries) {
     if (e.decision && on.has(e.decision.event_id)) continue; // drawn inside its event
     if (e.stage === "step.started") {
-      rows.push(h("li", { class: "step-head", dataset: { stage: e.stage, id: e.id } }, offsetEl(e, first), h("span", {}, "Step " + (e.step || (e.data && e.data.step) || ""))));
+      rows.push(h("li", { class: "step-head", dataset: { stage: e.stage, id: e.id, time: e.time } }, offsetEl(e, first), h("span", {}, "Step " + (e.step || (e.data && e.data.step) || ""))));
       continue;
     }
     rows.push(e.decision ? decisionRow(e, first) : eventRow(e, first, on.get(e.id)));
@@ -507,7 +507,7 @@ function toggle(id) {
 
 function eventRow(e, first, decisions) {
   const open = state.expanded.has(e.id);
-  return h("li", { class: "ev kind-" + e.kind + (e.failed ? " failed" : "") + (decisions ? " decided" : ""), dataset: { stage: e.stage, id: e.id } },
+  return h("li", { class: "ev kind-" + e.kind + (e.failed ? " failed" : "") + (decisions ? " decided" : ""), dataset: { stage: e.stage, id: e.id, time: e.time } },
     offsetEl(e, first),
     h("span", { class: "stage" }, stageLabel[e.stage] || e.stage),
     h("button", { class: "summary", type: "button", "aria-expanded": open ? "true" : "false", title: "show the payload", onclick: () => toggle(e.id) },
@@ -526,7 +526,7 @@ function summaryText(e) {
 function decisionRow(e, first) {
   const d = e.decision, open = state.expanded.has(e.id);
   const hasDiff = d.diff && d.diff.lines && d.diff.lines.length;
-  return h("li", { class: "ev decision dec-row-" + d.decision, dataset: { stage: e.stage, id: e.id, decision: d.decision, on: d.event_id || "" } },
+  return h("li", { class: "ev decision dec-row-" + d.decision, dataset: { stage: e.stage, id: e.id, time: e.time, decision: d.decision, on: d.event_id || "" } },
     offsetEl(e, first),
     h("span", { class: "stage" }, e.stage === "hook.failed" ? "hook failed" : "hook"),
     h("div", { class: "dec-body" },
@@ -656,6 +656,13 @@ function header(config) {
     }
   }
 }
+
+// An address of the earlier hash routes, typed or followed on this page,
+// loads its view.
+window.addEventListener("hashchange", () => {
+  const legacy = legacyHash();
+  if (legacy !== null) location.replace(legacy);
+});
 
 async function init() {
   const legacy = legacyHash();
