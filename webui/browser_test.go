@@ -170,6 +170,13 @@ func TestBrowserFinishedRun(t *testing.T) {
 		t.Fatalf("the runs list has live regions %v; only a run's live badge is one", got)
 	}
 
+	br.do("open the session", chromedp.Click(chromedp.CSS(`.sessions a[href*="billing-7"]`)), chromedp.WaitVisible(chromedp.CSS(`.sessions li.active`)))
+	if n := eval[int](br, `document.querySelectorAll("tr[data-run]").length`); n != 1 {
+		t.Fatalf("the session billing-7 lists %d runs; want the planner's", n)
+	}
+	br.shot("sessions")
+	br.axe("a session's runs")
+
 	br.do("open the run", chromedp.Click(chromedp.CSS(`tr[data-run="`+res.RunID+`"] td.prompt a`)), chromedp.WaitVisible(chromedp.CSS(".timeline")))
 	// Each hook decision is drawn inside the event it decided (recorded
 	// just before it), in record order; times never run backwards.
@@ -200,6 +207,12 @@ func TestBrowserFinishedRun(t *testing.T) {
 	}
 	if s := eval[string](br, `document.querySelector(".run-head .pill").textContent`); s != "done" {
 		t.Fatalf("status %q", s)
+	}
+	if s := eval[string](br, `document.querySelector(".attempts li").textContent`); !strings.Contains(s, "build-7:4242") || !strings.Contains(s, "planner v3") || !strings.Contains(s, "scripted:script") || strings.Contains(s, "scripted:scripted") {
+		t.Fatalf("the attempt says %q; want its worker, definition and model", s)
+	}
+	if s := eval[string](br, `document.querySelector(".timeline .offset").title`); !strings.Contains(s, "Z)") {
+		t.Fatalf("an offset's title %q does not give the ISO time", s)
 	}
 	if s := eval[string](br, `document.querySelector(".run-head .verify.ok").textContent`); s != "✓ record intact, signed by "+pub {
 		t.Fatalf("the verification badge says %q", s)
@@ -412,6 +425,12 @@ func TestBrowserApproval(t *testing.T) {
 	}
 	br.shot("approvals-readonly")
 	br.axe("the approvals, read-only")
+	br.do("open the runs read-only", chromedp.Navigate(ro.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`tr[data-run="`+req.RunID+`"]`)))
+	if s := eval[string](br, `document.querySelector('tr[data-run="`+req.RunID+`"] td.took').textContent`); !strings.HasPrefix(s, "waiting for approval, ") {
+		t.Fatalf("a waiting run took %q; want waiting for approval, and for how long", s)
+	}
+	br.shot("runs-waiting")
+	br.axe("the runs, one waiting")
 
 	br.do("open the page signed out", chromedp.Navigate(rw.URL+"/#/approvals"), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
 	br.shot("login")

@@ -140,10 +140,14 @@ function empty(title, ...hint) {
   return h("div", { class: "empty" }, h("h2", {}, title), h("p", {}, ...hint));
 }
 function failure(message, what) {
-  return h("div", { class: "error", role: "alert" }, h("h2", {}, "Could not load " + what),
+  const missing = message.startsWith("not found");
+  return h("div", { class: "error", role: "alert" }, h("h2", {}, (missing ? "Not found: " : "Could not load ") + what),
     h("p", {}, message),
-    h("p", { class: "muted" }, "Is the bus still reachable? Check the terminal running observer ui, then ",
-      h("a", { href: location.search || "./" }, "try again"), "."));
+    missing
+      ? h("p", { class: "muted" }, "Check the address, or find it in the ", h("a", { href: "./" }, "runs list"),
+        " (widen its window: a run older than the stream keeps is gone).")
+      : h("p", { class: "muted" }, "Is the bus still reachable? Check the terminal running observer ui, then ",
+        h("a", { href: location.search || "./" }, "try again"), "."));
 }
 
 // field is a form control with its visible label.
@@ -265,7 +269,7 @@ async function showRuns(main, params, data, stale) {
         h("a", { href: runsHref({ agent: s.agent_id, session: s.session_id, since: sinceParam }) },
           h("span", { class: "sess-name" }, s.session_id), h("span", { class: "sess-agent" }, s.agent_id)),
         h("span", { class: "sess-meta" }, s.runs + (s.runs === 1 ? " run" : " runs"),
-          s.waiting ? h("span", { class: "pill status-waiting" }, s.waiting + " waiting") : null, " · last ", timeEl(s.last_activity))))),
+          s.waiting ? [" ", h("span", { class: "pill status-waiting" }, s.waiting + " waiting")] : null, " · last ", timeEl(s.last_activity))))),
     (f.agent || f.session) ? h("a", { class: "clear", href: runsHref({ since: sinceParam }) }, "Show all sessions") : null);
 
   let body;
@@ -403,7 +407,7 @@ function attempts(v) {
       cur = { n: out.length + 1, time: e.time, resumed: !!d.resumed, worker: d.worker, definition: d.definition, previous: d.previous_definition, models: [] };
       out.push(cur);
     } else if (cur && e.stage === "model.responded" && e.data && e.data.model) {
-      const m = (e.data.provider ? e.data.provider + ":" : "") + e.data.model;
+      const p = e.data.provider, m = p && !e.data.model.startsWith(p + ":") ? p + ":" + e.data.model : e.data.model;
       if (!cur.models.includes(m)) cur.models.push(m);
     }
   }
