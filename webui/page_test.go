@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/bus/runs"
@@ -197,7 +198,7 @@ func TestAbandonedRunsAndRemovedPlugins(t *testing.T) {
 	worker := &events.Worker{Name: "build-7:4242", Host: "build-7"}
 	eng, err := loop.New(loop.Config{Emitter: b, History: b, Hooks: hooks, Worker: worker, Tools: []loop.Tool{deploy, clock()},
 		Model: scripted.New(&scripted.Script{Replies: []scripted.Reply{
-			{Content: "Deploying.", ToolCalls: []scripted.ToolCall{{Name: "clock", Arguments: json.RawMessage(`{}`)}, {Name: "deploy", Arguments: json.RawMessage(`{}`)}}},
+			{Content: "Deploying.", ToolCalls: []scripted.ToolCall{{Name: "clock", Arguments: json.RawMessage(`{}`)}, {Name: "deploy", Arguments: json.RawMessage(`{"command":"make build && ./deploy > deploy.log"}`)}}},
 			{Content: "Done."}}})})
 	if err != nil {
 		t.Fatal(err)
@@ -251,4 +252,44 @@ func TestAbandonedRunsAndRemovedPlugins(t *testing.T) {
 			t.Fatalf("plugin %s: %q, want %q (all: %v)", p, stats.Registry[p], st, stats.Registry)
 		}
 	}
+	// Text for people: the call's arguments as written, no \u0026.
+	const command = `{"command":"make build && ./deploy > deploy.log"}`
+	found := false
+	for _, e := range v.Entries {
+		if e.Stage == events.StageToolBefore && strings.Contains(e.Summary, "deploy") {
+			found = true
+			if !strings.Contains(e.Summary, command) {
+				t.Fatalf("the deploy call's summary %q; want %s", e.Summary, command)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no deploy call in the timeline")
+	}
+
+	br := newBrowser(t)
+	br.do("open the runs", chromedp.Navigate(gone+"/"), chromedp.WaitVisible(chromedp.CSS(`tr[data-run="`+run+`"]`)))
+	if s := eval[string](br, `document.querySelector('tr[data-run] .pill').textContent`); s != "abandoned" {
+		t.Fatalf("an abandoned run's status says %q", s)
+	}
+	if s := eval[string](br, `document.querySelector('tr[data-run] td.took').textContent`); !strings.HasPrefix(s, "abandoned, nothing recorded for ") {
+		t.Fatalf("an abandoned run took %q", s)
+	}
+	br.shot("runs-abandoned")
+	br.axe("the runs, one abandoned")
+	br.do("open the run", chromedp.Navigate(gone+"/?run="+run+"&agent=deployer&session=s1"), chromedp.WaitVisible(chromedp.CSS(`.timeline`)))
+	if s := eval[string](br, `document.querySelector(".run-head .abandoned").textContent`); !strings.Contains(s, "build-7:4242") {
+		t.Fatalf("the abandoned run's page says %q; want its worker named", s)
+	}
+	if s := eval[string](br, `document.querySelector(".timeline").textContent`); !strings.Contains(s, command) || strings.Contains(s, `\u0026`) {
+		t.Fatalf("the timeline does not show %s as written:\n%s", command, s)
+	}
+	br.shot("run-abandoned")
+	br.axe("an abandoned run")
+	br.do("open the plugins", chromedp.Navigate(gone+"/?view=plugins"), chromedp.WaitVisible(chromedp.CSS(`tr[data-plugin="old-guard"]`)))
+	if s := eval[string](br, `document.querySelector('tr[data-plugin="old-guard"] .reg').textContent`); s != "removed from the registry" {
+		t.Fatalf("the removed plugin is marked %q", s)
+	}
+	br.shot("plugins-registry")
+	br.axe("the plugins, one removed")
 }

@@ -392,7 +392,7 @@ function renderLiveBadge(err) {
   if (err) { el.className = "live failed"; el.textContent = "live updates stopped: " + err; return; }
   const on = state.live !== null;
   el.className = on ? "live on" : "live";
-  el.textContent = on ? "live" : "";
+  el.textContent = on ? "live updates" : "";
 }
 
 // attempts lists the run's attempts (one per run.started): when each
@@ -535,7 +535,7 @@ function decisionRow(e, first) {
     h("span", { class: "stage" }, e.stage === "hook.failed" ? "hook failed" : "hook"),
     h("div", { class: "dec-body" },
       h("div", { class: "dec-line" }, decisionPill(d.decision), h("b", { class: "plugin" }, d.plugin),
-        h("span", { class: "muted" }, " on " + d.stage + " · " + us(d.latency_us) + (d.remote ? " · remote" : " · in-process")),
+        h("span", { class: "muted" }, " on " + d.stage + " · " + us(d.latency_us) + (d.remote ? " · remote" : d.fail_kind ? "" : " · in-process")),
         d.fail_kind ? h("span", { class: "muted" }, " · " + d.fail_kind + ", policy " + d.policy + " → " + (d.outcome || "").replace("_", " ")) : null,
         hasDiff ? h("button", { class: "diff-toggle", type: "button", "aria-expanded": open ? "true" : "false", onclick: () => toggle(e.id) }, open ? "hide change" : "show change") : null),
       d.reason ? h("div", { class: "reason" }, "“" + d.reason + "”") : null,
