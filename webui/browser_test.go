@@ -464,6 +464,10 @@ func TestBrowserApproval(t *testing.T) {
 	if !strings.Contains(resolved, "approve by alice (web, vouched for by NATS user anonymous)") {
 		t.Fatalf("approval.resolved row %q does not say who answered", resolved)
 	}
+	asked := eval[string](br, `document.querySelector('.timeline li[data-stage="approval.requested"]').textContent`)
+	if !strings.Contains(asked, "(expires 20") || strings.Contains(asked, "Z)") {
+		t.Fatalf("approval.requested row %q: want its expiry in the page's date format (local time)", asked)
+	}
 	br.shot("approved-run")
 	br.axe("an approved run")
 	br.do("sign out", chromedp.Click(chromedp.CSS(`.signout button`)), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))

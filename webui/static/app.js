@@ -524,6 +524,8 @@ function eventRow(e, first, decisions) {
 function summaryText(e) {
   let s = e.summary || "";
   if (e.subject && e.kind === "tool" && s.startsWith(e.subject)) s = s.slice(e.subject.length).replace(/^ → /, "→ ");
+  // The page's one date format: an approval's expiry in local time.
+  if (e.stage === "approval.requested") s = s.replace(/\(expires ([^ )]+)\)$/, (all, t) => isNaN(new Date(t)) ? all : "(expires " + localTime(t) + ")");
   return s;
 }
 
