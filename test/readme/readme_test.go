@@ -135,15 +135,58 @@ func source(t *testing.T, s snippet, pkg string) (string, error) {
 	return strings.Replace(body, "\n\nfunc snippet", "\n\nimport (\n"+imp.String()+")\n\nfunc snippet", 1), nil
 }
 
-// TestReadmeGoSnippetsBuild builds every ```go block of README.md with
-// go build, the snippets placed (through -overlay, writing nothing in the
-// tree) in packages test/readme/snippets/sN of this module.
+// setupBlock is the ```sh block of the README that makes a module of the
+// reader's depend on their clone (a replace directive), as lines.
+func setupBlock(t *testing.T, readme string) []string {
+	t.Helper()
+	var cur []string
+	in := false
+	for _, l := range strings.Split(readme, "\n") {
+		switch {
+		case !in && strings.TrimSpace(l) == "```sh":
+			in, cur = true, nil
+		case in && strings.TrimSpace(l) == "```":
+			in = false
+			if slices.ContainsFunc(cur, func(l string) bool { return strings.HasPrefix(l, "go mod edit -replace github.com/hookbus/hookbus=") }) {
+				return cur
+			}
+		case in:
+			cur = append(cur, l)
+		}
+	}
+	t.Fatal("README.md has no ```sh block with go mod edit -replace github.com/hookbus/hookbus=...: the reader's module setup")
+	return nil
+}
+
+// sh runs script with sh -e in dir, in env; it returns its output.
+func sh(t *testing.T, dir string, env []string, script string) string {
+	t.Helper()
+	cmd := exec.Command("sh", "-ec", script)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("README.md's module setup, run as\n%s\nfails: %v\n%s", script, err, out)
+	}
+	return string(out)
+}
+
+// TestReadmeGoSnippetsBuild builds every ```go block of README.md as a
+// reader would: in a module of their own outside this tree, made by the
+// README's own commands (its ```sh block with go mod edit -replace), whose
+// replace directive points at their clone (this tree). Each snippet is a
+// package of that module (test/readme's sN); go mod tidy and go build run
+// there. Nothing is downloaded: the modules come from the module cache
+// (GOPROXY=off), and tidy is given -e because the test-only modules of some
+// dependencies are not in it (a reader's tidy downloads them).
 func TestReadmeGoSnippetsBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds with the go command")
 	}
 	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
+	root, err := filepath.Abs(filepath.Join(filepath.Dir(file), "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -152,9 +195,33 @@ func TestReadmeGoSnippetsBuild(t *testing.T) {
 	if len(all) == 0 {
 		t.Fatal("no ```go block in README.md")
 	}
-	tmp := t.TempDir()
-	overlay := map[string]map[string]string{"Replace": {}}
-	var pkgs []string
+	setup := setupBlock(t, string(readme))
+	env := append(os.Environ(), "GOWORK=off", "GOPROXY=off", "GOSUMDB=off", "GOFLAGS=-mod=mod")
+
+	// The README's commands up to go mod tidy make the module; the
+	// snippets go in it; then tidy, and go build for go run.
+	tidy := slices.IndexFunc(setup, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "go mod tidy") })
+	if tidy < 0 {
+		t.Fatal("README.md's module setup runs no go mod tidy")
+	}
+	home := t.TempDir()
+	mod := strings.TrimSpace(sh(t, home, env, strings.Join(setup[:tidy], "\n")+"\npwd"))
+	mod = mod[strings.LastIndex(mod, "\n")+1:]
+	var edit struct {
+		Replace []struct{ Old, New struct{ Path string } }
+	}
+	b, err := exec.Command("go", "mod", "edit", "-json", filepath.Join(mod, "go.mod")).Output()
+	if err != nil || json.Unmarshal(b, &edit) != nil || len(edit.Replace) != 1 || edit.Replace[0].Old.Path != "github.com/hookbus/hookbus" {
+		t.Fatalf("the module README.md's commands make replaces %s (%v), not github.com/hookbus/hookbus alone", b, err)
+	}
+	clone := edit.Replace[0].New.Path
+	if !filepath.IsAbs(clone) {
+		clone = filepath.Join(mod, clone)
+	}
+	if err := os.Symlink(root, clone); err != nil {
+		t.Fatalf("the reader's clone at %s: %v", clone, err)
+	}
+
 	used := map[string]bool{}
 	for i, s := range all {
 		pkg := fmt.Sprintf("s%d", i+1)
@@ -168,31 +235,29 @@ func TestReadmeGoSnippetsBuild(t *testing.T) {
 				used[w.match] = true
 			}
 		}
-		virtual := filepath.Join(root, "test", "readme", "snippets", pkg, "snippet.go")
-		real := filepath.Join(tmp, pkg+".go")
-		if err := os.WriteFile(real, []byte(src), 0o600); err != nil {
+		if err := os.MkdirAll(filepath.Join(mod, pkg), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		overlay["Replace"][virtual] = real
-		pkgs = append(pkgs, "./test/readme/snippets/"+pkg)
+		if err := os.WriteFile(filepath.Join(mod, pkg, "snippet.go"), []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, w := range wrappers {
 		if !used[w.match] {
 			t.Errorf("wrapper for %q matches no snippet of README.md: remove it", w.match)
 		}
 	}
-	b, err := json.Marshal(overlay)
-	if err != nil {
-		t.Fatal(err)
+	var rest []string
+	for _, l := range setup[tidy:] {
+		switch l = strings.TrimSpace(l); {
+		case strings.HasPrefix(l, "go mod tidy"):
+			rest = append(rest, "go mod tidy -e >/dev/null 2>&1")
+		case strings.HasPrefix(l, "go run"):
+			rest = append(rest, "go build ./...")
+		default:
+			rest = append(rest, l)
+		}
 	}
-	ov := filepath.Join(tmp, "overlay.json")
-	if err := os.WriteFile(ov, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", append([]string{"build", "-overlay", ov}, pkgs...)...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("README.md's Go snippets do not build: %v\n%s", err, out)
-	}
-	t.Logf("%d Go snippets of README.md build", len(all))
+	sh(t, mod, env, strings.Join(rest, "\n"))
+	t.Logf("%d Go snippets of README.md build in a module of their own (%s)", len(all), mod)
 }
