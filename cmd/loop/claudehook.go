@@ -75,8 +75,8 @@ A Claude Code command hook: configure it for every event (matcher "*") in
 as the session's hookbus event (agent --agent, session Claude Code's
 session_id), runs the registry's interceptors for its stage, and answers on
 stdout in Claude Code's output format. It answers within --timeout whatever
-happens: when NATS is away or slow, by --policy. README.md, "Claude Code on
-the bus", has the settings.json snippet.
+happens: when NATS is away or slow, by --policy. docs/CLAUDE_CODE.md, "Claude
+Code on the bus", has the settings.json snippet.
 
 Flags:`)
 		fs.PrintDefaults()
