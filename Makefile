@@ -14,7 +14,10 @@ BENCHCOUNT ?= 5
 
 all: build
 
+## build: bin/loop and bin/observer. The first build compiles every dependency (the NATS server among
+## them): a few minutes with no output on a cold Go cache, so it says so before it starts.
 build:
+	@echo "== go build -o $(BIN)/ ./cmd/loop ./cmd/observer   (the first build compiles every dependency, the NATS server among them: a few minutes without output; later builds take seconds)"
 	$(GO) build -o $(BIN)/ ./cmd/loop ./cmd/observer
 
 ## run: a demo agent run on the embedded default (store ./.hookbus), every stage traced, an in-process hook at work, then its replay.

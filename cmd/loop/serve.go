@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -126,8 +128,9 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "loop serve: metrics on %smetrics\n", ln.URL())
 	}
 	q := runs.New(c.Bus)
+	worker := thisWorker()
 	engs, closeHooks, err := engines(built, engineDeps{em: em, h: c.Bus, q: q, hooks: hooks, budget: sharedBudget(ctx, c.Bus, log),
-		claude: claude, cache: remote.NewDecisionCache(c.Bus), signer: signer, log: log})
+		claude: claude, cache: remote.NewDecisionCache(c.Bus), signer: signer, worker: worker, log: log})
 	if err != nil {
 		return err
 	}
@@ -142,7 +145,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 			Replace: *replace, Adopt: b.Config.OnDefinitionChange == loop.DefinitionAdopt}
 	}
 	w := loop.NewAgentsWorker(engs, log)
-	rc, err := q.Consume(ctx, runs.ConsumerConfig{Agents: served, Concurrency: *concurrency, AckWait: *lease}, handle(w.Handle))
+	rc, err := q.Consume(ctx, runs.ConsumerConfig{Agents: served, Worker: worker.Name, Concurrency: *concurrency, AckWait: *lease}, handle(w.Handle))
 	if err != nil {
 		return c.Explain(err)
 	}
@@ -258,4 +261,15 @@ func cmdSubmit(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return exitNoAnswer, nil
 	}
 	return exitOK, nil
+}
+
+// thisWorker names this process in the fleet and in its runs' run.started:
+// host:pid, as the fleet names a worker by default.
+func thisWorker() *events.Worker {
+	host, _ := os.Hostname()
+	name := host
+	if name == "" {
+		name = "worker"
+	}
+	return &events.Worker{Name: name + ":" + strconv.Itoa(os.Getpid()), Host: host}
 }

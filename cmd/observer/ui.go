@@ -6,6 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
+
+	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/internal/httpauth"
@@ -28,6 +32,7 @@ func cmdUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	})
 	requireSigned := fs.Bool("require-signed", false, "the run pages' badge fails a run whose end is not signed (by a key given with --public-key, when any is), as observer verify --require-signed does")
+	lease := fs.Duration("lease", runs.DefaultAckWait, "the workers' --lease: an unfinished run that recorded nothing for longer, and whose worker is no longer in the fleet, is shown as abandoned")
 	verbose := fs.Bool("v", false, cli.VerboseHelp)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `Usage: observer ui [flags]
@@ -50,6 +55,9 @@ Flags:`)
 	if err := cli.NoArgs(fs); err != nil {
 		return err
 	}
+	if *lease < time.Second {
+		return fmt.Errorf("%w: --lease %s is shorter than a second", cli.ErrUsage, *lease)
+	}
 	trust, err := trustedKeys(keys)
 	if err != nil {
 		return err
@@ -65,7 +73,8 @@ Flags:`)
 		return err
 	}
 	defer c.Close()
-	srv, err := webui.New(webui.Config{Bus: c.Bus, AllowApprovals: *allow, Where: c.Where, Logger: log, Trust: trust, RequireSigned: *requireSigned})
+	srv, err := webui.New(webui.Config{Bus: c.Bus, AllowApprovals: *allow, Where: c.Where, Logger: log, Trust: trust, RequireSigned: *requireSigned,
+		Fleet: runs.NewFleet(c.Bus), Lease: *lease, Registry: remote.NewRegistry(c.Bus)})
 	if err != nil {
 		return err
 	}
