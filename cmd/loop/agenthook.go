@@ -106,8 +106,8 @@ PermissionRequest) is recorded as an approval and answered when a person
 answers it (observer approve|reject, the web page). It answers within
 --timeout, and within the agent's own limit for the event (Claude Code's
 SessionEnd: 1.5 s), whatever happens: when NATS is away or slow, by
---policy. README.md, "Coding agents on the bus", has each agent's settings
-snippet.
+--policy. docs/CLAUDE_CODE.md has each agent's settings snippet and trust
+step.
 
 Flags:`
 
@@ -150,8 +150,8 @@ func cmdClaudeHook(ctx context.Context, args []string, stdin io.Reader, stdout, 
 		fmt.Fprintln(stderr, `Usage: loop claude-hook [flags]
 
 A Claude Code command hook: loop agent-hook --harness claude. Configure it
-for every event (matcher "*") in .claude/settings.json. README.md, "Coding
-agents on the bus", has the settings.json snippet.
+for every event (matcher "*") in .claude/settings.json. docs/CLAUDE_CODE.md,
+"Claude Code on the bus", has the settings.json snippet.
 
 Flags:`)
 		fs.PrintDefaults()
