@@ -11,12 +11,16 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/hooks/claudecode"
+	"github.com/hookbus/hookbus/hooks/harness"
 	"github.com/hookbus/hookbus/interceptors"
 )
 
 // Store is the record a bridge reads and appends to. *bus.Bus implements
 // it.
 type Store interface {
+	// LastEvent returns the session's last event of stage (of any stage
+	// when stage is ""), with its stream sequence; nil when there is none.
+	LastEvent(ctx context.Context, agent, session string, stage events.Stage) (*events.Event, error)
 	// SessionEvents reads a session's events, in stream order, each with
 	// its stream sequence.
 	SessionEvents(ctx context.Context, agent, session string) ([]*events.Event, error)
@@ -24,6 +28,10 @@ type Store interface {
 	// at stream sequence seen, and returns e's; a *bus.FencedError
 	// (errors.Is bus.ErrFenced) when it is not.
 	AppendAfter(ctx context.Context, e *events.Event, seen uint64) (uint64, error)
+	// WaitEvent returns the first event of the session's stage stored at
+	// stream sequence from or later for which match is true, waiting for
+	// it until ctx is done.
+	WaitEvent(ctx context.Context, agent, session string, stage events.Stage, from uint64, match func(*events.Event) bool) (*events.Event, error)
 }
 
 // Hooks are the interceptors a bridge runs, as the loop runs them.
@@ -36,10 +44,11 @@ type Hooks interface {
 
 // Defaults of Config.
 const (
-	DefaultAgent  = "claude-code"
+	DefaultAgent  = claudecode.DefaultAgent
 	DefaultSource = "hookbus/claude-code"
-	// DefaultTimeout bounds one Handle: keep it under the timeout of the
-	// hook in Claude Code's settings (600 s when none is given).
+	// DefaultTimeout bounds one event: keep it under the timeout of the
+	// hook in the harness's settings. An event the harness waits less for
+	// (harness.Input.Limit) is answered within that (harness.Within).
 	DefaultTimeout = 30 * time.Second
 	// MaxAttempts bounds how often one event's appends are tried again
 	// after another writer appended to the session first.
@@ -52,26 +61,33 @@ type Config struct {
 	Store Store
 	// Hooks decide (nil: none; every event is only recorded).
 	Hooks Hooks
-	// Agent is the agent id Claude Code's sessions are recorded under
-	// (default DefaultAgent).
+	// Harness is the coding agent whose hook inputs the bridge reads
+	// (default Claude Code: claudecode.Harness{Options: Answer}).
+	Harness harness.Protocol
+	// Agent is the agent id the harness's sessions are recorded under
+	// (default the harness's Agent: claude-code, gemini-cli, codex-cli).
 	Agent string
 	// Source is the CloudEvent source of the events (default
-	// DefaultSource).
+	// "hookbus/" and the default agent id).
 	Source string
 	// Policy is what an event that cannot be recorded or decided in time
-	// gets (Outage): PolicyIgnore (default) lets it proceed, with a
-	// warning; PolicyFail blocks it.
+	// gets (the harness's Outage): PolicyIgnore (default) lets it proceed,
+	// with a warning; PolicyFail blocks it. A permission request nobody
+	// answers in time is denied under PolicyFail, and left to the
+	// harness's own prompt under PolicyIgnore.
 	Policy interceptors.Policy
-	// Timeout bounds one Handle (default DefaultTimeout).
+	// Timeout bounds one event (default DefaultTimeout), a permission
+	// request's wait for an answer included.
 	Timeout time.Duration
-	// Answer changes how outcomes are worded (claudecode.AnswerOptions).
+	// Answer changes how Claude Code's outcomes are worded (for the
+	// default harness and Handle).
 	Answer claudecode.AnswerOptions
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
 
-// Bridge records Claude Code's hook events and answers them. It keeps no
-// state between events and is safe for concurrent use.
+// Bridge records a coding agent's hook events and answers them. It keeps
+// no state between events and is safe for concurrent use.
 type Bridge struct {
 	cfg Config
 }
@@ -81,14 +97,17 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.Store == nil {
 		return nil, fmt.Errorf("%w: no Store", ErrInvalidConfig)
 	}
+	if cfg.Harness == nil {
+		cfg.Harness = claudecode.Harness{Options: cfg.Answer}
+	}
 	if cfg.Agent == "" {
-		cfg.Agent = DefaultAgent
+		cfg.Agent = cfg.Harness.Agent()
 	}
 	if err := events.ValidateID("agent", cfg.Agent); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if cfg.Source == "" {
-		cfg.Source = DefaultSource
+		cfg.Source = "hookbus/" + cfg.Harness.Agent()
 	}
 	switch cfg.Policy {
 	case "":
@@ -109,40 +128,118 @@ func New(cfg Config) (*Bridge, error) {
 	return &Bridge{cfg: cfg}, nil
 }
 
-// Handle records the event of one Claude Code hook input, runs the
-// interceptors that match it, and returns Claude Code's answer. It
-// returns before ctx's deadline and the bridge's Timeout, whichever comes
-// first, with an answer in every case but bad input:
-//
-//   - an event hookbus records as no stage (Notification, events it does
-//     not map): "{}", nothing recorded;
-//   - an input that does not map (no session_id, a tool event without
-//     tool_name, ...): nil and an error wrapping claudecode.ErrBadInput;
-//   - the store or the interceptors not answering in time, or failing:
-//     the outage policy's answer (Outage) and an error wrapping
-//     ErrUnrecorded; when the interceptors had decided but the record
-//     could not be written, their answer, with a warning.
-func (b *Bridge) Handle(ctx context.Context, in *claudecode.Input) (*claudecode.Output, error) {
-	m, err := in.ToHookbus()
-	if errors.Is(err, claudecode.ErrUnmapped) {
-		return &claudecode.Output{}, nil
-	}
+// Harness returns the harness the bridge reads.
+func (b *Bridge) Harness() harness.Protocol { return b.cfg.Harness }
+
+// Serve reads one hook input of the bridge's harness (raw) and handles it
+// (HandleInput). An input that cannot be read is an error wrapping
+// harness.ErrBadInput, and no reply.
+func (b *Bridge) Serve(ctx context.Context, raw []byte) (*harness.Reply, error) {
+	in, err := b.cfg.Harness.Parse(raw)
 	if err != nil {
 		return nil, err
 	}
-	if err := events.ValidateID("session", in.SessionID); err != nil {
-		return nil, fmt.Errorf("%w: session_id: %w", claudecode.ErrBadInput, err)
+	return b.HandleInput(ctx, in)
+}
+
+// HandleInput records the event of one hook input, runs the interceptors
+// that match it (or, for a permission request, waits for its approval),
+// and returns the harness's answer. It returns before ctx's deadline, the
+// bridge's Timeout and the harness's limit for the event (Within),
+// whichever comes first, with an answer in every case but bad input:
+//
+//   - an input that does not map (no session_id, a tool event without
+//     tool_name, ...): nil and an error wrapping harness.ErrBadInput;
+//   - the store or the interceptors not answering in time, or failing:
+//     the outage policy's answer (Input.Outage) and an error wrapping
+//     ErrUnrecorded; when the interceptors had decided but the record
+//     could not be written, their answer, with a warning.
+func (b *Bridge) HandleInput(ctx context.Context, in harness.Input) (*harness.Reply, error) {
+	out, err := b.decide(ctx, in)
+	var u *unrecorded
+	switch {
+	case err == nil:
+		return in.Answer(out)
+	case errors.As(err, &u):
+		if u.decided != nil {
+			d := *u.decided
+			d.Warnings = append(append([]string(nil), d.Warnings...), fmt.Sprintf("hookbus: this event was decided but not recorded (%v)", u.cause))
+			r, aerr := in.Answer(&d)
+			if aerr == nil {
+				return r, err
+			}
+		}
+		return in.Outage(b.cfg.Policy, u.cause), err
+	default:
+		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
+}
+
+// Handle is HandleInput for a Claude Code hook input, its answer as
+// Claude Code's Output (an event recorded as a harness.event answers
+// {}: an http hook's empty answer).
+func (b *Bridge) Handle(ctx context.Context, in *claudecode.Input) (*claudecode.Output, error) {
+	out, err := b.decide(ctx, claudecode.Bridged(in, b.cfg.Answer))
+	var u *unrecorded
+	switch {
+	case err == nil:
+		return claudecode.AnswerOutcome(in, out, b.cfg.Answer)
+	case errors.As(err, &u):
+		if u.decided != nil {
+			d := *u.decided
+			d.Warnings = append(append([]string(nil), d.Warnings...), fmt.Sprintf("hookbus: this event was decided but not recorded (%v)", u.cause))
+			if o, aerr := claudecode.AnswerOutcome(in, &d, b.cfg.Answer); aerr == nil {
+				return o, err
+			}
+		}
+		return claudecode.OutageAnswer(in, b.cfg.Policy, u.cause), err
+	default:
+		return nil, err
+	}
+}
+
+// unrecorded is decide's error for an event not recorded or decided in
+// time; decided is the outcome when the interceptors had decided.
+type unrecorded struct {
+	cause   error
+	decided *harness.Outcome
+	wrapped error
+}
+
+func (u *unrecorded) Error() string { return u.wrapped.Error() }
+func (u *unrecorded) Unwrap() error { return u.wrapped }
+
+// decide maps in, records it and decides on it within the event's
+// deadline. Its errors wrap harness.ErrBadInput (the input), or are an
+// *unrecorded wrapping ErrUnrecorded.
+func (b *Bridge) decide(ctx context.Context, in harness.Input) (*harness.Outcome, error) {
+	m, err := in.Map()
+	if err != nil {
+		return nil, err
+	}
+	if err := events.ValidateID("session", in.Session()); err != nil {
+		return nil, fmt.Errorf("%w: session_id: %w", harness.ErrBadInput, err)
+	}
+	if m == nil {
+		m = &harness.Mapped{Stage: events.StageHarnessEvent, Subject: in.Event(),
+			Payload: events.HarnessEvent{Harness: b.cfg.Harness.Name(), Event: in.Event(), Input: in.Raw()}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, harness.Within(in.Limit(), b.cfg.Timeout))
 	defer cancel()
 	type result struct {
-		out *claudecode.Output
+		out *harness.Outcome
 		err error
 	}
-	var decided atomic.Pointer[claudecode.Output]
+	var decided atomic.Pointer[harness.Outcome]
 	done := make(chan result, 1)
 	go func() {
-		out, err := b.handle(ctx, in, m, &decided)
+		var out *harness.Outcome
+		var err error
+		if m.Stage == events.StageApprovalRequested {
+			out, err = b.permission(ctx, in, m, &decided)
+		} else {
+			out, err = b.handle(ctx, in, m, &decided)
+		}
 		done <- result{out, err}
 	}()
 	var r result
@@ -154,27 +251,29 @@ func (b *Bridge) Handle(ctx context.Context, in *claudecode.Input) (*claudecode.
 	if r.err == nil {
 		return r.out, nil
 	}
-	err = fmt.Errorf("%w: %s of session %s: %w", ErrUnrecorded, in.HookEventName, in.SessionID, r.err)
-	b.cfg.Logger.Warn("bridge: event not recorded", "event", in.HookEventName, "session", in.SessionID, "err", r.err)
-	if d := decided.Load(); d != nil {
-		return warn(d, fmt.Sprintf("hookbus: this event was decided but not recorded (%v)", r.err)), err
+	if errors.Is(r.err, harness.ErrBadInput) {
+		return nil, r.err
 	}
-	return Outage(in, b.cfg.Policy, r.err), err
+	b.cfg.Logger.Warn("bridge: event not recorded", "harness", b.cfg.Harness.Name(), "event", in.Event(), "session", in.Session(), "err", r.err)
+	return nil, &unrecorded{cause: r.err, decided: decided.Load(),
+		wrapped: fmt.Errorf("%w: %s of session %s: %w", ErrUnrecorded, in.Event(), in.Session(), r.err)}
 }
 
-// handle does Handle's work on ctx; decided is set once the interceptors
-// have decided.
-func (b *Bridge) handle(ctx context.Context, in *claudecode.Input, m *claudecode.Mapped, decided *atomic.Pointer[claudecode.Output]) (*claudecode.Output, error) {
-	evs, err := b.cfg.Store.SessionEvents(ctx, b.cfg.Agent, in.SessionID)
+// handle does decide's work for an event other than a permission request;
+// decided is set once the interceptors have decided.
+func (b *Bridge) handle(ctx context.Context, in harness.Input, m *harness.Mapped, decided *atomic.Pointer[harness.Outcome]) (*harness.Outcome, error) {
+	st, err := b.read(ctx, in.Session(), m.Stage == events.StageIntake)
 	if err != nil {
-		return nil, fmt.Errorf("read session: %w", err)
+		return nil, err
 	}
-	st := fold(evs)
+	if err := b.identify(ctx, in.Session(), st, m); err != nil {
+		return nil, err
+	}
 	p, err := b.newPlan(in, m)
 	if err != nil {
 		return nil, err
 	}
-	var out *interceptors.ChainResult
+	out := &harness.Outcome{}
 	if b.cfg.Hooks != nil && m.Stage.Interceptable() {
 		if n := b.cfg.Hooks.Matches(m.Stage, m.Subject, b.cfg.Agent); n > 0 {
 			// The interceptors see the event as it will be stored if
@@ -182,23 +281,19 @@ func (b *Bridge) handle(ctx context.Context, in *claudecode.Input, m *claudecode
 			// matching one has answered (as the loop does).
 			p.assign(st)
 			p.main.Seq += uint64(n)
-			if out, err = b.cfg.Hooks.Run(ctx, p.main); err != nil {
+			if out.Chain, err = b.cfg.Hooks.Run(ctx, p.main); err != nil {
 				return nil, fmt.Errorf("hooks on %s: %w", m.Stage, err)
 			}
-			if err := p.decided(out, b.cfg.Source); err != nil {
+			if err := p.decided(out.Chain, b.cfg.Source); err != nil {
 				return nil, err
 			}
 		}
 	}
-	answer, err := claudecode.Answer(in, out, b.cfg.Answer)
-	if err != nil {
-		return nil, err
-	}
-	decided.Store(answer)
+	decided.Store(out)
 	if err := b.append(ctx, p, st); err != nil {
 		return nil, err
 	}
-	return answer, nil
+	return out, nil
 }
 
 // append appends the plan's events, each fenced on the one before it,
@@ -218,6 +313,7 @@ func (b *Bridge) append(ctx context.Context, p *plan, st *state) error {
 				break
 			}
 			st.add(e, seq)
+			p.stored[e.ID], p.storedAt[e.ID] = e.RunID, seq
 			seen = seq
 		}
 		if !lost {
@@ -226,24 +322,13 @@ func (b *Bridge) append(ctx context.Context, p *plan, st *state) error {
 		if attempt == MaxAttempts {
 			return fmt.Errorf("session %s: another writer appended first %d times", p.main.SessionID, attempt)
 		}
-		evs, err := b.cfg.Store.SessionEvents(ctx, b.cfg.Agent, p.main.SessionID)
-		if err != nil {
-			return fmt.Errorf("read session: %w", err)
+		var err error
+		if st, err = b.reread(ctx, p); err != nil {
+			return err
 		}
-		st = fold(evs)
 	}
 }
 
 // isFenced reports whether err is an append refused because the session
 // changed since it was read.
 func isFenced(err error) bool { return errors.Is(err, bus.ErrFenced) }
-
-// warn returns o with msg added to its systemMessage.
-func warn(o *claudecode.Output, msg string) *claudecode.Output {
-	c := *o
-	if c.SystemMessage != "" {
-		c.SystemMessage += "\n"
-	}
-	c.SystemMessage += msg
-	return &c
-}

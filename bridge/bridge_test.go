@@ -107,7 +107,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("modify answer: %v", mod)
 	}
 	handle(t, br, input(t, s, "PostToolUse", bash("toolu_2", "ls -la")+`, "tool_response": {"stdout": "a b", "stderr": ""}`))
-	handle(t, br, input(t, s, "Notification", `, "message": "hi"`)) // recorded as nothing
+	handle(t, br, input(t, s, "Notification", `, "message": "hi"`)) // a harness.event
 	handle(t, br, input(t, s, "Stop", `, "stop_hook_active": false, "last_assistant_message": "done"`))
 	handle(t, br, input(t, s, "SessionEnd", `, "reason": "other"`))
 
@@ -124,7 +124,9 @@ func TestRoundTrip(t *testing.T) {
 		runs[e.RunID] = e.Seq
 		got = append(got, fmt.Sprintf("%d:%s", len(runs), e.Stage))
 	}
-	want := "1:run.started 1:intake 1:hook.decided 1:tool.before 1:hook.decided 1:tool.before 1:tool.after 1:stop 1:run.completed 2:run.started 2:run.completed"
+	// SessionEnd after the run's end: a harness.event after it, no run of
+	// its own.
+	want := "1:run.started 1:intake 1:hook.decided 1:tool.before 1:hook.decided 1:tool.before 1:tool.after 1:harness.event 1:stop 1:run.completed 1:harness.event"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("session:\n got %s\nwant %s", strings.Join(got, " "), want)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/hooks/claudecode"
+	"github.com/hookbus/hookbus/hooks/harness"
 	"github.com/hookbus/hookbus/interceptors"
 )
 
@@ -29,18 +29,27 @@ type plan struct {
 	// end of a run whose prompt was denied) and ended (stop: the end of
 	// the run, when nothing kept it going).
 	started, rejected, ended *events.Event
-	out                      *interceptors.ChainResult
-	// order is the last assignment.
-	order []*events.Event
+	// tail is what an event that ends a run (run.completed, run.failed)
+	// is recorded as when no run is open: a harness.event after the end
+	// of the session's last run.
+	tail *events.Event
+	out  *interceptors.ChainResult
+	// order is the last assignment; stored maps the ids of the plan's
+	// events stored so far to their runs.
+	order  []*events.Event
+	stored map[string]string
+	// storedAt maps the ids of the plan's events stored so far to their
+	// stream sequences.
+	storedAt map[string]uint64
 }
 
 // newPlan builds the events of in (mapped as m), before any interceptor
 // has decided.
-func (b *Bridge) newPlan(in *claudecode.Input, m *claudecode.Mapped) (*plan, error) {
-	p := &plan{stage: m.Stage, newRun: events.NewID()}
+func (b *Bridge) newPlan(in harness.Input, m *harness.Mapped) (*plan, error) {
+	p := &plan{stage: m.Stage, newRun: events.NewID(), stored: map[string]string{}, storedAt: map[string]uint64{}}
 	// The run is the new one until assign says otherwise.
 	meta := func(subject string) events.Meta {
-		return events.Meta{Source: b.cfg.Source, AgentID: b.cfg.Agent, SessionID: in.SessionID, RunID: p.newRun, Subject: subject}
+		return events.Meta{Source: b.cfg.Source, AgentID: b.cfg.Agent, SessionID: in.Session(), RunID: p.newRun, Subject: subject}
 	}
 	var err error
 	build := func(st events.Stage, subject string, payload any) *events.Event {
@@ -57,10 +66,12 @@ func (b *Bridge) newPlan(in *claudecode.Input, m *claudecode.Mapped) (*plan, err
 	case events.StageIntake:
 		prompt := m.Payload.(events.Intake).Prompt
 		p.closer = build(events.StageRunCompleted, "", events.RunCompleted{Reason: events.ReasonInterrupted,
-			Detail: "Claude Code took a new prompt before this run's Stop"})
+			Detail: b.title() + " took a new prompt before this run's end"})
 		p.started = build(events.StageRunStarted, "", events.RunStarted{Prompt: prompt})
 	case events.StageStop:
 		p.ended = build(events.StageRunCompleted, "", events.RunCompleted{Reason: events.ReasonDone, Answer: m.Payload.(events.Stop).Answer})
+	case events.StageRunCompleted, events.StageRunFailed:
+		p.tail = build(events.StageHarnessEvent, in.Event(), events.HarnessEvent{Harness: b.cfg.Harness.Name(), Event: in.Event(), Input: in.Raw(), AfterEnd: true})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bridge: build %s: %w", m.Stage, err)
@@ -120,6 +131,9 @@ func (p *plan) decided(out *interceptors.ChainResult, source string) error {
 //     then run.started (run.completed rejected when it was denied);
 //   - SessionStart (run.started) opens a run, or is a new attempt of the
 //     open one;
+//   - SessionEnd (run.completed) and StopFailure (run.failed) end the open
+//     run; with none open, they are a harness.event after the end of the
+//     session's last run (after_end), not a run of their own;
 //   - any other event goes to the open run, or opens one (run.started)
 //     first; a Stop nothing kept going ends its run (run.completed).
 func (p *plan) assign(st *state) []*events.Event {
@@ -137,17 +151,14 @@ func (p *plan) assign(st *state) []*events.Event {
 		return e
 	}
 	var left []*events.Event
-	for _, e := range p.order {
-		if _, ok := st.stored[e.ID]; ok {
-			left = nil
-			for _, e := range p.order {
-				if _, ok := st.stored[e.ID]; !ok {
-					left = append(left, seq(e, e.RunID))
-				}
+	if len(p.stored) > 0 {
+		for _, e := range p.order {
+			if _, ok := p.stored[e.ID]; !ok {
+				left = append(left, seq(e, e.RunID))
 			}
-			p.order = left
-			return left
 		}
+		p.order = left
+		return left
 	}
 	open := st.open()
 	run := p.newRun
@@ -180,6 +191,15 @@ func (p *plan) assign(st *state) []*events.Event {
 		}
 	case events.StageRunStarted:
 		add(run, p.main)
+	case events.StageRunCompleted, events.StageRunFailed:
+		switch {
+		case open:
+			add(run, p.main)
+		case st.run != "":
+			add(st.run, p.tail)
+		default: // a session of nothing but its end
+			add(run, p.opener, p.main)
+		}
 	default:
 		if !open || !st.started {
 			add(run, p.opener)
@@ -189,4 +209,15 @@ func (p *plan) assign(st *state) []*events.Event {
 	}
 	p.order = left
 	return left
+}
+
+// title names the bridge's harness in the record's words.
+func (b *Bridge) title() string {
+	switch b.cfg.Harness.Name() {
+	case "gemini":
+		return "Gemini CLI"
+	case "codex":
+		return "Codex CLI"
+	}
+	return "Claude Code"
 }

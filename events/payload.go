@@ -15,6 +15,9 @@ type Intake struct {
 	Prompt string `json:"prompt"`
 	// Metadata is the run request's metadata, strings by name.
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// HistoryMessages is how many messages the session had before this
+	// run (0 on its first run): what run.started's says, known already.
+	HistoryMessages int `json:"history_messages,omitempty"`
 }
 
 // RunStarted is the data of run.started: the session was resolved.
@@ -167,6 +170,10 @@ type ApprovalRequested struct {
 	// OnExpiry is what an unanswered request becomes: an Action
 	// (reject_and_continue, the "deny" default; reject; approve).
 	OnExpiry string `json:"on_expiry,omitempty"`
+	// Suggestions are what the coding agent that asked offers the person
+	// answering (Claude Code's permission_suggestions: rules to add, a
+	// mode to switch to), as it sent them; empty for hookbus' own runs.
+	Suggestions json.RawMessage `json:"suggestions,omitempty"`
 }
 
 // Answers to an approval (ApprovalResolved.Action).
@@ -217,6 +224,10 @@ type ApprovalResolved struct {
 	// Expired is set when nobody answered in time and the request resolved
 	// by its OnExpiry.
 	Expired bool `json:"expired,omitempty"`
+	// Arguments, on an approve, are the call's arguments as the approver
+	// edited them (a JSON object): the call runs with them instead of the
+	// requested ones. Empty: the call runs as requested.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
 // CompactBefore is the data of compact.before: the run's conversation
@@ -370,6 +381,23 @@ type RunFailed struct {
 	Error string `json:"error"`
 	// Steps counts the steps the run took.
 	Steps int `json:"steps"`
+}
+
+// HarnessEvent is the data of harness.event: a hook event of a coding
+// agent's own loop (a harness: Claude Code, Gemini CLI, Codex CLI) that no
+// stage stands for, recorded as the harness sent it (Claude Code's
+// ConfigChange, Gemini CLI's AfterModel, ...). Nothing intercepts it.
+type HarnessEvent struct {
+	// Harness names the coding agent: claude, gemini or codex.
+	Harness string `json:"harness"`
+	// Event is the harness's name of the hook event (its
+	// hook_event_name).
+	Event string `json:"event"`
+	// Input is the hook input as the harness sent it (a JSON object).
+	Input json.RawMessage `json:"input,omitempty"`
+	// AfterEnd is set on an event recorded after its run's end: the
+	// harness's session ended (SessionEnd) after its last turn had.
+	AfterEnd bool `json:"after_end,omitempty"`
 }
 
 // HookDecided is the data of hook.decided: one interceptor's decision.

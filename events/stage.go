@@ -36,6 +36,7 @@ const (
 	StageStop              Stage = "stop"
 	StageRunCompleted      Stage = "run.completed"
 	StageRunFailed         Stage = "run.failed"
+	StageHarnessEvent      Stage = "harness.event"
 	StageHookDecided       Stage = "hook.decided"
 	StageHookFailed        Stage = "hook.failed"
 )
@@ -59,6 +60,7 @@ const (
 	GroupApproval   Group = "approval"   // approval.requested, approval.resolved
 	GroupCompaction Group = "compaction" // compact.before, compact.after, compact.failed
 	GroupSubagent   Group = "subagent"   // subagent.before, subagent.after, subagent.failed
+	GroupHarness    Group = "harness"    // harness.event
 	GroupHook       Group = "hook"       // hook.decided, hook.failed
 )
 
@@ -115,6 +117,7 @@ var stageTable = [...]stageSpec{
 	{StageStop, GroupRun, DecisionAllow | DecisionStop | DecisionContinue, 0, newPayload[Stop]},
 	{StageRunCompleted, GroupRun, 0, terminal, newPayload[RunCompleted]},
 	{StageRunFailed, GroupRun, 0, terminal | failure, newPayload[RunFailed]},
+	{StageHarnessEvent, GroupHarness, 0, 0, newPayload[HarnessEvent]},
 	{StageHookDecided, GroupHook, 0, 0, newPayload[HookDecided]},
 	{StageHookFailed, GroupHook, 0, failure, newPayload[HookFailed]},
 }

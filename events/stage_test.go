@@ -45,7 +45,7 @@ func TestStageTableViews(t *testing.T) {
 // Every stage is in one group, and the groups' views agree with the table.
 func TestStageGroups(t *testing.T) {
 	groups := []events.Group{events.GroupRun, events.GroupStep, events.GroupModel, events.GroupTool,
-		events.GroupApproval, events.GroupCompaction, events.GroupSubagent, events.GroupHook}
+		events.GroupApproval, events.GroupCompaction, events.GroupSubagent, events.GroupHarness, events.GroupHook}
 	var all []events.Stage
 	for _, g := range groups {
 		of := events.StagesOf(g)

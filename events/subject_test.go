@@ -137,15 +137,15 @@ func TestStages(t *testing.T) {
 			t.Fatalf("PayloadFor(%s): %v", st, err)
 		}
 	}
-	if len(seen) != 24 {
-		t.Fatalf("%d stages, want 24", len(seen))
+	if len(seen) != 25 {
+		t.Fatalf("%d stages, want 25", len(seen))
 	}
 	for _, st := range []events.Stage{events.StageContextAssembled, events.StageModelResponded} {
 		if !st.Privileged() || !st.Interceptable() {
 			t.Errorf("%s should be privileged and interceptable", st)
 		}
 	}
-	for _, st := range []events.Stage{events.StageRunCompleted, events.StageHookDecided, events.StageToolFailed} {
+	for _, st := range []events.Stage{events.StageRunCompleted, events.StageHookDecided, events.StageToolFailed, events.StageHarnessEvent} {
 		if st.Interceptable() || st.Privileged() {
 			t.Errorf("%s should be observe-only", st)
 		}

@@ -148,6 +148,9 @@ func (p *ApprovalResolved) summary(e *Event) string {
 		action = map[bool]string{true: "approved", false: "rejected"}[p.Approved]
 	}
 	s := fmt.Sprintf("call %s %s by %s", p.CallID, action, p.Who())
+	if len(p.Arguments) > 0 {
+		s += " with arguments " + string(compact(p.Arguments))
+	}
 	if p.Expired && p.Channel != ChannelExpiry {
 		s += " (expired)"
 	}
@@ -179,6 +182,12 @@ func (p *SubagentAfter) summary(*Event) string {
 }
 
 func (p *SubagentFailed) summary(*Event) string { return p.AgentID + ": " + p.Error }
+
+// A coding agent's hook events no stage stands for.
+
+func (p *HarnessEvent) summary(*Event) string {
+	return p.Harness + " " + p.Event + " " + string(compact(p.Input))
+}
 
 // Interceptors' records.
 

@@ -1,7 +1,9 @@
 package loop
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,6 +61,10 @@ type AnswerRequest struct {
 	// ActionRejectAndContinue; the two rejects need a Reason (with
 	// reject_and_continue the model is given it).
 	Action, Reason, Comment string
+	// Arguments, with approve, are the call's arguments as the approver
+	// edited them (a JSON object): the call runs with them. Empty: as
+	// requested.
+	Arguments json.RawMessage
 	// By is who answers: Identity (authenticated) and Writer (the NATS
 	// user whose connection writes the record: the answer is stored on
 	// that user's subject) are required; Channel defaults to
@@ -170,7 +176,7 @@ func AnswerApproval(ctx context.Context, deps AnswerDeps, req AnswerRequest) (*A
 			todo = append(todo, resolution{cs: cs, res: events.ApprovalResolved{
 				CallID: id, Approved: req.Action == events.ActionApprove, Action: req.Action,
 				By: by.Identity, Actor: by, Reason: req.Reason, Comment: req.Comment,
-				AnswerID: ids[id], AnsweredAt: now,
+				AnswerID: ids[id], AnsweredAt: now, Arguments: req.Arguments,
 			}})
 		}
 		return todo, nil
@@ -223,6 +229,12 @@ func (r *AnswerRequest) validate() error {
 		return fmt.Errorf("%w: expiries are recorded by workers, not answered", ErrInvalidRequest)
 	case r.AnswerID != "" && r.CallID == "":
 		return fmt.Errorf("%w: an answer id is given with the call it answers", ErrInvalidRequest)
+	case len(r.Arguments) > 0 && r.Action != events.ActionApprove:
+		return fmt.Errorf("%w: edited arguments go with approve, not %s", ErrInvalidRequest, r.Action)
+	case len(r.Arguments) > 0 && r.CallID == "":
+		return fmt.Errorf("%w: edited arguments are given with the call they are for", ErrInvalidRequest)
+	case len(r.Arguments) > 0 && !isObject(r.Arguments):
+		return fmt.Errorf("%w: edited arguments %.80q are not a JSON object", ErrInvalidRequest, r.Arguments)
 	}
 	if r.AnswerID != "" {
 		if err := events.ValidateULID("answer", r.AnswerID); err != nil {
@@ -409,4 +421,10 @@ func (a *answering) childWaits(ctx context.Context, sb *events.SubagentBefore, d
 		}
 	}
 	return false, nil
+}
+
+// isObject reports whether b is a JSON object.
+func isObject(b json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(b, &m) == nil && m != nil && bytes.HasPrefix(bytes.TrimSpace(b), []byte("{"))
 }

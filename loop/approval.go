@@ -98,7 +98,7 @@ func (r *run) wait(ctx context.Context) (*Result, error) {
 // attempt went on with the step and may have started the approved tool,
 // whose outcome is then handled as unknown.
 func (r *run) actOnAnswer(ctx context.Context, st *runState, cs *callState, earlier bool) error {
-	call, res := cs.approval.Call, cs.resolution
+	call, res := edited(cs.approval.Call, cs.resolution), cs.resolution
 	why := res.Reason
 	if why == "" {
 		why = "no reason given"
@@ -122,4 +122,13 @@ func (r *run) actOnAnswer(ctx context.Context, st *runState, cs *callState, earl
 		return ctx.Err()
 	}
 	return r.toolAfter(ctx, call, out, true)
+}
+
+// edited is call as its answer has it run: with the arguments the approver
+// edited, when an approve gives them.
+func edited(call events.ToolCall, res *events.ApprovalResolved) events.ToolCall {
+	if res != nil && res.Action != events.ActionReject && res.Action != events.ActionRejectAndContinue && len(res.Arguments) > 0 {
+		call.Arguments = res.Arguments
+	}
+	return call
 }

@@ -182,7 +182,7 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 	}
 	if st == nil || st.intake == nil && !st.started {
 		in, out, err := intercepted(ctx, r, stage{stage: events.StageIntake},
-			events.Intake{Prompt: prompt, Metadata: r.req.Metadata}, nil)
+			events.Intake{Prompt: prompt, Metadata: r.req.Metadata, HistoryMessages: len(r.messages)}, nil)
 		if err != nil {
 			return nil, err
 		}

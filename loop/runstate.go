@@ -1,6 +1,9 @@
 package loop
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
@@ -63,6 +66,7 @@ type callState struct {
 	subFailed *events.SubagentFailed
 
 	approval    *events.ApprovalRequested // the call waits (waited) for a human
+	approvalSeq uint64                    // its seq
 	resolution  *events.ApprovalResolved  // the answer
 	resolvedSeq uint64                    // the answer's seq
 }
@@ -268,7 +272,8 @@ func (rs *runState) foldApproval(e *events.Event) error {
 			return err
 		}
 		if p.Call.ID != "" {
-			rs.call(p.Call.ID).approval = &p
+			c := rs.call(p.Call.ID)
+			c.approval, c.approvalSeq = &p, e.Seq
 		}
 		return nil
 	}
@@ -308,10 +313,24 @@ func (rs *runState) foldSubagent(e *events.Event) error {
 }
 
 // waiting returns the calls of the pending step that wait for an answer.
+// A run whose record has no model reply (a coding agent's run recorded by
+// the bridge, whose loop is the agent's own) has no steps: every call with
+// an approval request and neither an answer nor an end waits, in the order
+// asked.
 func (rs *runState) waiting() []*callState {
 	p := rs.pending()
 	if p == nil {
-		return nil
+		if rs.responded != nil {
+			return nil
+		}
+		var out []*callState
+		for _, cs := range rs.calls {
+			if cs.approval != nil && cs.resolution == nil && !cs.after {
+				out = append(out, cs)
+			}
+		}
+		slices.SortFunc(out, func(a, b *callState) int { return cmp.Compare(a.approvalSeq, b.approvalSeq) })
+		return out
 	}
 	var out []*callState
 	for _, c := range p.Message.ToolCalls {

@@ -78,7 +78,7 @@ func (r *run) isTask(call events.ToolCall) bool {
 // any other is reported to the model (and recorded) as "outcome unknown",
 // never run twice.
 func (r *run) resumeCall(ctx context.Context, st *runState, cs *callState) error {
-	call := cs.before.Call
+	call := edited(cs.before.Call, cs.resolution)
 	out := allowed
 	if d := st.ends[cs.beforeID]; d != nil && cs.approval == nil { // an answered ask: the answer is acted on
 		out = d

@@ -28,6 +28,9 @@ type ApprovalView struct {
 	RequestedAt time.Time `json:"requested_at"`
 	ExpiresAt   time.Time `json:"expires_at,omitzero"`
 	OnExpiry    string    `json:"on_expiry,omitempty"`
+	// Suggestions are what the coding agent that asked offers (Claude
+	// Code's permission_suggestions), as it sent them.
+	Suggestions json.RawMessage `json:"suggestions,omitempty"`
 	// State is waiting, run_ended, or the answer's action.
 	State    string                   `json:"state"`
 	Resolved *events.ApprovalResolved `json:"resolved,omitempty"`
@@ -39,6 +42,9 @@ func approvalView(a *audit.Approval) *ApprovalView {
 		ExpiresAt: a.Requested.ExpiresAt, OnExpiry: a.Requested.OnExpiry, State: "waiting", Resolved: a.Resolved}
 	if json.Valid(a.Requested.Call.Arguments) {
 		v.Arguments = a.Requested.Call.Arguments
+	}
+	if len(a.Requested.Suggestions) > 0 && json.Valid(a.Requested.Suggestions) {
+		v.Suggestions = a.Requested.Suggestions
 	}
 	switch {
 	case a.Resolved != nil:

@@ -19,7 +19,7 @@ const (
 	KindDecision = "decision"                   // hook.decided, hook.failed
 	KindApproval = string(events.GroupApproval) // approval.requested, approval.resolved
 	KindSubagent = string(events.GroupSubagent) // subagent.*
-	KindOther    = "other"                      // compaction and the rest
+	KindOther    = "other"                      // compaction, a coding agent's harness.event, and the rest
 )
 
 // Entry is one event of a run's timeline.
@@ -90,7 +90,7 @@ func kindOf(s events.Stage) string {
 	switch g := s.Group(); g {
 	case events.GroupHook:
 		return KindDecision
-	case events.GroupCompaction, "":
+	case events.GroupCompaction, events.GroupHarness, "":
 		return KindOther
 	default:
 		return string(g)

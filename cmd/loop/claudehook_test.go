@@ -87,10 +87,14 @@ func TestClaudeHook(t *testing.T) {
 		t.Fatalf("session: %s", got)
 	}
 
-	// Events hookbus records as nothing answer {} and record nothing.
+	// Events no stage stands for are recorded as a harness.event and
+	// answered with nothing.
 	code, stdout, _ = claudeHook(t, hookInput("cc-1", "Notification", `, "message": "hi"`), "--nats", url, "--agent", "other")
-	if code != exitOK || strings.TrimSpace(stdout) != "{}" {
-		t.Fatalf("Notification: exit %d %s", code, stdout)
+	if code != exitOK || strings.TrimSpace(stdout) != "" {
+		t.Fatalf("Notification: exit %d %q", code, stdout)
+	}
+	if evs, err := b.SessionEvents(context.Background(), "other", "cc-1"); err != nil || len(evs) != 2 || evs[1].Stage != events.StageHarnessEvent {
+		t.Fatalf("Notification recorded as %v, %v", evs, err)
 	}
 
 	// Input that cannot be read: a non-blocking error (exit 1), or a

@@ -15,6 +15,7 @@ import (
 	"github.com/hookbus/hookbus/hooks/claudecode"
 	"github.com/hookbus/hookbus/hooks/command"
 	"github.com/hookbus/hookbus/hooks/httphook"
+	"github.com/hookbus/hookbus/hooks/mcptool"
 	"github.com/hookbus/hookbus/hooks/prompt"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/internal/cli"
@@ -79,6 +80,7 @@ func (c *claudeHooks) forAgent(shared *interceptors.Chain, b *agents.Built, em l
 	registered, err := claudecode.Register(chain, sources, claudecode.Options{Logger: log, Factories: map[string]claudecode.Factory{
 		claudecode.TypeCommand: command.Factory(command.Config{Root: root, Transcripts: c.transcripts, Env: b.Agent.Bash.Env, Model: b.Agent.Model, Logger: log}),
 		claudecode.TypeHTTP:    httphook.Factory(httphook.Config{Cwd: root, Transcripts: c.transcripts, Model: b.Agent.Model, Logger: log}),
+		claudecode.TypeMCPTool: mcptool.Factory(mcptool.Config{Servers: b.MCP, Cwd: root, Transcripts: c.transcripts, Model: b.Agent.Model, Logger: log}),
 		claudecode.TypePrompt:  lh.promptFactory,
 		claudecode.TypeAgent:   lh.agentFactory,
 	}})

@@ -161,3 +161,42 @@ func storedStages(t *testing.T, store string, f bus.Filter) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// A settings file's SessionStart hooks fire when the session begins,
+// before its UserPromptSubmit hooks, with source startup on a session's
+// first run and resume on a later one; SessionEnd's last.
+func TestClaudeSettingsSessionOrder(t *testing.T) {
+	dir := t.TempDir()
+	logf := filepath.Join(dir, "hooks.log")
+	logHook := func(event string) string {
+		return `{"type": "command", "command": "printf '` + event + ` ' >> ` + logf + `; (grep -o 'source\\\":\\\"[a-z]*' | cut -c10- || true) >> ` + logf + `; echo >> ` + logf + `"}`
+	}
+	writeFiles(t, dir, map[string]string{
+		"script.json": `[{"content": "hello"}]`,
+		"settings.json": `{"hooks": {
+		  "UserPromptSubmit": [{"hooks": [` + logHook("UserPromptSubmit") + `]}],
+		  "SessionStart": [{"hooks": [` + logHook("SessionStart") + `]}],
+		  "SessionEnd": [{"hooks": [` + logHook("SessionEnd") + `]}]}}`,
+	})
+	for range 2 {
+		code, stdout, stderr := loopRun(t, "run", "--store", filepath.Join(dir, "store"), "--listen", "none", "--root", dir,
+			"--script", filepath.Join(dir, "script.json"), "--claude-settings", filepath.Join(dir, "settings.json"), "--session", "s1", "hi")
+		if code != exitOK {
+			t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+		}
+	}
+	b, err := os.ReadFile(logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			got = append(got, l)
+		}
+	}
+	want := []string{"SessionStart startup", "UserPromptSubmit", "SessionEnd", "SessionStart resume", "UserPromptSubmit", "SessionEnd"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("hooks ran:\n got %q\nwant %q", got, want)
+	}
+}

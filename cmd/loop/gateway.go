@@ -5,27 +5,32 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
+	"github.com/hookbus/hookbus/hooks/harness"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/internal/httpauth"
 )
 
 // GatewayPath is where loop gateway takes Claude Code's http hooks
-// (GatewayPath/AGENT for another agent than --agent).
+// (GatewayPath/AGENT for another agent than --agent). Each harness has its
+// route, its default agent id: /claude-code, /gemini-cli, /codex-cli.
 const GatewayPath = "/claude-code"
 
 // GatewayTokenEnv may hold a token loop gateway accepts (bound to no
 // agent); Claude Code's http hooks send it from the same variable.
 const GatewayTokenEnv = "HOOKBUS_GATEWAY_TOKEN"
 
-// cmdGateway is loop gateway: loop claude-hook as one long-lived HTTP
-// server, for Claude Code's http hooks.
+// cmdGateway is loop gateway: loop agent-hook as one long-lived HTTP
+// server, for Claude Code's http hooks and the other harnesses' hooks
+// posted to it.
 func cmdGateway(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs := newFlagSet("gateway", stderr)
 	var f bridgeFlags
 	f.register(fs)
-	listen := fs.String("listen", "", "address to listen on for Claude Code's http hooks (host:port; required); off loopback give --token-file (or $"+GatewayTokenEnv+") and --public-url")
+	names := fs.String("harness", strings.Join(harnessNames, ","), "the coding agents to take hooks of, comma-separated: each on its route (claude: POST /claude-code, gemini: /gemini-cli, codex: /codex-cli)")
+	listen := fs.String("listen", "", "address to listen on for hooks (host:port; required); off loopback give --token-file (or $"+GatewayTokenEnv+") and --public-url")
 	auth := httpauth.Flags{TokenEnv: GatewayTokenEnv}
 	auth.Register(fs)
 	maxBody, maxTotal := byteSize(DefaultMaxBody), byteSize(DefaultMaxBodyTotal)
@@ -34,10 +39,13 @@ func cmdGateway(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `Usage: loop gateway --listen ADDR [flags]
 
-Takes Claude Code's http hooks on POST http://ADDR`+GatewayPath+` (configure it for every
-event, matcher "*"): each is recorded and decided as loop claude-hook does, on
-one connection for a whole fleet. POST `+GatewayPath+`/AGENT records under agent
-AGENT instead of --agent.
+Takes coding agents' hooks over http, each harness on its route: Claude
+Code's http hooks on POST http://ADDR`+GatewayPath+` (configure it for every
+event, matcher "*"), Gemini CLI's on /gemini-cli and Codex CLI's on
+/codex-cli (from a command hook that posts its stdin). Each is recorded and
+decided as loop agent-hook does, on one connection for a whole fleet. POST
+/ROUTE/AGENT records under agent AGENT instead of --agent (or the harness's
+own agent id).
 
 Callers send Authorization: Bearer TOKEN when a token is configured
 (--token-file, $`+GatewayTokenEnv+`); a token bound to agents writes only their
@@ -52,8 +60,16 @@ Flags:`)
 	if err := cli.NoArgs(fs); err != nil {
 		return err
 	}
-	if err := f.check(); err != nil {
+	if err := f.check(fs); err != nil {
 		return err
+	}
+	var hs []harness.Protocol
+	for _, n := range strings.Split(*names, ",") {
+		h, err := harnessOf(strings.TrimSpace(n), f.approve)
+		if err != nil {
+			return err
+		}
+		hs = append(hs, h)
 	}
 	if *listen == "" {
 		return fmt.Errorf("%w: loop gateway needs --listen ADDR", cli.ErrUsage)
@@ -80,10 +96,14 @@ Flags:`)
 		return err
 	}
 	defer stop()
-	gw, err := newGateway(f.config(c.Bus, hooks, log), int64(maxBody), int64(maxTotal))
+	gw, err := newGateway(f.config(c.Bus, hooks, log), int64(maxBody), int64(maxTotal), hs...)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "loop gateway: Claude Code http hooks on %s%s (%s)\n", ln.URL(), GatewayPath[1:], c.Where)
+	var routes []string
+	for _, r := range gw.routes {
+		routes = append(routes, ln.URL()+r.path[1:])
+	}
+	fmt.Fprintf(stderr, "loop gateway: hooks on %s (%s)\n", strings.Join(routes, ", "), c.Where)
 	return ln.Serve(ctx, gw.handler())
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hookbus/hookbus/bridge"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/hooks/claudecode"
+	"github.com/hookbus/hookbus/hooks/harness"
 	"github.com/hookbus/hookbus/internal/httpauth"
 )
 
@@ -26,41 +27,66 @@ const (
 	DefaultMaxBodyTotal = 32 << 20
 )
 
-// gateway answers Claude Code's http hooks with the bridge, reading each
-// body whole only once its bytes fit the budget shared by all requests.
+// gateway answers coding agents' hooks over http with the bridge, each
+// harness on its route, reading each body whole only once its bytes fit
+// the budget shared by all requests.
 type gateway struct {
-	base    bridge.Config // Agent: the agent of POST /claude-code
+	base    bridge.Config // Agent: the agent of POST /ROUTE when given
+	routes  []route
 	maxBody int64
 	budget  *semaphore.Weighted // bytes of bodies held at once
 	held    atomic.Int64        // what budget holds now
 	log     *slog.Logger
 }
 
-func newGateway(base bridge.Config, maxBody, maxTotal int64) (*gateway, error) {
-	if _, err := bridge.New(base); err != nil {
-		return nil, err
-	}
-	log := base.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &gateway{base: base, maxBody: maxBody, budget: semaphore.NewWeighted(maxTotal), log: log}, nil
+// route is one harness's path.
+type route struct {
+	path string
+	h    harness.Protocol
 }
 
-// handler serves POST /claude-code and POST /claude-code/{agent}.
+// newGateway returns a gateway of the harnesses hs (Claude Code when none
+// is given).
+func newGateway(base bridge.Config, maxBody, maxTotal int64, hs ...harness.Protocol) (*gateway, error) {
+	if len(hs) == 0 {
+		hs = []harness.Protocol{claudecode.Harness{Options: base.Answer}}
+	}
+	g := &gateway{base: base, maxBody: maxBody, budget: semaphore.NewWeighted(maxTotal), log: base.Logger}
+	for _, h := range hs {
+		cfg := base
+		cfg.Harness = h
+		if _, err := bridge.New(cfg); err != nil {
+			return nil, err
+		}
+		g.routes = append(g.routes, route{path: "/" + h.Agent(), h: h})
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	return g, nil
+}
+
+// handler serves POST /ROUTE and POST /ROUTE/{agent} for each harness.
 func (g *gateway) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+GatewayPath, g.serve)
-	mux.HandleFunc("POST "+GatewayPath+"/{agent}", g.serve)
+	for _, r := range g.routes {
+		serve := func(w http.ResponseWriter, req *http.Request) { g.serve(w, req, r.h) }
+		mux.HandleFunc("POST "+r.path, serve)
+		mux.HandleFunc("POST "+r.path+"/{agent}", serve)
+	}
 	return mux
 }
 
-// serve answers one hook: 200 and Claude Code's output (the outage
+// serve answers one hook of h: 200 and the harness's output (the outage
 // policy's when hookbus cannot answer in time); 400 for an input that
-// cannot be read (Claude Code's non-blocking error); 403 for an agent the
+// cannot be read (the harness's non-blocking error); 403 for an agent the
 // caller's token is not bound to; 411, 413 or 503 for a body not read.
-func (g *gateway) serve(w http.ResponseWriter, r *http.Request) {
+func (g *gateway) serve(w http.ResponseWriter, r *http.Request, h harness.Protocol) {
 	cfg := g.base
+	cfg.Harness = h
+	if cfg.Agent == "" {
+		cfg.Agent = h.Agent()
+	}
 	if a := r.PathValue("agent"); a != "" {
 		cfg.Agent = a
 	}
@@ -89,24 +115,24 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	in, err := claudecode.ParseInput(raw)
-	var out *claudecode.Output
-	if err == nil {
-		out, err = br.Handle(r.Context(), in)
-	}
+	out, err := br.Serve(r.Context(), raw)
 	if out == nil {
 		status := http.StatusBadRequest
-		if !errors.Is(err, claudecode.ErrBadInput) {
+		if !errors.Is(err, harness.ErrBadInput) {
 			status = http.StatusInternalServerError
 		}
 		http.Error(w, err.Error(), status)
 		return
 	}
 	if err != nil {
-		g.log.Warn("gateway: answered by policy", "event", in.HookEventName, "agent", cfg.Agent, "session", in.SessionID, "err", err)
+		g.log.Warn("gateway: answered by policy", "harness", h.Name(), "agent", cfg.Agent, "err", err)
+	}
+	body := out.Stdout
+	if len(body) == 0 && h.Name() == claudecode.HarnessName {
+		body = []byte("{}") // an http hook's answer of nothing, as Claude Code reads it
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(out.JSON())
+	_, _ = w.Write(body)
 }
 
 // read reads r's body whole once its Content-Length fits --max-body and
@@ -132,7 +158,7 @@ func (g *gateway) read(r *http.Request) (raw []byte, release func(), status int,
 	raw = make([]byte, n)
 	if _, err := io.ReadFull(r.Body, raw); err != nil {
 		release()
-		return nil, nil, http.StatusBadRequest, fmt.Errorf("%w: the body ended before its %d bytes: %v", claudecode.ErrBadInput, n, err)
+		return nil, nil, http.StatusBadRequest, fmt.Errorf("%w: the body ended before its %d bytes: %v", harness.ErrBadInput, n, err)
 	}
 	return raw, release, 0, nil
 }

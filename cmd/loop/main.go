@@ -22,8 +22,10 @@ Usage:
   loop compact [connection] [--agents FILE] [--agent ID] --session ID
   loop server  [--store DIR] [--listen ADDR]
   loop keygen  [--out FILE]
-  loop claude-hook [--nats URL] [--agent ID] [--policy ignore|fail] [--timeout D]   (a Claude Code command hook)
-  loop gateway --listen ADDR [--nats URL] [--agent ID] [--policy ignore|fail]       (Claude Code's http hooks)
+  loop agent-hook --harness claude|gemini|codex [--nats URL | --config FILE] [--agent ID] [--policy ignore|fail] [--timeout D]
+               (a coding agent's command hook: Claude Code, Gemini CLI, Codex CLI)
+  loop claude-hook [--nats URL] [--agent ID] [--policy ignore|fail] [--timeout D]   (agent-hook --harness claude)
+  loop gateway --listen ADDR [--nats URL] [--harness H,H] [--agent ID] [--policy ignore|fail]   (the same over http)
 
 connection: --nats URL [--creds FILE | --nkey FILE | --user U --password P | --token T] [--tls-ca FILE],
             or --store DIR [--listen ADDR]
@@ -84,6 +86,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdKeygen(ctx, args[1:], stdout, stderr)
 	case "server":
 		err = cmdServer(ctx, args[1:], stdout, stderr)
+	case "agent-hook":
+		code, err = cmdAgentHook(ctx, args[1:], stdin, stdout, stderr)
 	case "claude-hook":
 		code, err = cmdClaudeHook(ctx, args[1:], stdin, stdout, stderr)
 	case "gateway":

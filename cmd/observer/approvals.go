@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -151,6 +152,7 @@ func cmdAnswer(ctx context.Context, verb string, args []string, stdout, stderr i
 	comment := fs.String("comment", "", "a comment, recorded with the answer")
 	reason := fs.String("reason", "", "why (required to reject; with --continue the model is given it)")
 	cont := fs.Bool("continue", false, "reject and continue: the model is told the call was rejected, and the run goes on")
+	arguments := fs.String("arguments", "", "approve with these arguments (a JSON object) instead of those asked for; needs --call")
 	wait := fs.Duration("wait", loop.DefaultSettle, "how long to wait for a run still running its step's other calls")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: observer %s [flags] RUN\n\nAnswers a run's tool calls waiting for approval. RUN is a run id or a unique prefix of one. The answer is recorded at once in the run's record (approval.resolved, on this connection's NATS user's subject): the first answer to a call wins, a later one is refused naming it. A worker (loop serve) then resumes the run, now or when one starts.\n\nFlags:\n", verb)
@@ -174,6 +176,9 @@ func cmdAnswer(ctx context.Context, verb string, args []string, stdout, stderr i
 		}
 	} else if *cont {
 		return fmt.Errorf("%w: --continue is for reject", cli.ErrUsage)
+	}
+	if *arguments != "" && (verb != "approve" || *call == "") {
+		return fmt.Errorf("%w: --arguments goes with approve and --call", cli.ErrUsage)
 	}
 	if *wait < 0 {
 		return fmt.Errorf("%w: --wait %s is negative", cli.ErrUsage, *wait)
@@ -210,6 +215,9 @@ func cmdAnswer(ctx context.Context, verb string, args []string, stdout, stderr i
 		AgentID: mine[0].AgentID, SessionID: mine[0].SessionID, RunID: run, CallID: *call,
 		Action: action, Reason: *reason, Comment: *comment,
 		By: events.Actor{Identity: me.User, Via: me.Via, Writer: me.User, Channel: events.ChannelCLI, DeclaredBy: *note},
+	}
+	if *arguments != "" {
+		req.Arguments = json.RawMessage(*arguments)
 	}
 	res, err := loop.AnswerApproval(gctx, loop.AnswerDeps{History: c.Bus, Recorder: c.Bus, Source: "hookbus/observer", Settle: *wait}, req)
 	if res != nil {

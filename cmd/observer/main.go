@@ -34,7 +34,7 @@ Usage:
   observer witness   [connection] --key FILE --state DIR --checkpointer-key KEY [--name NAME]   (cosign checkpoints)
   observer keygen    --name NAME --out FILE   (a checkpointer's or a witness' key)
   observer approvals [connection] [--agent A] [--all] [RUN]   (tool calls waiting for a human)
-  observer approve   [connection] RUN [--call ID] [--note TEXT] [--comment TEXT]   (recorded at once; the first answer wins)
+  observer approve   [connection] RUN [--call ID [--arguments JSON]] [--note TEXT] [--comment TEXT]   (recorded at once; the first answer wins)
   observer reject    [connection] RUN [--call ID] --reason TEXT [--continue] [--note TEXT]
   observer otel      [connection] --endpoint URL [--durable NAME] [--metrics ADDR]   (runs as OpenTelemetry traces)
   observer ui        [connection] [--listen ADDR] [--allow-approvals] [--public-key KEY]...   (the web timeline: open the URL it prints)

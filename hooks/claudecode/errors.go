@@ -1,6 +1,10 @@
 package claudecode
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/hookbus/hookbus/hooks/harness"
+)
 
 var (
 	// ErrUnmapped is returned by NewInput for an event whose stage does not
@@ -8,8 +12,9 @@ var (
 	// Claude Code event hookbus records as no stage.
 	ErrUnmapped = errors.New("claudecode: event not mapped")
 	// ErrBadInput is returned by ParseInput and Input.ToHookbus for a hook
-	// input that does not parse or lacks what its event needs.
-	ErrBadInput = errors.New("claudecode: bad hook input")
+	// input that does not parse or lacks what its event needs. It is
+	// harness.ErrBadInput, which every harness's parsing returns.
+	ErrBadInput = harness.ErrBadInput
 	// ErrHookExit is the failure of a hook that exited with a status other
 	// than 0 and 2: Claude Code's non-blocking error. Decide returns it; the
 	// chain records it as a hook.failed of kind "error" and, under the

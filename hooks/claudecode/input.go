@@ -55,7 +55,23 @@ type Input struct {
 	Message          string `json:"message,omitempty"`
 	Title            string `json:"title,omitempty"`
 	NotificationType string `json:"notification_type,omitempty"`
+
+	// PermissionRequest: the permission updates Claude Code suggests.
+	PermissionSuggestions json.RawMessage `json:"permission_suggestions,omitempty"`
+
+	// StopFailure: the error's details (Error is its type).
+	ErrorDetails string `json:"error_details,omitempty"`
+
+	// Codex CLI's additions: the turn the event belongs to.
+	TurnID string `json:"turn_id,omitempty"`
+
+	// raw is the input as read by ParseInput.
+	raw []byte
 }
+
+// Raw returns the input as ParseInput read it (nil for an Input built
+// otherwise).
+func (in *Input) Raw() []byte { return in.raw }
 
 // Env is what an input says about where the hook runs, beyond the event.
 type Env struct {
@@ -115,6 +131,13 @@ func NewInput(event HookEvent, ev *events.Event, env Env) (*Input, error) {
 		p, err := data[events.Intake](ev)
 		if err != nil {
 			return nil, err
+		}
+		if event == SessionStart {
+			in.Source, in.Model = SourceStartup, env.Model
+			if p.HistoryMessages > 0 {
+				in.Source = SourceResume
+			}
+			break
 		}
 		in.Prompt = &p.Prompt
 	case events.StageRunStarted:

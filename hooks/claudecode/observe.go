@@ -75,6 +75,14 @@ func (o *observing) AppendAfter(ctx context.Context, e *events.Event, seen uint6
 
 // observe runs the observers of e's stage that match it.
 func (hs *Hooks) observe(ctx context.Context, e *events.Event) {
+	switch e.Stage {
+	case events.StageRunStarted:
+		if _, ran := hs.started.LoadAndDelete(e.RunID); ran {
+			return // its SessionStart hooks ran at its intake
+		}
+	case events.StageRunCompleted, events.StageRunFailed:
+		hs.started.Delete(e.RunID) // a prompt denied: no run.started came
+	}
 	for _, o := range hs.observers[e.Stage] {
 		if ctx.Err() != nil {
 			return

@@ -1,12 +1,14 @@
 package claudecode
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
@@ -52,6 +54,9 @@ type Hooks struct {
 	observers  map[events.Stage][]*observer
 	n          int
 	logger     *slog.Logger
+	// started holds the runs whose SessionStart hooks ran at their
+	// intake, so that their run.started does not run them again.
+	started sync.Map
 }
 
 // observer is a handler of an observe-only event.
@@ -132,7 +137,13 @@ func (hs *Hooks) add(chain *interceptors.Chain, h Handler, prefix string, order 
 	if !h.Event.Intercepts() {
 		o := &observer{event: h.Event, h: h, reg: reg.WithDefaults(), ic: ic}
 		for _, st := range stages {
+			if h.Event == SessionStart && st == events.StageIntake {
+				continue // run at intake by the chain, before the prompt's hooks
+			}
 			hs.observers[st] = append(hs.observers[st], o)
+		}
+		if h.Event == SessionStart {
+			return hs.addSessionStart(chain, o, order)
 		}
 		return nil
 	}
@@ -166,4 +177,37 @@ func typeList(factories map[string]Factory) string {
 		return "none"
 	}
 	return strings.Join(types, ", ")
+}
+
+// sessionStartLead puts the SessionStart hooks registered on intake before
+// every other interceptor of the stage: they fire when the session begins.
+const sessionStartLead = 1 << 30
+
+// addSessionStart registers o, a SessionStart hook, on intake ahead of the
+// chain (the prompt's UserPromptSubmit hooks included), observing: it runs
+// on a run's first attempt before any hook of the prompt, and what it
+// answers changes nothing (a failure is logged and recorded). Its
+// run.started observer runs it for attempts without an intake (a resumed
+// one, a compaction).
+func (hs *Hooks) addSessionStart(chain *interceptors.Chain, o *observer, order int) error {
+	reg := o.reg
+	reg.Stage, reg.Order, reg.Tools = events.StageIntake, order-sessionStartLead, ""
+	unregister, err := chain.Register(reg, interceptors.Func(func(ctx context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
+		hs.started.Store(req.Event.RunID, true)
+		in, err := NewInput(SessionStart, req.Event, Env{})
+		if err != nil {
+			return nil, err
+		}
+		if o.h.Compiled != nil && !o.h.Compiled.Match(in.MatchTarget()) {
+			return nil, nil
+		}
+		_, err = o.ic.Intercept(ctx, req)
+		return nil, err
+	}))
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrSettings, o.h.Where, err)
+	}
+	hs.regs = append(hs.regs, reg)
+	hs.unregister = append(hs.unregister, unregister)
+	return nil
 }

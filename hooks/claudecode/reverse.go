@@ -6,20 +6,13 @@ import (
 	"fmt"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/hooks/harness"
 )
 
 // Mapped is a Claude Code hook input as a hookbus stage event's parts: the
 // bridge (Claude Code sending its hooks to hookbus) builds the event from
-// them with its own ids (events.New(m.Stage, meta with Subject m.Subject,
-// m.Payload)).
-type Mapped struct {
-	Stage events.Stage
-	// Subject is the event's subject: the tool name on tool stages and
-	// approval.requested, the sub-agent's type on subagent stages.
-	Subject string
-	// Payload is the stage's payload (events.ToolBefore, ...).
-	Payload any
-}
+// them with its own ids.
+type Mapped = harness.Mapped
 
 // ParseInput reads a Claude Code hook input. The error wraps ErrBadInput
 // and says what is wrong.
@@ -32,13 +25,15 @@ func ParseInput(b []byte) (*Input, error) {
 	if in.HookEventName == "" {
 		return nil, fmt.Errorf("%w: no hook_event_name", ErrBadInput)
 	}
+	in.raw = bytes.TrimSpace(b)
 	return &in, nil
 }
 
 // ToHookbus maps a Claude Code hook input to the hookbus event it is
 // recorded as (docs/PROTOCOL.md, "Claude Code hooks", the bridge
-// direction). The error wraps ErrUnmapped for an event hookbus records as
-// no stage (Notification, events it does not map) and ErrBadInput for an
+// direction). The error wraps ErrUnmapped for an event no stage stands for
+// (Notification, ConfigChange, ...: recorded as a harness.event) and
+// ErrBadInput for an
 // input that lacks what its event needs (a tool event without tool_name, a
 // tool_input that is not an object).
 func (in *Input) ToHookbus() (*Mapped, error) {
@@ -81,7 +76,7 @@ func (in *Input) ToHookbus() (*Mapped, error) {
 	case PostToolUseFailure:
 		m.Payload = events.ToolFailed{Call: call, Error: in.Error}
 	case PermissionRequest:
-		m.Payload = events.ApprovalRequested{Call: call, Reason: "Claude Code asks for permission"}
+		m.Payload = events.ApprovalRequested{Call: call, Reason: "Claude Code asks for permission", Suggestions: in.PermissionSuggestions}
 	case SubagentStart:
 		m.Subject = subagentType(in)
 		m.Payload = events.SubagentBefore{AgentID: m.Subject, RunID: validOr(in.AgentID), Description: "Claude Code sub-agent " + in.AgentType}
@@ -100,6 +95,14 @@ func (in *Input) ToHookbus() (*Mapped, error) {
 		m.Payload = p
 	case SessionEnd:
 		m.Payload = events.RunCompleted{Reason: events.ReasonDone, Detail: "Claude Code session ended: " + in.Reason}
+	case StopFailure:
+		msg := in.Error
+		for _, s := range []string{in.ErrorDetails, str(in.LastAssistantMessage)} {
+			if s != "" {
+				msg += ": " + s
+			}
+		}
+		m.Payload = events.RunFailed{Error: "Claude Code's turn ended on an API error: " + msg}
 	}
 	return m, nil
 }

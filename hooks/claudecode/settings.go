@@ -26,15 +26,17 @@ const (
 	TypeHTTP    = "http"
 	TypePrompt  = "prompt"
 	TypeAgent   = "agent"
+	TypeMCPTool = "mcp_tool"
 )
 
 // DefaultTimeout returns the timeout of a handler type when the file gives
-// none (0 for a type Claude Code does not define).
+// none (0 for a type Claude Code does not define), on most events:
+// DefaultTimeoutFor gives the event's.
 func DefaultTimeout(typ string) time.Duration {
 	switch typ {
 	case TypeCommand:
 		return DefaultCommandTimeout
-	case TypeHTTP:
+	case TypeHTTP, TypeMCPTool:
 		return DefaultHTTPTimeout
 	case TypePrompt:
 		return DefaultPromptTimeout
@@ -42,6 +44,19 @@ func DefaultTimeout(typ string) time.Duration {
 		return DefaultAgentTimeout
 	}
 	return 0
+}
+
+// DefaultTimeoutFor returns the timeout of a handler of type typ on event
+// when the file gives none, as Claude Code applies it: command, http and
+// mcp_tool hooks get the event's Limit (30 s on UserPromptSubmit,
+// PreModelSwitch and PostModelSwitch, 10 s on MessageDisplay, 1.5 s on
+// SessionEnd, 600 s elsewhere); prompt and agent hooks their type's.
+func DefaultTimeoutFor(event HookEvent, typ string) time.Duration {
+	switch typ {
+	case TypeCommand, TypeHTTP, TypeMCPTool:
+		return event.Limit()
+	}
+	return DefaultTimeout(typ)
 }
 
 // Settings is the hooks section of a Claude Code settings file, read as
@@ -75,8 +90,10 @@ type Handler struct {
 	// Type is "command", "http", "prompt", "agent" or another type a
 	// Factory was given for.
 	Type string
-	// Timeout is the file's, or the type's default.
-	Timeout time.Duration
+	// Timeout is the file's, or Claude Code's default for the event and
+	// type (DefaultTimeoutFor); TimeoutSet says the file gave it.
+	Timeout    time.Duration
+	TimeoutSet bool
 	// Raw is the handler's JSON object as written: each type's Factory
 	// reads its own fields (command, url, headers, prompt, model, ...).
 	Raw json.RawMessage
@@ -129,11 +146,11 @@ func ParseSettings(data []byte, name string) (*Settings, error) {
 	}
 	for ev := range byEvent {
 		e := HookEvent(ev)
-		if !e.Mapped() && !knownOther(e) {
-			return nil, fail("hooks."+ev, "not a Claude Code hook event (hookbus maps %s)", eventList())
+		if !e.Known() {
+			return nil, fail("hooks."+ev, "not a Claude Code hook event (hookbus knows %s)", eventList())
 		}
 	}
-	for _, e := range append(Events(), otherEvents[:]...) {
+	for _, e := range AllEvents() {
 		raw, ok := byEvent[string(e)]
 		if !ok {
 			continue
@@ -160,7 +177,7 @@ func ParseSettings(data []byte, name string) (*Settings, error) {
 				matcher = *grp.Matcher
 			}
 			if !e.Mapped() {
-				s.Skipped = append(s.Skipped, fmt.Sprintf("%s: %d hook(s) of %s, a Claude Code event hookbus has no stage for", gwhere, len(grp.Hooks), e))
+				s.Skipped = append(s.Skipped, fmt.Sprintf("%s: %d hook(s) of %s, a Claude Code event whose hooks do not fire on a hookbus agent", gwhere, len(grp.Hooks), e))
 				continue
 			}
 			var compiled *Matcher
@@ -177,6 +194,9 @@ func ParseSettings(data []byte, name string) (*Settings, error) {
 				hwhere := fmt.Sprintf("%s.hooks[%d]", gwhere, i)
 				if err != nil {
 					return nil, fail(hwhere, "%v", err)
+				}
+				if !h.TimeoutSet {
+					h.Timeout = DefaultTimeoutFor(e, h.Type)
 				}
 				h.Event, h.Matcher, h.Compiled, h.Group, h.Index = e, matcher, compiled, g, i
 				h.Where = name + ": " + hwhere
@@ -197,10 +217,11 @@ func parseHandler(raw json.RawMessage) (Handler, error) {
 		return Handler{}, fmt.Errorf("expected a handler object {\"type\": ..., ...}: %v", err)
 	}
 	if h.Type == nil || *h.Type == "" {
-		return Handler{}, errors.New("no type (want command, http, prompt or agent)")
+		return Handler{}, errors.New("no type (want command, http, mcp_tool, prompt or agent)")
 	}
 	out := Handler{Type: *h.Type, Raw: append(json.RawMessage(nil), bytes.TrimSpace(raw)...), Timeout: DefaultTimeout(*h.Type)}
 	if h.Timeout != nil {
+		out.TimeoutSet = true
 		t := *h.Timeout
 		if t <= 0 || math.IsInf(t, 0) || t > float64(math.MaxInt64/int64(time.Second)) {
 			return Handler{}, fmt.Errorf("timeout %v is not a positive number of seconds", t)
@@ -212,7 +233,7 @@ func parseHandler(raw json.RawMessage) (Handler, error) {
 
 func eventList() string {
 	names := make([]string, 0, len(table))
-	for _, e := range Events() {
+	for _, e := range AllEvents() {
 		names = append(names, string(e))
 	}
 	return strings.Join(names, ", ")

@@ -69,7 +69,7 @@ func TestParseSettingsErrors(t *testing.T) {
 		{`{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "x"}]}]`, "settings.json: line 1, column 75: unexpected end of JSON input"},
 		{"{\n  \"hooks\": {\n    \"PreToolUse\": [}\n}", "line 3, column 20: invalid character '}'"},
 		{`{"hooks": []}`, "hooks: expected an object of events"},
-		{`{"hooks": {"PreTooluse": []}}`, `hooks.PreTooluse: not a Claude Code hook event (hookbus maps UserPromptSubmit, SessionStart, PreToolUse`},
+		{`{"hooks": {"PreTooluse": []}}`, `hooks.PreTooluse: not a Claude Code hook event (hookbus knows SessionStart, Setup, InstructionsLoaded, UserPromptSubmit`},
 		{`{"hooks": {"PreToolUse": {"matcher": "Bash"}}}`, "hooks.PreToolUse: expected a list of matcher groups"},
 		{`{"hooks": {"PreToolUse": [{"matcher": "Bash"}]}}`, "hooks.PreToolUse[0]: no hooks"},
 		{`{"hooks": {"PreToolUse": [{"matcher": 7, "hooks": []}]}}`, "hooks.PreToolUse[0]: expected {\"matcher\""},

@@ -35,6 +35,9 @@ var (
 	ErrArguments = errors.New("mcp: arguments are not a JSON object")
 	// ErrClosed is the Kind of an *Error for a call after Close.
 	ErrClosed = errors.New("mcp: server closed")
+	// ErrNoServer is returned by Servers.CallTool for a server the agent
+	// does not have.
+	ErrNoServer = errors.New("mcp: no such server")
 )
 
 // Error is the error of a failed MCP call or connection. It names the server

@@ -2,8 +2,10 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hookbus/hookbus/loop"
 )
@@ -74,4 +76,39 @@ func (ss Servers) Close() error {
 		<-done
 	}
 	return nil
+}
+
+// CallTool calls tool on the server named server with args (a JSON
+// object) and returns the result's text, as a tool call of an agent does
+// (every failure an *Error naming the server and the tool; a result the
+// tool marked as an error is ErrToolError). The error wraps ErrNoServer
+// for a server not among ss.
+func (ss Servers) CallTool(ctx context.Context, server, tool string, args json.RawMessage) (string, error) {
+	for _, s := range ss {
+		if s.Name() == server {
+			return s.call(ctx, tool, args, false)
+		}
+	}
+	return "", fmt.Errorf("%w: %q (the agent's: %s)", ErrNoServer, server, ss.names())
+}
+
+// Has reports whether ss holds the server named server.
+func (ss Servers) Has(server string) bool {
+	for _, s := range ss {
+		if s.Name() == server {
+			return true
+		}
+	}
+	return false
+}
+
+func (ss Servers) names() string {
+	if len(ss) == 0 {
+		return "none"
+	}
+	names := make([]string, len(ss))
+	for i, s := range ss {
+		names[i] = s.Name()
+	}
+	return strings.Join(names, ", ")
 }

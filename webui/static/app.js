@@ -561,6 +561,7 @@ function approvalCard(a) {
       h("span", { class: "muted" }, " (" + age(a.requested_at) + " ago)")),
     a.reason ? h("div", { class: "reason" }, "“" + a.reason + "”") : null,
     a.arguments ? h("pre", { class: "args" }, JSON.stringify(a.arguments, null, 2)) : null,
+    a.suggestions ? h("div", { class: "muted small" }, "the agent suggests: ", h("code", {}, JSON.stringify(a.suggestions))) : null,
     h("div", { class: "muted small" }, "run ", h("a", { href: runHref(a.run_id, a.agent_id, a.session_id) }, a.agent_id + " / " + a.session_id + " · " + short(a.run_id)),
       a.expires_at ? [" · if unanswered, " + (a.on_expiry || "reject_and_continue").replaceAll("_", " ") + " at ", timeEl(a.expires_at)] : ""));
   if (state.config.allow_approvals) card.append(answerForm(a));

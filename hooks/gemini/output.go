@@ -1,0 +1,215 @@
+package gemini
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/hooks/harness"
+	"github.com/hookbus/hookbus/interceptors"
+)
+
+// Output is the JSON a Gemini CLI hook prints on stdout (exit 0).
+type Output struct {
+	// Continue false stops Gemini CLI's agent loop; StopReason says why.
+	Continue   *bool  `json:"continue,omitempty"`
+	StopReason string `json:"stopReason,omitempty"`
+	// SystemMessage is shown to the user.
+	SystemMessage string `json:"systemMessage,omitempty"`
+	// Decision "deny" (with Reason) blocks: a tool call (the model is told
+	// "Tool execution blocked: <reason>"), a tool's result (replaced by the
+	// reason), a prompt, or the agent's answer (AfterAgent: the reason is
+	// its next prompt). "ask" makes the user confirm a tool call.
+	Decision string `json:"decision,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	// HookSpecificOutput carries the event's own fields.
+	HookSpecificOutput *SpecificOutput `json:"hookSpecificOutput,omitempty"`
+}
+
+// SpecificOutput is the hookSpecificOutput of an Output.
+type SpecificOutput struct {
+	HookEventName string `json:"hookEventName"`
+	// ToolInput (BeforeTool) is merged over the model's arguments.
+	ToolInput json.RawMessage `json:"tool_input,omitempty"`
+	// AdditionalContext is added to the prompt (BeforeAgent) or the tool's
+	// result (AfterTool).
+	AdditionalContext string `json:"additionalContext,omitempty"`
+}
+
+// Decisions of an Output.
+const (
+	DecisionDeny = "deny"
+	DecisionAsk  = "ask"
+)
+
+// JSON is the Output as a hook prints it: "{}" when it says nothing
+// (Gemini CLI reads stderr instead when stdout is empty).
+func (o *Output) JSON() []byte {
+	b, _ := json.Marshal(o) // only strings, bools and valid raw JSON
+	return b
+}
+
+// Answer words what hookbus decided on in as Gemini CLI's output:
+//
+//	BeforeTool   deny, mock → decision deny + reason (mock: the mocked
+//	             result); ask → decision ask; modify → tool_input (the
+//	             arguments after every change); stop → continue false
+//	AfterTool    context → additionalContext; modify → decision deny with
+//	             the result as the interceptors left it as the reason (the
+//	             model is told "Tool result blocked: <result>")
+//	BeforeAgent  deny → decision deny; text added to the prompt →
+//	             additionalContext
+//	AfterAgent   continue → decision deny, the message as the reason (its
+//	             next prompt); stop → continue false
+//
+// Warnings, failures the chain went past and what Gemini CLI cannot be
+// told go in systemMessage. The error wraps events.ErrPayload when the
+// chain's data does not decode.
+func (in *Input) Answer(out *harness.Outcome) (*harness.Reply, error) {
+	o, err := in.AnswerOutput(out)
+	if err != nil {
+		return nil, err
+	}
+	return &harness.Reply{Stdout: o.JSON()}, nil
+}
+
+// AnswerOutput is Answer's Output.
+func (in *Input) AnswerOutput(out *harness.Outcome) (*Output, error) {
+	o := &Output{}
+	if out == nil {
+		out = &harness.Outcome{}
+	}
+	notes := append([]string(nil), out.Warnings...)
+	c := out.Chain
+	if c != nil && in.stage() != "" {
+		for _, r := range c.Records {
+			notes = append(notes, r.Warnings...)
+			if r.Failure != nil && r.Failure.Outcome == interceptors.FailedOpen {
+				notes = append(notes, fmt.Sprintf("hookbus: interceptor %s failed (%s); the action proceeds", r.Plugin, r.Failure.Kind))
+			}
+		}
+		spec := func() *SpecificOutput {
+			if o.HookSpecificOutput == nil {
+				o.HookSpecificOutput = &SpecificOutput{HookEventName: in.HookEventName}
+			}
+			return o.HookSpecificOutput
+		}
+		stop := func() {
+			f := false
+			o.Continue, o.StopReason = &f, c.Reason
+		}
+		switch in.HookEventName {
+		case BeforeTool:
+			switch c.Decision {
+			case interceptors.Deny:
+				o.Decision, o.Reason = DecisionDeny, reasonOr(c.Reason)
+			case interceptors.Mock:
+				text := c.Reason
+				if c.Mock != nil {
+					text = c.Mock.Content
+				}
+				o.Decision, o.Reason = DecisionDeny, reasonOr(text)
+			case interceptors.Ask:
+				o.Decision, o.Reason = DecisionAsk, c.Reason
+				if c.Reason != "" {
+					notes = append(notes, c.Reason)
+				}
+			case interceptors.Stop:
+				stop()
+			case interceptors.Modify:
+				var p events.ToolBefore
+				if err := decode(c, &p); err != nil {
+					return nil, err
+				}
+				spec().ToolInput = p.Call.Arguments
+			}
+		case AfterTool:
+			if ctx := strings.Join(c.Context, "\n"); ctx != "" {
+				spec().AdditionalContext = ctx
+			}
+			switch c.Decision {
+			case interceptors.Modify:
+				var p events.ToolAfter
+				if err := decode(c, &p); err != nil {
+					return nil, err
+				}
+				o.Decision, o.Reason = DecisionDeny, p.Result.Content
+			case interceptors.Stop: // a fail-closed failure
+				stop()
+			}
+		case BeforeAgent:
+			switch c.Decision {
+			case interceptors.Deny:
+				o.Decision, o.Reason = DecisionDeny, reasonOr(c.Reason)
+			case interceptors.Modify:
+				var p events.Intake
+				if err := decode(c, &p); err != nil {
+					return nil, err
+				}
+				orig := ""
+				if in.Prompt != nil {
+					orig = *in.Prompt
+				}
+				if added, ok := strings.CutPrefix(p.Prompt, orig); ok && added != "" {
+					spec().AdditionalContext = strings.TrimSpace(added)
+				} else if p.Prompt != orig {
+					notes = append(notes, "hookbus interceptors rewrote the prompt, which Gemini CLI cannot replace")
+				}
+			}
+		case AfterAgent:
+			switch c.Decision {
+			case interceptors.Continue:
+				o.Decision, o.Reason = DecisionDeny, strings.Join(c.Context, "\n")
+				if o.Reason == "" {
+					o.Reason = reasonOr(c.Reason)
+				}
+			case interceptors.Stop:
+				stop()
+			}
+		}
+	}
+	o.SystemMessage = strings.Join(notes, "\n")
+	return o, nil
+}
+
+// Outage is the answer when hookbus cannot record or decide the event
+// (cause): with PolicyIgnore the event proceeds, with a warning; with
+// PolicyFail a tool call or a prompt is denied, and the agent's loop
+// stopped after a tool or at its answer. Events recorded as a
+// harness.event proceed.
+func (in *Input) Outage(policy interceptors.Policy, cause error) *harness.Reply {
+	msg := fmt.Sprintf("hookbus could not record or check this %s event (%v)", in.HookEventName, cause)
+	st := in.stage()
+	if policy != interceptors.PolicyFail || !st.Interceptable() {
+		if st == "" {
+			return &harness.Reply{Stdout: []byte("{}")}
+		}
+		return &harness.Reply{Stdout: (&Output{SystemMessage: msg + "; it proceeds unchecked"}).JSON()}
+	}
+	kind := interceptors.Stop
+	if st.Accepts().Has(events.DecisionDeny) {
+		kind = interceptors.Deny
+	}
+	reason := "hookbus is unavailable and its policy is to fail closed: " + cause.Error()
+	o, err := in.AnswerOutput(&harness.Outcome{Chain: &interceptors.ChainResult{Stage: st, Decision: kind, Reason: reason},
+		Warnings: []string{msg + "; blocked (policy fail)"}})
+	if err != nil {
+		o = &Output{SystemMessage: msg}
+	}
+	return &harness.Reply{Stdout: o.JSON()}
+}
+
+func reasonOr(r string) string {
+	if r == "" {
+		return "denied by a hookbus interceptor"
+	}
+	return r
+}
+
+func decode(c *interceptors.ChainResult, v any) error {
+	if err := json.Unmarshal(c.Data, v); err != nil {
+		return fmt.Errorf("%w: %s outcome data: %v", events.ErrPayload, c.Stage, err)
+	}
+	return nil
+}
