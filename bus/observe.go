@@ -310,9 +310,11 @@ func (o *Observer) keepAlive() {
 // running handler's ctx is cancelled. The events it received and did not
 // handle (the running handler's too, should it fail), and those it failed
 // that have not come back to it, are handed back to the server in stream
-// order (a NAK), so the durable's next observer gets them at once and in
-// order rather than after AckWait; Stats().Returned counts them. Only an event in flight when the subscription ends, or one whose
-// NAK is lost with the connection, waits for AckWait.
+// order (a NAK), so the durable's next observer gets them at once rather
+// than after AckWait (docs/PROTOCOL.md says in which order);
+// Stats().Returned counts them. Only an event in flight when the
+// subscription ends, or one whose NAK is lost with the connection, waits
+// for AckWait.
 func (o *Observer) Stop() {
 	o.cancel()
 	// Drained rather than stopped, so that the messages already buffered
