@@ -83,6 +83,7 @@ export type Stage =
   | "stop"
   | "run.completed"
   | "run.failed"
+  | "harness.event"
   | "hook.decided"
   | "hook.failed";
 /**
@@ -166,6 +167,10 @@ export interface ApprovalRequested {
    * on_expiry is what an unanswered request becomes: an Action (reject_and_continue, the "deny" default; reject; approve).
    */
   on_expiry?: "approve" | "reject" | "reject_and_continue";
+  /**
+   * suggestions are what the coding agent that asked offers the person answering (Claude Code's permission_suggestions: rules to add, a mode to switch to), as it sent them; empty for hookbus' own runs.
+   */
+  suggestions?: unknown;
 }
 /**
  * ToolCall is one tool invocation requested by the model.
@@ -250,6 +255,10 @@ export interface ApprovalResolved {
    * expired is set when nobody answered in time and the request resolved by its OnExpiry.
    */
   expired?: boolean;
+  /**
+   * Arguments, on an approve, are the call's arguments as the approver edited them (a JSON object): the call runs with them instead of the requested ones. Empty: the call runs as requested.
+   */
+  arguments?: unknown;
 }
 /**
  * Budget bounds what a run may use.
@@ -310,6 +319,7 @@ export interface CloudEvent1 {
     | "hookbus.stop"
     | "hookbus.run.completed"
     | "hookbus.run.failed"
+    | "hookbus.harness.event"
     | "hookbus.hook.decided"
     | "hookbus.hook.failed";
   /**
@@ -578,6 +588,30 @@ export interface Definition {
   version?: string;
 }
 /**
+ * HarnessEvent is the data of harness.event: a hook event of a coding agent's own loop (a harness: Claude Code, Gemini CLI, Codex CLI) that no stage stands for, recorded as the harness sent it (Claude Code's ConfigChange, Gemini CLI's AfterModel, ...). It is the data of CloudEvent type hookbus.harness.event.
+ *
+ * This interface was referenced by `Hookbus`'s JSON-Schema
+ * via the `definition` "HarnessEvent".
+ */
+export interface HarnessEvent {
+  /**
+   * harness names the coding agent: claude, gemini or codex.
+   */
+  harness: string;
+  /**
+   * event is the harness's name of the hook event (its hook_event_name).
+   */
+  event: string;
+  /**
+   * input is the hook input as the harness sent it (a JSON object).
+   */
+  input?: unknown;
+  /**
+   * after_end is set on an event recorded after its run's end: the harness's session ended (SessionEnd) after its last turn had.
+   */
+  after_end?: boolean;
+}
+/**
  * HookDecided is the data of hook.decided: one interceptor's decision. It is the data of CloudEvent type hookbus.hook.decided.
  *
  * This interface was referenced by `Hookbus`'s JSON-Schema
@@ -713,6 +747,10 @@ export interface Intake {
   metadata?: {
     [k: string]: string | undefined;
   };
+  /**
+   * history_messages is how many messages the session had before this run (0 on its first run): what run.started's says, known already.
+   */
+  history_messages?: number;
 }
 /**
  * MockResult is the Data of a mock decision: the tool result given in place of running the tool.
@@ -992,6 +1030,7 @@ export interface StagePayloads {
   stop: Stop;
   "run.completed": RunCompleted;
   "run.failed": RunFailed;
+  "harness.event": HarnessEvent;
   "hook.decided": HookDecided;
   "hook.failed": HookFailed;
 }
@@ -1239,6 +1278,7 @@ export interface EventHeaders {
     | "hookbus.stop"
     | "hookbus.run.completed"
     | "hookbus.run.failed"
+    | "hookbus.harness.event"
     | "hookbus.hook.decided"
     | "hookbus.hook.failed";
   /**
@@ -1355,6 +1395,7 @@ export interface InterceptionRequestHeaders {
     | "hookbus.stop"
     | "hookbus.run.completed"
     | "hookbus.run.failed"
+    | "hookbus.harness.event"
     | "hookbus.hook.decided"
     | "hookbus.hook.failed";
   /**

@@ -4,7 +4,7 @@
 import type { InterceptableStage, Stage, StageDecisions } from "./schema.js";
 
 /** Every stage, in the order a run meets them. */
-export const STAGES: readonly Stage[] = ["intake","run.started","step.started","context.assembled","model.responded","model.failed","tool.before","tool.result","tool.after","tool.failed","approval.requested","approval.resolved","compact.before","compact.after","compact.failed","subagent.before","subagent.after","subagent.failed","step.completed","stop","run.completed","run.failed","hook.decided","hook.failed"];
+export const STAGES: readonly Stage[] = ["intake","run.started","step.started","context.assembled","model.responded","model.failed","tool.before","tool.result","tool.after","tool.failed","approval.requested","approval.resolved","compact.before","compact.after","compact.failed","subagent.before","subagent.after","subagent.failed","step.completed","stop","run.completed","run.failed","harness.event","hook.decided","hook.failed"];
 /** The stages that accept intercepting hooks. */
 export const INTERCEPTABLE_STAGES: readonly InterceptableStage[] = ["intake","step.started","context.assembled","model.responded","tool.before","tool.after","subagent.before","stop"];
 /** The stages only trusted interceptors may intercept (a plugin needs privileged_hooks). */
