@@ -127,7 +127,7 @@ func TestReadmePolicyIsTheExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, readme := range []string{filepath.Join(sdkDir(), "..", "..", "docs", "HOOKS.md"), filepath.Join(sdkDir(), "README.md")} {
+	for _, readme := range []string{filepath.Join(sdkDir(), "..", "..", "README.md"), filepath.Join(sdkDir(), "..", "..", "docs", "HOOKS.md"), filepath.Join(sdkDir(), "README.md")} {
 		b, err := os.ReadFile(readme)
 		if err != nil {
 			t.Fatal(err)
