@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +13,8 @@ import (
 	"github.com/hookbus/hookbus/hooks/claudecode"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // maxHookInput bounds the hook input loop claude-hook reads from stdin
@@ -27,16 +28,14 @@ type bridgeFlags struct {
 	policy  string
 	timeout time.Duration
 	approve bool
-	verbose bool
 }
 
-func (f *bridgeFlags) register(fs *flag.FlagSet) {
+func (f *bridgeFlags) register(fs *pflag.FlagSet) {
 	f.conn.Register(fs)
 	fs.StringVar(&f.agent, "agent", bridge.DefaultAgent, "the agent id Claude Code's sessions are recorded under")
 	fs.StringVar(&f.policy, "policy", string(interceptors.PolicyIgnore), "when NATS is away or slow: ignore (the event proceeds, Claude Code shows a warning) or fail (tool calls and prompts are blocked)")
 	fs.DurationVar(&f.timeout, "timeout", bridge.DefaultTimeout, "the most one event may take, answer included: keep it under the hook's timeout in Claude Code's settings")
 	fs.BoolVar(&f.approve, "approve-modified", false, "answer a tool call the interceptors rewrote with permissionDecision allow (else Claude Code's own permission rules still apply to it)")
-	fs.BoolVar(&f.verbose, "v", false, cli.VerboseHelp)
 }
 
 // check refuses what the flags cannot mean.
@@ -61,36 +60,41 @@ func (f *bridgeFlags) config(store bridge.Store, hooks bridge.Hooks, log *slog.L
 		Timeout: f.timeout, Answer: claudecode.AnswerOptions{ApproveModified: f.approve}, Logger: log}
 }
 
-// cmdClaudeHook is loop claude-hook: one Claude Code hook event, read on
-// stdin, recorded and decided on the bus, answered on stdout.
-func cmdClaudeHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("claude-hook", stderr)
-	var f bridgeFlags
-	f.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, `Usage: loop claude-hook [flags]
-
-A Claude Code command hook: configure it for every event (matcher "*") in
+const claudeHookLong = `A Claude Code command hook: configure it for every event (matcher "*") in
 .claude/settings.json. It reads Claude Code's hook input on stdin, records it
 as the session's hookbus event (agent --agent, session Claude Code's
 session_id), runs the registry's interceptors for its stage, and answers on
 stdout in Claude Code's output format. It answers within --timeout whatever
 happens: when NATS is away or slow, by --policy. README.md, "Claude Code on
-the bus", has the settings.json snippet.
+the bus", has the settings.json snippet. Being a hook, it says which bus it
+uses only with -v.`
 
-Flags:`)
-		fs.PrintDefaults()
-	}
-	if err := parse(fs, args); err != nil {
-		return exitUsage, err
-	}
-	if err := cli.NoArgs(fs); err != nil {
+// claudeHookCmd is loop claude-hook: one Claude Code hook event, read on
+// stdin, recorded and decided on the bus, answered on stdout.
+func claudeHookCmd(a *cli.App) *cobra.Command {
+	return cli.Command("claude-hook [flags]", "Answer one Claude Code hook event (a command hook)", claudeHookLong, func(fs *pflag.FlagSet) cli.Run {
+		var f bridgeFlags
+		f.register(fs)
+		return func(ctx context.Context, args []string) error {
+			code, err := f.claudeHook(ctx, a, args)
+			a.Code = code
+			return err
+		}
+	})
+}
+
+func (f *bridgeFlags) claudeHook(ctx context.Context, a *cli.App, args []string) (int, error) {
+	stdin, stdout, stderr := a.In, a.Out, a.Err
+	if err := cli.NoArgs(nil, args); err != nil {
 		return exitUsage, err
 	}
 	if err := f.check(); err != nil {
 		return exitUsage, err
 	}
-	log := cli.Logger(f.verbose, stderr)
+	if a.Log.Verbose {
+		f.conn.App = a
+	}
+	log := a.Log.Logger(stderr)
 	raw, err := io.ReadAll(io.LimitReader(stdin, maxHookInput+1))
 	if err == nil && len(raw) > maxHookInput {
 		err = fmt.Errorf("hook input over %d bytes", maxHookInput)

@@ -3,9 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -13,52 +12,61 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
-	"github.com/hookbus/hookbus/internal/httpauth"
+	"github.com/hookbus/hookbus/internal/health"
 	"github.com/hookbus/hookbus/telemetry"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 )
 
 // DefaultOtelDurable is the durable name of observer otel.
 const DefaultOtelDurable = "hookbus-otel"
 
-// cmdOtel runs the OpenTelemetry observer: the events stream as OTLP spans
+const otelLong = `Sends every run as an OpenTelemetry trace (GenAI span names and attributes) to an OTLP/HTTP endpoint,
+as a durable observer: each event is acknowledged once its spans are exported, so a restart loses and
+duplicates nothing. Runs until interrupted. With --metrics it serves the Prometheus metrics of what it
+reads, /healthz and /readyz (connected, the stream reachable, its consumer bound); told to stop, it
+exports what it holds within --drain-timeout.`
+
+// otelCmd runs the OpenTelemetry observer: the events stream as OTLP spans
 // (telemetry.Traces), and with --metrics the Prometheus metrics of what it
 // reads.
-func cmdOtel(ctx context.Context, args []string, _, stderr io.Writer) error {
-	fs := flag.NewFlagSet("observer otel", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	conn := cli.ConnFlags{}
-	conn.Register(fs)
-	endpoint := fs.String("endpoint", "", "the OTLP/HTTP traces endpoint: a collector's http://HOST:4318 (/v1/traces is added when the URL has no path), Jaeger's, Tempo's (required)")
-	durable := fs.String("durable", DefaultOtelDurable, "the observer's durable name: restarted with the same name, it resumes where it stopped")
-	metrics := fs.String("metrics", "", "serve Prometheus metrics of the events at http://ADDR/metrics (e.g. 127.0.0.1:9465); off loopback give --metrics-token-file and --metrics-public-url")
-	metricsAuth := httpauth.Flags{Prefix: "metrics-"}
-	metricsAuth.Register(fs)
-	service := fs.String("service", "hookbus", "the spans' service.name")
-	headers := fs.String("headers", "", "extra OTLP request headers, KEY=VALUE,KEY=VALUE (an API key)")
-	verbose := fs.Bool("v", false, cli.VerboseHelp)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: observer otel --endpoint URL [flags]\n\nSends every run as an OpenTelemetry trace (GenAI span names and attributes) to an OTLP/HTTP endpoint,\nas a durable observer: each event is acknowledged once its spans are exported, so a restart loses and\nduplicates nothing. Runs until interrupted.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args); err != nil {
+func otelCmd(a *cli.App) *cobra.Command {
+	return cli.Command("otel --endpoint URL [flags]", "Export runs as OpenTelemetry traces (a durable observer)", otelLong, func(fs *pflag.FlagSet) cli.Run {
+		conn := cli.ConnFlags{App: a}
+		conn.Register(fs)
+		endpoint := fs.String("endpoint", "", "the OTLP/HTTP traces endpoint: a collector's http://HOST:4318 (/v1/traces is added when the URL has no path), Jaeger's, Tempo's (required)")
+		durable := fs.String("durable", DefaultOtelDurable, "the observer's durable name: restarted with the same name, it resumes where it stopped")
+		var admin cli.AdminFlags
+		admin.Register(fs, "127.0.0.1:9465", 5*time.Second, "export the spans it holds")
+		service := fs.String("service", "hookbus", "the spans' service.name")
+		headers := fs.String("headers", "", "extra OTLP request headers, KEY=VALUE,KEY=VALUE (an API key)")
+		return func(ctx context.Context, args []string) error {
+			return otel(ctx, a, args, &conn, &admin, *endpoint, *durable, *service, *headers)
+		}
+	})
+}
+
+func otel(ctx context.Context, a *cli.App, args []string, conn *cli.ConnFlags, admin *cli.AdminFlags, endpoint, durable, service, headers string) error {
+	stderr := a.Err
+	if err := cli.NoArgs(nil, args); err != nil {
 		return err
 	}
-	if err := cli.NoArgs(fs); err != nil {
+	if err := admin.Check(); err != nil {
 		return err
 	}
-	target, err := otlpURL(*endpoint)
+	target, err := otlpURL(endpoint)
 	if err != nil {
 		return err
 	}
-	if err := events.ValidateID("durable", *durable); err != nil {
+	if err := events.ValidateID("durable", durable); err != nil {
 		return fmt.Errorf("%w: --durable: %v", cli.ErrUsage, err)
 	}
-	hdrs, err := parseHeaders(*headers)
+	hdrs, err := parseHeaders(headers)
 	if err != nil {
 		return err
 	}
-	log := cli.Logger(*verbose, stderr)
+	log := a.Log.Logger(stderr)
 	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(target)}
 	if len(hdrs) > 0 {
 		opts = append(opts, otlptracehttp.WithHeaders(hdrs))
@@ -72,24 +80,20 @@ func cmdOtel(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	tr, err := telemetry.NewTraces(telemetry.TracesConfig{Exporter: exp, Lookup: c.Bus, ServiceName: *service, Logger: log})
+	tr, err := telemetry.NewTraces(telemetry.TracesConfig{Exporter: exp, Lookup: c.Bus, ServiceName: service, Logger: log})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), admin.Drain)
 		defer cancel()
 		_ = tr.Shutdown(sctx)
 	}()
 	handle := bus.EventHandler(tr.Handle)
-	if *metrics != "" {
+	var metrics http.Handler
+	if admin.Addr != "" {
 		m := telemetry.NewMetrics()
-		ln, err := metricsAuth.Listen(*metrics, httpauth.Options{Name: "observer otel --metrics", Logger: log})
-		if err != nil {
-			return fmt.Errorf("%w: --metrics: %w", cli.ErrUsage, err)
-		}
-		telemetry.ServeMetrics(ctx, ln, m)
-		fmt.Fprintf(stderr, "observer otel: metrics on %smetrics\n", ln.URL())
+		metrics = m.Handler()
 		handle = func(ctx context.Context, e *events.Event) error {
 			if err := tr.Handle(ctx, e); err != nil {
 				return err
@@ -98,20 +102,40 @@ func cmdOtel(ctx context.Context, args []string, _, stderr io.Writer) error {
 			return nil
 		}
 	}
-	o, err := c.Bus.Observe(ctx, bus.ObserveConfig{Durable: *durable}, handle)
+	o, err := c.Bus.Observe(ctx, bus.ObserveConfig{Durable: durable}, handle)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "observer otel: durable %s on %s, spans to %s; interrupt to stop\n", *durable, c.Where, target)
+	h := health.New()
+	c.HealthChecks(h)
+	h.Add("consumer", func(context.Context) error {
+		select {
+		case <-o.Closed():
+			return errors.New("the durable consumer stopped")
+		default:
+			return nil
+		}
+	})
+	adm, err := admin.Serve("observer otel", log, metrics, h)
+	if err != nil {
+		o.Stop()
+		return err
+	}
+	defer adm.Stop()
+	if adm.URL != "" {
+		a.Log.Say(stderr, "observer otel: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
+	}
+	a.Log.Say(stderr, "observer otel: durable %s on %s, spans to %s; interrupt to stop", durable, c.Where, target)
 	select {
 	case <-ctx.Done():
 	case <-o.Closed():
 		return errors.New("observer otel: the consumer ended")
 	}
+	h.Drain()
 	o.Stop()
 	<-o.Closed()
 	st := o.Stats()
-	fmt.Fprintf(stderr, "observer otel: stopped (%d events acknowledged, %d retried)\n", st.Acked, st.Naked)
+	a.Log.Say(stderr, "observer otel: stopped (%d events acknowledged, %d retried)", st.Acked, st.Naked)
 	return nil
 }
 
