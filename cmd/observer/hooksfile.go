@@ -96,7 +96,9 @@ func readHooksFile(path string, stdin io.Reader) ([]interceptors.Registration, *
 	for i, e := range f.Hooks {
 		reg, err := e.registration()
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: hooks[%d] (%s on %s): %w", path, i, e.Plugin, e.Stage, err)
+			// The checks of observer hooks add name its flags: here, the keys.
+			msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), cli.ErrUsage.Error()+": "), "--")
+			return nil, nil, fmt.Errorf("%w: %s: hooks[%d] (%s on %s): %s", cli.ErrUsage, path, i, e.Plugin, e.Stage, msg)
 		}
 		key := remote.RegistryKey(reg.Stage, reg.Plugin)
 		if j, ok := seen[key]; ok {

@@ -19,14 +19,14 @@ runs, show, stats, verify), the interceptor registry (hooks), shared budgets,
 approvals, the transparency log (checkpointer, checkpoint, prove, witness),
 OpenTelemetry export (otel) and the web timeline (ui).
 
-Which bus: --nats URL, else --context NAME (a context of the nats CLI), else
+Which bus: --nats URL, or --context NAME (a context of the nats CLI), else
 --store DIR (a hookbus store directory no server is running on), else
 $NATS_URL or $NATS_CONTEXT, else the server listening on nats://127.0.0.1:4222
-(a running "loop run", "loop serve" or "loop server"). When nothing listens
-there, replay, sessions, runs, show, stats, verify, approvals, hooks,
-provision, checkpoint, checkpointer and prove open ./.hookbus (the store
-"make run" leaves) if it exists; tail needs a running server. Every command
-says on stderr which bus it uses.
+(a running "loop run", "loop serve" or "loop server"). When nothing listens there, replay, sessions, runs, show,
+stats, verify, approvals, hooks and provision open ./.hookbus (the store
+"make run" leaves) if it exists, and so do checkpoint, checkpointer and
+prove; tail needs a running server. Every command says on stderr which bus
+it uses.
 
 replay prints the matching events in stream order and exits (1 when the
 filters match nothing); --run takes a run id or a unique prefix of one (the

@@ -14,6 +14,7 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/embedded"
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/internal/redact"
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/pflag"
 )
@@ -98,6 +99,18 @@ func (c *ConnFlags) Register(fs *pflag.FlagSet) {
 	}
 	fs.StringVar(&c.Prefix, "prefix", events.DefaultPrefix, "subject prefix (when not given: the config file's, else this default)")
 	fs.IntVar(&c.Replicas, "replicas", 1, "stream and bucket replicas when provisioning, 3 on a cluster (when not given: the config file's, else this default)")
+}
+
+// outage is how long the command's appends wait out an outage: --outage,
+// the bus' default for commands that run agents, 0 for the others.
+func (c *ConnFlags) outage() time.Duration {
+	switch {
+	case c.Outage > 0:
+		return c.Outage
+	case c.Embeds && !c.EmbeddedOnly:
+		return bus.DefaultOutageWait
+	}
+	return 0
 }
 
 // given reports whether the flag name was given on the command line.
@@ -203,6 +216,11 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 		if err != nil {
 			return nil, err
 		}
+		if c.App != nil {
+			path := CommandPath(ctx, c.App.Name)
+			say := func(format string, args ...any) { c.App.Log.Say(c.App.Err, path+": "+format, args...) }
+			natsOpts = append(natsOpts, newOutageReporter(say, redact.URL(target.url), c.outage()).options()...)
+		}
 		nc, err := bus.Connect(target.url, append(natsOpts, authOpts...)...)
 		if err != nil {
 			if target.byDefault {
@@ -287,9 +305,9 @@ func (c *ConnFlags) announce(ctx context.Context, out *Conn, t target) {
 	case out.Embedded != nil && c.Embeds:
 		line = "bus: an embedded server on store " + t.store
 		if url := out.Embedded.ClientURL(); url != "" {
-			line += ", listening on " + url
+			line += " (other processes attach with --nats " + url + ")"
 		} else {
-			line += ", in this process only"
+			line += " (in this process only)"
 		}
 	case t.store != "":
 		line += " (offline: no server runs on it)"
