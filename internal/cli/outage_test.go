@@ -63,7 +63,9 @@ func TestOutageIsSaid(t *testing.T) {
 // The reminders say how long NATS has been away, and stop when it is back.
 func TestOutageReminders(t *testing.T) {
 	var said bustest.Buffer
-	r := newOutageReporter(func(format string, args ...any) { _, _ = said.Write([]byte(strings.TrimSpace(fmt.Sprintf(format, args...)) + "\n")) }, "nats://x", 0)
+	r := newOutageReporter(func(format string, args ...any) {
+		_, _ = said.Write([]byte(strings.TrimSpace(fmt.Sprintf(format, args...)) + "\n"))
+	}, "nats://x", 0)
 	r.reminder = 10 * time.Millisecond
 	start := time.Now()
 	stop := make(chan struct{})
