@@ -60,6 +60,7 @@ func (a *App) NewRoot(short, long string) *cobra.Command {
 	a.Log.Register(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&a.Config, "config", "", "the hookbus config file: prefix, replicas and the NATS context of every command (docs/OPERATIONS.md); default $"+ConfigEnv+", else "+defaultConfigDesc)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return a.Log.Check() }
+	root.InitDefaultVersionFlag()
 	return root
 }
 

@@ -88,6 +88,27 @@ func TestNATSContext(t *testing.T) {
 	}
 }
 
+// A context as the nats CLI writes it (natscli v0.5.0's "nats context add
+// prod --server URL --user ops --password PW --tlsca --tlscert --tlskey",
+// every setting present, most empty) is read as it is.
+func TestNATSCLIContextFile(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("NATS_URL", "")
+	raw, err := os.ReadFile("testdata/natscli-context.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadNATSContext(natsContext(t, "prod", string(raw)), os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := NATSContext{Name: c.Name, Path: c.Path, Description: "the fleet", URL: "nats://127.0.0.1:4333", User: "ops", Password: "secret",
+		Cert: "/tmp/c.pem", Key: "/tmp/k.pem", CA: "/tmp/ca.pem"}
+	if *c != want {
+		t.Fatalf("read %+v\nwant %+v", *c, want)
+	}
+}
+
 // What a context holds that hookbus cannot honour is refused, naming it;
 // so are a missing context and a context beside --store.
 func TestNATSContextRefusals(t *testing.T) {
