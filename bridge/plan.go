@@ -93,7 +93,7 @@ func (p *plan) decided(out *interceptors.ChainResult, source string) error {
 			events.RunCompleted{Reason: events.ReasonRejected, Detail: out.Reason})
 	case p.stage == events.StageIntake:
 		var in events.Intake
-		if err = p.main.DecodeData(&in); err == nil {
+		if in, err = events.Data[events.Intake](p.main); err == nil {
 			p.started.Data, err = json.Marshal(events.RunStarted{Prompt: in.Prompt})
 		}
 	case p.stage == events.StageStop && out.Decision == interceptors.Continue:

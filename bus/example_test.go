@@ -89,8 +89,8 @@ func ExampleBus_Replay() {
 	}
 	st, err := b.Replay(ctx, bus.Filter{Agent: "support", Run: "r2", Stages: []events.Stage{events.StageToolBefore}},
 		func(e *events.Event) error {
-			var p events.ToolBefore
-			if err := e.DecodeData(&p); err != nil {
+			p, err := events.Data[events.ToolBefore](e)
+			if err != nil {
 				return err
 			}
 			fmt.Println(e.RunID, e.Stage, p.Call.Name)

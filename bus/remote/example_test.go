@@ -24,8 +24,8 @@ func ExampleServe() {
 	svc, err := remote.Serve(ctx, b.Conn(), remote.ServeConfig{
 		Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}, Description: "no shell",
 	}, interceptors.Func(func(ctx context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
-		var p events.ToolBefore
-		if err := req.Event.DecodeData(&p); err != nil {
+		p, err := events.Data[events.ToolBefore](req.Event)
+		if err != nil {
 			return nil, err
 		}
 		if p.Call.Name == "bash" {

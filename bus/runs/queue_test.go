@@ -75,10 +75,7 @@ func TestRunsConcurrencyAndDedup(t *testing.T) {
 		}
 		// Hold the slot until the other one is busy too (unless no run is
 		// left to start): proves two run at once; the peak proves never three.
-		deadline := time.Now().Add(5 * time.Second)
-		for inflight.Load() < 2 && started.Load() < n && time.Now().Before(deadline) && ctx.Err() == nil {
-			time.Sleep(time.Millisecond)
-		}
+		bustest.Poll(ctx, 5*time.Second, time.Millisecond, func() bool { return inflight.Load() >= 2 || started.Load() >= n })
 		mu.Lock()
 		handled[req.RunID]++
 		mu.Unlock()

@@ -275,12 +275,11 @@ func submit(ctx context.Context, a *cli.App, pos []string, fs *pflag.FlagSet, co
 		return exitFailure, c.Explain(fmt.Errorf("waiting for run %s: %w", req.RunID, err))
 	}
 	if end.Stage == events.StageRunFailed {
-		var p events.RunFailed
-		_ = end.DecodeData(&p)
+		p, _ := events.Data[events.RunFailed](end)
 		return exitFailure, fmt.Errorf("run %s failed: %s", req.RunID, p.Error)
 	}
-	var rc events.RunCompleted
-	if err := end.DecodeData(&rc); err != nil {
+	rc, err := events.Data[events.RunCompleted](end)
+	if err != nil {
 		return exitFailure, err
 	}
 	fmt.Fprintf(stderr, "run %s: %s", req.RunID, rc.Reason)

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,40 +15,63 @@ import (
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/internal/health"
 	"github.com/hookbus/hookbus/telemetry"
+	"github.com/hookbus/hookbus/telemetry/otlp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 )
 
 // DefaultOtelDurable is the durable name of observer otel.
 const DefaultOtelDurable = "hookbus-otel"
 
-const otelLong = `Sends every run as an OpenTelemetry trace (GenAI span names and attributes) to an OTLP/HTTP endpoint,
-as a durable observer: each event is acknowledged once its spans are exported, so a restart loses and
-duplicates nothing. Runs until interrupted. With --metrics it serves the Prometheus metrics of what it
-reads, /healthz and /readyz (connected, the stream reachable, its consumer bound); told to stop, it
-exports what it holds within --drain-timeout.`
+// CaptureContentEnv turns on --capture-content when "true": the variable
+// OpenTelemetry's GenAI instrumentations read.
+const CaptureContentEnv = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+const otelLong = `Sends every run as an OpenTelemetry trace (GenAI span names and attributes) to an OTLP endpoint
+(HTTP or gRPC), as a durable observer: each event is acknowledged once its spans are exported, so a
+restart loses and duplicates nothing. Runs until interrupted. The standard OTEL_EXPORTER_OTLP_*,
+OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES variables configure it; flags override them. With
+--metrics it serves the Prometheus metrics of what it reads, /healthz and /readyz (connected, the
+stream reachable, its consumer bound); told to stop, it exports what it holds within --drain-timeout.`
+
+// otelOptions are the flags of observer otel.
+type otelOptions struct {
+	endpoint, protocol, durable, service, headers string
+	capture                                       bool
+}
 
 // otelCmd runs the OpenTelemetry observer: the events stream as OTLP spans
 // (telemetry.Traces), and with --metrics the Prometheus metrics of what it
 // reads.
 func otelCmd(a *cli.App) *cobra.Command {
-	return cli.Command("otel --endpoint URL [flags]", "Export runs as OpenTelemetry traces (a durable observer)", otelLong, func(fs *pflag.FlagSet) cli.Run {
+	return cli.Command("otel [--endpoint URL] [flags]", "Export runs as OpenTelemetry traces (a durable observer)", otelLong, func(fs *pflag.FlagSet) cli.Run {
 		conn := cli.ConnFlags{App: a}
 		conn.Register(fs)
-		endpoint := fs.String("endpoint", "", "the OTLP/HTTP traces endpoint: a collector's http://HOST:4318 (/v1/traces is added when the URL has no path), Jaeger's, Tempo's (required)")
-		durable := fs.String("durable", DefaultOtelDurable, "the observer's durable name: restarted with the same name, it resumes where it stopped")
+		var o otelOptions
+		fs.StringVar(&o.endpoint, "endpoint", "", "the OTLP traces endpoint: a collector's http://HOST:4318 (/v1/traces is added when the URL has no path), or http(s)://HOST:4317 with --protocol grpc; default $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT (one is required)")
+		fs.StringVar(&o.protocol, "protocol", "", "the OTLP protocol: grpc, http/protobuf or http/json; default $OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else $OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf")
+		fs.BoolVar(&o.capture, "capture-content", false, "record prompts, replies and tool input and output on the spans (gen_ai.input.messages, gen_ai.output.messages, gen_ai.tool.call.*): they may hold personal or secret data (docs/OPERATIONS.md); default $"+CaptureContentEnv+", else off")
+		fs.StringVar(&o.durable, "durable", DefaultOtelDurable, "the observer's durable name: restarted with the same name, it resumes where it stopped")
 		var admin cli.AdminFlags
 		admin.Register(fs, "127.0.0.1:9465", 5*time.Second, "export the spans it holds")
-		service := fs.String("service", "hookbus", "the spans' service.name")
-		headers := fs.String("headers", "", "extra OTLP request headers, KEY=VALUE,KEY=VALUE (an API key)")
+		fs.StringVar(&o.service, "service", "", "the spans' service.name; default $OTEL_SERVICE_NAME, else service.name in $OTEL_RESOURCE_ATTRIBUTES, else "+telemetry.DefaultServiceName)
+		fs.StringVar(&o.headers, "headers", "", "OTLP request headers, KEY=VALUE,KEY=VALUE (an API key); replaces $OTEL_EXPORTER_OTLP_HEADERS and $OTEL_EXPORTER_OTLP_TRACES_HEADERS")
 		return func(ctx context.Context, args []string) error {
-			return otel(ctx, a, args, &conn, &admin, *endpoint, *durable, *service, *headers)
+			if !fs.Changed("capture-content") {
+				if v := os.Getenv(CaptureContentEnv); v != "" {
+					on, err := strconv.ParseBool(v)
+					if err != nil {
+						return fmt.Errorf("%w: $%s %q: give true or false", cli.ErrUsage, CaptureContentEnv, v)
+					}
+					o.capture = on
+				}
+			}
+			return otel(ctx, a, args, &conn, &admin, o)
 		}
 	})
 }
 
-func otel(ctx context.Context, a *cli.App, args []string, conn *cli.ConnFlags, admin *cli.AdminFlags, endpoint, durable, service, headers string) error {
+func otel(ctx context.Context, a *cli.App, args []string, conn *cli.ConnFlags, admin *cli.AdminFlags, o otelOptions) error {
 	stderr := a.Err
 	if err := cli.NoArgs(nil, args); err != nil {
 		return err
@@ -55,32 +79,31 @@ func otel(ctx context.Context, a *cli.App, args []string, conn *cli.ConnFlags, a
 	if err := admin.Check(); err != nil {
 		return err
 	}
-	target, err := otlpURL(endpoint)
+	if err := events.ValidateID("durable", o.durable); err != nil {
+		return fmt.Errorf("%w: --durable: %v", cli.ErrUsage, err)
+	}
+	hdrs, err := parseHeaders(o.headers)
 	if err != nil {
 		return err
 	}
-	if err := events.ValidateID("durable", durable); err != nil {
-		return fmt.Errorf("%w: --durable: %v", cli.ErrUsage, err)
+	res, err := telemetry.Resource(ctx, o.service)
+	if err != nil {
+		return fmt.Errorf("%w: %w", cli.ErrUsage, err)
 	}
-	hdrs, err := parseHeaders(headers)
+	exp, target, err := otlp.New(ctx, otlp.Config{Endpoint: o.endpoint, Protocol: o.protocol, Headers: hdrs})
+	if errors.Is(err, otlp.ErrInvalidConfig) {
+		return fmt.Errorf("%w: %w", cli.ErrUsage, err)
+	}
 	if err != nil {
 		return err
 	}
 	log := a.Log.Logger(stderr)
-	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(target)}
-	if len(hdrs) > 0 {
-		opts = append(opts, otlptracehttp.WithHeaders(hdrs))
-	}
-	exp, err := otlptracehttp.New(ctx, opts...)
-	if err != nil {
-		return fmt.Errorf("otlp exporter: %w", err)
-	}
 	c, err := conn.Open(ctx, "hookbus-otel", log, cli.ReadOnly)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	tr, err := telemetry.NewTraces(telemetry.TracesConfig{Exporter: exp, Lookup: c.Bus, ServiceName: service, Logger: log})
+	tr, err := telemetry.NewTraces(telemetry.TracesConfig{Exporter: exp, Lookup: c.Bus, Resource: res, CaptureContent: o.capture, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -102,7 +125,7 @@ func otel(ctx context.Context, a *cli.App, args []string, conn *cli.ConnFlags, a
 			return nil
 		}
 	}
-	o, err := c.Bus.Observe(ctx, bus.ObserveConfig{Durable: durable}, handle)
+	ob, err := c.Bus.Observe(ctx, bus.ObserveConfig{Durable: o.durable}, handle)
 	if err != nil {
 		return err
 	}
@@ -110,7 +133,7 @@ func otel(ctx context.Context, a *cli.App, args []string, conn *cli.ConnFlags, a
 	c.HealthChecks(h)
 	h.Add("consumer", func(context.Context) error {
 		select {
-		case <-o.Closed():
+		case <-ob.Closed():
 			return errors.New("the durable consumer stopped")
 		default:
 			return nil
@@ -118,49 +141,37 @@ func otel(ctx context.Context, a *cli.App, args []string, conn *cli.ConnFlags, a
 	})
 	adm, err := admin.Serve("observer otel", log, metrics, h)
 	if err != nil {
-		o.Stop()
+		ob.Stop()
 		return err
 	}
 	defer adm.Stop()
 	if adm.URL != "" {
 		a.Log.Say(stderr, "observer otel: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
 	}
-	a.Log.Say(stderr, "observer otel: durable %s on %s, spans to %s; interrupt to stop", durable, c.Where, target)
+	content := "without message content"
+	if o.capture {
+		content = "with message content"
+	}
+	a.Log.Say(stderr, "observer otel: durable %s on %s, spans to %s, %s; interrupt to stop", o.durable, c.Where, target, content)
 	select {
 	case <-ctx.Done():
-	case <-o.Closed():
+	case <-ob.Closed():
 		return errors.New("observer otel: the consumer ended")
 	}
 	h.Drain()
-	o.Stop()
-	<-o.Closed()
-	st := o.Stats()
+	ob.Stop()
+	<-ob.Closed()
+	st := ob.Stats()
 	a.Log.Say(stderr, "observer otel: stopped (%d events acknowledged, %d retried)", st.Acked, st.Naked)
 	return nil
 }
 
-// otlpURL checks --endpoint and adds the OTLP traces path when the URL has
-// none.
-func otlpURL(s string) (string, error) {
-	if s == "" {
-		return "", fmt.Errorf("%w: --endpoint is required (an OTLP/HTTP endpoint, e.g. http://127.0.0.1:4318)", cli.ErrUsage)
-	}
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("%w: --endpoint %q: want http(s)://HOST[:PORT][/PATH]", cli.ErrUsage, s)
-	}
-	if u.Path == "" || u.Path == "/" {
-		u.Path = "/v1/traces"
-	}
-	return u.String(), nil
-}
-
-// parseHeaders reads KEY=VALUE,KEY=VALUE.
+// parseHeaders reads KEY=VALUE,KEY=VALUE (nil for none given).
 func parseHeaders(s string) (map[string]string, error) {
-	out := map[string]string{}
 	if s == "" {
-		return out, nil
+		return nil, nil
 	}
+	out := map[string]string{}
 	for _, kv := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || strings.TrimSpace(k) == "" {

@@ -68,7 +68,7 @@ var table = [...]mapping{
 	{PreCompact, events.StageCompactBefore, []events.Stage{events.StageCompactBefore}, matchTrigger},
 	{PostCompact, events.StageCompactAfter, []events.Stage{events.StageCompactAfter}, matchTrigger},
 	{Stop, events.StageStop, []events.Stage{events.StageStop}, matchNothing},
-	{SessionEnd, events.StageRunCompleted, []events.Stage{events.StageRunCompleted, events.StageRunFailed}, matchReason},
+	{SessionEnd, events.StageRunCompleted, events.TerminalStages(), matchReason},
 }
 
 // otherEvents are Claude Code events hookbus has no stage for: a settings

@@ -110,22 +110,16 @@ func NewInput(event HookEvent, ev *events.Event, env Env) (*Input, error) {
 	if ev.ParentRunID != "" { // a sub-agent's run: its tool events say so
 		in.AgentID, in.AgentType = ev.RunID, ev.AgentID
 	}
-	decode := func(v any) error {
-		if err := ev.DecodeData(v); err != nil {
-			return fmt.Errorf("%w: %s event %s: %v", events.ErrPayload, ev.Stage, ev.ID, err)
-		}
-		return nil
-	}
 	switch ev.Stage {
 	case events.StageIntake:
-		var p events.Intake
-		if err := decode(&p); err != nil {
+		p, err := data[events.Intake](ev)
+		if err != nil {
 			return nil, err
 		}
 		in.Prompt = &p.Prompt
 	case events.StageRunStarted:
-		var p events.RunStarted
-		if err := decode(&p); err != nil {
+		p, err := data[events.RunStarted](ev)
+		if err != nil {
 			return nil, err
 		}
 		in.Source, in.Model = SourceStartup, env.Model
@@ -133,28 +127,28 @@ func NewInput(event HookEvent, ev *events.Event, env Env) (*Input, error) {
 			in.Source = SourceResume
 		}
 	case events.StageToolBefore:
-		var p events.ToolBefore
-		if err := decode(&p); err != nil {
+		p, err := data[events.ToolBefore](ev)
+		if err != nil {
 			return nil, err
 		}
 		in.setCall(p.Call)
 	case events.StageToolAfter:
-		var p events.ToolAfter
-		if err := decode(&p); err != nil {
+		p, err := data[events.ToolAfter](ev)
+		if err != nil {
 			return nil, err
 		}
 		in.setCall(p.Call)
 		in.ToolResponse = ToolResponse(p.Call, p.Result)
 	case events.StageToolFailed:
-		var p events.ToolFailed
-		if err := decode(&p); err != nil {
+		p, err := data[events.ToolFailed](ev)
+		if err != nil {
 			return nil, err
 		}
 		in.setCall(p.Call)
 		in.Error, in.IsInterrupt = p.Error, new(bool)
 	case events.StageApprovalRequested:
-		var p events.ApprovalRequested
-		if err := decode(&p); err != nil {
+		p, err := data[events.ApprovalRequested](ev)
+		if err != nil {
 			return nil, err
 		}
 		if event == Notification {
@@ -167,22 +161,22 @@ func NewInput(event HookEvent, ev *events.Event, env Env) (*Input, error) {
 		}
 		in.ToolName, in.ToolInput = p.Call.Name, arguments(p.Call.Arguments)
 	case events.StageSubagentBefore:
-		var p events.SubagentBefore
-		if err := decode(&p); err != nil {
+		p, err := data[events.SubagentBefore](ev)
+		if err != nil {
 			return nil, err
 		}
 		in.AgentID, in.AgentType = p.RunID, p.AgentID
 	case events.StageSubagentAfter:
-		var p events.SubagentAfter
-		if err := decode(&p); err != nil {
+		p, err := data[events.SubagentAfter](ev)
+		if err != nil {
 			return nil, err
 		}
 		in.AgentID, in.AgentType = p.RunID, p.AgentID
 		in.StopHookActive, in.LastAssistantMessage = new(bool), &p.Answer
 		in.AgentTranscriptPath = env.AgentTranscriptPath
 	case events.StageSubagentFailed:
-		var p events.SubagentFailed
-		if err := decode(&p); err != nil {
+		p, err := data[events.SubagentFailed](ev)
+		if err != nil {
 			return nil, err
 		}
 		empty := ""
@@ -190,23 +184,23 @@ func NewInput(event HookEvent, ev *events.Event, env Env) (*Input, error) {
 		in.StopHookActive, in.LastAssistantMessage = new(bool), &empty
 		in.AgentTranscriptPath = env.AgentTranscriptPath
 	case events.StageCompactBefore:
-		var p events.CompactBefore
-		if err := decode(&p); err != nil {
+		p, err := data[events.CompactBefore](ev)
+		if err != nil {
 			return nil, err
 		}
 		empty := ""
 		in.Trigger, in.CustomInstructions = trigger(p.Manual), &empty
 	case events.StageCompactAfter:
-		var p events.CompactAfter
-		if err := decode(&p); err != nil {
+		p, err := data[events.CompactAfter](ev)
+		if err != nil {
 			return nil, err
 		}
 		// compact.after does not say what asked for the compaction: a
 		// manual one is its own run (loop compact), which has no prompt.
 		in.Trigger, in.CompactSummary = TriggerAuto, &p.Summary
 	case events.StageStop:
-		var p events.Stop
-		if err := decode(&p); err != nil {
+		p, err := data[events.Stop](ev)
+		if err != nil {
 			return nil, err
 		}
 		active := p.Continues > 0
@@ -215,6 +209,16 @@ func NewInput(event HookEvent, ev *events.Event, env Env) (*Input, error) {
 		in.Reason = EndReasonOther
 	}
 	return in, nil
+}
+
+// data decodes ev's payload as T, with an error wrapping events.ErrPayload
+// that names the event when it does not decode.
+func data[T any](ev *events.Event) (T, error) {
+	p, err := events.Data[T](ev)
+	if err != nil {
+		return p, fmt.Errorf("%w: %s event %s: %v", events.ErrPayload, ev.Stage, ev.ID, err)
+	}
+	return p, nil
 }
 
 func (in *Input) setCall(c events.ToolCall) {
@@ -304,8 +308,7 @@ func (in *Input) MatchTarget() string {
 func SubagentSession(ev *events.Event) (agent, session string, ok bool) {
 	switch ev.Stage {
 	case events.StageSubagentAfter:
-		var p events.SubagentAfter
-		if ev.DecodeData(&p) == nil && p.SessionID != "" {
+		if p, err := events.Data[events.SubagentAfter](ev); err == nil && p.SessionID != "" {
 			return p.AgentID, p.SessionID, true
 		}
 	}

@@ -13,7 +13,7 @@ import (
 func hookEnv(root string, extra []string) ([]string, error) {
 	env, err := proc.Env([]string{"CLAUDE_PROJECT_DIR=" + root}, extra)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return env, nil
 }

@@ -6,14 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hookbus/hookbus/internal/proc"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/hookbus/hookbus/internal/proc"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/hooks/claudecode"
@@ -107,17 +107,11 @@ func Factory(cfg Config) claudecode.Factory {
 // "args" (a hookbus addition) makes it the exec form: command is the
 // program and args its arguments, with no shell. "async" runs it in the
 // background: the chain does not wait for it and what it answers changes
-// nothing. The error wraps ErrConfig and names what is wrong.
+// nothing. The error wraps ErrInvalidConfig and names what is wrong.
 func New(cfg Config, event claudecode.HookEvent, raw json.RawMessage) (*Hook, error) {
-	if cfg.Root == "" {
-		return nil, fmt.Errorf("%w: no Root", ErrConfig)
-	}
-	root, err := filepath.Abs(cfg.Root)
+	root, err := proc.Dir(cfg.Root)
 	if err != nil {
-		return nil, fmt.Errorf("%w: root %q: %v", ErrConfig, cfg.Root, err)
-	}
-	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%w: root %q is not a directory", ErrConfig, cfg.Root)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	cfg.Root = root
 	if cfg.MaxOutput == 0 {
@@ -130,25 +124,20 @@ func New(cfg Config, event claudecode.HookEvent, raw json.RawMessage) (*Hook, er
 		cfg.Shell = DefaultShell
 	}
 	if cfg.MaxOutput < 0 || cfg.KillGrace < 0 {
-		return nil, fmt.Errorf("%w: MaxOutput and KillGrace must be positive", ErrConfig)
+		return nil, fmt.Errorf("%w: MaxOutput and KillGrace must be positive", ErrInvalidConfig)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if !event.Mapped() {
-		return nil, fmt.Errorf("%w: %q is not a Claude Code event hookbus maps", ErrConfig, event)
+		return nil, fmt.Errorf("%w: %q is not a Claude Code event hookbus maps", ErrInvalidConfig, event)
 	}
 	var h handler
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&h); err != nil {
-		return nil, fmt.Errorf("%w: command handler: %v (hookbus reads type, command, args, shell, async, timeout, statusMessage, once)", ErrConfig, err)
-	}
-	if h.Type != "" && h.Type != claudecode.TypeCommand {
-		return nil, fmt.Errorf("%w: handler of type %q is not a command hook", ErrConfig, h.Type)
+	if err := claudecode.DecodeHandler(raw, claudecode.TypeCommand, &h); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if h.Command == "" {
-		return nil, fmt.Errorf("%w: command handler has no command", ErrConfig)
+		return nil, fmt.Errorf("%w: command handler has no command", ErrInvalidConfig)
 	}
 	env, err := hookEnv(cfg.Root, cfg.Env)
 	if err != nil {

@@ -169,11 +169,11 @@ func TestNewErrors(t *testing.T) {
 		{command.Config{Root: root, Env: []string{"1BAD=x"}}, `{"type":"command","command":"x"}`, `Env entry "1BAD=x"`},
 	} {
 		_, err := command.New(tc.cfg, claudecode.PreToolUse, json.RawMessage(tc.handler))
-		if !errors.Is(err, command.ErrConfig) || !strings.Contains(err.Error(), tc.err) {
-			t.Errorf("%s: %v; want ErrConfig saying %q", tc.handler, err, tc.err)
+		if !errors.Is(err, command.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: %v; want ErrInvalidConfig saying %q", tc.handler, err, tc.err)
 		}
 	}
-	if _, err := command.New(command.Config{Root: root}, "PreToolUze", json.RawMessage(`{"type":"command","command":"x"}`)); !errors.Is(err, command.ErrConfig) {
+	if _, err := command.New(command.Config{Root: root}, "PreToolUze", json.RawMessage(`{"type":"command","command":"x"}`)); !errors.Is(err, command.ErrInvalidConfig) {
 		t.Errorf("unknown event: %v", err)
 	}
 }

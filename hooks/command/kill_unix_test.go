@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/hooks/claudecode"
 	"github.com/hookbus/hookbus/hooks/command"
 	"github.com/hookbus/hookbus/interceptors"
@@ -38,13 +39,7 @@ func alive(pid int) bool {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 20s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	bustest.Eventuallyf(t, 20*time.Second, cond, "%s", what)
 }
 
 func readPID(t *testing.T, path string) int {

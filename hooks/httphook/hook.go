@@ -83,23 +83,18 @@ func Factory(cfg Config) claudecode.Factory {
 // "headers": {...}, "allowedEnvVars": [...], "timeout": 30}) for event.
 // Header values may name variables as $NAME or ${NAME}; those listed in
 // allowedEnvVars are read once, here, and the others become empty, as in
-// Claude Code. The error wraps ErrConfig.
+// Claude Code. The error wraps ErrInvalidConfig.
 func New(cfg Config, event claudecode.HookEvent, raw json.RawMessage) (*Hook, error) {
 	if !event.Mapped() {
-		return nil, fmt.Errorf("%w: %q is not a Claude Code event hookbus maps", ErrConfig, event)
+		return nil, fmt.Errorf("%w: %q is not a Claude Code event hookbus maps", ErrInvalidConfig, event)
 	}
 	var h handler
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&h); err != nil {
-		return nil, fmt.Errorf("%w: http handler: %v (hookbus reads type, url, headers, allowedEnvVars, timeout, statusMessage, once)", ErrConfig, err)
-	}
-	if h.Type != "" && h.Type != claudecode.TypeHTTP {
-		return nil, fmt.Errorf("%w: handler of type %q is not an http hook", ErrConfig, h.Type)
+	if err := claudecode.DecodeHandler(raw, claudecode.TypeHTTP, &h); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	u, err := url.Parse(h.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: url %q is not an http or https URL", ErrConfig, h.URL)
+		return nil, fmt.Errorf("%w: url %q is not an http or https URL", ErrInvalidConfig, h.URL)
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
@@ -108,7 +103,7 @@ func New(cfg Config, event claudecode.HookEvent, raw json.RawMessage) (*Hook, er
 		cfg.MaxBody = DefaultMaxBody
 	}
 	if cfg.MaxBody < 0 {
-		return nil, fmt.Errorf("%w: MaxBody is negative", ErrConfig)
+		return nil, fmt.Errorf("%w: MaxBody is negative", ErrInvalidConfig)
 	}
 	if cfg.LookupEnv == nil {
 		cfg.LookupEnv = os.LookupEnv

@@ -182,7 +182,7 @@ func TestNewErrors(t *testing.T) {
 		`{"type":"command","command":"x"}`:              `unknown field "command"`,
 		`{"type":"http","url":"http://x","headers":[]}`: "cannot unmarshal array",
 	} {
-		if _, err := httphook.New(httphook.Config{}, claudecode.PreToolUse, json.RawMessage(handler)); !errors.Is(err, httphook.ErrConfig) || !strings.Contains(err.Error(), want) {
+		if _, err := httphook.New(httphook.Config{}, claudecode.PreToolUse, json.RawMessage(handler)); !errors.Is(err, httphook.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", handler, err, want)
 		}
 	}

@@ -315,11 +315,7 @@ func workerLogs(ws []*worker) string {
 // For conditions that cost a request or more (waitFor polls every 5ms).
 func waitEvery(t *testing.T, d, every time.Duration, cond func() bool, format string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not met within %v", fmt.Sprintf(format, args...), d)
-		}
-		time.Sleep(every)
+	if !bustest.Poll(context.Background(), d, every, cond) {
+		t.Fatalf("%s: not met within %v", fmt.Sprintf(format, args...), d)
 	}
 }
