@@ -10,12 +10,16 @@ TESTFLAGS ?= -race -count=1 -timeout 15m
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 5
 
-.PHONY: all build run test test-faults e2e vet staticcheck unit bench bench-tlog bench-scale fuzz clean browser sandbox ui sdk-ts schemas
+.PHONY: all build install run test test-faults e2e vet staticcheck unit bench bench-tlog bench-scale fuzz clean browser sandbox ui sdk-ts schemas
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/loop ./cmd/observer
+
+## install: loop and observer on your PATH ($(go env GOPATH)/bin), as the README writes them.
+install:
+	$(GO) install ./cmd/loop ./cmd/observer
 
 ## run: a demo agent run on the embedded default (store ./.hookbus), every stage traced, an in-process hook at work, then its replay.
 run: build
