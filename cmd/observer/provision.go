@@ -25,6 +25,8 @@ Idempotent. Use --replicas 3 on a 3-node cluster, --max-age to bound retention.`
 		conn.Register(fs)
 		wait := fs.Duration("wait", 30*time.Second, "how long to wait for JetStream to be ready (a cluster electing its leader)")
 		maxAge := fs.Duration("max-age", 0, "retention: how long the events stream keeps an event, and the payloads store its data (e.g. 720h; 0: forever); default: keep the current setting (forever on a new bus)")
+		var out cli.Output
+		out.Register(fs, `{"assets": [{"kind", "name", "replicas", "max_age"}, ...]}, indented`, cli.OutputText, cli.OutputTable, cli.OutputJSON)
 		return func(ctx context.Context, args []string) error {
 			if err := cli.NoArgs(nil, args); err != nil {
 				return err
@@ -61,6 +63,13 @@ Idempotent. Use --replicas 3 on a 3-node cluster, --max-age to bound retention.`
 			}
 			if err != nil {
 				return c.Explain(err)
+			}
+			if out.Format != cli.OutputText {
+				assets, err := provisioned(gctx, c, names)
+				if err != nil {
+					return c.Explain(err)
+				}
+				return printProvisioned(stdout, assets, out.JSON())
 			}
 			age := "kept forever"
 			if *maxAge > 0 {
