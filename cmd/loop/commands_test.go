@@ -26,7 +26,7 @@ func TestCommandsDoc(t *testing.T) {
 
 // Every loop command line of the README and the docs runs as written: a
 // command that exists, flags it takes, the binary named as on PATH; a
-// worker and a gateway are given a bus.
+// run, a worker and a gateway are given a bus.
 func TestDocsCommandsRunAsWritten(t *testing.T) {
 	files, err := clidoc.DocFiles("../..")
 	if err != nil {
@@ -43,10 +43,10 @@ func TestDocsCommandsRunAsWritten(t *testing.T) {
 			t.Error(err)
 			continue
 		}
-		if name := cmd.Name(); name == "serve" || name == "gateway" {
+		if name := cmd.Name(); name == "serve" || name == "gateway" || name == "run" {
 			fs := cmd.Flags()
 			if !fs.Changed("nats") && !fs.Changed("context") && !fs.Changed("embedded") && !fs.Changed("store") && !strings.Contains(e.Line, "NATS_URL=") {
-				t.Errorf("%s: %q: loop %s needs a bus (--nats, --context, --embedded)", e.Where, e.Line, name)
+				t.Errorf("%s: %q: loop %s needs a bus (--nats, --context, --embedded, --store)", e.Where, e.Line, name)
 			}
 		}
 	}
