@@ -14,10 +14,13 @@ BENCHCOUNT ?= 5
 
 all: build
 
+## build: bin/loop and bin/observer. The first build compiles every dependency (the NATS server among
+## them): a few minutes with no output on a cold Go cache, so it says so before it starts.
 build:
+	@echo "== go build -o $(BIN)/ ./cmd/loop ./cmd/observer   (the first build compiles every dependency, the NATS server among them: a few minutes without output; later builds take seconds)"
 	$(GO) build -o $(BIN)/ ./cmd/loop ./cmd/observer
 
-## install: loop and observer on your PATH ($(go env GOPATH)/bin), as the README writes them.
+## install: loop and observer on your PATH ($(go env GOPATH)/bin), for loop and observer without bin/.
 install:
 	$(GO) install ./cmd/loop ./cmd/observer
 

@@ -35,5 +35,5 @@
 // hooks section is Claude Code's settings format, read by package
 // hooks/claudecode), and none of them imports it.
 //
-// The full format is in the README ("Agent definitions").
+// The full format is in docs/AGENTS.md ("Agent files").
 package agents

@@ -229,7 +229,7 @@ func Parse(data []byte, name string) (*File, error) {
 	f := &File{Path: name}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
+		return nil, syntaxError(data, name, err)
 	}
 	if len(doc.Content) == 0 {
 		return nil, fmt.Errorf("%w: %s: empty file (want agents: [...])", ErrInvalid, name)

@@ -92,6 +92,40 @@ func TestParseNamesTheLineAndField(t *testing.T) {
 	}
 }
 
+// A YAML syntax error is reported where the text stops being YAML, with
+// the file's name, the line and the column, and the line itself.
+func TestParseLocatesSyntaxErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"indentation", "agents:\n  - id: ops\n    model: scripted:demo\n   tools: [clock]\n",
+			"ops.yaml:4:4: did not find expected '-' indicator (check the indentation of this line and of those above it: the entries of one list or mapping start in the same column)\n       tools: [clock]\n       ^"},
+		{"unclosed list", "agents:\n  - id: ops\n    model: scripted:demo\n    tools: [clock, calculator\n    max_steps: 3\n",
+			"ops.yaml:4:13: did not find expected ',' or ']' (a [ or { on this line is not closed)"},
+		{"a colon in a value", "agents:\n  - id: ops\n    model: scripted: demo\n",
+			"ops.yaml:3:20: mapping values are not allowed in this context\n        model: scripted: demo\n                       ^"},
+		{"a line without a key", "agents:\n  - id: ops\n    model: scripted:demo\n    calculator\n  - id: b\n",
+			"ops.yaml:4:5: could not find expected ':'\n        calculator\n        ^"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := agents.Parse([]byte(tc.file), "ops.yaml")
+			if !errors.Is(err, agents.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Parse = %v\nwant it to say\n%s", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "yaml: line") {
+				t.Fatalf("Parse = %v: yaml's own line", err)
+			}
+		})
+	}
+	path := filepath.Join(t.TempDir(), "ops.yaml")
+	if err := os.WriteFile(path, []byte("agents:\n  - id: ops\n    model: scripted:demo\n   tools: [clock]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agents.Load(path); err == nil || !strings.Contains(err.Error(), path+":4:4: did not find expected '-' indicator") {
+		t.Fatalf("Load = %v", err)
+	}
+}
+
 func TestLoadNamesAMissingFile(t *testing.T) {
 	_, err := agents.Load(filepath.Join(t.TempDir(), "nope.yaml"))
 	if !errors.Is(err, agents.ErrInvalid) || !strings.Contains(err.Error(), "nope.yaml") {

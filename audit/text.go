@@ -1,39 +1,23 @@
 package audit
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/hookbus/hookbus/events"
 )
 
-// quote is s on one line, shortened, quoted.
-func quote(s string) string {
-	const max = 100
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	return fmt.Sprintf("%q", s)
-}
+// quote is s on one line for people, shortened, quoted (events.Quote).
+func quote(s string) string { return events.Quote(s, 100) }
 
-// Short is a JSON value on one line, shortened to about n bytes.
+// Short is a JSON value on one line for people (events.ReadableJSON: no
+// \u0026 for &), shortened to about n characters.
 func Short(v json.RawMessage, n int) string {
-	s := string(compactJSON(v))
+	s := string(events.ReadableJSON(v))
 	if r := []rune(s); len(r) > n {
 		s = string(r[:n]) + "…"
 	}
 	return s
-}
-
-func compactJSON(v json.RawMessage) []byte {
-	var b bytes.Buffer
-	if err := json.Compact(&b, v); err != nil {
-		return v
-	}
-	return b.Bytes()
 }
 
 // tokens is "in+out tokens", and the cost when known.

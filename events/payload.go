@@ -39,6 +39,19 @@ type RunStarted struct {
 	// another definition (the agent's on_definition_change: adopt), is the
 	// definition the run's record had until then.
 	PreviousDefinition *Definition `json:"previous_definition,omitempty"`
+	// Worker is the process the attempt runs in, when it says (a worker of
+	// the run queue, loop serve, does): a run resumed elsewhere has
+	// attempts with different workers.
+	Worker *Worker `json:"worker,omitempty"`
+}
+
+// Worker names the process an attempt runs in (run.started's worker).
+type Worker struct {
+	// Name is its name in the fleet (the hookbus_workers bucket): host:pid
+	// unless it was given one.
+	Name string `json:"name"`
+	// Host is the host name of the machine it runs on.
+	Host string `json:"host,omitempty"`
 }
 
 // StepStarted is the data of step.started.

@@ -20,7 +20,7 @@ func (e *Event) Summary() string {
 	if s, ok := p.(summarizer); ok {
 		return s.summary(e)
 	}
-	return string(e.Data)
+	return string(ReadableJSON(e.Data))
 }
 
 // summarizer is a payload that says itself on one line: each stage's
@@ -91,7 +91,7 @@ func (p *ModelFailed) summary(*Event) string { return "error: " + p.Error }
 
 // Tool calls.
 
-func (p *ToolBefore) summary(*Event) string { return p.Call.Name + string(compact(p.Call.Arguments)) }
+func (p *ToolBefore) summary(*Event) string { return p.Call.Name + compact(p.Call.Arguments) }
 
 func (p *ToolResultRecord) summary(*Event) string {
 	s := p.Call.Name + " → " + quote(p.Result.Content)
@@ -129,7 +129,7 @@ func (p *ToolFailed) summary(*Event) string {
 // Approvals.
 
 func (p *ApprovalRequested) summary(*Event) string {
-	s := p.Call.Name + string(compact(p.Call.Arguments))
+	s := p.Call.Name + compact(p.Call.Arguments)
 	if p.Plugin != "" {
 		s += " asked by " + p.Plugin
 	}
@@ -188,7 +188,7 @@ func (p *HookDecided) summary(*Event) string {
 		s += ": " + p.Reason
 	}
 	if len(p.Patch) > 0 {
-		s += " patch " + string(compact(p.Patch))
+		s += " patch " + compact(p.Patch)
 	}
 	return s + fmt.Sprintf(" (%dµs)", p.LatencyUS)
 }
@@ -197,19 +197,7 @@ func (p *HookFailed) summary(*Event) string {
 	return fmt.Sprintf("%s %s %s (%s, %s): %s", p.Plugin, p.Stage, p.Kind, p.Policy, p.Outcome, p.Error)
 }
 
-func quote(s string) string {
-	const max = 120
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	return fmt.Sprintf("%q", s)
-}
+func quote(s string) string { return Quote(s, 120) }
 
-func compact(b []byte) []byte {
-	const max = 200
-	if len(b) > max {
-		return append(append([]byte(nil), b[:max]...), "…"...)
-	}
-	return b
-}
+// compact is JSON on one line for people (ReadableJSON), shortened.
+func compact(b []byte) string { return shorten(string(ReadableJSON(b)), 200) }

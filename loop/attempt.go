@@ -265,7 +265,7 @@ func (r *run) compactRun(ctx context.Context, st *runState) (*Result, error) {
 // earlier attempt of the run that is still alive cannot slip events in
 // between the read and the claim (Emitter.Reclaim).
 func (r *run) claimSession(ctx context.Context, p events.RunStarted, reclaim bool) error {
-	p.Definition, p.PreviousDefinition = r.eng.definition(), r.adopted
+	p.Definition, p.PreviousDefinition, p.Worker = r.eng.definition(), r.adopted, r.eng.cfg.Worker
 	ev, err := r.event(events.StageRunStarted, p, "")
 	if err != nil {
 		return err

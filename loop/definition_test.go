@@ -177,3 +177,29 @@ func TestEngineRefusesABadDefinition(t *testing.T) {
 		}
 	}
 }
+
+// Each attempt's run.started records the worker it runs in, when the
+// engine has one, so a run resumed elsewhere shows where each attempt ran.
+func TestRunStartedRecordsTheWorker(t *testing.T) {
+	j := looptest.New()
+	for _, w := range []*events.Worker{{Name: "node-a:12", Host: "node-a"}, nil} {
+		eng, err := loop.New(loop.Config{Emitter: j, History: j, Model: scripted.New(scripted.Demo()), Worker: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := eng.Run(t.Context(), &events.RunRequest{AgentID: "a", SessionID: "s", Prompt: "hi"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got *events.Worker
+		for _, e := range runEvents(j.Events(), res.RunID) {
+			var p events.RunStarted
+			if e.Stage == events.StageRunStarted && e.DecodeData(&p) == nil {
+				got = p.Worker
+			}
+		}
+		if (w == nil) != (got == nil) || w != nil && *got != *w {
+			t.Fatalf("run.started records worker %+v, want %+v", got, w)
+		}
+	}
+}

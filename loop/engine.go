@@ -103,6 +103,11 @@ type Config struct {
 	// DefinitionAdopt: what the engine does with a run recorded on another
 	// definition of its agent.
 	OnDefinitionChange string
+	// Worker names the process the engine runs in: every run.started
+	// records it, so that a run resumed by another worker shows where each
+	// attempt ran. A run queue worker gives its name in the fleet
+	// (runs.ConsumerConfig.Worker); nil records none.
+	Worker *events.Worker
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }

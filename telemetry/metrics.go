@@ -16,7 +16,7 @@ import (
 // Metrics are hookbus' Prometheus metrics, fed by events: what a worker
 // appends (Emitter), what an observer reads (Handle), or any event given
 // to Observe. Each Metrics has its own registry (no global state); Handler
-// serves it. The metric names are in the README's table.
+// serves it. The metric names are in docs/OPERATIONS.md's table.
 type Metrics struct {
 	reg *prometheus.Registry
 

@@ -165,11 +165,42 @@ func TestBrowserFinishedRun(t *testing.T) {
 		t.Fatalf("mode %q, want read-only", got)
 	}
 	br.shot("runs")
+	br.axe("the runs")
+	if got := eval[[]string](br, `[...document.querySelectorAll("[aria-live]")].map(e => e.id || e.tagName)`); len(got) != 0 {
+		t.Fatalf("the runs list has live regions %v; only a run's live badge is one", got)
+	}
+
+	br.do("open the session", chromedp.Click(chromedp.CSS(`.sessions a[href*="billing-7"]`)), chromedp.WaitVisible(chromedp.CSS(`.sessions li.active`)))
+	if n := eval[int](br, `document.querySelectorAll("tr[data-run]").length`); n != 1 {
+		t.Fatalf("the session billing-7 lists %d runs; want the planner's", n)
+	}
+	br.shot("sessions")
+	br.axe("a session's runs")
 
 	br.do("open the run", chromedp.Click(chromedp.CSS(`tr[data-run="`+res.RunID+`"] td.prompt a`)), chromedp.WaitVisible(chromedp.CSS(".timeline")))
-	got := eval[[]string](br, `[...document.querySelectorAll(".timeline > ol.events > li[data-stage]")].map(e => e.dataset.stage)`)
+	// Each hook decision is drawn inside the event it decided (recorded
+	// just before it), in record order; times never run backwards.
+	got := eval[[]string](br, `[...document.querySelectorAll(".timeline > ol.events > li[data-stage]")].flatMap(e =>
+		[...e.querySelectorAll(":scope > ol.decisions > li[data-stage]")].map(d => d.dataset.stage).concat([e.dataset.stage]))`)
 	if want := stagesOf(t, ctx, b, res.RunID); !slices.Equal(got, want) {
 		t.Fatalf("the page shows the run's events\n%v\nthe stream holds\n%v", got, want)
+	}
+	if n := eval[int](br, `document.querySelectorAll('.timeline > ol.events > li[data-stage="tool.before"] > ol.decisions > li[data-decision]').length`); n < 3 {
+		t.Fatalf("%d decisions are drawn inside the tool calls they decided; want audit-log's, sandbox's and guard's at least", n)
+	}
+	times := eval[[]string](br, `[...document.querySelectorAll(".timeline > ol.events li[data-time]")].filter(e => !e.closest("li.child")).map(e => e.dataset.time)`)
+	for i := 1; i < len(times); i++ {
+		a, _ := time.Parse(time.RFC3339Nano, times[i-1])
+		b, _ := time.Parse(time.RFC3339Nano, times[i])
+		if b.Before(a) {
+			t.Fatalf("the timeline runs backwards at row %d: %s, then %s", i, times[i-1], times[i])
+		}
+	}
+	if live := eval[[]string](br, `[...document.querySelectorAll("[aria-live]")].map(e => e.id)`); !slices.Equal(live, []string{"live-badge"}) {
+		t.Fatalf("live regions %v; want the live badge only", live)
+	}
+	if eval[int](br, `document.querySelectorAll(".attempts li[data-attempt]").length`) != 1 {
+		t.Fatal("the run's page lists no attempt")
 	}
 	if n := eval[int](br, `document.querySelectorAll(".timeline li.child li[data-stage]").length`); n == 0 {
 		t.Fatal("the helper's child run is not nested in the timeline")
@@ -177,15 +208,21 @@ func TestBrowserFinishedRun(t *testing.T) {
 	if s := eval[string](br, `document.querySelector(".run-head .pill").textContent`); s != "done" {
 		t.Fatalf("status %q", s)
 	}
+	if s := eval[string](br, `document.querySelector(".attempts li").textContent`); !strings.Contains(s, "build-7:4242") || !strings.Contains(s, "planner v3") || !strings.Contains(s, "scripted:script") || strings.Contains(s, "scripted:scripted") {
+		t.Fatalf("the attempt says %q; want its worker, definition and model", s)
+	}
+	if s := eval[string](br, `document.querySelector(".timeline .offset").title`); !strings.Contains(s, "Z)") {
+		t.Fatalf("an offset's title %q does not give the ISO time", s)
+	}
 	if s := eval[string](br, `document.querySelector(".run-head .verify.ok").textContent`); s != "✓ record intact, signed by "+pub {
 		t.Fatalf("the verification badge says %q", s)
 	}
-	deny := eval[string](br, `document.querySelector('.timeline > ol.events > li[data-decision="deny"]').textContent`)
+	deny := eval[string](br, `document.querySelector('.timeline > ol.events > li > ol.decisions > li[data-decision="deny"]').textContent`)
 	if !strings.Contains(deny, "guard") || !strings.Contains(deny, "rm -rf is not allowed on this host") {
 		t.Fatalf("the deny row says %q", deny)
 	}
 
-	br.do("open the sandbox's change", chromedp.Click(chromedp.CSS(`.timeline > ol.events > li[data-decision="modify"] .diff-toggle`)),
+	br.do("open the sandbox's change", chromedp.Click(chromedp.CSS(`.timeline > ol.events > li > ol.decisions > li[data-decision="modify"] .diff-toggle`)),
 		chromedp.WaitVisible(chromedp.CSS(`li[data-decision="modify"] .diff`)))
 	added := eval[[]string](br, `[...document.querySelectorAll('li[data-decision="modify"] .diff .dl.add')].map(e => e.textContent.replace(/\s+/g, " ").trim())`)
 	removed := eval[[]string](br, `[...document.querySelectorAll('li[data-decision="modify"] .diff .dl.del')].map(e => e.textContent.replace(/\s+/g, " ").trim())`)
@@ -195,6 +232,7 @@ func TestBrowserFinishedRun(t *testing.T) {
 	br.do("open a payload", chromedp.Click(chromedp.CSS(`.timeline > ol.events > li[data-stage="run.completed"] button.summary`)),
 		chromedp.WaitVisible(chromedp.CSS(`li[data-stage="run.completed"] pre.payload`)))
 	br.shot("run")
+	br.axe("a run's timeline")
 
 	br.do("open the plugins", chromedp.Navigate(hs.URL+"/#/plugins"), chromedp.WaitVisible(chromedp.CSS(`tr[data-plugin="guard"]`)))
 	plugins := eval[[]string](br, `[...document.querySelectorAll("tr[data-plugin]")].map(e => e.dataset.plugin)`)
@@ -202,6 +240,7 @@ func TestBrowserFinishedRun(t *testing.T) {
 		t.Fatalf("plugins %v", plugins)
 	}
 	br.shot("plugins")
+	br.axe("the plugins")
 
 	br.do("filter the runs", chromedp.Navigate(hs.URL+"/#/runs?q=no-such-thing"), chromedp.WaitVisible(chromedp.CSS(".empty")))
 	if s := eval[string](br, `document.querySelector(".empty").textContent`); !strings.Contains(s, "No run matches these filters") {
@@ -215,19 +254,21 @@ func TestBrowserEmpty(t *testing.T) {
 	hs := serve(t, b, false)
 	br := newBrowser(t)
 	for _, p := range []struct{ hash, says string }{
-		{"#/runs", "No runs recorded"},
-		{"#/approvals", "No tool call is waiting for a human"},
-		{"#/plugins", "No interceptor has decided anything"},
-		{"#/run/01JNOSUCHRUN0000000000000", "no event of run 01JNOSUCHRUN0000000000000"},
+		{"", "No runs recorded"},
+		{"?view=approvals", "No tool call is waiting for a human"},
+		{"?view=plugins", "No interceptor has decided anything"},
+		{"?run=01JNOSUCHRUN0000000000000", "no event of run 01JNOSUCHRUN0000000000000"},
 	} {
 		br.do("open "+p.hash, chromedp.Navigate(hs.URL+"/"+p.hash))
 		says, _ := json.Marshal(p.says)
 		br.wait(p.hash+" to say "+p.says, `document.getElementById("main").textContent.includes(`+string(says)+`)`)
 	}
-	br.do("open the runs", chromedp.Navigate(hs.URL+"/#/runs"), chromedp.WaitVisible(chromedp.CSS(".empty")))
+	br.do("open the runs", chromedp.Navigate(hs.URL+"/"), chromedp.WaitVisible(chromedp.CSS(".empty")))
 	br.shot("empty")
-	br.do("open a missing run", chromedp.Navigate(hs.URL+"/#/run/01JNOSUCHRUN0000000000000"), chromedp.WaitVisible(chromedp.CSS(".error")))
+	br.axe("the empty runs list")
+	br.do("open a missing run", chromedp.Navigate(hs.URL+"/?run=01JNOSUCHRUN0000000000000"), chromedp.WaitVisible(chromedp.CSS(".error")))
 	br.shot("error")
+	br.axe("a missing run")
 }
 
 // A run's page says whether its record verifies: intact but unsigned, or,
@@ -336,6 +377,7 @@ func TestBrowserLiveRun(t *testing.T) {
 		t.Fatal("the run shows completed before it is")
 	}
 	br.shot("live")
+	br.axe("a live run")
 	eval[bool](br, `window.__samePage = true`)
 
 	close(release)
@@ -348,7 +390,8 @@ func TestBrowserLiveRun(t *testing.T) {
 	if runErr != nil {
 		t.Fatal(runErr)
 	}
-	got := eval[[]string](br, `[...document.querySelectorAll(".timeline > ol.events > li[data-stage]")].map(e => e.dataset.stage)`)
+	got := eval[[]string](br, `[...document.querySelectorAll(".timeline > ol.events > li[data-stage]")].flatMap(e =>
+		[...e.querySelectorAll(":scope > ol.decisions > li[data-stage]")].map(d => d.dataset.stage).concat([e.dataset.stage]))`)
 	if want := stagesOf(t, ctx, b, run); !slices.Equal(got, want) || len(got) <= before {
 		t.Fatalf("after the live updates the page shows (%d before)\n%v\nthe stream holds\n%v", before, got, want)
 	}
@@ -381,9 +424,17 @@ func TestBrowserApproval(t *testing.T) {
 		t.Fatalf("a read-only page shows %d buttons", n)
 	}
 	br.shot("approvals-readonly")
+	br.axe("the approvals, read-only")
+	br.do("open the runs read-only", chromedp.Navigate(ro.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`tr[data-run="`+req.RunID+`"]`)))
+	if s := eval[string](br, `document.querySelector('tr[data-run="`+req.RunID+`"] td.took').textContent`); !strings.HasPrefix(s, "waiting for approval, ") {
+		t.Fatalf("a waiting run took %q; want waiting for approval, and for how long", s)
+	}
+	br.shot("runs-waiting")
+	br.axe("the runs, one waiting")
 
 	br.do("open the page signed out", chromedp.Navigate(rw.URL+"/#/approvals"), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
 	br.shot("login")
+	br.axe("the login form")
 	br.do("sign in with a wrong token", chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), "not-alice-0123456789"), chromedp.Submit(chromedp.CSS(`form`)),
 		chromedp.WaitVisible(chromedp.CSS(`p.bad`)))
 	br.do("sign in", chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), aliceToken), chromedp.Submit(chromedp.CSS(`form`)),
@@ -400,6 +451,7 @@ func TestBrowserApproval(t *testing.T) {
 	}
 	br.do("add a note", chromedp.SendKeys(chromedp.CSS(`.approval input[name="comment"]`), "checked the sum"))
 	br.shot("approvals")
+	br.axe("the approvals")
 	br.do("approve", chromedp.Click(chromedp.CSS(`.approval button.approve`)))
 	br.wait("the answer to be recorded", `(document.querySelector(".answer-out.ok") || {}).textContent === "approve recorded for 1 call(s)" || !!document.querySelector(".empty")`)
 	waitStage(t, ctx, b, req.RunID, events.StageRunCompleted)
@@ -412,7 +464,12 @@ func TestBrowserApproval(t *testing.T) {
 	if !strings.Contains(resolved, "approve by alice (web, vouched for by NATS user anonymous)") {
 		t.Fatalf("approval.resolved row %q does not say who answered", resolved)
 	}
+	asked := eval[string](br, `document.querySelector('.timeline li[data-stage="approval.requested"]').textContent`)
+	if !strings.Contains(asked, "(expires 20") || strings.Contains(asked, "Z)") {
+		t.Fatalf("approval.requested row %q: want its expiry in the page's date format (local time)", asked)
+	}
 	br.shot("approved-run")
+	br.axe("an approved run")
 	br.do("sign out", chromedp.Click(chromedp.CSS(`.signout button`)), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
 	br.do("the page again", chromedp.Navigate(rw.URL+"/#/approvals"), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
 }

@@ -175,7 +175,7 @@ func patchOps(patch []byte) *Diff {
 		Value json.RawMessage `json:"value"`
 	}
 	if err := json.Unmarshal(patch, &ops); err != nil {
-		return &Diff{Lines: []DiffLine{{" ", string(patch)}}}
+		return &Diff{Lines: []DiffLine{{" ", string(events.ReadableJSON(patch))}}}
 	}
 	var out []DiffLine
 	for _, o := range ops {
@@ -183,11 +183,11 @@ func patchOps(patch []byte) *Diff {
 		case "remove":
 			out = append(out, DiffLine{"-", o.Path})
 		case "add", "replace":
-			out = append(out, DiffLine{"+", o.Path + ": " + string(o.Value)})
+			out = append(out, DiffLine{"+", o.Path + ": " + string(events.ReadableJSON(o.Value))})
 		case "move", "copy":
 			out = append(out, DiffLine{"+", o.Op + " " + o.From + " → " + o.Path})
 		default:
-			out = append(out, DiffLine{" ", o.Op + " " + o.Path + " " + string(o.Value)})
+			out = append(out, DiffLine{" ", o.Op + " " + o.Path + " " + string(events.ReadableJSON(o.Value))})
 		}
 	}
 	return &Diff{Lines: out}

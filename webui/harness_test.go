@@ -2,6 +2,8 @@ package webui_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http/httptest"
 	"testing"
@@ -120,6 +122,7 @@ func recordSignedRun(t *testing.T, ctx context.Context, b *bus.Bus, session stri
 	}
 	task, _ := json.Marshal(map[string]string{"description": "check a sum", "prompt": "what is 2+2?", "subagent_type": "helper"})
 	planner, err := loop.New(loop.Config{Emitter: b, History: b, Hooks: hooks, Signer: signer, Team: team, Subagents: []loop.Subagent{{ID: "helper", Description: "does sums"}},
+		Worker: &events.Worker{Name: "build-7:4242", Host: "build-7"}, Definition: definition("planner", "3"),
 		Tools: []loop.Tool{clock(), tools.Calculator(), shell()},
 		Model: scripted.New(&scripted.Script{Replies: []scripted.Reply{
 			{Content: "Let me check the clock, work out the sum and clean up.", ToolCalls: []scripted.ToolCall{
@@ -142,6 +145,12 @@ func recordSignedRun(t *testing.T, ctx context.Context, b *bus.Bus, session stri
 	return res
 }
 
+// definition is a definition of agent at version, its digest made up.
+func definition(agent, version string) events.Definition {
+	sum := sha256.Sum256([]byte(agent + "@" + version))
+	return events.Definition{Name: agent, Version: version, Digest: hex.EncodeToString(sum[:])}
+}
+
 // stagesOf replays a run's stages in stream order.
 func stagesOf(t *testing.T, ctx context.Context, b *bus.Bus, run string) []string {
 	t.Helper()
@@ -157,6 +166,7 @@ func stagesOf(t *testing.T, ctx context.Context, b *bus.Bus, run string) []strin
 func startWorker(t *testing.T, b *bus.Bus) {
 	t.Helper()
 	eng, err := loop.New(loop.Config{Emitter: b, History: b, Queue: runs.New(b), Tools: []loop.Tool{clock(), tools.Calculator()}, Model: scripted.New(nil),
+		Worker: &events.Worker{Name: "ops-1:311", Host: "ops-1"},
 		Approval: loop.Approval{Expiry: time.Hour, Required: func(c events.ToolCall) string {
 			if c.Name == "calculator" {
 				return "maths needs a second pair of eyes"

@@ -20,6 +20,12 @@ type RunSummary struct {
 	// Decisions counts the interceptors' decisions on the run by kind
 	// (allow, modify, deny, ...; "fail" for hook.failed): audit.Runs.Decisions.
 	Decisions map[string]int `json:"decisions,omitempty"`
+	// Worker is the worker the run's last attempt runs in, as its
+	// run.started records it (loop serve records it).
+	Worker *events.Worker `json:"worker,omitempty"`
+	// Abandoned is set on an unfinished run that no attempt holds any
+	// more (see Config.Fleet): the page says so instead of running.
+	Abandoned bool `json:"abandoned,omitempty"`
 }
 
 // SessionSummary is one session in the sessions list: audit's summary and

@@ -15,7 +15,9 @@ import (
 
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/internal/httpauth"
 	"github.com/hookbus/hookbus/loop"
 )
@@ -66,15 +68,41 @@ type Config struct {
 	// verification, as observer verify --require-signed does
 	// (audit.Verifier.RequireSigned).
 	RequireSigned bool
+	// Fleet, when set, is where the page reads the live workers
+	// (runs.NewFleet): a run that none of them holds any more and that
+	// recorded nothing for longer than Lease is shown as abandoned
+	// (RunSummary.Abandoned). Without it no run is.
+	Fleet Fleet
+	// Lease is how long a worker's run may go without a sign of life
+	// before its request is given to another worker (loop serve --lease;
+	// default runs.DefaultAckWait).
+	Lease time.Duration
+	// Registry, when set, is the interceptor registry (remote.NewRegistry):
+	// the plugins page says which remote plugins are registered and which
+	// were removed from it (StatsView.Registry).
+	Registry Registry
+}
+
+// Fleet is what the page reads of the fleet: the live workers
+// (*runs.Fleet).
+type Fleet interface {
+	Workers(ctx context.Context) ([]runs.WorkerPresence, error)
+}
+
+// Registry is what the page reads of the interceptor registry
+// (*remote.Registry).
+type Registry interface {
+	List(ctx context.Context) ([]interceptors.Registration, error)
 }
 
 // Server serves the page and its JSON API (see the package doc). It is an
 // http.Handler.
 type Server struct {
-	cfg  Config
-	log  *slog.Logger
-	mux  *http.ServeMux
-	live chan struct{} // a slot per live stream
+	cfg   Config
+	log   *slog.Logger
+	mux   *http.ServeMux
+	live  chan struct{} // a slot per live stream
+	index []byte        // static/index.html, the page's first view goes in
 }
 
 // New returns a Server reading cfg.Bus; it does no I/O. It returns an error
@@ -83,7 +111,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Bus == nil {
 		return nil, fmt.Errorf("%w: no bus", ErrInvalidConfig)
 	}
-	if cfg.MaxScan < 0 || cfg.MaxChildren < 0 || cfg.MaxLive < 0 || cfg.AnswerWait < 0 || cfg.Heartbeat < 0 {
+	if cfg.MaxScan < 0 || cfg.MaxChildren < 0 || cfg.MaxLive < 0 || cfg.AnswerWait < 0 || cfg.Heartbeat < 0 || cfg.Lease < 0 {
 		return nil, fmt.Errorf("%w: negative bound", ErrInvalidConfig)
 	}
 	if cfg.MaxScan == 0 {
@@ -101,6 +129,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Heartbeat == 0 {
 		cfg.Heartbeat = 15 * time.Second
 	}
+	if cfg.Lease == 0 {
+		cfg.Lease = runs.DefaultAckWait
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -111,7 +142,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	files := http.FileServerFS(static)
-	s.mux.Handle("GET /{$}", files)
+	if s.index, err = fs.ReadFile(static, "index.html"); err != nil {
+		return nil, err
+	}
+	s.mux.HandleFunc("GET /{$}", s.handlePage)
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", files))
 	s.mux.HandleFunc("GET /api/config", s.handleConfig)
 	s.mux.HandleFunc("GET /api/runs", s.handleRuns)
@@ -163,11 +197,15 @@ type ConfigView struct {
 }
 
 func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
+	s.reply(w, s.configView(r))
+}
+
+func (s *Server) configView(r *http.Request) ConfigView {
 	v := ConfigView{AllowApprovals: s.cfg.AllowApprovals, Where: s.cfg.Where}
 	if id, ok := httpauth.IdentityOf(r.Context()); ok {
 		v.User, v.SignedIn = id.Name, id.Method == httpauth.MethodSession
 	}
-	s.reply(w, v)
+	return v
 }
 
 // RunsView is the reply of GET /api/runs.
@@ -180,49 +218,75 @@ type RunsView struct {
 }
 
 func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
-	f, err := filterOf(r)
+	v, err := s.runsView(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	s.reply(w, v)
+}
+
+// runsView reads the runs list of GET /api/runs.
+func (s *Server) runsView(r *http.Request) (*RunsView, error) {
+	f, err := filterOf(r)
+	if err != nil {
+		return nil, err
 	}
 	q := RunQuery{Status: r.FormValue("status"), Text: r.FormValue("q"), Limit: 500}
 	if l := r.FormValue("limit"); l != "" {
 		if q.Limit, err = strconv.Atoi(l); err != nil || q.Limit <= 0 {
-			s.fail(w, r, fmt.Errorf("%w: limit %q is not a positive number", ErrBadRequest, l))
-			return
+			return nil, fmt.Errorf("%w: limit %q is not a positive number", ErrBadRequest, l)
 		}
 	}
 	f.Stages = audit.RunsStages
 	var rs audit.Runs
-	truncated, err := s.scan(r.Context(), f, rs.Add)
+	var ws attemptWorkers
+	truncated, err := s.scan(r.Context(), f, func(e *events.Event) { rs.Add(e); ws.add(e) })
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	runs, sessions := listRuns(&rs, q)
-	s.reply(w, RunsView{Runs: nonNil(runs), Sessions: nonNil(sessions), Truncated: truncated})
+	s.markAbandoned(r.Context(), &ws, runs...)
+	return &RunsView{Runs: nonNil(runs), Sessions: nonNil(sessions), Truncated: truncated}, nil
 }
 
 // StatsView is the reply of GET /api/stats.
 type StatsView struct {
-	Plugins   []audit.PluginTotals `json:"plugins"`
-	Truncated bool                 `json:"truncated,omitempty"`
+	Plugins []audit.PluginTotals `json:"plugins"`
+	// Registry says of each plugin listed whether it is in the
+	// interceptor registry now (Config.Registry; absent without one):
+	// PluginRegistered, PluginRemoved (a remote plugin no longer
+	// registered: no loop calls it any more) or PluginInProcess (only ever
+	// called in a loop's own process, which the registry does not list).
+	Registry  map[string]string `json:"registry,omitempty"`
+	Truncated bool              `json:"truncated,omitempty"`
 }
 
 func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
-	f, err := filterOf(r)
+	v, err := s.statsView(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	s.reply(w, v)
+}
+
+// statsView reads the plugins' stats of GET /api/stats.
+func (s *Server) statsView(r *http.Request) (*StatsView, error) {
+	f, err := filterOf(r)
+	if err != nil {
+		return nil, err
 	}
 	f.Stages = audit.StatsStages
 	var st audit.Stats
-	truncated, err := s.scan(r.Context(), f, st.Add)
+	remote := map[string]bool{}
+	truncated, err := s.scan(r.Context(), f, func(e *events.Event) { st.Add(e); noteRemote(remote, e) })
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
-	s.reply(w, StatsView{Plugins: st.Plugins(), Truncated: truncated})
+	v := &StatsView{Plugins: st.Plugins(), Truncated: truncated}
+	v.Registry = s.registryStates(r.Context(), v.Plugins, remote)
+	return v, nil
 }
 
 // ApprovalsView is the reply of GET /api/approvals.
@@ -232,15 +296,24 @@ type ApprovalsView struct {
 }
 
 func (s *Server) handleApprovals(w http.ResponseWriter, r *http.Request) {
-	f, err := filterOf(r)
+	v, err := s.approvalsView(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	s.reply(w, v)
+}
+
+// approvalsView reads the calls waiting for a human (with all=1, every
+// call that asked for one) of GET /api/approvals.
+func (s *Server) approvalsView(r *http.Request) (*ApprovalsView, error) {
+	f, err := filterOf(r)
+	if err != nil {
+		return nil, err
+	}
 	as, err := s.readApprovals(r.Context(), f)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	list := as.Pending()
 	if r.FormValue("all") != "" {
@@ -250,31 +323,37 @@ func (s *Server) handleApprovals(w http.ResponseWriter, r *http.Request) {
 	for _, a := range list {
 		out = append(out, approvalView(a))
 	}
-	s.reply(w, ApprovalsView{Approvals: out})
+	return &ApprovalsView{Approvals: out}, nil
 }
 
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
-	f, err := filterOf(r)
+	v, err := s.runPage(r, r.PathValue("run"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	f.Run = r.PathValue("run")
+	s.reply(w, v)
+}
+
+// runPage reads run's timeline of GET /api/runs/{run}.
+func (s *Server) runPage(r *http.Request, run string) (*RunView, error) {
+	f, err := filterOf(r)
+	if err != nil {
+		return nil, err
+	}
+	f.Run = run
 	if err := events.ValidateID("run", f.Run); err != nil {
-		s.fail(w, r, fmt.Errorf("%w: %v", ErrBadRequest, err))
-		return
+		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
 	budget := s.cfg.MaxChildren
 	v, err := s.runView(r.Context(), f, 0, &budget)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	if v == nil {
-		s.fail(w, r, fmt.Errorf("%w: the stream holds no event of run %s%s", ErrNotFound, f.Run, describe(f)))
-		return
+		return nil, fmt.Errorf("%w: the stream holds no event of run %s%s", ErrNotFound, f.Run, describe(f))
 	}
-	s.reply(w, v)
+	return v, nil
 }
 
 // maxDepth bounds the nesting of child runs.
@@ -290,6 +369,13 @@ func (s *Server) runView(ctx context.Context, f bus.Filter, depth int, children 
 	}
 	v := buildView(evs, audit.Verifier{Trust: s.cfg.Trust, RequireSigned: s.cfg.RequireSigned})
 	v.Truncated = truncated
+	if v.Run != nil {
+		var ws attemptWorkers
+		for _, e := range evs {
+			ws.add(e)
+		}
+		s.markAbandoned(ctx, &ws, v.Run)
+	}
 	if depth >= maxDepth {
 		return v, nil
 	}
@@ -437,26 +523,37 @@ type ErrorView struct {
 }
 
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	code := http.StatusInternalServerError
-	switch {
-	case errors.Is(err, ErrBadRequest), errors.Is(err, events.ErrInvalidID), errors.Is(err, events.ErrUnknownStage):
-		code = http.StatusBadRequest
-	case errors.Is(err, ErrReadOnly), errors.Is(err, ErrUnauthenticated):
-		code = http.StatusForbidden
-	case errors.Is(err, ErrNotFound):
-		code = http.StatusNotFound
-	case errors.Is(err, ErrConflict):
-		code = http.StatusConflict
-	case errors.Is(err, errBusy):
-		code = http.StatusServiceUnavailable
-	case r.Context().Err() != nil:
+	code := statusOf(err)
+	if code == 0 && r.Context().Err() != nil {
 		return // the client went away
 	}
-	if code == http.StatusInternalServerError {
+	if code == 0 {
+		code = http.StatusInternalServerError
 		s.log.Warn("webui: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(ErrorView{Error: strings.TrimPrefix(err.Error(), "webui: ")})
+	_ = json.NewEncoder(w).Encode(ErrorView{Error: errorText(err)})
 }
+
+// statusOf is the HTTP status of an error of the package's; 0 for another
+// (a failure of the server's own).
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, ErrBadRequest), errors.Is(err, events.ErrInvalidID), errors.Is(err, events.ErrUnknownStage):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrReadOnly), errors.Is(err, ErrUnauthenticated):
+		return http.StatusForbidden
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, ErrConflict):
+		return http.StatusConflict
+	case errors.Is(err, errBusy):
+		return http.StatusServiceUnavailable
+	}
+	return 0
+}
+
+// errorText is err as the page shows it.
+func errorText(err error) string { return strings.TrimPrefix(err.Error(), "webui: ") }

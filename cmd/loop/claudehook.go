@@ -65,9 +65,9 @@ const claudeHookLong = `A Claude Code command hook: configure it for every event
 as the session's hookbus event (agent --agent, session Claude Code's
 session_id), runs the registry's interceptors for its stage, and answers on
 stdout in Claude Code's output format. It answers within --timeout whatever
-happens: when NATS is away or slow, by --policy. README.md, "Claude Code on
-the bus", has the settings.json snippet. Being a hook, it says which bus it
-uses only with -v.`
+happens: when NATS is away or slow, by --policy. docs/CLAUDE_CODE.md, "Claude
+Code on the bus", has the settings.json snippet. Being a hook, it says which
+bus it uses only with -v.`
 
 // claudeHookCmd is loop claude-hook: one Claude Code hook event, read on
 // stdin, recorded and decided on the bus, answered on stdout.

@@ -25,7 +25,7 @@ func TestCommandsDoc(t *testing.T) {
 }
 
 // Every loop command line of the README and the docs runs as written: a
-// command that exists, flags it takes, the binary named as on PATH; a
+// command that exists, flags it takes, the binary named bin/loop or loop; a
 // run, a worker and a gateway are given a bus.
 func TestDocsCommandsRunAsWritten(t *testing.T) {
 	files, err := clidoc.DocFiles("../..")

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hookbus/hookbus/agents"
+	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/hooks/claudecode"
 	"github.com/hookbus/hookbus/hooks/prompt"
 	"github.com/hookbus/hookbus/interceptors"
@@ -152,6 +153,7 @@ type engineDeps struct {
 	claude []*claudecode.Settings // --claude-settings files
 	cache  prompt.Cache           // prompt hooks' decisions (nil: none)
 	signer loop.Signer            // signs the ends of runs (nil: unsigned)
+	worker *events.Worker         // recorded in run.started (nil: none)
 	log    *slog.Logger
 }
 
@@ -171,7 +173,7 @@ func engines(built []*agents.Built, d engineDeps) (map[string]*loop.Engine, func
 			return nil, nil, err
 		}
 		cfg.Emitter, cfg.History, cfg.Queue, cfg.Hooks, cfg.Logger, cfg.Team = agentEm, d.h, d.q, agentHooks, d.log, team
-		cfg.SharedBudget, cfg.Signer = d.budget, d.signer
+		cfg.SharedBudget, cfg.Signer, cfg.Worker = d.budget, d.signer, d.worker
 		eng, err := loop.New(cfg)
 		if err != nil {
 			cc.close()

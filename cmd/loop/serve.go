@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -144,8 +146,9 @@ func serveCmd(a *cli.App) *cobra.Command {
 				a.Log.Say(stderr, "loop serve: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
 			}
 			q := runs.New(c.Bus)
+			worker := thisWorker()
 			engs, closeHooks, err := engines(built, engineDeps{em: em, h: c.Bus, q: q, hooks: hooks, budget: sharedBudget(ctx, c.Bus, log),
-				claude: claude, cache: remote.NewDecisionCache(c.Bus), signer: signer, log: log})
+				claude: claude, cache: remote.NewDecisionCache(c.Bus), signer: signer, worker: worker, log: log})
 			if err != nil {
 				return err
 			}
@@ -160,7 +163,7 @@ func serveCmd(a *cli.App) *cobra.Command {
 					Replace: *replace, Adopt: b.Config.OnDefinitionChange == loop.DefinitionAdopt}
 			}
 			w := loop.NewAgentsWorker(engs, log)
-			rc, err := q.Consume(ctx, runs.ConsumerConfig{Agents: served, Concurrency: *concurrency, AckWait: *lease}, handle(w.Handle))
+			rc, err := q.Consume(ctx, runs.ConsumerConfig{Agents: served, Worker: worker.Name, Concurrency: *concurrency, AckWait: *lease}, handle(w.Handle))
 			if err != nil {
 				return c.Explain(err)
 			}
@@ -294,4 +297,15 @@ func submit(ctx context.Context, a *cli.App, pos []string, fs *pflag.FlagSet, co
 		return exitNoAnswer, nil
 	}
 	return exitOK, nil
+}
+
+// thisWorker names this process in the fleet and in its runs' run.started:
+// host:pid, as the fleet names a worker by default.
+func thisWorker() *events.Worker {
+	host, _ := os.Hostname()
+	name := host
+	if name == "" {
+		name = "worker"
+	}
+	return &events.Worker{Name: name + ":" + strconv.Itoa(os.Getpid()), Host: host}
 }

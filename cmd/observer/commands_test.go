@@ -23,7 +23,8 @@ func TestCommandsDoc(t *testing.T) {
 }
 
 // Every observer command line of the README and the docs runs as written:
-// a command that exists, flags it takes, the binary named as on PATH.
+// a command that exists, flags it takes, the binary named bin/observer or
+// observer.
 func TestDocsCommandsRunAsWritten(t *testing.T) {
 	files, err := clidoc.DocFiles("../..")
 	if err != nil {

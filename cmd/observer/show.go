@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -100,10 +101,10 @@ func printHook(w io.Writer, h *audit.HookCall, ind string) {
 		s += fmt.Sprintf(" (%s, policy %s: %s): %s", f.Kind, f.Policy, f.Outcome, f.Error)
 	}
 	if h.Reason != "" {
-		s += " " + fmt.Sprintf("%q", h.Reason)
+		s += " " + events.Quote(h.Reason, 0)
 	}
 	if h.Result != nil {
-		s += " → result " + fmt.Sprintf("%q", h.Result.Content)
+		s += " → result " + events.Quote(h.Result.Content, 0)
 	}
 	s += " (" + micros(h.LatencyUS)
 	if h.Remote {

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
+
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/internal/health"
 	"github.com/hookbus/hookbus/internal/httpauth"
@@ -42,9 +45,13 @@ func uiCmd(a *cli.App) *cobra.Command {
 		var admin cli.AdminFlags
 		admin.Register(fs, "127.0.0.1:9468", 5*time.Second, "let the requests in flight finish (live updates end at once)")
 		requireSigned := fs.Bool("require-signed", false, "the run pages' badge fails a run whose end is not signed (by a key given with --public-key, when any is), as observer verify --require-signed does")
+		lease := fs.Duration("lease", runs.DefaultAckWait, "the workers' --lease: an unfinished run that recorded nothing for longer, and whose worker is no longer in the fleet, is shown as abandoned")
 		return func(ctx context.Context, args []string) error {
 			if err := cli.NoArgs(nil, args); err != nil {
 				return err
+			}
+			if *lease < time.Second {
+				return fmt.Errorf("%w: --lease %s is shorter than a second", cli.ErrUsage, *lease)
 			}
 			if err := admin.Check(); err != nil {
 				return err
@@ -64,7 +71,8 @@ func uiCmd(a *cli.App) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			srv, err := webui.New(webui.Config{Bus: c.Bus, AllowApprovals: *allow, Where: c.Where, Logger: log, Trust: trust, RequireSigned: *requireSigned})
+			srv, err := webui.New(webui.Config{Bus: c.Bus, AllowApprovals: *allow, Where: c.Where, Logger: log, Trust: trust, RequireSigned: *requireSigned,
+				Fleet: runs.NewFleet(c.Bus), Lease: *lease, Registry: remote.NewRegistry(c.Bus)})
 			if err != nil {
 				return err
 			}

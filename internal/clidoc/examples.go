@@ -139,8 +139,8 @@ func split(line string) []string {
 // Check parses e as root would: its command must exist and its flags be
 // the command's. It returns the command, its flags parsed.
 func Check(root *cobra.Command, e Example) (*cobra.Command, error) {
-	if e.Path != root.Name() {
-		return nil, fmt.Errorf("%s: %q runs %s: write %s, with the binaries on PATH (docs/COMMANDS.md)", e.Where, e.Line, e.Path, root.Name())
+	if e.Path != "bin/"+root.Name() && e.Path != root.Name() {
+		return nil, fmt.Errorf("%s: %q runs %s: write bin/%s (as make build leaves it) or %s (on PATH, after make install)", e.Where, e.Line, e.Path, root.Name(), root.Name())
 	}
 	cmd, rest, err := root.Find(e.Args)
 	if err != nil {

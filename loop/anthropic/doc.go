@@ -10,5 +10,5 @@
 // retries are off) and returns a *loop.ModelError for every failure, which
 // the engine records as model.failed and retries when it is retryable (529
 // overloaded_error included). The caller's ctx deadline is the call's
-// timeout. The full mapping is in docs/PROTOCOL.md, "Model providers".
+// timeout. The full mapping is in docs/AGENTS.md, "Models and providers".
 package anthropic

@@ -31,5 +31,5 @@
 // inherits only a minimal environment (never the worker's secrets) and runs
 // in its own process group, which Close kills.
 //
-// docs/PROTOCOL.md ("MCP servers") describes the behaviour on the wire.
+// docs/AGENTS.md ("MCP servers") describes the behaviour on the wire.
 package mcp

@@ -11,6 +11,6 @@
 // as model.failed and retries when it is retryable. The caller's ctx deadline
 // is the call's timeout. Tool-call arguments that are not valid JSON reach
 // the engine as a JSON string holding the model's raw text. The mapping of
-// messages, tools, replies and errors is in docs/PROTOCOL.md, "Model
-// providers".
+// messages, tools, replies and errors is in docs/AGENTS.md, "Models
+// and providers".
 package openai

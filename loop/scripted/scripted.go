@@ -29,7 +29,7 @@ import (
 // was given), so a script can echo what really happened in the run. A reply
 // may instead fail the model call ({"error": "..."}) and may take time
 // ({"delay_ms": 250}). Fields other than these are refused by Parse, with
-// the field named; the format is in the README ("A scripted model").
+// the field named; the format is in docs/AGENTS.md ("The scripted model").
 type Script struct {
 	Name    string  `json:"name,omitempty"`
 	Replies []Reply `json:"replies"`

@@ -62,7 +62,7 @@ type BashConfig struct {
 // the command with the shell in the root directory, in a process group of
 // its own, with a minimal environment; when the command ends, times out or
 // its ctx ends, every process left in the group is killed (SIGTERM, then
-// SIGKILL after KillGrace). See docs/PROTOCOL.md, "Built-in tools", for the
+// SIGKILL after KillGrace). See docs/AGENTS.md, "Tools", for the
 // result format. Without a sandbox (BashConfig.Sandbox) the command is not
 // confined to the root, only its working directory is: it reaches whatever
 // the worker's user can. In the sandbox it sees the root (read-write), the

@@ -27,8 +27,8 @@
 // socket is refused (ErrNotRegular) without being opened for reading or
 // writing, so no call waits on one, and Glob and Grep skip those they meet,
 // naming them in a note.
-// Read, Write, Glob and Grep are idempotent; Edit is not. docs/PROTOCOL.md
-// ("Built-in tools") has the schemas, result formats and rules in full.
+// Read, Write, Glob and Grep are idempotent; Edit is not. docs/AGENTS.md
+// ("Tools") has the schemas, result formats and rules in full.
 //
 // An agent definition names its tools; ByNames builds them:
 //

@@ -16,7 +16,7 @@ import (
 // Edit, Glob, Grep) are confined. Every call opens the directory with
 // os.Root, so a path that leaves it, by "..", by an absolute path elsewhere
 // or through a symlink, is refused by the kernel-backed check of os.Root,
-// not by string matching alone. See docs/PROTOCOL.md, "Built-in tools".
+// not by string matching alone. See docs/AGENTS.md, "Tools".
 type FS struct {
 	dir  string // absolute, cleaned
 	real string // dir with its symlinks resolved

@@ -68,7 +68,7 @@ type grepArgs struct {
 // directories; .gitignore is not read. FIFOs, devices and sockets are not
 // opened: a path naming one is an error wrapping ErrNotRegular, and those
 // met in a directory are named in a note. The result formats are described
-// in docs/PROTOCOL.md. Grep is idempotent.
+// in docs/AGENTS.md. Grep is idempotent.
 func (f *FS) Grep() loop.Tool {
 	return loop.ToolFunc(events.ToolSpec{
 		Name: "Grep",

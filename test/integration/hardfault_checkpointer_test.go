@@ -34,13 +34,15 @@ func TestFaultCheckpointerKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := loadWorkerArgs(srv.url(), loadScriptFile(t, loadDelayMS), t.TempDir())
+	args := loadWorkerArgs(srv.url(), loadScriptFile(t, loadDelayMS), t.TempDir(), "--agent", "load")
 	ws := []*worker{startWorker(t, args...)}
 	checkpointer := func() *faultProc {
 		return startFaultProc(t, "observer", "checkpointer", "--nats", srv.url(), "--key", key, "--every", "25", "--interval", "300ms")
 	}
+	var lastErr error
 	lastSize := func() uint64 {
 		r, err := tlogbus.LastRecord(ctx, admin)
+		lastErr = err
 		if err != nil || r == nil {
 			return 0
 		}
@@ -61,7 +63,7 @@ func TestFaultCheckpointerKilled(t *testing.T) {
 	kills := 0
 	for range 3 {
 		before := lastSize()
-		waitEvery(t, 2*time.Minute, 50*time.Millisecond, func() bool { return lastSize() > before }, "a new checkpoint after size %d:\n%s", before, lazy(cp.stderr.String))
+		waitEvery(t, 2*time.Minute, 50*time.Millisecond, func() bool { return lastSize() > before }, "a new checkpoint after size %d (the last read: %v):\n%s\nworker:\n%s", before, lazy(func() string { return fmt.Sprint(lastErr) }), lazy(cp.stderr.String), lazy(ws[0].stderr.String))
 		// The kill comes with messages delivered to it and not yet
 		// acknowledged: read, not checkpointed.
 		waitEvery(t, 2*time.Minute, 5*time.Millisecond, func() bool {

@@ -1,8 +1,13 @@
 // hookbus web timeline: a small vanilla-JS page over the JSON API of
 // package webui (docs/PROTOCOL.md, "The web page"). No framework, no build.
+//
+// Each view is a URL of its own (the query of "/": ?run=ID, ?view=approvals,
+// ?view=plugins, else the runs list and its filters), and the server inlines
+// the first view's data in the page (script#page-data), so the page shows
+// content as it loads; live updates then read the JSON endpoints.
 "use strict";
 
-const state = { config: { allow_approvals: false }, live: null, expanded: new Set(), view: null, route: "", seq: 0 };
+const state = { config: { allow_approvals: false }, live: null, expanded: new Set(), view: null, seq: 0 };
 
 // h builds an element: h("div", {class: "x", onclick: fn}, child, "text", ...).
 function h(tag, attrs, ...kids) {
@@ -37,17 +42,24 @@ function qs(params) {
   return s ? "?" + s : "";
 }
 
+// Links to the views: each a URL the server renders with its data.
+const runsHref = (params) => qs(params || {}) || "./";
+const runHref = (id, agent, session) => qs({ run: id, agent, session });
+const viewHref = (view, params) => qs(Object.assign({ view }, params || {}));
+
 // --- formatting ---
 const short = (id) => (id || "").slice(0, 10) + "…";
-function ago(t) {
-  if (!t) return "";
-  const s = (Date.now() - new Date(t).getTime()) / 1000;
-  if (s < 60) return Math.max(0, Math.round(s)) + "s ago";
-  if (s < 3600) return Math.round(s / 60) + "m ago";
-  if (s < 86400) return Math.round(s / 3600) + "h ago";
-  return Math.round(s / 86400) + "d ago";
+const pad = (n) => String(n).padStart(2, "0");
+// One date format: local time, to the second; the ISO time (UTC) on hover.
+function localTime(t) {
+  const d = new Date(t);
+  return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds());
 }
-const clock = (t) => (t ? new Date(t).toLocaleString() : "");
+function timeEl(t) {
+  if (!t) return h("span", { class: "muted" }, "—");
+  const iso = new Date(t).toISOString();
+  return h("time", { datetime: iso, title: iso }, localTime(t));
+}
 function dur(ms) {
   if (ms < 1) return (ms * 1000).toFixed(0) + " µs";
   if (ms < 1000) return ms.toFixed(ms < 10 ? 1 : 0) + " ms";
@@ -55,17 +67,45 @@ function dur(ms) {
   return Math.floor(ms / 60000) + " m " + Math.round((ms % 60000) / 1000) + " s";
 }
 const us = (n) => dur(n / 1000);
-function span(a, b) {
-  if (!a) return "";
-  return dur((b ? new Date(b) : new Date()) - new Date(a));
+// age is how long ago t was, coarsely: "45 s", "6 m", "2 h 5 m", "3 d".
+function age(t) {
+  const s = Math.max(0, Math.round((Date.now() - new Date(t).getTime()) / 1000));
+  if (s < 60) return s + " s";
+  if (s < 3600) return Math.floor(s / 60) + " m";
+  if (s < 86400) return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " m";
+  return Math.floor(s / 86400) + " d";
 }
 
-function statusPill(status) {
-  const shown = status === "unfinished" ? "running" : status; // no end recorded yet
-  return h("span", { class: "pill status-" + shown, title: "status: " + status }, shown.replace("_", " "));
+// shownStatus is what the page calls a run's status: an unfinished run is
+// running, or abandoned when no attempt holds it any more.
+function shownStatus(r) {
+  if (r.status === "unfinished") return r.abandoned ? "abandoned" : "running";
+  return r.status;
+}
+function statusPill(r) {
+  const shown = typeof r === "string" ? r : shownStatus(r);
+  return h("span", { class: "pill status-" + shown, title: "status: " + shown.replace("_", " ") }, shown.replace("_", " "));
+}
+// took is how long the run took, or what it is doing now.
+function took(r, approvals) {
+  if (r.status === "waiting") {
+    const asked = (approvals || []).filter((a) => a.state === "waiting").map((a) => a.requested_at).sort()[0] || r.last;
+    return "waiting for approval, " + age(asked);
+  }
+  if (r.ended) return dur(new Date(r.last) - new Date(r.start));
+  if (r.abandoned) return "abandoned, nothing recorded for " + age(r.last);
+  return "running, " + age(r.start);
 }
 const parentOf = (r) => (r.parent ? r.parent.run_id : "");
 const tokensOf = (r) => (r.usage ? (r.usage.input_tokens || 0) + (r.usage.output_tokens || 0) : 0);
+const workerName = (w) => (w ? w.name + (w.host && !w.name.startsWith(w.host + ":") ? " on " + w.host : "") : "");
+function definitionName(d) {
+  if (!d) return "";
+  let s = d.name || "";
+  if (d.version) s += " v" + d.version;
+  const digest = (d.digest || "").slice(0, 12);
+  return s ? s + " (" + digest + ")" : digest;
+}
 
 // verifyBadge says whether the run's record is intact (its hash chain and
 // the signature on its end), or lists what is wrong. The verdict says which
@@ -99,11 +139,20 @@ function decisionChips(counts) {
 function empty(title, ...hint) {
   return h("div", { class: "empty" }, h("h2", {}, title), h("p", {}, ...hint));
 }
-function failure(err, what) {
-  return h("div", { class: "error", role: "alert" }, h("h2", {}, "Could not load " + what),
-    h("p", {}, err.message),
-    h("p", { class: "muted" }, "Is the bus still reachable? Check the terminal running observer ui, then ",
-      h("a", { href: "#", onclick: (e) => { e.preventDefault(); route(); } }, "try again"), "."));
+function failure(message, what) {
+  const missing = message.startsWith("not found");
+  return h("div", { class: "error", role: "alert" }, h("h2", {}, (missing ? "Not found: " : "Could not load ") + what),
+    h("p", {}, message),
+    missing
+      ? h("p", { class: "muted" }, "Check the address, or find it in the ", h("a", { href: "./" }, "runs list"),
+        " (widen its window: a run older than the stream keeps is gone).")
+      : h("p", { class: "muted" }, "Is the bus still reachable? Check the terminal running observer ui, then ",
+        h("a", { href: location.search || "./" }, "try again"), "."));
+}
+
+// field is a form control with its visible label.
+function field(label, control, cls) {
+  return h("label", { class: "field" + (cls ? " " + cls : "") }, h("span", { class: "field-label" }, label), control);
 }
 
 function stopLive() {
@@ -111,46 +160,71 @@ function stopLive() {
 }
 
 // --- routing ---
-function parseHash() {
-  const raw = location.hash.replace(/^#\/?/, "") || "runs";
+
+// legacyHash turns an address of the page's earlier hash routes
+// (#/run/ID?agent=..., #/approvals, #/plugins, #/runs?...) into its query.
+function legacyHash() {
+  const raw = location.hash.replace(/^#\/?/, "");
+  if (!location.hash.startsWith("#/")) return null;
   const [path, query] = raw.split("?");
-  return { parts: path.split("/"), params: new URLSearchParams(query || "") };
+  const parts = path.split("/");
+  const p = new URLSearchParams(query || "");
+  if (parts[0] === "run" && parts[1]) { p.set("run", parts[1]); return "?" + p.toString(); }
+  if (parts[0] === "approvals" || parts[0] === "plugins") p.set("view", parts[0]);
+  const s = p.toString();
+  return s ? "?" + s : location.pathname;
 }
 
-async function route() {
-  stopLive();
-  const { parts, params } = parseHash();
+function currentView() {
+  const params = new URLSearchParams(location.search);
+  let view = "runs";
+  if (params.get("run")) view = "run";
+  else if (params.get("view") === "approvals" || params.get("view") === "plugins") view = params.get("view");
+  return { view, params };
+}
+
+// show draws the current view: from data (the page's inlined first view)
+// or read from the JSON endpoints.
+async function show(data) {
+  const { view, params } = currentView();
   const main = document.getElementById("main");
   for (const a of document.querySelectorAll("[data-nav]")) {
-    a.classList.toggle("active", a.dataset.nav === parts[0] || (parts[0] === "run" && a.dataset.nav === "runs"));
+    const on = a.dataset.nav === view || (view === "run" && a.dataset.nav === "runs");
+    a.classList.toggle("active", on);
+    if (on) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
   }
-  // A page that loads after the user moved on is dropped: stale() says so.
+  // A read that ends after a newer one began is dropped.
   const mine = ++state.seq;
   const stale = () => mine !== state.seq;
+  const what = { run: "the run", approvals: "the approvals", plugins: "the plugins", runs: "the runs" }[view];
   try {
-    switch (parts[0]) {
-      case "run": await showRun(main, parts[1], params, stale); break;
-      case "approvals": await showApprovals(main, stale); break;
-      case "plugins": await showPlugins(main, params, stale); break;
-      default: await showRuns(main, params, stale);
+    if (data && data.error) throw new Error(data.error);
+    const d = data ? data.data : null;
+    switch (view) {
+      case "run": await showRun(main, params, d, stale); break;
+      case "approvals": await showApprovals(main, d, stale); break;
+      case "plugins": await showPlugins(main, params, d, stale); break;
+      default: await showRuns(main, params, d, stale);
     }
   } catch (err) {
-    if (!stale()) main.replaceChildren(failure(err, parts[0] === "run" ? "the run" : parts[0]));
+    if (!stale()) { stopLive(); main.replaceChildren(failure(err.message, what)); }
   }
-  refreshPending();
+  refreshPending(view === "approvals" && data && data.data ? data.data : null);
 }
 
-async function refreshPending() {
+async function refreshPending(known) {
   try {
-    const a = await api("api/approvals");
+    const a = known || await api("api/approvals");
     const el = document.getElementById("pending-count");
     el.hidden = a.approvals.length === 0;
     el.textContent = a.approvals.length;
+    el.title = a.approvals.length + " waiting";
   } catch { /* the page says so where it matters */ }
 }
 
-// listLive re-runs fn when a run starts, ends or asks for a human.
+// listLive re-reads the view when a run starts, ends or asks for a human.
 function listLive(fn) {
+  stopLive();
   const es = new EventSource("api/live");
   let timer = null;
   es.addEventListener("entry", () => {
@@ -161,61 +235,70 @@ function listLive(fn) {
 }
 
 // --- runs ---
-async function showRuns(main, params, stale) {
+const windows = [["1h", "Last hour"], ["24h", "Last 24 hours"], ["7d", "Last 7 days"], ["30d", "Last 30 days"], ["", "All time"]];
+
+async function showRuns(main, params, data, stale) {
   const f = { agent: params.get("agent") || "", session: params.get("session") || "", status: params.get("status") || "",
     q: params.get("q") || "", since: params.has("since") ? params.get("since") : "7d" };
-  const data = await api("api/runs" + qs(f));
+  if (!data) {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(f)) if (v || k === "since") p.set(k, v);
+    data = await api("api/runs?" + p.toString());
+  }
   if (stale()) return;
   const setParam = (k, v) => {
-    const p = new URLSearchParams(params);
-    if (v) p.set(k, v); else p.delete(k);
-    location.hash = "#/runs?" + p.toString();
+    const p = new URLSearchParams(location.search);
+    if (v || k === "since") p.set(k, v); else p.delete(k);
+    if (k === "since" && v === "7d") p.delete(k);
+    location.search = p.toString();
   };
-  const input = (name, placeholder) => h("input", { type: "search", name, placeholder, value: f[name],
-    onchange: (e) => setParam(name, e.target.value.trim()) });
-  const select = (name, options) => h("select", { name, onchange: (e) => setParam(name, e.target.value) },
-    options.map(([v, label]) => h("option", { value: v, selected: f[name] === v }, label)));
-  const filters = h("form", { class: "filters", onsubmit: (e) => e.preventDefault() },
-    input("q", "Search prompt, id, detail"), input("agent", "Agent"), input("session", "Session"),
-    select("status", [["", "Any status"], ["running", "Running"], ["waiting", "Waiting for a human"], ["done", "Done"],
+  const input = (name, label, placeholder) => field(label, h("input", { type: "search", name, id: "filter-" + name, placeholder, value: f[name],
+    onchange: (e) => setParam(name, e.target.value.trim()) }), "field-" + name);
+  const select = (name, label, options) => field(label, h("select", { name, id: "filter-" + name, onchange: (e) => setParam(name, e.target.value) },
+    options.map(([v, text]) => h("option", { value: v, selected: f[name] === v }, text))));
+  const filters = h("form", { class: "filters", role: "search", "aria-label": "Filter the runs", onsubmit: (e) => e.preventDefault() },
+    input("q", "Search", "prompt, run id, detail"), input("agent", "Agent", "any"), input("session", "Session", "any"),
+    select("status", "Status", [["", "Any status"], ["running", "Running"], ["waiting", "Waiting for a human"], ["done", "Done"],
       ["problem", "Did not end done"], ["denied", "Denied"], ["stopped", "Stopped"], ["rejected", "Rejected"], ["failed", "Failed"]]),
-    select("since", [["1h", "Last hour"], ["24h", "Last 24 hours"], ["7d", "Last 7 days"], ["30d", "Last 30 days"], ["", "All time"]]));
+    select("since", "Window", windows));
 
-  const sessions = h("aside", { class: "sessions" }, h("h3", {}, "Sessions"),
+  const sinceParam = f.since === "7d" ? "" : f.since;
+  const sessions = h("nav", { class: "sessions", "aria-label": "Sessions" }, h("h2", { class: "side-title" }, "Sessions"),
     data.sessions.length === 0 ? h("p", { class: "muted" }, "None in this window.") :
       h("ul", {}, data.sessions.map((s) => h("li", { class: s.session_id === f.session && s.agent_id === f.agent ? "active" : "" },
-        h("a", { href: "#/runs" + qs({ agent: s.agent_id, session: s.session_id, since: f.since === "7d" ? "" : f.since }) },
-          h("span", { class: "sess-name" }, s.session_id), h("span", { class: "muted" }, s.agent_id)),
+        h("a", { href: runsHref({ agent: s.agent_id, session: s.session_id, since: sinceParam }) },
+          h("span", { class: "sess-name" }, s.session_id), h("span", { class: "sess-agent" }, s.agent_id)),
         h("span", { class: "sess-meta" }, s.runs + (s.runs === 1 ? " run" : " runs"),
-          s.waiting ? h("span", { class: "pill status-waiting" }, s.waiting + " waiting") : null, " · ", ago(s.last_activity))))),
-    (f.agent || f.session) ? h("a", { class: "clear", href: "#/runs" }, "Show all sessions") : null);
+          s.waiting ? [" ", h("span", { class: "pill status-waiting" }, s.waiting + " waiting")] : null, " · last ", timeEl(s.last_activity))))),
+    (f.agent || f.session) ? h("a", { class: "clear", href: runsHref({ since: sinceParam }) }, "Show all sessions") : null);
 
   let body;
   if (data.runs.length === 0) {
     const filtered = f.q || f.agent || f.session || f.status;
     body = filtered
-      ? empty("No run matches these filters", "Clear a filter, or widen the time window. ", h("a", { href: "#/runs" }, "Show every run"), ".")
+      ? empty("No run matches these filters", "Clear a filter, or widen the time window. ", h("a", { href: "./" }, "Show every run"), ".")
       : empty("No runs recorded" + (f.since ? " in this window" : ""), "Start one in another terminal, for example ",
         h("code", {}, 'loop run "What is 6*7?"'), " or ", h("code", {}, "make run"),
         ", and it appears here as it goes. Reading the wrong bus? Restart with ", h("code", {}, "--nats URL"), " or ", h("code", {}, "--store DIR"), ".");
   } else {
     body = h("table", { class: "runs" },
-      h("thead", {}, h("tr", {}, ["Status", "Prompt", "Agent / session", "Started", "Took", "Steps", "Hook decisions"].map((c) => h("th", {}, c)))),
+      h("caption", { class: "visually-hidden" }, "Runs, newest first"),
+      h("thead", {}, h("tr", {}, ["Status", "Prompt", "Agent / session", "Started", "Took", "Steps", "Hook decisions"].map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, nested(data.runs).map(([r, depth]) => h("tr", { dataset: { run: r.run_id }, class: depth ? "sub-run depth-" + Math.min(depth, 3) : null },
-        h("td", {}, statusPill(r.status), r.waiting ? h("span", { class: "muted" }, " " + r.waiting + " call" + (r.waiting > 1 ? "s" : "")) : null),
-        h("td", { class: "prompt" }, depth ? h("span", { class: "sub-mark", title: "a sub-agent run of the run above" }, "↳ ") : null, h("a", { href: "#/run/" + r.run_id + qs({ agent: r.agent_id, session: r.session_id }) },
-          r.prompt || h("span", { class: "muted" }, "(no prompt)")),
+        h("td", {}, statusPill(r), r.waiting ? h("span", { class: "muted small" }, " " + r.waiting + " call" + (r.waiting > 1 ? "s" : "")) : null),
+        h("td", { class: "prompt" }, depth ? h("span", { class: "sub-mark", title: "a sub-agent run of the run above" }, "↳ ") : null,
+          h("a", { href: runHref(r.run_id, r.agent_id, r.session_id) }, r.prompt || "(no prompt)"),
           h("div", { class: "id" }, short(r.run_id), parentOf(r) ? " · child of " + short(parentOf(r)) : "")),
         h("td", {}, r.agent_id, h("div", { class: "muted" }, r.session_id)),
-        h("td", { title: clock(r.start) }, ago(r.start)),
-        h("td", {}, r.ended ? span(r.start, r.last) : h("span", { class: "muted" }, "…")),
+        h("td", { class: "nowrap" }, timeEl(r.start)),
+        h("td", { class: "took" + (r.abandoned ? " bad" : "") }, took(r)),
         h("td", { class: "num" }, r.steps || ""),
         h("td", {}, decisionChips(r.decisions))))));
   }
   main.replaceChildren(h("div", { class: "page-head" }, h("h1", {}, "Runs"),
     h("span", { class: "muted" }, data.runs.length + " shown", data.truncated ? " · window too large, narrow it to see every run" : "")),
-  filters, h("div", { class: "split" }, sessions, h("section", { class: "list" }, body)));
-  listLive(() => { if (parseHash().parts[0] === "runs" || parseHash().parts[0] === "") route(); });
+  filters, h("div", { class: "split" }, sessions, h("section", { class: "list", "aria-label": "Runs" }, body)));
+  listLive(() => { if (currentView().view === "runs") show(null); });
 }
 
 // nested orders runs so that a child run follows its parent (when the
@@ -241,12 +324,15 @@ function nested(runs) {
 }
 
 // --- a run's timeline ---
-async function showRun(main, runID, params, stale) {
-  const agent = params.get("agent") || "", session = params.get("session") || "";
-  const view = await api("api/runs/" + encodeURIComponent(runID) + qs({ agent, session }));
+function runURL(id, agent, session) {
+  return "api/runs/" + encodeURIComponent(id) + qs({ agent, session });
+}
+
+async function showRun(main, params, data, stale) {
+  const id = params.get("run"), agent = params.get("agent") || "", session = params.get("session") || "";
+  const view = data || await api(runURL(id, agent, session));
   if (stale()) return;
   state.view = view;
-  state.route = location.hash;
   renderRun(main);
   if (!view.run.ended || view.run.status === "waiting") startRunLive(main, view);
 }
@@ -273,7 +359,9 @@ function findRunView(v, id) {
 }
 
 function startRunLive(main, view) {
+  stopLive();
   const es = new EventSource("api/live" + qs({ run: view.run.run_id, from: String(lastStored(view) + 1) }));
+  const here = location.search;
   let refetch = null;
   es.addEventListener("ready", () => { document.body.dataset.live = "on"; renderLiveBadge(); });
   es.addEventListener("entry", (msg) => {
@@ -286,8 +374,8 @@ function startRunLive(main, view) {
     if (ends.includes(en.stage)) { // the summary, approvals and exact diffs come with the whole view
       clearTimeout(refetch);
       refetch = setTimeout(async () => {
-        if (location.hash !== state.route) return;
-        try { state.view = await api("api/runs/" + encodeURIComponent(view.run.run_id) + qs({ agent: view.run.agent_id, session: view.run.session_id })); renderRun(main); } catch { /* keep the live view */ }
+        if (location.search !== here) return;
+        try { state.view = await api(runURL(view.run.run_id, view.run.agent_id, view.run.session_id)); renderRun(main); } catch { /* keep the live view */ }
         if (state.view.run.ended && state.view.run.status !== "waiting") stopLive();
         renderLiveBadge();
         refreshPending();
@@ -304,28 +392,64 @@ function renderLiveBadge(err) {
   if (err) { el.className = "live failed"; el.textContent = "live updates stopped: " + err; return; }
   const on = state.live !== null;
   el.className = on ? "live on" : "live";
-  el.textContent = on ? "live" : "";
+  el.textContent = on ? "live updates" : "";
+}
+
+// attempts lists the run's attempts (one per run.started): when each
+// started, the worker it ran in, its agent definition, and the models that
+// answered it.
+function attempts(v) {
+  const out = [];
+  let cur = null;
+  for (const e of v.entries) {
+    if (e.stage === "run.started") {
+      const d = e.data || {};
+      cur = { n: out.length + 1, time: e.time, resumed: !!d.resumed, worker: d.worker, definition: d.definition, previous: d.previous_definition, models: [] };
+      out.push(cur);
+    } else if (cur && e.stage === "model.responded" && e.data && e.data.model) {
+      const p = e.data.provider, m = p && !e.data.model.startsWith(p + ":") ? p + ":" + e.data.model : e.data.model;
+      if (!cur.models.includes(m)) cur.models.push(m);
+    }
+  }
+  return out;
+}
+
+function attemptsView(list) {
+  if (list.length === 0) return null;
+  return h("div", { class: "attempts" },
+    h("h2", { class: "side-title" }, list.length === 1 ? "Attempt" : list.length + " attempts (the run was resumed)"),
+    h("ol", {}, list.map((a) => h("li", { dataset: { attempt: a.n } },
+      h("span", { class: "attempt-n" }, "#" + a.n), " started ", timeEl(a.time),
+      fact("worker", a.worker ? workerName(a.worker) : h("span", { class: "muted" }, "not recorded")),
+      fact("definition", a.definition ? definitionName(a.definition) : h("span", { class: "muted" }, "none")),
+      a.previous ? fact("adopted from", definitionName(a.previous)) : null,
+      fact(a.models.length > 1 ? "models" : "model", a.models.length ? a.models.join(", ") : h("span", { class: "muted" }, "no reply yet"))))));
 }
 
 function renderRun(main) {
   const v = state.view, r = v.run;
   const first = v.entries.length ? new Date(v.entries[0].time) : null;
+  const list = attempts(v);
   const head = h("div", { class: "run-head" },
-    h("div", { class: "crumbs" }, h("a", { href: "#/runs" }, "Runs"), " / ",
-      h("a", { href: "#/runs" + qs({ agent: r.agent_id, session: r.session_id }) }, r.agent_id + " / " + r.session_id)),
+    h("nav", { class: "crumbs", "aria-label": "Breadcrumbs" }, h("a", { href: "./" }, "Runs"), " / ",
+      h("a", { href: runsHref({ agent: r.agent_id, session: r.session_id }) }, r.agent_id + " / " + r.session_id)),
     h("h1", {}, r.prompt || "Run " + short(r.run_id)),
-    h("div", { class: "facts" }, statusPill(r.status), h("span", { id: "live-badge", class: "live" }),
+    h("div", { class: "facts" }, statusPill(r), h("span", { id: "live-badge", class: "live", role: "status", "aria-live": "polite" }),
       fact("run", h("code", { class: "select" }, r.run_id)),
-      r.parent ? fact("child of", h("a", { href: "#/run/" + r.parent.run_id + qs({ agent: r.parent.agent_id, session: r.parent.session_id }) }, short(r.parent.run_id))) : null,
-      fact("started", clock(r.start)), fact("took", r.ended ? span(r.start, r.last) : "running " + span(r.start)),
+      r.parent ? fact("child of", h("a", { href: runHref(r.parent.run_id, r.parent.agent_id, r.parent.session_id) }, short(r.parent.run_id))) : null,
+      fact("started", timeEl(r.start)), fact(r.ended ? "took" : "now", took(r, v.approvals)),
       r.steps ? fact("steps", r.steps) : null, tokensOf(r) ? fact("tokens", tokensOf(r).toLocaleString()) : null),
     r.detail ? h("p", { class: "detail" + (r.status === "done" ? "" : " bad") }, r.detail) : null,
-    verifyBadge(v.verify));
+    r.abandoned ? h("p", { class: "detail bad abandoned" }, "No attempt holds this run any more: nothing was recorded for " + age(r.last) +
+      (r.worker ? " and its worker, " + workerName(r.worker) + ", is not running" : ", and no live worker runs it") +
+      ". It goes on when a worker serving agent " + r.agent_id + " takes its request again (loop serve).") : null,
+    verifyBadge(v.verify),
+    attemptsView(list));
   const parts = [head];
   const waiting = (v.approvals || []).filter((a) => a.state === "waiting");
-  if (waiting.length) parts.push(h("section", { class: "approvals-panel" }, h("h2", {}, "Waiting for a human"), waiting.map(approvalCard)));
+  if (waiting.length) parts.push(h("section", { class: "approvals-panel", "aria-label": "Waiting for a human" }, h("h2", {}, "Waiting for a human"), waiting.map(approvalCard)));
   if (v.truncated) parts.push(h("p", { class: "warn" }, "This run has more events than the page reads at once; the timeline shows the first ones. Use observer replay --run " + r.run_id + " for all of them."));
-  parts.push(h("section", { class: "timeline" }, timeline(v, first)));
+  parts.push(h("section", { class: "timeline", "aria-label": "Timeline" }, timeline(v, first)));
   main.replaceChildren(...parts);
   renderLiveBadge();
 }
@@ -343,27 +467,41 @@ const stageLabel = {
   "run.failed": "run failed", "hook.decided": "hook", "hook.failed": "hook failed",
 };
 
+// timeline draws a run's events in record order. The hooks' decisions on
+// an event are recorded just before it, and decided after it was made:
+// each is drawn inside the event it decided (in record order), so times
+// only run forwards.
 function timeline(v, first) {
+  const ids = new Set(v.entries.map((e) => e.id));
+  const on = new Map(); // event id → the decisions on it
+  for (const e of v.entries) {
+    const target = e.decision && e.decision.event_id;
+    if (target && ids.has(target)) {
+      if (!on.has(target)) on.set(target, []);
+      on.get(target).push(e);
+    }
+  }
   const rows = [];
   for (const e of v.entries) {
+    if (e.decision && on.has(e.decision.event_id)) continue; // drawn inside its event
     if (e.stage === "step.started") {
-      rows.push(h("li", { class: "step-head", dataset: { stage: e.stage, id: e.id } }, h("span", { class: "offset" }, offset(e, first)), "Step " + (e.step || (e.data && e.data.step) || "")));
+      rows.push(h("li", { class: "step-head", dataset: { stage: e.stage, id: e.id, time: e.time } }, offsetEl(e, first), h("span", {}, "Step " + (e.step || (e.data && e.data.step) || ""))));
       continue;
     }
-    rows.push(e.decision ? decisionRow(e, first) : eventRow(e, first));
+    rows.push(e.decision ? decisionRow(e, first) : eventRow(e, first, on.get(e.id)));
     if (e.child) {
       rows.push(h("li", { class: "child" },
-        h("div", { class: "child-head" }, "Sub-agent run ", h("a", { href: "#/run/" + e.child.run.run_id + qs({ agent: e.child.run.agent_id, session: e.child.run.session_id }) }, e.child.run.agent_id + " · " + short(e.child.run.run_id)),
-          " ", statusPill(e.child.run.status)),
+        h("div", { class: "child-head" }, "Sub-agent run ", h("a", { href: runHref(e.child.run.run_id, e.child.run.agent_id, e.child.run.session_id) }, e.child.run.agent_id + " · " + short(e.child.run.run_id)),
+          " ", statusPill(e.child.run)),
         timeline(e.child, first)));
     }
   }
   return h("ol", { class: "events" }, rows);
 }
 
-function offset(e, first) {
-  if (!first) return "";
-  return "+" + dur(new Date(e.time) - first);
+function offsetEl(e, first) {
+  const iso = new Date(e.time).toISOString();
+  return h("span", { class: "offset", title: localTime(e.time) + " (" + iso + ")" }, first ? "+" + dur(new Date(e.time) - first) : "");
 }
 
 function toggle(id) {
@@ -371,31 +509,35 @@ function toggle(id) {
   renderRun(document.getElementById("main"));
 }
 
-function eventRow(e, first) {
+function eventRow(e, first, decisions) {
   const open = state.expanded.has(e.id);
-  return h("li", { class: "ev kind-" + e.kind + (e.failed ? " failed" : ""), dataset: { stage: e.stage, id: e.id } },
-    h("span", { class: "offset", title: clock(e.time) }, offset(e, first)),
+  return h("li", { class: "ev kind-" + e.kind + (e.failed ? " failed" : "") + (decisions ? " decided" : ""), dataset: { stage: e.stage, id: e.id, time: e.time } },
+    offsetEl(e, first),
     h("span", { class: "stage" }, stageLabel[e.stage] || e.stage),
     h("button", { class: "summary", type: "button", "aria-expanded": open ? "true" : "false", title: "show the payload", onclick: () => toggle(e.id) },
       e.subject && e.kind === "tool" ? h("b", {}, e.subject + " ") : null, summaryText(e)),
-    open ? h("pre", { class: "payload" }, JSON.stringify(e.data, null, 2)) : null);
+    open ? h("pre", { class: "payload" }, JSON.stringify(e.data, null, 2)) : null,
+    decisions ? h("ol", { class: "decisions", "aria-label": "what the hooks decided on this " + (stageLabel[e.stage] || e.stage) },
+      decisions.map((d) => decisionRow(d, first))) : null);
 }
 
 function summaryText(e) {
   let s = e.summary || "";
   if (e.subject && e.kind === "tool" && s.startsWith(e.subject)) s = s.slice(e.subject.length).replace(/^ → /, "→ ");
+  // The page's one date format: an approval's expiry in local time.
+  if (e.stage === "approval.requested") s = s.replace(/\(expires ([^ )]+)\)$/, (all, t) => isNaN(new Date(t)) ? all : "(expires " + localTime(t) + ")");
   return s;
 }
 
 function decisionRow(e, first) {
   const d = e.decision, open = state.expanded.has(e.id);
   const hasDiff = d.diff && d.diff.lines && d.diff.lines.length;
-  return h("li", { class: "ev decision dec-row-" + d.decision, dataset: { stage: e.stage, id: e.id, decision: d.decision } },
-    h("span", { class: "offset", title: clock(e.time) }, offset(e, first)),
-    h("span", { class: "stage", title: "an interceptor decided on the event below" }, "hook"),
+  return h("li", { class: "ev decision dec-row-" + d.decision, dataset: { stage: e.stage, id: e.id, time: e.time, decision: d.decision, on: d.event_id || "" } },
+    offsetEl(e, first),
+    h("span", { class: "stage" }, e.stage === "hook.failed" ? "hook failed" : "hook"),
     h("div", { class: "dec-body" },
       h("div", { class: "dec-line" }, decisionPill(d.decision), h("b", { class: "plugin" }, d.plugin),
-        h("span", { class: "muted" }, " on " + d.stage + " · " + us(d.latency_us) + (d.remote ? " · remote" : " · in-process")),
+        h("span", { class: "muted" }, " on " + d.stage + " · " + us(d.latency_us) + (d.remote ? " · remote" : d.fail_kind ? "" : " · in-process")),
         d.fail_kind ? h("span", { class: "muted" }, " · " + d.fail_kind + ", policy " + d.policy + " → " + (d.outcome || "").replace("_", " ")) : null,
         hasDiff ? h("button", { class: "diff-toggle", type: "button", "aria-expanded": open ? "true" : "false", onclick: () => toggle(e.id) }, open ? "hide change" : "show change") : null),
       d.reason ? h("div", { class: "reason" }, "“" + d.reason + "”") : null,
@@ -413,21 +555,23 @@ function diffView(diff) {
 
 // --- approvals ---
 function approvalCard(a) {
-  const card = h("div", { class: "approval", dataset: { run: a.run_id, call: a.call_id } },
+  const card = h("article", { class: "approval", dataset: { run: a.run_id, call: a.call_id }, "aria-label": a.tool + " call " + a.call_id },
     h("div", { class: "ap-head" }, h("b", {}, a.tool), h("span", { class: "muted" }, " call " + a.call_id),
-      " · asked by ", h("b", {}, a.asked_by || "the agent's policy"), " · ", ago(a.requested_at)),
+      " · asked by ", h("b", {}, a.asked_by || "the agent's policy"), " · ", timeEl(a.requested_at),
+      h("span", { class: "muted" }, " (" + age(a.requested_at) + " ago)")),
     a.reason ? h("div", { class: "reason" }, "“" + a.reason + "”") : null,
     a.arguments ? h("pre", { class: "args" }, JSON.stringify(a.arguments, null, 2)) : null,
-    h("div", { class: "muted small" }, "run ", h("a", { href: "#/run/" + a.run_id + qs({ agent: a.agent_id, session: a.session_id }) }, a.agent_id + " / " + a.session_id + " · " + short(a.run_id)),
-      a.expires_at ? " · if unanswered, " + (a.on_expiry || "reject_and_continue").replaceAll("_", " ") + " at " + clock(a.expires_at) : ""));
+    h("div", { class: "muted small" }, "run ", h("a", { href: runHref(a.run_id, a.agent_id, a.session_id) }, a.agent_id + " / " + a.session_id + " · " + short(a.run_id)),
+      a.expires_at ? [" · if unanswered, " + (a.on_expiry || "reject_and_continue").replaceAll("_", " ") + " at ", timeEl(a.expires_at)] : ""));
   if (state.config.allow_approvals) card.append(answerForm(a));
   else card.append(h("p", { class: "muted small" }, "Read-only: answer with ", h("code", {}, "observer approve " + a.run_id), ", or start observer ui with --allow-approvals."));
   return card;
 }
 
 function answerForm(a) {
-  const reason = h("input", { name: "reason", placeholder: "Reason (required to reject; the model sees it with reject and continue)" });
-  const note = h("input", { name: "comment", placeholder: "Note (optional; recorded as your note)" });
+  const id = "answer-" + a.call_id;
+  const reason = h("input", { name: "reason", id: id + "-reason", placeholder: "required to reject; the model sees it with reject and continue" });
+  const note = h("input", { name: "comment", id: id + "-comment", placeholder: "optional; recorded as your note" });
   const out = h("div", { class: "answer-out", role: "status" });
   const send = async (action) => {
     out.className = "answer-out";
@@ -441,14 +585,14 @@ function answerForm(a) {
       });
       out.textContent = res.message;
       out.className += " ok";
-      setTimeout(route, res.recorded ? 400 : 1500);
+      setTimeout(() => show(null), res.recorded ? 400 : 1500);
     } catch (err) {
       out.textContent = err.message;
       out.className += " bad";
       for (const b of form.querySelectorAll("button")) b.disabled = false;
     }
   };
-  const form = h("form", { class: "answer", onsubmit: (e) => e.preventDefault() }, reason, note,
+  const form = h("form", { class: "answer", onsubmit: (e) => e.preventDefault() }, field("Reason", reason), field("Note", note),
     h("div", { class: "buttons" },
       h("button", { type: "button", class: "btn approve", onclick: () => send("approve") }, "Approve"),
       h("button", { type: "button", class: "btn reject-continue", onclick: () => send("reject_and_continue"), title: "The model is told the call was rejected, and the run goes on" }, "Reject and continue"),
@@ -457,65 +601,91 @@ function answerForm(a) {
   return form;
 }
 
-async function showApprovals(main, stale) {
-  const data = await api("api/approvals");
+async function showApprovals(main, data, stale) {
+  data = data || await api("api/approvals");
   if (stale()) return;
   main.replaceChildren(h("div", { class: "page-head" }, h("h1", {}, "Approvals"),
     h("span", { class: "muted" }, state.config.allow_approvals ? "answers are recorded as " + (state.config.user || "you") : "read-only")),
   data.approvals.length === 0
     ? empty("No tool call is waiting for a human", "Calls appear here when a hook answers ", h("code", {}, "ask"),
-      " or an agent's approval policy holds them. Runs that wait show as ", statusPill("waiting"), " in ", h("a", { href: "#/runs?status=waiting" }, "Runs"), ".")
+      " or an agent's approval policy holds them. Runs that wait show as ", statusPill("waiting"), " in ", h("a", { href: "?status=waiting" }, "Runs"), ".")
     : h("div", { class: "approval-list" }, data.approvals.map(approvalCard)));
-  listLive(() => { if (parseHash().parts[0] === "approvals") route(); });
+  listLive(() => { if (currentView().view === "approvals") show(null); });
 }
 
 // --- plugins ---
-async function showPlugins(main, params, stale) {
+const registryNote = {
+  registered: ["registered", "in the interceptor registry: loops call it"],
+  removed: ["removed from the registry", "no longer in the interceptor registry: no loop calls it any more; its past decisions stay in the record"],
+  in_process: ["in-process", "called inside a loop's own process (an agent file's hook, a library's chain): the registry does not list it"],
+};
+
+async function showPlugins(main, params, data, stale) {
   const since = params.has("since") ? params.get("since") : "7d";
-  const data = await api("api/stats" + qs({ since }));
+  data = data || await api("api/stats" + "?" + new URLSearchParams({ since }).toString());
   if (stale()) return;
   const kinds = ["allow", "modify", "deny", "ask", "mock", "stop", "continue"];
   const rows = data.plugins.map((p) => {
     const fails = Object.values(p.failures || {}).reduce((a, b) => a + b, 0);
-    const bar = h("div", { class: "bar", title: kinds.filter((k) => p.decisions[k]).map((k) => p.decisions[k] + " " + k).join(", ") + (fails ? ", " + fails + " failed" : "") },
+    const reg = data.registry && registryNote[data.registry[p.plugin]];
+    const bar = h("div", { class: "bar", role: "img", "aria-label": kinds.filter((k) => p.decisions[k]).map((k) => p.decisions[k] + " " + k).join(", ") + (fails ? ", " + fails + " failed" : "") },
       kinds.filter((k) => p.decisions[k]).map((k) => h("span", { class: "seg dec-" + k, style: { flexGrow: String(p.decisions[k]) } })),
       fails ? h("span", { class: "seg dec-fail", style: { flexGrow: String(fails) } }) : null);
-    return h("tr", { dataset: { plugin: p.plugin } },
-      h("td", {}, h("b", {}, p.plugin), h("div", { class: "muted small" }, p.stages.join(", "))),
+    return h("tr", { dataset: { plugin: p.plugin, registry: data.registry ? data.registry[p.plugin] : "" }, class: data.registry && data.registry[p.plugin] === "removed" ? "removed" : null },
+      h("td", {}, h("b", {}, p.plugin), reg ? h("span", { class: "reg reg-" + data.registry[p.plugin], title: reg[1] }, reg[0]) : null,
+        h("div", { class: "muted small" }, p.stages.join(", "))),
       h("td", { class: "num" }, p.calls), h("td", { class: "num" }, p.runs),
       h("td", {}, bar, decisionChips(Object.assign({}, p.decisions, fails ? { fail: fails } : {}))),
       h("td", {}, fails ? Object.entries(p.failures).map(([k, n]) => h("div", { class: "bad small" }, n + " " + k.replace("_", " "))) : h("span", { class: "muted" }, "none")),
       h("td", { class: "num" }, us(p.p50_us)), h("td", { class: "num" }, us(p.p99_us)), h("td", { class: "num" }, us(p.max_us)));
   });
-  const sel = h("select", { onchange: (e) => { location.hash = "#/plugins" + qs({ since: e.target.value }); } },
-    [["1h", "Last hour"], ["24h", "Last 24 hours"], ["7d", "Last 7 days"], ["30d", "Last 30 days"], ["", "All time"]].map(([v, l]) => h("option", { value: v, selected: since === v }, l)));
+  const sel = field("Window", h("select", { name: "since", id: "plugins-since", onchange: (e) => { location.search = "?" + new URLSearchParams({ view: "plugins", since: e.target.value }).toString(); } },
+    windows.map(([v, l]) => h("option", { value: v, selected: since === v }, l))), "head-field");
   main.replaceChildren(h("div", { class: "page-head" }, h("h1", {}, "Plugins"), h("span", { class: "muted" }, "every interceptor's decisions, failures and latency"), sel),
     data.plugins.length === 0
       ? empty("No interceptor has decided anything in this window", "Register one with ", h("code", {}, "observer hooks add --stage tool.before --plugin NAME"),
         " and serve it (README, \"Three terminals\"), or widen the window.")
-      : h("table", { class: "plugins" }, h("thead", {}, h("tr", {}, ["Plugin", "Calls", "Runs", "Decisions", "Failures", "p50", "p99", "max"].map((c) => h("th", {}, c)))), h("tbody", {}, rows)));
+      : h("table", { class: "plugins" }, h("caption", { class: "visually-hidden" }, "Plugins"),
+        h("thead", {}, h("tr", {}, ["Plugin", "Calls", "Runs", "Decisions", "Failures", "p50", "p99", "max"].map((c) => h("th", { scope: "col" }, c)))), h("tbody", {}, rows)));
 }
 
-async function init() {
-  try {
-    state.config = await api("api/config");
-  } catch (err) {
-    document.getElementById("main").replaceChildren(failure(err, "the page's settings"));
-    return;
-  }
-  document.getElementById("where").textContent = state.config.where ? "reading " + state.config.where : "";
+function header(config) {
+  document.getElementById("where").textContent = config.where ? "reading " + config.where : "";
   const mode = document.getElementById("mode");
-  mode.textContent = state.config.allow_approvals ? "approvals on" : "read-only";
-  mode.classList.add(state.config.allow_approvals ? "rw" : "ro");
-  if (state.config.user) {
+  mode.textContent = config.allow_approvals ? "approvals on" : "read-only";
+  mode.classList.add(config.allow_approvals ? "rw" : "ro");
+  if (config.user) {
     const who = document.getElementById("user");
-    who.replaceChildren(h("span", { title: "answers are recorded under this name" }, state.config.user));
-    if (state.config.signed_in) {
+    who.replaceChildren(h("span", { title: "answers are recorded under this name" }, config.user));
+    if (config.signed_in) {
       who.append(h("form", { method: "post", action: "logout", class: "signout" }, h("button", { type: "submit", class: "link" }, "sign out")));
     }
   }
-  window.addEventListener("hashchange", route);
-  route();
+}
+
+// An address of the earlier hash routes, typed or followed on this page,
+// loads its view.
+window.addEventListener("hashchange", () => {
+  const legacy = legacyHash();
+  if (legacy !== null) location.replace(legacy);
+});
+
+async function init() {
+  const legacy = legacyHash();
+  if (legacy !== null) { location.replace(legacy); return; }
+  let data = null;
+  const el = document.getElementById("page-data");
+  if (el) {
+    try { data = JSON.parse(el.textContent); } catch { data = null; }
+  }
+  try {
+    state.config = data ? data.config : await api("api/config");
+  } catch (err) {
+    document.getElementById("main").replaceChildren(failure(err.message, "the page's settings"));
+    return;
+  }
+  header(state.config);
+  show(data);
 }
 
 init();

@@ -13,5 +13,5 @@
 //		return nil, at.Failure(ctx, "openai", err, parseOpenAIError)
 //	}
 //
-// The rules are written down in docs/PROTOCOL.md, "Model providers".
+// The rules are written down in docs/AGENTS.md, "Models and providers".
 package modelhttp

@@ -120,14 +120,14 @@ func TestDenyRmRfExample(t *testing.T) {
 	}
 }
 
-// The policy the READMEs show is examples/deny-rm-rf.ts, which
-// TestDenyRmRfExample runs.
+// The policy docs/HOOKS.md and the SDK's README show is
+// examples/deny-rm-rf.ts, which TestDenyRmRfExample runs.
 func TestReadmePolicyIsTheExample(t *testing.T) {
 	example, err := os.ReadFile(filepath.Join(sdkDir(), "examples", "deny-rm-rf.ts"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, readme := range []string{filepath.Join(sdkDir(), "..", "..", "README.md"), filepath.Join(sdkDir(), "README.md")} {
+	for _, readme := range []string{filepath.Join(sdkDir(), "..", "..", "docs", "HOOKS.md"), filepath.Join(sdkDir(), "README.md")} {
 		b, err := os.ReadFile(readme)
 		if err != nil {
 			t.Fatal(err)

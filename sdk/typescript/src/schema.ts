@@ -929,6 +929,23 @@ export interface RunStarted {
   parent_traceparent?: string;
   definition?: Definition;
   previous_definition?: Definition;
+  worker?: Worker;
+}
+/**
+ * Worker names the process an attempt runs in (run.started's worker).
+ *
+ * This interface was referenced by `Hookbus`'s JSON-Schema
+ * via the `definition` "Worker".
+ */
+export interface Worker {
+  /**
+   * name is its name in the fleet (the hookbus_workers bucket): host:pid unless it was given one.
+   */
+  name: string;
+  /**
+   * host is the host name of the machine it runs on.
+   */
+  host?: string;
 }
 /**
  * The decisions each interceptable stage accepts.
