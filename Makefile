@@ -10,7 +10,7 @@ TESTFLAGS ?= -race -count=1 -timeout 15m
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 5
 
-.PHONY: all build run test test-faults e2e vet staticcheck unit bench bench-tlog bench-scale fuzz clean browser sandbox ui sdk-ts schemas
+.PHONY: all build install run test test-faults e2e vet staticcheck unit bench bench-tlog bench-scale fuzz clean browser sandbox ui sdk-ts schemas
 
 all: build
 
@@ -19,6 +19,10 @@ all: build
 build:
 	@echo "== go build -o $(BIN)/ ./cmd/loop ./cmd/observer   (the first build compiles every dependency, the NATS server among them: a few minutes without output; later builds take seconds)"
 	$(GO) build -o $(BIN)/ ./cmd/loop ./cmd/observer
+
+## install: loop and observer on your PATH ($(go env GOPATH)/bin), for loop and observer without bin/.
+install:
+	$(GO) install ./cmd/loop ./cmd/observer
 
 ## run: a demo agent run on the embedded default (store ./.hookbus), every stage traced, an in-process hook at work, then its replay.
 run: build

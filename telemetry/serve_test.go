@@ -2,7 +2,6 @@ package telemetry_test
 
 import (
 	"context"
-	"flag"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/hookbus/hookbus/internal/httpauth"
 	"github.com/hookbus/hookbus/telemetry"
+	"github.com/spf13/pflag"
 )
 
 // The metrics endpoint stands behind the listener's guard: its own host
@@ -24,7 +24,7 @@ func TestServeMetricsGuarded(t *testing.T) {
 		t.Fatal(err)
 	}
 	listen := func(addr string, args ...string) (*httpauth.Listener, error) {
-		fs := flag.NewFlagSet("metrics", flag.ContinueOnError)
+		fs := pflag.NewFlagSet("metrics", pflag.ContinueOnError)
 		f := httpauth.Flags{Prefix: "metrics-"}
 		f.Register(fs)
 		if err := fs.Parse(args); err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +17,8 @@ import (
 	"github.com/hookbus/hookbus/hooks/harness"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // maxHookInput bounds the hook input loop agent-hook reads from stdin
@@ -46,28 +47,34 @@ func harnessOf(name string, approve bool) (harness.Protocol, error) {
 // gateway share.
 type bridgeFlags struct {
 	conn    cli.ConnFlags
+	fs      *pflag.FlagSet // the flags registered, for --config
 	file    string
 	agent   string
 	policy  string
 	timeout time.Duration
 	approve bool
-	verbose bool
 }
 
-func (f *bridgeFlags) register(fs *flag.FlagSet) {
+func (f *bridgeFlags) register(fs *pflag.FlagSet) {
+	f.fs = fs
 	f.conn.Register(fs)
-	fs.StringVar(&f.file, "config", "", "a JSON file of these flags' values ({\"nats\": URL, \"creds\": FILE, \"agent\": ID, ...}; the command line wins): the connection without the environment, which a coding agent may not pass on")
 	fs.StringVar(&f.agent, "agent", "", "the agent id the sessions are recorded under (default: the harness's, claude-code, gemini-cli or codex-cli)")
 	fs.StringVar(&f.policy, "policy", string(interceptors.PolicyIgnore), "when NATS is away or slow: ignore (the event proceeds, with a warning) or fail (tool calls and prompts are blocked, permission requests denied)")
 	fs.DurationVar(&f.timeout, "timeout", bridge.DefaultTimeout, "the most one event may take, answer included (a permission request's wait for a person too): keep it under the hook's timeout in the coding agent's settings; an event the agent waits less for is answered within that")
 	fs.BoolVar(&f.approve, "approve-modified", false, "Claude Code: answer a tool call the interceptors rewrote with permissionDecision allow (else Claude Code's own permission rules still apply to it); Codex CLI always gets it")
-	fs.BoolVar(&f.verbose, "v", false, cli.VerboseHelp)
+}
+
+// registerFile adds the hook commands' --config: a JSON file of their
+// flags' values, in the place of the other commands' --config (the
+// hookbus config file).
+func (f *bridgeFlags) registerFile(fs *pflag.FlagSet) {
+	fs.StringVar(&f.file, "config", "", "a JSON `FILE` of these flags' values ({\"nats\": URL, \"creds\": FILE, \"agent\": ID, ...}; the command line wins): the connection without the environment, which a coding agent may not pass on")
 }
 
 // check refuses what the flags cannot mean, after reading --config.
-func (f *bridgeFlags) check(fs *flag.FlagSet) error {
+func (f *bridgeFlags) check() error {
 	if f.file != "" {
-		if err := applyConfig(fs, f.file); err != nil {
+		if err := applyConfig(f.fs, f.file); err != nil {
 			return err
 		}
 	}
@@ -94,9 +101,7 @@ func (f *bridgeFlags) config(store bridge.Store, hooks bridge.Hooks, log *slog.L
 		Timeout: f.timeout, Answer: claudecode.AnswerOptions{ApproveModified: f.approve}, Logger: log}
 }
 
-const agentHookHelp = `Usage: loop agent-hook --harness claude|gemini|codex [flags]
-
-A coding agent's command hook: configure it for every event its hooks
+const agentHookLong = `A coding agent's command hook: configure it for every event its hooks
 offer (matcher "*"). It reads the agent's hook input on stdin, records it as
 the session's hookbus event (agent --agent, session the agent's session_id;
 an event no stage stands for as a harness.event), runs the registry's
@@ -109,69 +114,70 @@ SessionEnd: 1.5 s), whatever happens: when NATS is away or slow, by
 --policy. docs/CLAUDE_CODE.md has each agent's settings snippet and trust
 step.
 
-Flags:`
+--config FILE is a JSON object of these flags' values (not the hookbus
+config file of the other commands), for an agent that runs its hooks
+without the environment. Being a hook, it says which bus it uses only
+with -v.`
 
-// cmdAgentHook is loop agent-hook: one hook event of a coding agent, read
+const claudeHookLong = `A Claude Code command hook: loop agent-hook --harness claude. Configure it
+for every event (matcher "*") in .claude/settings.json. docs/CLAUDE_CODE.md,
+"Claude Code on the bus", has the settings.json snippet. --config FILE is a
+JSON object of these flags' values. Being a hook, it says which bus it uses
+only with -v.`
+
+// agentHookCmd is loop agent-hook: one hook event of a coding agent, read
 // on stdin, recorded and decided on the bus, answered on stdout.
-func cmdAgentHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("agent-hook", stderr)
-	var f bridgeFlags
-	name := fs.String("harness", "", "the coding agent: claude (Claude Code), gemini (Gemini CLI) or codex (Codex CLI)")
-	f.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, agentHookHelp)
-		fs.PrintDefaults()
-	}
-	if err := parse(fs, args); err != nil {
+func agentHookCmd(a *cli.App) *cobra.Command {
+	return cli.Command("agent-hook --harness claude|gemini|codex [flags]", "Answer one hook event of a coding agent: Claude Code, Gemini CLI, Codex CLI (a command hook)", agentHookLong, func(fs *pflag.FlagSet) cli.Run {
+		var f bridgeFlags
+		name := fs.String("harness", "", "the coding agent: claude (Claude Code), gemini (Gemini CLI) or codex (Codex CLI)")
+		f.register(fs)
+		f.registerFile(fs)
+		return func(ctx context.Context, args []string) error {
+			code, err := f.agentHook(ctx, a, args, *name)
+			a.Code = code
+			return err
+		}
+	})
+}
+
+// claudeHookCmd is loop claude-hook: loop agent-hook --harness claude.
+func claudeHookCmd(a *cli.App) *cobra.Command {
+	return cli.Command("claude-hook [flags]", "Answer one Claude Code hook event (agent-hook --harness claude)", claudeHookLong, func(fs *pflag.FlagSet) cli.Run {
+		var f bridgeFlags
+		f.register(fs)
+		f.registerFile(fs)
+		return func(ctx context.Context, args []string) error {
+			code, err := f.agentHook(ctx, a, args, claudecode.HarnessName)
+			a.Code = code
+			return err
+		}
+	})
+}
+
+// agentHook checks the flags and answers one event of the harness name.
+func (f *bridgeFlags) agentHook(ctx context.Context, a *cli.App, args []string, name string) (int, error) {
+	if err := cli.NoArgs(nil, args); err != nil {
 		return exitUsage, err
 	}
-	if err := cli.NoArgs(fs); err != nil {
+	if err := f.check(); err != nil {
 		return exitUsage, err
 	}
-	if err := f.check(fs); err != nil {
-		return exitUsage, err
-	}
-	if *name == "" {
+	if name == "" {
 		return exitUsage, fmt.Errorf("%w: loop agent-hook needs --harness (%s)", cli.ErrUsage, strings.Join(harnessNames, ", "))
 	}
-	h, err := harnessOf(*name, f.approve)
+	h, err := harnessOf(name, f.approve)
 	if err != nil {
 		return exitUsage, err
 	}
-	return f.hook(ctx, h, stdin, stdout, stderr)
-}
-
-// cmdClaudeHook is loop claude-hook: loop agent-hook --harness claude.
-func cmdClaudeHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("claude-hook", stderr)
-	var f bridgeFlags
-	f.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, `Usage: loop claude-hook [flags]
-
-A Claude Code command hook: loop agent-hook --harness claude. Configure it
-for every event (matcher "*") in .claude/settings.json. docs/CLAUDE_CODE.md,
-"Claude Code on the bus", has the settings.json snippet.
-
-Flags:`)
-		fs.PrintDefaults()
+	if a.Log.Verbose {
+		f.conn.App = a
 	}
-	if err := parse(fs, args); err != nil {
-		return exitUsage, err
-	}
-	if err := cli.NoArgs(fs); err != nil {
-		return exitUsage, err
-	}
-	if err := f.check(fs); err != nil {
-		return exitUsage, err
-	}
-	h, _ := harnessOf(claudecode.HarnessName, f.approve)
-	return f.hook(ctx, h, stdin, stdout, stderr)
+	return f.hook(ctx, h, a.In, a.Out, a.Err, a.Log.Logger(a.Err))
 }
 
 // hook reads one hook input of h on stdin and answers it on stdout.
-func (f *bridgeFlags) hook(ctx context.Context, h harness.Protocol, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	log := cli.Logger(f.verbose, stderr)
+func (f *bridgeFlags) hook(ctx context.Context, h harness.Protocol, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) (int, error) {
 	raw, err := io.ReadAll(io.LimitReader(stdin, maxHookInput+1))
 	if err == nil && len(raw) > maxHookInput {
 		err = fmt.Errorf("hook input over %d bytes", maxHookInput)

@@ -10,10 +10,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/hooks/codex"
 	"github.com/hookbus/hookbus/hooks/gemini"
@@ -153,5 +155,67 @@ func TestGatewayRoutes(t *testing.T) {
 		if agent == "claude-code" && evs[len(evs)-1].Stage != events.StageHarnessEvent {
 			t.Fatalf("ConfigChange recorded as %s", evs[len(evs)-1].Stage)
 		}
+	}
+}
+
+// loop gateway --harness takes hooks only on the routes of the harnesses
+// it names, lists them as it starts, serves its probes with --metrics, and
+// refuses a harness it does not know.
+func TestGatewayHarnessFlag(t *testing.T) {
+	url, _ := startBusWithGuard(t)
+	admin := freeAddr(t)
+	said, stop := background(t, "gateway", "--listen", "127.0.0.1:0", "--nats", url, "--harness", "gemini,codex", "--metrics", admin)
+	routes := regexp.MustCompile(`hooks on (http://[0-9.:]+/)gemini-cli, http://[0-9.:]+/codex-cli \(`)
+	bustest.Eventuallyf(t, 30*time.Second, func() bool { return routes.MatchString(said.String()) }, "loop gateway to list its routes: %s", said)
+	base := routes.FindStringSubmatch(said.String())[1]
+	gemini := `{"session_id": "gh-g", "hook_event_name": "BeforeTool", "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}}`
+	if code, body := postHook(t, base+"gemini-cli", "", gemini); code != http.StatusOK || !strings.Contains(body, `"decision":"deny"`) {
+		t.Fatalf("/gemini-cli: %d %s", code, body)
+	}
+	if code, body := postHook(t, base+"claude-code", "", hookInput("gh-c", "PreToolUse", rmInput)); code != http.StatusNotFound {
+		t.Fatalf("/claude-code without --harness claude: %d %s", code, body)
+	}
+	if code, _ := get(t, "http://"+admin+"/readyz", ""); code != http.StatusOK {
+		t.Fatalf("/readyz: %d", code)
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("stopped with %d: %s", code, said)
+	}
+	if !strings.Contains(said.String(), "loop gateway: stopped") {
+		t.Fatalf("no drain said: %s", said)
+	}
+	code, _, stderr := loopRun(t, "gateway", "--listen", "127.0.0.1:0", "--nats", url, "--harness", "claude,cursor")
+	if code != exitUsage || !strings.Contains(stderr, `--harness "cursor"`) {
+		t.Fatalf("bad harness: exit %d %s", code, stderr)
+	}
+}
+
+// agent-hook's --config is its own JSON file of flag values, booleans
+// included, and a flag given wins over it wherever it stands on the line
+// (the hookbus config file of the other commands is not read as one).
+func TestAgentHookConfigFileFlags(t *testing.T) {
+	url, b := startBusWithGuard(t)
+	file := filepath.Join(t.TempDir(), "hook.json")
+	if err := os.WriteFile(file, []byte(`{"nats": "`+url+`", "agent": "from-file", "policy": "fail", "approve-modified": true}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := agentHook(t, hookInput("fb-1", "PreToolUse", `, "tool_name": "Bash", "tool_use_id": "toolu_1", "tool_input": {"command": "ls"}`), "--config", file, "--harness", "claude", "--agent", "flag")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if evs, err := b.SessionEvents(context.Background(), "flag", "fb-1"); err != nil || len(evs) == 0 {
+		t.Fatalf("flag/fb-1: %v %v", evs, err)
+	}
+	// --policy fail from the file: input that cannot be read blocks.
+	code, _, _ = agentHook(t, "not json", "--harness", "claude", "--config", file)
+	if code != exitUsage {
+		t.Fatalf("policy from the file: exit %d", code)
+	}
+	if err := os.WriteFile(file, []byte("prefix: acme\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = agentHook(t, "{}", "--harness", "claude", "--config", file)
+	if code != exitUsage || !strings.Contains(stderr, "not a JSON object of flags") {
+		t.Fatalf("a YAML file: exit %d %s", code, stderr)
 	}
 }

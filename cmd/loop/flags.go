@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,16 +16,8 @@ import (
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/scripted"
+	"github.com/spf13/pflag"
 )
-
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("loop "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-// parse parses args, mapping -h to cli.ErrHelp and mistakes to cli.ErrUsage.
-func parse(fs *flag.FlagSet, args []string) error { return cli.Parse(fs, args) }
 
 // agentFlags are the flags that say which agents to run: an agent
 // definitions file (--agents FILE), or one agent made of flags.
@@ -45,7 +35,7 @@ type agentFlags struct {
 	sandNet  bool   // --sandbox-network
 }
 
-func (a *agentFlags) register(fs *flag.FlagSet) {
+func (a *agentFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&a.model, "model", "", "the model, provider:name: openai:gpt-4.1-mini (key in $OPENAI_API_KEY, base URL in $OPENAI_BASE_URL), anthropic:claude-sonnet-4-5 ($ANTHROPIC_API_KEY), scripted:FILE; default: the scripted demo")
 	fs.StringVar(&a.tools, "tools", "", "comma-separated tools the agent may use (Bash, Read, Write, Edit, Glob, Grep, clock, calculator, read_file); default: clock, calculator, read_file")
 	fs.StringVar(&a.script, "script", "", "scripted model: a JSON script file (the same as --model scripted:FILE)")
@@ -55,7 +45,7 @@ func (a *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.sandbox, "sandbox", "", "confine Bash commands: none (the default: unconfined), bubblewrap or required (each command under bubblewrap: the root read-write, system directories read-only, nothing else of the file system, no network; loop refuses to start where bubblewrap is missing or does not work)")
 	fs.BoolVar(&a.sandNet, "sandbox-network", false, "give sandboxed Bash commands the network (with --sandbox)")
 	fs.StringVar(&a.signing, "signing-key", "", "an nkey seed file (\"loop keygen\" writes one) that signs the end of every run, the head of its hash chain (observer verify --public-key checks it)")
-	fs.Func("claude-settings", "a Claude Code settings.json whose hooks section every agent runs (command and http hooks, in the file's order); repeatable", func(v string) error {
+	fs.Func("claude-settings", "a Claude Code settings `FILE` (settings.json) whose hooks section every agent runs (command and http hooks, in the file's order); repeatable", func(v string) error {
 		a.claude = append(a.claude, v)
 		return nil
 	})

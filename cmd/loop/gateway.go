@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/hookbus/hookbus/hooks/harness"
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/internal/health"
 	"github.com/hookbus/hookbus/internal/httpauth"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // GatewayPath is where loop gateway takes Claude Code's http hooks
@@ -22,25 +24,8 @@ const GatewayPath = "/claude-code"
 // agent); Claude Code's http hooks send it from the same variable.
 const GatewayTokenEnv = "HOOKBUS_GATEWAY_TOKEN"
 
-// cmdGateway is loop gateway: loop agent-hook as one long-lived HTTP
-// server, for Claude Code's http hooks and the other harnesses' hooks
-// posted to it.
-func cmdGateway(ctx context.Context, args []string, _, stderr io.Writer) error {
-	fs := newFlagSet("gateway", stderr)
-	var f bridgeFlags
-	f.register(fs)
-	names := fs.String("harness", strings.Join(harnessNames, ","), "the coding agents to take hooks of, comma-separated: each on its route (claude: POST /claude-code, gemini: /gemini-cli, codex: /codex-cli)")
-	listen := fs.String("listen", "", "address to listen on for hooks (host:port; required); off loopback give --token-file (or $"+GatewayTokenEnv+") and --public-url")
-	auth := httpauth.Flags{TokenEnv: GatewayTokenEnv}
-	auth.Register(fs)
-	maxBody, maxTotal := byteSize(DefaultMaxBody), byteSize(DefaultMaxBodyTotal)
-	fs.Var(&maxBody, "max-body", "the largest hook input taken (413 above it): bytes, or with KiB, MiB, GiB")
-	fs.Var(&maxTotal, "max-body-total", "the most bytes of hook inputs held at once across requests (503 with Retry-After above it)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, `Usage: loop gateway --listen ADDR [flags]
-
-Takes coding agents' hooks over http, each harness on its route: Claude
-Code's http hooks on POST http://ADDR`+GatewayPath+` (configure it for every
+const gatewayLong = `Takes coding agents' hooks over http, each harness on its route: Claude
+Code's http hooks on POST http://ADDR` + GatewayPath + ` (configure it for every
 event, matcher "*"), Gemini CLI's on /gemini-cli and Codex CLI's on
 /codex-cli (from a command hook that posts its stdin). Each is recorded and
 decided as loop agent-hook does, on one connection for a whole fleet. POST
@@ -48,37 +33,69 @@ decided as loop agent-hook does, on one connection for a whole fleet. POST
 own agent id).
 
 Callers send Authorization: Bearer TOKEN when a token is configured
-(--token-file, $`+GatewayTokenEnv+`); a token bound to agents writes only their
-sessions. Without a token the gateway listens on loopback only.
+(--token-file, $` + GatewayTokenEnv + `); a token bound to agents writes only their
+sessions. Without a token the gateway listens on loopback only. It serves
+HTTPS with --http-tls-cert and --http-tls-key (--tls-cert and --tls-key are
+the NATS connection's client certificate).
 
-Flags:`)
-		fs.PrintDefaults()
-	}
-	if err := parse(fs, args); err != nil {
+It needs a bus: --nats URL or --context NAME (or $NATS_URL, $NATS_CONTEXT).
+With --metrics it serves /metrics, /healthz and /readyz; told to stop, it
+answers the hooks in flight within --drain-timeout.`
+
+// gatewayCmd is loop gateway: loop agent-hook as one long-lived HTTP
+// server, for Claude Code's http hooks and the other harnesses' hooks
+// posted to it.
+func gatewayCmd(a *cli.App) *cobra.Command {
+	return cli.Command("gateway --listen ADDR [flags]", "Take coding agents' hooks over http, a route per harness (a long-lived gateway)", gatewayLong, func(fs *pflag.FlagSet) cli.Run {
+		f := bridgeFlags{conn: cli.ConnFlags{App: a, NeedsBus: true}}
+		f.register(fs)
+		names := fs.String("harness", strings.Join(harnessNames, ","), "the coding agents to take hooks of, comma-separated: each on its route (claude: POST /claude-code, gemini: /gemini-cli, codex: /codex-cli)")
+		listen := fs.String("listen", "", "address to listen on for hooks (host:port; required); off loopback give --token-file (or $"+GatewayTokenEnv+") and --public-url")
+		auth := httpauth.Flags{TokenEnv: GatewayTokenEnv}
+		auth.Register(fs)
+		maxBody, maxTotal := byteSize(DefaultMaxBody), byteSize(DefaultMaxBodyTotal)
+		fs.Var(&maxBody, "max-body", "the largest hook input taken (413 above it): bytes, or with KiB, MiB, GiB")
+		fs.Var(&maxTotal, "max-body-total", "the most bytes of hook inputs held at once across requests (503 with Retry-After above it)")
+		var admin cli.AdminFlags
+		admin.Register(fs, "127.0.0.1:9467", 0, "take no new hook and answer those in flight (default: --timeout)")
+		return func(ctx context.Context, args []string) error {
+			return f.gateway(ctx, a, args, *names, *listen, &auth, &admin, int64(maxBody), int64(maxTotal))
+		}
+	})
+}
+
+func (f *bridgeFlags) gateway(ctx context.Context, a *cli.App, args []string, names, listen string, auth *httpauth.Flags, admin *cli.AdminFlags, maxBody, maxTotal int64) error {
+	stderr := a.Err
+	if err := cli.NoArgs(nil, args); err != nil {
 		return err
 	}
-	if err := cli.NoArgs(fs); err != nil {
-		return err
-	}
-	if err := f.check(fs); err != nil {
+	if err := f.check(); err != nil {
 		return err
 	}
 	var hs []harness.Protocol
-	for _, n := range strings.Split(*names, ",") {
+	for _, n := range strings.Split(names, ",") {
 		h, err := harnessOf(strings.TrimSpace(n), f.approve)
 		if err != nil {
 			return err
 		}
 		hs = append(hs, h)
 	}
-	if *listen == "" {
+	if err := admin.Check(); err != nil {
+		return err
+	}
+	if listen == "" {
 		return fmt.Errorf("%w: loop gateway needs --listen ADDR", cli.ErrUsage)
 	}
 	if maxBody > maxTotal {
-		return fmt.Errorf("%w: --max-body %s is over --max-body-total %s", cli.ErrUsage, &maxBody, &maxTotal)
+		mb, mt := byteSize(maxBody), byteSize(maxTotal)
+		return fmt.Errorf("%w: --max-body %s is over --max-body-total %s", cli.ErrUsage, &mb, &mt)
 	}
-	log := cli.Logger(f.verbose, stderr)
-	ln, err := auth.Listen(*listen, httpauth.Options{Name: "loop gateway", Logger: log, ReadTimeout: time.Minute, ShutdownTimeout: f.timeout, Drain: true})
+	drain := admin.Drain
+	if drain <= 0 {
+		drain = f.timeout
+	}
+	log := a.Log.Logger(stderr)
+	ln, err := auth.Listen(listen, httpauth.Options{Name: "loop gateway", Logger: log, ReadTimeout: time.Minute, ShutdownTimeout: drain, Drain: true})
 	if err != nil {
 		if errors.Is(err, httpauth.ErrInvalidConfig) {
 			return fmt.Errorf("%w: %w", cli.ErrUsage, err)
@@ -96,14 +113,35 @@ Flags:`)
 		return err
 	}
 	defer stop()
-	gw, err := newGateway(f.config(c.Bus, hooks, log), int64(maxBody), int64(maxTotal), hs...)
+	gw, err := newGateway(f.config(c.Bus, hooks, log), maxBody, maxTotal, hs...)
 	if err != nil {
 		return err
 	}
+	h := health.New()
+	c.HealthChecks(h)
+	adm, err := admin.Serve("loop gateway", log, nil, h)
+	if err != nil {
+		return err
+	}
+	defer adm.Stop()
 	var routes []string
 	for _, r := range gw.routes {
 		routes = append(routes, ln.URL()+r.path[1:])
 	}
-	fmt.Fprintf(stderr, "loop gateway: hooks on %s (%s)\n", strings.Join(routes, ", "), c.Where)
-	return ln.Serve(ctx, gw.handler())
+	a.Log.Say(stderr, "loop gateway: hooks on %s (%s)", strings.Join(routes, ", "), c.Where)
+	if adm.URL != "" {
+		a.Log.Say(stderr, "loop gateway: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
+	}
+	served := make(chan error, 1)
+	go func() { served <- ln.Serve(ctx, gw.handler()) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	h.Drain()
+	a.Log.Say(stderr, "loop gateway: draining (at most %s)", drain)
+	err = <-served
+	a.Log.Say(stderr, "loop gateway: stopped")
+	return err
 }

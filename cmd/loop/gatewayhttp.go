@@ -179,6 +179,9 @@ func (b *byteSize) String() string {
 	}
 }
 
+// Type names the flag's value in the help.
+func (b *byteSize) Type() string { return "SIZE" }
+
 func (b *byteSize) Set(s string) error {
 	num, shift := s, 0
 	for _, u := range []struct {

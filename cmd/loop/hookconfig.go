@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -10,10 +9,11 @@ import (
 	"strings"
 
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/spf13/pflag"
 )
 
 // configKeys are the flags a --config file may give.
-var configKeys = []string{"nats", "creds", "nkey", "user", "password", "token", "tls-ca", "prefix", "agent", "policy", "timeout", "approve-modified"}
+var configKeys = []string{"nats", "context", "creds", "nkey", "user", "password", "token", "tls-ca", "tls-cert", "tls-key", "prefix", "agent", "policy", "timeout", "approve-modified"}
 
 // applyConfig sets the flags of fs that file gives and the command line
 // does not: a JSON object of flag names and their values as strings (or
@@ -22,7 +22,7 @@ var configKeys = []string{"nats", "creds", "nkey", "user", "password", "token", 
 // connection. An unknown key or a value the flag refuses is an error
 // wrapping cli.ErrUsage, naming the file and the key; no value is ever
 // printed.
-func applyConfig(fs *flag.FlagSet, file string) error {
+func applyConfig(fs *pflag.FlagSet, file string) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return fmt.Errorf("%w: --config: %v", cli.ErrUsage, err)
@@ -31,8 +31,7 @@ func applyConfig(fs *flag.FlagSet, file string) error {
 	if err := json.Unmarshal(data, &values); err != nil {
 		return fmt.Errorf("%w: --config %s: not a JSON object of flags: %v", cli.ErrUsage, file, err)
 	}
-	given := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	given := cli.Set(fs)
 	keys := make([]string, 0, len(values))
 	for k := range values {
 		keys = append(keys, k)

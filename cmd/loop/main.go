@@ -2,50 +2,42 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/internal/redact"
+	"github.com/hookbus/hookbus/telemetry"
 )
 
-const usage = `loop — the hookbus agent loop
+const long = `loop runs agent runs on a hookbus: every step of a run is an event on NATS
+JetStream, and interceptors in any process allow, change or deny it.
 
-Usage:
-  loop run     [connection] [--agents FILE] [--agent ID] [--model P:NAME] [--tools T,T] [--claude-settings FILE]...
-               [--session ID] [--trace] PROMPT | - | --prompt-file FILE
-  loop serve   [connection] [--concurrency N] [--agents FILE | --agent ID,ID] [--replace-definition] [--model P:NAME] [--claude-settings FILE]...
-  loop submit  [--nats URL] [--agent ID] [--session ID] [--wait] [--timeout D] PROMPT | - | --prompt-file FILE
-  loop compact [connection] [--agents FILE] [--agent ID] --session ID
-  loop server  [--store DIR] [--listen ADDR]
-  loop keygen  [--out FILE]
-  loop agent-hook --harness claude|gemini|codex [--nats URL | --config FILE] [--agent ID] [--policy ignore|fail] [--timeout D]
-               (a coding agent's command hook: Claude Code, Gemini CLI, Codex CLI)
-  loop claude-hook [--nats URL] [--agent ID] [--policy ignore|fail] [--timeout D]   (agent-hook --harness claude)
-  loop gateway --listen ADDR [--nats URL] [--harness H,H] [--agent ID] [--policy ignore|fail]   (the same over http)
+Which bus: --nats URL (or $NATS_URL), or --context NAME (or $NATS_CONTEXT):
+a context of the nats CLI, its servers, credentials and TLS files. A run
+can instead start an embedded NATS server in its own process: --store DIR
+(created if missing) or --embedded (./.hookbus). loop run and loop compact
+given none of these use the server listening on nats://127.0.0.1:4222 (a
+"loop server"), saying so, and so does a run whose embedded server finds
+its address taken by one; loop serve and loop gateway refuse to start
+without a bus. loop server is the embedded server alone, until
+interrupted: a bus to attach runs, workers, interceptors and observers to.
+Every command says on stderr, as it starts, which bus it uses.
 
-connection: --nats URL [--creds FILE | --nkey FILE | --user U --password P | --token T] [--tls-ca FILE],
-            or --store DIR [--listen ADDR]
-
-With neither --nats nor --store (nor $NATS_URL), run and serve start an
-embedded NATS server on ./.hookbus that listens on 127.0.0.1:4222, so
-observers and interceptors in other processes can connect while it runs.
-loop server is that embedded server alone, until interrupted: a bus to
-attach runs (loop run --nats nats://127.0.0.1:4222), workers, interceptors
-and observers to. submit connects to $NATS_URL or nats://127.0.0.1:4222.
-
-Flags may come before or after the prompt; words of the prompt that start
+Flags may come before or after a prompt; words of the prompt that start
 with "-" go after "--". Credentials are never printed.
 
 Exit codes: 0 the run completed with an answer; 1 an error; 2 a usage
 mistake; 3 the run completed without an answer (denied, stopped, rejected,
 max_steps, cost_limit, interrupted); 4 the run waits for a human's approval.
 
-"loop COMMAND --help" lists a command's flags.
-`
+"loop COMMAND --help" lists a command's flags; docs/COMMANDS.md lists them
+all. Examples: loop run --store .hookbus "What is 6*7?", loop serve --nats
+nats://127.0.0.1:4222 --agents agents.yaml.`
 
 // exit codes
 const (
@@ -67,37 +59,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// Every message and log line goes through the redactor: no password
 	// or token of the command line or the environment is ever printed.
 	stderr = redact.NewWriter(stderr, redact.Secrets(args, os.Getenv)...)
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return exitUsage
-	}
-	var err error
-	code := exitOK
-	switch args[0] {
-	case "run":
-		code, err = cmdRun(ctx, args[1:], stdin, stdout, stderr)
-	case "serve":
-		err = cmdServe(ctx, args[1:], stdout, stderr)
-	case "compact":
-		code, err = cmdCompact(ctx, args[1:], stdout, stderr)
-	case "submit":
-		code, err = cmdSubmit(ctx, args[1:], stdin, stdout, stderr)
-	case "keygen":
-		err = cmdKeygen(ctx, args[1:], stdout, stderr)
-	case "server":
-		err = cmdServer(ctx, args[1:], stdout, stderr)
-	case "agent-hook":
-		code, err = cmdAgentHook(ctx, args[1:], stdin, stdout, stderr)
-	case "claude-hook":
-		code, err = cmdClaudeHook(ctx, args[1:], stdin, stdout, stderr)
-	case "gateway":
-		err = cmdGateway(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	default:
-		fmt.Fprintf(stderr, "loop: unknown command %q\n\n%s", args[0], usage)
-		return exitUsage
-	}
-	return cli.ExitCode(stderr, "loop "+args[0], code, err)
+	a := &cli.App{Name: "loop", Version: telemetry.ReadBuild().String(), In: stdin, Out: stdout, Err: stderr}
+	return a.Execute(ctx, newRoot(a), args)
+}
+
+// newRoot is the loop command and its subcommands.
+func newRoot(a *cli.App) *cobra.Command {
+	root := a.NewRoot("the hookbus agent loop: runs, workers, the embedded server", long)
+	root.AddCommand(runCmd(a), serveCmd(a), submitCmd(a), compactCmd(a), serverCmd(a), keygenCmd(a), agentHookCmd(a), claudeHookCmd(a), gatewayCmd(a))
+	return root
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/spf13/pflag"
 )
 
 // promptFlags say where the prompt comes from: the words after the flags,
@@ -17,7 +17,7 @@ type promptFlags struct {
 	file string
 }
 
-func (p *promptFlags) register(fs *flag.FlagSet) {
+func (p *promptFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&p.file, "prompt-file", "", "read the prompt from FILE (\"-\": stdin) instead of the arguments")
 }
 

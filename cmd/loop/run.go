@@ -13,51 +13,76 @@ import (
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	return runOrCompact(ctx, "run", args, stdin, stdout, stderr)
+const runLong = `Runs one agent run and prints its answer on stdout, the run and session ids on
+stderr. The prompt is the words after the flags (flags may also follow them),
+stdin with "-", or a file (--prompt-file).
+
+The run needs a bus: --nats URL or --context NAME, or an embedded server
+(--store DIR, --embedded). Given none, it uses the server listening on
+nats://127.0.0.1:4222 (a "loop server"), and so does a run whose embedded
+server finds its --listen address taken by one: it says so on stderr.
+
+While NATS is away, a run waits (--outage, 5 minutes by default) and says on
+stderr what it waits for; after that its attempt stops, and the run is not
+failed.`
+
+const compactLong = `Summarises a session's conversation with the agent's model (compact.before,
+compact.after): its next runs start from the summary.`
+
+func runCmd(a *cli.App) *cobra.Command {
+	return cli.Command("run [flags] PROMPT | - | --prompt-file FILE", "Run one agent run and print its answer", runLong,
+		func(fs *pflag.FlagSet) cli.Run { return runOrCompact(a, "run", fs) })
 }
 
-// cmdCompact compacts a session's conversation on request: a run of its
+// compactCmd compacts a session's conversation on request: a run of its
 // own that summarises the session with the agent's model.
-func cmdCompact(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	return runOrCompact(ctx, "compact", args, nil, stdout, stderr)
+func compactCmd(a *cli.App) *cobra.Command {
+	return cli.Command("compact --session ID [flags]", "Summarise a session's conversation", compactLong,
+		func(fs *pflag.FlagSet) cli.Run { return runOrCompact(a, "compact", fs) })
 }
 
-func runOrCompact(ctx context.Context, cmd string, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	compact := cmd == "compact"
-	fs := newFlagSet(cmd, stderr)
-	conn := cli.ConnFlags{Embeds: true}
-	conn.Register(fs)
-	var af agentFlags
-	af.register(fs)
-	var pf promptFlags
-	if !compact {
-		pf.register(fs)
+// runOptions are the flags of loop run and loop compact.
+type runOptions struct {
+	compact         bool
+	conn            cli.ConnFlags
+	af              agentFlags
+	pf              promptFlags
+	agent, session  string
+	trace, demoHook bool
+	fs              *pflag.FlagSet
+}
+
+func runOrCompact(a *cli.App, cmd string, fs *pflag.FlagSet) cli.Run {
+	o := &runOptions{compact: cmd == "compact", conn: cli.ConnFlags{App: a, Embeds: true, Attach: true}, fs: fs}
+	o.conn.Register(fs)
+	o.af.register(fs)
+	if !o.compact {
+		o.pf.register(fs)
 	}
-	fs.StringVar(&af.file, "agents", "", "agent definitions file (YAML); --agent picks the agent")
-	agent := fs.String("agent", defaultAgent, "agent id (with --agents: one of the file's)")
-	session := fs.String("session", "", "session id (default: a new one); the same id continues the conversation")
-	trace := fs.Bool("trace", false, "print every event on stderr as it is published")
-	demoHook := fs.Bool("demo-hook", false, "register the demo's in-process interceptor: a tool.after hook (plugin "+demoPlugin+") that redacts the time of day from the clock's result (make run shows it)")
-	verbose := fs.Bool("v", false, cli.VerboseHelp)
-	fs.Usage = func() {
-		if compact {
-			fmt.Fprintln(stderr, "Usage: loop compact --session ID [flags]\n\nSummarises the session's conversation with the agent's model (compact.before, compact.after): its next runs start from the summary.\n\nFlags:")
-		} else {
-			fmt.Fprintln(stderr, "Usage: loop run [flags] PROMPT | - | --prompt-file FILE\n\nRuns one agent run and prints its answer on stdout, the run and session ids on stderr.\nThe prompt is the words after the flags (flags may also follow them), stdin with \"-\", or a file.\n\nFlags:")
-		}
-		fs.PrintDefaults()
+	fs.StringVar(&o.af.file, "agents", "", "agent definitions file (YAML); --agent picks the agent")
+	fs.StringVar(&o.agent, "agent", defaultAgent, "agent id (with --agents: one of the file's)")
+	fs.StringVar(&o.session, "session", "", "session id (default: a new one); the same id continues the conversation")
+	fs.BoolVar(&o.trace, "trace", false, "print every event on stderr as it is published")
+	fs.BoolVar(&o.demoHook, "demo-hook", false, "register the demo's in-process interceptor: a tool.after hook (plugin "+demoPlugin+") that redacts the time of day from the clock's result (make run shows it)")
+	return func(ctx context.Context, pos []string) error {
+		code, err := o.run(ctx, a, pos)
+		a.Code = code
+		return err
 	}
-	pos, err := cli.ParseInterspersed(fs, args)
-	if err != nil {
-		return exitUsage, err
-	}
-	if err := af.check(cli.Set(fs)); err != nil {
+}
+
+func (o *runOptions) run(ctx context.Context, a *cli.App, pos []string) (int, error) {
+	compact, conn, af, pf, agent, session, trace, demoHook := o.compact, o.conn, &o.af, &o.pf, &o.agent, &o.session, &o.trace, &o.demoHook
+	stdin, stdout, stderr := a.In, a.Out, a.Err
+	if err := af.check(cli.Set(o.fs)); err != nil {
 		return exitUsage, err
 	}
 	var p string
+	var err error
 	if compact {
 		if len(pos) > 0 {
 			return exitUsage, fmt.Errorf("%w: loop compact takes no arguments (got %q)", cli.ErrUsage, pos)
@@ -84,7 +109,7 @@ func runOrCompact(ctx context.Context, cmd string, args []string, stdin io.Reade
 		return exitUsage, fmt.Errorf("%w: %w: %q is not in %s (it has %s)", cli.ErrUsage, agents.ErrUnknownAgent, *agent, af.file, strings.Join(defs.IDs(), ", "))
 	}
 	defs.Agents = withSubagents(defs, *agent) // what the run may call, and nothing else
-	log := cli.Logger(*verbose, stderr)
+	log := a.Log.Logger(stderr)
 	signer, err := loadSigner(af.signing)
 	if err != nil {
 		return exitUsage, err

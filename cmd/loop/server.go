@@ -2,39 +2,67 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/internal/health"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// cmdServer runs the embedded server alone, listening, until interrupted.
-func cmdServer(ctx context.Context, args []string, _, stderr io.Writer) error {
-	fs := newFlagSet("server", stderr)
-	conn := cli.ConnFlags{Embeds: true, EmbeddedOnly: true}
-	conn.Register(fs)
-	verbose := fs.Bool("v", false, cli.VerboseHelp)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: loop server [flags]\n\nRuns the embedded NATS server (JetStream, its store in --store) with hookbus' streams\nand buckets, listening for other processes until interrupted: runs (loop run --nats URL,\nloop submit), workers (loop serve --nats URL), interceptors and observers attach to it.\nIt has no authentication: a single-user development server.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := cli.NoArgs(fs); err != nil {
-		return err
-	}
-	if conn.Listen == "none" || conn.Listen == "" {
-		return fmt.Errorf("%w: loop server is for other processes: give it an address to --listen on", cli.ErrUsage)
-	}
-	c, err := conn.Open(ctx, "hookbus-server", cli.Logger(*verbose, stderr), cli.Provision)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	url := c.Embedded.ClientURL()
-	fmt.Fprintf(stderr, "loop server: listening on %s (store %s); attach with --nats %s; interrupt to stop\n", url, c.Embedded.StoreDir(), url)
-	<-ctx.Done()
-	fmt.Fprintln(stderr, "loop server: stopped")
-	return nil
+const serverLong = `Runs the embedded NATS server (JetStream, its store in --store) with hookbus' streams
+and buckets, listening for other processes until interrupted: runs (loop run --nats URL,
+loop submit), workers (loop serve --nats URL), interceptors and observers attach to it.
+It has no authentication: a single-user development server. With --metrics it serves
+/healthz and /readyz (the server answers and its streams are reachable).`
+
+// serverCmd runs the embedded server alone, listening, until interrupted.
+func serverCmd(a *cli.App) *cobra.Command {
+	return cli.Command("server [flags]", "Run the embedded NATS server alone (a development bus)", serverLong, func(fs *pflag.FlagSet) cli.Run {
+		conn := cli.ConnFlags{App: a, Embeds: true, EmbeddedOnly: true}
+		conn.Register(fs)
+		var admin cli.AdminFlags
+		admin.Register(fs, "127.0.0.1:9466", 0, "")
+		return func(ctx context.Context, args []string) error {
+			stderr := a.Err
+			if err := cli.NoArgs(nil, args); err != nil {
+				return err
+			}
+			if err := admin.Check(); err != nil {
+				return err
+			}
+			if conn.Listen == "none" || conn.Listen == "" {
+				return fmt.Errorf("%w: loop server is for other processes: give it an address to --listen on", cli.ErrUsage)
+			}
+			log := a.Log.Logger(stderr)
+			c, err := conn.Open(ctx, "hookbus-server", log, cli.Provision)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			h := health.New()
+			h.Add("server", func(context.Context) error {
+				if !c.Embedded.NATSServer().Running() {
+					return errors.New("the embedded server is not running")
+				}
+				return nil
+			})
+			c.HealthChecks(h)
+			adm, err := admin.Serve("loop server", log, nil, h)
+			if err != nil {
+				return err
+			}
+			defer adm.Stop()
+			url := c.Embedded.ClientURL()
+			a.Log.Say(stderr, "loop server: listening on %s (store %s); attach with --nats %s; interrupt to stop", url, c.Embedded.StoreDir(), url)
+			if adm.URL != "" {
+				a.Log.Say(stderr, "loop server: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
+			}
+			<-ctx.Done()
+			h.Drain()
+			a.Log.Say(stderr, "loop server: stopped")
+			return nil
+		}
+	})
 }

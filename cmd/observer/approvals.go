@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -18,6 +15,8 @@ import (
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // readApprovals folds the approvals recorded under f.
@@ -57,41 +56,44 @@ func approvalRun(as *audit.Approvals, arg string) (string, error) {
 	return run, err
 }
 
-// cmdApprovals lists the tool calls waiting for a human.
-func cmdApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("observer approvals", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	conn := cli.ConnFlags{StoreFallback: true}
-	conn.Register(fs)
-	agent := fs.String("agent", "", "only this agent's")
-	all := fs.Bool("all", false, "answered ones too")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: observer approvals [flags] [RUN]\n\nLists the tool calls waiting for a human's approval (answer with observer approve|reject); with RUN (a run id or a unique prefix of one), that run's only.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	pos, err := cli.ParseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
+// approvalsCmd lists the tool calls waiting for a human.
+func approvalsCmd(a *cli.App) *cobra.Command {
+	return cli.Command("approvals [flags] [RUN]", "List the tool calls waiting for a human's approval",
+		`Lists the tool calls waiting for a human's approval (answer with observer approve|reject); with RUN (a run id or a unique prefix of one), that run's only.`,
+		func(fs *pflag.FlagSet) cli.Run {
+			conn := cli.ConnFlags{App: a, StoreFallback: true}
+			conn.Register(fs)
+			agent := fs.String("agent", "", "only this agent's")
+			all := fs.Bool("all", false, "answered ones too")
+			var out cli.Output
+			out.Register(fs, "one JSON object a call per line (audit.Approval)")
+			return func(ctx context.Context, pos []string) error {
+				return approvals(ctx, a, &conn, pos, *agent, *all, out.JSON())
+			}
+		})
+}
+
+func approvals(ctx context.Context, a *cli.App, conn *cli.ConnFlags, pos []string, agent string, all, asJSON bool) error {
+	stdout, stderr := a.Out, a.Err
 	if len(pos) > 1 {
 		return fmt.Errorf("%w: want at most one RUN, got %d arguments", cli.ErrUsage, len(pos))
 	}
-	if *agent != "" {
-		if err := events.ValidateID("agent", *agent); err != nil {
+	if agent != "" {
+		if err := events.ValidateID("agent", agent); err != nil {
 			return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 		}
 	}
-	c, err := conn.Open(ctx, "hookbus-observer", slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})), cli.ReadOnly)
+	c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	as, err := readApprovals(ctx, c.Bus, bus.Filter{Agent: *agent})
+	as, err := readApprovals(ctx, c.Bus, bus.Filter{Agent: agent})
 	if err != nil {
 		return err
 	}
 	list := as.Pending()
-	if *all {
+	if all {
 		list = as.All()
 	}
 	if len(pos) == 1 {
@@ -100,6 +102,9 @@ func cmdApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 		list = slices.DeleteFunc(list, func(a *audit.Approval) bool { return a.RunID != run })
+	}
+	if asJSON {
+		return writeJSONLines(stdout, list)
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(stderr, "no approvals waiting")
@@ -137,31 +142,45 @@ func compactArgs(b []byte) string {
 	return s
 }
 
-// cmdAnswer answers a run's waiting calls: approve, or reject (with
+// answerCmd answers a run's waiting calls: approve, or reject (with
 // --continue, reject and continue). The answer is recorded at once, in
 // the run's record, by this command (loop.AnswerApproval): the first
 // answer to a call wins, and a later one is refused naming it.
-func cmdAnswer(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("observer "+verb, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	conn := cli.ConnFlags{}
-	conn.Register(fs)
-	call := fs.String("call", "", "the call to answer (default: every call of the run waiting)")
-	note := fs.String("note", "", "a name to record with the answer, as a note: who answers is the NATS user of the connection, as the server authenticated it")
-	fs.StringVar(note, "by", "", "the same as --note (kept for scripts: recorded as a note, declared_by, never as who answered)")
-	comment := fs.String("comment", "", "a comment, recorded with the answer")
-	reason := fs.String("reason", "", "why (required to reject; with --continue the model is given it)")
-	cont := fs.Bool("continue", false, "reject and continue: the model is told the call was rejected, and the run goes on")
-	arguments := fs.String("arguments", "", "approve with these arguments (a JSON object) instead of those asked for; needs --call")
-	wait := fs.Duration("wait", loop.DefaultSettle, "how long to wait for a run still running its step's other calls")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: observer %s [flags] RUN\n\nAnswers a run's tool calls waiting for approval. RUN is a run id or a unique prefix of one. The answer is recorded at once in the run's record (approval.resolved, on this connection's NATS user's subject): the first answer to a call wins, a later one is refused naming it. A worker (loop serve) then resumes the run, now or when one starts.\n\nFlags:\n", verb)
-		fs.PrintDefaults()
+func answerCmd(a *cli.App, verb string) *cobra.Command {
+	use, short := "approve [flags] RUN", "Approve a run's tool calls waiting for a human"
+	if verb == "reject" {
+		use, short = "reject [flags] RUN --reason TEXT", "Reject a run's tool calls waiting for a human"
 	}
-	pos, err := cli.ParseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
+	return cli.Command(use, short, `Answers a run's tool calls waiting for approval. RUN is a run id or a unique prefix of one. The answer is recorded at once in the run's record (approval.resolved, on this connection's NATS user's subject): the first answer to a call wins, a later one is refused naming it. A worker (loop serve) then resumes the run, now or when one starts.`,
+		func(fs *pflag.FlagSet) cli.Run {
+			o := answerOptions{verb: verb, conn: cli.ConnFlags{App: a}}
+			o.conn.Register(fs)
+			fs.StringVar(&o.call, "call", "", "the call to answer (default: every call of the run waiting)")
+			fs.StringVar(&o.note, "note", "", "a name to record with the answer, as a note: who answers is the NATS user of the connection, as the server authenticated it")
+			fs.StringVar(&o.note, "by", "", "the same as --note (kept for scripts: recorded as a note, declared_by, never as who answered)")
+			fs.StringVar(&o.comment, "comment", "", "a comment, recorded with the answer")
+			fs.StringVar(&o.reason, "reason", "", "why (required to reject; with --continue the model is given it)")
+			fs.BoolVar(&o.cont, "continue", false, "reject and continue: the model is told the call was rejected, and the run goes on")
+			fs.StringVar(&o.arguments, "arguments", "", "approve with these arguments (a JSON object) instead of those asked for; needs --call")
+			fs.DurationVar(&o.wait, "wait", loop.DefaultSettle, "how long to wait for a run still running its step's other calls")
+			return func(ctx context.Context, pos []string) error { return o.answer(ctx, a, pos) }
+		})
+}
+
+// answerOptions are the flags of observer approve and reject.
+type answerOptions struct {
+	verb                        string
+	conn                        cli.ConnFlags
+	call, note, comment, reason string
+	arguments                   string
+	cont                        bool
+	wait                        time.Duration
+}
+
+func (o *answerOptions) answer(ctx context.Context, a *cli.App, pos []string) error {
+	verb, conn, stdout, stderr := o.verb, &o.conn, a.Out, a.Err
+	call, note, comment, reason, cont, wait := &o.call, &o.note, &o.comment, &o.reason, &o.cont, &o.wait
+	arguments := &o.arguments
 	if len(pos) != 1 {
 		return fmt.Errorf("%w: want one RUN id (or a unique prefix of one), got %d arguments", cli.ErrUsage, len(pos))
 	}
@@ -188,7 +207,7 @@ func cmdAnswer(ctx context.Context, verb string, args []string, stdout, stderr i
 			return fmt.Errorf("%w: --call: %v", cli.ErrUsage, err)
 		}
 	}
-	c, err := conn.Open(ctx, "hookbus-approver", slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})), cli.ReadOnly)
+	c, err := conn.Open(ctx, "hookbus-approver", a.Log.Logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}

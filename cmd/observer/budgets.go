@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -12,60 +11,90 @@ import (
 	"github.com/hookbus/hookbus/bus/budgets"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-const budgetsUsage = `observer budgets — the fleet's shared budgets
-
-Usage:
-  observer budgets [list] [--json] [connection]
-  observer budgets set --agent A --period D [--tokens N] [--cost USD] [--per-session] [--note TEXT] [connection]
-  observer budgets rm  --agent A [--note TEXT] [connection]
-
-A shared budget bounds what an agent (or, with --per-session, each of its
+const budgetsLong = `A shared budget bounds what an agent (or, with --per-session, each of its
 sessions) may use per period (aligned on the Unix epoch: 24h runs from
 midnight UTC), in tokens (input plus output) and in US dollars, across every
 worker. Workers reserve each model call against it and charge what it used;
 a run with no room left ends with reason cost_limit naming the budget. list
-shows use against limits, and the model calls under way. set and rm record
-who did it: the NATS user of the connection, as the server authenticated it
-(--note is kept beside it as a note).
-`
+(the default) shows use against limits, and the model calls under way. set
+and rm record who did it: the NATS user of the connection, as the server
+authenticated it (--note is kept beside it as a note).`
 
-// cmdBudgets runs "observer budgets [SUBCOMMAND] ...".
-func cmdBudgets(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	sub := "list"
-	if len(args) > 0 && (args[0] == "list" || args[0] == "set" || args[0] == "rm") {
-		sub, args = args[0], args[1:]
+// budgetsCmd is "observer budgets [list|set|rm]": list when no subcommand
+// is given.
+func budgetsCmd(a *cli.App) *cobra.Command {
+	cmd := budgetsSub(a, "list")
+	cmd.Use, cmd.Short, cmd.Long = "budgets [list|set|rm] [flags]", "The fleet's shared budgets: use against limits", budgetsLong
+	cmd.AddCommand(budgetsSub(a, "list"), budgetsSub(a, "set"), budgetsSub(a, "rm"))
+	return cmd
+}
+
+// budgetsSub is one subcommand of observer budgets.
+func budgetsSub(a *cli.App, sub string) *cobra.Command {
+	var use, short string
+	switch sub {
+	case "list":
+		use, short = "list [flags]", "Show each budget's use against its limits"
+	case "set":
+		use, short = "set --agent A --period D [--tokens N] [--cost USD] [--per-session] [flags]", "Set an agent's shared budget"
+	case "rm":
+		use, short = "rm --agent A [flags]", "Remove an agent's shared budget"
 	}
-	fs := flag.NewFlagSet("observer budgets "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, budgetsUsage) }
-	conn := cli.ConnFlags{StoreFallback: true}
-	conn.Register(fs)
-	verbose := fs.Bool("v", false, cli.VerboseHelp)
-	asJSON := fs.Bool("json", false, "print JSON (list)")
-	agent := fs.String("agent", "", "agent id (set, rm)")
-	period := fs.Duration("period", 0, "budget period, e.g. 24h (set)")
-	tokens := fs.Int64("tokens", 0, "most tokens (input plus output) per period (set)")
-	cost := fs.Float64("cost", 0, "most US dollars per period (set)")
-	perSession := fs.Bool("per-session", false, "one budget per session of the agent (set)")
-	note := fs.String("note", "", "a name to record beside who did it, as a note (set, rm)")
-	pos, err := cli.ParseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q (want list, set or rm)", cli.ErrUsage, pos[0])
-	}
-	who := events.Actor{Channel: events.ChannelCLI, DeclaredBy: *note}
-	limit := budgets.Limit{Agent: *agent, Period: *period, Tokens: *tokens, CostUSD: *cost, PerSession: *perSession, By: &who}
+	return cli.Command(use, short, budgetsLong, func(fs *pflag.FlagSet) cli.Run {
+		o := budgetOptions{sub: sub, conn: cli.ConnFlags{App: a, StoreFallback: true}}
+		o.conn.Register(fs)
+		switch sub {
+		case "list":
+			o.out.Register(fs, "{\"limits\": [...], \"uses\": [...]}, indented")
+		case "set":
+			fs.StringVar(&o.agent, "agent", "", "agent id (required)")
+			fs.DurationVar(&o.period, "period", 0, "budget period, e.g. 24h (required)")
+			fs.Int64Var(&o.tokens, "tokens", 0, "most tokens (input plus output) per period")
+			fs.Float64Var(&o.cost, "cost", 0, "most US dollars per period")
+			fs.BoolVar(&o.perSession, "per-session", false, "one budget per session of the agent")
+		case "rm":
+			fs.StringVar(&o.agent, "agent", "", "agent id (required)")
+		}
+		if sub != "list" {
+			fs.StringVar(&o.note, "note", "", "a name to record beside who did it, as a note")
+		}
+		return func(ctx context.Context, pos []string) error {
+			if len(pos) > 0 {
+				return fmt.Errorf("%w: unexpected argument %q (want list, set or rm)", cli.ErrUsage, pos[0])
+			}
+			return o.run(ctx, a)
+		}
+	})
+}
+
+// budgetOptions are the flags of observer budgets' subcommands.
+type budgetOptions struct {
+	sub        string
+	conn       cli.ConnFlags
+	out        cli.Output
+	agent      string
+	period     time.Duration
+	tokens     int64
+	cost       float64
+	perSession bool
+	note       string
+}
+
+func (o *budgetOptions) run(ctx context.Context, a *cli.App) error {
+	stdout, stderr, sub, conn := a.Out, a.Err, o.sub, &o.conn
+	who := events.Actor{Channel: events.ChannelCLI, DeclaredBy: o.note}
+	limit := budgets.Limit{Agent: o.agent, Period: o.period, Tokens: o.tokens, CostUSD: o.cost, PerSession: o.perSession, By: &who}
 	switch sub {
 	case "set":
 		if err := limit.Validate(); err != nil {
 			return fmt.Errorf("%w: %w", cli.ErrUsage, err)
 		}
 	case "rm":
-		if *agent == "" {
+		if o.agent == "" {
 			return fmt.Errorf("%w: --agent is required", cli.ErrUsage)
 		}
 	}
@@ -73,7 +102,7 @@ func cmdBudgets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if sub == "list" {
 		mode = cli.ReadOnly
 	}
-	c, err := conn.Open(ctx, "hookbus-observer", cli.Logger(*verbose, stderr), mode)
+	c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(stderr), mode)
 	if err != nil {
 		return err
 	}
@@ -89,17 +118,17 @@ func cmdBudgets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "budget of %s set: %s\n", limit.Agent, describeLimit(limit))
 		return nil
 	case "rm":
-		if err := sb.RemoveLimit(gctx, *agent, who); err != nil {
+		if err := sb.RemoveLimit(gctx, o.agent, who); err != nil {
 			return c.Explain(usageIfInvalid(err))
 		}
-		fmt.Fprintf(stdout, "budget of %s removed\n", *agent)
+		fmt.Fprintf(stdout, "budget of %s removed\n", o.agent)
 		return nil
 	}
 	limits, uses, err := sb.List(gctx)
 	if err != nil {
 		return c.Explain(err)
 	}
-	if *asJSON {
+	if o.out.JSON() {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -16,19 +16,12 @@ import (
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-const hooksUsage = `observer hooks — the registry of remote interceptors
-
-Usage:
-  observer hooks list   [--nats URL | --store DIR]
-  observer hooks add    --stage S --plugin P [--order N] [--timeout D] [--policy ignore|fail]
-                        [--mode mutate|validate] [--tools GLOB] [--agents GLOB] [--nats URL | --store DIR]
-  observer hooks rm     --stage S --plugin P [--nats URL | --store DIR]
-  observer hooks grant  PLUGIN [--nats URL | --store DIR]
-  observer hooks revoke PLUGIN [--nats URL | --store DIR]
-  observer hooks disable PLUGIN [--reason TEXT] [--note TEXT] [--nats URL | --store DIR]
-  observer hooks enable  PLUGIN [--note TEXT] [--nats URL | --store DIR]
+const hooksLong = `The registry of remote interceptors: which plugin the loop calls on which
+stage, in which order, with which timeout and failure policy.
 
 add registers (or replaces) the plugin's interceptor on a stage; the loop
 calls it at <prefix>.hook.<stage>.<plugin>, in order. context.assembled and
@@ -39,83 +32,127 @@ stage, within a second and without a restart; each call skipped is recorded
 as a hook.decided with decision "skipped" naming who disabled it, when and
 why. enable turns it back on. Who disables or enables a plugin is recorded as
 the NATS user of the connection, as the server authenticated it; --note
-(formerly --by) is kept beside it as a note, never as who did it. --mode shadow registers a plugin that is called
-after the chain, off the run's path: its decisions are recorded (hook.decided
-with "shadow": true), never applied. Changes apply to running loops at once.
-`
+(formerly --by) is kept beside it as a note, never as who did it. --mode
+shadow registers a plugin that is called after the chain, off the run's path:
+its decisions are recorded (hook.decided with "shadow": true), never applied.
 
-// cmdHooks runs "observer hooks SUBCOMMAND ...".
-func cmdHooks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, hooksUsage)
-		return fmt.Errorf("%w: want a subcommand: list, add, rm, grant, revoke, disable or enable", cli.ErrUsage)
-	}
-	sub, args := args[0], args[1:]
-	switch sub {
-	case "list", "add", "rm", "grant", "revoke", "disable", "enable":
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, hooksUsage)
-		return cli.ErrHelp
-	default:
-		return fmt.Errorf("%w: unknown subcommand %q (want list, add, rm, grant, revoke, disable or enable)", cli.ErrUsage, sub)
-	}
-	fs := flag.NewFlagSet("observer hooks "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	conn := cli.ConnFlags{StoreFallback: true}
-	conn.Register(fs)
-	verbose := fs.Bool("v", false, cli.VerboseHelp)
-	var hf hookFlags
-	if sub == "add" || sub == "rm" {
-		hf.register(fs, sub == "add")
-	}
-	off := interceptors.Disabled{Actor: events.Actor{Channel: events.ChannelCLI}}
-	if sub == "disable" || sub == "enable" {
-		fs.StringVar(&off.DeclaredBy, "note", "", "a name to record beside who did it (the NATS user of the connection), as a note")
-		fs.StringVar(&off.DeclaredBy, "by", "", "the same as --note (kept for scripts: a note, never who did it)")
-	}
-	if sub == "disable" {
-		fs.StringVar(&off.Reason, "reason", "", "why (recorded with every skipped call)")
-	}
-	pos, err := cli.ParseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	var plugin string
-	switch sub {
-	case "grant", "revoke", "disable", "enable":
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: %s takes one plugin id, got %d arguments", cli.ErrUsage, sub, len(pos))
-		}
-		plugin = pos[0]
-		if err := events.ValidateID("plugin", plugin); err != nil {
-			return fmt.Errorf("%w: %v", cli.ErrUsage, err)
-		}
-	default:
-		if len(pos) > 0 {
-			return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, pos[0])
-		}
-	}
-	var reg interceptors.Registration
-	if sub == "add" || sub == "rm" {
-		if reg, err = hf.registration(); err != nil {
-			return err
-		}
-	}
+apply makes the registry match a file (hooks as code: adds, updates and
+removes registrations, and grants when the file lists them); --dry-run prints
+the changes without making them. export writes the registry in that format.
+Changes apply to running loops at once.`
 
-	// Writing into a store directory creates the buckets it lacks; on a
-	// server an operator provisions them (observer provision).
-	mode := cli.ProvisionStore
-	if sub == "list" {
-		mode = cli.ReadOnly
+// hookSubcommands are observer hooks' subcommands, in the order the help
+// lists them.
+var hookSubcommands = []string{"list", "add", "rm", "grant", "revoke", "disable", "enable", "apply", "export"}
+
+// hooksCmd is "observer hooks SUBCOMMAND ...".
+func hooksCmd(a *cli.App) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "hooks SUBCOMMAND [flags]",
+		Short: "The registry of remote interceptors: list, add, rm, grant, revoke, disable, enable, apply, export",
+		Long:  hooksLong,
+		// A subcommand's flags may come first: every argument is this
+		// command's to read when no subcommand matched.
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			want := strings.Join(hookSubcommands, ", ")
+			switch {
+			case len(args) == 0:
+				cmd.SetOut(a.Err)
+				_ = cmd.Usage()
+				return fmt.Errorf("%w: want a subcommand: %s", cli.ErrUsage, want)
+			case args[0] == "-h" || args[0] == "--help":
+				return cmd.Help()
+			}
+			return fmt.Errorf("%w: unknown subcommand %q (want %s)", cli.ErrUsage, args[0], want)
+		},
 	}
-	c, err := conn.Open(ctx, "hookbus-observer", cli.Logger(*verbose, stderr), mode)
-	if err != nil {
-		return err
+	for _, sub := range hookSubcommands[:7] {
+		cmd.AddCommand(hookSub(a, sub))
 	}
-	defer c.Close()
-	gctx, stop := c.Guard(ctx)
-	defer stop()
-	return c.Explain(usageIfInvalid(hooks(gctx, remote.NewRegistry(c.Bus), sub, reg, plugin, off, stdout)))
+	cmd.AddCommand(hooksApplyCmd(a), hooksExportCmd(a))
+	return cmd
+}
+
+// hookShort are the one-line helps of observer hooks' subcommands.
+var hookShort = map[string][2]string{
+	"list":    {"list [flags]", "List the registrations in run order, the grants and the plugins disabled"},
+	"add":     {"add --stage S --plugin P [flags]", "Register (or replace) a plugin's interceptor on a stage"},
+	"rm":      {"rm --stage S --plugin P [flags]", "Remove a plugin's registration on a stage, valid or not"},
+	"grant":   {"grant PLUGIN [flags]", "Grant a plugin privileged_hooks (context.assembled, model.responded)"},
+	"revoke":  {"revoke PLUGIN [flags]", "Withdraw a plugin's privileged_hooks"},
+	"disable": {"disable PLUGIN [--reason TEXT] [flags]", "Turn a plugin off everywhere within a second (the kill switch)"},
+	"enable":  {"enable PLUGIN [flags]", "Turn a disabled plugin back on"},
+}
+
+// hookSub is one of observer hooks' imperative subcommands.
+func hookSub(a *cli.App, sub string) *cobra.Command {
+	return cli.Command(hookShort[sub][0], hookShort[sub][1], "", func(fs *pflag.FlagSet) cli.Run {
+		conn := cli.ConnFlags{App: a, StoreFallback: true}
+		conn.Register(fs)
+		var hf hookFlags
+		if sub == "add" || sub == "rm" {
+			hf.register(fs, sub == "add")
+		}
+		var out cli.Output
+		if sub == "list" {
+			out.Register(fs, "the registrations, the grants and the plugins disabled, one document")
+		}
+		off := interceptors.Disabled{Actor: events.Actor{Channel: events.ChannelCLI}}
+		if sub == "disable" || sub == "enable" {
+			fs.StringVar(&off.DeclaredBy, "note", "", "a name to record beside who did it (the NATS user of the connection), as a note")
+			fs.StringVar(&off.DeclaredBy, "by", "", "the same as --note (kept for scripts: a note, never who did it)")
+		}
+		if sub == "disable" {
+			fs.StringVar(&off.Reason, "reason", "", "why (recorded with every skipped call)")
+		}
+		return func(ctx context.Context, pos []string) error {
+			var plugin string
+			switch sub {
+			case "grant", "revoke", "disable", "enable":
+				if len(pos) != 1 {
+					return fmt.Errorf("%w: %s takes one plugin id, got %d arguments", cli.ErrUsage, sub, len(pos))
+				}
+				plugin = pos[0]
+				if err := events.ValidateID("plugin", plugin); err != nil {
+					return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+				}
+			default:
+				if len(pos) > 0 {
+					return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, pos[0])
+				}
+			}
+			var reg interceptors.Registration
+			var err error
+			switch sub {
+			case "add":
+				reg, err = hf.registration()
+			case "rm":
+				reg, err = hf.entry()
+			}
+			if err != nil {
+				return err
+			}
+			// Writing into a store directory creates the buckets it lacks; on a
+			// server an operator provisions them (observer provision).
+			mode := cli.ProvisionStore
+			if sub == "list" {
+				mode = cli.ReadOnly
+			}
+			c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(a.Err), mode)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			gctx, stop := c.Guard(ctx)
+			defer stop()
+			r := remote.NewRegistry(c.Bus)
+			if sub == "list" {
+				return c.Explain(listHooks(gctx, r, a.Out, out.JSON()))
+			}
+			return c.Explain(usageIfInvalid(hooks(gctx, r, sub, reg, plugin, off, a.Out)))
+		}
+	})
 }
 
 // usageIfInvalid marks the registry's refusals of a bad id or registration
@@ -131,8 +168,6 @@ func usageIfInvalid(err error) error {
 // hooks runs the subcommand on the registry.
 func hooks(ctx context.Context, r *remote.Registry, sub string, reg interceptors.Registration, plugin string, off interceptors.Disabled, stdout io.Writer) error {
 	switch sub {
-	case "list":
-		return listHooks(ctx, r, stdout)
 	case "add":
 		if err := r.Put(ctx, reg); err != nil {
 			return err
@@ -174,7 +209,7 @@ type hookFlags struct {
 	timeout                                    string // a Go duration, as in the registry
 }
 
-func (f *hookFlags) register(fs *flag.FlagSet, add bool) {
+func (f *hookFlags) register(fs *pflag.FlagSet, add bool) {
 	fs.StringVar(&f.stage, "stage", "", "stage (e.g. tool.before); required")
 	fs.StringVar(&f.plugin, "plugin", "", "plugin id (the service's name); required")
 	if !add {
@@ -188,10 +223,11 @@ func (f *hookFlags) register(fs *flag.FlagSet, add bool) {
 	fs.StringVar(&f.agents, "agents", "", "only for agent ids matching this glob")
 }
 
-// registration reads the flags; a missing or malformed stage or plugin or
-// a malformed timeout is a usage error. The rest is checked by
-// Registry.Put.
-func (f *hookFlags) registration() (interceptors.Registration, error) {
+// entry reads the stage and plugin of the entry rm removes: a missing or
+// malformed stage or plugin is a usage error. Nothing else is checked: an
+// entry that is not a valid registration (every loop warns about it) is
+// removed all the same.
+func (f *hookFlags) entry() (interceptors.Registration, error) {
 	if f.stage == "" || f.plugin == "" {
 		return interceptors.Registration{}, fmt.Errorf("%w: --stage and --plugin are required", cli.ErrUsage)
 	}
@@ -202,8 +238,19 @@ func (f *hookFlags) registration() (interceptors.Registration, error) {
 	if err := events.ValidateID("plugin", f.plugin); err != nil {
 		return interceptors.Registration{}, fmt.Errorf("%w: --plugin: %v", cli.ErrUsage, err)
 	}
+	return interceptors.Registration{Plugin: f.plugin, Stage: stage}, nil
+}
+
+// registration reads the flags; a missing or malformed stage or plugin or
+// a malformed timeout is a usage error. The rest is checked by
+// Registry.Put.
+func (f *hookFlags) registration() (interceptors.Registration, error) {
+	key, err := f.entry()
+	if err != nil {
+		return key, err
+	}
 	reg := interceptors.Registration{
-		Plugin: f.plugin, Stage: stage, Order: f.order, Policy: interceptors.Policy(f.policy),
+		Plugin: key.Plugin, Stage: key.Stage, Order: f.order, Policy: interceptors.Policy(f.policy),
 		Mode: interceptors.Mode(f.mode), Tools: f.tools, Agents: f.agents,
 	}
 	if f.timeout != "" {
@@ -237,8 +284,22 @@ func orAny(glob string) string {
 	return glob
 }
 
-// listHooks prints the registry as a table, in run order, then the grants.
-func listHooks(ctx context.Context, r *remote.Registry, w io.Writer) error {
+// hookList is observer hooks list --output json.
+type hookList struct {
+	// Hooks are the registrations, in run order, with their defaults.
+	Hooks []interceptors.Registration `json:"hooks"`
+	// Granted are the plugins granted privileged_hooks.
+	Granted []string `json:"privileged_hooks"`
+	// Disabled are the plugins turned off, by plugin.
+	Disabled map[string]interceptors.Disabled `json:"disabled"`
+	// Unreadable are the entries that hold no valid registration, with
+	// why (observer hooks rm removes them).
+	Unreadable map[string]string `json:"unreadable,omitempty"`
+}
+
+// listHooks prints the registry as a table, in run order, then the grants
+// (asJSON: one hookList document).
+func listHooks(ctx context.Context, r *remote.Registry, w io.Writer, asJSON bool) error {
 	regs, err := r.List(ctx)
 	if err != nil {
 		return err
@@ -250,6 +311,28 @@ func listHooks(ctx context.Context, r *remote.Registry, w io.Writer) error {
 	disabled, err := r.DisabledPlugins(ctx)
 	if err != nil {
 		return err
+	}
+	bad, err := r.Unreadable(ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		l := hookList{Granted: granted, Disabled: disabled, Hooks: make([]interceptors.Registration, len(regs))}
+		for i, reg := range regs {
+			l.Hooks[i] = reg.WithDefaults()
+		}
+		for _, u := range bad {
+			if l.Unreadable == nil {
+				l.Unreadable = map[string]string{}
+			}
+			l.Unreadable[u.Key] = u.Err.Error()
+		}
+		if l.Granted == nil {
+			l.Granted = []string{}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(l)
 	}
 	isGranted := make(map[string]bool, len(granted))
 	for _, p := range granted {
@@ -282,6 +365,9 @@ func listHooks(ctx context.Context, r *remote.Registry, w io.Writer) error {
 	}
 	for _, p := range slices.Sorted(maps.Keys(disabled)) {
 		fmt.Fprintf(w, "disabled: %s\n", describeDisabled(p, disabled[p]))
+	}
+	for _, u := range bad {
+		fmt.Fprintf(w, "unreadable entry %s (not called; observer hooks rm removes it): %v\n", u.Key, u.Err)
 	}
 	if len(granted) == 0 {
 		fmt.Fprintln(w, "privileged_hooks granted to: nobody")

@@ -89,7 +89,7 @@ func printQueue(w io.Writer, list []queuedRun) error {
 
 // queuedRequests is observer runs --queued.
 func queuedRequests(ctx context.Context, d *deskFlags, agent, session string, stdout, stderr io.Writer) error {
-	c, err := d.conn.Open(ctx, "hookbus-observer", cli.Logger(d.verbose, stderr), cli.ReadOnly)
+	c, err := d.conn.Open(ctx, "hookbus-observer", d.logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func queuedRequests(ctx context.Context, d *deskFlags, agent, session string, st
 	if err != nil {
 		return err
 	}
-	if d.asJSON {
+	if d.asJSON() {
 		return writeJSONLines(stdout, list)
 	}
 	if len(list) == 0 {

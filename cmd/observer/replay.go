@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -13,6 +12,8 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // filterFlags are the event filters of replay and tail.
@@ -21,7 +22,7 @@ type filterFlags struct {
 	since                      time.Duration
 }
 
-func (f *filterFlags) register(fs *flag.FlagSet) {
+func (f *filterFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.agent, "agent", "", "only this agent")
 	fs.StringVar(&f.session, "session", "", "only this session")
 	fs.StringVar(&f.run, "run", "", "only this run: its id, or a unique prefix of it (as the timeline shows it)")
@@ -80,29 +81,47 @@ func (f *filterFlags) describe() string {
 	return strings.Join(parts, " ")
 }
 
-func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer, live bool) error {
-	name := "replay"
+const replayLong = `Prints the events that match the filters, in stream order, and exits (1 when
+the filters match nothing). --run takes a run id or a unique prefix of one (the
+timeline shows run ids shortened to a prefix).`
+
+const tailLong = `Follows new events that match the filters, until interrupted. tail needs a
+running server (--nats, --context, or the server on nats://127.0.0.1:4222).`
+
+// replayCmd is observer replay, or with live observer tail.
+func replayCmd(a *cli.App, live bool) *cobra.Command {
+	use, short, long := "replay [flags]", "Print the events that match, in stream order", replayLong
 	if live {
-		name = "tail"
+		use, short, long = "tail [flags]", "Follow new events as they are stored", tailLong
 	}
-	fs := flag.NewFlagSet("observer "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	conn := cli.ConnFlags{StoreFallback: !live}
-	conn.Register(fs)
-	var ff filterFlags
-	ff.register(fs)
-	asJSON := fs.Bool("json", false, "one CloudEvent (JSON format) per line")
-	tree := false
-	if !live {
-		fs.BoolVar(&tree, "tree", false, "with --run: the run with the sub-agent runs it called nested under it")
-	}
-	verbose := fs.Bool("v", false, cli.VerboseHelp)
-	if err := cli.Parse(fs, args); err != nil {
-		return err
-	}
-	if err := cli.NoArgs(fs); err != nil {
-		return err
-	}
+	return cli.Command(use, short, long, func(fs *pflag.FlagSet) cli.Run {
+		o := replayOptions{live: live, conn: cli.ConnFlags{App: a, StoreFallback: !live}}
+		o.conn.Register(fs)
+		o.ff.register(fs)
+		o.out.Register(fs, "one CloudEvent (JSON format) per line", cli.OutputText, cli.OutputJSON)
+		if !live {
+			fs.BoolVar(&o.tree, "tree", false, "with --run: the run with the sub-agent runs it called nested under it")
+		}
+		return func(ctx context.Context, args []string) error {
+			if err := cli.NoArgs(nil, args); err != nil {
+				return err
+			}
+			return o.replay(ctx, a)
+		}
+	})
+}
+
+// replayOptions are the flags of observer replay and tail.
+type replayOptions struct {
+	live bool
+	conn cli.ConnFlags
+	ff   filterFlags
+	out  cli.Output
+	tree bool
+}
+
+func (o *replayOptions) replay(ctx context.Context, a *cli.App) error {
+	live, conn, ff, tree, stdout, stderr := o.live, &o.conn, o.ff, o.tree, a.Out, a.Err
 	filter, err := ff.filter()
 	if err != nil {
 		return err
@@ -113,7 +132,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer, liv
 	if live && conn.Store != "" {
 		return fmt.Errorf("%w: tail follows a running server (--nats); replay reads a store (--store)", cli.ErrUsage)
 	}
-	c, err := conn.Open(ctx, "hookbus-observer", cli.Logger(*verbose, stderr), cli.ReadOnly)
+	c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
@@ -121,14 +140,14 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer, liv
 	gctx, stop := c.Guard(ctx)
 	defer stop()
 	print := cli.PrintTimeline
-	if *asJSON {
+	if o.out.JSON() {
 		print = cli.PrintJSON
 	}
 	if live {
 		return c.Explain(tail(gctx, c.Bus, filter, ff, stdout, stderr, print))
 	}
 	if tree {
-		return c.Explain(replayTree(gctx, c.Bus, filter, ff, stdout, stderr, *asJSON))
+		return c.Explain(replayTree(gctx, c.Bus, filter, ff, stdout, stderr, o.out.JSON()))
 	}
 	return c.Explain(replay(gctx, c.Bus, filter, ff, stdout, stderr, print))
 }

@@ -3,31 +3,41 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/spf13/pflag"
 )
 
 // deskFlags are the flags the auditor's commands (sessions, runs, show,
-// stats) share: the connection, --json and -v.
+// stats, verify) share: the connection and --output (--json).
 type deskFlags struct {
-	conn    cli.ConnFlags
-	asJSON  bool
-	verbose bool
+	app  *cli.App
+	conn cli.ConnFlags
+	out  cli.Output
 }
 
-func (d *deskFlags) register(fs *flag.FlagSet, jsonHelp string) {
+// register defines the flags on fs; formats are --output's (default:
+// table, json).
+func (d *deskFlags) register(a *cli.App, fs *pflag.FlagSet, jsonHelp string, formats ...string) {
+	d.app = a
+	d.conn.App = a
 	d.conn.StoreFallback = true
 	d.conn.Register(fs)
-	fs.BoolVar(&d.asJSON, "json", false, jsonHelp)
-	fs.BoolVar(&d.verbose, "v", false, cli.VerboseHelp)
+	d.out.Register(fs, jsonHelp, formats...)
 }
+
+// asJSON reports whether the output is JSON.
+func (d *deskFlags) asJSON() bool { return d.out.JSON() }
+
+// logger is the command's logger.
+func (d *deskFlags) logger(stderr io.Writer) *slog.Logger { return d.app.Log.Logger(stderr) }
 
 // since validates --since into a time (zero for none).
 func since(d time.Duration) (time.Time, error) {
@@ -60,7 +70,7 @@ func (d *deskFlags) scan(ctx context.Context, filter bus.Filter, stderr io.Write
 
 // scanThen is scan, then calls then (when not nil) on the same connection.
 func (d *deskFlags) scanThen(ctx context.Context, filter bus.Filter, stderr io.Writer, fold func(*events.Event), then func(context.Context, *cli.Conn) error) error {
-	c, err := d.conn.Open(ctx, "hookbus-observer", cli.Logger(d.verbose, stderr), cli.ReadOnly)
+	c, err := d.conn.Open(ctx, "hookbus-observer", d.logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}

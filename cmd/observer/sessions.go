@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -10,46 +9,44 @@ import (
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// cmdSessions lists the sessions: runs, last activity, the last run's
+// sessionsCmd lists the sessions: runs, last activity, the last run's
 // status.
-func cmdSessions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("observer sessions", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var d deskFlags
-	d.register(fs, "one JSON object a session per line (audit.SessionSummary)")
-	agent := fs.String("agent", "", "only this agent's sessions")
-	sinceD := fs.Duration("since", 0, "only events stored in this last while (e.g. 24h)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: observer sessions [flags]\n\nLists the sessions with their runs, last activity and the last run's status, the most recent last.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args); err != nil {
-		return err
-	}
-	if err := cli.NoArgs(fs); err != nil {
-		return err
-	}
-	if err := validID("agent", *agent); err != nil {
-		return err
-	}
-	from, err := since(*sinceD)
-	if err != nil {
-		return err
-	}
-	var ss audit.Sessions
-	if err := d.scan(ctx, bus.Filter{Agent: *agent, Since: from}, stderr, ss.Add); err != nil {
-		return err
-	}
-	list := ss.List()
-	if len(list) == 0 && (*agent != "" || *sinceD > 0) {
-		return fmt.Errorf("no sessions match")
-	}
-	if d.asJSON {
-		return writeJSONLines(stdout, list)
-	}
-	return printSessions(stdout, list)
+func sessionsCmd(a *cli.App) *cobra.Command {
+	return cli.Command("sessions [flags]", "List the sessions: runs, last activity, the last run's status", `Lists the sessions with their runs, last activity and the last run's status, the most recent last.`, func(fs *pflag.FlagSet) cli.Run {
+		stdout, stderr := a.Out, a.Err
+		var d deskFlags
+		d.register(a, fs, "one JSON object a session per line (audit.SessionSummary)")
+		agent := fs.String("agent", "", "only this agent's sessions")
+		sinceD := fs.Duration("since", 0, "only events stored in this last while (e.g. 24h)")
+		return func(ctx context.Context, args []string) error {
+			if err := cli.NoArgs(nil, args); err != nil {
+				return err
+			}
+			if err := validID("agent", *agent); err != nil {
+				return err
+			}
+			from, err := since(*sinceD)
+			if err != nil {
+				return err
+			}
+			var ss audit.Sessions
+			if err := d.scan(ctx, bus.Filter{Agent: *agent, Since: from}, stderr, ss.Add); err != nil {
+				return err
+			}
+			list := ss.List()
+			if len(list) == 0 && (*agent != "" || *sinceD > 0) {
+				return fmt.Errorf("no sessions match")
+			}
+			if d.asJSON() {
+				return writeJSONLines(stdout, list)
+			}
+			return printSessions(stdout, list)
+		}
+	})
 }
 
 func printSessions(w io.Writer, list []audit.SessionSummary) error {

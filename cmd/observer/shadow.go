@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -14,14 +13,11 @@ import (
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-const shadowUsage = `observer shadow — backtest a candidate interceptor on recorded traffic
-
-Usage:
-  observer shadow --stage S --plugin P [--since D] [--agent A] [--session S] [--timeout D] [--json] [connection]
-
-Reads the recorded events of stage S (and their hook.decided/hook.failed
+const shadowLong = `Reads the recorded events of stage S (and their hook.decided/hook.failed
 records) from the stream, sends each to the remote plugin P over NATS as the
 loop calls it (request to <prefix>.hook.<stage>.<plugin>), and reports every
 event where P decides differently from what was recorded: P's own recorded
@@ -37,27 +33,37 @@ reconstructible and not sent (docs/PROTOCOL.md, "Shadow backtests").
 Progress goes to stderr every second.
 `
 
-func cmdShadow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("observer shadow", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, shadowUsage) }
-	conn := cli.ConnFlags{StoreFallback: true}
-	conn.Register(fs)
-	verbose := fs.Bool("v", false, cli.VerboseHelp)
-	stageName := fs.String("stage", "", "stage whose recorded events are sent (e.g. tool.before); required")
-	plugin := fs.String("plugin", "", "candidate plugin (a remote interceptor serving the stage); required")
-	agent := fs.String("agent", "", "only this agent's events")
-	session := fs.String("session", "", "only this session's events")
-	since := fs.Duration("since", 0, "only events newer than this (e.g. 168h)")
-	timeout := fs.Duration("timeout", interceptors.DefaultTimeout, "per-call timeout of the candidate")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	pos, err := cli.ParseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, pos[0])
-	}
+func shadowCmd(a *cli.App) *cobra.Command {
+	return cli.Command("shadow --stage S --plugin P [flags]", "Backtest a candidate interceptor on recorded traffic", shadowLong, func(fs *pflag.FlagSet) cli.Run {
+		conn := cli.ConnFlags{App: a, StoreFallback: true}
+		conn.Register(fs)
+		var o shadowOptions
+		fs.StringVar(&o.stage, "stage", "", "stage whose recorded events are sent (e.g. tool.before); required")
+		fs.StringVar(&o.plugin, "plugin", "", "candidate plugin (a remote interceptor serving the stage); required")
+		fs.StringVar(&o.agent, "agent", "", "only this agent's events")
+		fs.StringVar(&o.session, "session", "", "only this session's events")
+		fs.DurationVar(&o.since, "since", 0, "only events newer than this (e.g. 168h)")
+		fs.DurationVar(&o.timeout, "timeout", interceptors.DefaultTimeout, "per-call timeout of the candidate")
+		o.out.Register(fs, "the report, indented")
+		return func(ctx context.Context, pos []string) error {
+			if len(pos) > 0 {
+				return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, pos[0])
+			}
+			return shadow(ctx, a, &conn, o)
+		}
+	})
+}
+
+// shadowOptions are the flags of observer shadow.
+type shadowOptions struct {
+	stage, plugin, agent, session string
+	since, timeout                time.Duration
+	out                           cli.Output
+}
+
+func shadow(ctx context.Context, a *cli.App, conn *cli.ConnFlags, o shadowOptions) error {
+	stdout, stderr := a.Out, a.Err
+	stageName, plugin, agent, session, since, timeout, asJSON := &o.stage, &o.plugin, &o.agent, &o.session, &o.since, &o.timeout, o.out.JSON()
 	if *stageName == "" || *plugin == "" {
 		return fmt.Errorf("%w: --stage and --plugin are required", cli.ErrUsage)
 	}
@@ -76,7 +82,7 @@ func cmdShadow(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *since > 0 {
 		f.Since = time.Now().Add(-*since)
 	}
-	c, err := conn.Open(ctx, "hookbus-observer", cli.Logger(*verbose, stderr), cli.ReadOnly)
+	c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
@@ -89,7 +95,7 @@ func cmdShadow(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return c.Explain(usageIfInvalid(err))
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)

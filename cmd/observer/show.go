@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -13,52 +12,50 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// cmdShow prints one run as a tree.
-func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("observer show", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var d deskFlags
-	d.register(fs, "the run's tree as one JSON document (audit.RunTree)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: observer show [flags] RUN\n\nPrints one run as a tree: its steps, model calls, tool calls and their results, every interceptor's decision (plugin, latency, what it changed: its patch as a diff of the payload), approvals, compactions, and the sub-agent runs it called, nested. RUN is a run id or a unique prefix of one (as runs and replay show them).\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	pos, err := cli.ParseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: want one RUN (an id or a prefix of one), got %d arguments", cli.ErrUsage, len(pos))
-	}
-	ff := filterFlags{run: pos[0]}
-	prefix := ff.runPrefix()
-	if prefix == "" {
-		return fmt.Errorf("%w: RUN %q holds no run id", cli.ErrUsage, pos[0])
-	}
-	if err := validID("run", prefix); err != nil {
-		return err
-	}
-	show := audit.NewShow(prefix)
-	if err := d.scan(ctx, bus.Filter{}, stderr, show.Add); err != nil {
-		return err
-	}
-	run, err := pick(prefix, show.Runs())
-	if err != nil {
-		return err
-	}
-	tree, err := show.Tree(run)
-	if err != nil {
-		return err
-	}
-	if d.asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(tree)
-	}
-	printTree(stdout, tree, "")
-	return nil
+// showCmd prints one run as a tree.
+func showCmd(a *cli.App) *cobra.Command {
+	return cli.Command("show [flags] RUN", "Print one run as a tree: steps, tools, hooks' decisions, approvals, sub-agents", `Prints one run as a tree: its steps, model calls, tool calls and their results, every interceptor's decision (plugin, latency, what it changed: its patch as a diff of the payload), approvals, compactions, and the sub-agent runs it called, nested. RUN is a run id or a unique prefix of one (as runs and replay show them).`, func(fs *pflag.FlagSet) cli.Run {
+		stdout, stderr := a.Out, a.Err
+		var d deskFlags
+		d.register(a, fs, "the run's tree as one JSON document (audit.RunTree)", cli.OutputText, cli.OutputJSON)
+		return func(ctx context.Context, args []string) error {
+			pos := args
+			if len(pos) != 1 {
+				return fmt.Errorf("%w: want one RUN (an id or a prefix of one), got %d arguments", cli.ErrUsage, len(pos))
+			}
+			ff := filterFlags{run: pos[0]}
+			prefix := ff.runPrefix()
+			if prefix == "" {
+				return fmt.Errorf("%w: RUN %q holds no run id", cli.ErrUsage, pos[0])
+			}
+			if err := validID("run", prefix); err != nil {
+				return err
+			}
+			show := audit.NewShow(prefix)
+			if err := d.scan(ctx, bus.Filter{}, stderr, show.Add); err != nil {
+				return err
+			}
+			run, err := pick(prefix, show.Runs())
+			if err != nil {
+				return err
+			}
+			tree, err := show.Tree(run)
+			if err != nil {
+				return err
+			}
+			if d.asJSON() {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(tree)
+			}
+			printTree(stdout, tree, "")
+			return nil
+		}
+	})
 }
 
 // printTree writes t, each line prefixed by ind.

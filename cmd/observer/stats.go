@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -11,46 +10,44 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// cmdStats prints, per plugin and stage, what the interceptors did.
-func cmdStats(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("observer stats", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var d deskFlags
-	d.register(fs, "one JSON object per plugin and stage a line (audit.PluginStats)")
-	agent := fs.String("agent", "", "only the calls on this agent's runs")
-	sinceD := fs.Duration("since", 0, "only events stored in this last while (e.g. 24h)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: observer stats [flags]\n\nPrints, per plugin and stage, the interceptors' calls: latency (p50, p99), decisions (allow, modify, deny, mock, ask, stop), failures by kind (timeout, no_responders, bad_reply, error, panic), and whether they failed open or closed.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args); err != nil {
-		return err
-	}
-	if err := cli.NoArgs(fs); err != nil {
-		return err
-	}
-	if err := validID("agent", *agent); err != nil {
-		return err
-	}
-	from, err := since(*sinceD)
-	if err != nil {
-		return err
-	}
-	var st audit.Stats
-	if err := d.scan(ctx, bus.Filter{Agent: *agent, Since: from, Stages: audit.StatsStages}, stderr, st.Add); err != nil {
-		return err
-	}
-	list := st.List()
-	if d.asJSON {
-		return writeJSONLines(stdout, list)
-	}
-	if len(list) == 0 {
-		fmt.Fprintln(stderr, "no interceptor calls recorded")
-		return nil
-	}
-	return printStats(stdout, list)
+// statsCmd prints, per plugin and stage, what the interceptors did.
+func statsCmd(a *cli.App) *cobra.Command {
+	return cli.Command("stats [flags]", "Per plugin and stage: calls, latency, decisions, failures", `Prints, per plugin and stage, the interceptors' calls: latency (p50, p99), decisions (allow, modify, deny, mock, ask, stop), failures by kind (timeout, no_responders, bad_reply, error, panic), and whether they failed open or closed.`, func(fs *pflag.FlagSet) cli.Run {
+		stdout, stderr := a.Out, a.Err
+		var d deskFlags
+		d.register(a, fs, "one JSON object per plugin and stage a line (audit.PluginStats)")
+		agent := fs.String("agent", "", "only the calls on this agent's runs")
+		sinceD := fs.Duration("since", 0, "only events stored in this last while (e.g. 24h)")
+		return func(ctx context.Context, args []string) error {
+			if err := cli.NoArgs(nil, args); err != nil {
+				return err
+			}
+			if err := validID("agent", *agent); err != nil {
+				return err
+			}
+			from, err := since(*sinceD)
+			if err != nil {
+				return err
+			}
+			var st audit.Stats
+			if err := d.scan(ctx, bus.Filter{Agent: *agent, Since: from, Stages: audit.StatsStages}, stderr, st.Add); err != nil {
+				return err
+			}
+			list := st.List()
+			if d.asJSON() {
+				return writeJSONLines(stdout, list)
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(stderr, "no interceptor calls recorded")
+				return nil
+			}
+			return printStats(stdout, list)
+		}
+	})
 }
 
 func printStats(w io.Writer, list []audit.PluginStats) error {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,137 +14,145 @@ import (
 	"github.com/hookbus/hookbus/tlog"
 	"github.com/hookbus/hookbus/tlog/tlogbus"
 	"github.com/nats-io/nkeys"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// cmdVerify recomputes the hash chains of runs and checks their signed
+// verifyCmd recomputes the hash chains of runs and checks their signed
 // ends; it fails when any run fails verification (audit.Verifier's rule:
 // tampering; with --public-key, a signer not given; with --require-signed,
 // an end not signed).
-func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("observer verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var d deskFlags
-	d.register(fs, "one verdict (JSON) per run (audit.RunVerdict)")
-	var ff filterFlags
-	ff.register(fs)
-	var keys []string
-	fs.Func("public-key", "a trusted signing key: the public nkey (printed by \"loop keygen\") or a file holding it; repeatable", func(v string) error {
-		keys = append(keys, v)
-		return nil
-	})
-	checkpoint := fs.String("checkpoint", "", "also prove the whole stream against a checkpoint: latest (the latest stored, cosigned by every --witness-key) or a file holding one (observer checkpoint --note, a witness' state); needs --checkpoint-key")
-	cpKey := fs.String("checkpoint-key", "", "the log's verifier key (the checkpointer's), or a file holding it")
-	wkeys := verifiersFlag{witness: true}
-	fs.Var(&wkeys, "witness-key", "with --checkpoint: a witness whose cosignature the checkpoint must carry (its verifier key, or a file); repeatable")
-	quiet := fs.Bool("q", false, "print only the runs that fail")
-	requireSigned := fs.Bool("require-signed", false, "fail every run whose end is not signed (by a key given with --public-key, when any is given); by default an unsigned run whose record is intact passes")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: observer verify [flags]\n\nRecomputes every run's hash chain and checks its signed end: per run, ok, or which\nevent was altered, removed, inserted or reordered. Exits 1 when any run fails:\nwhen its record was tampered with, when it is signed by a key not given with\n--public-key (when any is given), or, with --require-signed, when its end is\nnot signed. A run without an end yet (running, waiting, cut off) and an\nintact unsigned run pass, and say so.\n\nWith --checkpoint it also recomputes the Merkle tree of the whole stream and proves it\nis the one the checkpoint (and every stored checkpoint) commits to, each extending\nthe one before: what a run's chain cannot see, whole runs deleted, the tail\ntruncated, a rewrite re-signed, another stream, is named; it exits 1 then too.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args); err != nil {
-		return err
-	}
-	if err := cli.NoArgs(fs); err != nil {
-		return err
-	}
-	if ff.stage != "" {
-		return fmt.Errorf("%w: --stage: a chain is verified whole", cli.ErrUsage)
-	}
-	filter, err := ff.filter()
-	if err != nil {
-		return err
-	}
-	trust, err := trustedKeys(keys)
-	if err != nil {
-		return err
-	}
-	var stream *tlogbus.VerifyConfig
-	switch {
-	case *checkpoint != "":
-		if ff.describe() != "" {
-			return fmt.Errorf("%w: --checkpoint proves the whole stream: give no --agent, --session, --run or --since with it", cli.ErrUsage)
-		}
-		if *cpKey == "" {
-			return fmt.Errorf("%w: --checkpoint needs --checkpoint-key (the log's verifier key)", cli.ErrUsage)
-		}
-		logKey, err := tlog.ParseVerifier(*cpKey)
-		if err != nil {
-			return fmt.Errorf("%w: --checkpoint-key: %v", cli.ErrUsage, err)
-		}
-		cp, err := checkpointArg(*checkpoint)
-		if err != nil {
-			return err
-		}
-		stream = &tlogbus.VerifyConfig{LogKey: logKey, Witnesses: wkeys.list, Checkpoint: cp}
-	case *cpKey != "" || len(wkeys.list) > 0:
-		return fmt.Errorf("%w: --checkpoint-key and --witness-key go with --checkpoint", cli.ErrUsage)
-	}
-	v := &audit.Verifier{Trust: trust, RequireSigned: *requireSigned}
-	prefix := ff.runPrefix()
-	var sv *tlog.StreamVerdict
-	if err := d.scanThen(ctx, filter, stderr, func(e *events.Event) {
-		if prefix == "" || strings.HasPrefix(e.RunID, prefix) {
-			v.Add(e)
-		}
-	}, func(ctx context.Context, c *cli.Conn) error {
-		if stream == nil {
+func verifyCmd(a *cli.App) *cobra.Command {
+	return cli.Command("verify [flags]", "Check runs' hash chains and signed ends (and, with --checkpoint, the whole stream)", `Recomputes every run's hash chain and checks its signed end: per run, ok, or which
+event was altered, removed, inserted or reordered. Exits 1 when any run fails:
+when its record was tampered with, when it is signed by a key not given with
+--public-key (when any is given), or, with --require-signed, when its end is
+not signed. A run without an end yet (running, waiting, cut off) and an
+intact unsigned run pass, and say so.
+
+With --checkpoint it also recomputes the Merkle tree of the whole stream and proves it
+is the one the checkpoint (and every stored checkpoint) commits to, each extending
+the one before: what a run's chain cannot see, whole runs deleted, the tail
+truncated, a rewrite re-signed, another stream, is named; it exits 1 then too.`, func(fs *pflag.FlagSet) cli.Run {
+		stdout, stderr := a.Out, a.Err
+		var d deskFlags
+		d.register(a, fs, "one verdict (JSON) per run (audit.RunVerdict)", cli.OutputText, cli.OutputJSON)
+		var ff filterFlags
+		ff.register(fs)
+		var keys []string
+		fs.Func("public-key", "a trusted signing `KEY`: the public nkey (printed by \"loop keygen\") or a file holding it; repeatable", func(v string) error {
+			keys = append(keys, v)
 			return nil
-		}
-		p := &progress{w: stderr, live: isTerminal(os.Stderr), last: lastSeq(ctx, c.Bus)}
-		stream.Progress = p.saw
-		var err error
-		sv, err = tlogbus.VerifyStream(ctx, c.Bus, *stream)
-		if err == nil && p.drawn {
-			fmt.Fprint(stderr, "\r\033[K")
-		}
-		return err
-	}); err != nil {
-		return err
-	}
-	verdicts := v.Verdicts()
-	failed, shown := 0, verdicts[:0:0]
-	for _, vd := range verdicts {
-		if !vd.OK() {
-			failed++
-		}
-		if !*quiet || !vd.OK() {
-			shown = append(shown, vd)
-		}
-	}
-	if d.asJSON {
-		if err := writeJSONLines(stdout, shown); err != nil {
-			return err
-		}
-	} else {
-		for _, vd := range shown {
-			printVerdict(stdout, vd)
-		}
-	}
-	fmt.Fprintf(stderr, "%d runs verified: %d intact, %d failed\n", len(verdicts), len(verdicts)-failed, failed)
-	if sv != nil {
-		if d.asJSON {
-			if err := writeJSONLines(stdout, []any{map[string]any{"stream": sv}}); err != nil {
+		})
+		checkpoint := fs.String("checkpoint", "", "also prove the whole stream against a checkpoint: latest (the latest stored, cosigned by every --witness-key) or a file holding one (observer checkpoint --note, a witness' state); needs --checkpoint-key")
+		cpKey := fs.String("checkpoint-key", "", "the log's verifier key (the checkpointer's), or a file holding it")
+		wkeys := verifiersFlag{witness: true}
+		fs.Var(&wkeys, "witness-key", "with --checkpoint: a witness whose cosignature the checkpoint must carry (its verifier key, or a file); repeatable")
+		quiet := fs.BoolP("quiet", "q", false, "print only the runs that fail")
+		requireSigned := fs.Bool("require-signed", false, "fail every run whose end is not signed (by a key given with --public-key, when any is given); by default an unsigned run whose record is intact passes")
+		return func(ctx context.Context, args []string) error {
+			if err := cli.NoArgs(nil, args); err != nil {
 				return err
 			}
-		} else {
-			printStreamVerdict(stdout, sv)
+			if ff.stage != "" {
+				return fmt.Errorf("%w: --stage: a chain is verified whole", cli.ErrUsage)
+			}
+			filter, err := ff.filter()
+			if err != nil {
+				return err
+			}
+			trust, err := trustedKeys(keys)
+			if err != nil {
+				return err
+			}
+			var stream *tlogbus.VerifyConfig
+			switch {
+			case *checkpoint != "":
+				if ff.describe() != "" {
+					return fmt.Errorf("%w: --checkpoint proves the whole stream: give no --agent, --session, --run or --since with it", cli.ErrUsage)
+				}
+				if *cpKey == "" {
+					return fmt.Errorf("%w: --checkpoint needs --checkpoint-key (the log's verifier key)", cli.ErrUsage)
+				}
+				logKey, err := tlog.ParseVerifier(*cpKey)
+				if err != nil {
+					return fmt.Errorf("%w: --checkpoint-key: %v", cli.ErrUsage, err)
+				}
+				cp, err := checkpointArg(*checkpoint)
+				if err != nil {
+					return err
+				}
+				stream = &tlogbus.VerifyConfig{LogKey: logKey, Witnesses: wkeys.list, Checkpoint: cp}
+			case *cpKey != "" || len(wkeys.list) > 0:
+				return fmt.Errorf("%w: --checkpoint-key and --witness-key go with --checkpoint", cli.ErrUsage)
+			}
+			v := &audit.Verifier{Trust: trust, RequireSigned: *requireSigned}
+			prefix := ff.runPrefix()
+			var sv *tlog.StreamVerdict
+			if err := d.scanThen(ctx, filter, stderr, func(e *events.Event) {
+				if prefix == "" || strings.HasPrefix(e.RunID, prefix) {
+					v.Add(e)
+				}
+			}, func(ctx context.Context, c *cli.Conn) error {
+				if stream == nil {
+					return nil
+				}
+				p := &progress{w: stderr, live: isTerminal(os.Stderr), last: lastSeq(ctx, c.Bus)}
+				stream.Progress = p.saw
+				var err error
+				sv, err = tlogbus.VerifyStream(ctx, c.Bus, *stream)
+				if err == nil && p.drawn {
+					fmt.Fprint(stderr, "\r\033[K")
+				}
+				return err
+			}); err != nil {
+				return err
+			}
+			verdicts := v.Verdicts()
+			failed, shown := 0, verdicts[:0:0]
+			for _, vd := range verdicts {
+				if !vd.OK() {
+					failed++
+				}
+				if !*quiet || !vd.OK() {
+					shown = append(shown, vd)
+				}
+			}
+			if d.asJSON() {
+				if err := writeJSONLines(stdout, shown); err != nil {
+					return err
+				}
+			} else {
+				for _, vd := range shown {
+					printVerdict(stdout, vd)
+				}
+			}
+			fmt.Fprintf(stderr, "%d runs verified: %d intact, %d failed\n", len(verdicts), len(verdicts)-failed, failed)
+			if sv != nil {
+				if d.asJSON() {
+					if err := writeJSONLines(stdout, []any{map[string]any{"stream": sv}}); err != nil {
+						return err
+					}
+				} else {
+					printStreamVerdict(stdout, sv)
+				}
+			}
+			if len(verdicts) == 0 {
+				if d := ff.describe(); d != "" {
+					return fmt.Errorf("no events match %s", d)
+				}
+			}
+			switch {
+			case failed > 0 && sv != nil && !sv.OK():
+				return fmt.Errorf("%d of %d runs failed verification, and the stream does not match its checkpoints", failed, len(verdicts))
+			case failed > 0:
+				return fmt.Errorf("%d of %d runs failed verification", failed, len(verdicts))
+			case sv != nil && !sv.OK():
+				return errors.New("the stream does not match its checkpoints")
+			}
+			return nil
 		}
-	}
-	if len(verdicts) == 0 {
-		if d := ff.describe(); d != "" {
-			return fmt.Errorf("no events match %s", d)
-		}
-	}
-	switch {
-	case failed > 0 && sv != nil && !sv.OK():
-		return fmt.Errorf("%d of %d runs failed verification, and the stream does not match its checkpoints", failed, len(verdicts))
-	case failed > 0:
-		return fmt.Errorf("%d of %d runs failed verification", failed, len(verdicts))
-	case sv != nil && !sv.OK():
-		return errors.New("the stream does not match its checkpoints")
-	}
-	return nil
+	})
 }
 
 // printStreamVerdict writes the stream's verification against checkpoints.

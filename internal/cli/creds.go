@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/hookbus/hookbus/internal/redact"
 	"github.com/nats-io/nats.go"
+	"github.com/spf13/pflag"
 )
 
 // Credentials are the ways to authenticate to an external NATS server
@@ -21,15 +21,19 @@ type Credentials struct {
 	Password string // --password, $NATS_PASSWORD
 	Token    string // --token, $NATS_TOKEN
 	TLSCA    string // --tls-ca FILE, $NATS_CA: CA certificates to verify the server with
+	TLSCert  string // --tls-cert FILE, $NATS_CERT: the client certificate (mTLS)
+	TLSKey   string // --tls-key FILE, $NATS_KEY: the client certificate's private key
 }
 
-func (c *Credentials) register(fs *flag.FlagSet) {
+func (c *Credentials) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Creds, "creds", "", "NATS credentials file (JWT and nkey seed, as nsc writes it); default $NATS_CREDS")
 	fs.StringVar(&c.NKey, "nkey", "", "nkey seed file (a user's SU... seed); default $NATS_NKEY")
 	fs.StringVar(&c.User, "user", "", "user name, with --password; default $NATS_USER")
 	fs.StringVar(&c.Password, "password", "", "password of --user; default $NATS_PASSWORD (prefer the variable: a flag shows in ps)")
 	fs.StringVar(&c.Token, "token", "", "authentication token; default $NATS_TOKEN")
 	fs.StringVar(&c.TLSCA, "tls-ca", "", "CA certificate file to verify the server's TLS certificate (a tls:// URL, or a server requiring TLS); default $NATS_CA")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "client certificate file (PEM) for a server that verifies its clients (mTLS: verify: true), with --tls-key; default $NATS_CERT")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "private key file (PEM) of --tls-cert; default $NATS_KEY")
 }
 
 // fromEnv fills the fields not given as flags from the environment.
@@ -38,7 +42,8 @@ func (c *Credentials) fromEnv(getenv func(string) string) Credentials {
 	for _, f := range []struct {
 		v   *string
 		env string
-	}{{&out.Creds, "NATS_CREDS"}, {&out.NKey, "NATS_NKEY"}, {&out.User, "NATS_USER"}, {&out.Password, "NATS_PASSWORD"}, {&out.Token, "NATS_TOKEN"}, {&out.TLSCA, "NATS_CA"}} {
+	}{{&out.Creds, "NATS_CREDS"}, {&out.NKey, "NATS_NKEY"}, {&out.User, "NATS_USER"}, {&out.Password, "NATS_PASSWORD"}, {&out.Token, "NATS_TOKEN"},
+		{&out.TLSCA, "NATS_CA"}, {&out.TLSCert, "NATS_CERT"}, {&out.TLSKey, "NATS_KEY"}} {
 		if *f.v == "" {
 			*f.v = getenv(f.env)
 		}
@@ -106,7 +111,36 @@ func (c Credentials) options(servers string) ([]nats.Option, error) {
 		}
 		opts = append(opts, nats.RootCAs(c.TLSCA))
 	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return nil, fmt.Errorf("%w: a client certificate needs both --tls-cert and --tls-key ($NATS_CERT and $NATS_KEY)", ErrUsage)
+	}
+	if c.TLSCert != "" {
+		if err := readable(c.TLSCert, "--tls-cert"); err != nil {
+			return nil, err
+		}
+		if err := readable(c.TLSKey, "--tls-key"); err != nil {
+			return nil, err
+		}
+		opts = append(opts, nats.ClientCert(c.TLSCert, c.TLSKey))
+	}
 	return opts, nil
+}
+
+// withContext fills what c lacks from a NATS context's settings: its
+// credentials when c has none of any kind, and each TLS file c lacks.
+// Flags and $NATS_* variables win over the context, as for the nats CLI.
+func (c Credentials) withContext(ctx Credentials) Credentials {
+	out := c
+	if len(c.given()) == 0 {
+		out.Creds, out.NKey, out.User, out.Password, out.Token = ctx.Creds, ctx.NKey, ctx.User, ctx.Password, ctx.Token
+	}
+	if out.TLSCA == "" {
+		out.TLSCA = ctx.TLSCA
+	}
+	if out.TLSCert == "" && out.TLSKey == "" {
+		out.TLSCert, out.TLSKey = ctx.TLSCert, ctx.TLSKey
+	}
+	return out
 }
 
 // any reports whether any credential or TLS setting is given.
@@ -134,8 +168,10 @@ func urlHasUser(servers string) bool {
 // flagNames names the flags set, for errors.
 func (c Credentials) flagNames() string {
 	names := c.given()
-	if c.TLSCA != "" {
-		names = append(names, "--tls-ca")
+	for _, f := range []struct{ v, name string }{{c.TLSCA, "--tls-ca"}, {c.TLSCert, "--tls-cert"}, {c.TLSKey, "--tls-key"}} {
+		if f.v != "" {
+			names = append(names, f.name)
+		}
 	}
 	return strings.Join(names, ", ")
 }

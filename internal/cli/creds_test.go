@@ -2,24 +2,24 @@ package cli
 
 import (
 	"errors"
-	"flag"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/spf13/pflag"
 )
 
 // openWith parses args as a command's connection flags and opens the bus
 // read-only.
 func openWith(t *testing.T, args ...string) (*Conn, error) {
 	t.Helper()
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var c ConnFlags
 	c.Register(fs)
-	if err := Parse(fs, args); err != nil {
+	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := c.Open(testContext(t), "test", slog.New(slog.DiscardHandler), ReadOnly)

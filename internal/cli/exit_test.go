@@ -1,13 +1,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 func TestExitCode(t *testing.T) {
@@ -31,24 +32,59 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
+// app runs a root command with one subcommand, "run", that takes
+// --session and positional arguments (args is what it was given).
+func app(t *testing.T, argv ...string) (code int, args []string, session, stdout, stderr string) {
+	t.Helper()
+	var out, errOut strings.Builder
+	a := &App{Name: "loop", Out: &out, Err: &errOut, In: strings.NewReader("")}
+	root := a.NewRoot("test", "")
+	root.AddCommand(Command("run [flags] PROMPT", "runs", "", func(fs *pflag.FlagSet) Run {
+		fs.StringVar(&session, "session", "", "")
+		return func(_ context.Context, pos []string) error {
+			args = pos
+			return nil
+		}
+	}))
+	root.AddCommand(Command("list", "lists", "", func(fs *pflag.FlagSet) Run {
+		return func(_ context.Context, pos []string) error { return NoArgs(nil, pos) }
+	}))
+	code = a.Execute(context.Background(), root, argv)
+	return code, args, session, out.String(), errOut.String()
+}
+
+// -h is help (exit 0), a mistake in the flags or arguments a usage error
+// (exit 2) naming it.
 func TestParse(t *testing.T) {
-	fs := flag.NewFlagSet("x", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Bool("v", false, "")
-	if err := Parse(fs, []string{"-h"}); !errors.Is(err, ErrHelp) {
-		t.Fatalf("-h: %v", err)
+	if code, _, _, out, _ := app(t, "run", "-h"); code != ExitOK || !strings.Contains(out, "--session") {
+		t.Fatalf("-h: %d %q", code, out)
 	}
-	if err := Parse(fs, []string{"--bogus"}); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "bogus") {
-		t.Fatalf("--bogus: %v", err)
+	if code, _, _, _, errOut := app(t, "run", "--bogus"); code != ExitUsage || !strings.Contains(errOut, "flag provided but not defined: -bogus") {
+		t.Fatalf("--bogus: %d %q", code, errOut)
 	}
-	if err := Parse(fs, []string{"-v", "extra"}); err != nil {
-		t.Fatal(err)
+	if code, _, _, _, errOut := app(t, "run", "--session"); code != ExitUsage || !strings.Contains(errOut, "flag needs an argument: --session") {
+		t.Fatalf("--session without a value: %d %q", code, errOut)
 	}
-	if err := NoArgs(fs); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), `"extra"`) {
-		t.Fatalf("NoArgs: %v", err)
+	if code, args, _, _, _ := app(t, "run", "-v", "extra"); code != ExitOK || !slices.Equal(args, []string{"extra"}) {
+		t.Fatalf("-v extra: %d %q", code, args)
+	}
+	if code, _, _, _, errOut := app(t, "list", "extra"); code != ExitUsage || !strings.Contains(errOut, `unexpected argument "extra"`) {
+		t.Fatalf("NoArgs: %d %q", code, errOut)
+	}
+	if code, _, _, _, errOut := app(t, "fly"); code != ExitUsage || !strings.Contains(errOut, `unknown command "fly" for "loop"`) {
+		t.Fatalf("an unknown command: %d %q", code, errOut)
+	}
+	if code, _, _, _, errOut := app(t); code != ExitUsage || !strings.Contains(errOut, "Usage:") {
+		t.Fatalf("no command: %d %q", code, errOut)
+	}
+	if code, _, _, _, errOut := app(t, "run", "--log-format", "xml"); code != ExitUsage || !strings.Contains(errOut, `--log-format "xml"`) {
+		t.Fatalf("a bad log format: %d %q", code, errOut)
 	}
 }
 
+// Flags may come before, between and after the positional arguments;
+// everything after "--" is positional; an undefined flag that may be a
+// word of a prompt ("-5") says to put such words after "--".
 func TestParseInterspersed(t *testing.T) {
 	for _, tc := range []struct {
 		args    []string
@@ -64,19 +100,15 @@ func TestParseInterspersed(t *testing.T) {
 		{[]string{"-"}, []string{"-"}, "", ""},
 		{[]string{"what", "is", "-5"}, nil, "", "arguments that start with - go after --"},
 	} {
-		fs := flag.NewFlagSet("loop run", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		session := fs.String("session", "", "")
-		fs.Bool("v", false, "")
-		pos, err := ParseInterspersed(fs, tc.args)
+		code, pos, session, _, errOut := app(t, append([]string{"run"}, tc.args...)...)
 		if tc.err != "" {
-			if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%q: %v, want a usage error saying %q", tc.args, err, tc.err)
+			if code != ExitUsage || !strings.Contains(errOut, tc.err) {
+				t.Errorf("%q: %d %q, want a usage error saying %q", tc.args, code, errOut, tc.err)
 			}
 			continue
 		}
-		if err != nil || !slices.Equal(pos, tc.pos) || *session != tc.session {
-			t.Errorf("%q: %q, session %q, %v; want %q, %q", tc.args, pos, *session, err, tc.pos, tc.session)
+		if code != ExitOK || !slices.Equal(pos, tc.pos) || session != tc.session {
+			t.Errorf("%q: %q, session %q, exit %d %s; want %q, %q", tc.args, pos, session, code, errOut, tc.pos, tc.session)
 		}
 	}
 }

@@ -23,7 +23,7 @@
 //
 // The handler reads who called with IdentityOf. Flags registers the
 // listener flags a command takes (--public-url, --token-file,
-// --trusted-proxy, --tls-cert, --tls-key) and Flags.Listen opens the
+// --trusted-proxy, --http-tls-cert, --http-tls-key) and Flags.Listen opens the
 // listener, refusing a non-loopback address without authentication:
 //
 //	var f httpauth.Flags

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -48,6 +49,12 @@ type Config struct {
 	SessionTTL time.Duration
 	// Logger defaults to discarding.
 	Logger *slog.Logger
+	// Probes are paths served to anyone by GET and HEAD, whatever the
+	// Host and without authentication: health probes (/healthz,
+	// /readyz), which answer only whether the process is alive and ready
+	// and, when not, which check fails. A kubelet's probe sends the pod's
+	// address as its Host and no credentials.
+	Probes []string
 }
 
 // Guard serves a handler only to the hosts, origins and callers its
@@ -113,6 +120,10 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 }
 
 func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && slices.Contains(g.cfg.Probes, r.URL.Path) {
+		next.ServeHTTP(w, r)
+		return
+	}
 	if !g.hosts.serves(r.Host) {
 		g.log.Warn("httpauth: refused a request for a host this listener does not serve", "listener", g.cfg.Name, "host", r.Host, "peer", r.RemoteAddr)
 		g.refuse(w, http.StatusMisdirectedRequest, fmt.Sprintf("this server does not serve the host %q: reach it by a loopback name or a URL it was started with (--public-url)", r.Host))

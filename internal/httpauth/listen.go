@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,13 +11,17 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // Flags are the flags of one HTTP listener: the names it serves, how its
 // callers authenticate, and its TLS key pair.
 type Flags struct {
 	// Prefix goes before every flag name: "metrics-" gives
-	// --metrics-token-file.
+	// --metrics-token-file and --metrics-tls-cert. Without one, the TLS
+	// pair is --http-tls-cert and --http-tls-key (--tls-cert and
+	// --tls-key are the NATS connection's client certificate).
 	Prefix string
 	// Proxies registers --trusted-proxy (a page behind an authenticating
 	// proxy); a listener for programs leaves it off.
@@ -34,7 +37,7 @@ type Flags struct {
 }
 
 // Register defines the flags on fs.
-func (f *Flags) Register(fs *flag.FlagSet) {
+func (f *Flags) Register(fs *pflag.FlagSet) {
 	fs.Func(f.Prefix+"public-url", "a URL users reach this listener by, other than localhost (https://hookbus.example.com): its host is served, any other Host is refused (421); repeatable, required off loopback", func(v string) error {
 		f.publicURLs = append(f.publicURLs, v)
 		return nil
@@ -50,8 +53,16 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 			return nil
 		})
 	}
-	fs.StringVar(&f.cert, f.Prefix+"tls-cert", "", "serve TLS with this certificate (PEM; with --"+f.Prefix+"tls-key)")
-	fs.StringVar(&f.key, f.Prefix+"tls-key", "", "the TLS certificate's private key (PEM)")
+	fs.StringVar(&f.cert, f.tlsPrefix()+"tls-cert", "", "serve HTTPS with this certificate (PEM; with --"+f.tlsPrefix()+"tls-key)")
+	fs.StringVar(&f.key, f.tlsPrefix()+"tls-key", "", "the HTTPS certificate's private key (PEM)")
+}
+
+// tlsPrefix goes before the TLS flags' names: Prefix, else "http-".
+func (f *Flags) tlsPrefix() string {
+	if f.Prefix == "" {
+		return "http-"
+	}
+	return f.Prefix
 }
 
 // Options are what a command adds to its Flags when it listens.
@@ -72,12 +83,14 @@ type Options struct {
 	// (within ShutdownTimeout); without it their contexts end with ctx
 	// (live streams stop at once).
 	Drain bool
+	// Probes are health probe paths anyone may GET (Config.Probes).
+	Probes []string
 }
 
 // config reads the flags: the tokens, proxies, public URLs and TLS key
 // pair, each error naming its flag.
 func (f *Flags) config(o Options) (Config, *tls.Config, error) {
-	cfg := Config{Name: o.Name, Login: o.Login, Logger: o.Logger}
+	cfg := Config{Name: o.Name, Login: o.Login, Logger: o.Logger, Probes: o.Probes}
 	for _, v := range f.publicURLs {
 		u, err := ParsePublicURL(v)
 		if err != nil {
@@ -110,14 +123,14 @@ func (f *Flags) config(o Options) (Config, *tls.Config, error) {
 		}
 	}
 	if (f.cert == "") != (f.key == "") {
-		return cfg, nil, fmt.Errorf("%w: give both --%stls-cert and --%stls-key, or neither", ErrInvalidConfig, f.Prefix, f.Prefix)
+		return cfg, nil, fmt.Errorf("%w: give both --%stls-cert and --%stls-key, or neither", ErrInvalidConfig, f.tlsPrefix(), f.tlsPrefix())
 	}
 	if f.cert == "" {
 		return cfg, nil, nil
 	}
 	pair, err := tls.LoadX509KeyPair(f.cert, f.key)
 	if err != nil {
-		return cfg, nil, fmt.Errorf("%w: --%stls-cert / --%stls-key: %v", ErrInvalidConfig, f.Prefix, f.Prefix, err)
+		return cfg, nil, fmt.Errorf("%w: --%stls-cert / --%stls-key: %v", ErrInvalidConfig, f.tlsPrefix(), f.tlsPrefix(), err)
 	}
 	cfg.TLS = true
 	return cfg, &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil

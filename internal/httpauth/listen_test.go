@@ -10,7 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
-	"flag"
 	"io"
 	"math/big"
 	"net"
@@ -22,12 +21,13 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/internal/httpauth"
+	"github.com/spf13/pflag"
 )
 
 // listen parses args as a command's listener flags and listens on addr.
 func listen(t *testing.T, f *httpauth.Flags, addr string, args ...string) (*httpauth.Listener, error) {
 	t.Helper()
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	f.Register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -84,7 +84,7 @@ func TestListenOffLoopback(t *testing.T) {
 	for _, args := range [][]string{
 		{"--public-url", "ftp://x"}, {"--public-url", "https://"}, {"--public-url", "https://u:p@x"},
 		{"--trusted-proxy", "0.0.0.0/0"}, {"--trusted-proxy", "proxy.internal"},
-		{"--tls-cert", tokenFile}, {"--tls-cert", tokenFile, "--tls-key", tokenFile},
+		{"--http-tls-cert", tokenFile}, {"--http-tls-cert", tokenFile, "--http-tls-key", tokenFile},
 	} {
 		if _, err := listen(t, &httpauth.Flags{Proxies: true}, "127.0.0.1:0", args...); !errors.Is(err, httpauth.ErrInvalidConfig) || !strings.Contains(err.Error(), strings.TrimPrefix(args[0], "--")) {
 			t.Errorf("%v: %v, want an error naming the flag", args, err)
@@ -92,11 +92,11 @@ func TestListenOffLoopback(t *testing.T) {
 	}
 }
 
-// With --tls-cert/--tls-key the listener serves TLS, and stops when its
+// With --http-tls-cert/--http-tls-key the listener serves TLS, and stops when its
 // ctx ends.
 func TestListenTLS(t *testing.T) {
 	cert, key, pool := selfSigned(t)
-	ln, err := listen(t, &httpauth.Flags{}, "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key)
+	ln, err := listen(t, &httpauth.Flags{}, "127.0.0.1:0", "--http-tls-cert", cert, "--http-tls-key", key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestCheckpointsFromTheCommandLine(t *testing.T) {
 	in := runOpts{dir: dir}
 	pub := strings.TrimSpace(runWith(t, in, "loop", "keygen", "--out", "sign.nk").stdout)
 	for range 3 {
-		if r := runWith(t, in, "loop", "run", "--listen", "none", "--signing-key", "sign.nk", "What time is it?"); r.code != 0 {
+		if r := runWith(t, in, "loop", "run", "--embedded", "--listen", "none", "--signing-key", "sign.nk", "What time is it?"); r.code != 0 {
 			t.Fatalf("run: %d %s", r.code, r.stderr)
 		}
 	}

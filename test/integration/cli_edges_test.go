@@ -184,8 +184,8 @@ func TestWarningsAndVerbose(t *testing.T) {
 	for _, c := range [][]string{{"loop", "run"}, {"loop", "serve"}, {"loop", "submit"}, {"loop", "server"},
 		{"observer", "replay"}, {"observer", "tail"}, {"observer", "provision"}, {"observer", "hooks", "list"}} {
 		h := run(t, c[0], append(c[1:], "--help")...)
-		if !strings.Contains(h.stderr, "also log debug output on stderr (warnings and errors always print)") {
-			t.Errorf("%v: -v help:\n%s", c, h.stderr)
+		if !strings.Contains(h.stdout, "also log debug output on stderr (warnings and errors always print)") {
+			t.Errorf("%v: -v help:\n%s", c, h.stdout)
 		}
 	}
 	srv, nc := bustest.Start(t, bustest.WithListener())

@@ -87,9 +87,14 @@ func TestThreeTerminals(t *testing.T) {
 	if d := payloads[events.HookDecided](t, jsonEvents(t, rep.stdout), events.StageHookDecided); len(d) != 1 || !d[0].Remote || d[0].Plugin != "policy" {
 		t.Fatalf("replay of the decision: %+v %s", d, rep.stderr)
 	}
-	busy := run(t, "loop", "run", "--store", filepath.Join(t.TempDir(), "other"), "--listen", addr, "hi")
-	if busy.code != 1 || !strings.Contains(busy.stderr, "attach to it with --nats "+url) {
+	// A run whose embedded server finds the address held by the server
+	// attaches to it, as observer does, and says so.
+	busy := run(t, "loop", "run", "--store", filepath.Join(t.TempDir(), "other"), "--listen", addr, "--session", "attached", "hi")
+	if busy.code != 0 || !strings.Contains(busy.stderr, "loop run: bus "+url+" (a server already listens on "+addr+": attached to it instead of starting one on --store ") {
 		t.Fatalf("loop run on the server's address: %d %s", busy.code, busy.stderr)
+	}
+	if rep := run(t, "observer", "replay", "--nats", url, "--session", "attached", "--stage", "run.completed"); rep.code != 0 || !strings.Contains(rep.stderr, "1 events") {
+		t.Fatalf("the attached run is not on the server: %d %s %s", rep.code, rep.stdout, rep.stderr)
 	}
 	locked := run(t, "observer", "replay", "--store", store)
 	if locked.code != 1 || !strings.Contains(locked.stderr, "attach to that server with --nats URL") {
@@ -111,12 +116,12 @@ func TestThreeTerminals(t *testing.T) {
 func TestObserverStatesTheDefaultRule(t *testing.T) {
 	for _, c := range [][]string{{"replay", "--help"}, {"hooks", "list", "--help"}, {"provision", "--help"}} {
 		h := run(t, "observer", c...)
-		if !strings.Contains(h.stderr, "else ./.hookbus when it exists") {
-			t.Errorf("observer %v help does not state the rule:\n%s", c, h.stderr)
+		if !strings.Contains(h.stdout, "else ./.hookbus when it exists") {
+			t.Errorf("observer %v help does not state the rule:\n%s", c, h.stdout)
 		}
 	}
-	if h := run(t, "observer", "tail", "--help"); strings.Contains(h.stderr, ".hookbus when it exists") {
-		t.Errorf("observer tail claims the store fallback:\n%s", h.stderr)
+	if h := run(t, "observer", "tail", "--help"); strings.Contains(h.stdout, ".hookbus when it exists") {
+		t.Errorf("observer tail claims the store fallback:\n%s", h.stdout)
 	}
 	if h := run(t, "observer", "--help"); !strings.Contains(h.stdout, "When nothing listens there, replay, sessions, runs, show,\nstats, verify, approvals, hooks and provision open ./.hookbus") {
 		t.Errorf("observer --help does not state the rule:\n%s", h.stdout)

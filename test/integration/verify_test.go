@@ -21,7 +21,7 @@ func TestSignedRunsVerify(t *testing.T) {
 		t.Fatalf("keygen over an existing key: exit %d, want 2 (%s)", again.code, again.stderr)
 	}
 	for range 2 {
-		run := runWith(t, runOpts{dir: dir}, "loop", "run", "--listen", "none", "--signing-key", "sign.nk", "What time is it?")
+		run := runWith(t, runOpts{dir: dir}, "loop", "run", "--embedded", "--listen", "none", "--signing-key", "sign.nk", "What time is it?")
 		if run.code != 0 {
 			t.Fatalf("run: %d %s", run.code, run.stderr)
 		}
@@ -50,7 +50,7 @@ func TestSignedRunsVerify(t *testing.T) {
 // and fails it with --require-signed.
 func TestUnsignedRunsVerify(t *testing.T) {
 	dir := t.TempDir()
-	if run := runWith(t, runOpts{dir: dir}, "loop", "run", "--listen", "none", "What time is it?"); run.code != 0 {
+	if run := runWith(t, runOpts{dir: dir}, "loop", "run", "--embedded", "--listen", "none", "What time is it?"); run.code != 0 {
 		t.Fatalf("run: %d %s", run.code, run.stderr)
 	}
 	store := filepath.Join(dir, ".hookbus")

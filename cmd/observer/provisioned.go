@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// asset is a stream, bucket or object store of the bus as provisioned.
+type asset struct {
+	Kind     string `json:"kind"` // stream, kv or object store
+	Name     string `json:"name"`
+	Replicas int    `json:"replicas"`
+	// MaxAge is how long it keeps a message ("" for forever).
+	MaxAge string `json:"max_age,omitempty"`
+}
+
+// provisioned reads back every asset of names from JetStream: what
+// observer provision --output table|json lists.
+func provisioned(ctx context.Context, c *cli.Conn, names bus.Names) ([]asset, error) {
+	js, err := jetstream.New(c.NC)
+	if err != nil {
+		return nil, err
+	}
+	list := []asset{
+		{Kind: "stream", Name: names.Events}, {Kind: "stream", Name: names.Runs}, {Kind: "stream", Name: names.Wakes},
+		{Kind: "stream", Name: names.DeadLetters}, {Kind: "stream", Name: names.Checkpoints},
+		{Kind: "kv", Name: names.Hooks}, {Kind: "kv", Name: names.Trust}, {Kind: "kv", Name: names.Decisions},
+		{Kind: "kv", Name: names.Budgets}, {Kind: "kv", Name: names.Agents}, {Kind: "kv", Name: names.Workers},
+		{Kind: "object store", Name: names.Payloads},
+	}
+	out := list[:0]
+	for _, a := range list {
+		stream := a.Name
+		switch a.Kind {
+		case "kv":
+			stream = "KV_" + a.Name
+		case "object store":
+			stream = "OBJ_" + a.Name
+		}
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s %s: %w", a.Kind, a.Name, err)
+		}
+		cfg := s.CachedInfo().Config
+		a.Replicas = cfg.Replicas
+		if cfg.MaxAge > 0 {
+			a.MaxAge = cfg.MaxAge.String()
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// printProvisioned writes the assets as a table, or as one JSON document.
+func printProvisioned(w io.Writer, assets []asset, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Assets []asset `json:"assets"`
+		}{assets})
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tNAME\tREPLICAS\tMAX AGE")
+	for _, a := range assets {
+		age := a.MaxAge
+		if age == "" {
+			age = "forever"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", a.Kind, a.Name, a.Replicas, age)
+	}
+	return tw.Flush()
+}
