@@ -170,9 +170,8 @@ func (f *bridgeFlags) agentHook(ctx context.Context, a *cli.App, args []string, 
 	if err != nil {
 		return exitUsage, err
 	}
-	if a.Log.Verbose {
-		f.conn.App = a
-	}
+	// The config file applies; which bus is said only with -v.
+	f.conn.App, f.conn.Quiet = a, !a.Log.Verbose
 	return f.hook(ctx, h, a.In, a.Out, a.Err, a.Log.Logger(a.Err))
 }
 

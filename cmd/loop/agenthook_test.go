@@ -219,3 +219,26 @@ func TestAgentHookConfigFileFlags(t *testing.T) {
 		t.Fatalf("a YAML file: exit %d %s", code, stderr)
 	}
 }
+
+// A hook command reads the hookbus config file as the other commands do
+// ($HOOKBUS_CONFIG), and says which bus it uses only with -v.
+func TestAgentHookReadsTheConfigFile(t *testing.T) {
+	url, b := startBusWithGuard(t)
+	in := hookInput("cf-1", "PreToolUse", `, "tool_name": "Bash", "tool_use_id": "toolu_1", "tool_input": {"command": "ls"}`)
+	code, stdout, stderr := agentHook(t, in, "--harness", "claude", "--nats", url)
+	if code != exitOK || strings.Contains(stderr, "bus ") {
+		t.Fatalf("without -v: exit %d, stderr %q (want no line saying the bus)\nstdout %s", code, stderr, stdout)
+	}
+	if evs, err := b.SessionEvents(context.Background(), "claude-code", "cf-1"); err != nil || len(evs) == 0 {
+		t.Fatalf("claude-code/cf-1: %v %v", evs, err)
+	}
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, []byte("context: no-such-context\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOOKBUS_CONFIG", file)
+	_, stdout, stderr = agentHook(t, hookInput("cf-2", "PreToolUse", `, "tool_name": "Bash", "tool_use_id": "toolu_2", "tool_input": {"command": "ls"}`), "--harness", "claude")
+	if !strings.Contains(stderr, "no-such-context") {
+		t.Fatalf("the config file's context was not read: stderr %q\nstdout %s", stderr, stdout)
+	}
+}

@@ -34,7 +34,11 @@ const DefaultURL = "nats://" + DefaultListen
 type ConnFlags struct {
 	// App is the command's binary: its --config file, its logs and the
 	// stream the command says which bus it uses on (nil: none said).
-	App      *App
+	App *App
+	// Quiet keeps the App's stderr for errors only: no line saying which
+	// bus, no outage reports (a coding agent's hook, whose stderr the agent
+	// shows its user).
+	Quiet    bool
 	NATS     string
 	Store    string
 	Listen   string
@@ -216,7 +220,7 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 		if err != nil {
 			return nil, err
 		}
-		if c.App != nil {
+		if c.App != nil && !c.Quiet {
 			path := CommandPath(ctx, c.App.Name)
 			say := func(format string, args ...any) { c.App.Log.Say(c.App.Err, path+": "+format, args...) }
 			natsOpts = append(natsOpts, newOutageReporter(say, redact.URL(target.url), c.outage()).options()...)
@@ -295,7 +299,7 @@ func (c *ConnFlags) openStore(ctx context.Context, target target, logger *slog.L
 
 // announce says on the App's stderr which bus the command uses, and why.
 func (c *ConnFlags) announce(ctx context.Context, out *Conn, t target) {
-	if c.App == nil {
+	if c.App == nil || c.Quiet {
 		return
 	}
 	line := "bus " + out.Where
