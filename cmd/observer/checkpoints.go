@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/internal/health"
 	"github.com/hookbus/hookbus/tlog"
 	"github.com/hookbus/hookbus/tlog/tlogbus"
 	"github.com/spf13/cobra"
@@ -125,6 +126,8 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 		fs.Var(&witnesses, "witness", "a witness to cosign each checkpoint: NAME=KEY, its subject name (observer witness --name) and its verifier key or a file holding it; repeatable")
 		durable := fs.String("durable", tlogbus.DefaultDurable, "the name of the checkpointer's durable consumer of the events stream")
 		once := fs.Bool("once", false, "checkpoint what the stream holds now, then exit (an offline --store, a catch-up)")
+		var admin cli.AdminFlags
+		admin.Register(fs, "127.0.0.1:9466", 0, "")
 		return func(ctx context.Context, args []string) error {
 			if err := cli.NoArgs(nil, args); err != nil {
 				return err
@@ -159,7 +162,19 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 			defer cancel()
 			done := make(chan error, 1)
 			go func() { done <- cp.Run(runCtx) }()
-			fmt.Fprintf(stderr, "checkpointing %s on %s as %s (every %d messages or %s)\n", c.Bus.Names().Events, c.Where, signer.Name(), *every, *interval)
+			h := health.New()
+			c.HealthChecks(h)
+			adm, err := admin.Serve("observer checkpointer", log, nil, h)
+			if err != nil {
+				cancel()
+				<-done
+				return err
+			}
+			defer adm.Stop()
+			if adm.URL != "" {
+				a.Log.Say(stderr, "observer checkpointer: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
+			}
+			a.Log.Say(stderr, "checkpointing %s on %s as %s (every %d messages or %s)", c.Bus.Names().Events, c.Where, signer.Name(), *every, *interval)
 			if *once {
 				st, err := c.Bus.EventsState(gctx)
 				if err != nil {
@@ -181,7 +196,7 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 			}
 			err = <-done
 			s := cp.Status()
-			fmt.Fprintf(stderr, "checkpointed %d messages (%d checkpoints stored now)\n", s.Size, s.Checkpoints)
+			a.Log.Say(stderr, "checkpointed %d messages (%d checkpoints stored now)", s.Size, s.Checkpoints)
 			return c.Explain(err)
 		}
 	})

@@ -1,6 +1,8 @@
 package helmchart_test
 
 import (
+	"crypto/rand"
+	"golang.org/x/mod/sumdb/note"
 	"regexp"
 	"slices"
 	"strings"
@@ -31,7 +33,11 @@ func everything(t testing.TB) string {
 	}
 	seed, _ := kp.Seed()
 	pub, _ := kp.PublicKey()
-	return strings.NewReplacer("SEED", string(seed), "PUBLIC", pub).Replace(everythingYAML)
+	_, witness, err := note.GenerateKey(rand.Reader, "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.NewReplacer("SEED", string(seed), "PUBLIC", pub, "WITNESS", witness).Replace(everythingYAML)
 }
 
 const everythingYAML = `
@@ -61,6 +67,12 @@ signing:
 natsAuth:
   approvers: [alice]
   plugins: [{name: plugin-pii}]
+  witnesses: [{name: w1, user: witness}]
+checkpointer:
+  enabled: true
+  keySecret: hookbus-log-key
+  every: 500
+  witnesses: [w1=WITNESS]
 `
 
 // The defaults render a working release: every manifest decodes strictly,
@@ -111,11 +123,11 @@ func TestChartDefaults(t *testing.T) {
 func TestChartEverything(t *testing.T) {
 	values := everything(t)
 	r := mustRender(t, values)
-	checkRelease(t, r, []string{"langfuse-otlp"})
-	for _, name := range []string{"ui", "worker", "gateway", "otel"} {
+	checkRelease(t, r, []string{"langfuse-otlp", "hookbus-log-key"})
+	for _, name := range []string{"ui", "worker", "gateway", "otel", "checkpointer"} {
 		r.deployment(t, fullname+"-"+name)
 	}
-	for _, c := range []struct{ deployment, user string }{{"worker", "loop"}, {"gateway", "loop"}, {"ui", "webui"}, {"otel", "auditor"}} {
+	for _, c := range []struct{ deployment, user string }{{"worker", "loop"}, {"gateway", "loop"}, {"ui", "webui"}, {"otel", "auditor"}, {"checkpointer", "checkpointer"}} {
 		if got := envValue(r.deployment(t, fullname+"-"+c.deployment).Spec.Template.Spec.Containers[0], "NATS_USER"); got != c.user {
 			t.Errorf("%s connects as %q, want %q", c.deployment, got, c.user)
 		}
@@ -145,6 +157,15 @@ func TestChartEverything(t *testing.T) {
 	for _, a := range []string{"--agents=/etc/hookbus/agents/agents.yaml", "--signing-key=/etc/hookbus/signing/seed"} {
 		if !slices.Contains(worker.Args, a) {
 			t.Errorf("worker args %v lack %s", worker.Args, a)
+		}
+	}
+	cp := r.deployment(t, fullname+"-checkpointer")
+	if *cp.Spec.Replicas != 1 || cp.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("the checkpointer runs %d replicas (%s): one per log", *cp.Spec.Replicas, cp.Spec.Strategy.Type)
+	}
+	for _, a := range []string{"checkpointer", "--key=/etc/hookbus/log/key", "--every=500", "--interval=10s", "--witness=" + regexp.MustCompile(`witnesses: \[(w1=\S+)\]`).FindStringSubmatch(values)[1]} {
+		if !slices.Contains(cp.Spec.Template.Spec.Containers[0].Args, a) {
+			t.Errorf("checkpointer args %v lack %s", cp.Spec.Template.Spec.Containers[0].Args, a)
 		}
 	}
 	otel := r.deployment(t, fullname+"-otel")

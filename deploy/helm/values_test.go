@@ -39,6 +39,8 @@ func TestBadValuesFail(t *testing.T) {
 		{"an unknown OTLP protocol", "otel: {protocol: thrift}", "/otel/protocol"},
 		{"a gateway grace shorter than its preStop", "gateway: {enabled: true, preStopSleepSeconds: 30, terminationGracePeriodSeconds: 30}", "gateway.terminationGracePeriodSeconds 30 must be longer than gateway.preStopSleepSeconds 30"},
 		{"JSON-less log format", "logFormat: logfmt", "/logFormat"},
+		{"the checkpointer without its key", "checkpointer: {enabled: true}", "checkpointer.keySecret is required"},
+		{"a checkpoint every 0 messages", "checkpointer: {every: 0}", "/checkpointer/every"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -89,3 +89,57 @@ func TestProbesAndJSONLogsOfProcesses(t *testing.T) {
 		}
 	}
 }
+
+// observer checkpointer serves its probes on --metrics, logs JSON with
+// --log-format json, and on SIGTERM checkpoints what it read and stops.
+func TestCheckpointerProbesAndJSONLogs(t *testing.T) {
+	listen, admin := freeAddr(t), freeAddr(t)
+	url := "nats://" + listen
+	server, serverOut := start(t, "loop", "server", "--store", filepath.Join(t.TempDir(), "store"), "--listen", listen)
+	waitFor(t, 30*time.Second, func() bool { return strings.Contains(serverOut.String(), "interrupt to stop") }, "loop server: %s", serverOut)
+	defer func() { _ = server.Process.Signal(syscall.SIGTERM); _ = server.Wait() }()
+	key := filepath.Join(t.TempDir(), "log.key")
+	if r := run(t, "observer", "keygen", "--name", "ops.example/hookbus", "--out", key); r.code != 0 {
+		t.Fatalf("keygen: %d %s", r.code, r.stderr)
+	}
+	if r := run(t, "loop", "run", "--nats", url, "What is 6*7?"); r.code != 0 {
+		t.Fatalf("a run: %d %s", r.code, r.stderr)
+	}
+	cp, out := start(t, "observer", "checkpointer", "--nats", url, "--key", key, "--interval", "100ms", "--metrics", admin, "--log-format", "json")
+	waitFor(t, 30*time.Second, func() bool {
+		resp, err := http.Get("http://" + admin + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, "observer checkpointer's /readyz: %s", out)
+	if code, body := httpGet(t, "http://"+admin+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz: %d %q", code, body)
+	}
+	waitFor(t, 30*time.Second, func() bool { return strings.Contains(out.String(), "checkpoint stored") }, "a checkpoint: %s", out)
+	if err := cp.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Wait(); err != nil {
+		t.Fatalf("observer checkpointer on SIGTERM: %v\n%s", err, out)
+	}
+	var msgs []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var rec struct {
+			Level string `json:"level"`
+			Msg   string `json:"msg"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Level == "" {
+			t.Errorf("a line that is not a JSON log record (%v): %s", err, line)
+			continue
+		}
+		msgs = append(msgs, rec.Msg)
+	}
+	all := strings.Join(msgs, "\n")
+	for _, w := range []string{"probes on http://" + admin + "/healthz", "checkpointing HOOKBUS_EVENTS on " + url, "checkpoint stored", "checkpointed 16 messages"} {
+		if !strings.Contains(all, w) {
+			t.Errorf("observer checkpointer did not say %q:\n%s", w, all)
+		}
+	}
+}
