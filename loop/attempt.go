@@ -115,6 +115,9 @@ func (r *run) attempt(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	r.messages, r.claim, r.open, r.seen = sess.Messages, sess.lastClaim, sess.open, sess.lastSeen
+	if st.takenBy != nil {
+		return r.overtaken(ctx, st)
+	}
 	if !st.found {
 		st = nil
 	}
@@ -144,6 +147,19 @@ func (r *run) attempt(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	return r.fail(ctx, err)
+}
+
+// overtaken ends a run whose session another run claimed after the run's
+// last attempt did (that attempt cut off: its worker gone, or the run
+// waiting for a human), as that attempt would have had it been running:
+// the other run's turn came after this one's, so this one cannot go on
+// (one writer per session). Its calls under way get their outcome, and
+// run.failed names the other run (closeRun).
+func (r *run) overtaken(ctx context.Context, st *runState) (*Result, error) {
+	r.resumed = true
+	r.restore(st)
+	by := st.takenBy
+	return r.lost(ctx, fmt.Errorf("run %s claimed session %s/%s after this run's last attempt", by.RunID, r.req.AgentID, r.req.SessionID), by)
 }
 
 // read reads and folds the session.
