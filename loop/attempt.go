@@ -199,7 +199,7 @@ func (r *run) overtaken(ctx context.Context, st *runState) (*Result, error) {
 
 // read reads and folds the session.
 func (r *run) read(ctx context.Context) (*Session, *runState, error) {
-	evs, err := r.eng.cfg.History.SessionEvents(ctx, r.req.AgentID, r.req.SessionID)
+	evs, err := readRun(ctx, r.eng.cfg.History, r.req.AgentID, r.req.SessionID, r.req.RunID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, err)
 	}
