@@ -74,7 +74,8 @@ ui: build
 test: vet staticcheck unit
 
 ## test-faults: the hard-fault runs: nats-server, workers and plugins as processes, faults dealt with
-## SIGKILL (test/integration/doc.go says what they prove); about 15-25 minutes, without the race detector.
+## SIGKILL and SIGSTOP, and the randomized fault schedule (HOOKBUS_FAULT_SEED=N deals a logged schedule
+## again); test/integration/doc.go says what they prove. About 25-35 minutes, without the race detector.
 FAULTFLAGS ?= -count=1 -timeout 60m -v
 test-faults:
 	HOOKBUS_FAULTS=1 $(GO) test $(FAULTFLAGS) -run '^TestFault' ./test/integration

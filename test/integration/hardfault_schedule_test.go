@@ -1,0 +1,290 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookbus/hookbus/audit"
+	"github.com/hookbus/hookbus/loop/agents"
+)
+
+// The randomized fault schedule: minutes of load on a small fleet while
+// faults drawn at random hit every component, then the whole record is
+// audited (doc.go says what it proves).
+
+// Environment of the schedule.
+const (
+	envFaultSeed = "HOOKBUS_FAULT_SEED" // replay a schedule: the seed it logged
+	envFaultLoad = "HOOKBUS_FAULT_LOAD" // how long the load and the faults last (default 8m)
+)
+
+// The schedule's shape.
+const (
+	schedLoad      = 8 * time.Minute // load and faults
+	schedMinRuns   = 500             // runs submitted at least (over schedLoad; proportionally less when shorter)
+	schedLanes     = 6               // sessions in flight per agent
+	schedLease     = "4s"            // the workers' --lease: SIGSTOPs of up to 9 s outlast it
+	schedDelayMS   = 300             // the scripted model's time per reply
+	schedDrain     = 10 * time.Minute
+	schedMaxStop   = 9 * time.Second
+	schedFaultKind = 6
+)
+
+// faultKinds are what the schedule deals, each in turn from a shuffled
+// deck, so that every kind happens about as often.
+var faultKinds = [schedFaultKind]string{"kill-worker", "kill-nats", "kill-interceptor", "stop-worker", "stop-nats", "stop-interceptor"}
+
+// A fleet under a randomized fault schedule: a nats-server process
+// (JetStream on a store, started again on it after each SIGKILL), three
+// loop serve workers serving two agents (one both, one each) with a 4 s
+// lease, and a fail-closed tool.before interceptor (another process) that
+// records every request it sees and tags each Bash command it allows with
+// its run and call. Sessions get runs back to back, and pairs of runs at
+// once; agent B's calls wait for approval, answered from the CLI (and a
+// conflicting second answer tried) while workers die. Every few seconds a
+// fault drawn at random (seeded: HOOKBUS_FAULT_SEED replays one): SIGKILL
+// and restart of a worker, the server or the interceptor, or SIGSTOP of
+// one for 1-9 s. Then the faults stop, everything drains, and the stream is
+// read back with observer replay --json and observer verify --json and
+// audited run by run (auditSchedule).
+func TestFaultRandomizedSchedule(t *testing.T) {
+	hardFaults(t)
+	begin := time.Now()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv(envFaultSeed); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", envFaultSeed, s, err)
+		}
+		seed = v
+	}
+	loadFor := schedLoad
+	if s := os.Getenv(envFaultLoad); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 10*time.Second {
+			t.Fatalf("%s=%q: want a duration of 10s or more", envFaultLoad, s)
+		}
+		loadFor = d
+	}
+	minRuns := max(20, int(int64(schedMinRuns)*int64(loadFor)/int64(schedLoad)))
+	t.Logf("fault schedule seed %d (replay: %s=%d); load %v, at least %d runs", seed, envFaultSeed, seed, loadFor, minRuns)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	ctx := testCtx(t, loadFor+60*time.Minute)
+
+	// The fleet.
+	srv := startNATS(t)
+	url := srv.url()
+	admin := adminBus(t, ctx, url, 1)
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	scripts := map[string]string{agentA: schedScript(t, dir, agentA, schedDelayMS), agentB: schedScript(t, dir, agentB, schedDelayMS)}
+	files := map[string]string{
+		"w1": schedAgentFile(t, dir, "both", root, scripts, agentA, agentB),
+		"w2": schedAgentFile(t, dir, "a", root, scripts, agentA),
+		"w3": schedAgentFile(t, dir, "b", root, scripts, agentB),
+	}
+	serves := map[string][]string{"w1": {agentA, agentB}, "w2": {agentA}, "w3": {agentB}}
+	digests := schedDigests(t, files, serves)
+
+	guardLog := filepath.Join(dir, "guard.log")
+	if r := run(t, "observer", "hooks", "add", "--nats", url, "--stage", "tool.before", "--plugin", "guard",
+		"--policy", "fail", "--timeout", "3s", "--agents", "sched-*"); r.code != 0 {
+		t.Fatalf("observer hooks add: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	guard := &procSlot{name: "interceptor", path: os.Args[0], args: []string{"-test.run=^$"}, ready: "serving",
+		env: []string{envInterceptor + "=guard", envNATS + "=" + url, envPlugin + "=guard", envGuardLog + "=" + guardLog}}
+	guard.start(t)
+	workers := map[string]*procSlot{}
+	var comps []*component
+	for _, name := range []string{"w1", "w2", "w3"} {
+		w := &procSlot{name: name, path: filepath.Join(bin, "loop"), ready: "taking runs", env: []string{envFaultWorker + "=" + name},
+			args: []string{"serve", "--nats", url, "--agents", files[name], "--concurrency", "4", "--lease", schedLease, "-v"}}
+		w.start(t)
+		workers[name] = w
+		comps = append(comps, w.component("worker"))
+	}
+	natsC, guardC := natsComponent(srv), guard.component("interceptor")
+	comps = append(comps, natsC, guardC)
+	defer func() {
+		if t.Failed() {
+			for _, name := range []string{"w1", "w2", "w3"} {
+				t.Logf("%s", tail(workers[name].logs(), 20000))
+			}
+			t.Logf("interceptor:\n%s", tail(guard.logs(), 4000))
+		}
+	}()
+
+	// The load.
+	tr := newTracker(admin)
+	lctx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	var wg sync.WaitGroup
+	wg.Go(func() { tr.follow(lctx, 300*time.Millisecond) })
+	l := newLoad(url, admin, tr, seed)
+	for i := range 2 * schedLanes {
+		agent := agentA
+		if i%2 == 1 {
+			agent = agentB
+		}
+		wg.Go(func() { l.lane(lctx, i, agent) })
+	}
+	for i := range approvers {
+		wg.Go(func() { l.approve(lctx, i) })
+	}
+
+	// The faults, until the load has lasted loadFor and submitted minRuns
+	// (at most twice as long).
+	loadStart := time.Now()
+	count := map[string]int{}
+	var deck []string
+	for time.Since(loadStart) < loadFor || l.submittedCount() < minRuns && time.Since(loadStart) < 2*loadFor {
+		if len(deck) == 0 {
+			deck = slices.Clone(faultKinds[:])
+			rng.Shuffle(len(deck), func(i, j int) { deck[i], deck[j] = deck[j], deck[i] })
+		}
+		kind := deck[0]
+		deck = deck[1:]
+		gap := time.Second + time.Duration(rng.Int64N(int64(3*time.Second)))
+		w := comps[rng.IntN(3)]
+		pause := 500*time.Millisecond + time.Duration(rng.Int64N(int64(4*time.Second)))
+		hold := time.Second + time.Duration(rng.Int64N(int64(schedMaxStop-time.Second)))
+		time.Sleep(gap) // the schedule's pace
+		var c *component
+		switch kind {
+		case "kill-worker", "stop-worker":
+			c = w
+		case "kill-nats", "stop-nats":
+			c = natsC
+			pause = time.Second + time.Duration(rng.Int64N(int64(9*time.Second)))
+		default:
+			c = guardC
+		}
+		at := time.Since(loadStart).Round(100 * time.Millisecond)
+		if strings.HasPrefix(kind, "kill") {
+			d := c.crash(t, pause)
+			t.Logf("%v: SIGKILL %s, down %v", at, c.name, d.Round(100*time.Millisecond))
+		} else {
+			c.freeze(t, hold)
+			t.Logf("%v: SIGSTOP %s for %v", at, c.name, hold.Round(100*time.Millisecond))
+		}
+		count[kind]++
+		count[kind+" "+c.name]++
+	}
+	l.stop.Store(true)
+	loadTime := time.Since(loadStart)
+	submitted := l.submittedCount()
+	t.Logf("faults stopped after %v; %d runs submitted", loadTime.Round(time.Second), submitted)
+	if submitted < minRuns {
+		t.Errorf("only %d runs were submitted in %v, want at least %d", submitted, loadTime.Round(time.Second), minRuns)
+	}
+	for _, k := range faultKinds {
+		if count[k] < 3 && loadFor >= schedLoad {
+			t.Errorf("fault %s happened %d times, want several", k, count[k])
+		}
+	}
+
+	// Drain: every run ends (the approver answers what still waits).
+	drainStart := time.Now()
+	var left []string
+	deadline := time.Now().Add(schedDrain)
+	for {
+		left = l.notEnded()
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	drainTime := time.Since(drainStart)
+	stopLoad()
+	wg.Wait()
+	if len(left) > 0 {
+		t.Errorf("%d runs had not ended %v after the faults stopped: %v", len(left), schedDrain, left[:min(len(left), 20)])
+	}
+
+	// Read it all back, as processes.
+	rp, err := runProc(10*time.Minute, "observer", "replay", "--nats", url, "--json")
+	if err != nil || rp.code != 0 {
+		t.Fatalf("observer replay --json: exit %d, %v\n%s", rp.code, err, rp.stderr)
+	}
+	evs := jsonEvents(t, rp.stdout)
+	vr, err := runProc(10*time.Minute, "observer", "verify", "--nats", url, "--json")
+	if err != nil {
+		t.Fatalf("observer verify --json: %v\n%s", err, vr.stderr)
+	}
+	var verdicts []*audit.RunVerdict
+	for _, line := range strings.Split(strings.TrimSpace(vr.stdout), "\n") {
+		if line == "" {
+			continue
+		}
+		var vd audit.RunVerdict
+		if err := json.Unmarshal([]byte(line), &vd); err != nil {
+			t.Fatalf("observer verify --json line %q: %v", line, err)
+		}
+		verdicts = append(verdicts, &vd)
+	}
+	failures, fig := auditSchedule(&schedInput{evs: evs, verdicts: verdicts, verifyOK: vr.code == 0, root: root, guardLog: guardLog,
+		digests: digests, serves: serves, load: l, workers: workers})
+	for _, s := range append(slices.Clone(workers["w1"].exited()), append(workers["w2"].exited(), append(workers["w3"].exited(), guard.exited()...)...)...) {
+		failures = append(failures, "a process exited by itself: "+s)
+	}
+
+	// The figures.
+	downs := map[string]string{}
+	for _, c := range comps {
+		downs[c.name] = c.downtime().Round(100 * time.Millisecond).String()
+	}
+	l.mu.Lock()
+	t.Logf("schedule figures (seed %d):\n  %s\n  faults: %s\n  downtime: %s\n  submissions: %d runs (%d by loop submit; %d loop submit processes failed), %d stuck;"+
+		" approver: %d answers recorded, %d found recorded after a lost reply, %d found expired first, %d conflicting answers refused, %d tries again\n"+
+		"  wall time %v (load %v, drain %v); tracker read errors %d",
+		seed, fig, sortedCounts(count), sortedCounts(downs), submitted, l.cliSubmit, l.unackd, len(l.stuck),
+		l.answered, l.recovered, l.expiredQ, l.refused, l.retries,
+		time.Since(begin).Round(time.Second), loadTime.Round(time.Second), drainTime.Round(time.Second), tr.readErrs)
+	l.mu.Unlock()
+	for _, g := range groupFailures(failures) {
+		t.Errorf("%s", g)
+	}
+	if len(failures) > 0 {
+		t.Errorf("seed %d: %d failures (replay: %s=%d)", seed, len(failures), envFaultSeed, seed)
+	}
+}
+
+// schedDigests computes each agent's definition digest from each worker's
+// agent file, and checks the files agree (they define each agent alike).
+func schedDigests(t *testing.T, files map[string]string, serves map[string][]string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for w, path := range files {
+		f, err := agents.Load(path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for _, id := range serves[w] {
+			a := f.Agent(id)
+			if a == nil {
+				t.Fatalf("%s: no agent %s", path, id)
+			}
+			d, err := a.Definition()
+			if err != nil {
+				t.Fatalf("%s: agent %s: %v", path, id, err)
+			}
+			if prev, ok := out[id]; ok && prev != d.Digest {
+				t.Fatalf("agent %s: the workers' files define it differently (%s, %s)", id, prev, d.Digest)
+			}
+			out[id] = d.Digest
+		}
+	}
+	return out
+}
