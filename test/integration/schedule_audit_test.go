@@ -692,6 +692,7 @@ func groupFailures(failures []string) []string {
 	type group struct {
 		shape    string
 		examples []string
+		runs     []string // the first run each failure names
 		n        int
 	}
 	groups := map[string]*group{}
@@ -709,11 +710,17 @@ func groupFailures(failures []string) []string {
 		if len(g.examples) < 3 {
 			g.examples = append(g.examples, f)
 		}
+		if id := ulidInText.FindString(first); id != "" && !slices.Contains(g.runs, id) {
+			g.runs = append(g.runs, id)
+		}
 	}
 	slices.SortStableFunc(order, func(a, b *group) int { return b.n - a.n })
 	out := make([]string, len(order))
 	for i, g := range order {
 		out[i] = fmt.Sprintf("%d× %s\n  e.g. %s", g.n, g.shape, strings.Join(g.examples, "\n  e.g. "))
+		if len(g.runs) > 0 {
+			out[i] += "\n  runs: " + strings.Join(g.runs, " ")
+		}
 	}
 	return out
 }
