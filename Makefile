@@ -10,7 +10,7 @@ TESTFLAGS ?= -race -count=1 -timeout 15m
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 5
 
-.PHONY: all build run test test-faults e2e vet staticcheck unit bench bench-scale fuzz clean browser sandbox ui sdk-ts schemas
+.PHONY: all build run test test-faults e2e vet staticcheck unit bench bench-tlog bench-scale fuzz clean browser sandbox ui sdk-ts schemas
 
 all: build
 
@@ -80,14 +80,32 @@ FAULTFLAGS ?= -count=1 -timeout 60m -v
 test-faults:
 	HOOKBUS_FAULTS=1 $(GO) test $(FAULTFLAGS) -run '^TestFault' ./test/integration
 
-## e2e: the real Claude Code (npm @anthropic-ai/claude-code, installed into CLAUDE_DIR) sending its
-## hooks to loop claude-hook, against a fake Anthropic API (test/e2e/doc.go); "make test" skips it.
-CLAUDE_DIR     ?= $(HOME)/.cache/hookbus/claude
-CLAUDE_VERSION ?= latest
-E2EFLAGS       ?= -count=1 -timeout 20m -v
+## e2e: the real coding agents' CLIs, Claude Code, Gemini CLI and Codex CLI (npm packages at the
+## pinned versions below, each installed into $(E2E_CACHE)/<cli> unless that version is there
+## already), every hook event sent to loop agent-hook, against fake model APIs the tests own
+## (test/e2e/doc.go). A CLI that cannot be installed is reported, and its tests skip, saying so;
+## "make test" skips them all.
+NPM_INSTALL    ?= $(NPM) install --no-audit --no-fund
+E2E_CACHE      ?= $(HOME)/.cache/hookbus
+CLAUDE_VERSION ?= 2.1.332
+GEMINI_VERSION ?= 0.61.0
+CODEX_VERSION  ?= 0.169.0
+E2E_CLIS       := claude=@anthropic-ai/claude-code@$(CLAUDE_VERSION) gemini=@google/gemini-cli@$(GEMINI_VERSION) codex=@openai/codex@$(CODEX_VERSION)
+E2EFLAGS       ?= -count=1 -timeout 30m -v
 e2e:
-	npm install --prefix $(CLAUDE_DIR) --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_VERSION)
-	PATH="$(CLAUDE_DIR)/node_modules/.bin:$$PATH" $(GO) test $(E2EFLAGS) ./test/e2e
+	@for c in $(E2E_CLIS); do \
+	  name=$${c%%=*}; spec=$${c#*=}; pkg=$${spec%@*}; version=$${spec##*@}; dir="$(E2E_CACHE)/$$name"; \
+	  have=$$(node -p "require('$$dir/node_modules/$$pkg/package.json').version" 2>/dev/null); \
+	  if [ "$$have" = "$$version" ]; then \
+	    echo "e2e: $$spec is in $$dir"; \
+	  elif $(NPM_INSTALL) --prefix "$$dir" "$$spec"; then \
+	    echo "e2e: installed $$spec into $$dir"; \
+	  else \
+	    echo "e2e: could not install $$spec into $$dir: its tests will skip, saying so"; \
+	  fi; \
+	done
+	PATH="$(E2E_CACHE)/claude/node_modules/.bin:$(E2E_CACHE)/gemini/node_modules/.bin:$(E2E_CACHE)/codex/node_modules/.bin:$$PATH" \
+	  $(GO) test $(E2EFLAGS) ./test/e2e
 
 vet:
 	$(GO) vet $(PKGS)
@@ -98,12 +116,18 @@ staticcheck:
 unit:
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
-BENCHES   := 'Benchmark(RemoteRoundTrip|RawRequestReply|RemoteChain3|RawRequestReply3|ChainOneInterceptor|BareFuncWithTimeout|Publish|RawPublishAsync|Replay|RawOrderedConsumer)$$'
+BENCHES   := 'Benchmark(RemoteRoundTrip|RawRequestReply|RemoteChain3|RawRequestReply3|ChainOneInterceptor|BareFuncWithTimeout|Publish|RawPublishAsync|Replay|RawOrderedConsumer|PublishCheckpointed)$$'
 
-## bench: benchmarks against raw nats.go in the same run, then the ratio table.
+## bench: benchmarks against raw nats.go in the same run, then the ratio table (publish_checkpointed:
+## the publish benchmark with a checkpointer following the stream).
 bench:
-	$(GO) test -run '^$$' -bench $(BENCHES) -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./bus ./interceptors | tee bench.txt
+	$(GO) test -run '^$$' -bench $(BENCHES) -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./bus ./bus/remote ./interceptors ./tlog/tlogbus | tee bench.txt
 	$(GO) run ./internal/benchreport < bench.txt
+
+## bench-tlog: the transparency log's costs on a stream of 100,000 1 KiB events: verifying it against
+## its checkpoints (observer verify --checkpoint), checkpointing it from scratch, a run's proof size.
+bench-tlog:
+	$(GO) test -run '^$$' -bench 'BenchmarkVerifyStream$$' -benchtime 1x -count 3 ./tlog/tlogbus
 
 ## bench-scale: hookbus under load, worker, interceptor and nats-server each a process (a few minutes):
 ## latency at 10/100/1,000 runs in flight, cost per event at saturation vs raw JetStream async

@@ -7,8 +7,9 @@ import (
 	"github.com/hookbus/hookbus/events"
 )
 
-// ApprovalStages are the stages Approvals reads.
-var ApprovalStages = []events.Stage{events.StageApprovalRequested, events.StageApprovalResolved, events.StageRunCompleted, events.StageRunFailed}
+// ApprovalStages are the stages Approvals reads: the approvals' and the
+// runs' ends (a call of an ended run waits for nothing).
+var ApprovalStages = append(events.StagesOf(events.GroupApproval), events.TerminalStages()...)
 
 // Approval is one tool call that waited (or waits) for a human.
 type Approval struct {
@@ -43,10 +44,10 @@ func (as *Approvals) Add(e *events.Event) {
 	if as.byKey == nil {
 		as.byKey, as.ended = map[string]*Approval{}, map[string]bool{}
 	}
-	switch e.Stage {
-	case events.StageApprovalRequested:
-		var p events.ApprovalRequested
-		if e.DecodeData(&p) != nil || p.Call.ID == "" {
+	switch {
+	case e.Stage == events.StageApprovalRequested:
+		p, err := events.Data[events.ApprovalRequested](e)
+		if err != nil || p.Call.ID == "" {
 			return
 		}
 		k := e.RunID + "/" + p.Call.ID
@@ -55,9 +56,9 @@ func (as *Approvals) Add(e *events.Event) {
 		}
 		as.byKey[k] = &Approval{AgentID: e.AgentID, SessionID: e.SessionID, RunID: e.RunID, Requested: p, RequestedAt: e.Time, RunEnded: as.ended[e.RunID]}
 		as.order = append(as.order, k)
-	case events.StageApprovalResolved:
-		var p events.ApprovalResolved
-		if e.DecodeData(&p) != nil {
+	case e.Stage == events.StageApprovalResolved:
+		p, err := events.Data[events.ApprovalResolved](e)
+		if err != nil {
 			return
 		}
 		if a := as.byKey[e.RunID+"/"+p.CallID]; a != nil && a.Resolved == nil {
@@ -66,7 +67,7 @@ func (as *Approvals) Add(e *events.Event) {
 				a.IdentityProblem = err.Error()
 			}
 		}
-	case events.StageRunCompleted, events.StageRunFailed:
+	case e.Stage.Terminal():
 		as.ended[e.RunID] = true
 		for _, k := range as.order {
 			if a := as.byKey[k]; a.RunID == e.RunID {

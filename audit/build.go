@@ -17,7 +17,7 @@ type runBuilder struct {
 	approvals  map[string]*Item // by call id
 	subagents  map[string]*Item // by child run id, and by "call/"+call id
 	compacting map[*Item]*Item  // the open compaction of a container (nil key: the run)
-	modelCalls map[string]events.ToolCall
+	before     Before           // the payloads before their hooks
 }
 
 // buildRun builds the tree of one run from its events (ordered by ce-seq)
@@ -29,22 +29,23 @@ func buildRun(evs []*events.Event) (*RunTree, map[string]*Item) {
 	}
 	b := &runBuilder{t: &RunTree{Items: []*Item{}}, hooks: map[string][]*HookCall{}, ids: map[string]bool{},
 		steps: map[int]*Item{}, tools: map[string]*Item{}, approvals: map[string]*Item{}, subagents: map[string]*Item{},
-		compacting: map[*Item]*Item{}, modelCalls: map[string]events.ToolCall{}}
+		compacting: map[*Item]*Item{}}
 	if len(evs) > 0 {
 		b.t.Run, _ = runs.Get(evs[0].RunID)
 	}
 	for _, e := range evs {
-		if e.Stage != events.StageHookDecided && e.Stage != events.StageHookFailed {
+		if e.Stage.Group() != events.GroupHook {
 			b.ids[e.ID] = true
 		}
 	}
 	for _, e := range evs {
-		h := hookCall(e)
+		b.before.Add(e)
+		h, id := hookCall(e)
 		if h == nil {
 			b.add(e)
 			continue
 		}
-		if id := hookEventID(e); id != "" && b.ids[id] {
+		if id != "" && b.ids[id] {
 			b.hooks[id] = append(b.hooks[id], h)
 			continue
 		}
@@ -91,55 +92,120 @@ func (b *runBuilder) place(e *events.Event, it *Item, parent ...*Item) *Item {
 	return it
 }
 
-// attach gives it the hooks decided on e, with their changes of e's payload
-// from before (nil: not recorded).
-func (b *runBuilder) attach(it *Item, e *events.Event, before []byte) {
+// placeIn places it under parent, or in e's container when there is none.
+func (b *runBuilder) placeIn(e *events.Event, it, parent *Item) *Item {
+	if parent == nil {
+		return b.place(e, it)
+	}
+	return b.place(e, it, parent)
+}
+
+// add places e in the run's tree (a new item, or one placed before that e
+// completes) and gives the item the hooks decided on e, with their changes
+// of e's payload from before them (Before).
+func (b *runBuilder) add(e *events.Event) {
+	it := b.item(e)
+	if it == nil {
+		return
+	}
 	hs := b.hooks[e.ID]
 	if len(hs) == 0 {
 		return
 	}
-	changes(hs, before)
+	changes(hs, b.before.Of(e))
 	it.Hooks = append(it.Hooks, hs...)
 }
 
-func (b *runBuilder) tool(e *events.Event, callID string) *Item {
-	return b.tools[fmt.Sprintf("%d/%s", e.Step, callID)]
-}
-
-func (b *runBuilder) add(e *events.Event) {
+// item is the item e belongs to, by its stage's group; nil when e adds
+// nothing to the tree.
+func (b *runBuilder) item(e *events.Event) *Item {
 	p, err := e.Payload()
 	if err != nil {
-		it := b.place(e, &Item{Kind: KindEvent, Text: string(e.Stage) + ": " + e.Summary()})
-		b.attach(it, e, nil)
-		return
+		return b.other(e)
 	}
+	switch e.Stage.Group() {
+	case events.GroupRun:
+		return b.runItem(e, p)
+	case events.GroupStep:
+		return b.stepItem(e, p)
+	case events.GroupModel:
+		return b.modelItem(e, p)
+	case events.GroupTool:
+		return b.toolItem(e, p)
+	case events.GroupApproval:
+		return b.approvalItem(e, p)
+	case events.GroupCompaction:
+		return b.compactionItem(e, p)
+	case events.GroupSubagent:
+		return b.subagentItem(e, p)
+	}
+	return b.other(e)
+}
+
+// other is an item of its own for an event the tree has no place for.
+func (b *runBuilder) other(e *events.Event) *Item {
+	return b.place(e, &Item{Kind: KindEvent, Text: string(e.Stage) + ": " + e.Summary()})
+}
+
+// runItem: intake, run.started, stop and the run's end, at the top level.
+func (b *runBuilder) runItem(e *events.Event, p any) *Item {
+	var it *Item
 	switch p := p.(type) {
 	case *events.Intake:
-		b.attach(b.place(e, &Item{Kind: KindIntake, Text: "intake " + quote(p.Prompt)}, nil), e, nil)
+		it = &Item{Kind: KindIntake, Text: "intake " + quote(p.Prompt)}
 	case *events.RunStarted:
 		text := fmt.Sprintf("started: history %d messages, max %d steps", p.HistoryMessages, p.MaxSteps)
 		if p.Resumed {
 			text = "resumed (a later attempt)"
 		}
-		b.attach(b.place(e, &Item{Kind: KindStart, Text: text}, nil), e, nil)
-	case *events.StepStarted:
-		st := b.container(e)
-		if st == nil {
-			st = b.place(e, &Item{Kind: KindStep, Text: fmt.Sprintf("step %d", p.Step)})
+		it = &Item{Kind: KindStart, Text: text}
+	case *events.Stop:
+		text := "stop: " + p.Reason
+		if p.Continue != "" {
+			text = fmt.Sprintf("stop: continued by %s: %s", p.Plugin, quote(p.Continue))
 		}
-		b.attach(st, e, nil)
+		it = &Item{Kind: KindStop, Text: text}
+	case *events.RunCompleted:
+		text := "end: " + p.Reason
+		if p.Detail != "" {
+			text += " (" + p.Detail + ")"
+		}
+		if p.Answer != "" {
+			text += " " + quote(p.Answer)
+		}
+		it = &Item{Kind: KindEnd, Text: text + fmt.Sprintf(" [%d steps, %s]", p.Steps, tokens(p.Usage))}
+	case *events.RunFailed:
+		it = &Item{Kind: KindEnd, Text: "end: failed: " + p.Error}
+	default:
+		return b.other(e)
+	}
+	return b.place(e, it, nil)
+}
+
+// stepItem: a step's start and end are one item, holding the step's.
+func (b *runBuilder) stepItem(e *events.Event, p any) *Item {
+	switch p := p.(type) {
+	case *events.StepStarted:
+		if st := b.container(e); st != nil {
+			return st
+		}
+		return b.place(e, &Item{Kind: KindStep, Text: fmt.Sprintf("step %d", p.Step)})
 	case *events.StepCompleted:
 		st := b.container(e)
 		if st != nil {
 			st.Text = fmt.Sprintf("step %d: %d tool calls, %s", p.Step, p.ToolCalls, tokens(p.Usage))
-			b.attach(st, e, nil)
 		}
+		return st
+	}
+	return b.other(e)
+}
+
+// modelItem: the context given to the model, its reply, a failed call.
+func (b *runBuilder) modelItem(e *events.Event, p any) *Item {
+	switch p := p.(type) {
 	case *events.ContextAssembled:
-		b.attach(b.place(e, &Item{Kind: KindContext, Text: fmt.Sprintf("context: %d messages, %d tools", len(p.Messages), len(p.Tools))}), e, nil)
+		return b.place(e, &Item{Kind: KindContext, Text: fmt.Sprintf("context: %d messages, %d tools", len(p.Messages), len(p.Tools))})
 	case *events.ModelResponded:
-		for _, c := range p.Message.ToolCalls {
-			b.modelCalls[c.ID] = c
-		}
 		text := "model"
 		if p.Message.Content != "" || len(p.Message.ToolCalls) == 0 {
 			text += " " + quote(p.Message.Content)
@@ -152,58 +218,53 @@ func (b *runBuilder) add(e *events.Event) {
 			text += " → calls " + strings.Join(names, ", ")
 		}
 		text += " (" + tokens(p.Usage) + ")"
-		it := b.place(e, &Item{Kind: KindModel, Text: text, Model: &ModelItem{Content: p.Message.Content, ToolCalls: p.Message.ToolCalls, Usage: p.Usage, Model: p.Model}})
-		b.attach(it, e, nil)
+		return b.place(e, &Item{Kind: KindModel, Text: text, Model: &ModelItem{Content: p.Message.Content, ToolCalls: p.Message.ToolCalls, Usage: p.Usage, Model: p.Model}})
 	case *events.ModelFailed:
-		b.attach(b.place(e, &Item{Kind: KindModelFailed, Text: "model failed: " + p.Error}), e, nil)
+		return b.place(e, &Item{Kind: KindModelFailed, Text: "model failed: " + p.Error})
+	}
+	return b.other(e)
+}
+
+// toolItem: a tool call's events are one item: the call as it ran, its raw
+// result, the result the model was given or its failure.
+func (b *runBuilder) toolItem(e *events.Event, p any) *Item {
+	var it *Item
+	switch p := p.(type) {
 	case *events.ToolBefore:
-		it := b.tool(e, p.Call.ID)
+		it = b.tool(e, p.Call.ID)
 		if it == nil {
 			it = b.place(e, &Item{Kind: KindTool, Tool: &ToolItem{}})
 			b.tools[fmt.Sprintf("%d/%s", e.Step, p.Call.ID)] = it
 		}
 		it.Tool.Call = p.Call
-		var before []byte
-		if c, ok := b.modelCalls[p.Call.ID]; ok {
-			before = marshal(events.ToolBefore{Call: c})
-		}
-		b.attach(it, e, before)
-		it.Text = toolText(it.Tool)
 	case *events.ToolResultRecord:
-		it := b.toolFor(e, p.Call)
+		it = b.toolFor(e, p.Call)
 		r := p.Result
 		it.Tool.RawResult = &r
-		b.attach(it, e, nil)
-		it.Text = toolText(it.Tool)
 	case *events.ToolAfter:
-		it := b.toolFor(e, p.Call)
-		var before []byte
-		if it.Tool.RawResult != nil {
-			before = marshal(events.ToolAfter{Call: it.Tool.Call, Result: *it.Tool.RawResult})
-		}
+		it = b.toolFor(e, p.Call)
 		r := p.Result
 		it.Tool.Call, it.Tool.Result, it.Tool.Context = p.Call, &r, p.Context
-		b.attach(it, e, before)
-		it.Text = toolText(it.Tool)
 	case *events.ToolFailed:
-		it := b.toolFor(e, p.Call)
+		it = b.toolFor(e, p.Call)
 		it.Tool.Error, it.Tool.Panicked, it.Tool.Unknown = p.Error, p.Panicked, p.Unknown
-		b.attach(it, e, nil)
-		it.Text = toolText(it.Tool)
+	default:
+		return b.other(e)
+	}
+	it.Text = toolText(it.Tool)
+	return it
+}
+
+// approvalItem: a call's request for a human and the answer are one item,
+// under the call.
+func (b *runBuilder) approvalItem(e *events.Event, p any) *Item {
+	switch p := p.(type) {
 	case *events.ApprovalRequested:
-		parent := b.tool(e, p.Call.ID)
-		if parent == nil {
-			parent = b.container(e)
-		}
 		it := &Item{Kind: KindApproval, Approval: &ApprovalItem{Requested: *p}}
 		it.Text = approvalText(it.Approval)
-		if parent == nil {
-			b.place(e, it)
-		} else {
-			b.place(e, it, parent)
-		}
+		b.placeIn(e, it, b.tool(e, p.Call.ID))
 		b.approvals[p.Call.ID] = it
-		b.attach(it, e, nil)
+		return it
 	case *events.ApprovalResolved:
 		it := b.approvals[p.CallID]
 		if it == nil {
@@ -220,7 +281,15 @@ func (b *runBuilder) add(e *events.Event) {
 			}
 		}
 		it.Text = approvalText(it.Approval)
-		b.attach(it, e, nil)
+		return it
+	}
+	return b.other(e)
+}
+
+// compactionItem: a compaction's start and its end or failure are one
+// item.
+func (b *runBuilder) compactionItem(e *events.Event, p any) *Item {
+	switch p := p.(type) {
 	case *events.CompactBefore:
 		text := fmt.Sprintf("compaction of %d messages", p.Messages)
 		if p.Tokens > 0 {
@@ -231,64 +300,49 @@ func (b *runBuilder) add(e *events.Event) {
 		}
 		it := b.place(e, &Item{Kind: KindCompaction, Text: text})
 		b.compacting[b.container(e)] = it
-		b.attach(it, e, nil)
+		return it
 	case *events.CompactAfter:
 		it := b.compaction(e)
 		it.Text += fmt.Sprintf(": %d → %d messages, summary %s (%s)", p.MessagesBefore, p.MessagesAfter, quote(p.Summary), tokens(p.Usage))
-		b.attach(it, e, nil)
+		return it
 	case *events.CompactFailed:
 		it := b.compaction(e)
 		it.Text += ": failed: " + p.Error
-		b.attach(it, e, nil)
+		return it
+	}
+	return b.other(e)
+}
+
+// subagentItem: a call of another agent and how it ended are one item,
+// under the Task call; the child run is nested in it later (buildFamily).
+func (b *runBuilder) subagentItem(e *events.Event, p any) *Item {
+	var it *Item
+	switch p := p.(type) {
 	case *events.SubagentBefore:
-		parent := b.tool(e, p.CallID)
-		it := &Item{Kind: KindSubagent, Subagent: &SubagentItem{Before: *p}}
-		if parent == nil {
-			b.place(e, it)
-		} else {
-			b.place(e, it, parent)
-		}
+		it = b.placeIn(e, &Item{Kind: KindSubagent, Subagent: &SubagentItem{Before: *p}}, b.tool(e, p.CallID))
 		if p.RunID != "" {
 			b.subagents[p.RunID] = it
 		}
 		if p.CallID != "" {
 			b.subagents["call/"+p.CallID] = it
 		}
-		it.Text = subagentText(it.Subagent)
-		b.attach(it, e, nil)
 	case *events.SubagentAfter:
-		it := b.subagent(e, p.RunID, p.CallID, p.AgentID)
+		it = b.subagent(e, p.RunID, p.CallID, p.AgentID)
 		r := *p
 		it.Subagent.After = &r
-		it.Text = subagentText(it.Subagent)
-		b.attach(it, e, nil)
 	case *events.SubagentFailed:
-		it := b.subagent(e, p.RunID, p.CallID, p.AgentID)
+		it = b.subagent(e, p.RunID, p.CallID, p.AgentID)
 		r := *p
 		it.Subagent.Failed = &r
-		it.Text = subagentText(it.Subagent)
-		b.attach(it, e, nil)
-	case *events.Stop:
-		text := "stop: " + p.Reason
-		if p.Continue != "" {
-			text = fmt.Sprintf("stop: continued by %s: %s", p.Plugin, quote(p.Continue))
-		}
-		b.attach(b.place(e, &Item{Kind: KindStop, Text: text}, nil), e, nil)
-	case *events.RunCompleted:
-		text := "end: " + p.Reason
-		if p.Detail != "" {
-			text += " (" + p.Detail + ")"
-		}
-		if p.Answer != "" {
-			text += " " + quote(p.Answer)
-		}
-		text += fmt.Sprintf(" [%d steps, %s]", p.Steps, tokens(p.Usage))
-		b.attach(b.place(e, &Item{Kind: KindEnd, Text: text}, nil), e, nil)
-	case *events.RunFailed:
-		b.attach(b.place(e, &Item{Kind: KindEnd, Text: "end: failed: " + p.Error}, nil), e, nil)
 	default:
-		b.attach(b.place(e, &Item{Kind: KindEvent, Text: string(e.Stage) + ": " + e.Summary()}), e, nil)
+		return b.other(e)
 	}
+	it.Text = subagentText(it.Subagent)
+	return it
+}
+
+func (b *runBuilder) tool(e *events.Event, callID string) *Item {
+	return b.tools[fmt.Sprintf("%d/%s", e.Step, callID)]
 }
 
 // toolFor is the tool item of call, made when its tool.before is not
@@ -327,35 +381,24 @@ func (b *runBuilder) subagent(e *events.Event, runID, callID, agent string) *Ite
 	return it
 }
 
-// hookEventID is the id of the event a hook.decided or hook.failed names.
-func hookEventID(e *events.Event) string {
-	var p struct {
-		EventID string `json:"event_id"`
-	}
-	if e.DecodeData(&p) != nil {
-		return ""
-	}
-	return p.EventID
-}
-
-// hookCall reads a hook.decided or hook.failed; nil for other events (and
-// ones that do not decode).
-func hookCall(e *events.Event) *HookCall {
+// hookCall reads a hook.decided or hook.failed, and the id of the event it
+// was decided on; nil for other events (and ones that do not decode).
+func hookCall(e *events.Event) (*HookCall, string) {
 	switch e.Stage {
 	case events.StageHookDecided:
-		var p events.HookDecided
-		if e.DecodeData(&p) != nil {
-			return nil
+		p, err := events.Data[events.HookDecided](e)
+		if err != nil {
+			return nil, ""
 		}
 		return &HookCall{Plugin: p.Plugin, Stage: p.Stage, Decision: p.Decision, Reason: p.Reason, LatencyUS: p.LatencyUS,
-			Remote: p.Remote, Patch: p.Patch, Warnings: p.Warnings, Annotations: p.Annotations, Result: p.Result, Seq: e.Seq, Time: e.Time}
+			Remote: p.Remote, Patch: p.Patch, Warnings: p.Warnings, Annotations: p.Annotations, Result: p.Result, Seq: e.Seq, Time: e.Time}, p.EventID
 	case events.StageHookFailed:
-		var p events.HookFailed
-		if e.DecodeData(&p) != nil {
-			return nil
+		p, err := events.Data[events.HookFailed](e)
+		if err != nil {
+			return nil, ""
 		}
 		return &HookCall{Plugin: p.Plugin, Stage: p.Stage, Decision: "failed", LatencyUS: p.LatencyUS, Seq: e.Seq, Time: e.Time,
-			Failure: &HookFailure{Kind: p.Kind, Error: p.Error, Policy: p.Policy, Outcome: p.Outcome}}
+			Failure: &HookFailure{Kind: p.Kind, Error: p.Error, Policy: p.Policy, Outcome: p.Outcome}}, p.EventID
 	}
-	return nil
+	return nil, ""
 }

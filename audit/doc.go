@@ -22,6 +22,9 @@
 //     hash chain, events.ChainHash, and the signature on its end): a
 //     RunVerdict per run, naming what was removed, inserted, altered or
 //     reordered.
+//   - Before: an event's payload as it was before its interceptors, where
+//     the record holds it; Show's changes, the web page's diffs and the
+//     shadow backtest (audit/backtest) replay the recorded patches over it.
 //
 // The values carry json tags: the same values serve observer's --json and
 // a web UI.

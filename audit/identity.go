@@ -17,8 +17,8 @@ func identityProblem(e *events.Event) string {
 	if e.Stage != events.StageApprovalResolved {
 		return ""
 	}
-	var p events.ApprovalResolved
-	if err := e.DecodeData(&p); err != nil {
+	p, err := events.Data[events.ApprovalResolved](e)
+	if err != nil {
 		return "" // its hash is checked; what it says cannot be read
 	}
 	if err := p.Actor.CheckWriter(e.Writer); err != nil {

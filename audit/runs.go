@@ -97,60 +97,50 @@ func (r *runState) add(e *events.Event) {
 	}
 	switch e.Stage {
 	case events.StageIntake:
-		var p events.Intake
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.Intake](e); err == nil {
 			r.Prompt = p.Prompt
 		}
 	case events.StageRunStarted:
 		r.Attempts++
 		if r.Prompt == "" {
-			var p events.RunStarted
-			if e.DecodeData(&p) == nil {
+			if p, err := events.Data[events.RunStarted](e); err == nil {
 				r.Prompt = p.Prompt
 			}
 		}
 	case events.StageStepCompleted:
-		var p events.StepCompleted
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.StepCompleted](e); err == nil {
 			r.stepUsage = r.stepUsage.Add(p.Usage)
 			r.lastStep = max(r.lastStep, p.Step)
 		}
 	case events.StageApprovalRequested:
-		var p events.ApprovalRequested
-		if e.DecodeData(&p) == nil && p.Call.ID != "" {
+		if p, err := events.Data[events.ApprovalRequested](e); err == nil && p.Call.ID != "" {
 			if r.pending == nil {
 				r.pending = map[string]bool{}
 			}
 			r.pending[p.Call.ID] = true
 		}
 	case events.StageApprovalResolved:
-		var p events.ApprovalResolved
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.ApprovalResolved](e); err == nil {
 			delete(r.pending, p.CallID)
 		}
 	case events.StageHookDecided:
-		var p events.HookDecided
-		if e.DecodeData(&p) == nil && !p.Shadow {
+		if p, err := events.Data[events.HookDecided](e); err == nil && !p.Shadow {
 			r.count(p.Decision)
 		}
 	case events.StageHookFailed:
-		var p events.HookFailed
-		if e.DecodeData(&p) == nil && p.Outcome != "shadow" {
+		if p, err := events.Data[events.HookFailed](e); err == nil && p.Outcome != "shadow" {
 			r.count(DecisionFail)
 		}
 	case events.StageSubagentBefore:
-		var p events.SubagentBefore
-		if e.DecodeData(&p) == nil && p.RunID != "" && !contains(r.Children, p.RunID) {
+		if p, err := events.Data[events.SubagentBefore](e); err == nil && p.RunID != "" && !contains(r.Children, p.RunID) {
 			r.Children = append(r.Children, p.RunID)
 		}
 	case events.StageRunCompleted:
-		var p events.RunCompleted
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.RunCompleted](e); err == nil {
 			r.Ended, r.Status, r.Detail, r.Answer, r.Steps, r.Usage = true, p.Reason, p.Detail, p.Answer, p.Steps, p.Usage
 		}
 	case events.StageRunFailed:
-		var p events.RunFailed
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.RunFailed](e); err == nil {
 			r.Ended, r.Status, r.Detail, r.Steps = true, StatusFailed, p.Error, p.Steps
 			r.Usage = r.stepUsage
 		}

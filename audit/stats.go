@@ -7,8 +7,9 @@ import (
 	"github.com/hookbus/hookbus/events"
 )
 
-// StatsStages are the stages Stats reads: a replay may be narrowed to them.
-var StatsStages = []events.Stage{events.StageHookDecided, events.StageHookFailed}
+// StatsStages are the stages Stats reads (the interceptors' records): a
+// replay may be narrowed to them.
+var StatsStages = events.StagesOf(events.GroupHook)
 
 // Outcomes of a failed interceptor call (events.HookFailed.Outcome).
 const (
@@ -84,8 +85,8 @@ func (s *Stats) get(plugin string, stage events.Stage) *statsState {
 func (s *Stats) Add(e *events.Event) {
 	switch e.Stage {
 	case events.StageHookDecided:
-		var p events.HookDecided
-		if e.DecodeData(&p) != nil {
+		p, err := events.Data[events.HookDecided](e)
+		if err != nil {
 			return
 		}
 		st := s.get(p.Plugin, p.Stage)
@@ -94,8 +95,8 @@ func (s *Stats) Add(e *events.Event) {
 		st.Decisions[p.Decision]++
 		st.latencies = append(st.latencies, p.LatencyUS)
 	case events.StageHookFailed:
-		var p events.HookFailed
-		if e.DecodeData(&p) != nil {
+		p, err := events.Data[events.HookFailed](e)
+		if err != nil {
 			return
 		}
 		st := s.get(p.Plugin, p.Stage)

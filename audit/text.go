@@ -45,14 +45,6 @@ func tokens(u events.Usage) string {
 	return s
 }
 
-func marshal(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	return b
-}
-
 func toolText(t *ToolItem) string {
 	s := "tool " + t.Call.Name + " " + Short(t.Call.Arguments, 80)
 	switch {

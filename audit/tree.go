@@ -21,22 +21,24 @@ type RunTree struct {
 // ItemKind says what an Item is.
 type ItemKind string
 
-// The kinds of items.
+// The kinds of items. The events of a step, a tool call, an approval, a
+// compaction or a sub-agent call make one item, of its stage group's name
+// (events.Group); the run's and the model's events are items each.
 const (
-	KindIntake      ItemKind = "intake"       // intake: the request and its hooks
-	KindStart       ItemKind = "start"        // run.started: an attempt (resumed: a later one)
-	KindStep        ItemKind = "step"         // step.started to step.completed; Items holds the step's
-	KindContext     ItemKind = "context"      // context.assembled
-	KindModel       ItemKind = "model"        // model.responded
-	KindModelFailed ItemKind = "model_failed" // model.failed
-	KindTool        ItemKind = "tool"         // a tool call: tool.before, tool.result, tool.after, tool.failed; Items holds its approval and sub-agent
-	KindApproval    ItemKind = "approval"     // approval.requested and its approval.resolved
-	KindSubagent    ItemKind = "subagent"     // subagent.before and .after or .failed; Child is the child run
-	KindCompaction  ItemKind = "compaction"   // compact.before and .after or .failed
-	KindStop        ItemKind = "stop"         // stop
-	KindEnd         ItemKind = "end"          // run.completed or run.failed
-	KindHook        ItemKind = "hook"         // a decision whose event is not recorded
-	KindEvent       ItemKind = "event"        // any other event
+	KindIntake      ItemKind = "intake"                         // intake: the request and its hooks
+	KindStart       ItemKind = "start"                          // run.started: an attempt (resumed: a later one)
+	KindStep        ItemKind = ItemKind(events.GroupStep)       // step.started to step.completed; Items holds the step's
+	KindContext     ItemKind = "context"                        // context.assembled
+	KindModel       ItemKind = "model"                          // model.responded
+	KindModelFailed ItemKind = "model_failed"                   // model.failed
+	KindTool        ItemKind = ItemKind(events.GroupTool)       // a tool call: tool.before, tool.result, tool.after, tool.failed; Items holds its approval and sub-agent
+	KindApproval    ItemKind = ItemKind(events.GroupApproval)   // approval.requested and its approval.resolved
+	KindSubagent    ItemKind = ItemKind(events.GroupSubagent)   // subagent.before and .after or .failed; Child is the child run
+	KindCompaction  ItemKind = ItemKind(events.GroupCompaction) // compact.before and .after or .failed
+	KindStop        ItemKind = "stop"                           // stop
+	KindEnd         ItemKind = "end"                            // run.completed or run.failed
+	KindHook        ItemKind = ItemKind(events.GroupHook)       // an interceptor's record whose event is not recorded
+	KindEvent       ItemKind = "event"                          // any other event
 )
 
 // Item is one node of a RunTree.

@@ -169,7 +169,7 @@ func (v *Verifier) Verdicts() []*RunVerdict {
 func effectiveRun(evs []*events.Event) []*events.Event {
 	end := len(evs)
 	for i, e := range evs {
-		if e.Stage == events.StageRunCompleted || e.Stage == events.StageRunFailed {
+		if e.Stage.Terminal() {
 			end = i
 			break
 		}
@@ -281,7 +281,7 @@ func (v *Verifier) verify(all []*events.Event) *RunVerdict {
 				add(ProblemAltered, prev, 0, "%s (seq %d) does not match the hash its successor recorded", prev.Stage, prev.Seq)
 			}
 		}
-		if e.Stage == events.StageRunCompleted || e.Stage == events.StageRunFailed {
+		if e.Stage.Terminal() {
 			end = e
 		}
 	}
@@ -378,11 +378,11 @@ func renumbered(chain []*events.Event) []move {
 func isShadow(e *events.Event) bool {
 	switch e.Stage {
 	case events.StageHookDecided:
-		var p events.HookDecided
-		return e.DecodeData(&p) == nil && p.Shadow
+		p, err := events.Data[events.HookDecided](e)
+		return err == nil && p.Shadow
 	case events.StageHookFailed:
-		var p events.HookFailed
-		return e.DecodeData(&p) == nil && p.Outcome == "shadow"
+		p, err := events.Data[events.HookFailed](e)
+		return err == nil && p.Outcome == "shadow"
 	}
 	return false
 }

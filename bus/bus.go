@@ -2,12 +2,14 @@ package bus
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"github.com/hookbus/hookbus/internal/redact"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/hookbus/hookbus/bus/internal/claimcheck"
+	"github.com/hookbus/hookbus/bus/internal/deadline"
+	"github.com/hookbus/hookbus/internal/redact"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
@@ -26,9 +28,9 @@ type Bus struct {
 	opts   options
 	log    *slog.Logger
 	acks   *ackTracker
-	fences movedFences // fences moved past foreign messages (fence.go)
-	pay    *payloads   // the claim check (payloads.go)
-	events streamCache // the events stream's handle
+	fences movedFences       // fences moved past foreign messages (fence.go)
+	pay    *claimcheck.Store // the claim check (payloads.go)
+	events streamCache       // the events stream's handle
 }
 
 // New returns a Bus over nc. It does no I/O: call Provision to create the
@@ -66,7 +68,7 @@ func New(nc *nats.Conn, opts ...Option) (*Bus, error) {
 		return nil, invalid("%v", err)
 	}
 	b.js = js
-	b.pay = newPayloads(nc, js, b.names.Payloads, o.maxPayload, o.timeout, b.log)
+	b.pay = claimcheck.New(nc, js, b.names.Payloads, o.maxPayload, o.timeout, b.log)
 	return b, nil
 }
 
@@ -83,24 +85,17 @@ func (b *Bus) Subjects() events.Subjects { return b.subj }
 // Names returns the stream and bucket names of the bus' prefix.
 func (b *Bus) Names() Names { return b.names }
 
+// Logger returns the bus' logger (WithLogger), which the packages built on
+// the bus log to as well.
+func (b *Bus) Logger() *slog.Logger { return b.log }
+
+// Timeout returns the timeout of requests made with a ctx that has no
+// deadline (WithDefaultTimeout).
+func (b *Bus) Timeout() time.Duration { return b.opts.timeout }
+
 // withTimeout applies the default timeout when ctx has no deadline.
 func (b *Bus) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, b.opts.timeout)
-}
-
-// ctxErr keeps the context error of a failed request visible to errors.Is
-// when jetstream reported it in its own words.
-func ctxErr(ctx context.Context, err error) error {
-	if err == nil {
-		return nil
-	}
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		return errors.Join(err, cerr)
-	}
-	return err
+	return deadline.Default(ctx, b.opts.timeout)
 }
 
 // Connect connects to an external nats-server at url (comma-separated for a

@@ -1,8 +1,18 @@
-// Package bus is hookbus' transport over NATS JetStream: a connection to a
-// nats-server, provisioning of the streams and buckets, publishing
-// events (asynchronous, write-ahead, and a per-run flush barrier), durable
-// observers with back-off and dead letters, replay and tail over ordered
-// consumers, and the run-request work queue.
+// Package bus is hookbus' log over NATS JetStream: a connection to a
+// nats-server, provisioning of every stream and bucket, publishing events
+// (asynchronous, write-ahead, fenced appends, and a per-run flush barrier),
+// the claim check of large payloads, durable observers with back-off and
+// dead letters, and replay and tail over ordered consumers.
+//
+// The rest of hookbus over NATS is built on a Bus, each in a package of its
+// own that bus does not import:
+//
+//   - bus/remote: interceptors over NATS: Serve (a plugin), Client and
+//     Register (a loop), the registry, trust grants, the kill switch,
+//     SyncHooks, the decision cache, shadow records.
+//   - bus/runs: the run queue (Submit, Consume), its routing by agent and
+//     definition, the fleet, wake-ups of waiting runs.
+//   - bus/budgets: shared budgets.
 //
 // # Start
 //
@@ -25,6 +35,11 @@
 // its retries. Every message carries Nats-Msg-Id = event id, so a retry is
 // stored once.
 //
+// A loop attempt owns its session: it claims it (Claim, Reclaim) and appends
+// fenced (Append, AppendSync), so that a newer claim stops an older
+// attempt's appends (ErrFenced); AppendAfter and AppendAfterAs append when
+// the session is as the caller read it.
+//
 // # Read
 //
 // Observe runs a durable consumer: explicit acks, bounded pending acks,
@@ -46,53 +61,27 @@
 // and WaitRun fetch the data back before handing the event over (DataRef
 // stays set, so an auditor sees it was claim-checked); an event whose object
 // is gone is handed over without data, counted (Unfetched) and logged, and
-// e.DecodeData names the reference. Remote requests are claim-checked the
-// same way and Serve fetches the data before calling the interceptor; a
-// reply cannot be: a decision that modifies a large payload should send a
-// patch. FetchData reads the data of an event obtained otherwise (a dead
-// letter). The object store's TTL is the events' max age
-// (WithEventsMaxAge).
-//
-// # Runs
-//
-// SubmitRun queues a run request (once per run id); ConsumeRuns is a
-// loop worker's side of the queue: consumers per agent it serves (and per
-// agent definition, for runs pinned to one), one pool of slots for all of
-// them, and a lease renewed while a run lasts. Fleet holds the agent
-// definitions the workers registered and the live workers; QueuedRuns
-// lists what waits on the queue without taking it.
-//
-// # Intercept
-//
-// Remote interceptors are NATS services. Serve makes an
-// interceptors.Interceptor one: a nats.go micro service named after the
-// plugin, an endpoint per stage on <prefix>.hook.<stage>.<plugin>, queue
-// group = plugin. On the loop's side a Remote client (b.Remote, or
-// RegisterRemote onto a chain) sends the stage's event with its deadline
-// and reads the decision; failures are *interceptors.CallError values
-// (timeout, no_responders at once, bad_reply, error). Registry holds what
-// the loop calls (KV hookbus_hooks, key <stage>.<plugin>) and the
-// privileged_hooks grants (KV hookbus_trust); WatchTrust and SyncHooks keep
-// a chain in step with both, live:
-//
-//	trust, err := b.WatchTrust(ctx)
-//	chain := interceptors.NewChain(interceptors.WithTrust(trust))
-//	hs, err := b.SyncHooks(ctx, chain, trust) // hs.Synced(ctx) waits for changes to apply
+// e.DecodeData names the reference. bus/remote claim-checks interception
+// requests the same way (a reply cannot be: a decision that modifies a
+// large payload should send a patch), and bus/runs large run requests.
+// FetchData reads the data of an event obtained otherwise (a dead letter).
+// The object store's TTL is the events' max age (WithEventsMaxAge).
 //
 // # Assets
 //
-// With the default prefix "hookbus": streams HOOKBUS_EVENTS
-// (hookbus.evt.>, limits retention, file storage, duplicate window),
-// HOOKBUS_RUNS (hookbus.run.>, work queue, no message schedules),
-// HOOKBUS_WAKES (hookbus.wake.>, the approvals' wake-ups: the only stream
-// with message schedules; WakeAt, ConsumeWakes) and HOOKBUS_DLQ
-// (hookbus.dlq.>); KV buckets hookbus_hooks, hookbus_trust,
-// hookbus_decisions (the prompt hooks' decision cache, DecisionCache),
-// hookbus_budgets, hookbus_agents (the fleet's registered agent
-// definitions) and hookbus_workers (the live workers, Fleet); object store
-// hookbus_payloads. Another prefix derives its
-// own names (see Names), so several hookbus installations can share one
-// NATS account.
+// Provision makes every asset of the prefix, those the packages built on
+// the bus use included, so an operator has one call (observer provision);
+// CheckProvisioned checks them with read-only rights. With the default
+// prefix "hookbus": streams HOOKBUS_EVENTS (hookbus.evt.>, limits
+// retention, file storage, duplicate window), HOOKBUS_RUNS (hookbus.run.>,
+// work queue, no message schedules), HOOKBUS_WAKES (hookbus.wake.>, the
+// approvals' wake-ups: the only stream with message schedules) and
+// HOOKBUS_DLQ (hookbus.dlq.>); KV buckets hookbus_hooks, hookbus_trust,
+// hookbus_decisions (the prompt hooks' decision cache), hookbus_budgets,
+// hookbus_agents (the fleet's registered agent definitions) and
+// hookbus_workers (the live workers); object store hookbus_payloads.
+// Another prefix derives its own names (see Names), so several hookbus
+// installations can share one NATS account.
 //
 // # Answers to approvals
 //

@@ -1,13 +1,20 @@
 package bus
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/hookbus/hookbus/bus/internal/claimcheck"
+)
 
 // Sentinel errors. Every error a bus method returns wraps one of these (or a
 // context error, or an events error such as events.ErrInvalidID), so callers
-// match them with errors.Is.
+// match them with errors.Is. The packages built on the bus (bus/remote,
+// bus/runs, bus/budgets) return several of them too, under the same names:
+// the same values.
 var (
-	// ErrInvalidOption is returned by New and the Observe/Consume/Serve
-	// functions when an option or config field is out of range.
+	// ErrInvalidOption is returned by New, Observe and DeadLetter when an
+	// option or config field is out of range (and by the Serve and Consume
+	// functions of the packages built on the bus).
 	ErrInvalidOption = errors.New("hookbus: invalid option")
 	// ErrProvision is returned by Provision when a stream, bucket or object
 	// store cannot be created or updated.
@@ -22,11 +29,12 @@ var (
 	// returns it when the session changed since the caller read it.
 	ErrFenced = errors.New("hookbus: session claimed by another attempt")
 	// ErrPermission is returned when the server refuses what the caller's
-	// user may not do (Serve on a subject outside its permissions).
+	// user may not do (WhoAmI without the right to ask; remote.Serve on a
+	// subject outside its permissions).
 	ErrPermission = errors.New("hookbus: permission denied")
-	// ErrPublish is returned by Publish, PublishSync, Flush and SubmitRun when
-	// JetStream did not store a message (no stream, timeout after retries,
-	// rejected by the server).
+	// ErrPublish is returned by Publish, PublishSync, Flush and DeadLetter
+	// when JetStream did not store a message (no stream, timeout after
+	// retries, rejected by the server).
 	ErrPublish = errors.New("hookbus: publish failed")
 	// ErrDuplicate is returned by PublishSync, AppendSync, Claim and Flush
 	// when JetStream reports the FIRST send of an event as a duplicate:
@@ -36,48 +44,15 @@ var (
 	// ErrPayloadTooLarge is returned by Publish and PublishSync when an
 	// event exceeds the bus' payload limit (see WithMaxPayload) even
 	// without its data: larger data is claim-checked, not refused.
-	ErrPayloadTooLarge = errors.New("hookbus: event payload too large")
+	ErrPayloadTooLarge = claimcheck.ErrPayloadTooLarge
 	// ErrClaimCheck is returned (wrapped, naming the event and the
 	// reference) when the data of an event too large for a message cannot
 	// be stored in the payloads object store (Publish, PublishSync: with
-	// ErrPublish; a Remote request) or fetched back (FetchData; Replay,
+	// ErrPublish; a remote.Client request) or fetched back (FetchData; Replay,
 	// Tail, SessionEvents and WaitRun when the failure may pass: data gone
 	// for good is not an error of the read, see ReplayStats.Unfetched).
-	ErrClaimCheck = errors.New("hookbus: claim check failed")
-	// ErrConsumer is returned by Observe, Replay, Tail, WaitRun and
-	// ConsumeRuns when the JetStream consumer cannot be created or fails.
+	ErrClaimCheck = claimcheck.ErrClaimCheck
+	// ErrConsumer is returned by Observe, Replay, Tail and WaitRun when the
+	// JetStream consumer cannot be created or fails.
 	ErrConsumer = errors.New("hookbus: consumer failed")
-)
-
-// Errors of the interceptor registry and trust grants.
-var (
-	// ErrRegistry is returned by the Registry methods, WatchTrust and
-	// SyncHooks when the registry or trust bucket cannot be opened, read or
-	// written (the error names the bucket; a missing bucket means the bus
-	// was not provisioned).
-	ErrRegistry = errors.New("hookbus: registry unavailable")
-	// ErrDecisionCache is returned by DecisionCache.Get and Put when the
-	// decision bucket cannot be opened, read or written, or for a bad key
-	// or TTL (the error names the bucket or the key).
-	ErrDecisionCache = errors.New("hookbus: decision cache unavailable")
-	// ErrNotFound is returned by Registry.Get and Registry.Delete for a
-	// stage and plugin with no registration, and by Registry.Revoke for a
-	// plugin with no grant.
-	ErrNotFound = errors.New("hookbus: not found")
-)
-
-// Errors of the fleet (agent definitions and workers) and of the run queue's
-// consumers.
-var (
-	// ErrFleet is returned by the Fleet methods and ConsumeRuns when the
-	// agents or workers bucket cannot be opened, read or written (the error
-	// names the bucket; a missing bucket means the bus was not
-	// provisioned).
-	ErrFleet = errors.New("hookbus: fleet registry unavailable")
-	// ErrLegacyConsumer is returned by ConsumeRuns when a consumer of the
-	// run queue made by an older hookbus (one consumer for every agent,
-	// "hookbus-workers" on hookbus.run.>) is still in use and overlaps the
-	// per-agent consumers; the error names it and how to remove it. An
-	// idle one is removed, logged.
-	ErrLegacyConsumer = errors.New("hookbus: a run consumer of an older hookbus is in the way")
 )

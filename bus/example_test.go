@@ -89,8 +89,8 @@ func ExampleBus_Replay() {
 	}
 	st, err := b.Replay(ctx, bus.Filter{Agent: "support", Run: "r2", Stages: []events.Stage{events.StageToolBefore}},
 		func(e *events.Event) error {
-			var p events.ToolBefore
-			if err := e.DecodeData(&p); err != nil {
+			p, err := events.Data[events.ToolBefore](e)
+			if err != nil {
 				return err
 			}
 			fmt.Println(e.RunID, e.Stage, p.Call.Name)
@@ -133,32 +133,4 @@ func ExampleBus_Observe() {
 		fmt.Println("timeout")
 	}
 	// Output: billed r1
-}
-
-func ExampleBus_SubmitRun() {
-	b, cleanup := exampleBus()
-	defer cleanup()
-	ctx := context.Background()
-
-	req := &events.RunRequest{RunID: "r1", AgentID: "support", SessionID: "s1", Prompt: "hello"}
-	for i := 0; i < 2; i++ { // a retried submission is queued once
-		if err := b.SubmitRun(ctx, req); err != nil {
-			panic(err)
-		}
-	}
-	done := make(chan string, 2)
-	w, err := b.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: bus.Agents("support"), Concurrency: 4}, func(_ context.Context, r *events.RunRequest) error {
-		done <- r.RunID
-		return nil
-	})
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println("ran", <-done)
-	w.Drain()
-	<-w.Closed()
-	fmt.Println("also ran:", len(done))
-	// Output:
-	// ran r1
-	// also ran: 0
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -314,7 +315,7 @@ func (b *Bus) eventsSince(ctx context.Context, subject string, seq uint64) (*eve
 	defer cancel()
 	s, err := b.eventsStream(ctx)
 	if err != nil {
-		return nil, 0, fmt.Errorf("hookbus: stream %s: %w", b.names.Events, ctxErr(ctx, err))
+		return nil, 0, fmt.Errorf("hookbus: stream %s: %w", b.names.Events, deadline.Err(ctx, err))
 	}
 	last := seq
 	for next := seq + 1; ; {
@@ -323,7 +324,7 @@ func (b *Bus) eventsSince(ctx context.Context, subject string, seq uint64) (*eve
 			return nil, last, nil
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("hookbus: reading %s: %w", subject, ctxErr(ctx, err))
+			return nil, 0, fmt.Errorf("hookbus: reading %s: %w", subject, deadline.Err(ctx, err))
 		}
 		if e, err := b.decodeStored(m.Subject, m.Header, m.Data); err == nil {
 			e.Stored = m.Sequence
@@ -339,11 +340,11 @@ func (b *Bus) storedEvent(ctx context.Context, seq uint64) (*events.Event, error
 	defer cancel()
 	s, err := b.eventsStream(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("hookbus: stream %s: %w", b.names.Events, ctxErr(ctx, err))
+		return nil, fmt.Errorf("hookbus: stream %s: %w", b.names.Events, deadline.Err(ctx, err))
 	}
 	m, err := s.GetMsg(ctx, seq)
 	if err != nil {
-		return nil, ctxErr(ctx, err)
+		return nil, deadline.Err(ctx, err)
 	}
 	e, err := b.decodeStored(m.Subject, m.Header, m.Data)
 	if err != nil {
@@ -368,7 +369,7 @@ func (b *Bus) claimsSince(ctx context.Context, subject string, seq uint64) (*eve
 	defer cancel()
 	s, err := b.eventsStream(ctx)
 	if err != nil {
-		return nil, 0, fmt.Errorf("hookbus: stream %s: %w", b.names.Events, ctxErr(ctx, err))
+		return nil, 0, fmt.Errorf("hookbus: stream %s: %w", b.names.Events, deadline.Err(ctx, err))
 	}
 	var claim *events.Event
 	last := seq
@@ -378,7 +379,7 @@ func (b *Bus) claimsSince(ctx context.Context, subject string, seq uint64) (*eve
 			return claim, last, nil
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("hookbus: reading claims on %s: %w", subject, ctxErr(ctx, err))
+			return nil, 0, fmt.Errorf("hookbus: reading claims on %s: %w", subject, deadline.Err(ctx, err))
 		}
 		if e, err := b.decodeStored(m.Subject, m.Header, m.Data); err == nil && e.Stage == events.StageRunStarted {
 			e.Stored = m.Sequence

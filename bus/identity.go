@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
+	"github.com/hookbus/hookbus/bus/internal/header"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // userInfoSubject is the NATS server's service that tells a connection who
@@ -56,7 +56,7 @@ func (b *Bus) WhoAmI(ctx context.Context) (Caller, error) {
 	case errors.Is(err, nats.ErrPermissionViolation):
 		return Caller{}, fmt.Errorf("%w: ask the server who this connection is (%s): %w", ErrPermission, userInfoSubject, err)
 	case err != nil:
-		return Caller{}, fmt.Errorf("hookbus: ask the server who this connection is (%s): %w", userInfoSubject, ctxErr(ctx, err))
+		return Caller{}, fmt.Errorf("hookbus: ask the server who this connection is (%s): %w", userInfoSubject, deadline.Err(ctx, err))
 	}
 	var reply struct {
 		Data *struct {
@@ -72,7 +72,7 @@ func (b *Bus) WhoAmI(ctx context.Context) (Caller, error) {
 		if reply.Error != nil {
 			return Caller{}, fmt.Errorf("hookbus: the server did not say who this connection is: %d %s", reply.Error.Code, reply.Error.Description)
 		}
-		return Caller{}, fmt.Errorf("hookbus: the server's user info does not parse: %q", oneLine(string(m.Data), 200))
+		return Caller{}, fmt.Errorf("hookbus: the server's user info does not parse: %q", header.OneLine(string(m.Data), 200))
 	}
 	c := Caller{User: reply.Data.User, Account: reply.Data.Account, Via: "nats"}
 	if c.User == "" {
@@ -81,39 +81,14 @@ func (b *Bus) WhoAmI(ctx context.Context) (Caller, error) {
 	return c, nil
 }
 
-// actor fills a (a record's actor, its channel and note as the caller
-// gave them) with who the bus' connection is (WhoAmI): its identity,
-// how it was learnt and the writer. The channel defaults to
-// events.ChannelNATS.
-func (b *Bus) actor(ctx context.Context, a events.Actor) (events.Actor, error) {
-	c, err := b.WhoAmI(ctx)
-	if err != nil {
-		return a, err
-	}
+// Actor fills a (a record's actor, its channel and note as its writer gave
+// them) with c: the identity, how it was learnt, and the writer. The
+// channel defaults to events.ChannelNATS. The kill switch and the shared
+// budgets record who changed them so, with the Caller WhoAmI returns.
+func (c Caller) Actor(a events.Actor) events.Actor {
 	a.Identity, a.Via, a.Writer = c.User, c.Via, c.User
 	if a.Channel == "" {
 		a.Channel = events.ChannelNATS
 	}
-	return a, nil
-}
-
-// deleteKeyWith deletes key of kv (bucket) as Registry.deleteKey does, on
-// the revision read, with body in its delete marker (who deleted it): KV
-// readers see a delete, and the bucket's history keeps the body.
-func (b *Bus) deleteKeyWith(ctx context.Context, kv jetstream.KeyValue, bucket, key, missing string, body []byte) error {
-	e, err := kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("%w: %s", ErrNotFound, missing)
-	}
-	if err != nil {
-		return fmt.Errorf("%w: get %s from key-value bucket %s: %w", ErrRegistry, key, bucket, ctxErr(ctx, err))
-	}
-	msg := &nats.Msg{Subject: "$KV." + bucket + "." + key, Data: body, Header: nats.Header{
-		"KV-Operation":                      []string{"DEL"},
-		jetstream.ExpectedLastSubjSeqHeader: []string{strconv.FormatUint(e.Revision(), 10)},
-	}}
-	if _, err := b.js.PublishMsg(ctx, msg); err != nil {
-		return fmt.Errorf("%w: delete %s from key-value bucket %s: %w", ErrRegistry, key, bucket, ctxErr(ctx, err))
-	}
-	return nil
+	return a
 }

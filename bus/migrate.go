@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
+	"github.com/hookbus/hookbus/bus/internal/header"
+	"github.com/hookbus/hookbus/bus/internal/wakeup"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -30,7 +33,7 @@ func (b *Bus) migrateRuns(ctx context.Context) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("%w: stream %s: %w", ErrProvision, b.names.Runs, ctxErr(ctx, err))
+		return fmt.Errorf("%w: stream %s: %w", ErrProvision, b.names.Runs, deadline.Err(ctx, err))
 	}
 	info := st.CachedInfo()
 	if !info.Config.AllowMsgSchedules {
@@ -45,7 +48,7 @@ func (b *Bus) migrateRuns(ctx context.Context) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("%w: stream %s: read message %d to copy it: %w", ErrProvision, b.names.Runs, seq, ctxErr(ctx, err))
+			return fmt.Errorf("%w: stream %s: read message %d to copy it: %w", ErrProvision, b.names.Runs, seq, deadline.Err(ctx, err))
 		}
 		switch {
 		case strings.HasPrefix(m.Subject, strings.TrimSuffix(b.subj.AllRuns(), ">")):
@@ -65,27 +68,33 @@ func (b *Bus) migrateRuns(ctx context.Context) error {
 		default:
 			dropped++
 			b.log.Warn("hookbus: a queued answer of an older hookbus is dropped with its stream: give it again (observer approve|reject)",
-				"stream", b.names.Runs, "subject", m.Subject, "answer", oneLine(string(m.Data), 300))
+				"stream", b.names.Runs, "subject", m.Subject, "answer", header.OneLine(string(m.Data), 300))
 		}
 	}
 	if err := b.js.DeleteStream(ctx, b.names.Runs); err != nil {
-		return fmt.Errorf("%w: stream %s: delete it to make it again without message schedules: %w", ErrProvision, b.names.Runs, ctxErr(ctx, err))
+		return fmt.Errorf("%w: stream %s: delete it to make it again without message schedules: %w", ErrProvision, b.names.Runs, deadline.Err(ctx, err))
 	}
 	for _, cfg := range b.StreamConfigs() {
 		if cfg.Name != b.names.Runs && cfg.Name != b.names.Wakes {
 			continue
 		}
 		if _, err := b.js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("%w: stream %s: %w", ErrProvision, cfg.Name, ctxErr(ctx, err))
+			return fmt.Errorf("%w: stream %s: %w", ErrProvision, cfg.Name, deadline.Err(ctx, err))
 		}
 	}
 	for _, m := range runs {
 		if _, err := b.js.PublishMsg(ctx, m); err != nil {
-			return fmt.Errorf("%w: stream %s: copy a run request (%s): %w", ErrProvision, b.names.Runs, m.Header.Get(jetstream.MsgIDHeader), ctxErr(ctx, err))
+			return fmt.Errorf("%w: stream %s: copy a run request (%s): %w", ErrProvision, b.names.Runs, m.Header.Get(jetstream.MsgIDHeader), deadline.Err(ctx, err))
 		}
 	}
 	for _, w := range wakes {
-		if err := b.WakeAt(ctx, w); err != nil {
+		msg, at, err := wakeup.Msg(b.subj, w)
+		if err == nil {
+			if _, perr := b.js.PublishMsg(ctx, msg); perr != nil {
+				err = fmt.Errorf("%w: wake-up of run %s at %s: %w", ErrPublish, w.RunID, at.Format(time.RFC3339), deadline.Err(ctx, perr))
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("%w: reschedule the wake-up of run %s: %w", ErrProvision, w.RunID, err)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 
 // Names are the JetStream assets of one subject prefix. With the default
 // prefix "hookbus" they are HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_WAKES,
-// HOOKBUS_DLQ, hookbus_hooks, hookbus_trust, hookbus_decisions,
+// HOOKBUS_DLQ, HOOKBUS_CHECKPOINTS, hookbus_hooks, hookbus_trust, hookbus_decisions,
 // hookbus_budgets, hookbus_agents, hookbus_workers and hookbus_payloads.
 // Another prefix derives them the same way: dots become underscores, upper
 // case for streams and lower case for buckets, so "acme.hookbus" gives
@@ -20,12 +20,13 @@ type Names struct {
 	Runs        string // stream of <prefix>.run.> (work-queue retention)
 	Wakes       string // stream of <prefix>.wake.> (message schedules)
 	DeadLetters string // stream of <prefix>.dlq.>
+	Checkpoints string // stream of <prefix>.checkpoint (signed checkpoints of Events)
 	Hooks       string // KV bucket: the interceptor registry
 	Trust       string // KV bucket: trust grants
 	Decisions   string // KV bucket: the decision cache of prompt hooks
 	Budgets     string // KV bucket: shared budgets and their use
-	Agents      string // KV bucket: the fleet's agent definitions (Fleet)
-	Workers     string // KV bucket: the live workers (Fleet), entries expiring
+	Agents      string // KV bucket: the fleet's agent definitions (runs.Fleet)
+	Workers     string // KV bucket: the live workers (runs.Fleet), entries expiring
 	Payloads    string // object store: large payloads (claim check)
 }
 
@@ -42,6 +43,7 @@ func NamesFor(prefix string) Names {
 		Runs:        up + "_RUNS",
 		Wakes:       up + "_WAKES",
 		DeadLetters: up + "_DLQ",
+		Checkpoints: up + "_CHECKPOINTS",
 		Hooks:       low + "_hooks",
 		Trust:       low + "_trust",
 		Decisions:   low + "_decisions",
@@ -50,21 +52,4 @@ func NamesFor(prefix string) Names {
 		Workers:     low + "_workers",
 		Payloads:    low + "_payloads",
 	}
-}
-
-// validAssetToken reports whether s may be part of a stream or bucket name:
-// JetStream bucket names allow only letters, digits, '_' and '-'.
-func validAssetToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
 }

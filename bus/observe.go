@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
+	"github.com/hookbus/hookbus/bus/internal/header"
+	"github.com/hookbus/hookbus/bus/internal/jsname"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -122,12 +124,10 @@ type Observer struct {
 	delivered, acked, naked, deadLettered, malformed, unfetched, returned atomic.Uint64
 }
 
+// validDurable checks a durable name; the error wraps ErrInvalidOption.
 func validDurable(kind, name string) error {
-	if err := events.ValidateID(kind, name); err != nil {
+	if err := jsname.ValidDurable(kind, name); err != nil {
 		return invalid("%v", err)
-	}
-	if strings.ContainsAny(name, `/\`) {
-		return invalid("%s %q contains a path separator", kind, name)
 	}
 	return nil
 }
@@ -236,7 +236,7 @@ func (b *Bus) Observe(ctx context.Context, cfg ObserveConfig, handler EventHandl
 
 	rctx, cancel := b.withTimeout(ctx)
 	cons, err := b.js.CreateOrUpdateConsumer(rctx, b.names.Events, cc)
-	err = ctxErr(rctx, err)
+	err = deadline.Err(rctx, err)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("%w: observer %s: %w", ErrConsumer, cfg.Durable, err)
@@ -359,7 +359,7 @@ func (o *Observer) handle(m jetstream.Msg) {
 		o.malformed.Add(1)
 		log.Warn("hookbus: malformed event skipped", "durable", o.cfg.Durable, "subject", m.Subject(),
 			"stream_seq", meta.Sequence.Stream, "reason", err)
-		if err := m.TermWithReason("malformed: " + oneLine(err.Error(), 200)); err != nil {
+		if err := m.TermWithReason("malformed: " + header.OneLine(err.Error(), 200)); err != nil {
 			log.Warn("hookbus: term failed", "durable", o.cfg.Durable, "error", err)
 		}
 		return
@@ -455,7 +455,7 @@ func (o *Observer) call(m jetstream.Msg, e *events.Event) (err error) {
 func (o *Observer) giveUp(m jetstream.Msg, meta *jetstream.MsgMetadata, e *events.Event, herr error) {
 	log := o.b.log
 	if !o.cfg.NoDeadLetter {
-		if err := o.deadLetter(m, meta, herr); err != nil {
+		if err := o.deadLetter(m, herr); err != nil {
 			// Not terminated: the event stays in the events stream and the
 			// error is loud. Nothing acknowledged is lost.
 			log.Error("hookbus: dead letter failed", "durable", o.cfg.Durable, "id", e.ID, "error", err, "handler_error", herr)
@@ -468,46 +468,47 @@ func (o *Observer) giveUp(m jetstream.Msg, meta *jetstream.MsgMetadata, e *event
 		log.Warn("hookbus: event dropped after its last delivery", "durable", o.cfg.Durable, "id", e.ID,
 			"deliveries", meta.NumDelivered, "error", herr)
 	}
-	if err := m.TermWithReason("max deliveries: " + oneLine(herr.Error(), 200)); err != nil {
+	if err := m.TermWithReason("max deliveries: " + header.OneLine(herr.Error(), 200)); err != nil {
 		log.Warn("hookbus: term failed", "durable", o.cfg.Durable, "id", e.ID, "error", err)
 	}
 }
 
-func (o *Observer) deadLetter(m jetstream.Msg, meta *jetstream.MsgMetadata, herr error) error {
+func (o *Observer) deadLetter(m jetstream.Msg, herr error) error {
 	ctx, cancel := context.WithTimeout(o.ctx, o.b.opts.timeout)
 	defer cancel()
-	return o.b.deadLetter(ctx, o.dlq, o.cfg.Durable, m, meta, herr)
+	return o.b.DeadLetter(ctx, o.cfg.Durable, m, herr)
 }
 
-// deadLetter publishes a copy of m (headers and body) to dlq with the
-// Hookbus-Dlq-* headers saying why, once per consumer and stream message.
-func (b *Bus) deadLetter(ctx context.Context, dlq, durable string, m jetstream.Msg, meta *jetstream.MsgMetadata, herr error) error {
+// DeadLetter publishes a copy of m (headers and body), a message of a
+// JetStream consumer named durable, to <prefix>.dlq.<durable>, with the
+// Hookbus-Dlq-* headers saying why, once per consumer and stream message
+// (its Nats-Msg-Id), even when retried. Observe dead-letters so an event
+// whose deliveries are used up, and the run queue's workers a request they
+// refuse. It returns an error wrapping ErrInvalidOption for a durable that
+// cannot name a subject, or ErrPublish.
+func (b *Bus) DeadLetter(ctx context.Context, durable string, m jetstream.Msg, why error) error {
+	dlq, err := b.subj.DeadLetter(durable)
+	if err != nil {
+		return invalid("%v", err)
+	}
+	meta, err := m.Metadata()
+	if err != nil {
+		return fmt.Errorf("%w: dead letter on %s: %w", ErrPublish, dlq, err)
+	}
 	h := make(nats.Header, len(m.Headers())+8)
 	for k, v := range m.Headers() {
 		h[k] = append([]string(nil), v...)
 	}
 	h.Set(HeaderDLQConsumer, durable)
-	h.Set(HeaderDLQError, oneLine(herr.Error(), 1024))
+	h.Set(HeaderDLQError, header.OneLine(why.Error(), 1024))
 	h.Set(HeaderDLQDeliveries, strconv.FormatUint(meta.NumDelivered, 10))
 	h.Set(HeaderDLQStream, meta.Stream)
 	h.Set(HeaderDLQSequence, strconv.FormatUint(meta.Sequence.Stream, 10))
 	h.Set(HeaderDLQSubject, m.Subject())
 	// One dead letter per consumer and stream message, even if retried.
 	h.Set(jetstream.MsgIDHeader, "dlq."+durable+"."+meta.Stream+"."+strconv.FormatUint(meta.Sequence.Stream, 10))
-	_, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: dlq, Header: h, Data: m.Data()})
-	return err
-}
-
-// oneLine makes s fit in a header value: no line breaks, at most n bytes.
-func oneLine(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if r == '\r' || r == '\n' {
-			return ' '
-		}
-		return r
-	}, s)
-	if len(s) > n {
-		s = s[:n]
+	if _, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: dlq, Header: h, Data: m.Data()}); err != nil {
+		return fmt.Errorf("%w: dead letter on %s: %w", ErrPublish, dlq, deadline.Err(ctx, err))
 	}
-	return s
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/jsname"
 	"github.com/hookbus/hookbus/events"
 )
 
@@ -63,7 +64,7 @@ func WithPrefix(prefix string) Option {
 			return invalid("%v", err)
 		}
 		for _, tok := range strings.Split(prefix, ".") {
-			if !validAssetToken(tok) {
+			if !jsname.ValidToken(tok) {
 				return invalid("subject prefix %q: token %q may hold only letters, digits, '_' and '-'", prefix, tok)
 			}
 		}
@@ -135,7 +136,7 @@ func WithMaxPayload(n int) Option {
 	}
 }
 
-// WithDefaultTimeout sets the timeout of requests (provisioning, SubmitRun,
+// WithDefaultTimeout sets the timeout of requests (provisioning, runs.Queue.Submit,
 // DLQ writes) made with a ctx that has no deadline (default 5s).
 func WithDefaultTimeout(d time.Duration) Option {
 	return func(o *options) error {

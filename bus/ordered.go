@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,7 +35,7 @@ func (b *Bus) readOrdered(ctx context.Context, filters []string, policy jetstrea
 	}
 	rctx, cancel := b.withTimeout(ctx)
 	cons, err := b.js.OrderedConsumer(rctx, b.names.Events, cfg)
-	err = ctxErr(rctx, err)
+	err = deadline.Err(rctx, err)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("%w: ordered consumer: %w", ErrConsumer, err)

@@ -1,307 +1,30 @@
 package bus
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"strings"
-	"sync"
-	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/claimcheck"
 	"github.com/hookbus/hookbus/events"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
-
-// The claim check. An event whose encoded message (headers and body) would
-// exceed the payload limit travels as a stub: the same ce-* headers plus
-// ce-dataref, and an empty body. Its data is an object of the payloads
-// object store (Names.Payloads), stored before the stub is sent, so a reader
-// never finds a reference to an object not yet written.
-//
-// The reference is "<bucket>/<object name>", and hookbus names the object
-// after the event and its data: "evt/<event id>/<SHA-256 of the data, hex>"
-// (ObjectName). An object is never overwritten: the same event with the same
-// data is the same object (a publish sent again stores nothing new; a put is
-// skipped when the object exists), while data a hook changed is another
-// object, so what an event in the stream points to cannot change under it.
-
-// objectPrefix starts the name of every object hookbus writes.
-const objectPrefix = "evt/"
 
 // ObjectName is the name of the payloads object that holds data of event id:
 // "evt/<id>/<hex SHA-256 of data>". The event's ce-dataref is the payloads
-// bucket, "/", and this name.
-func ObjectName(id string, data []byte) string {
-	sum := sha256.Sum256(data)
-	return objectPrefix + id + "/" + hex.EncodeToString(sum[:])
-}
+// bucket, "/", and this name. An object is never overwritten: the same
+// event with the same data is the same object, while data a hook changed
+// is another object (docs/PROTOCOL.md, "Large payloads").
+func ObjectName(id string, data []byte) string { return claimcheck.ObjectName(id, data) }
 
-// payloads is the claim check of one connection: the payload limit, puts
-// (at most one at a time per object in this process) and reads.
-type payloads struct {
-	nc         *nats.Conn
-	js         jetstream.JetStream
-	bucket     string
-	maxPayload int           // WithMaxPayload; 0: the server's
-	timeout    time.Duration // of a put or read made with a ctx without deadline
-	log        *slog.Logger
-
-	mu     sync.Mutex
-	store  jetstream.ObjectStore // opened on first use
-	flight map[string]*putCall   // puts under way, by object name
-}
-
-type putCall struct {
-	done chan struct{}
-	err  error // set before done is closed
-}
-
-func newPayloads(nc *nats.Conn, js jetstream.JetStream, bucket string, maxPayload int, timeout time.Duration, log *slog.Logger) *payloads {
-	return &payloads{nc: nc, js: js, bucket: bucket, maxPayload: maxPayload, timeout: timeout, log: log,
-		flight: make(map[string]*putCall)}
-}
-
-// limit is the largest message sent: the server's max_payload, or the
-// WithMaxPayload value when it is smaller. 0 when unknown (not connected).
-func (p *payloads) limit() int {
-	if p == nil || p.nc == nil {
-		return 0
-	}
-	n := int(p.nc.MaxPayload())
-	if p.maxPayload > 0 && (n <= 0 || p.maxPayload < n) {
-		n = p.maxPayload
-	}
-	return n
-}
-
-// msgSize is the size NATS counts against max_payload: the encoded headers
-// and the body (values are counted untrimmed: never less than NATS counts).
-func msgSize(h nats.Header, body int) int {
-	if len(h) == 0 {
-		return body
-	}
-	n := body + len("NATS/1.0\r\n\r\n")
-	for k, vs := range h {
-		for _, v := range vs {
-			n += len(k) + len(v) + len(": \r\n")
-		}
-	}
-	return n
-}
-
-// fit returns msg, the encoding of e, when it fits the limit with extra
-// bytes of headers still to be added. Otherwise e's data is put in the
-// object store and fit returns the message of a copy of e that has no data
-// and a dataref (e is not changed). A dataref e carries along with its data
-// (an event read back and published again) is dropped when the data fits,
-// and replaced by the object's when it does not.
-//
-// The error wraps ErrClaimCheck when the data cannot be stored, or
-// ErrPayloadTooLarge when even the headers do not fit.
-func (p *payloads) fit(ctx context.Context, e *events.Event, msg *nats.Msg, extra int) (*nats.Msg, error) {
-	limit := p.limit()
-	stale := e.DataRef != "" && len(e.Data) > 0
-	if limit <= 0 || limit >= 64<<10 && len(msg.Data)+extra <= limit/2 && !stale {
-		return msg, nil // fast path: no need to size the headers
-	}
-	size := msgSize(msg.Header, len(msg.Data)) + extra
-	if size <= limit && !stale {
-		return msg, nil
-	}
-	stub := *e
-	if size <= limit {
-		stub.DataRef = "" // the data travels in the message
-	} else {
-		if len(e.Data) == 0 {
-			return nil, fmt.Errorf("%w: event %s (%s) has %d bytes of headers, limit %d", ErrPayloadTooLarge, e.ID, e.Stage, size, limit)
-		}
-		ref, err := p.put(ctx, e)
-		if err != nil {
-			return nil, err
-		}
-		stub.Data, stub.DataRef = nil, ref
-	}
-	h, body, err := events.Encode(&stub)
-	if err != nil {
-		return nil, err
-	}
-	if size := msgSize(h, len(body)) + extra; size > limit {
-		return nil, fmt.Errorf("%w: event %s (%s) is %d bytes without its data, limit %d", ErrPayloadTooLarge, e.ID, e.Stage, size, limit)
-	}
-	return &nats.Msg{Subject: msg.Subject, Header: h, Data: body}, nil
-}
-
-// put stores e's data under ObjectName unless it is there, and returns the
-// reference. The error wraps ErrClaimCheck (and ctx's error when it ended).
-func (p *payloads) put(ctx context.Context, e *events.Event) (string, error) {
-	name := ObjectName(e.ID, e.Data)
-	ref := p.bucket + "/" + name
-	for {
-		p.mu.Lock()
-		c, busy := p.flight[name]
-		if !busy {
-			c = &putCall{done: make(chan struct{})}
-			p.flight[name] = c
-			p.mu.Unlock()
-			c.err = p.putOnce(ctx, name, e)
-			p.mu.Lock()
-			delete(p.flight, name)
-			p.mu.Unlock()
-			close(c.done)
-			if c.err != nil {
-				return "", c.err
-			}
-			return ref, nil
-		}
-		p.mu.Unlock()
-		// The same object is being stored (parallel interceptors of one
-		// event): wait, and try again only if that put failed.
-		select {
-		case <-c.done:
-			if c.err == nil {
-				return ref, nil
-			}
-		case <-ctx.Done():
-			return "", fmt.Errorf("%w: store data of event %s: %w", ErrClaimCheck, e.ID, ctx.Err())
-		}
-	}
-}
-
-func (p *payloads) putOnce(ctx context.Context, name string, e *events.Event) error {
-	return p.putData(ctx, name, e.Data, jetstream.ObjectMeta{
-		Name:        name,
-		Description: fmt.Sprintf("data of hookbus %s event %s", e.Stage, e.ID),
-		Metadata: map[string]string{
-			"hookbus.event": e.ID, "hookbus.stage": string(e.Stage),
-			"hookbus.agent": e.AgentID, "hookbus.session": e.SessionID, "hookbus.run": e.RunID,
-		},
-	})
-}
-
-// putData stores data as the object meta names unless it is there. The
-// error wraps ErrClaimCheck (and ctx's error when it ended).
-func (p *payloads) putData(ctx context.Context, name string, data []byte, meta jetstream.ObjectMeta) error {
-	start := time.Now()
-	ctx, cancel := p.budget(ctx, len(data))
-	defer cancel()
-	wrap := func(err error) error {
-		return fmt.Errorf("%w: store %d bytes in %s as %s: %w", ErrClaimCheck, len(data), p.bucket, name, ctxErr(ctx, err))
-	}
-	obs, err := p.open(ctx)
-	if err != nil {
-		return wrap(err)
-	}
-	if _, err := obs.GetInfo(ctx, name); err == nil {
-		p.log.Debug("hookbus: claim-checked data already stored", "object", name)
-		return nil
-	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
-		return wrap(err)
-	}
-	if _, err := obs.Put(ctx, meta, bytes.NewReader(data)); err != nil {
-		return wrap(err)
-	}
-	p.log.Debug("hookbus: data claim-checked", "bytes", len(data), "object", name, "took", time.Since(start))
-	return nil
-}
-
-// fetch fills e.Data from the object store when e is claim-checked (DataRef
-// set, Data empty) and does nothing otherwise. The error wraps
-// ErrClaimCheck and names the reference; gone is true when the data will
-// never be there (no such object or bucket, a reference outside the
-// payloads bucket, damaged or non-JSON data) rather than a failure that may
-// pass (a timeout, a lost connection, ctx's end).
-func (p *payloads) fetch(ctx context.Context, e *events.Event) (gone bool, err error) {
-	if e.DataRef == "" || len(e.Data) > 0 {
-		return false, nil
-	}
-	fail := func(gone bool, err error) (bool, error) {
-		return gone, fmt.Errorf("%w: data of event %s (%s) at %q: %w", ErrClaimCheck, e.ID, e.Stage, e.DataRef, err)
-	}
-	if p == nil {
-		return fail(false, errors.New("no object store to read"))
-	}
-	name, ok := strings.CutPrefix(e.DataRef, p.bucket+"/")
-	if !ok || name == "" {
-		return fail(true, fmt.Errorf("not an object of %s", p.bucket))
-	}
-	ctx, cancel := p.budget(ctx, 0)
-	defer cancel()
-	data, err := p.get(ctx, name)
-	if err != nil {
-		return fail(ctx.Err() == nil && lost(err), ctxErr(ctx, err))
-	}
-	if !events.ValidJSON(data) {
-		return fail(true, errors.New("the object is not JSON"))
-	}
-	e.Data = data
-	return false, nil
-}
-
-func (p *payloads) get(ctx context.Context, name string) ([]byte, error) {
-	obs, err := p.open(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res, err := obs.Get(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Close()
-	info, err := res.Info()
-	if err != nil {
-		return nil, err
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, info.Size))
-	if _, err := io.Copy(buf, res); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// lost reports whether a read error means the object is not there, or not
-// as it was written.
-func lost(err error) bool {
-	return errors.Is(err, jetstream.ErrObjectNotFound) || errors.Is(err, jetstream.ErrBucketNotFound) ||
-		errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrDigestMismatch) ||
-		errors.Is(err, jetstream.ErrBadObjectMeta)
-}
-
-// open returns the object store, opened once.
-func (p *payloads) open(ctx context.Context) (jetstream.ObjectStore, error) {
-	p.mu.Lock()
-	s := p.store
-	p.mu.Unlock()
-	if s != nil {
-		return s, nil
-	}
-	s, err := p.js.ObjectStore(ctx, p.bucket)
-	if err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	p.store = s
-	p.mu.Unlock()
-	return s, nil
-}
-
-// budget bounds a put or read made with a ctx that has no deadline: the
-// default timeout, plus a second per MiB to write.
-func (p *payloads) budget(ctx context.Context, size int) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, p.timeout+time.Duration(size>>20)*time.Second)
-}
+// ClaimCheck returns the bus' claim check (the payloads object store and
+// the payload limit), which the packages built on the bus share with it:
+// bus/remote claim-checks large interception requests with it and
+// bus/runs large run requests. Its type is internal to hookbus; FetchData
+// is how others read a claim-checked event's data.
+func (b *Bus) ClaimCheck() *claimcheck.Store { return b.pay }
 
 // FetchData fills e.Data from the payloads object store when e is
 // claim-checked (DataRef set, Data empty), and does nothing otherwise.
-// Replay, Tail, SessionEvents, WaitRun, Observe and Serve do it for every
+// Replay, Tail, SessionEvents, WaitRun, Observe and remote.Serve do it for every
 // event they hand over; FetchData is for events read by other means (a dead
 // letter, a raw JetStream read). A ctx without deadline gets the default
 // timeout (WithDefaultTimeout).
@@ -313,7 +36,7 @@ func (b *Bus) FetchData(ctx context.Context, e *events.Event) error {
 	if e == nil {
 		return fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
 	}
-	_, err := b.pay.fetch(ctx, e)
+	_, err := b.pay.Fetch(ctx, e)
 	return err
 }
 
@@ -324,7 +47,7 @@ func (b *Bus) FetchData(ctx context.Context, e *events.Event) error {
 // e.DecodeData names the reference), counted in *unfetched and logged. A
 // failure that may pass stops the read: the error wraps ErrClaimCheck.
 func (b *Bus) fill(ctx context.Context, e *events.Event, unfetched *int) error {
-	gone, err := b.pay.fetch(ctx, e)
+	gone, err := b.pay.Fetch(ctx, e)
 	if err == nil {
 		return nil
 	}
@@ -342,7 +65,7 @@ func (b *Bus) fill(ctx context.Context, e *events.Event, unfetched *int) error {
 // delivered again after its back-off (and dead-lettered when the
 // deliveries are used up).
 func (o *Observer) fetch(e *events.Event) error {
-	gone, err := o.b.pay.fetch(o.ctx, e)
+	gone, err := o.b.pay.Fetch(o.ctx, e)
 	if err == nil || !gone {
 		return err
 	}

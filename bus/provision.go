@@ -3,13 +3,15 @@ package bus
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // StreamConfigs returns the configurations Provision applies to the events,
-// runs, wakes and dead-letter streams, for review or for provisioning by other
-// means (nats CLI, Terraform).
+// runs, wakes, dead-letter and checkpoints streams, for review or for
+// provisioning by other means (nats CLI, Terraform).
 func (b *Bus) StreamConfigs() []jetstream.StreamConfig {
 	o := b.opts
 	return []jetstream.StreamConfig{{
@@ -58,6 +60,19 @@ func (b *Bus) StreamConfigs() []jetstream.StreamConfig {
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.replicas,
 		Duplicates:  o.duplicateWindow,
+	}, {
+		Name:        b.names.Checkpoints,
+		Description: "hookbus checkpoints: the signed Merkle tree heads of the events stream (written by the checkpointer only)",
+		Subjects:    []string{b.subj.Checkpoint()},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.replicas,
+		Duplicates:  o.duplicateWindow,
+		// No limits: a checkpoint keeps what proving the events needs once
+		// they expire. A checkpoint is never deleted nor purged (JetStream
+		// refuses to turn these off once set).
+		DenyDelete: true,
+		DenyPurge:  true,
 	}}
 }
 
@@ -78,7 +93,7 @@ func (b *Bus) Provision(ctx context.Context) error {
 	}
 	for _, cfg := range b.StreamConfigs() {
 		if _, err := b.js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("%w: stream %s: %w", ErrProvision, cfg.Name, ctxErr(ctx, err))
+			return fmt.Errorf("%w: stream %s: %w", ErrProvision, cfg.Name, deadline.Err(ctx, err))
 		}
 	}
 	for _, kv := range []jetstream.KeyValueConfig{{
@@ -101,7 +116,7 @@ func (b *Bus) Provision(ctx context.Context) error {
 		Replicas:    b.opts.replicas,
 	}, b.decisionCacheConfig(), b.agentsConfig(), b.workersConfig()} {
 		if _, err := b.js.CreateOrUpdateKeyValue(ctx, kv); err != nil {
-			return fmt.Errorf("%w: key-value bucket %s: %w", ErrProvision, kv.Bucket, ctxErr(ctx, err))
+			return fmt.Errorf("%w: key-value bucket %s: %w", ErrProvision, kv.Bucket, deadline.Err(ctx, err))
 		}
 	}
 	obj := jetstream.ObjectStoreConfig{
@@ -112,8 +127,61 @@ func (b *Bus) Provision(ctx context.Context) error {
 		TTL:         b.opts.eventsMaxAge,
 	}
 	if _, err := b.js.CreateOrUpdateObjectStore(ctx, obj); err != nil {
-		return fmt.Errorf("%w: object store %s: %w", ErrProvision, obj.Bucket, ctxErr(ctx, err))
+		return fmt.Errorf("%w: object store %s: %w", ErrProvision, obj.Bucket, deadline.Err(ctx, err))
 	}
 	b.log.Debug("hookbus provisioned", "events", b.names.Events, "runs", b.names.Runs, "dlq", b.names.DeadLetters)
 	return nil
+}
+
+// DecisionCacheMaxAge is the longest any entry of the decision bucket lives
+// (the bucket's MaxAge): remote.DecisionCache.Put refuses a longer TTL,
+// and the server removes older entries whatever TTL their writer gave them
+// (but "never": readers bound an entry's age themselves, see prompt's
+// Cache).
+const DecisionCacheMaxAge = 24 * time.Hour
+
+// DecisionCacheMarkerTTL is how long the decision bucket keeps the marker
+// of an expired entry (LimitMarkerTTL; JetStream needs markers for per-key
+// TTLs).
+const DecisionCacheMarkerTTL = time.Minute
+
+// decisionCacheConfig is the decision cache bucket Provision creates.
+func (b *Bus) decisionCacheConfig() jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:         b.names.Decisions,
+		Description:    "hookbus decision cache of prompt hooks (entries expire by their own TTL)",
+		History:        1,
+		Storage:        jetstream.FileStorage,
+		Replicas:       b.opts.replicas,
+		TTL:            DecisionCacheMaxAge,
+		LimitMarkerTTL: DecisionCacheMarkerTTL,
+	}
+}
+
+// PresenceTTL is how long the workers bucket keeps a worker's entry after
+// its last heartbeat (the bucket's max age): a worker of bus/runs that dies
+// leaves the fleet by itself.
+const PresenceTTL = 15 * time.Second
+
+// agentsConfig is the bucket of the fleet's agent definitions.
+func (b *Bus) agentsConfig() jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      b.names.Agents,
+		Description: "hookbus agent definitions: the one each agent's new runs run on",
+		History:     5,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.opts.replicas,
+	}
+}
+
+// workersConfig is the bucket of the live workers.
+func (b *Bus) workersConfig() jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      b.names.Workers,
+		Description: "hookbus live workers and what they serve (entries expire without a heartbeat)",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.opts.replicas,
+		TTL:         PresenceTTL,
+	}
 }

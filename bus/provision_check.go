@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -45,7 +46,7 @@ func (b *Bus) CheckProvisioned(ctx context.Context) error {
 		case errors.Is(err, jetstream.ErrStreamNotFound):
 			missing = append(missing, name)
 		default:
-			return fmt.Errorf("hookbus: checking stream %s: %w", name, ctxErr(ctx, err))
+			return fmt.Errorf("hookbus: checking stream %s: %w", name, deadline.Err(ctx, err))
 		}
 	}
 	if len(missing) > 0 {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -105,7 +106,7 @@ func (b *Bus) eventMsgOn(ctx context.Context, e *events.Event, f *fence, subject
 	if f != nil {
 		extra = fenceHeaderSize + len(f.subject)
 	}
-	msg, err := b.pay.fit(ctx, e, &nats.Msg{Subject: subject, Header: hdr, Data: body}, extra)
+	msg, err := b.pay.Fit(ctx, e, &nats.Msg{Subject: subject, Header: hdr, Data: body}, extra)
 	if errors.Is(err, ErrClaimCheck) {
 		return nil, fmt.Errorf("%w: event %s: %w", ErrPublish, e.ID, err)
 	}
@@ -163,7 +164,7 @@ func (b *Bus) publishAcked(ctx context.Context, msg *nats.Msg, e *events.Event, 
 			return ack, nil
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: event %s after %d attempts: %w", ErrPublish, e.ID, attempt+1, ctxErr(ctx, err))
+			return nil, fmt.Errorf("%w: event %s after %d attempts: %w", ErrPublish, e.ID, attempt+1, deadline.Err(ctx, err))
 		}
 		if f != nil && wrongLastSequence(err) {
 			if ferr := b.fenceRefused(ctx, e, f, msg); ferr != nil {

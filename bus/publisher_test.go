@@ -80,6 +80,13 @@ func TestProvisionIsIdempotent(t *testing.T) {
 	if runs.CachedInfo().Config.Retention != jetstream.WorkQueuePolicy {
 		t.Errorf("runs retention = %v, want work queue", runs.CachedInfo().Config.Retention)
 	}
+	cps, err := b.JetStream().Stream(ctx, "HOOKBUS_CHECKPOINTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cps.CachedInfo().Config; c.Subjects[0] != "hookbus.checkpoint" || !c.DenyDelete || !c.DenyPurge || c.MaxAge != 0 {
+		t.Errorf("checkpoints stream config = %+v, want no limits, no delete, no purge", c)
+	}
 	for _, kv := range []string{"hookbus_hooks", "hookbus_trust", "hookbus_decisions", "hookbus_budgets", "hookbus_agents", "hookbus_workers"} {
 		if _, err := b.JetStream().KeyValue(ctx, kv); err != nil {
 			t.Errorf("kv %s: %v", kv, err)
@@ -93,7 +100,8 @@ func TestProvisionIsIdempotent(t *testing.T) {
 func TestPrefixDerivesNames(t *testing.T) {
 	b := bustest.StartBus(t, bus.WithPrefix("acme.hook-bus"))
 	want := bus.Names{Events: "ACME_HOOK-BUS_EVENTS", Runs: "ACME_HOOK-BUS_RUNS", Wakes: "ACME_HOOK-BUS_WAKES", DeadLetters: "ACME_HOOK-BUS_DLQ",
-		Hooks: "acme_hook-bus_hooks", Trust: "acme_hook-bus_trust", Decisions: "acme_hook-bus_decisions", Budgets: "acme_hook-bus_budgets",
+		Checkpoints: "ACME_HOOK-BUS_CHECKPOINTS",
+		Hooks:       "acme_hook-bus_hooks", Trust: "acme_hook-bus_trust", Decisions: "acme_hook-bus_decisions", Budgets: "acme_hook-bus_budgets",
 		Agents: "acme_hook-bus_agents", Workers: "acme_hook-bus_workers", Payloads: "acme_hook-bus_payloads"}
 	if b.Names() != want {
 		t.Fatalf("names = %+v, want %+v", b.Names(), want)

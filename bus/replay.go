@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
@@ -56,7 +57,7 @@ func (b *Bus) lastSeq(ctx context.Context, filters []string, since time.Time) (u
 	defer cancel()
 	s, err := b.eventsStream(ctx)
 	if err != nil {
-		return 0, false, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, ctxErr(ctx, err))
+		return 0, false, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, deadline.Err(ctx, err))
 	}
 	var last uint64
 	for _, f := range filters {
@@ -65,7 +66,7 @@ func (b *Bus) lastSeq(ctx context.Context, filters []string, since time.Time) (u
 			continue
 		}
 		if err != nil {
-			return 0, false, fmt.Errorf("%w: last event of %s: %w", ErrConsumer, f, ctxErr(ctx, err))
+			return 0, false, fmt.Errorf("%w: last event of %s: %w", ErrConsumer, f, deadline.Err(ctx, err))
 		}
 		if m.Time.Before(since) {
 			continue
@@ -263,14 +264,14 @@ func (b *Bus) compactedFrom(ctx context.Context, agent, session string) (uint64,
 	defer cancel()
 	s, err := b.eventsStream(rctx)
 	if err != nil {
-		return 0, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, ctxErr(rctx, err))
+		return 0, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, deadline.Err(rctx, err))
 	}
 	m, err := s.GetLastMsgForSubject(rctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%w: last compaction of %s/%s: %w", ErrConsumer, agent, session, ctxErr(rctx, err))
+		return 0, fmt.Errorf("%w: last compaction of %s/%s: %w", ErrConsumer, agent, session, deadline.Err(rctx, err))
 	}
 	e, err := b.decodeStored(m.Subject, m.Header, m.Data)
 	if err != nil {

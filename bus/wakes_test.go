@@ -11,64 +11,9 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
-
-// A wake-up is delivered to its agent's consumer when it is due, not
-// before; a later WakeAt of the run replaces the earlier.
-func TestWakeUpDeliveredWhenDue(t *testing.T) {
-	b := bustest.StartBus(t)
-	ctx := testCtx(t)
-	got := make(chan events.Wake, 4)
-	wc, err := b.ConsumeWakes(ctx, bus.WakeConsumerConfig{Agent: "ops"}, func(_ context.Context, w events.Wake) error {
-		got <- w
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wc.Stop()
-	other, err := b.ConsumeWakes(ctx, bus.WakeConsumerConfig{Agent: "demo"}, func(_ context.Context, w events.Wake) error {
-		t.Errorf("demo's consumer got %+v", w)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Stop()
-
-	far := time.Now().Add(time.Hour)
-	if err := b.WakeAt(ctx, events.Wake{RunID: "r1", AgentID: "ops", SessionID: "s1", At: far}); err != nil {
-		t.Fatal(err)
-	}
-	soon := time.Now().Add(time.Second)
-	if err := b.WakeAt(ctx, events.Wake{RunID: "r1", AgentID: "ops", SessionID: "s1", At: soon}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case w := <-got:
-		if w.RunID != "r1" || w.SessionID != "s1" || w.At.Before(soon.Truncate(time.Second)) || w.At.After(soon.Add(time.Second)) {
-			t.Fatalf("wake-up %+v, want r1's due at %v", w, soon)
-		}
-		if time.Now().Before(w.At) {
-			t.Fatalf("delivered at %v, before it was due (%v)", time.Now(), w.At)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the wake-up was not delivered")
-	}
-	// The earlier schedule (an hour away) was replaced: the stream holds
-	// no schedule any more, only the due wake-up.
-	s, err := b.JetStream().Stream(ctx, b.Names().Wakes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.GetLastMsgForSubject(ctx, "hookbus.wake.ops.r1"); !errors.Is(err, jetstream.ErrMsgNotFound) {
-		t.Fatalf("the schedule is still there: %v", err)
-	}
-	bustest.Eventuallyf(t, 5*time.Second, func() bool { return wc.Handled() == 1 }, "the wake-up acknowledged")
-}
 
 // The runs stream allows no message schedules and holds only run
 // requests; wake-ups have a stream of their own, which allows them.
@@ -220,46 +165,4 @@ func TestAnswerOnItsWritersSubject(t *testing.T) {
 	if err != nil || len(read) != 1 || stats.Malformed != 1 {
 		t.Fatalf("replay: %d events, %+v, %v; want the bad subject's message skipped as malformed", len(read), stats, err)
 	}
-}
-
-// On a server without authentication (the embedded one), a connection is
-// anonymous; the kill switch records it so, with the name given kept as a
-// note, and enabling records who did in the delete marker.
-func TestWhoAmIAndTheKillSwitchRecord(t *testing.T) {
-	b := bustest.StartBus(t)
-	ctx := testCtx(t)
-	me, err := b.WhoAmI(ctx)
-	if err != nil || me.User != events.IdentityAnonymous || me.Via != "nats" {
-		t.Fatalf("WhoAmI = %+v, %v", me, err)
-	}
-	r := b.Registry()
-	if err := r.Disable(ctx, "pii", disabledBy("alice")); err != nil {
-		t.Fatal(err)
-	}
-	d, err := r.DisabledPlugins(ctx)
-	if err != nil || d["pii"].By != events.IdentityAnonymous || d["pii"].DeclaredBy != "alice" || d["pii"].Channel != events.ChannelNATS {
-		t.Fatalf("disabled: %+v, %v", d, err)
-	}
-	if err := r.Enable(ctx, "pii", events.Actor{Channel: events.ChannelCLI, DeclaredBy: "bob"}); err != nil {
-		t.Fatal(err)
-	}
-	kv, err := b.JetStream().KeyValue(ctx, b.Names().Hooks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hist, err := kv.History(ctx, bus.DisabledKey("pii"))
-	if err != nil || len(hist) != 2 || hist[1].Operation() != jetstream.KeyValueDelete {
-		t.Fatalf("history of the kill switch: %v, %v", hist, err)
-	}
-	var en bus.Enabled
-	if err := json.Unmarshal(hist[1].Value(), &en); err != nil || en.By != events.IdentityAnonymous || en.DeclaredBy != "bob" || en.Channel != events.ChannelCLI {
-		t.Fatalf("who enabled it: %s (%v)", hist[1].Value(), err)
-	}
-	if d, err := r.DisabledPlugins(ctx); err != nil || len(d) != 0 {
-		t.Fatalf("after enable: %v, %v", d, err)
-	}
-}
-
-func disabledBy(name string) interceptors.Disabled {
-	return interceptors.Disabled{Reason: "leaks", Actor: events.Actor{DeclaredBy: name}}
 }

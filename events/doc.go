@@ -20,6 +20,9 @@
 // "<prefix>.evt.<agent>.<session>.tool.before" (see Subjects). Agent, session,
 // run and plugin ids are subject tokens and are validated by ValidateID: a bad
 // id is an error naming it, never a silently rewritten subject. Everything
-// about a stage (the decisions it accepts, whether it is privileged, its
-// payload type) is one line of the table in stage.go.
+// about a stage (its group, the decisions it accepts, whether it is
+// privileged, records a failure or ends a run, its payload type) is one
+// line of the table in stage.go. Readers take a payload typed from it:
+//
+//	p, err := events.Data[events.ToolBefore](e) // an error wrapping ErrPayload if e is not a tool.before or does not decode
 package events

@@ -23,8 +23,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	var p events.ToolBefore
-	_ = back.DecodeData(&p)
+	p, _ := events.Data[events.ToolBefore](back)
 	fmt.Println(back.Stage, back.AgentID, p.Call.Name)
 
 	var subjects events.Subjects

@@ -2,6 +2,8 @@ package events
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -41,49 +43,80 @@ const (
 // TypePrefix prefixes every hookbus CloudEvent type.
 const TypePrefix = "hookbus."
 
+// Group is the part of a run a stage records: the run itself, a step, a
+// model call, a tool call, an approval, a compaction, a sub-agent call, or
+// an interceptor's call (the record of a decision or failure on another
+// event). Readers that draw or fold a run take a stage's group from the
+// stage table (Stage.Group) rather than list the stages again.
+type Group string
+
+// The groups, in the order a run meets them.
+const (
+	GroupRun        Group = "run"        // intake, run.started, stop, run.completed, run.failed
+	GroupStep       Group = "step"       // step.started, step.completed
+	GroupModel      Group = "model"      // context.assembled, model.responded, model.failed
+	GroupTool       Group = "tool"       // tool.before, tool.result, tool.after, tool.failed
+	GroupApproval   Group = "approval"   // approval.requested, approval.resolved
+	GroupCompaction Group = "compaction" // compact.before, compact.after, compact.failed
+	GroupSubagent   Group = "subagent"   // subagent.before, subagent.after, subagent.failed
+	GroupHook       Group = "hook"       // hook.decided, hook.failed
+)
+
+// trait is what else the stage table says of a stage.
+type trait uint8
+
+const (
+	// privileged stages accept only trusted interceptors (built-in, or
+	// plugins granted privileged_hooks).
+	privileged trait = 1 << iota
+	// failure stages record that something failed.
+	failure
+	// terminal stages end a run: its last event.
+	terminal
+)
+
 // stageSpec is one row of stageTable.
 type stageSpec struct {
 	stage Stage
+	group Group
 	// accepts is what interceptors may decide on the stage; none means
 	// observe-only (no intercepting hook may register).
 	accepts Decisions
-	// privileged stages accept only trusted interceptors (built-in, or
-	// plugins granted privileged_hooks).
-	privileged bool
+	traits  trait
 	// payload returns a pointer to a new zero value of the stage's data.
 	payload func() any
 }
 
 // stageTable is the one list of stages, in the order a run meets them
 // (DESIGN.md's stage table). Everything else about stages (Stages, Valid,
-// Interceptable, Privileged, Accepts, PayloadFor, StageFromType, the
-// interceptable index) is read from it: a new stage is one line here. It is
-// never written.
+// Group, Interceptable, Privileged, Failed, Terminal, Accepts, PayloadFor,
+// Data, StageFromType, the interceptable index) is read from it: a new
+// stage is one line here and its payload type. It is never written.
 var stageTable = [...]stageSpec{
-	{StageIntake, DecisionAllow | DecisionModify | DecisionDeny, false, newPayload[Intake]},
-	{StageRunStarted, 0, false, newPayload[RunStarted]},
-	{StageStepStarted, DecisionAllow | DecisionStop, false, newPayload[StepStarted]},
-	{StageContextAssembled, DecisionAllow | DecisionModify | DecisionDeny | DecisionStop, true, newPayload[ContextAssembled]},
-	{StageModelResponded, DecisionAllow | DecisionModify | DecisionDeny | DecisionStop, true, newPayload[ModelResponded]},
-	{StageModelFailed, 0, false, newPayload[ModelFailed]},
-	{StageToolBefore, DecisionAllow | DecisionModify | DecisionDeny | DecisionMock | DecisionStop | DecisionAsk, false, newPayload[ToolBefore]},
-	{StageToolResult, 0, false, newPayload[ToolResultRecord]},
-	{StageToolAfter, DecisionAllow | DecisionModify, false, newPayload[ToolAfter]},
-	{StageToolFailed, 0, false, newPayload[ToolFailed]},
-	{StageApprovalRequested, 0, false, newPayload[ApprovalRequested]},
-	{StageApprovalResolved, 0, false, newPayload[ApprovalResolved]},
-	{StageCompactBefore, 0, false, newPayload[CompactBefore]},
-	{StageCompactAfter, 0, false, newPayload[CompactAfter]},
-	{StageCompactFailed, 0, false, newPayload[CompactFailed]},
-	{StageSubagentBefore, DecisionAllow | DecisionModify | DecisionDeny, false, newPayload[SubagentBefore]},
-	{StageSubagentAfter, 0, false, newPayload[SubagentAfter]},
-	{StageSubagentFailed, 0, false, newPayload[SubagentFailed]},
-	{StageStepCompleted, 0, false, newPayload[StepCompleted]},
-	{StageStop, DecisionAllow | DecisionStop | DecisionContinue, false, newPayload[Stop]},
-	{StageRunCompleted, 0, false, newPayload[RunCompleted]},
-	{StageRunFailed, 0, false, newPayload[RunFailed]},
-	{StageHookDecided, 0, false, newPayload[HookDecided]},
-	{StageHookFailed, 0, false, newPayload[HookFailed]},
+	{StageIntake, GroupRun, DecisionAllow | DecisionModify | DecisionDeny, 0, newPayload[Intake]},
+	{StageRunStarted, GroupRun, 0, 0, newPayload[RunStarted]},
+	{StageStepStarted, GroupStep, DecisionAllow | DecisionStop, 0, newPayload[StepStarted]},
+	{StageContextAssembled, GroupModel, DecisionAllow | DecisionModify | DecisionDeny | DecisionStop, privileged, newPayload[ContextAssembled]},
+	{StageModelResponded, GroupModel, DecisionAllow | DecisionModify | DecisionDeny | DecisionStop, privileged, newPayload[ModelResponded]},
+	{StageModelFailed, GroupModel, 0, failure, newPayload[ModelFailed]},
+	{StageToolBefore, GroupTool, DecisionAllow | DecisionModify | DecisionDeny | DecisionMock | DecisionStop | DecisionAsk, 0, newPayload[ToolBefore]},
+	{StageToolResult, GroupTool, 0, 0, newPayload[ToolResultRecord]},
+	{StageToolAfter, GroupTool, DecisionAllow | DecisionModify, 0, newPayload[ToolAfter]},
+	{StageToolFailed, GroupTool, 0, failure, newPayload[ToolFailed]},
+	{StageApprovalRequested, GroupApproval, 0, 0, newPayload[ApprovalRequested]},
+	{StageApprovalResolved, GroupApproval, 0, 0, newPayload[ApprovalResolved]},
+	{StageCompactBefore, GroupCompaction, 0, 0, newPayload[CompactBefore]},
+	{StageCompactAfter, GroupCompaction, 0, 0, newPayload[CompactAfter]},
+	{StageCompactFailed, GroupCompaction, 0, failure, newPayload[CompactFailed]},
+	{StageSubagentBefore, GroupSubagent, DecisionAllow | DecisionModify | DecisionDeny, 0, newPayload[SubagentBefore]},
+	{StageSubagentAfter, GroupSubagent, 0, 0, newPayload[SubagentAfter]},
+	{StageSubagentFailed, GroupSubagent, 0, failure, newPayload[SubagentFailed]},
+	{StageStepCompleted, GroupStep, 0, 0, newPayload[StepCompleted]},
+	{StageStop, GroupRun, DecisionAllow | DecisionStop | DecisionContinue, 0, newPayload[Stop]},
+	{StageRunCompleted, GroupRun, 0, terminal, newPayload[RunCompleted]},
+	{StageRunFailed, GroupRun, 0, terminal | failure, newPayload[RunFailed]},
+	{StageHookDecided, GroupHook, 0, 0, newPayload[HookDecided]},
+	{StageHookFailed, GroupHook, 0, failure, newPayload[HookFailed]},
 }
 
 func newPayload[T any]() any { return new(T) }
@@ -92,8 +125,9 @@ func newPayload[T any]() any { return new(T) }
 // derived from it once.
 type stageInfo struct {
 	*stageSpec
-	typ       string // the CloudEvent type, "hookbus." + name
-	intercept int    // position among the interceptable stages, -1 for the others
+	typ       string       // the CloudEvent type, "hookbus." + name
+	intercept int          // position among the interceptable stages, -1 for the others
+	data      reflect.Type // the payload type (not a pointer)
 }
 
 // stageIndex is stageTable by name. It is built once from stageTable when
@@ -103,7 +137,7 @@ var stageIndex = func() map[Stage]stageInfo {
 	n := 0
 	for i := range stageTable {
 		sp := &stageTable[i]
-		info := stageInfo{stageSpec: sp, typ: TypePrefix + string(sp.stage), intercept: -1}
+		info := stageInfo{stageSpec: sp, typ: TypePrefix + string(sp.stage), intercept: -1, data: reflect.TypeOf(sp.payload()).Elem()}
 		if sp.accepts != 0 {
 			info.intercept = n
 			n++
@@ -198,9 +232,52 @@ func (s Stage) InterceptIndex() int {
 // Privileged reports whether the stage accepts only trusted interceptors
 // (built-in, or plugins granted privileged_hooks): context.assembled and
 // model.responded.
-func (s Stage) Privileged() bool {
+func (s Stage) Privileged() bool { return s.has(privileged) }
+
+// Failed reports whether the stage records a failure: model.failed,
+// tool.failed, compact.failed, subagent.failed, run.failed, hook.failed.
+func (s Stage) Failed() bool { return s.has(failure) }
+
+// Terminal reports whether the stage ends a run (run.completed,
+// run.failed): a run has at most one such event, its last.
+func (s Stage) Terminal() bool { return s.has(terminal) }
+
+func (s Stage) has(t trait) bool {
 	info, ok := s.info()
-	return ok && info.privileged
+	return ok && info.traits&t != 0
+}
+
+// Group returns the part of a run the stage records; "" for an unknown
+// stage.
+func (s Stage) Group() Group {
+	if info, ok := s.info(); ok {
+		return info.group
+	}
+	return ""
+}
+
+// StagesOf returns the stages of the groups, in the order a run meets
+// them.
+func StagesOf(groups ...Group) []Stage {
+	var out []Stage
+	for i := range stageTable {
+		if slices.Contains(groups, stageTable[i].group) {
+			out = append(out, stageTable[i].stage)
+		}
+	}
+	return out
+}
+
+// TerminalStages returns the stages that end a run (run.completed,
+// run.failed).
+func TerminalStages() []Stage {
+	var out []Stage
+	for i := range stageTable {
+		if stageTable[i].traits&terminal != 0 {
+			out = append(out, stageTable[i].stage)
+		}
+	}
+	return out
 }
 
 // Accepts returns the decisions interceptors may give on the stage; none

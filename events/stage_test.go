@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hookbus/hookbus/events"
@@ -38,6 +39,43 @@ func TestStageTableViews(t *testing.T) {
 	}
 	if unknown.Type() != "hookbus.tool.nope" {
 		t.Errorf("Type of an unknown stage = %q", unknown.Type())
+	}
+}
+
+// Every stage is in one group, and the groups' views agree with the table.
+func TestStageGroups(t *testing.T) {
+	groups := []events.Group{events.GroupRun, events.GroupStep, events.GroupModel, events.GroupTool,
+		events.GroupApproval, events.GroupCompaction, events.GroupSubagent, events.GroupHook}
+	var all []events.Stage
+	for _, g := range groups {
+		of := events.StagesOf(g)
+		if len(of) == 0 {
+			t.Errorf("group %s has no stage", g)
+		}
+		for _, st := range of {
+			if st.Group() != g {
+				t.Errorf("%s is in StagesOf(%s) but its Group is %q", st, g, st.Group())
+			}
+		}
+		all = append(all, of...)
+	}
+	if len(all) != len(events.Stages()) || len(events.StagesOf(groups...)) != len(all) {
+		t.Errorf("the groups hold %d stages, StagesOf(all) %d, the table %d", len(all), len(events.StagesOf(groups...)), len(events.Stages()))
+	}
+	for _, st := range events.Stages() {
+		if st.Failed() != strings.HasSuffix(string(st), ".failed") {
+			t.Errorf("%s: Failed() = %v", st, st.Failed())
+		}
+		if st.Terminal() != slices.Contains(events.TerminalStages(), st) || st.Terminal() && st.Group() != events.GroupRun {
+			t.Errorf("%s: Terminal() = %v, group %s", st, st.Terminal(), st.Group())
+		}
+	}
+	if !slices.Equal(events.TerminalStages(), []events.Stage{events.StageRunCompleted, events.StageRunFailed}) {
+		t.Errorf("TerminalStages() = %v", events.TerminalStages())
+	}
+	unknown := events.Stage("tool.nope")
+	if unknown.Group() != "" || unknown.Failed() || unknown.Terminal() {
+		t.Errorf("unknown stage reads as known")
 	}
 }
 

@@ -19,6 +19,8 @@ const DefaultPrefix = "hookbus"
 //	<prefix>.wake.<agent>.<run>              scheduled wake-ups of waiting runs
 //	<prefix>.wake.<agent>.<run>.due          the wake-ups when due
 //	<prefix>.dlq.<consumer>                  dead letters of an observer
+//	<prefix>.checkpoint                      signed checkpoints of the events stream
+//	<prefix>.witness.<name>.<call>           a witness' calls (add-checkpoint, checkpoint)
 //
 // The zero value uses DefaultPrefix.
 type Subjects struct {
@@ -294,3 +296,19 @@ func (s Subjects) DeadLetter(consumer string) (string, error) {
 
 // AllDeadLetters is the filter of every dead-letter subject.
 func (s Subjects) AllDeadLetters() string { return s.prefix() + ".dlq.>" }
+
+// Checkpoint is the subject of the signed checkpoints of the events
+// stream: "<prefix>.checkpoint" (the checkpoints stream's only subject).
+func (s Subjects) Checkpoint() string { return s.prefix() + ".checkpoint" }
+
+// Witness returns the subject of one call of a witness: "<prefix>.witness.<name>.<call>",
+// call being "add-checkpoint" or "checkpoint".
+func (s Subjects) Witness(name, call string) (string, error) {
+	if err := ValidateID("witness", name); err != nil {
+		return "", err
+	}
+	if err := ValidateID("witness call", call); err != nil {
+		return "", err
+	}
+	return s.prefix() + ".witness." + name + "." + call, nil
+}

@@ -17,131 +17,184 @@ func (e *Event) Summary() string {
 	if err != nil {
 		return "undecodable data: " + err.Error()
 	}
-	switch p := p.(type) {
-	case *Intake:
-		return quote(p.Prompt)
-	case *RunStarted:
-		s := fmt.Sprintf("%s (history %d messages, max %d steps)", quote(p.Prompt), p.HistoryMessages, p.MaxSteps)
-		if p.Resumed {
-			s += " resumed"
-		}
-		return s
-	case *StepStarted:
-		return fmt.Sprintf("step %d", p.Step)
-	case *ContextAssembled:
-		return fmt.Sprintf("%d messages, %d tools", len(p.Messages), len(p.Tools))
-	case *ModelResponded:
-		s := quote(p.Message.Content)
-		if n := len(p.Message.ToolCalls); n > 0 {
-			names := make([]string, n)
-			for i, c := range p.Message.ToolCalls {
-				names[i] = c.Name
-			}
-			s += " → calls " + strings.Join(names, ", ")
-		}
-		return s + fmt.Sprintf(" (%d+%d tokens)", p.Usage.InputTokens, p.Usage.OutputTokens)
-	case *ModelFailed:
-		return "error: " + p.Error
-	case *ToolBefore:
-		return p.Call.Name + string(compact(p.Call.Arguments))
-	case *ToolResultRecord:
-		s := p.Call.Name + " → " + quote(p.Result.Content)
-		if p.Result.IsError {
-			s += " [error]"
-		}
-		return s + " (raw, before tool.after hooks)"
-	case *ToolAfter:
-		s := p.Call.Name + " → " + quote(p.Result.Content)
-		if p.Result.Mocked {
-			s += " [mocked]"
-		}
-		if p.Result.IsError {
-			s += " [error]"
-		}
-		if p.Context != "" {
-			s += " +context " + quote(p.Context)
-		}
-		return s
-	case *ToolFailed:
-		s := p.Call.Name + ": " + p.Error
-		if p.Panicked {
-			s += " [panic]"
-		}
-		if p.Unknown {
-			s += " [outcome unknown]"
-		}
-		return s
-	case *ApprovalRequested:
-		s := p.Call.Name + string(compact(p.Call.Arguments))
-		if p.Plugin != "" {
-			s += " asked by " + p.Plugin
-		}
-		if p.Reason != "" {
-			s += ": " + quote(p.Reason)
-		}
-		if !p.ExpiresAt.IsZero() {
-			s += " (expires " + p.ExpiresAt.Format(time.RFC3339) + ")"
-		}
-		return s
-	case *ApprovalResolved:
-		action := p.Action
-		if action == "" {
-			action = map[bool]string{true: "approved", false: "rejected"}[p.Approved]
-		}
-		s := fmt.Sprintf("call %s %s by %s", p.CallID, action, p.Who())
-		if p.Expired && p.Channel != ChannelExpiry {
-			s += " (expired)"
-		}
-		if p.Reason != "" {
-			s += ": " + quote(p.Reason)
-		}
-		if err := p.Actor.CheckWriter(e.Writer); err != nil {
-			s += " [IDENTITY NOT BOUND: " + err.Error() + "]"
-		}
-		return s
-	case *CompactBefore:
-		return fmt.Sprintf("%d messages", p.Messages)
-	case *CompactAfter:
-		return fmt.Sprintf("%d → %d messages", p.MessagesBefore, p.MessagesAfter)
-	case *CompactFailed:
-		return "error: " + p.Error
-	case *SubagentBefore:
-		return p.AgentID + ": " + quote(p.Instruction)
-	case *SubagentAfter:
-		return fmt.Sprintf("%s success=%t %s", p.AgentID, p.Success, quote(p.Answer))
-	case *SubagentFailed:
-		return p.AgentID + ": " + p.Error
-	case *StepCompleted:
-		return fmt.Sprintf("step %d, %d tool calls", p.Step, p.ToolCalls)
-	case *Stop:
-		if p.Continue != "" {
-			return fmt.Sprintf("continue (by %s): %s", p.Plugin, quote(p.Continue))
-		}
-		return p.Reason
-	case *RunCompleted:
-		s := p.Reason
-		if p.Detail != "" {
-			s += " (" + p.Detail + ")"
-		}
-		if p.Answer != "" {
-			s += ": " + quote(p.Answer)
-		}
-		return s + fmt.Sprintf(" [%d steps, %d+%d tokens]", p.Steps, p.Usage.InputTokens, p.Usage.OutputTokens)
-	case *RunFailed:
-		return "error: " + p.Error
-	case *HookDecided:
-		s := fmt.Sprintf("%s %s %s", p.Plugin, p.Stage, p.Decision)
-		if p.Reason != "" {
-			s += ": " + p.Reason
-		}
-		if len(p.Patch) > 0 {
-			s += " patch " + string(compact(p.Patch))
-		}
-		return s + fmt.Sprintf(" (%dµs)", p.LatencyUS)
-	case *HookFailed:
-		return fmt.Sprintf("%s %s %s (%s, %s): %s", p.Plugin, p.Stage, p.Kind, p.Policy, p.Outcome, p.Error)
+	if s, ok := p.(summarizer); ok {
+		return s.summary(e)
 	}
 	return string(e.Data)
+}
+
+// summarizer is a payload that says itself on one line: each stage's
+// payload type has a summary, next to the others of its group below.
+type summarizer interface {
+	summary(e *Event) string
+}
+
+// The run: intake, run.started, stop, run.completed, run.failed.
+
+func (p *Intake) summary(*Event) string { return quote(p.Prompt) }
+
+func (p *RunStarted) summary(*Event) string {
+	s := fmt.Sprintf("%s (history %d messages, max %d steps)", quote(p.Prompt), p.HistoryMessages, p.MaxSteps)
+	if p.Resumed {
+		s += " resumed"
+	}
+	return s
+}
+
+func (p *Stop) summary(*Event) string {
+	if p.Continue != "" {
+		return fmt.Sprintf("continue (by %s): %s", p.Plugin, quote(p.Continue))
+	}
+	return p.Reason
+}
+
+func (p *RunCompleted) summary(*Event) string {
+	s := p.Reason
+	if p.Detail != "" {
+		s += " (" + p.Detail + ")"
+	}
+	if p.Answer != "" {
+		s += ": " + quote(p.Answer)
+	}
+	return s + fmt.Sprintf(" [%d steps, %d+%d tokens]", p.Steps, p.Usage.InputTokens, p.Usage.OutputTokens)
+}
+
+func (p *RunFailed) summary(*Event) string { return "error: " + p.Error }
+
+// Steps.
+
+func (p *StepStarted) summary(*Event) string { return fmt.Sprintf("step %d", p.Step) }
+
+func (p *StepCompleted) summary(*Event) string {
+	return fmt.Sprintf("step %d, %d tool calls", p.Step, p.ToolCalls)
+}
+
+// Model calls.
+
+func (p *ContextAssembled) summary(*Event) string {
+	return fmt.Sprintf("%d messages, %d tools", len(p.Messages), len(p.Tools))
+}
+
+func (p *ModelResponded) summary(*Event) string {
+	s := quote(p.Message.Content)
+	if n := len(p.Message.ToolCalls); n > 0 {
+		names := make([]string, n)
+		for i, c := range p.Message.ToolCalls {
+			names[i] = c.Name
+		}
+		s += " → calls " + strings.Join(names, ", ")
+	}
+	return s + fmt.Sprintf(" (%d+%d tokens)", p.Usage.InputTokens, p.Usage.OutputTokens)
+}
+
+func (p *ModelFailed) summary(*Event) string { return "error: " + p.Error }
+
+// Tool calls.
+
+func (p *ToolBefore) summary(*Event) string { return p.Call.Name + string(compact(p.Call.Arguments)) }
+
+func (p *ToolResultRecord) summary(*Event) string {
+	s := p.Call.Name + " → " + quote(p.Result.Content)
+	if p.Result.IsError {
+		s += " [error]"
+	}
+	return s + " (raw, before tool.after hooks)"
+}
+
+func (p *ToolAfter) summary(*Event) string {
+	s := p.Call.Name + " → " + quote(p.Result.Content)
+	if p.Result.Mocked {
+		s += " [mocked]"
+	}
+	if p.Result.IsError {
+		s += " [error]"
+	}
+	if p.Context != "" {
+		s += " +context " + quote(p.Context)
+	}
+	return s
+}
+
+func (p *ToolFailed) summary(*Event) string {
+	s := p.Call.Name + ": " + p.Error
+	if p.Panicked {
+		s += " [panic]"
+	}
+	if p.Unknown {
+		s += " [outcome unknown]"
+	}
+	return s
+}
+
+// Approvals.
+
+func (p *ApprovalRequested) summary(*Event) string {
+	s := p.Call.Name + string(compact(p.Call.Arguments))
+	if p.Plugin != "" {
+		s += " asked by " + p.Plugin
+	}
+	if p.Reason != "" {
+		s += ": " + quote(p.Reason)
+	}
+	if !p.ExpiresAt.IsZero() {
+		s += " (expires " + p.ExpiresAt.Format(time.RFC3339) + ")"
+	}
+	return s
+}
+
+func (p *ApprovalResolved) summary(e *Event) string {
+	action := p.Action
+	if action == "" {
+		action = map[bool]string{true: "approved", false: "rejected"}[p.Approved]
+	}
+	s := fmt.Sprintf("call %s %s by %s", p.CallID, action, p.Who())
+	if p.Expired && p.Channel != ChannelExpiry {
+		s += " (expired)"
+	}
+	if p.Reason != "" {
+		s += ": " + quote(p.Reason)
+	}
+	if err := p.Actor.CheckWriter(e.Writer); err != nil {
+		s += " [IDENTITY NOT BOUND: " + err.Error() + "]"
+	}
+	return s
+}
+
+// Compactions.
+
+func (p *CompactBefore) summary(*Event) string { return fmt.Sprintf("%d messages", p.Messages) }
+
+func (p *CompactAfter) summary(*Event) string {
+	return fmt.Sprintf("%d → %d messages", p.MessagesBefore, p.MessagesAfter)
+}
+
+func (p *CompactFailed) summary(*Event) string { return "error: " + p.Error }
+
+// Sub-agent calls.
+
+func (p *SubagentBefore) summary(*Event) string { return p.AgentID + ": " + quote(p.Instruction) }
+
+func (p *SubagentAfter) summary(*Event) string {
+	return fmt.Sprintf("%s success=%t %s", p.AgentID, p.Success, quote(p.Answer))
+}
+
+func (p *SubagentFailed) summary(*Event) string { return p.AgentID + ": " + p.Error }
+
+// Interceptors' records.
+
+func (p *HookDecided) summary(*Event) string {
+	s := fmt.Sprintf("%s %s %s", p.Plugin, p.Stage, p.Decision)
+	if p.Reason != "" {
+		s += ": " + p.Reason
+	}
+	if len(p.Patch) > 0 {
+		s += " patch " + string(compact(p.Patch))
+	}
+	return s + fmt.Sprintf(" (%dµs)", p.LatencyUS)
+}
+
+func (p *HookFailed) summary(*Event) string {
+	return fmt.Sprintf("%s %s %s (%s, %s): %s", p.Plugin, p.Stage, p.Kind, p.Policy, p.Outcome, p.Error)
 }
 
 func quote(s string) string {

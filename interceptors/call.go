@@ -34,7 +34,7 @@ type result struct {
 
 // ContextBound is implemented by an Interceptor whose Intercept returns
 // promptly once its ctx is done, whatever it is waiting for (a transport
-// whose request is bounded by ctx, as bus.Remote's NATS request is), and
+// whose request is bounded by ctx, as remote.Client's NATS request is), and
 // which never calls runtime.Goexit.
 //
 // The chain calls a mutating ContextBound interceptor on the goroutine

@@ -36,7 +36,7 @@
 // most 30s unless an in-process registration sets Uncapped), enforced even
 // when the interceptor ignores its ctx (each call
 // runs in a goroutine of its own, abandoned at the timeout; a mutating
-// ContextBound interceptor, which returns once its ctx ends, as bus.Remote
+// ContextBound interceptor, which returns once its ctx ends, as remote.Client
 // does, and a BoundFunc, are called on the chain's goroutine instead). A timeout,
 // error, panic, bad reply or (for remote interceptors) no responders is a
 // failure: policy ignore records it and goes on, policy fail denies the

@@ -15,8 +15,8 @@ func ExampleChain() {
 	// A guard that denies destructive shell commands.
 	chain.Register(interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore, Tools: "bash"},
 		interceptors.Func(func(ctx context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
-			var p events.ToolBefore
-			if err := req.Event.DecodeData(&p); err != nil {
+			p, err := events.Data[events.ToolBefore](req.Event)
+			if err != nil {
 				return nil, err
 			}
 			if strings.Contains(string(p.Call.Arguments), "rm -rf") {
@@ -28,8 +28,8 @@ func ExampleChain() {
 	// A redactor that rewrites every tool result; an auditor sees its patch.
 	chain.Register(interceptors.Registration{Plugin: "redact", Stage: events.StageToolAfter},
 		interceptors.Func(func(ctx context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
-			var p events.ToolAfter
-			if err := req.Event.DecodeData(&p); err != nil {
+			p, err := events.Data[events.ToolAfter](req.Event)
+			if err != nil {
 				return nil, err
 			}
 			p.Result.Content = strings.ReplaceAll(p.Result.Content, "hunter2", "[REDACTED]")

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/telemetry/tracectx"
+	"github.com/hookbus/hookbus/events/tracectx"
+	"github.com/hookbus/hookbus/interceptors"
 )
 
 // run is one execution of a run request: one attempt after another until
@@ -231,13 +232,13 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 		return r.compactRun(ctx, st)
 	}
 	if st == nil || st.intake == nil && !st.started {
-		in, v, err := intercepted(ctx, r, stage{stage: events.StageIntake},
+		in, out, err := intercepted(ctx, r, stage{stage: events.StageIntake},
 			events.Intake{Prompt: prompt, Metadata: r.req.Metadata}, nil)
 		if err != nil {
 			return nil, err
 		}
 		prompt = in.Prompt
-		if end := endOf(v); end != nil {
+		if end := endOf(out); end != nil {
 			end.reason = events.ReasonRejected
 			return nil, end
 		}
@@ -361,7 +362,7 @@ func (r *run) resume(ctx context.Context, st *runState) (res *Result, err error,
 			return nil, nil, false // a stop hook continued it
 		}
 		if st.stopHook != nil { // a stop hook ended it
-			return nil, &errEnd{events.ReasonStopped, describeDecided(st.stopHook)}, true
+			return nil, &errEnd{events.ReasonStopped, describe(interceptors.RecordedResult(st.stopHook))}, true
 		}
 		res, err := r.finish(ctx, events.ReasonDone, "")
 		return res, err, true
@@ -472,13 +473,11 @@ func resultOf(req *events.RunRequest, term *events.Event, st *runState) *Result 
 	}
 	res := &Result{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Events: st.events, Steps: term.Step, Ended: true}
 	if term.Stage == events.StageRunFailed {
-		var p events.RunFailed
-		_ = term.DecodeData(&p)
+		p, _ := events.Data[events.RunFailed](term)
 		res.Reason, res.Detail, res.Steps = ReasonFailed, p.Error, p.Steps
 		return res
 	}
-	var p events.RunCompleted
-	_ = term.DecodeData(&p)
+	p, _ := events.Data[events.RunCompleted](term)
 	res.Reason, res.Detail, res.Answer, res.Steps, res.Usage = p.Reason, p.Detail, p.Answer, p.Steps, p.Usage
 	return res
 }

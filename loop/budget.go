@@ -10,7 +10,7 @@ import (
 
 // SharedBudget is a budget shared by every worker of a fleet: what an
 // agent (or each of its sessions) may spend per period, across runs.
-// *bus.Budgets implements it over a KV bucket.
+// *budgets.Budgets (package bus/budgets) implements it over a KV bucket.
 //
 // The engine calls Reserve before each step's model call and Charge after
 // it, with what the call used (zero usage when it failed: the reservation

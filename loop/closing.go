@@ -162,7 +162,7 @@ func (r *run) readRecord(ctx context.Context) (*closingRecord, error) {
 	for _, e := range evs {
 		rec.seen = max(rec.seen, e.Stored)
 		switch {
-		case e.RunID == mine && (e.Stage == events.StageRunCompleted || e.Stage == events.StageRunFailed):
+		case e.RunID == mine && e.Stage.Terminal():
 			if rec.ended == nil {
 				rec.ended = e
 			}

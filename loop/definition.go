@@ -49,8 +49,7 @@ func RecordedDefinition(evs []*events.Event, runID string) *events.Definition {
 		if e.RunID != runID || e.Stage != events.StageRunStarted || e.Seq < at {
 			continue
 		}
-		var p events.RunStarted
-		if e.DecodeData(&p) == nil && p.Definition != nil {
+		if p, err := events.Data[events.RunStarted](e); err == nil && p.Definition != nil {
 			out, at = p.Definition, e.Seq
 		}
 	}

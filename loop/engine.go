@@ -71,7 +71,7 @@ type Config struct {
 	// in Usage; nil counts no cost.
 	Prices *events.Prices
 	// SharedBudget, when set, is the fleet's budget every step's model
-	// call is reserved against and charged to (*bus.Budgets); a run with
+	// call is reserved against and charged to (*budgets.Budgets); a run with
 	// no room left ends with reason cost_limit naming the budget.
 	SharedBudget SharedBudget
 	// Subagents are the agents this agent may call (the Task tool); Team

@@ -222,7 +222,7 @@ func TestUnrecordedRunIsNotFailedAndResumes(t *testing.T) {
 
 // An attempt that lost the session to another attempt of its run stops
 // writing and says so with ErrLostRun, whose errors tell a worker to leave
-// the request to the attempt that holds it (bus.Abandoner).
+// the request to the attempt that holds it (runs.Abandoner).
 func TestLostRunIsAbandoned(t *testing.T) {
 	var ab interface{ Abandoned() bool }
 	err := error(&wrapped{loop.ErrLostRun})

@@ -84,7 +84,7 @@ func truncated(evs []*events.Event, run string) []*events.Event {
 		if next != 0 && e.Seq != next && cut < 0 {
 			cut = i
 		}
-		if e.Stage == events.StageRunCompleted || e.Stage == events.StageRunFailed {
+		if e.Stage.Terminal() {
 			return evs // ended: its end is written after a flush of all before it
 		}
 		next = e.Seq + 1
@@ -101,56 +101,56 @@ func truncated(evs []*events.Event, run string) []*events.Event {
 	return out
 }
 
-// decisions holds the hook decisions that ended a chain, by the id of the
-// event decided on (hook.decided and hook.failed carry it).
-type decisions map[string]*events.HookDecided
+// decisions holds what the hooks decided on the events whose chain a
+// decision ended, by the id of the event decided on (hook.decided and
+// hook.failed carry it), as the chain's result read back from the record.
+type decisions map[string]*interceptors.ChainResult
 
 // add records e when it is a decision that ended a chain (deny, stop, mock,
-// ask, continue), or a failure that denied the event (policy fail).
+// ask), or a failure that denied the event (policy fail).
 func (d decisions) add(e *events.Event) {
 	switch e.Stage {
 	case events.StageHookDecided:
-		var p events.HookDecided // audit only: one that does not decode ends nothing
-		if e.DecodeData(&p) != nil || p.EventID == "" || p.Shadow {
+		p, err := events.Data[events.HookDecided](e) // audit only: one that does not decode ends nothing
+		if err != nil || p.EventID == "" || p.Shadow {
 			return
 		}
 		switch interceptors.Kind(p.Decision) {
 		case interceptors.Deny, interceptors.Stop, interceptors.Mock, interceptors.Ask:
-			d[p.EventID] = &p
+			d[p.EventID] = interceptors.RecordedResult(&p)
 		}
 	case events.StageHookFailed:
-		var p events.HookFailed
-		if e.DecodeData(&p) != nil || p.EventID == "" || p.Outcome != interceptors.FailedClosed {
+		p, err := events.Data[events.HookFailed](e)
+		if err != nil || p.EventID == "" || p.Outcome != interceptors.FailedClosed {
 			return
 		}
-		d[p.EventID] = &events.HookDecided{Plugin: p.Plugin, Stage: p.Stage, Decision: string(interceptors.ClosedKind(p.Stage)),
-			Reason: interceptors.ClosedReason(p.Kind), EventID: p.EventID}
+		d[p.EventID] = interceptors.RecordedFailure(&p)
 	}
 }
 
 // ended returns the end a recorded decision put to the run (deny, stop),
 // or nil.
 func (d decisions) ended(eventID string) *errEnd {
-	p := d[eventID]
-	if p == nil {
+	out := d[eventID]
+	if out == nil {
 		return nil
 	}
-	return endOf(stageAction{kind: interceptors.Kind(p.Decision), reason: p.Reason, plugin: p.Plugin})
+	return endOf(out)
 }
 
-// decodeEvent decodes e's data into v. An event of the run being resumed
-// (mine) that does not decode is an error: the run cannot go on from a
-// record it cannot read. Any other is skipped: decodeEvent returns false
-// and lists it in s.Skipped.
-func (s *Session) decodeEvent(e *events.Event, mine bool, v any) (bool, error) {
-	err := e.DecodeData(v)
+// decodeEvent decodes e's data as T, its stage's payload. An event of the
+// run being resumed (mine) that does not decode is an error: the run cannot
+// go on from a record it cannot read. Any other is skipped: decodeEvent
+// returns false and lists it in s.Skipped.
+func decodeEvent[T any](s *Session, e *events.Event, mine bool) (T, bool, error) {
+	p, err := events.Data[T](e)
 	if err == nil {
-		return true, nil
+		return p, true, nil
 	}
 	err = fmt.Errorf("%w: %v", ErrCorruptSession, err)
 	if mine {
-		return false, err
+		return p, false, err
 	}
 	s.Skipped = append(s.Skipped, err)
-	return false, nil
+	return p, false, nil
 }

@@ -28,44 +28,29 @@ func WithHooks(h Interception) RunOption {
 	return func(r *run) { r.hooks = h }
 }
 
-// stageAction is the engine's reading of an interceptors.ChainResult: what the
-// hooks decided on one event, in the terms a stage acts on.
-type stageAction struct {
-	kind    interceptors.Kind
-	reason  string
-	plugin  string
-	context string
-	mock    *events.ToolResult
-}
+// allowed is the outcome of a stage that no hook matched. Never changed.
+var allowed = &interceptors.ChainResult{Decision: interceptors.Allow}
 
-var allowed = stageAction{kind: interceptors.Allow}
-
-// endOf is the end of the run a stageAction puts on a stage that ends on deny
-// or stop; nil for any other.
-func endOf(v stageAction) *errEnd {
-	switch v.kind {
+// endOf is the end of the run the hooks' outcome puts on a stage that ends
+// on deny or stop; nil for any other.
+func endOf(out *interceptors.ChainResult) *errEnd {
+	switch out.Decision {
 	case interceptors.Deny:
-		return &errEnd{events.ReasonDenied, v.describe()}
+		return &errEnd{events.ReasonDenied, describe(out)}
 	case interceptors.Stop:
-		return &errEnd{events.ReasonStopped, v.describe()}
+		return &errEnd{events.ReasonStopped, describe(out)}
 	}
 	return nil
 }
 
-// describe says why, naming the plugin.
-func (v stageAction) describe() string {
-	s := v.reason
+// describe says why the hooks decided what they did, naming the plugin.
+func describe(out *interceptors.ChainResult) string {
+	s := out.Reason
 	if s == "" {
-		s = string(v.kind)
+		s = string(out.Decision)
 	}
-	if v.plugin != "" {
-		s = v.plugin + ": " + s
+	if out.Plugin != "" {
+		s = out.Plugin + ": " + s
 	}
 	return s
-}
-
-// describeDecided describes a recorded hook decision as describe does a
-// live one.
-func describeDecided(d *events.HookDecided) string {
-	return stageAction{kind: interceptors.Kind(d.Decision), reason: d.Reason, plugin: d.Plugin}.describe()
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
@@ -18,20 +20,20 @@ import (
 func startWorker(t *testing.T, b *bus.Bus, cfg loop.Config) *interceptors.Chain {
 	t.Helper()
 	ctx := ctxT(t)
-	trust, err := b.WatchTrust(ctx)
+	trust, err := remote.WatchTrust(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(trust.Stop)
 	chain := interceptors.NewChain(interceptors.WithTrust(trust))
-	hs, err := b.SyncHooks(ctx, chain, trust)
+	hs, err := remote.SyncHooks(ctx, b, chain, trust)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(hs.Stop)
 	cfg.Hooks = chain
 	eng := newEngine(t, b, cfg)
-	rc, err := b.ConsumeRuns(context.Background(), bus.RunConsumerConfig{Agents: bus.Agents("a"), Concurrency: 4}, loop.NewWorker(eng, nil).Handle)
+	rc, err := runs.New(b).Consume(context.Background(), runs.ConsumerConfig{Agents: runs.Agents("a"), Concurrency: 4}, loop.NewWorker(eng, nil).Handle)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +45,7 @@ func startWorker(t *testing.T, b *bus.Bus, cfg loop.Config) *interceptors.Chain 
 func submitWait(t *testing.T, b *bus.Bus, agent, id string) []*events.Event {
 	t.Helper()
 	ctx := ctxT(t)
-	if err := b.SubmitRun(ctx, &events.RunRequest{RunID: id, AgentID: agent, SessionID: id, Prompt: "go"}); err != nil {
+	if err := runs.New(b).Submit(ctx, &events.RunRequest{RunID: id, AgentID: agent, SessionID: id, Prompt: "go"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.WaitRun(ctx, agent, id, id); err != nil {
@@ -86,7 +88,7 @@ func TestKillSwitchOnRunningWorker(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := ctxT(t)
 	var calls atomic.Int32
-	svc, err := bus.Serve(ctx, b.Conn(), bus.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}},
+	svc, err := remote.Serve(ctx, b.Conn(), remote.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}},
 		interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
 			calls.Add(1)
 			return nil, nil
@@ -95,7 +97,7 @@ func TestKillSwitchOnRunningWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
-	reg := b.Registry()
+	reg := remote.NewRegistry(b)
 	if err := reg.Put(ctx, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore}); err != nil {
 		t.Fatal(err)
 	}

@@ -128,129 +128,189 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 		if e.Seq >= rs.lastSeq {
 			rs.lastSeq, last = e.Seq, e
 		}
-		switch e.Stage {
-		case events.StageHookDecided, events.StageHookFailed:
-			rs.ends.add(e)
-			var p events.HookDecided
-			if e.Stage == events.StageHookDecided && e.DecodeData(&p) == nil && !p.Shadow &&
-				p.Stage == events.StageStop && p.Decision == string(interceptors.Stop) {
-				rs.stopHook = &p
-			}
-		case events.StageIntake:
-			if rs.intake != nil {
-				continue
-			}
-			var p events.Intake
-			if err := decodeOwn(e, &p); err != nil {
-				return nil, err
-			}
-			rs.intake = &p
-		case events.StageRunStarted:
-			var p events.RunStarted
-			if err := decodeOwn(e, &p); err != nil {
-				return nil, err
-			}
-			if !rs.started {
-				rs.prompt, rs.firstStarted = p.Prompt, e.Stored
-				rs.parentTrace = p.ParentTraceparent
-			}
-			if p.Definition != nil {
-				rs.definition = p.Definition
-			}
-			rs.started = true
-			rs.lastStarted = e.Seq
-			rs.lastClaim = max(rs.lastClaim, e.Stored)
-			rs.startedSeqs = append(rs.startedSeqs, e.Seq)
-		case events.StageStepStarted:
-			rs.step = e.Step
-		case events.StageModelResponded:
-			var p events.ModelResponded
-			if err := decodeOwn(e, &p); err != nil {
-				return nil, err
-			}
-			rs.responded, rs.respStep = &p, e.Step
-			rs.usage = rs.usage.Add(p.Usage)
-			rs.respEnd = rs.ends.ended(e.ID)
-		case events.StageToolBefore:
-			var p events.ToolBefore
-			if err := decodeOwn(e, &p); err != nil {
-				return nil, err
-			}
-			c := rs.call(p.Call.ID)
-			c.before, c.beforeID, c.beforeSeq, c.step = &p, e.ID, e.Seq, e.Step
-		case events.StageToolResult:
-			var p events.ToolResultRecord
-			if err := decodeOwn(e, &p); err != nil {
-				return nil, err
-			}
-			rs.call(p.Call.ID).result = &p.Result
-		case events.StageToolAfter:
-			var p events.ToolAfter
-			if err := decodeOwn(e, &p); err != nil {
-				return nil, err
-			}
-			rs.call(p.Call.ID).after = true
-		case events.StageApprovalRequested:
-			var p events.ApprovalRequested
-			if err := decodeOwn(e, &p); err != nil {
-				return nil, err
-			}
-			if p.Call.ID != "" {
-				rs.call(p.Call.ID).approval = &p
-			}
-		case events.StageApprovalResolved:
-			var p events.ApprovalResolved
-			if err := decodeOwn(e, &p); err != nil {
-				return nil, err
-			}
-			if c := rs.calls[p.CallID]; c != nil && c.approval != nil && c.resolution == nil {
-				c.resolution, c.resolvedSeq = &p, e.Seq
-			}
-		case events.StageSubagentBefore:
-			var p events.SubagentBefore
-			if err := decodeOwn(e, &p); err != nil {
-				return nil, err
-			}
-			if p.CallID != "" {
-				rs.call(p.CallID).subBefore = &p
-			}
-		case events.StageSubagentAfter:
-			var p events.SubagentAfter
-			if err := decodeOwn(e, &p); err != nil {
-				return nil, err
-			}
-			if p.CallID != "" {
-				rs.call(p.CallID).subAfter = &p
-			}
-		case events.StageSubagentFailed:
-			var p events.SubagentFailed
-			if err := decodeOwn(e, &p); err != nil {
-				return nil, err
-			}
-			if p.CallID != "" {
-				rs.call(p.CallID).subFailed = &p
-			}
-		case events.StageStepCompleted:
-			rs.stepDone = e.Step
-		case events.StageStop:
-			var p events.Stop
-			if err := decodeOwn(e, &p); err != nil {
-				return nil, err
-			}
-			if p.Continue != "" {
-				rs.continues++
-				rs.contStep = e.Step
-			} else {
-				rs.stopStep = e.Step
-			}
-		case events.StageRunCompleted, events.StageRunFailed:
-			rs.terminal = e
+		if err := rs.fold(e); err != nil {
+			return nil, err
 		}
 	}
 	if last != nil {
 		rs.lastHash = last.ChainHash()
 	}
 	return rs, nil
+}
+
+// fold folds one event of the run, by its stage's group.
+func (rs *runState) fold(e *events.Event) error {
+	switch e.Stage.Group() {
+	case events.GroupHook:
+		rs.foldHook(e)
+	case events.GroupRun:
+		return rs.foldRunEvent(e)
+	case events.GroupStep:
+		if e.Stage == events.StageStepStarted {
+			rs.step = e.Step
+		} else {
+			rs.stepDone = e.Step
+		}
+	case events.GroupModel:
+		return rs.foldModel(e)
+	case events.GroupTool:
+		return rs.foldTool(e)
+	case events.GroupApproval:
+		return rs.foldApproval(e)
+	case events.GroupSubagent:
+		return rs.foldSubagent(e)
+	}
+	return nil
+}
+
+// foldHook notes a decision that ended a chain, and the last stop hook
+// that decided stop. A record that does not decode ends nothing.
+func (rs *runState) foldHook(e *events.Event) {
+	rs.ends.add(e)
+	if e.Stage != events.StageHookDecided {
+		return
+	}
+	p, err := events.Data[events.HookDecided](e)
+	if err == nil && !p.Shadow && p.Stage == events.StageStop && p.Decision == string(interceptors.Stop) {
+		rs.stopHook = &p
+	}
+}
+
+// foldRunEvent folds the run's own events: its request, its attempts'
+// starts, its stops, its end.
+func (rs *runState) foldRunEvent(e *events.Event) error {
+	switch e.Stage {
+	case events.StageIntake:
+		if rs.intake != nil {
+			return nil
+		}
+		p, err := decodeOwn[events.Intake](e)
+		if err != nil {
+			return err
+		}
+		rs.intake = &p
+	case events.StageRunStarted:
+		p, err := decodeOwn[events.RunStarted](e)
+		if err != nil {
+			return err
+		}
+		if !rs.started {
+			rs.prompt, rs.firstStarted = p.Prompt, e.Stored
+			rs.parentTrace = p.ParentTraceparent
+		}
+		if p.Definition != nil {
+			rs.definition = p.Definition
+		}
+		rs.started = true
+		rs.lastStarted = e.Seq
+		rs.lastClaim = max(rs.lastClaim, e.Stored)
+		rs.startedSeqs = append(rs.startedSeqs, e.Seq)
+	case events.StageStop:
+		p, err := decodeOwn[events.Stop](e)
+		if err != nil {
+			return err
+		}
+		if p.Continue != "" {
+			rs.continues++
+			rs.contStep = e.Step
+		} else {
+			rs.stopStep = e.Step
+		}
+	case events.StageRunCompleted, events.StageRunFailed:
+		rs.terminal = e
+	}
+	return nil
+}
+
+// foldModel folds the model's replies: the last one, its usage, and
+// whether a hook ended the run on it.
+func (rs *runState) foldModel(e *events.Event) error {
+	if e.Stage != events.StageModelResponded {
+		return nil
+	}
+	p, err := decodeOwn[events.ModelResponded](e)
+	if err != nil {
+		return err
+	}
+	rs.responded, rs.respStep = &p, e.Step
+	rs.usage = rs.usage.Add(p.Usage)
+	rs.respEnd = rs.ends.ended(e.ID)
+	return nil
+}
+
+// foldTool folds a tool call's record: the call as it took effect, its raw
+// result, whether it is done.
+func (rs *runState) foldTool(e *events.Event) error {
+	switch e.Stage {
+	case events.StageToolBefore:
+		p, err := decodeOwn[events.ToolBefore](e)
+		if err != nil {
+			return err
+		}
+		c := rs.call(p.Call.ID)
+		c.before, c.beforeID, c.beforeSeq, c.step = &p, e.ID, e.Seq, e.Step
+	case events.StageToolResult:
+		p, err := decodeOwn[events.ToolResultRecord](e)
+		if err != nil {
+			return err
+		}
+		rs.call(p.Call.ID).result = &p.Result
+	case events.StageToolAfter:
+		p, err := decodeOwn[events.ToolAfter](e)
+		if err != nil {
+			return err
+		}
+		rs.call(p.Call.ID).after = true
+	}
+	return nil
+}
+
+// foldApproval folds a call's request for a human and the first answer to
+// it.
+func (rs *runState) foldApproval(e *events.Event) error {
+	if e.Stage == events.StageApprovalRequested {
+		p, err := decodeOwn[events.ApprovalRequested](e)
+		if err != nil {
+			return err
+		}
+		if p.Call.ID != "" {
+			rs.call(p.Call.ID).approval = &p
+		}
+		return nil
+	}
+	p, err := decodeOwn[events.ApprovalResolved](e)
+	if err != nil {
+		return err
+	}
+	if c := rs.calls[p.CallID]; c != nil && c.approval != nil && c.resolution == nil {
+		c.resolution, c.resolvedSeq = &p, e.Seq
+	}
+	return nil
+}
+
+// foldSubagent folds a Task call's child run, as recorded.
+func (rs *runState) foldSubagent(e *events.Event) error {
+	switch e.Stage {
+	case events.StageSubagentBefore:
+		p, err := decodeOwn[events.SubagentBefore](e)
+		if err != nil || p.CallID == "" {
+			return err
+		}
+		rs.call(p.CallID).subBefore = &p
+	case events.StageSubagentAfter:
+		p, err := decodeOwn[events.SubagentAfter](e)
+		if err != nil || p.CallID == "" {
+			return err
+		}
+		rs.call(p.CallID).subAfter = &p
+	case events.StageSubagentFailed:
+		p, err := decodeOwn[events.SubagentFailed](e)
+		if err != nil || p.CallID == "" {
+			return err
+		}
+		rs.call(p.CallID).subFailed = &p
+	}
+	return nil
 }
 
 // waiting returns the calls of the pending step that wait for an answer.
@@ -299,10 +359,11 @@ func (rs *runState) goneOnBefore(seq uint64) bool {
 	return false
 }
 
-func decodeOwn(e *events.Event, v any) error {
-	var s Session
-	_, err := s.decodeEvent(e, true, v)
-	return err
+// decodeOwn decodes an event of the run being resumed: one that does not
+// decode is an error wrapping ErrCorruptSession.
+func decodeOwn[T any](e *events.Event) (T, error) {
+	p, _, err := decodeEvent[T](&Session{}, e, true)
+	return p, err
 }
 
 // rebuild folds a session's events (stream order) into its conversation

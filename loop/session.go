@@ -76,8 +76,8 @@ func foldSession(evs []*events.Event, mine string) (*Session, error) {
 			if e.Stored > s.lastClaim {
 				s.lastClaim = e.Stored
 			}
-			var p events.RunStarted
-			if ok, err := s.decodeEvent(e, own, &p); !ok {
+			p, ok, err := decodeEvent[events.RunStarted](s, e, own)
+			if !ok {
 				if err != nil {
 					return nil, err
 				}
@@ -104,8 +104,8 @@ func foldSession(evs []*events.Event, mine string) (*Session, error) {
 				s.Messages = append(s.Messages, events.Message{Role: events.RoleUser, Content: p.Prompt})
 			}
 		case events.StageCompactAfter:
-			var p events.CompactAfter
-			if ok, err := s.decodeEvent(e, own, &p); !ok {
+			p, ok, err := decodeEvent[events.CompactAfter](s, e, own)
+			if !ok {
 				if err != nil {
 					return nil, err
 				}
@@ -115,8 +115,8 @@ func foldSession(evs []*events.Event, mine string) (*Session, error) {
 			s.Messages = append([]events.Message(nil), p.Messages...)
 			s.Compactions++
 		case events.StageModelResponded:
-			var p events.ModelResponded
-			if ok, err := s.decodeEvent(e, own, &p); !ok {
+			p, ok, err := decodeEvent[events.ModelResponded](s, e, own)
+			if !ok {
 				if err != nil {
 					return nil, err
 				}
@@ -129,8 +129,8 @@ func foldSession(evs []*events.Event, mine string) (*Session, error) {
 			s.Messages = append(s.Messages, p.Message)
 			open[e.RunID] = append([]events.ToolCall(nil), p.Message.ToolCalls...)
 		case events.StageToolAfter:
-			var p events.ToolAfter
-			if ok, err := s.decodeEvent(e, own, &p); !ok {
+			p, ok, err := decodeEvent[events.ToolAfter](s, e, own)
+			if !ok {
 				if err != nil {
 					return nil, err
 				}
@@ -142,8 +142,8 @@ func foldSession(evs []*events.Event, mine string) (*Session, error) {
 			s.Messages = append(s.Messages, toolMessage(&p))
 			open[e.RunID] = removeCall(open[e.RunID], p.Call.ID)
 		case events.StageStop:
-			var p events.Stop
-			if ok, err := s.decodeEvent(e, own, &p); !ok {
+			p, ok, err := decodeEvent[events.Stop](s, e, own)
+			if !ok {
 				if err != nil {
 					return nil, err
 				}
@@ -211,16 +211,16 @@ func lateResults(evs []*events.Event, mine string) map[*events.Event]bool {
 		}
 		switch e.Stage {
 		case events.StageModelResponded:
-			var p events.ModelResponded
-			if e.DecodeData(&p) != nil {
+			p, err := events.Data[events.ModelResponded](e)
+			if err != nil {
 				continue
 			}
 			for _, c := range p.Message.ToolCalls {
 				asked[e.RunID+"/"+c.ID] = e.Stored
 			}
 		case events.StageToolAfter:
-			var p events.ToolAfter
-			if e.DecodeData(&p) != nil {
+			p, err := events.Data[events.ToolAfter](e)
+			if err != nil {
 				continue
 			}
 			if at, ok := asked[e.RunID+"/"+p.Call.ID]; ok && after(at, e.Stored) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
@@ -20,7 +21,7 @@ import (
 // were not there.
 func TestShadowDecisionsRecordedNeverApplied(t *testing.T) {
 	b := bustest.StartBus(t)
-	chain := interceptors.NewChain(interceptors.WithShadowSink(b.ShadowSink("")))
+	chain := interceptors.NewChain(interceptors.WithShadowSink(remote.ShadowSink(b, "")))
 	if _, err := chain.Register(interceptors.Registration{Plugin: "strict", Stage: events.StageToolBefore, Mode: interceptors.ModeShadow},
 		interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
 			return &interceptors.Decision{Kind: interceptors.Deny, Reason: "strict says no"}, nil

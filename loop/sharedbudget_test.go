@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/budgets"
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
@@ -48,14 +49,14 @@ func TestSharedBudgetAcrossTwoWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := ctxT(t)
-	if err := b1.Budgets().SetLimit(ctx, bus.BudgetLimit{Agent: "a", Period: 24 * time.Hour, Tokens: limit}); err != nil {
+	if err := budgets.New(b1).SetLimit(ctx, budgets.Limit{Agent: "a", Period: 24 * time.Hour, Tokens: limit}); err != nil {
 		t.Fatal(err)
 	}
 	engines := make([]*loop.Engine, 2)
 	for i, b := range []*bus.Bus{b1, b2} {
 		engines[i] = newEngine(t, b, loop.Config{
 			Model: stepModel{steps: steps, tokens: stepTokens}, Tools: tools.Builtin(""),
-			SharedBudget: b.Budgets(), MaxSteps: steps + 1,
+			SharedBudget: budgets.New(b), MaxSteps: steps + 1,
 		})
 	}
 
@@ -99,7 +100,7 @@ func TestSharedBudgetAcrossTwoWorkers(t *testing.T) {
 	if limited == 0 || used < limit-stepTokens {
 		t.Fatalf("the budget was not used up: %d runs limited, %d tokens of %d used", limited, used, limit)
 	}
-	_, uses, err := b2.Budgets().List(ctx)
+	_, uses, err := budgets.New(b2).List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,10 +5,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/telemetry/tracectx"
+	"github.com/hookbus/hookbus/events/tracectx"
+	"github.com/hookbus/hookbus/interceptors"
 )
 
 // stage is how one stage's event is written.
@@ -26,7 +26,8 @@ type stage struct {
 // interceptor called, and appends the event as it took effect. adjust, when
 // set, may change the payload after the hooks (tool.after's context, a
 // stop's continue) and reports whether it did. It returns the payload that
-// took effect and what the hooks decided.
+// took effect and the chain's result (allowed when no hook matched), which
+// the stage acts on.
 //
 // The interception request is the event as it will be stored: its seq is
 // the one it gets when every matching hook answers (a hook that ends the
@@ -34,40 +35,40 @@ type stage struct {
 // seq); its id is not: the stored event gets a new id once the hooks have
 // answered, so no interceptor can predict it (and store a forgery under
 // it). The hook.decided records name the stored id.
-func intercepted[P any](ctx context.Context, r *run, st stage, p P, adjust func(*P, stageAction) bool) (P, stageAction, error) {
+func intercepted[P any](ctx context.Context, r *run, st stage, p P, adjust func(*P, *interceptors.ChainResult) bool) (P, *interceptors.ChainResult, error) {
 	ev, err := r.event(st.stage, p, st.subject)
 	if err != nil {
-		return p, stageAction{}, err
+		return p, nil, err
 	}
-	v := allowed
+	out := allowed
 	if r.hooks != nil {
 		if n := r.hooks.Matches(st.stage, st.subject, r.req.AgentID); n > 0 {
 			ev.Seq = r.seq + uint64(n) + 1
 			changed := false
-			if v, changed, err = r.intercept(ctx, ev); err != nil {
-				return p, stageAction{}, err
+			if out, changed, err = r.intercept(ctx, ev); err != nil {
+				return p, nil, err
 			}
 			if changed {
 				var q P
 				if err := ev.DecodeData(&q); err != nil {
-					return p, stageAction{}, err
+					return p, nil, err
 				}
 				p = q
 			}
 		}
 	}
-	if adjust != nil && adjust(&p, v) {
+	if adjust != nil && adjust(&p, out) {
 		if ev.Data, err = marshal(p); err != nil {
-			return p, stageAction{}, err
+			return p, nil, err
 		}
 	}
-	return p, v, r.append(ctx, ev, st.sync)
+	return p, out, r.append(ctx, ev, st.sync)
 }
 
 // intercept asks the hooks on ev, appends one hook.decided or hook.failed
 // per interceptor called, and gives ev its stored id. When the hooks
 // changed the payload, ev.Data is theirs and changed is set.
-func (r *run) intercept(ctx context.Context, ev *events.Event) (v stageAction, changed bool, err error) {
+func (r *run) intercept(ctx context.Context, ev *events.Event) (out *interceptors.ChainResult, changed bool, err error) {
 	// The stored id, unknown to the interceptors; each call's span is
 	// derived from it (tracectx.HookSpan), so a remote interceptor gets its
 	// traceparent.
@@ -76,9 +77,9 @@ func (r *run) intercept(ctx context.Context, ev *events.Event) (v stageAction, c
 	if tc, err := tracectx.Parse(ev.Traceparent); err == nil {
 		hctx = tracectx.WithHookCall(ctx, tc, stored)
 	}
-	out, err := r.hooks.Run(hctx, ev)
+	out, err = r.hooks.Run(hctx, ev)
 	if err != nil {
-		return stageAction{}, false, fmt.Errorf("loop: hooks on %s: %w", ev.Stage, err)
+		return nil, false, fmt.Errorf("loop: hooks on %s: %w", ev.Stage, err)
 	}
 	ev.ID = stored
 	if out.Shadow != nil {
@@ -89,21 +90,17 @@ func (r *run) intercept(ctx context.Context, ev *events.Event) (v stageAction, c
 		st, p := out.Records[i].Audit()
 		rec, err := r.event(st, p, out.Records[i].Plugin)
 		if err != nil {
-			return stageAction{}, false, err
+			return nil, false, err
 		}
 		rec.Traceparent = ev.Traceparent // the span the hook was called in
 		if err := r.append(ctx, rec, false); err != nil {
-			return stageAction{}, false, err
+			return nil, false, err
 		}
 	}
 	if !sameBytes(out.Data, ev.Data) {
 		ev.Data, changed = out.Data, true
 	}
-	v = stageAction{
-		kind: out.Decision, reason: out.Reason, plugin: out.Plugin,
-		context: strings.Join(out.Context, "\n"), mock: out.Mock,
-	}
-	return v, changed, nil
+	return out, changed, nil
 }
 
 // sameBytes reports whether a and b are the same slice (the chain returns

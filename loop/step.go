@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
@@ -27,12 +28,12 @@ func (r *run) steps(ctx context.Context) (*Result, error) {
 
 // doStep runs one step; it returns a result when the run is over.
 func (r *run) doStep(ctx context.Context) (*Result, error) {
-	_, v, err := intercepted(ctx, r, stage{stage: events.StageStepStarted}, events.StepStarted{Step: r.step}, nil)
+	_, out, err := intercepted(ctx, r, stage{stage: events.StageStepStarted}, events.StepStarted{Step: r.step}, nil)
 	if err != nil {
 		return nil, err
 	}
-	if v.kind == interceptors.Stop {
-		return nil, &errEnd{events.ReasonStopped, v.describe()}
+	if out.Decision == interceptors.Stop {
+		return nil, &errEnd{events.ReasonStopped, describe(out)}
 	}
 
 	if err := r.maybeCompact(ctx); err != nil {
@@ -44,12 +45,12 @@ func (r *run) doStep(ctx context.Context) (*Result, error) {
 	if sp := r.eng.cfg.SystemPrompt; sp != "" {
 		msgs = append([]events.Message{{Role: events.RoleSystem, Content: sp}}, msgs...)
 	}
-	ca, v, err := intercepted(ctx, r, stage{stage: events.StageContextAssembled},
+	ca, out, err := intercepted(ctx, r, stage{stage: events.StageContextAssembled},
 		events.ContextAssembled{Messages: msgs, Tools: r.eng.specs}, nil)
 	if err != nil {
 		return nil, err
 	}
-	if end := endOf(v); end != nil {
+	if end := endOf(out); end != nil {
 		return nil, end
 	}
 
@@ -72,13 +73,13 @@ func (r *run) doStep(ctx context.Context) (*Result, error) {
 	r.usage = r.usage.Add(resp.Usage)
 	r.lastContext = resp.Usage.InputTokens + resp.Usage.OutputTokens
 
-	mr, v, err := intercepted(ctx, r, stage{stage: events.StageModelResponded}, events.ModelResponded{
+	mr, out, err := intercepted(ctx, r, stage{stage: events.StageModelResponded}, events.ModelResponded{
 		Message: resp.Message, Usage: resp.Usage, FinishReason: resp.FinishReason, Model: resp.Model, Provider: resp.Provider,
 	}, nil)
 	if err != nil {
 		return nil, err
 	}
-	if end := endOf(v); end != nil {
+	if end := endOf(out); end != nil {
 		return nil, end
 	}
 	mr.Message.Role = events.RoleAssistant
@@ -110,17 +111,17 @@ func (r *run) endStep(ctx context.Context, calls int, usage events.Usage) (*Resu
 // or (a hook's continue) returns nil to go on.
 func (r *run) stop(ctx context.Context) (*Result, error) {
 	var msg string
-	_, v, err := intercepted(ctx, r, stage{stage: events.StageStop},
+	_, out, err := intercepted(ctx, r, stage{stage: events.StageStop},
 		events.Stop{Reason: events.ReasonDone, Answer: r.answer, Continues: r.continues},
-		func(p *events.Stop, v stageAction) bool {
-			if v.kind != interceptors.Continue || r.continues >= r.eng.cfg.MaxContinues {
+		func(p *events.Stop, out *interceptors.ChainResult) bool {
+			if out.Decision != interceptors.Continue || r.continues >= r.eng.cfg.MaxContinues {
 				return false
 			}
-			msg = v.context
+			msg = strings.Join(out.Context, "\n")
 			if msg == "" {
-				msg = v.reason
+				msg = out.Reason
 			}
-			*p = events.Stop{Reason: events.ReasonDone, Answer: r.answer, Continues: r.continues + 1, Continue: msg, Plugin: v.plugin}
+			*p = events.Stop{Reason: events.ReasonDone, Answer: r.answer, Continues: r.continues + 1, Continue: msg, Plugin: out.Plugin}
 			return true
 		})
 	if err != nil {
@@ -131,8 +132,8 @@ func (r *run) stop(ctx context.Context) (*Result, error) {
 		r.messages = append(r.messages, continueMessage(msg))
 		return nil, nil
 	}
-	if v.kind == interceptors.Stop {
-		return nil, &errEnd{events.ReasonStopped, v.describe()}
+	if out.Decision == interceptors.Stop {
+		return nil, &errEnd{events.ReasonStopped, describe(out)}
 	}
 	return r.finish(ctx, events.ReasonDone, "")
 }

@@ -111,15 +111,15 @@ func (r *run) callSubagent(ctx context.Context, call events.ToolCall) (events.To
 		return r.subagentFailed(ctx, call, a.SubagentType, "", fmt.Sprintf("sub-agents nest at most %d deep", r.eng.cfg.MaxDepth))
 	}
 	child := events.NewID()
-	sb, v, err := intercepted(ctx, r, stage{stage: events.StageSubagentBefore, subject: a.SubagentType, sync: true}, events.SubagentBefore{
+	sb, out, err := intercepted(ctx, r, stage{stage: events.StageSubagentBefore, subject: a.SubagentType, sync: true}, events.SubagentBefore{
 		AgentID: a.SubagentType, Instruction: a.Prompt, Description: a.Description, CallID: call.ID,
 		SessionID: child, RunID: child, Depth: depth,
 	}, nil)
 	if err != nil {
 		return events.ToolResult{}, err
 	}
-	if v.kind == interceptors.Deny {
-		return r.subagentFailed(ctx, call, a.SubagentType, child, "denied: "+v.describe())
+	if out.Decision == interceptors.Deny {
+		return r.subagentFailed(ctx, call, a.SubagentType, child, "denied: "+describe(out))
 	}
 	// Only the instruction may change; the rest is the loop's.
 	sb = events.SubagentBefore{AgentID: a.SubagentType, Instruction: sb.Instruction, Description: a.Description,

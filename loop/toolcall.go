@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/hookbus/hookbus/events"
@@ -14,25 +15,13 @@ import (
 // callTool runs one tool call through tool.before (write-ahead: the record
 // has it before the tool runs) and tool.after.
 func (r *run) callTool(ctx context.Context, call events.ToolCall) error {
-	tb, v, err := intercepted(ctx, r, stage{stage: events.StageToolBefore, subject: call.Name, sync: true}, events.ToolBefore{Call: call}, nil)
+	tb, out, err := intercepted(ctx, r, stage{stage: events.StageToolBefore, subject: call.Name, sync: true}, events.ToolBefore{Call: call}, nil)
 	if err != nil {
 		return err
 	}
 	call = tb.Call
-	switch v.kind {
-	case interceptors.Stop:
-		return &errEnd{events.ReasonStopped, v.describe()}
-	case interceptors.Deny:
-		return r.toolAfter(ctx, call, denied(call, v), false)
-	case interceptors.Mock:
-		return r.toolAfter(ctx, call, mocked(call, v.mock), false)
-	case interceptors.Ask:
-		return r.requestApproval(ctx, call, v.plugin, v.reason)
-	}
-	if need := r.eng.cfg.Approval.Required; need != nil {
-		if why := need(call); why != "" {
-			return r.requestApproval(ctx, call, "", why)
-		}
+	if held, err := r.admit(ctx, call, out, true); held {
+		return err
 	}
 	if r.isTask(call) {
 		res, err := r.callSubagent(ctx, call)
@@ -48,32 +37,54 @@ func (r *run) callTool(ctx context.Context, call events.ToolCall) error {
 	return r.toolAfter(ctx, call, res, true)
 }
 
+// admit applies what stands between a call's tool.before and its tool, for
+// a first attempt and a resumed one alike: the tool.before hooks' outcome,
+// as the chain answers it or as the record holds it (stop ends the run,
+// deny and mock give the call its result, ask waits for a human), then,
+// with policy, the agent's approval policy. held reports that the tool is
+// not to run; err is then how the call ended (nil once its result is
+// recorded, errAwaitApproval when it waits).
+func (r *run) admit(ctx context.Context, call events.ToolCall, out *interceptors.ChainResult, policy bool) (held bool, err error) {
+	switch out.Decision {
+	case interceptors.Stop:
+		return true, &errEnd{events.ReasonStopped, describe(out)}
+	case interceptors.Deny:
+		return true, r.toolAfter(ctx, call, denied(call, out), false)
+	case interceptors.Mock:
+		return true, r.toolAfter(ctx, call, mocked(call, out.Mock), false)
+	case interceptors.Ask:
+		return true, r.requestApproval(ctx, call, out.Plugin, out.Reason)
+	}
+	if need := r.eng.cfg.Approval.Required; need != nil && policy {
+		if why := need(call); why != "" {
+			return true, r.requestApproval(ctx, call, "", why)
+		}
+	}
+	return false, nil
+}
+
 // isTask reports whether call calls a sub-agent.
 func (r *run) isTask(call events.ToolCall) bool {
 	return call.Name == TaskTool && len(r.eng.cfg.Subagents) > 0
 }
 
 // resumeCall carries on a call whose tool.before is recorded and whose
-// tool.after is not: a worker stopped while it ran. A decision recorded on
-// the tool.before (deny, mock, stop) is taken as it was; a raw result
-// recorded (tool.result) goes through the tool.after hooks; otherwise the
-// outcome is unknown: an idempotent tool runs again, any other is reported
-// to the model (and recorded) as "outcome unknown", never run twice.
+// tool.after is not: a worker stopped while it ran. What the tool.before
+// hooks decided is applied as the record holds it (admit), and the
+// approval policy asks when nothing of the call ran yet (the worker
+// stopped before it asked); a raw result recorded (tool.result) goes
+// through the tool.after hooks, a Task call goes on from its sub-agent's
+// record; otherwise the outcome is unknown: an idempotent tool runs again,
+// any other is reported to the model (and recorded) as "outcome unknown",
+// never run twice.
 func (r *run) resumeCall(ctx context.Context, st *runState, cs *callState) error {
 	call := cs.before.Call
-	if d := st.ends[cs.beforeID]; d != nil && cs.approval == nil {
-		v := stageAction{kind: interceptors.Kind(d.Decision), reason: d.Reason, plugin: d.Plugin, mock: d.Result}
-		switch v.kind {
-		case interceptors.Stop:
-			return &errEnd{events.ReasonStopped, v.describe()}
-		case interceptors.Ask:
-			// The worker stopped between the hook's ask and the request.
-			return r.requestApproval(ctx, call, v.plugin, v.reason)
-		case interceptors.Deny:
-			return r.toolAfter(ctx, call, denied(call, v), false)
-		case interceptors.Mock:
-			return r.toolAfter(ctx, call, mocked(call, v.mock), false)
-		}
+	out := allowed
+	if d := st.ends[cs.beforeID]; d != nil && cs.approval == nil { // an answered ask: the answer is acted on
+		out = d
+	}
+	if held, err := r.admit(ctx, call, out, cs.approval == nil && !cs.begun()); held {
+		return err
 	}
 	if cs.result != nil {
 		return r.toolAfter(ctx, call, *cs.result, false)
@@ -84,12 +95,6 @@ func (r *run) resumeCall(ctx context.Context, st *runState, cs *callState) error
 			return err
 		}
 		return r.toolAfter(ctx, call, res, true)
-	}
-	if need := r.eng.cfg.Approval.Required; need != nil && cs.approval == nil {
-		if why := need(call); why != "" {
-			// The worker stopped before it asked: the tool did not run.
-			return r.requestApproval(ctx, call, "", why)
-		}
 	}
 	if t, ok := r.eng.tools[call.Name]; ok && t.Spec().Idempotent {
 		r.eng.cfg.Logger.Info("loop: running an idempotent tool again after its worker stopped", "run", r.req.RunID, "tool", call.Name, "call", call.ID)
@@ -106,8 +111,15 @@ func (r *run) resumeCall(ctx context.Context, st *runState, cs *callState) error
 	return r.toolAfter(ctx, call, events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + why}, false)
 }
 
-func denied(call events.ToolCall, v stageAction) events.ToolResult {
-	return events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "denied: " + v.describe()}
+// begun reports whether the record shows the call's tool at work: its raw
+// result, or its sub-agent's events (subagent.before is written ahead of
+// the child run).
+func (cs *callState) begun() bool {
+	return cs.result != nil || cs.subBefore != nil || cs.subAfter != nil || cs.subFailed != nil
+}
+
+func denied(call events.ToolCall, out *interceptors.ChainResult) events.ToolResult {
+	return events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "denied: " + describe(out)}
 }
 
 func mocked(call events.ToolCall, m *events.ToolResult) events.ToolResult {
@@ -131,21 +143,22 @@ func (r *run) toolAfter(ctx context.Context, call events.ToolCall, res events.To
 			return err
 		}
 	}
-	ta, v, err := intercepted(ctx, r, stage{stage: events.StageToolAfter, subject: call.Name, sync: ran && !hooked},
+	ta, out, err := intercepted(ctx, r, stage{stage: events.StageToolAfter, subject: call.Name, sync: ran && !hooked},
 		events.ToolAfter{Call: call, Result: res},
-		func(p *events.ToolAfter, v stageAction) bool {
-			if v.context == "" {
+		func(p *events.ToolAfter, out *interceptors.ChainResult) bool {
+			added := strings.Join(out.Context, "\n")
+			if added == "" {
 				return false
 			}
-			p.Context = joinContext(p.Context, v.context)
+			p.Context = joinContext(p.Context, added)
 			return true
 		})
 	if err != nil {
 		return err
 	}
 	r.messages = append(r.messages, toolMessage(&ta))
-	if v.kind == interceptors.Stop {
-		return &errEnd{events.ReasonStopped, v.describe()}
+	if out.Decision == interceptors.Stop {
+		return &errEnd{events.ReasonStopped, describe(out)}
 	}
 	return nil
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/telemetry/tracectx"
+	"github.com/hookbus/hookbus/events/tracectx"
 )
 
 // The trace context of a run's events: one trace per run (the caller's,

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/events/tracectx"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
-	"github.com/hookbus/hookbus/telemetry/tracectx"
 )
 
 func mustParse(t *testing.T, e *events.Event) tracectx.Context {

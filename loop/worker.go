@@ -10,7 +10,7 @@ import (
 )
 
 // Worker runs the requests of the run queue with an Engine per agent. Its
-// Handle is the handler of bus.Bus.ConsumeRuns: a nil error acknowledges
+// Handle is the handler of runs.Queue.Consume: a nil error acknowledges
 // the request, an error sends it back to the queue for another attempt
 // (which resumes the run from its events).
 type Worker struct {
@@ -31,7 +31,7 @@ func NewWorker(eng *Engine, log *slog.Logger) *Worker {
 
 // NewAgentsWorker returns a worker running each agent's requests on its own
 // engine (an agent definitions file's agents). A request for another agent
-// is handed back to the queue, never run nor dropped: give ConsumeRuns the
+// is handed back to the queue, never run nor dropped: give Consume the
 // same agents.
 func NewAgentsWorker(engines map[string]*Engine, log *slog.Logger) *Worker {
 	if log == nil {

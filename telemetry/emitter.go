@@ -4,7 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
 )
@@ -77,12 +79,19 @@ func (em *emitter) Flush(ctx context.Context, runID string) error {
 }
 
 // RunHandler wraps a worker's run handler: it records each request's
-// queue lag (from its submission to now) before handing it on.
-func (m *Metrics) RunHandler(h bus.RunHandler) bus.RunHandler {
+// queue lag (from its submission to now) before handing it on, and once
+// the attempt returns, its run is no longer in flight in this worker
+// (whether it ended, waits, or stopped to be resumed elsewhere).
+func (m *Metrics) RunHandler(h runs.Handler) runs.Handler {
 	return func(ctx context.Context, req *events.RunRequest) error {
 		if !req.SubmittedAt.IsZero() && !req.Resume {
 			m.ObserveQueueLag(time.Since(req.SubmittedAt))
 		}
+		defer func() {
+			m.mu.Lock()
+			m.stopRun(req.RunID)
+			m.mu.Unlock()
+		}()
 		return h(ctx, req)
 	}
 }
@@ -93,9 +102,6 @@ type Tailer interface {
 	Tail(ctx context.Context, f bus.Filter, fn func(*events.Event) error) error
 }
 
-// approvalStages are the stages that say which approvals wait.
-var approvalStages = []events.Stage{events.StageApprovalRequested, events.StageApprovalResolved, events.StageRunCompleted, events.StageRunFailed}
-
 // FollowApprovals keeps hookbus_approvals_pending true for the whole bus
 // in a process that sees only some events (a worker sees its own): it
 // reads the approvals recorded so far, then follows new ones until ctx
@@ -105,7 +111,7 @@ func (m *Metrics) FollowApprovals(ctx context.Context, b Tailer) (<-chan error, 
 	var last uint64
 	observe := func(e *events.Event) error {
 		m.mu.Lock()
-		if e.Stage == events.StageApprovalRequested || e.Stage == events.StageApprovalResolved {
+		if e.Stage.Group() == events.GroupApproval {
 			m.foldApproval(e)
 		} else {
 			delete(m.approvals, e.RunID)
@@ -114,12 +120,12 @@ func (m *Metrics) FollowApprovals(ctx context.Context, b Tailer) (<-chan error, 
 		last = max(last, e.Stored)
 		return nil
 	}
-	if _, err := b.Replay(ctx, bus.Filter{Stages: approvalStages}, observe); err != nil {
+	if _, err := b.Replay(ctx, bus.Filter{Stages: audit.ApprovalStages}, observe); err != nil {
 		return nil, err
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- b.Tail(ctx, bus.Filter{Stages: approvalStages, From: last + 1}, observe)
+		done <- b.Tail(ctx, bus.Filter{Stages: audit.ApprovalStages, From: last + 1}, observe)
 	}()
 	return done, nil
 }
@@ -129,16 +135,14 @@ func (m *Metrics) FollowApprovals(ctx context.Context, b Tailer) (<-chan error, 
 func (m *Metrics) foldApproval(e *events.Event) {
 	switch e.Stage {
 	case events.StageApprovalRequested:
-		var p events.ApprovalRequested
-		if e.DecodeData(&p) == nil && p.Call.ID != "" {
+		if p, err := events.Data[events.ApprovalRequested](e); err == nil && p.Call.ID != "" {
 			if m.approvals[e.RunID] == nil {
 				m.approvals[e.RunID] = map[string]bool{}
 			}
 			m.approvals[e.RunID][p.Call.ID] = true
 		}
 	case events.StageApprovalResolved:
-		var p events.ApprovalResolved
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.ApprovalResolved](e); err == nil {
 			delete(m.approvals[e.RunID], p.CallID)
 			if len(m.approvals[e.RunID]) == 0 {
 				delete(m.approvals, e.RunID)

@@ -30,10 +30,14 @@ type Metrics struct {
 	publish      *prometheus.HistogramVec
 	queueLag     prometheus.Histogram
 	events       *prometheus.CounterVec
+	tokens       *prometheus.CounterVec
+	cost         *prometheus.CounterVec
+	inFlight     *prometheus.GaugeVec
 
 	mu        sync.Mutex
 	open      map[string]*runClock       // by run id
 	approvals map[string]map[string]bool // waiting calls by run id
+	running   map[string]string          // agent by run id: the runs in flight
 }
 
 // runClock is when a run's open steps, model calls and tool calls started.
@@ -48,7 +52,8 @@ type runClock struct {
 var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 
 // NewMetrics returns metrics registered on a registry of their own, with
-// the Go runtime and process collectors.
+// hookbus_build_info (ReadBuild) and the Go runtime and process
+// collectors.
 func NewMetrics() *Metrics {
 	h := func(name, help string, labels ...string) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets}, labels)
@@ -70,14 +75,21 @@ func NewMetrics() *Metrics {
 			Help: "Run requests, from submission to a worker taking them.", Buckets: latencyBuckets}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbus_events_total",
 			Help: "Events seen, by stage."}, []string{"stage"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbus_model_tokens_total",
+			Help: "Model tokens, as each model.responded reports them, by type: input (read) or output (written)."}, []string{"agent", "provider", "model", "type"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbus_model_cost_usd_total",
+			Help: "What model calls cost, in US dollars, at the prices of the agent's definition (calls of models without prices add nothing)."}, []string{"agent", "provider", "model"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hookbus_runs_in_flight",
+			Help: "Runs under way: from a run.started to the run's end, to an approval.requested (the run then waits for a human), or, in a worker, to the end of its attempt."}, []string{"agent"}),
 		open:      map[string]*runClock{},
 		approvals: map[string]map[string]bool{},
+		running:   map[string]string{},
 	}
 	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hookbus_approvals_pending",
 		Help: "Tool calls waiting for a human's answer."}, m.pendingApprovals)
 	m.reg.MustRegister(m.runsStarted, m.runsEnded, m.steps, m.modelCalls, m.toolCalls, m.hookCalls,
-		m.hookFailures, m.publish, m.queueLag, m.events, pending,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.hookFailures, m.publish, m.queueLag, m.events, pending, m.tokens, m.cost, m.inFlight,
+		BuildInfoCollector(ReadBuild()), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -132,10 +144,10 @@ func (m *Metrics) Observe(e *events.Event) {
 	defer m.mu.Unlock()
 	switch e.Stage {
 	case events.StageRunStarted:
-		var p events.RunStarted
-		if e.DecodeData(&p) == nil && !p.Resumed {
+		if p, err := events.Data[events.RunStarted](e); err == nil && !p.Resumed {
 			m.runsStarted.WithLabelValues(e.AgentID).Inc()
 		}
+		m.startRun(e.RunID, e.AgentID)
 	case events.StageStepStarted:
 		m.clock(e.RunID).steps[e.Step] = e.Time
 	case events.StageStepCompleted:
@@ -148,52 +160,75 @@ func (m *Metrics) Observe(e *events.Event) {
 	case events.StageContextAssembled:
 		m.clock(e.RunID).chats[e.Step] = e.Time
 	case events.StageModelResponded:
-		var p events.ModelResponded
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.ModelResponded](e); err == nil {
 			m.endChat(e, p.Provider, "ok")
+			m.tokens.WithLabelValues(e.AgentID, p.Provider, p.Model, "input").Add(float64(max(p.Usage.InputTokens, 0)))
+			m.tokens.WithLabelValues(e.AgentID, p.Provider, p.Model, "output").Add(float64(max(p.Usage.OutputTokens, 0)))
+			if p.Usage.CostUSD > 0 {
+				m.cost.WithLabelValues(e.AgentID, p.Provider, p.Model).Add(p.Usage.CostUSD)
+			}
 		}
 	case events.StageModelFailed:
-		var p events.ModelFailed
-		if e.DecodeData(&p) == nil && p.RetryInMS == 0 {
+		if p, err := events.Data[events.ModelFailed](e); err == nil && p.RetryInMS == 0 {
 			m.endChat(e, p.Provider, "failed")
 		}
 	case events.StageToolBefore:
-		var p events.ToolBefore
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.ToolBefore](e); err == nil {
 			if _, ok := m.clock(e.RunID).tools[p.Call.ID]; !ok {
 				m.open[e.RunID].tools[p.Call.ID] = e.Time
 			}
 		}
 	case events.StageToolAfter:
-		var p events.ToolAfter
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.ToolAfter](e); err == nil {
 			m.endTool(e, &p)
 		}
 	case events.StageHookDecided:
-		var p events.HookDecided
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.HookDecided](e); err == nil {
 			m.hookCalls.WithLabelValues(p.Plugin, string(p.Stage), p.Decision).Observe(float64(p.LatencyUS) / 1e6)
 		}
 	case events.StageHookFailed:
-		var p events.HookFailed
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.HookFailed](e); err == nil {
 			m.hookCalls.WithLabelValues(p.Plugin, string(p.Stage), "failed").Observe(float64(p.LatencyUS) / 1e6)
 			m.hookFailures.WithLabelValues(p.Plugin, string(p.Stage), p.Kind).Inc()
 		}
-	case events.StageApprovalRequested, events.StageApprovalResolved:
+	case events.StageApprovalRequested:
+		m.foldApproval(e)
+		m.stopRun(e.RunID)
+	case events.StageApprovalResolved:
 		m.foldApproval(e)
 	case events.StageRunCompleted:
-		var p events.RunCompleted
-		if e.DecodeData(&p) == nil {
+		if p, err := events.Data[events.RunCompleted](e); err == nil {
 			m.runsEnded.WithLabelValues(e.AgentID, p.Reason).Inc()
 		}
 		delete(m.open, e.RunID)
 		delete(m.approvals, e.RunID)
+		m.stopRun(e.RunID)
 	case events.StageRunFailed:
 		m.runsEnded.WithLabelValues(e.AgentID, "failed").Inc()
 		delete(m.open, e.RunID)
 		delete(m.approvals, e.RunID)
+		m.stopRun(e.RunID)
 	}
+}
+
+// startRun counts a run in flight (once, whatever its attempts); m.mu is
+// held.
+func (m *Metrics) startRun(run, agent string) {
+	if _, ok := m.running[run]; ok {
+		return
+	}
+	m.running[run] = agent
+	m.inFlight.WithLabelValues(agent).Inc()
+}
+
+// stopRun counts a run out of flight; m.mu is held.
+func (m *Metrics) stopRun(run string) {
+	agent, ok := m.running[run]
+	if !ok {
+		return
+	}
+	delete(m.running, run)
+	m.inFlight.WithLabelValues(agent).Dec()
 }
 
 func (m *Metrics) endChat(e *events.Event, provider, outcome string) {

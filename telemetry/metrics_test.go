@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/telemetry"
@@ -76,7 +79,7 @@ func TestMetricsOfARun(t *testing.T) {
 	ctx := ctxT(t)
 	srv, nc := bustest.Start(t)
 	b := bustest.Provision(t, nc)
-	svc, err := bus.Serve(ctx, bustest.Conn(t, srv), bus.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}},
+	svc, err := remote.Serve(ctx, bustest.Conn(t, srv), remote.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}},
 		interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
 			return &interceptors.Decision{Kind: interceptors.Deny, Reason: "no clocks today"}, nil
 		}))
@@ -128,6 +131,32 @@ func TestMetricsOfARun(t *testing.T) {
 	if value(fams, "hookbus_publish_duration_seconds", "op", "append_sync") < 1 || value(fams, "hookbus_publish_duration_seconds", "op", "flush") < 1 {
 		t.Errorf("publish: %v", fams["hookbus_publish_duration_seconds"])
 	}
+
+	// The tokens are those the record holds, to the token; no run is in
+	// flight once both ended.
+	tokens := map[string]float64{}
+	if _, err := b.Replay(ctx, bus.Filter{Stages: []events.Stage{events.StageModelResponded}}, func(e *events.Event) error {
+		var p events.ModelResponded
+		if err := e.DecodeData(&p); err != nil {
+			return err
+		}
+		tokens[e.AgentID+" input"] += float64(p.Usage.InputTokens)
+		tokens[e.AgentID+" output"] += float64(p.Usage.OutputTokens)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, agent := range []string{"planner", "helper"} {
+		for _, typ := range []string{"input", "output"} {
+			want := tokens[agent+" "+typ]
+			if got := value(fams, "hookbus_model_tokens_total", "agent", agent, "provider", "scripted", "model", "scripted:"+agent, "type", typ); got != want || want == 0 {
+				t.Errorf("%s %s tokens = %v, want %v (the record's)", agent, typ, got, want)
+			}
+		}
+		if got := value(fams, "hookbus_runs_in_flight", "agent", agent); got != 0 {
+			t.Errorf("%s runs in flight after the run = %v, want 0", agent, got)
+		}
+	}
 }
 
 // Approvals pending follow approval.requested, approval.resolved and the
@@ -168,4 +197,128 @@ func ExampleMetrics() {
 		}
 	}
 	// Output: hookbus_runs_started_total demo 1
+}
+
+// Tokens and cost add up what each model.responded reports, by agent,
+// provider, model and type; a model without prices adds no cost.
+func TestMetricsTokensAndCost(t *testing.T) {
+	m := telemetry.NewMetrics()
+	ev := func(agent string, p events.ModelResponded) *events.Event {
+		e, err := events.New(events.StageModelResponded, events.Meta{Source: "test", AgentID: agent, SessionID: "s", RunID: "r-" + agent}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	reply := events.Message{Role: events.RoleAssistant, Content: "ok"}
+	m.Observe(ev("a", events.ModelResponded{Message: reply, Provider: "openai", Model: "gpt-4o", Usage: events.Usage{InputTokens: 100, OutputTokens: 7, CostUSD: 0.25}}))
+	m.Observe(ev("a", events.ModelResponded{Message: reply, Provider: "openai", Model: "gpt-4o", Usage: events.Usage{InputTokens: 50, OutputTokens: 3, CostUSD: 0.125}}))
+	m.Observe(ev("b", events.ModelResponded{Message: reply, Provider: "anthropic", Model: "claude", Usage: events.Usage{InputTokens: 9, OutputTokens: 1}}))
+	fams := scrape(t, m.Handler())
+	for _, c := range []struct {
+		want   float64
+		name   string
+		labels []string
+	}{
+		{150, "hookbus_model_tokens_total", []string{"agent", "a", "provider", "openai", "model", "gpt-4o", "type", "input"}},
+		{10, "hookbus_model_tokens_total", []string{"agent", "a", "provider", "openai", "model", "gpt-4o", "type", "output"}},
+		{9, "hookbus_model_tokens_total", []string{"agent", "b", "provider", "anthropic", "model", "claude", "type", "input"}},
+		{1, "hookbus_model_tokens_total", []string{"agent", "b", "provider", "anthropic", "model", "claude", "type", "output"}},
+		{0.375, "hookbus_model_cost_usd_total", []string{"agent", "a", "provider", "openai", "model", "gpt-4o"}},
+		{-1, "hookbus_model_cost_usd_total", []string{"agent", "b", "provider", "anthropic", "model", "claude"}},
+	} {
+		if got := value(fams, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+}
+
+// A run is in flight from its run.started to its end, to the approval it
+// waits for, or (in a worker) to the end of its attempt; a resumed
+// attempt counts it again, once.
+func TestMetricsRunsInFlight(t *testing.T) {
+	ctx := ctxT(t)
+	m := telemetry.NewMetrics()
+	ev := func(st events.Stage, agent, run string, p any) *events.Event {
+		e, err := events.New(st, events.Meta{Source: "test", AgentID: agent, SessionID: "s-" + run, RunID: run}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	want := func(step string, a, b float64) {
+		t.Helper()
+		fams := scrape(t, m.Handler())
+		if got := value(fams, "hookbus_runs_in_flight", "agent", "a"); got != a {
+			t.Errorf("%s: in flight for a = %v, want %v", step, got, a)
+		}
+		if got := value(fams, "hookbus_runs_in_flight", "agent", "b"); got != b {
+			t.Errorf("%s: in flight for b = %v, want %v", step, got, b)
+		}
+	}
+	m.Observe(ev(events.StageRunStarted, "a", "r1", events.RunStarted{Prompt: "p"}))
+	m.Observe(ev(events.StageRunStarted, "b", "r3", events.RunStarted{Prompt: "p"}))
+	want("two runs started", 1, 1)
+
+	// r2 is a worker's attempt: it ends with its handler, without an end
+	// event (NATS went away; the run goes back to the queue).
+	started := make(chan struct{})
+	release := make(chan struct{})
+	h := m.RunHandler(func(context.Context, *events.RunRequest) error {
+		m.Observe(ev(events.StageRunStarted, "a", "r2", events.RunStarted{Prompt: "p"}))
+		close(started)
+		<-release
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- h(ctx, &events.RunRequest{RunID: "r2", AgentID: "a", SessionID: "s-r2", Prompt: "p"}) }()
+	<-started
+	want("a worker's attempt under way", 2, 1)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want("the attempt returned", 1, 1)
+
+	m.Observe(ev(events.StageApprovalRequested, "a", "r1", events.ApprovalRequested{Call: events.ToolCall{ID: "c1", Name: "Bash"}}))
+	want("r1 waits for a human", 0, 1)
+	m.Observe(ev(events.StageApprovalResolved, "a", "r1", events.ApprovalResolved{CallID: "c1", Action: events.ActionApprove}))
+	m.Observe(ev(events.StageRunStarted, "a", "r1", events.RunStarted{Prompt: "p", Resumed: true}))
+	m.Observe(ev(events.StageRunStarted, "a", "r1", events.RunStarted{Prompt: "p", Resumed: true}))
+	want("r1 resumed (two attempt starts seen)", 1, 1)
+	m.Observe(ev(events.StageRunCompleted, "a", "r1", events.RunCompleted{Reason: events.ReasonDone}))
+	m.Observe(ev(events.StageRunFailed, "b", "r3", events.RunFailed{Error: "boom"}))
+	want("both ended", 0, 0)
+	m.Observe(ev(events.StageRunCompleted, "a", "r1", events.RunCompleted{Reason: events.ReasonDone}))
+	want("an end seen twice", 0, 0)
+	if got := value(scrape(t, m.Handler()), "hookbus_runs_started_total", "agent", "a"); got != 2 {
+		t.Errorf("runs started for a = %v, want 2 (resumed attempts are not runs)", got)
+	}
+}
+
+// hookbus_build_info says what the process runs, once, with value 1.
+func TestMetricsBuildInfo(t *testing.T) {
+	b := telemetry.ReadBuild()
+	if b.GoVersion != runtime.Version() || b.Version == "" {
+		t.Fatalf("ReadBuild = %+v", b)
+	}
+	fams := scrape(t, telemetry.NewMetrics().Handler())
+	f := fams["hookbus_build_info"]
+	if f == nil || len(f.Metric) != 1 {
+		t.Fatalf("hookbus_build_info: %v", f)
+	}
+	labels := map[string]string{}
+	for _, l := range f.Metric[0].Label {
+		labels[l.GetName()] = l.GetValue()
+	}
+	rev := b.Revision
+	if b.Modified && rev != "" {
+		rev += "-modified"
+	}
+	if f.Metric[0].Gauge.GetValue() != 1 || labels["version"] != b.Version || labels["revision"] != rev || labels["goversion"] != runtime.Version() || len(labels) != 3 {
+		t.Errorf("hookbus_build_info %v = %v, want version %q revision %q goversion %q, value 1", labels, f.Metric[0].Gauge.GetValue(), b.Version, rev, runtime.Version())
+	}
+	if s := b.String(); !strings.HasPrefix(s, b.Version) || !strings.HasSuffix(s, runtime.Version()) {
+		t.Errorf("Build.String() = %q", s)
+	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/telemetry/tracectx"
+	"github.com/hookbus/hookbus/events/tracectx"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -34,8 +34,20 @@ type TracesConfig struct {
 	// Lookup reads a run's events when a span's start is not in memory;
 	// nil: such a span starts at its end.
 	Lookup Lookup
-	// ServiceName is the resource's service.name (default "hookbus").
+	// ServiceName is the resource's service.name (default "hookbus"),
+	// when Resource is nil.
 	ServiceName string
+	// Resource describes who sends the spans; nil: a resource with
+	// service.name ServiceName only. Resource builds one the
+	// OpenTelemetry way (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES).
+	Resource *resource.Resource
+	// CaptureContent records the conversation on the spans, as the GenAI
+	// conventions define it: gen_ai.input.messages (what the model was
+	// given) and gen_ai.output.messages (its reply) on each chat span,
+	// gen_ai.tool.call.arguments and gen_ai.tool.call.result on each tool
+	// span. Off by default: prompts, answers and tool output often hold
+	// personal or secret data, and the trace backend then holds them too.
+	CaptureContent bool
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
@@ -68,7 +80,8 @@ type openRun struct {
 
 type openChat struct {
 	start   time.Time
-	retries []*events.Event // model.failed events of retried attempts
+	retries []*events.Event  // model.failed events of retried attempts
+	input   []events.Message // with CaptureContent: what the model was given
 }
 
 // NewTraces returns a Traces exporting to cfg.Exporter. It returns an
@@ -83,12 +96,15 @@ func NewTraces(cfg TracesConfig) (*Traces, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Resource == nil {
+		cfg.Resource = resource.NewSchemaless(semconv.ServiceName(cfg.ServiceName))
+	}
 	col := &collector{}
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithIDGenerator(fixedIDs{}),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithSpanProcessor(col),
-		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName(cfg.ServiceName))),
+		sdktrace.WithResource(cfg.Resource),
 	)
 	return &Traces{
 		cfg: cfg, tp: tp, col: col, runs: map[string]*openRun{},
@@ -121,7 +137,7 @@ func (t *Traces) Handle(ctx context.Context, e *events.Event) error {
 		r = &openRun{chats: map[int]*openChat{}, tools: map[string]time.Time{}}
 		t.runs[e.RunID] = r
 	}
-	if err := note(r, e); err != nil {
+	if err := t.note(r, e); err != nil {
 		return err
 	}
 	done, err := t.end(ctx, r, e)
@@ -139,27 +155,40 @@ func (t *Traces) Handle(ctx context.Context, e *events.Event) error {
 	return nil
 }
 
-// note records the start of the spans e opens.
-func note(r *openRun, e *events.Event) error {
+// note records the start of the spans e opens (and, with CaptureContent,
+// what a model call was given).
+func (t *Traces) note(r *openRun, e *events.Event) error {
 	switch e.Stage {
 	case events.StageIntake:
 		r.startAt(e.Time)
 	case events.StageRunStarted:
 		r.startAt(e.Time)
 		if !r.hasStart {
-			var p events.RunStarted
-			if err := e.DecodeData(&p); err != nil {
+			p, err := events.Data[events.RunStarted](e)
+			if err != nil {
 				return err
 			}
 			r.parent, r.hasStart = p.ParentTraceparent, true
 		}
 	case events.StageContextAssembled:
-		if r.chats[e.Step] == nil {
-			r.chats[e.Step] = &openChat{start: e.Time}
+		c := r.chats[e.Step]
+		if c == nil {
+			c = &openChat{}
+			r.chats[e.Step] = c
+		}
+		if c.start.IsZero() {
+			c.start = e.Time
+		}
+		if t.cfg.CaptureContent && c.input == nil {
+			var p events.ContextAssembled
+			if err := e.DecodeData(&p); err != nil {
+				return err
+			}
+			c.input = p.Messages
 		}
 	case events.StageToolBefore:
-		var p events.ToolBefore
-		if err := e.DecodeData(&p); err != nil {
+		p, err := events.Data[events.ToolBefore](e)
+		if err != nil {
 			return err
 		}
 		if _, ok := r.tools[p.Call.ID]; !ok {
@@ -186,7 +215,7 @@ func (t *Traces) recall(ctx context.Context, r *openRun, e *events.Event) {
 		if o.ID == e.ID {
 			return nil
 		}
-		return note(r, o)
+		return t.note(r, o)
 	})
 	if err != nil {
 		t.cfg.Logger.Warn("telemetry: the run's events could not be read back; spans start at their end", "run", e.RunID, "err", err)
@@ -195,14 +224,14 @@ func (t *Traces) recall(ctx context.Context, r *openRun, e *events.Event) {
 
 // end builds the spans e ends; done forgets their starts once exported.
 func (t *Traces) end(ctx context.Context, r *openRun, e *events.Event) (done func(), err error) {
-	switch e.Stage {
-	case events.StageModelResponded, events.StageModelFailed:
+	switch {
+	case e.Stage == events.StageModelResponded, e.Stage == events.StageModelFailed:
 		return t.endChat(ctx, r, e)
-	case events.StageToolAfter:
+	case e.Stage == events.StageToolAfter:
 		return t.endTool(ctx, r, e)
-	case events.StageHookDecided, events.StageHookFailed:
+	case e.Stage.Group() == events.GroupHook:
 		return nil, t.hookSpan(e)
-	case events.StageRunCompleted, events.StageRunFailed:
+	case e.Stage.Terminal():
 		return t.endRun(ctx, r, e)
 	}
 	return nil, nil
@@ -243,8 +272,7 @@ func (t *Traces) span(s spanSpec) {
 	}
 	_, sp := t.tracer.Start(ctx, s.name, trace.WithTimestamp(s.start), trace.WithSpanKind(s.kind), trace.WithAttributes(s.attrs...))
 	for _, f := range s.events {
-		var p events.ModelFailed
-		_ = f.DecodeData(&p)
+		p, _ := events.Data[events.ModelFailed](f)
 		sp.AddEvent("model.failed", trace.WithTimestamp(f.Time), trace.WithAttributes(
 			attribute.String("error.message", p.Error), attribute.String("error.type", p.Type),
 			attribute.Int("hookbus.model.attempt", p.Attempt), attribute.Int64("hookbus.model.retry_in_ms", p.RetryInMS)))
@@ -272,8 +300,8 @@ func common(e *events.Event) []attribute.KeyValue {
 func (t *Traces) endChat(ctx context.Context, r *openRun, e *events.Event) (func(), error) {
 	c := r.chats[e.Step]
 	if e.Stage == events.StageModelFailed {
-		var p events.ModelFailed
-		if err := e.DecodeData(&p); err != nil {
+		p, err := events.Data[events.ModelFailed](e)
+		if err != nil {
 			return nil, err
 		}
 		if p.RetryInMS > 0 { // retried: an event of the call's span
@@ -285,7 +313,7 @@ func (t *Traces) endChat(ctx context.Context, r *openRun, e *events.Event) (func
 			return nil, nil
 		}
 	}
-	if c == nil || c.start.IsZero() {
+	if c == nil || c.start.IsZero() || t.cfg.CaptureContent && c.input == nil {
 		t.recall(ctx, r, e)
 		c = r.chats[e.Step]
 	}
@@ -299,9 +327,11 @@ func (t *Traces) endChat(ctx context.Context, r *openRun, e *events.Event) (func
 		start: c.start, end: e.Time, events: c.retries,
 		attrs: append(common(e), semconv.GenAIOperationNameChat, attribute.Int("hookbus.step", e.Step)),
 	}
+	if t.cfg.CaptureContent && c.input != nil {
+		s.attrs = append(s.attrs, semconv.GenAIInputMessagesKey.String(inputMessages(c.input)))
+	}
 	if e.Stage == events.StageModelFailed {
-		var p events.ModelFailed
-		_ = e.DecodeData(&p)
+		p, _ := events.Data[events.ModelFailed](e)
 		kind := p.Type
 		if kind == "" {
 			kind = semconv.ErrorTypeOther.Value.AsString()
@@ -312,8 +342,8 @@ func (t *Traces) endChat(ctx context.Context, r *openRun, e *events.Event) (func
 			s.attrs = append(s.attrs, semconv.GenAIProviderNameKey.String(p.Provider))
 		}
 	} else {
-		var p events.ModelResponded
-		if err := e.DecodeData(&p); err != nil {
+		p, err := events.Data[events.ModelResponded](e)
+		if err != nil {
 			return nil, err
 		}
 		if p.Model != "" {
@@ -327,14 +357,17 @@ func (t *Traces) endChat(ctx context.Context, r *openRun, e *events.Event) (func
 			s.attrs = append(s.attrs, semconv.GenAIResponseFinishReasons(p.FinishReason))
 		}
 		s.attrs = append(s.attrs, semconv.GenAIUsageInputTokens(p.Usage.InputTokens), semconv.GenAIUsageOutputTokens(p.Usage.OutputTokens))
+		if t.cfg.CaptureContent {
+			s.attrs = append(s.attrs, semconv.GenAIOutputMessagesKey.String(outputMessages(&p)))
+		}
 	}
 	t.span(s)
 	return func() { delete(r.chats, e.Step) }, nil
 }
 
 func (t *Traces) endTool(ctx context.Context, r *openRun, e *events.Event) (func(), error) {
-	var p events.ToolAfter
-	if err := e.DecodeData(&p); err != nil {
+	p, err := events.Data[events.ToolAfter](e)
+	if err != nil {
 		return nil, err
 	}
 	start, ok := r.tools[p.Call.ID]
@@ -351,6 +384,12 @@ func (t *Traces) endTool(ctx context.Context, r *openRun, e *events.Event) (func
 	}
 	if p.Result.Mocked {
 		s.attrs = append(s.attrs, attribute.Bool("hookbus.tool.mocked", true))
+	}
+	if t.cfg.CaptureContent {
+		if len(p.Call.Arguments) > 0 {
+			s.attrs = append(s.attrs, semconv.GenAIToolCallArgumentsKey.String(string(p.Call.Arguments)))
+		}
+		s.attrs = append(s.attrs, semconv.GenAIToolCallResultKey.String(p.Result.Content))
 	}
 	if p.Result.IsError {
 		kind := "tool_error"
@@ -379,16 +418,16 @@ func (t *Traces) endRun(ctx context.Context, r *openRun, e *events.Event) (func(
 		s.parent = p.Span
 	}
 	if e.Stage == events.StageRunFailed {
-		var p events.RunFailed
-		if err := e.DecodeData(&p); err != nil {
+		p, err := events.Data[events.RunFailed](e)
+		if err != nil {
 			return nil, err
 		}
 		s.status, s.desc = codes.Error, oneLine(p.Error)
 		s.attrs = append(s.attrs, semconv.ErrorTypeKey.String("run_failed"), attribute.String("hookbus.run.reason", "failed"),
 			attribute.Int("hookbus.run.steps", p.Steps))
 	} else {
-		var p events.RunCompleted
-		if err := e.DecodeData(&p); err != nil {
+		p, err := events.Data[events.RunCompleted](e)
+		if err != nil {
 			return nil, err
 		}
 		s.attrs = append(s.attrs, attribute.String("hookbus.run.reason", p.Reason), attribute.Int("hookbus.run.steps", p.Steps),
@@ -413,8 +452,8 @@ func (t *Traces) hookSpan(e *events.Event) error {
 		s               = spanSpec{trace: tc.Trace, parent: tc.Span, end: e.Time, kind: trace.SpanKindInternal}
 	)
 	if e.Stage == events.StageHookDecided {
-		var p events.HookDecided
-		if err := e.DecodeData(&p); err != nil {
+		p, err := events.Data[events.HookDecided](e)
+		if err != nil {
 			return err
 		}
 		plugin, stage, eventID, latency = p.Plugin, p.Stage, p.EventID, p.LatencyUS
@@ -429,8 +468,8 @@ func (t *Traces) hookSpan(e *events.Event) error {
 			s.attrs = append(s.attrs, attribute.String("hookbus.hook.patch", string(p.Patch)))
 		}
 	} else {
-		var p events.HookFailed
-		if err := e.DecodeData(&p); err != nil {
+		p, err := events.Data[events.HookFailed](e)
+		if err != nil {
 			return err
 		}
 		plugin, stage, eventID, latency = p.Plugin, p.Stage, p.EventID, p.LatencyUS

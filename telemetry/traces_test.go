@@ -10,13 +10,14 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/events/tracectx"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/scripted"
 	"github.com/hookbus/hookbus/loop/tools"
 	"github.com/hookbus/hookbus/telemetry"
-	"github.com/hookbus/hookbus/telemetry/tracectx"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
@@ -35,10 +36,10 @@ func ctxT(t *testing.T) context.Context {
 func runTeam(t *testing.T, ctx context.Context, b *bus.Bus, em loop.Emitter, session string) *loop.Result {
 	t.Helper()
 	chain := interceptors.NewChain()
-	if _, err := b.RegisterRemote(chain, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore, Tools: "clock"}); err != nil {
+	if _, err := remote.Register(b, chain, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore, Tools: "clock"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.RegisterRemote(chain, interceptors.Registration{Plugin: "ghost", Stage: events.StageToolAfter, Tools: "calculator"}); err != nil {
+	if _, err := remote.Register(b, chain, interceptors.Registration{Plugin: "ghost", Stage: events.StageToolAfter, Tools: "calculator"}); err != nil {
 		t.Fatal(err)
 	}
 	if em == nil {
@@ -93,7 +94,7 @@ func TestTracesOfARunAcrossARestart(t *testing.T) {
 	ctx := ctxT(t)
 	srv, nc := bustest.Start(t)
 	b := bustest.Provision(t, nc)
-	svc, err := bus.Serve(ctx, bustest.Conn(t, srv), bus.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}},
+	svc, err := remote.Serve(ctx, bustest.Conn(t, srv), remote.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}},
 		interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
 			return &interceptors.Decision{Kind: interceptors.Deny, Reason: "no clocks today"}, nil
 		}))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/httpauth"
 	"github.com/hookbus/hookbus/loop"
@@ -369,7 +370,7 @@ func TestBrowserApproval(t *testing.T) {
 	ro := serve(t, b, false)
 	rw := serveGuarded(t, webui.Config{Bus: b, AllowApprovals: true}, httpauth.Config{Tokens: tokens})
 	req := &events.RunRequest{RunID: events.NewID(), AgentID: "ops", SessionID: "s1", Prompt: "What is 6*7?"}
-	if err := b.SubmitRun(ctx, req); err != nil {
+	if err := runs.New(b).Submit(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	waitStage(t, ctx, b, req.RunID, events.StageApprovalRequested)

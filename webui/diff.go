@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/events"
 )
 
@@ -34,38 +35,24 @@ const maxDiffCells = 4_000_000
 
 // drawDiffs fills the Diff of every decision that patched an event. The
 // stream holds each event as the interceptors left it; the payload before
-// them is rebuilt where the stream records it (a tool call as the model
-// asked for it, a tool result before tool.after hooks), and the patches
-// are replayed over it in the chain's order. Elsewhere the patch's
+// them is rebuilt where the stream records it (audit.Before: a tool call as
+// the model asked for it, a tool result before tool.after hooks), and the
+// patches are replayed over it in the chain's order. Elsewhere the patch's
 // operations are drawn.
 func drawDiffs(evs []*events.Event, entries []*Entry) {
-	calls := map[string]events.ToolCall{}           // call id → as the model asked
-	results := map[string]events.ToolResultRecord{} // call id → raw result
-	pending := map[string][]*Decision{}             // event id → patches on it, in order
+	var fold audit.Before
+	pending := map[string][]*Decision{} // event id → patches on it, in order
 	for i, e := range evs {
 		if d := entries[i].Decision; d != nil && len(d.Patch) > 0 && d.EventID != "" {
 			pending[d.EventID] = append(pending[d.EventID], d)
 		}
-		switch e.Stage {
-		case events.StageModelResponded:
-			var p events.ModelResponded
-			if e.DecodeData(&p) == nil {
-				for _, c := range p.Message.ToolCalls {
-					calls[c.ID] = c
-				}
-			}
-		case events.StageToolResult:
-			var p events.ToolResultRecord
-			if e.DecodeData(&p) == nil {
-				results[p.Call.ID] = p
-			}
-		}
+		fold.Add(e)
 		ds := pending[e.ID]
 		if len(ds) == 0 {
 			continue
 		}
 		delete(pending, e.ID)
-		before := original(e, calls, results)
+		before := fold.Of(e)
 		for _, d := range ds {
 			if before == nil {
 				d.Diff = patchOps(d.Patch)
@@ -84,41 +71,6 @@ func drawDiffs(evs []*events.Event, entries []*Entry) {
 			d.Diff = patchOps(d.Patch)
 		}
 	}
-}
-
-// original returns e's payload as it was before the interceptors, when the
-// stream records it, or nil.
-func original(e *events.Event, calls map[string]events.ToolCall, results map[string]events.ToolResultRecord) []byte {
-	var v any
-	switch e.Stage {
-	case events.StageToolBefore:
-		var p events.ToolBefore
-		if e.DecodeData(&p) != nil {
-			return nil
-		}
-		c, ok := calls[p.Call.ID]
-		if !ok {
-			return nil
-		}
-		v = events.ToolBefore{Call: c}
-	case events.StageToolAfter:
-		var p events.ToolAfter
-		if e.DecodeData(&p) != nil {
-			return nil
-		}
-		r, ok := results[p.Call.ID]
-		if !ok {
-			return nil
-		}
-		v = events.ToolAfter{Call: r.Call, Result: r.Result}
-	default:
-		return nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	return b
 }
 
 func applyPatch(doc, patch []byte) ([]byte, error) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/internal/httpauth"
@@ -155,7 +156,7 @@ func stagesOf(t *testing.T, ctx context.Context, b *bus.Bus, run string) []strin
 // the run queue of b until the test ends.
 func startWorker(t *testing.T, b *bus.Bus) {
 	t.Helper()
-	eng, err := loop.New(loop.Config{Emitter: b, History: b, Queue: b, Tools: []loop.Tool{clock(), tools.Calculator()}, Model: scripted.New(nil),
+	eng, err := loop.New(loop.Config{Emitter: b, History: b, Queue: runs.New(b), Tools: []loop.Tool{clock(), tools.Calculator()}, Model: scripted.New(nil),
 		Approval: loop.Approval{Expiry: time.Hour, Required: func(c events.ToolCall) string {
 			if c.Name == "calculator" {
 				return "maths needs a second pair of eyes"
@@ -166,14 +167,14 @@ func startWorker(t *testing.T, b *bus.Bus) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	rc, err := b.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: bus.Agents("ops")}, loop.NewWorker(eng, nil).Handle)
+	rc, err := runs.New(b).Consume(ctx, runs.ConsumerConfig{Agents: runs.Agents("ops")}, loop.NewWorker(eng, nil).Handle)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	// What loop serve runs beside: the observer of answers that resumes
 	// the runs once every approval of their step is answered.
-	rs := &loop.Resumer{History: b, Recorder: b, Queue: b}
+	rs := &loop.Resumer{History: b, Recorder: b, Queue: runs.New(b)}
 	o, err := b.Observe(ctx, bus.ObserveConfig{Durable: "hookbus-resume-ops", Agent: "ops", Stages: []events.Stage{events.StageApprovalResolved}, MaxDeliver: -1}, rs.Resolved)
 	if err != nil {
 		cancel()

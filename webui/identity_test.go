@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/httpauth"
 	"github.com/hookbus/hookbus/webui"
@@ -38,7 +39,7 @@ func TestAnswerRecordsIdentity(t *testing.T) {
 	wait := func() string {
 		t.Helper()
 		req := &events.RunRequest{RunID: events.NewID(), AgentID: "ops", SessionID: "s-" + events.NewID(), Prompt: "what is 6*7?"}
-		if err := b.SubmitRun(ctx, req); err != nil {
+		if err := runs.New(b).Submit(ctx, req); err != nil {
 			t.Fatal(err)
 		}
 		waitStage(t, ctx, b, req.RunID, events.StageApprovalRequested)

@@ -13,11 +13,9 @@ import (
 	"github.com/hookbus/hookbus/events"
 )
 
-// liveListStages are the stages the live stream of the lists sends.
-var liveListStages = []events.Stage{
-	events.StageRunStarted, events.StageRunCompleted, events.StageRunFailed,
-	events.StageApprovalRequested, events.StageApprovalResolved,
-}
+// liveListStages are the stages the live stream of the lists sends: the
+// runs' starts and ends, the approvals.
+var liveListStages = slices.Concat([]events.Stage{events.StageRunStarted}, events.TerminalStages(), events.StagesOf(events.GroupApproval))
 
 // handleLive streams events as server-sent events (GET /api/live): with
 // run=ID, the events of that run and of its child runs stored from the

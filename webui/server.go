@@ -297,8 +297,8 @@ func (s *Server) runView(ctx context.Context, f bus.Filter, depth int, children 
 		if e.Stage != events.StageSubagentBefore || *children <= 0 {
 			continue
 		}
-		var p events.SubagentBefore
-		if e.DecodeData(&p) != nil || p.RunID == "" || p.AgentID == "" || p.SessionID == "" {
+		p, err := events.Data[events.SubagentBefore](e)
+		if err != nil || p.RunID == "" || p.AgentID == "" || p.SessionID == "" {
 			continue
 		}
 		*children--

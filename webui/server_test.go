@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/httpauth"
 	"github.com/hookbus/hookbus/loop"
@@ -224,7 +225,7 @@ func TestAnswerApproval(t *testing.T) {
 	startWorker(t, b)
 	hs := serve(t, b, true)
 	req := &events.RunRequest{RunID: events.NewID(), AgentID: "ops", SessionID: "s1", Prompt: "what is 6*7?"}
-	if err := b.SubmitRun(ctx, req); err != nil {
+	if err := runs.New(b).Submit(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	waitStage(t, ctx, b, req.RunID, events.StageApprovalRequested)

@@ -8,16 +8,18 @@ import (
 	"github.com/hookbus/hookbus/events"
 )
 
-// Entry kinds (Entry.Kind): what the page draws an event as.
+// Entry kinds (Entry.Kind): what the page draws an event as, by its
+// stage's group (events.Group): the group's name, but "decision" for the
+// interceptors' records and "other" for compactions and unknown stages.
 const (
-	KindRun      = "run"      // intake, run.started, stop, run.completed, run.failed
-	KindStep     = "step"     // step.started, step.completed
-	KindModel    = "model"    // context.assembled, model.responded, model.failed
-	KindTool     = "tool"     // tool.before, tool.result, tool.after, tool.failed
-	KindDecision = "decision" // hook.decided, hook.failed
-	KindApproval = "approval" // approval.requested, approval.resolved
-	KindSubagent = "subagent" // subagent.*
-	KindOther    = "other"    // compaction and the rest
+	KindRun      = string(events.GroupRun)      // intake, run.started, stop, run.completed, run.failed
+	KindStep     = string(events.GroupStep)     // step.started, step.completed
+	KindModel    = string(events.GroupModel)    // context.assembled, model.responded, model.failed
+	KindTool     = string(events.GroupTool)     // tool.before, tool.result, tool.after, tool.failed
+	KindDecision = "decision"                   // hook.decided, hook.failed
+	KindApproval = string(events.GroupApproval) // approval.requested, approval.resolved
+	KindSubagent = string(events.GroupSubagent) // subagent.*
+	KindOther    = "other"                      // compaction and the rest
 )
 
 // Entry is one event of a run's timeline.
@@ -85,57 +87,36 @@ type RunView struct {
 }
 
 func kindOf(s events.Stage) string {
-	switch s {
-	case events.StageIntake, events.StageRunStarted, events.StageStop, events.StageRunCompleted, events.StageRunFailed:
-		return KindRun
-	case events.StageStepStarted, events.StageStepCompleted:
-		return KindStep
-	case events.StageContextAssembled, events.StageModelResponded, events.StageModelFailed:
-		return KindModel
-	case events.StageToolBefore, events.StageToolResult, events.StageToolAfter, events.StageToolFailed:
-		return KindTool
-	case events.StageHookDecided, events.StageHookFailed:
+	switch g := s.Group(); g {
+	case events.GroupHook:
 		return KindDecision
-	case events.StageApprovalRequested, events.StageApprovalResolved:
-		return KindApproval
-	case events.StageSubagentBefore, events.StageSubagentAfter, events.StageSubagentFailed:
-		return KindSubagent
+	case events.GroupCompaction, "":
+		return KindOther
+	default:
+		return string(g)
 	}
-	return KindOther
-}
-
-func failed(s events.Stage) bool {
-	switch s {
-	case events.StageModelFailed, events.StageToolFailed, events.StageRunFailed, events.StageHookFailed,
-		events.StageSubagentFailed, events.StageCompactFailed:
-		return true
-	}
-	return false
 }
 
 // entryOf turns one event into a timeline entry (without diff or child).
 func entryOf(e *events.Event) *Entry {
 	en := &Entry{ID: e.ID, Stage: e.Stage, Kind: kindOf(e.Stage), Time: e.Time, RunID: e.RunID, Step: e.Step,
-		Seq: e.Seq, Stored: e.Stored, Subject: e.Subject, Summary: e.Summary(), Failed: failed(e.Stage)}
+		Seq: e.Seq, Stored: e.Stored, Subject: e.Subject, Summary: e.Summary(), Failed: e.Stage.Failed()}
 	if json.Valid(e.Data) {
 		en.Data = e.Data
 	}
 	switch e.Stage {
 	case events.StageHookDecided:
-		var d events.HookDecided
-		if e.DecodeData(&d) == nil {
+		if d, err := events.Data[events.HookDecided](e); err == nil {
 			en.Decision = &Decision{Plugin: d.Plugin, Stage: d.Stage, Decision: d.Decision, Reason: d.Reason, LatencyUS: d.LatencyUS,
 				Remote: d.Remote, Patch: d.Patch, EventID: d.EventID, Warnings: d.Warnings}
 		}
 	case events.StageHookFailed:
-		var d events.HookFailed
-		if e.DecodeData(&d) == nil {
+		if d, err := events.Data[events.HookFailed](e); err == nil {
 			en.Decision = &Decision{Plugin: d.Plugin, Stage: d.Stage, Decision: "fail", LatencyUS: d.LatencyUS, EventID: d.EventID,
 				FailKind: d.Kind, Policy: d.Policy, Outcome: d.Outcome, Error: d.Error}
 		}
 	case events.StageRunCompleted:
-		var p events.RunCompleted
-		if e.DecodeData(&p) == nil && p.Reason != events.ReasonDone {
+		if p, err := events.Data[events.RunCompleted](e); err == nil && p.Reason != events.ReasonDone {
 			en.Failed = true
 		}
 	}

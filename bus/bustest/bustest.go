@@ -1,7 +1,8 @@
 // Package bustest is hookbus' one embedded-server test helper: a real
 // in-process nats-server with JetStream, its store in t.TempDir(), shut down
 // by t.Cleanup; a provisioned *bus.Bus over it; and Eventually, which polls
-// a condition against a deadline (never sleep-and-hope).
+// a condition against a deadline (never sleep-and-hope), and Poll, the same
+// wait for any goroutine.
 //
 //	func TestX(t *testing.T) {
 //		b := bustest.StartBus(t)                 // server + connection + provisioned bus
@@ -114,7 +115,7 @@ func StartBus(t testing.TB, opts ...bus.Option) *bus.Bus {
 // when timeout passes first.
 func Eventually(t testing.TB, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	if !poll(timeout, cond) {
+	if !Poll(context.Background(), timeout, pollEvery, cond) {
 		t.Fatalf("bustest: condition not met within %v", timeout)
 	}
 }
@@ -123,20 +124,29 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() bool) {
 // failure message.
 func Eventuallyf(t testing.TB, timeout time.Duration, cond func() bool, format string, args ...any) {
 	t.Helper()
-	if !poll(timeout, cond) {
+	if !Poll(context.Background(), timeout, pollEvery, cond) {
 		t.Fatalf("bustest: %s: not met within %v", fmt.Sprintf(format, args...), timeout)
 	}
 }
 
-func poll(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(5 * time.Millisecond)
+// pollEvery is how often Eventually asks.
+const pollEvery = 5 * time.Millisecond
+
+// Poll calls cond every interval until it returns true, and reports whether
+// it did before timeout passed or ctx ended. It fails no test, so it may run
+// on any goroutine (a handler that waits for a condition), or wait with an
+// interval of its own for a condition that costs a request.
+func Poll(ctx context.Context, timeout, interval time.Duration, cond func() bool) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-ctx.Done():
 			return false
+		case <-tick.C:
 		}
-		<-tick.C
 	}
 	return true
 }

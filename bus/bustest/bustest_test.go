@@ -51,3 +51,21 @@ func TestEventuallyPolls(t *testing.T) {
 	bustest.Eventually(t, 5*time.Second, func() bool { return n.Load() >= 1 })
 	bustest.Eventuallyf(t, 5*time.Second, func() bool { return n.Load() == 3 }, "n == %d", 3)
 }
+
+// Poll reports false, failing nothing, when its timeout passes or its ctx
+// ends before the condition holds.
+func TestPollGivesUp(t *testing.T) {
+	never := func() bool { return false }
+	if bustest.Poll(context.Background(), 20*time.Millisecond, time.Millisecond, never) {
+		t.Fatal("Poll of a condition that never holds reported true")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if bustest.Poll(ctx, time.Hour, time.Millisecond, never) {
+		t.Fatal("Poll with an ended ctx reported true")
+	}
+	calls := 0
+	if !bustest.Poll(ctx, time.Hour, time.Hour, func() bool { calls++; return true }) || calls != 1 {
+		t.Fatalf("Poll of a condition that holds: %d calls", calls)
+	}
+}

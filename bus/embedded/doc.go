@@ -1,7 +1,7 @@
 // Package embedded runs nats-server with JetStream inside the process: the
 // server `loop` and `observer` start when no --nats is given, and the one
 // bus/bustest starts for tests. It is its own package so that importing
-// bus (a plugin that only calls bus.Serve) links no server code.
+// bus (a plugin that only calls remote.Serve) links no server code.
 //
 // # Start
 //

@@ -9,10 +9,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hookbus/hookbus/bridge"
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/hooks/claudecode"
 	"github.com/hookbus/hookbus/interceptors"
-	"github.com/hookbus/hookbus/interceptors/claudecode"
-	"github.com/hookbus/hookbus/interceptors/claudecode/bridge"
 	"github.com/hookbus/hookbus/internal/cli"
 )
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
@@ -36,10 +37,10 @@ func startBusWithGuard(t *testing.T) (string, *bus.Bus) {
 	b := bustest.Provision(t, nc)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := b.Registry().Put(ctx, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore, Tools: "Bash"}); err != nil {
+	if err := remote.NewRegistry(b).Put(ctx, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore, Tools: "Bash"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bus.Serve(ctx, nc, bus.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}}, interceptors.Func(denyRm)); err != nil {
+	if _, err := remote.Serve(ctx, nc, remote.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}}, interceptors.Func(denyRm)); err != nil {
 		t.Fatal(err)
 	}
 	return srv.ClientURL(), b

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,15 +10,15 @@ import (
 
 	"github.com/hookbus/hookbus/events"
 
+	"github.com/hookbus/hookbus/agents"
+	"github.com/hookbus/hookbus/hooks/agenthook"
+	"github.com/hookbus/hookbus/hooks/claudecode"
+	"github.com/hookbus/hookbus/hooks/command"
+	"github.com/hookbus/hookbus/hooks/httphook"
+	"github.com/hookbus/hookbus/hooks/prompt"
 	"github.com/hookbus/hookbus/interceptors"
-	"github.com/hookbus/hookbus/interceptors/agenthook"
-	"github.com/hookbus/hookbus/interceptors/claudecode"
-	"github.com/hookbus/hookbus/interceptors/command"
-	"github.com/hookbus/hookbus/interceptors/httphook"
-	"github.com/hookbus/hookbus/interceptors/prompt"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
-	"github.com/hookbus/hookbus/loop/agents"
 )
 
 // loadClaudeSettings reads the --claude-settings files.
@@ -67,7 +66,7 @@ func (c *claudeHooks) forAgent(shared *interceptors.Chain, b *agents.Built, em l
 		return shared, em, nil
 	}
 	if c.transcripts == nil {
-		t, err := claudecode.NewTranscripts(c.history, "")
+		t, err := claudecode.NewTranscripts(loop.Conversations{History: c.history}, "")
 		if err != nil {
 			return nil, nil, err
 		}
@@ -120,19 +119,25 @@ type llmHandler struct {
 	// Read and ignored: how Claude Code shows or repeats a hook.
 	StatusMessage string `json:"statusMessage"`
 	Once          bool   `json:"once"`
+
+	// model is the model Model names, resolved, and modelName its name.
+	model     loop.Model
+	modelName string
 }
 
-// parse reads the handler's object strictly: an unknown field is refused,
-// naming it.
+// parse reads the handler's object strictly (an unknown field is refused,
+// naming it) and resolves the model it names.
 func (l *llmHooks) parse(h claudecode.Handler) (*llmHandler, error) {
 	var lh llmHandler
-	dec := json.NewDecoder(bytes.NewReader(h.Raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&lh); err != nil {
-		return nil, fmt.Errorf("%s handler: %v (hookbus reads type, prompt, model, timeout, statusMessage, once)", h.Type, err)
+	if err := claudecode.DecodeHandler(h.Raw, h.Type, &lh); err != nil {
+		return nil, err
 	}
 	if lh.Prompt == "" {
 		return nil, fmt.Errorf("%s handler has no prompt", h.Type)
+	}
+	var err error
+	if lh.model, lh.modelName, err = l.model(lh.Model); err != nil {
+		return nil, err
 	}
 	return &lh, nil
 }
@@ -195,11 +200,7 @@ func (l *llmHooks) promptFactory(h claudecode.Handler, reg interceptors.Registra
 	if err != nil {
 		return nil, err
 	}
-	m, name, err := l.model(lh.Model)
-	if err != nil {
-		return nil, err
-	}
-	return prompt.New(prompt.Config{Prompt: lh.Prompt, Model: m, ModelName: name, Timeout: h.Timeout,
+	return prompt.New(prompt.Config{Prompt: lh.Prompt, Model: lh.model, ModelName: lh.modelName, Timeout: h.Timeout,
 		Input: l.input(h.Event), Cache: l.cache})
 }
 
@@ -211,11 +212,7 @@ func (l *llmHooks) agentFactory(h claudecode.Handler, reg interceptors.Registrat
 	if err != nil {
 		return nil, err
 	}
-	m, name, err := l.model(lh.Model)
-	if err != nil {
-		return nil, err
-	}
-	return agenthook.New(agenthook.Config{Prompt: lh.Prompt, Model: m, ModelName: name, Timeout: h.Timeout,
+	return agenthook.New(agenthook.Config{Prompt: lh.Prompt, Model: lh.model, ModelName: lh.modelName, Timeout: h.Timeout,
 		Emitter: l.emitter, History: l.history, Root: l.agent.Agent.RootDir(), AgentID: reg.Plugin,
 		Input: l.input(h.Event), Logger: l.log})
 }

@@ -24,8 +24,8 @@ func registerDemoHook(chain *interceptors.Chain) error {
 }
 
 func redactTimeOfDay(_ context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
-	var p events.ToolAfter
-	if err := req.Event.DecodeData(&p); err != nil {
+	p, err := events.Data[events.ToolAfter](req.Event)
+	if err != nil {
 		return nil, err
 	}
 	date, _, ok := strings.Cut(p.Result.Content, "T") // RFC 3339: 2026-11-23T15:18:46Z

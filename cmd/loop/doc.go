@@ -2,5 +2,5 @@
 // run), a worker over the run queue (loop serve), or a submission to that
 // queue (loop submit); and it brings Claude Code onto the bus: loop
 // claude-hook is a Claude Code command hook, loop gateway a server for its
-// http hooks (package interceptors/claudecode/bridge). See "loop --help".
+// http hooks (package bridge). See "loop --help".
 package main

@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hookbus/hookbus/agents"
+	"github.com/hookbus/hookbus/hooks/claudecode"
+	"github.com/hookbus/hookbus/hooks/prompt"
 	"github.com/hookbus/hookbus/interceptors"
-	"github.com/hookbus/hookbus/interceptors/claudecode"
-	"github.com/hookbus/hookbus/interceptors/prompt"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
-	"github.com/hookbus/hookbus/loop/agents"
 	"github.com/hookbus/hookbus/loop/scripted"
 )
 

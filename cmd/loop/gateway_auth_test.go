@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/bridge"
 	"github.com/hookbus/hookbus/bus/bustest"
-	"github.com/hookbus/hookbus/interceptors/claudecode/bridge"
 )
 
 // gatewayURL matches the line loop gateway prints once it listens.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookbus/hookbus/interceptors/claudecode/bridge"
+	"github.com/hookbus/hookbus/bridge"
 )
 
 // loop gateway's handler: Claude Code's http hooks recorded and decided

@@ -12,9 +12,9 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/hookbus/hookbus/bridge"
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/interceptors/claudecode"
-	"github.com/hookbus/hookbus/interceptors/claudecode/bridge"
+	"github.com/hookbus/hookbus/hooks/claudecode"
 	"github.com/hookbus/hookbus/internal/httpauth"
 )
 

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/budgets"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
 )
@@ -13,15 +15,15 @@ import (
 // the registry (remote interceptors registered with "observer hooks add",
 // plugins turned off with "observer hooks disable") and the trust grants,
 // and a func that stops following them. Shadow registrations' decisions
-// are recorded on the stream (bus.ShadowSink).
+// are recorded on the stream (remote.ShadowSink).
 func syncHooks(ctx context.Context, b *bus.Bus, log *slog.Logger) (*interceptors.Chain, func(), error) {
-	trust, err := b.WatchTrust(ctx)
+	trust, err := remote.WatchTrust(ctx, b)
 	if err != nil {
 		return nil, nil, err
 	}
 	chain := interceptors.NewChain(interceptors.WithTrust(trust), interceptors.WithLogger(log),
-		interceptors.WithShadowSink(b.ShadowSink(loop.DefaultSource)))
-	hs, err := b.SyncHooks(ctx, chain, trust)
+		interceptors.WithShadowSink(remote.ShadowSink(b, loop.DefaultSource)))
+	hs, err := remote.SyncHooks(ctx, b, chain, trust)
 	if err != nil {
 		trust.Stop()
 		return nil, nil, err
@@ -32,7 +34,7 @@ func syncHooks(ctx context.Context, b *bus.Bus, log *slog.Logger) (*interceptors
 // sharedBudget returns the fleet's shared budgets ("observer budgets set"),
 // or nil, with a warning, on a bus provisioned without their bucket.
 func sharedBudget(ctx context.Context, b *bus.Bus, log *slog.Logger) loop.SharedBudget {
-	sb := b.Budgets()
+	sb := budgets.New(b)
 	if err := sb.Check(ctx); err != nil {
 		log.Warn("shared budgets off: their bucket cannot be opened (provision the bus again)", "err", err)
 		return nil

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
 )
@@ -17,8 +18,8 @@ import (
 // the observer finds it when the worker starts. A resumption is queued
 // pinned to the definition the run's record names, for the workers that
 // hold it (loop.Resumer). stop ends them.
-func startResumer(ctx context.Context, b *bus.Bus, agents []bus.ServedAgent, log *slog.Logger) (stop func(), err error) {
-	rs := &loop.Resumer{History: b, Recorder: b, Queue: b, Source: loop.DefaultSource, Logger: log}
+func startResumer(ctx context.Context, b *bus.Bus, agents []runs.ServedAgent, log *slog.Logger) (stop func(), err error) {
+	rs := &loop.Resumer{History: b, Recorder: b, Queue: runs.New(b), Source: loop.DefaultSource, Logger: log}
 	var stops []func()
 	stop = func() {
 		for _, s := range stops {
@@ -26,14 +27,14 @@ func startResumer(ctx context.Context, b *bus.Bus, agents []bus.ServedAgent, log
 		}
 	}
 	for _, a := range agents {
-		durable := bus.AgentDurable("hookbus-resume", a.ID)
+		durable := runs.AgentDurable("hookbus-resume", a.ID)
 		o, err := b.Observe(ctx, bus.ObserveConfig{Durable: durable, Agent: a.ID, Stages: []events.Stage{events.StageApprovalResolved}, MaxDeliver: -1}, rs.Resolved)
 		if err != nil {
 			stop()
 			return nil, err
 		}
 		stops = append(stops, o.Stop)
-		w, err := b.ConsumeWakes(ctx, bus.WakeConsumerConfig{Agent: a.ID}, rs.Due)
+		w, err := runs.New(b).ConsumeWakes(ctx, runs.WakeConsumerConfig{Agent: a.ID}, rs.Due)
 		if err != nil {
 			stop()
 			return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/runs"
 )
 
 // consumerNames lists the consumers of a stream.
@@ -37,16 +38,16 @@ func consumerNames(t *testing.T, b *bus.Bus, stream string) []string {
 // encode it.
 func TestResumerPerServedAgent(t *testing.T) {
 	b := bustest.StartBus(t)
-	served := bus.Agents("ops", "team/ops")
+	served := runs.Agents("ops", "team/ops")
 	stop, err := startResumer(t.Context(), b, served, nil)
 	if err != nil {
 		t.Fatalf("startResumer: %v", err)
 	}
 	t.Cleanup(stop)
-	runs, _ := bus.RunConsumerNames(bus.DefaultRunDurable, "team/ops", "")
-	encoded := runs[len(bus.DefaultRunDurable+"-run-"):]
+	runsName, _ := runs.ConsumerNames(runs.DefaultDurable, "team/ops", "")
+	encoded := runsName[len(runs.DefaultDurable+"-run-"):]
 	if encoded == "team/ops" {
-		t.Fatalf("agent id not encoded: %q", runs)
+		t.Fatalf("agent id not encoded: %q", runsName)
 	}
 	if got, want := consumerNames(t, b, b.Names().Events), []string{"hookbus-resume-" + encoded, "hookbus-resume-ops"}; !slices.Equal(got, want) {
 		t.Errorf("consumers of the events: %v, want %v", got, want)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/runs"
 )
 
 // defaultAgent is the agent id commands use when none is given.
@@ -15,7 +15,7 @@ const defaultAgent = "demo"
 
 // describeRoutes names what a worker serves, for its start line: "agents
 // ops (ops v2, 3f2a9c0b1d4e), demo (demo, 1b2c3d4e5f60)".
-func describeRoutes(routes []bus.AgentRoute) string {
+func describeRoutes(routes []runs.AgentRoute) string {
 	parts := make([]string, len(routes))
 	for i, r := range routes {
 		parts[i] = r.Agent
@@ -35,7 +35,7 @@ func describeRoutes(routes []bus.AgentRoute) string {
 
 // printRoutes says loudly, for each agent whose new runs the worker does
 // not take, why, and what to do about it.
-func printRoutes(w io.Writer, routes []bus.AgentRoute) {
+func printRoutes(w io.Writer, routes []runs.AgentRoute) {
 	for _, r := range routes {
 		if r.NewRuns {
 			continue
@@ -59,7 +59,7 @@ func printRoutes(w io.Writer, routes []bus.AgentRoute) {
 // changes. It reads the fleet every interval (a fleet it cannot read is
 // said once) and returns why nothing took the run when it last looked (""
 // when a worker did).
-func watchCoverage(ctx context.Context, f *bus.Fleet, agent, subject string, w io.Writer, interval time.Duration) string {
+func watchCoverage(ctx context.Context, f *runs.Fleet, agent, subject string, w io.Writer, interval time.Duration) string {
 	said, why := "", ""
 	for {
 		v, err := f.View(ctx)

@@ -7,10 +7,12 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hookbus/hookbus/agents"
+	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
-	"github.com/hookbus/hookbus/loop/agents"
 )
 
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
@@ -116,8 +118,8 @@ func runOrCompact(ctx context.Context, cmd string, args []string, stdin io.Reade
 		}
 		fmt.Fprintf(stderr, "loop run: in-process hook %s on tool.after (clock) registered; a remote interceptor plugs into the same chain: \"observer hooks add --stage STAGE --plugin NAME\" and a service answering %s.hook.STAGE.NAME (README: \"Three terminals\")\n", demoPlugin, conn.Prefix)
 	}
-	engs, closeHooks, err := engines(built, engineDeps{em: em, h: c.Bus, q: c.Bus, hooks: hooks, budget: sharedBudget(ctx, c.Bus, log),
-		claude: claude, cache: c.Bus.DecisionCache(), signer: signer, log: log})
+	engs, closeHooks, err := engines(built, engineDeps{em: em, h: c.Bus, q: runs.New(c.Bus), hooks: hooks, budget: sharedBudget(ctx, c.Bus, log),
+		claude: claude, cache: remote.NewDecisionCache(c.Bus), signer: signer, log: log})
 	if err != nil {
 		return exitFailure, err
 	}

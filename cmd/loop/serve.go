@@ -7,7 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/internal/httpauth"
@@ -34,7 +35,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return nil
 	})
 	replace := fs.Bool("replace-definition", false, "make this worker's definitions the ones the fleet runs new runs on, even where another worker registered another (a deploy); workers with the old one then take only runs recorded on it")
-	lease := fs.Duration("lease", bus.DefaultRunAckWait, "how long a run may go without a sign of life from its worker before another worker takes it over (the same for every worker of the pool)")
+	lease := fs.Duration("lease", runs.DefaultAckWait, "how long a run may go without a sign of life from its worker before another worker takes it over (the same for every worker of the pool)")
 	verbose := fs.Bool("v", false, cli.VerboseHelp+"; every run is logged")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the worker to FILE when it stops (go tool pprof; make bench-scale uses it)")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics of this worker's runs at http://ADDR/metrics (e.g. 127.0.0.1:9464); off loopback give --metrics-token-file and --metrics-public-url")
@@ -104,7 +105,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer stopHooks()
-	em, handle := loop.Emitter(c.Bus), func(h bus.RunHandler) bus.RunHandler { return h }
+	em, handle := loop.Emitter(c.Bus), func(h runs.Handler) runs.Handler { return h }
 	if *metricsAddr != "" {
 		m := telemetry.NewMetrics()
 		ln, err := metricsAuth.Listen(*metricsAddr, httpauth.Options{Name: "loop serve --metrics", Logger: log})
@@ -124,8 +125,9 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		em, handle = m.Emitter(c.Bus), m.RunHandler
 		fmt.Fprintf(stderr, "loop serve: metrics on %smetrics\n", ln.URL())
 	}
-	engs, closeHooks, err := engines(built, engineDeps{em: em, h: c.Bus, q: c.Bus, hooks: hooks, budget: sharedBudget(ctx, c.Bus, log),
-		claude: claude, cache: c.Bus.DecisionCache(), signer: signer, log: log})
+	q := runs.New(c.Bus)
+	engs, closeHooks, err := engines(built, engineDeps{em: em, h: c.Bus, q: q, hooks: hooks, budget: sharedBudget(ctx, c.Bus, log),
+		claude: claude, cache: remote.NewDecisionCache(c.Bus), signer: signer, log: log})
 	if err != nil {
 		return err
 	}
@@ -134,13 +136,13 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if af.file != "" {
 		source = af.file
 	}
-	served := make([]bus.ServedAgent, len(built))
+	served := make([]runs.ServedAgent, len(built))
 	for i, b := range built {
-		served[i] = bus.ServedAgent{ID: b.Agent.ID, Definition: b.Config.Definition, Source: source,
+		served[i] = runs.ServedAgent{ID: b.Agent.ID, Definition: b.Config.Definition, Source: source,
 			Replace: *replace, Adopt: b.Config.OnDefinitionChange == loop.DefinitionAdopt}
 	}
 	w := loop.NewAgentsWorker(engs, log)
-	rc, err := c.Bus.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: served, Concurrency: *concurrency, AckWait: *lease}, handle(w.Handle))
+	rc, err := q.Consume(ctx, runs.ConsumerConfig{Agents: served, Concurrency: *concurrency, AckWait: *lease}, handle(w.Handle))
 	if err != nil {
 		return c.Explain(err)
 	}
@@ -211,7 +213,7 @@ func cmdSubmit(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	defer c.Close()
 	gctx, stop := c.Guard(ctx)
 	defer stop()
-	if err := c.Bus.SubmitRun(gctx, req); err != nil {
+	if err := runs.New(c.Bus).Submit(gctx, req); err != nil {
 		return exitFailure, c.Explain(err)
 	}
 	fmt.Fprintf(stderr, "submitted run %s session %s agent %s\n", req.RunID, req.SessionID, req.AgentID)
@@ -225,7 +227,7 @@ func cmdSubmit(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	watchCtx, stopWatch := context.WithCancel(wctx)
 	waitingFor := make(chan string, 1)
 	go func() {
-		waitingFor <- watchCoverage(watchCtx, c.Bus.Fleet(), req.AgentID, subject, stderr, 2*time.Second)
+		waitingFor <- watchCoverage(watchCtx, runs.NewFleet(c.Bus), req.AgentID, subject, stderr, 2*time.Second)
 	}()
 	end, err := c.Bus.WaitRun(wctx, req.AgentID, req.SessionID, req.RunID)
 	stopWatch()
@@ -237,12 +239,11 @@ func cmdSubmit(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return exitFailure, c.Explain(fmt.Errorf("waiting for run %s: %w", req.RunID, err))
 	}
 	if end.Stage == events.StageRunFailed {
-		var p events.RunFailed
-		_ = end.DecodeData(&p)
+		p, _ := events.Data[events.RunFailed](end)
 		return exitFailure, fmt.Errorf("run %s failed: %s", req.RunID, p.Error)
 	}
-	var rc events.RunCompleted
-	if err := end.DecodeData(&rc); err != nil {
+	rc, err := events.Data[events.RunCompleted](end)
+	if err != nil {
 		return exitFailure, err
 	}
 	fmt.Fprintf(stderr, "run %s: %s", req.RunID, rc.Reason)

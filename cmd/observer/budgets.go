@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/budgets"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
 )
@@ -58,7 +58,7 @@ func cmdBudgets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("%w: unexpected argument %q (want list, set or rm)", cli.ErrUsage, pos[0])
 	}
 	who := events.Actor{Channel: events.ChannelCLI, DeclaredBy: *note}
-	limit := bus.BudgetLimit{Agent: *agent, Period: *period, Tokens: *tokens, CostUSD: *cost, PerSession: *perSession, By: &who}
+	limit := budgets.Limit{Agent: *agent, Period: *period, Tokens: *tokens, CostUSD: *cost, PerSession: *perSession, By: &who}
 	switch sub {
 	case "set":
 		if err := limit.Validate(); err != nil {
@@ -80,7 +80,7 @@ func cmdBudgets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer c.Close()
 	gctx, stop := c.Guard(ctx)
 	defer stop()
-	sb := c.Bus.Budgets()
+	sb := budgets.New(c.Bus)
 	switch sub {
 	case "set":
 		if err := sb.SetLimit(gctx, limit); err != nil {
@@ -103,14 +103,14 @@ func cmdBudgets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			Limits []bus.BudgetLimit `json:"limits"`
-			Uses   []bus.BudgetUse   `json:"uses"`
+			Limits []budgets.Limit `json:"limits"`
+			Uses   []budgets.Use   `json:"uses"`
 		}{limits, uses})
 	}
 	return printBudgets(stdout, limits, uses)
 }
 
-func describeLimit(l bus.BudgetLimit) string {
+func describeLimit(l budgets.Limit) string {
 	s := "per " + l.Period.String()
 	if l.PerSession {
 		s += " per session"
@@ -126,12 +126,12 @@ func describeLimit(l bus.BudgetLimit) string {
 
 // printBudgets prints one row per budget use (and one per budget not used
 // yet this period).
-func printBudgets(w io.Writer, limits []bus.BudgetLimit, uses []bus.BudgetUse) error {
+func printBudgets(w io.Writer, limits []budgets.Limit, uses []budgets.Use) error {
 	if len(limits) == 0 {
 		fmt.Fprintln(w, "no shared budgets")
 		return nil
 	}
-	byAgent := map[string][]bus.BudgetUse{}
+	byAgent := map[string][]budgets.Use{}
 	for _, u := range uses {
 		byAgent[u.Agent] = append(byAgent[u.Agent], u)
 	}
@@ -140,7 +140,7 @@ func printBudgets(w io.Writer, limits []bus.BudgetLimit, uses []bus.BudgetUse) e
 	for _, l := range limits {
 		rows := byAgent[l.Agent]
 		if len(rows) == 0 {
-			rows = []bus.BudgetUse{{Agent: l.Agent}}
+			rows = []budgets.Use{{Agent: l.Agent}}
 		}
 		for _, u := range rows {
 			session := "*"

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/budgets"
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 )
@@ -40,7 +41,7 @@ func TestBudgetsCLI(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	sb := b.Budgets()
+	sb := budgets.New(b)
 	if over, err := sb.Reserve(ctx, "support", "s1", "r1"); err != nil || over != "" {
 		t.Fatalf("Reserve: %q %v", over, err)
 	}

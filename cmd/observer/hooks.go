@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/internal/cli"
@@ -115,7 +115,7 @@ func cmdHooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer c.Close()
 	gctx, stop := c.Guard(ctx)
 	defer stop()
-	return c.Explain(usageIfInvalid(hooks(gctx, c.Bus.Registry(), sub, reg, plugin, off, stdout)))
+	return c.Explain(usageIfInvalid(hooks(gctx, remote.NewRegistry(c.Bus), sub, reg, plugin, off, stdout)))
 }
 
 // usageIfInvalid marks the registry's refusals of a bad id or registration
@@ -129,7 +129,7 @@ func usageIfInvalid(err error) error {
 }
 
 // hooks runs the subcommand on the registry.
-func hooks(ctx context.Context, r *bus.Registry, sub string, reg interceptors.Registration, plugin string, off interceptors.Disabled, stdout io.Writer) error {
+func hooks(ctx context.Context, r *remote.Registry, sub string, reg interceptors.Registration, plugin string, off interceptors.Disabled, stdout io.Writer) error {
 	switch sub {
 	case "list":
 		return listHooks(ctx, r, stdout)
@@ -238,7 +238,7 @@ func orAny(glob string) string {
 }
 
 // listHooks prints the registry as a table, in run order, then the grants.
-func listHooks(ctx context.Context, r *bus.Registry, w io.Writer) error {
+func listHooks(ctx context.Context, r *remote.Registry, w io.Writer) error {
 	regs, err := r.List(ctx)
 	if err != nil {
 		return err

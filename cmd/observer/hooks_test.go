@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
@@ -129,7 +130,7 @@ func TestHooksCLI(t *testing.T) {
 	if !strings.Contains(list, `disabled: pii by anonymous (cli) [note: declared "alice"] at `) || !strings.Contains(list, ": leaks") {
 		t.Fatalf("list does not say who disabled pii:\n%s", list)
 	}
-	if d, err := b.Registry().DisabledPlugins(context.Background()); err != nil || d["pii"].By != "anonymous" || d["pii"].DeclaredBy != "alice" || d["pii"].Reason != "leaks" {
+	if d, err := remote.NewRegistry(b).DisabledPlugins(context.Background()); err != nil || d["pii"].By != "anonymous" || d["pii"].DeclaredBy != "alice" || d["pii"].Reason != "leaks" {
 		t.Fatalf("registry kill switch: %+v %v", d, err)
 	}
 	if out := c.ok("enable", "pii"); !strings.Contains(out, "enabled pii") {
@@ -149,7 +150,7 @@ func TestHooksCLI(t *testing.T) {
 	c.fails(cli.ExitFailure, "plugin rewriter has no grant", "revoke", "rewriter")
 
 	// What the CLI wrote is what the bus reads.
-	reg, err := b.Registry().Get(context.Background(), events.StageToolBefore, "guard")
+	reg, err := remote.NewRegistry(b).Get(context.Background(), events.StageToolBefore, "guard")
 	if err != nil {
 		t.Fatal(err)
 	}

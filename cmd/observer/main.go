@@ -26,6 +26,13 @@ Usage:
   observer shadow    [connection] --stage S --plugin P [--since D] [--agent A] [--session S] [--json]   (backtest a candidate interceptor)
   observer provision [connection] [--replicas N] [--max-age D] [--wait D]   (an operator: create or update the streams and buckets)
   observer verify    [connection] [--agent A] [--session S] [--run R] [--since D] [--public-key KEY]... [--json] [-q]
+                     [--checkpoint latest|FILE --checkpoint-key KEY [--witness-key KEY]...]   (also prove the whole stream)
+  observer checkpointer [connection] --key FILE [--every N] [--interval D] [--witness NAME=KEY]... [--once]
+  observer checkpoint [connection] [--all] [--note] [--key KEY] [--json]   (the stored checkpoints of the stream)
+  observer prove     [connection] RUN --key KEY [--checkpoint latest|FILE] > proof.json   (inclusion proofs of a run's events)
+  observer verify-proof proof.json --key KEY [--witness-key KEY]... [--public-key NKEY]...   (offline)
+  observer witness   [connection] --key FILE --state DIR --checkpointer-key KEY [--name NAME]   (cosign checkpoints)
+  observer keygen    --name NAME --out FILE   (a checkpointer's or a witness' key)
   observer approvals [connection] [--agent A] [--all] [RUN]   (tool calls waiting for a human)
   observer approve   [connection] RUN [--call ID] [--note TEXT] [--comment TEXT]   (recorded at once; the first answer wins)
   observer reject    [connection] RUN [--call ID] --reason TEXT [--continue] [--note TEXT]
@@ -39,7 +46,8 @@ Which bus: --nats URL, else --store DIR, else $NATS_URL, else the server
 listening on nats://127.0.0.1:4222 (a running "loop run", "loop serve" or
 "loop server"). When nothing listens there, replay, sessions, runs, show,
 stats, verify, approvals, hooks and provision open ./.hookbus (the store
-"make run" and "loop run" leave) if it exists; tail needs a running server.
+"make run" and "loop run" leave) if it exists, and so do checkpoint,
+checkpointer and prove; tail needs a running server.
 
 replay prints the matching events in stream order and exits (1 when the
 filters match nothing); --run takes a run id or a unique prefix of one (the
@@ -92,6 +100,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdHooks(ctx, args[1:], stdout, stderr)
 	case "verify":
 		err = cmdVerify(ctx, args[1:], stdout, stderr)
+	case "checkpointer":
+		err = cmdCheckpointer(ctx, args[1:], stdout, stderr)
+	case "checkpoint":
+		err = cmdCheckpoint(ctx, args[1:], stdout, stderr)
+	case "prove":
+		err = cmdProve(ctx, args[1:], stdout, stderr)
+	case "verify-proof":
+		err = cmdVerifyProof(ctx, args[1:], stdout, stderr)
+	case "witness":
+		err = cmdWitness(ctx, args[1:], stdout, stderr)
+	case "keygen":
+		err = cmdKeygen(ctx, args[1:], stdout, stderr)
 	case "budgets":
 		err = cmdBudgets(ctx, args[1:], stdout, stderr)
 	case "shadow":

@@ -6,7 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,11 +16,15 @@ import (
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/internal/httpauth"
 	"github.com/hookbus/hookbus/telemetry"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"github.com/hookbus/hookbus/telemetry/otlp"
 )
 
 // DefaultOtelDurable is the durable name of observer otel.
 const DefaultOtelDurable = "hookbus-otel"
+
+// CaptureContentEnv turns on --capture-content when "true": the variable
+// OpenTelemetry's GenAI instrumentations read.
+const CaptureContentEnv = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 // cmdOtel runs the OpenTelemetry observer: the events stream as OTLP spans
 // (telemetry.Traces), and with --metrics the Prometheus metrics of what it
@@ -29,26 +34,24 @@ func cmdOtel(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	conn := cli.ConnFlags{}
 	conn.Register(fs)
-	endpoint := fs.String("endpoint", "", "the OTLP/HTTP traces endpoint: a collector's http://HOST:4318 (/v1/traces is added when the URL has no path), Jaeger's, Tempo's (required)")
+	endpoint := fs.String("endpoint", "", "the OTLP traces endpoint: a collector's http://HOST:4318 (/v1/traces is added when the URL has no path), or http(s)://HOST:4317 with --protocol grpc; default $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT (one is required)")
+	protocol := fs.String("protocol", "", "the OTLP protocol: grpc, http/protobuf or http/json; default $OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else $OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf")
+	capture := fs.Bool("capture-content", false, "record prompts, replies and tool input and output on the spans (gen_ai.input.messages, gen_ai.output.messages, gen_ai.tool.call.*): they may hold personal or secret data (docs/OPERATIONS.md); default $"+CaptureContentEnv+", else off")
 	durable := fs.String("durable", DefaultOtelDurable, "the observer's durable name: restarted with the same name, it resumes where it stopped")
 	metrics := fs.String("metrics", "", "serve Prometheus metrics of the events at http://ADDR/metrics (e.g. 127.0.0.1:9465); off loopback give --metrics-token-file and --metrics-public-url")
 	metricsAuth := httpauth.Flags{Prefix: "metrics-"}
 	metricsAuth.Register(fs)
-	service := fs.String("service", "hookbus", "the spans' service.name")
-	headers := fs.String("headers", "", "extra OTLP request headers, KEY=VALUE,KEY=VALUE (an API key)")
+	service := fs.String("service", "", "the spans' service.name; default $OTEL_SERVICE_NAME, else service.name in $OTEL_RESOURCE_ATTRIBUTES, else "+telemetry.DefaultServiceName)
+	headers := fs.String("headers", "", "OTLP request headers, KEY=VALUE,KEY=VALUE (an API key); replaces $OTEL_EXPORTER_OTLP_HEADERS and $OTEL_EXPORTER_OTLP_TRACES_HEADERS")
 	verbose := fs.Bool("v", false, cli.VerboseHelp)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: observer otel --endpoint URL [flags]\n\nSends every run as an OpenTelemetry trace (GenAI span names and attributes) to an OTLP/HTTP endpoint,\nas a durable observer: each event is acknowledged once its spans are exported, so a restart loses and\nduplicates nothing. Runs until interrupted.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: observer otel [--endpoint URL] [flags]\n\nSends every run as an OpenTelemetry trace (GenAI span names and attributes) to an OTLP endpoint\n(HTTP or gRPC), as a durable observer: each event is acknowledged once its spans are exported, so a\nrestart loses and duplicates nothing. Runs until interrupted. The standard OTEL_EXPORTER_OTLP_*,\nOTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES variables configure it; flags override them.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if err := cli.NoArgs(fs); err != nil {
-		return err
-	}
-	target, err := otlpURL(*endpoint)
-	if err != nil {
 		return err
 	}
 	if err := events.ValidateID("durable", *durable); err != nil {
@@ -58,21 +61,33 @@ func cmdOtel(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := cli.Logger(*verbose, stderr)
-	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(target)}
-	if len(hdrs) > 0 {
-		opts = append(opts, otlptracehttp.WithHeaders(hdrs))
+	if !cli.Set(fs)["capture-content"] {
+		if v := os.Getenv(CaptureContentEnv); v != "" {
+			on, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("%w: $%s %q: give true or false", cli.ErrUsage, CaptureContentEnv, v)
+			}
+			*capture = on
+		}
 	}
-	exp, err := otlptracehttp.New(ctx, opts...)
+	res, err := telemetry.Resource(ctx, *service)
 	if err != nil {
-		return fmt.Errorf("otlp exporter: %w", err)
+		return fmt.Errorf("%w: %w", cli.ErrUsage, err)
 	}
+	exp, target, err := otlp.New(ctx, otlp.Config{Endpoint: *endpoint, Protocol: *protocol, Headers: hdrs})
+	if errors.Is(err, otlp.ErrInvalidConfig) {
+		return fmt.Errorf("%w: %w", cli.ErrUsage, err)
+	}
+	if err != nil {
+		return err
+	}
+	log := cli.Logger(*verbose, stderr)
 	c, err := conn.Open(ctx, "hookbus-otel", log, cli.ReadOnly)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	tr, err := telemetry.NewTraces(telemetry.TracesConfig{Exporter: exp, Lookup: c.Bus, ServiceName: *service, Logger: log})
+	tr, err := telemetry.NewTraces(telemetry.TracesConfig{Exporter: exp, Lookup: c.Bus, Resource: res, CaptureContent: *capture, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -102,7 +117,11 @@ func cmdOtel(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "observer otel: durable %s on %s, spans to %s; interrupt to stop\n", *durable, c.Where, target)
+	content := "without message content"
+	if *capture {
+		content = "with message content"
+	}
+	fmt.Fprintf(stderr, "observer otel: durable %s on %s, spans to %s, %s; interrupt to stop\n", *durable, c.Where, target, content)
 	select {
 	case <-ctx.Done():
 	case <-o.Closed():
@@ -115,28 +134,12 @@ func cmdOtel(ctx context.Context, args []string, _, stderr io.Writer) error {
 	return nil
 }
 
-// otlpURL checks --endpoint and adds the OTLP traces path when the URL has
-// none.
-func otlpURL(s string) (string, error) {
-	if s == "" {
-		return "", fmt.Errorf("%w: --endpoint is required (an OTLP/HTTP endpoint, e.g. http://127.0.0.1:4318)", cli.ErrUsage)
-	}
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("%w: --endpoint %q: want http(s)://HOST[:PORT][/PATH]", cli.ErrUsage, s)
-	}
-	if u.Path == "" || u.Path == "/" {
-		u.Path = "/v1/traces"
-	}
-	return u.String(), nil
-}
-
-// parseHeaders reads KEY=VALUE,KEY=VALUE.
+// parseHeaders reads KEY=VALUE,KEY=VALUE (nil for none given).
 func parseHeaders(s string) (map[string]string, error) {
-	out := map[string]string{}
 	if s == "" {
-		return out, nil
+		return nil, nil
 	}
+	out := map[string]string{}
 	for _, kv := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || strings.TrimSpace(k) == "" {

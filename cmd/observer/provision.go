@@ -25,7 +25,7 @@ func cmdProvision(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	maxAge := fs.Duration("max-age", 0, "retention: how long the events stream keeps an event, and the payloads store its data (e.g. 720h; 0: forever); default: keep the current setting (forever on a new bus)")
 	verbose := fs.Bool("v", false, cli.VerboseHelp)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: observer provision [flags]\n\nCreates or updates hookbus' streams (HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_DLQ),\nKV buckets (hookbus_hooks, hookbus_trust, hookbus_decisions) and object store (hookbus_payloads).\nIdempotent. Use --replicas 3 on a 3-node cluster, --max-age to bound retention.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: observer provision [flags]\n\nCreates or updates hookbus' streams (HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_WAKES, HOOKBUS_DLQ, HOOKBUS_CHECKPOINTS),\nKV buckets (hookbus_hooks, hookbus_trust, hookbus_decisions) and object store (hookbus_payloads).\nIdempotent. Use --replicas 3 on a 3-node cluster, --max-age to bound retention.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args); err != nil {
@@ -71,8 +71,8 @@ func cmdProvision(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *maxAge > 0 {
 		age = "kept " + maxAge.String()
 	}
-	fmt.Fprintf(stdout, "provisioned %s, %s, %s, %s, KV %s, %s, %s and %s, object store %s (replicas %d; events %s)\n",
-		names.Events, names.Runs, names.Wakes, names.DeadLetters, names.Hooks, names.Trust, names.Decisions, names.Budgets, names.Payloads, conn.Replicas, age)
+	fmt.Fprintf(stdout, "provisioned %s, %s, %s, %s, %s, KV %s, %s, %s and %s, object store %s (replicas %d; events %s)\n",
+		names.Events, names.Runs, names.Wakes, names.DeadLetters, names.Checkpoints, names.Hooks, names.Trust, names.Decisions, names.Budgets, names.Payloads, conn.Replicas, age)
 	return nil
 }
 

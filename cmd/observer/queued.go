@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
 )
@@ -15,7 +15,7 @@ import (
 // queuedRun is a request on the run queue as observer runs --queued shows
 // it (one JSON object a line with --json).
 type queuedRun struct {
-	bus.QueuedRun
+	runs.Pending
 	// AgeSeconds is how long it has been queued.
 	AgeSeconds float64 `json:"age_seconds"`
 	// WaitingFor says why no worker takes it now ("no worker serves agent
@@ -27,14 +27,14 @@ type queuedRun struct {
 // readQueue lists the queued run requests of agent (every agent for "")
 // and session (every one for ""), each with what it waits for.
 func readQueue(ctx context.Context, c *cli.Conn, agent, session string, stderr io.Writer) ([]queuedRun, error) {
-	list, truncated, err := c.Bus.QueuedRuns(ctx, agent)
+	list, truncated, err := runs.New(c.Bus).List(ctx, agent)
 	if err != nil {
 		return nil, c.Explain(err)
 	}
 	if truncated {
 		fmt.Fprintf(stderr, "the run queue holds more requests than the %d read\n", len(list))
 	}
-	view, verr := c.Bus.Fleet().View(ctx)
+	view, verr := runs.NewFleet(c.Bus).View(ctx)
 	if verr != nil {
 		fmt.Fprintf(stderr, "cannot tell which workers serve the queued requests: %v\n", c.Explain(verr))
 	}
@@ -44,7 +44,7 @@ func readQueue(ctx context.Context, c *cli.Conn, agent, session string, stderr i
 		if session != "" && q.SessionID != session {
 			continue
 		}
-		r := queuedRun{QueuedRun: q, AgeSeconds: now.Sub(q.Queued).Seconds()}
+		r := queuedRun{Pending: q, AgeSeconds: now.Sub(q.Queued).Seconds()}
 		if view != nil && !q.Taken {
 			r.WaitingFor = view.WaitingFor(q.AgentID, q.Definition)
 		}

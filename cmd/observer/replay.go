@@ -138,13 +138,8 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer, liv
 // --stage and --since filter them).
 func replayTree(ctx context.Context, b *bus.Bus, filter bus.Filter, ff filterFlags, stdout, stderr io.Writer, asJSON bool) error {
 	prefix := ff.runPrefix()
-	var runs []string
-	if _, err := b.Replay(ctx, filter, func(e *events.Event) error {
-		if strings.HasPrefix(e.RunID, prefix) && !slices.Contains(runs, e.RunID) {
-			runs = append(runs, e.RunID)
-		}
-		return nil
-	}); err != nil {
+	runs, err := runsStartingWith(ctx, b, filter, prefix)
+	if err != nil {
 		return err
 	}
 	root, err := pick(prefix, runs)
@@ -224,6 +219,19 @@ func replay(ctx context.Context, b *bus.Bus, filter bus.Filter, ff filterFlags, 
 	return nil
 }
 
+// runsStartingWith returns the ids of the runs of filter's stored events
+// that start with prefix, in the order they were first stored.
+func runsStartingWith(ctx context.Context, b *bus.Bus, filter bus.Filter, prefix string) ([]string, error) {
+	var runs []string
+	_, err := b.Replay(ctx, filter, func(e *events.Event) error {
+		if strings.HasPrefix(e.RunID, prefix) && !slices.Contains(runs, e.RunID) {
+			runs = append(runs, e.RunID)
+		}
+		return nil
+	})
+	return runs, err
+}
+
 // pick returns the run prefix names: the run whose id is prefix, else the
 // only one that starts with it.
 func pick(prefix string, runs []string) (string, error) {
@@ -253,13 +261,8 @@ func pick(prefix string, runs []string) (string, error) {
 // whole id (a run yet to start).
 func tail(ctx context.Context, b *bus.Bus, filter bus.Filter, ff filterFlags, stdout, stderr io.Writer, print printer) error {
 	if prefix := ff.runPrefix(); prefix != "" {
-		var runs []string
-		if _, err := b.Replay(ctx, filter, func(e *events.Event) error {
-			if strings.HasPrefix(e.RunID, prefix) && !slices.Contains(runs, e.RunID) {
-				runs = append(runs, e.RunID)
-			}
-			return nil
-		}); err != nil {
+		runs, err := runsStartingWith(ctx, b, filter, prefix)
+		if err != nil {
 			return err
 		}
 		filter.Run = prefix

@@ -78,7 +78,7 @@ func (d *deskFlags) scanThen(ctx context.Context, filter bus.Filter, stderr io.W
 	}
 	p.done(st)
 	if then != nil {
-		return then(gctx, c)
+		return c.Explain(then(gctx, c))
 	}
 	return nil
 }

@@ -8,17 +8,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/audit/backtest"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
 
-// A backtest over 1,000 recorded tool.before events in which the candidate
-// denies a known subset lists exactly that subset; the events the candidate
-// itself modified (its input not reconstructible) are counted, not sent.
+// observer shadow backtests over NATS and prints the report as JSON and as
+// a table (the backtest's rules are audit/backtest's tests): over 100
+// recorded tool.before events in which the candidate denies a known subset
+// it lists exactly that subset; the events the candidate itself modified
+// (its input not reconstructible) are counted, not sent.
 func TestShadowBacktestListsExactlyTheDifferences(t *testing.T) {
-	const n = 1000
+	const n = 100
 	srv, nc := bustest.Start(t, bustest.WithListener())
 	b := bustest.Provision(t, nc)
 	ctx := context.Background()
@@ -55,10 +58,10 @@ func TestShadowBacktestListsExactlyTheDifferences(t *testing.T) {
 			Arguments: json.RawMessage(fmt.Sprintf(`{"cmd":"echo %d"}`, i))}})
 	}
 
-	svc, err := bus.Serve(ctx, nc, bus.ServeConfig{Plugin: "candidate", Stages: []events.Stage{events.StageToolBefore}},
+	svc, err := remote.Serve(ctx, nc, remote.ServeConfig{Plugin: "candidate", Stages: []events.Stage{events.StageToolBefore}},
 		interceptors.Func(func(_ context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
-			var tb events.ToolBefore
-			if err := req.Event.DecodeData(&tb); err != nil {
+			tb, err := events.Data[events.ToolBefore](req.Event)
+			if err != nil {
 				return nil, err
 			}
 			var args struct{ Cmd string }
@@ -81,12 +84,12 @@ func TestShadowBacktestListsExactlyTheDifferences(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("observer shadow: exit %d\n%s", code, errOut)
 	}
-	var rep backtestReport
+	var rep backtest.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("report: %v\n%s", err, out)
 	}
 	var got []string
-	for _, r := range rep.Rows {
+	for _, r := range rep.Differences {
 		got = append(got, r.EventID)
 		if r.Recorded != "allow" || r.Candidate != "deny" || r.Reason != "multiple of 7" || r.Agent != "a" || r.Subject != "Bash" {
 			t.Fatalf("row %+v", r)
@@ -107,7 +110,7 @@ func TestShadowBacktestListsExactlyTheDifferences(t *testing.T) {
 	}
 	// A candidate nobody serves: every call fails, and the report says so.
 	_, out, _ = observe(t, "shadow", "--stage", "tool.before", "--plugin", "nobody", "--session", "sr0", "--json", "--nats", srv.ClientURL())
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Failed != 10 || rep.Rows[0].Candidate != "failed:no_responders" {
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Failed != 10 || rep.Differences[0].Candidate != "failed:no_responders" {
 		t.Fatalf("unserved candidate: %v %+v", err, rep)
 	}
 }

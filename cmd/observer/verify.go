@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/tlog"
+	"github.com/hookbus/hookbus/tlog/tlogbus"
 	"github.com/nats-io/nkeys"
 )
 
@@ -30,10 +33,14 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		keys = append(keys, v)
 		return nil
 	})
+	checkpoint := fs.String("checkpoint", "", "also prove the whole stream against a checkpoint: latest (the latest stored, cosigned by every --witness-key) or a file holding one (observer checkpoint --note, a witness' state); needs --checkpoint-key")
+	cpKey := fs.String("checkpoint-key", "", "the log's verifier key (the checkpointer's), or a file holding it")
+	wkeys := verifiersFlag{witness: true}
+	fs.Var(&wkeys, "witness-key", "with --checkpoint: a witness whose cosignature the checkpoint must carry (its verifier key, or a file); repeatable")
 	quiet := fs.Bool("q", false, "print only the runs that fail")
 	requireSigned := fs.Bool("require-signed", false, "fail every run whose end is not signed (by a key given with --public-key, when any is given); by default an unsigned run whose record is intact passes")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: observer verify [flags]\n\nRecomputes every run's hash chain and checks its signed end: per run, ok, or which\nevent was altered, removed, inserted or reordered. Exits 1 when any run fails:\nwhen its record was tampered with, when it is signed by a key not given with\n--public-key (when any is given), or, with --require-signed, when its end is\nnot signed. A run without an end yet (running, waiting, cut off) and an\nintact unsigned run pass, and say so.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: observer verify [flags]\n\nRecomputes every run's hash chain and checks its signed end: per run, ok, or which\nevent was altered, removed, inserted or reordered. Exits 1 when any run fails:\nwhen its record was tampered with, when it is signed by a key not given with\n--public-key (when any is given), or, with --require-signed, when its end is\nnot signed. A run without an end yet (running, waiting, cut off) and an\nintact unsigned run pass, and say so.\n\nWith --checkpoint it also recomputes the Merkle tree of the whole stream and proves it\nis the one the checkpoint (and every stored checkpoint) commits to, each extending\nthe one before: what a run's chain cannot see, whole runs deleted, the tail\ntruncated, a rewrite re-signed, another stream, is named; it exits 1 then too.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args); err != nil {
@@ -53,12 +60,46 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	var stream *tlogbus.VerifyConfig
+	switch {
+	case *checkpoint != "":
+		if ff.describe() != "" {
+			return fmt.Errorf("%w: --checkpoint proves the whole stream: give no --agent, --session, --run or --since with it", cli.ErrUsage)
+		}
+		if *cpKey == "" {
+			return fmt.Errorf("%w: --checkpoint needs --checkpoint-key (the log's verifier key)", cli.ErrUsage)
+		}
+		logKey, err := tlog.ParseVerifier(*cpKey)
+		if err != nil {
+			return fmt.Errorf("%w: --checkpoint-key: %v", cli.ErrUsage, err)
+		}
+		cp, err := checkpointArg(*checkpoint)
+		if err != nil {
+			return err
+		}
+		stream = &tlogbus.VerifyConfig{LogKey: logKey, Witnesses: wkeys.list, Checkpoint: cp}
+	case *cpKey != "" || len(wkeys.list) > 0:
+		return fmt.Errorf("%w: --checkpoint-key and --witness-key go with --checkpoint", cli.ErrUsage)
+	}
 	v := &audit.Verifier{Trust: trust, RequireSigned: *requireSigned}
 	prefix := ff.runPrefix()
-	if err := d.scan(ctx, filter, stderr, func(e *events.Event) {
+	var sv *tlog.StreamVerdict
+	if err := d.scanThen(ctx, filter, stderr, func(e *events.Event) {
 		if prefix == "" || strings.HasPrefix(e.RunID, prefix) {
 			v.Add(e)
 		}
+	}, func(ctx context.Context, c *cli.Conn) error {
+		if stream == nil {
+			return nil
+		}
+		p := &progress{w: stderr, live: isTerminal(os.Stderr), last: lastSeq(ctx, c.Bus)}
+		stream.Progress = p.saw
+		var err error
+		sv, err = tlogbus.VerifyStream(ctx, c.Bus, *stream)
+		if err == nil && p.drawn {
+			fmt.Fprint(stderr, "\r\033[K")
+		}
+		return err
 	}); err != nil {
 		return err
 	}
@@ -82,15 +123,67 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	fmt.Fprintf(stderr, "%d runs verified: %d intact, %d failed\n", len(verdicts), len(verdicts)-failed, failed)
+	if sv != nil {
+		if d.asJSON {
+			if err := writeJSONLines(stdout, []any{map[string]any{"stream": sv}}); err != nil {
+				return err
+			}
+		} else {
+			printStreamVerdict(stdout, sv)
+		}
+	}
 	if len(verdicts) == 0 {
 		if d := ff.describe(); d != "" {
 			return fmt.Errorf("no events match %s", d)
 		}
 	}
-	if failed > 0 {
+	switch {
+	case failed > 0 && sv != nil && !sv.OK():
+		return fmt.Errorf("%d of %d runs failed verification, and the stream does not match its checkpoints", failed, len(verdicts))
+	case failed > 0:
 		return fmt.Errorf("%d of %d runs failed verification", failed, len(verdicts))
+	case sv != nil && !sv.OK():
+		return errors.New("the stream does not match its checkpoints")
 	}
 	return nil
+}
+
+// printStreamVerdict writes the stream's verification against checkpoints.
+func printStreamVerdict(w io.Writer, sv *tlog.StreamVerdict) {
+	status := "ok    "
+	if !sv.OK() {
+		status = "FAILED"
+	}
+	cp := sv.Checkpoint
+	var by []string
+	for _, c := range sv.Cosigned {
+		by = append(by, c.Name)
+	}
+	cosigned := ""
+	if len(by) > 0 {
+		cosigned = ", cosigned by " + strings.Join(by, ", ")
+	}
+	fmt.Fprintf(w, "%s  stream %s: checkpoint of size %d, root %s%s\n", status, cp.Origin, cp.Size, cp.Root, cosigned)
+	proven := "the stream as read does not produce its root"
+	if sv.Proven {
+		proven = "the stream as read produces its root"
+	}
+	fmt.Fprintf(w, "        %s; %d messages read, %d compared with their checkpointed leaves; %d of %d stored checkpoints proven", proven, sv.Messages, sv.Compared, sv.ProvenStored, sv.Stored)
+	if sv.Begin > 0 {
+		fmt.Fprintf(w, " (the first %d leaves from a stored compact range)", sv.Begin)
+	}
+	fmt.Fprintln(w)
+	for _, f := range sv.Findings {
+		note := ""
+		if !f.Fails {
+			note = "note: "
+		}
+		at := ""
+		if s := f.Seqs(); s != "" {
+			at = " " + s
+		}
+		fmt.Fprintf(w, "        %s%-14s%s: %s\n", note, f.Kind, at, f.Detail)
+	}
 }
 
 func printVerdict(w io.Writer, vd *audit.RunVerdict) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/scripted"
@@ -31,7 +32,7 @@ func (f single) userBus(t *testing.T, user string) (*bus.Bus, *nats.Conn, asyncE
 func waitingRun(t *testing.T, f single) (*events.RunRequest, string) {
 	t.Helper()
 	lb, nc, _ := f.userBus(t, "loop")
-	eng, err := loop.New(loop.Config{Emitter: lb, History: lb, Queue: lb, Model: scripted.New(nil), Tools: tools.Builtin(""),
+	eng, err := loop.New(loop.Config{Emitter: lb, History: lb, Queue: runs.New(lb), Model: scripted.New(nil), Tools: tools.Builtin(""),
 		Approval: loop.Approval{Required: func(c events.ToolCall) string {
 			if c.Name == "calculator" {
 				return "maths needs a human"

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -17,7 +18,7 @@ import (
 // configured users, so a change in what bus asks of the server shows up
 // here as a permission error rather than in production.
 
-// TestBusServeUnderPluginUsers: bus.Serve (a micro service, queue group =
+// TestBusServeUnderPluginUsers: remote.Serve (a micro service, queue group =
 // plugin) works under the plugin's user for its own stages and answers the
 // loop; asked to serve a privileged stage under an unprivileged user, the
 // server refuses the subscription and the loop finds no responder.
@@ -30,7 +31,7 @@ func TestBusServeUnderPluginUsers(t *testing.T) {
 		return nil, nil // allow
 	})
 
-	svc, err := bus.Serve(ctx, pii, bus.ServeConfig{
+	svc, err := remote.Serve(ctx, pii, remote.ServeConfig{
 		Plugin: "plugin-pii", Stages: []events.Stage{events.StageToolBefore, events.StageStop},
 	}, allow)
 	if err != nil {
@@ -44,15 +45,15 @@ func TestBusServeUnderPluginUsers(t *testing.T) {
 		}
 	}
 
-	priv, err := bus.Serve(ctx, pii, bus.ServeConfig{
+	priv, err := remote.Serve(ctx, pii, remote.ServeConfig{
 		Plugin: "plugin-pii", Stages: []events.Stage{events.StageContextAssembled},
 	}, allow)
 	if err == nil {
 		_ = priv.Stop()
-		t.Fatal("bus.Serve on a stage the user may not subscribe to returned no error")
+		t.Fatal("remote.Serve on a stage the user may not subscribe to returned no error")
 	}
 	if !errors.Is(err, bus.ErrPermission) || !strings.Contains(err.Error(), "hookbus.hook.context.assembled.plugin-pii") {
-		t.Fatalf("bus.Serve on a refused stage = %v, want ErrPermission naming the subject", err)
+		t.Fatalf("remote.Serve on a refused stage = %v, want ErrPermission naming the subject", err)
 	}
 	errs.wantViolation(t, "Subscription to", "hookbus.hook.context.assembled.plugin-pii")
 	if _, err := loop.Request("hookbus.hook.context.assembled.plugin-pii", nil, wait); !errors.Is(err, nats.ErrNoResponders) {

@@ -52,7 +52,7 @@ func TestEveryConfPassesCheck(t *testing.T) {
 // users and system account (that HOOKBUS has JetStream is proven by the
 // permission tests, which provision streams in it).
 func TestAccountsAreIncluded(t *testing.T) {
-	wantUsers := []string{"admin", "alice", "approver", "auditor", "loop", "plugin-pii", "plugin-policy", "sys", "webui"}
+	wantUsers := []string{"admin", "alice", "approver", "auditor", "checkpointer", "loop", "plugin-pii", "plugin-policy", "sys", "webui", "witness"}
 	for _, f := range []string{"single.conf", "cluster-n1.conf", "cluster-n2.conf", "cluster-n3.conf"} {
 		t.Run(f, func(t *testing.T) {
 			opts := checkConfig(t, f)
@@ -134,12 +134,12 @@ func TestClusterSettings(t *testing.T) {
 	}
 }
 
-// TestComposeMatchesConfigs reads docker-compose.yml as text (no YAML
-// library in go.mod; the file is simple enough) and checks it against the
-// configurations: the node services are the route hosts, each runs the
-// config file of its name, every mounted file exists, and every nats://
-// URL uses a user and password accounts.conf defines, on a node that
-// exists, at the client port.
+// TestComposeMatchesConfigs reads docker-compose.yml as text and checks it
+// against the configurations: the node services are the route hosts, each
+// runs the config file of its name on the nats image of go.mod's
+// nats-server, every mounted file exists, and every nats:// URL uses a
+// user and password accounts.conf defines, on a node that exists, at the
+// client port. TestComposeServices reads it as YAML.
 func TestComposeMatchesConfigs(t *testing.T) {
 	raw, err := os.ReadFile("docker-compose.yml")
 	if err != nil {
@@ -157,8 +157,8 @@ func TestComposeMatchesConfigs(t *testing.T) {
 		if !strings.Contains(svc[1], "/etc/nats/cluster-"+n+".conf") {
 			t.Errorf("service %s does not run cluster-%s.conf", n, n)
 		}
-		if !strings.Contains(svc[1], "image: nats:2.12") {
-			t.Errorf("service %s is not on image nats:2.12", n)
+		if image := "image: nats:" + natsServerVersion(t); !strings.Contains(svc[1], image) {
+			t.Errorf("service %s is not on %s (go.mod's nats-server)", n, image)
 		}
 	}
 	for _, m := range regexp.MustCompile(`/etc/nats/([\w.-]+\.conf)`).FindAllStringSubmatch(compose, -1) {

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/hooks/prompt"
 	"github.com/hookbus/hookbus/interceptors"
-	"github.com/hookbus/hookbus/interceptors/prompt"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/nats-io/nats.go"
 )
@@ -31,7 +32,7 @@ func TestLoopUsesTheDecisionCache(t *testing.T) {
 	if err := lb.CheckProvisioned(ctx); err != nil {
 		t.Fatalf("CheckProvisioned as loop: %v", err)
 	}
-	c := lb.DecisionCache()
+	c := remote.NewDecisionCache(lb)
 	if _, _, ok, err := c.Get(ctx, "hook1.input1"); err != nil || ok {
 		t.Fatalf("Get before Put as loop: %v, %v", ok, err)
 	}
@@ -48,7 +49,7 @@ func TestLoopUsesTheDecisionCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ab.DecisionCache().Put(ctx, "hook1.input2", []byte(`{"ok":false}`), time.Minute); !errors.Is(err, bus.ErrDecisionCache) {
+	if err := remote.NewDecisionCache(ab).Put(ctx, "hook1.input2", []byte(`{"ok":false}`), time.Minute); !errors.Is(err, remote.ErrDecisionCache) {
 		t.Fatalf("Put as auditor = %v, want it refused", err)
 	}
 	denyPublish(t, auditor, errs, "$KV.hookbus_decisions.hook1.input2")
@@ -76,7 +77,7 @@ func TestLoopCannotStretchACachedDecision(t *testing.T) {
 	start := time.Now()
 	now.Store(&start)
 	m := &verdicts{}
-	hook, err := prompt.New(prompt.Config{Prompt: "Is this safe? $ARGUMENTS", Model: m, Cache: lb.DecisionCache(), CacheTTL: time.Minute,
+	hook, err := prompt.New(prompt.Config{Prompt: "Is this safe? $ARGUMENTS", Model: m, Cache: remote.NewDecisionCache(lb), CacheTTL: time.Minute,
 		Now: func() time.Time { return *now.Load() }})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,8 @@
 //	cluster.conf      what the three nodes share: routes, sync_interval always
 //	cluster-n1.conf   server_name n1 + include cluster.conf (n2, n3 alike)
 //	accounts.conf     the HOOKBUS and SYS accounts, users and permissions
-//	docker-compose.yml the 3-node cluster, two loop workers, an observer
+//	docker-compose.yml the 3-node cluster, two loop workers, the page, an
+//	                   example interceptor, the OpenTelemetry exporter, an observer
 //
 // What the tests prove:
 //
@@ -34,11 +35,15 @@
 //     object store, session replay) without one permission error, and cannot
 //     write trust grants or reconfigure the audit stream; the admin
 //     provisions the real assets with bus.Provision. hookbus' own transport
-//     runs under these users too: bus.Serve as a plugin, bus.Publish,
+//     runs under these users too: remote.Serve as a plugin, bus.Publish,
 //     SessionEvents as the loop, bus.Replay as the auditor.
 //   - docker-compose.yml mounts the files that exist, runs nodes named as
-//     the routes name them, and connects with users and passwords
-//     accounts.conf defines.
+//     the routes name them on go.mod's nats-server release, and connects
+//     with users and passwords accounts.conf defines, each service as the
+//     user its role needs; the example interceptor answers the subjects
+//     and queue its user may and its registration names; the exporter
+//     sends to Jaeger by the OTEL_* variables; the image holds every
+//     binary compose runs.
 //
 // BenchmarkSyncInterval measures what sync_interval always costs on the
 // disk under TMPDIR. README.md has the permission table and the known gaps.

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/budgets"
+	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -73,7 +75,7 @@ func TestNoPublishBecomesARun(t *testing.T) {
 	defer cancel()
 	lb, lnc, lerrs := f.userBus(t, "loop")
 	var ran atomic.Int32
-	rc, err := lb.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: bus.Agents("demo"), PollWait: 100 * time.Millisecond}, func(context.Context, *events.RunRequest) error {
+	rc, err := runs.New(lb).Consume(ctx, runs.ConsumerConfig{Agents: runs.Agents("demo"), PollWait: 100 * time.Millisecond}, func(context.Context, *events.RunRequest) error {
 		ran.Add(1)
 		return nil
 	})
@@ -113,7 +115,7 @@ func TestNoPublishBecomesARun(t *testing.T) {
 	refusedJS(t, lnc, lerrs, scheduledRun(t, "hookbus.wake.demo.r2", at), jetstream.JSErrCodeScheduleTargetInvalid)
 
 	// The control: the loop's own wake-up due in the same second.
-	if err := lb.WakeAt(ctx, events.Wake{RunID: "control", AgentID: "demo", SessionID: "s", At: at}); err != nil {
+	if err := runs.New(lb).WakeAt(ctx, events.Wake{RunID: "control", AgentID: "demo", SessionID: "s", At: at}); err != nil {
 		t.Fatal(err)
 	}
 	admin, _ := f.connect(t, "admin")
@@ -146,32 +148,32 @@ func TestLoopCannotForgeOperatorActions(t *testing.T) {
 	}
 	short, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if err := lb.Registry().Disable(short, "plugin-pii", interceptors.Disabled{Reason: "forged", Actor: events.Actor{DeclaredBy: "the-ciso"}}); err == nil {
+	if err := remote.NewRegistry(lb).Disable(short, "plugin-pii", interceptors.Disabled{Reason: "forged", Actor: events.Actor{DeclaredBy: "the-ciso"}}); err == nil {
 		t.Fatal("the loop disabled a plugin")
 	}
-	if err := lb.Budgets().SetLimit(short, bus.BudgetLimit{Agent: "demo", Period: time.Hour, Tokens: 1 << 40}); err == nil {
+	if err := budgets.New(lb).SetLimit(short, budgets.Limit{Agent: "demo", Period: time.Hour, Tokens: 1 << 40}); err == nil {
 		t.Fatal("the loop set a budget limit")
 	}
 
 	ab, _, _ := f.userBus(t, "admin")
-	if err := ab.Registry().Disable(ctx, "plugin-pii", interceptors.Disabled{Reason: "leaks PII", Actor: events.Actor{Channel: events.ChannelCLI, DeclaredBy: "on call"}}); err != nil {
+	if err := remote.NewRegistry(ab).Disable(ctx, "plugin-pii", interceptors.Disabled{Reason: "leaks PII", Actor: events.Actor{Channel: events.ChannelCLI, DeclaredBy: "on call"}}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := lb.Registry().DisabledPlugins(ctx)
+	got, err := remote.NewRegistry(lb).DisabledPlugins(ctx)
 	if d := got["plugin-pii"]; err != nil || d.By != "admin" || d.Identity != "admin" || d.Via != "nats" || d.Channel != events.ChannelCLI || d.DeclaredBy != "on call" {
 		t.Fatalf("the kill switch as the loop reads it: %+v, %v", got, err)
 	}
 	// The loop cannot turn it back on either (a delete is a write).
-	if err := lb.Registry().Enable(short, "plugin-pii", events.Actor{}); err == nil {
+	if err := remote.NewRegistry(lb).Enable(short, "plugin-pii", events.Actor{}); err == nil {
 		t.Fatal("the loop enabled a disabled plugin")
 	}
-	if got, err := ab.Registry().DisabledPlugins(ctx); err != nil || len(got) != 1 {
+	if got, err := remote.NewRegistry(ab).DisabledPlugins(ctx); err != nil || len(got) != 1 {
 		t.Fatalf("after the loop's attempts: %v, %v; want plugin-pii still disabled", got, err)
 	}
-	if err := ab.Budgets().SetLimit(ctx, bus.BudgetLimit{Agent: "demo", Period: time.Hour, Tokens: 1000}); err != nil {
+	if err := budgets.New(ab).SetLimit(ctx, budgets.Limit{Agent: "demo", Period: time.Hour, Tokens: 1000}); err != nil {
 		t.Fatal(err)
 	}
-	if l, ok, err := lb.Budgets().Limit(ctx, "demo"); err != nil || !ok || l.Tokens != 1000 || l.By == nil || l.By.Identity != "admin" {
+	if l, ok, err := budgets.New(lb).Limit(ctx, "demo"); err != nil || !ok || l.Tokens != 1000 || l.By == nil || l.By.Identity != "admin" {
 		t.Fatalf("the budget as the loop reads it: %+v, %v, %v", l, ok, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -26,7 +27,7 @@ func TestLoopServesAgentsAndAuditorSeesTheQueue(t *testing.T) {
 
 	// What an older hookbus left: one consumer for every agent.
 	if _, err := jetStream(t, admin).CreateOrUpdateConsumer(ctx, "HOOKBUS_RUNS", jetstream.ConsumerConfig{
-		Durable: bus.DefaultRunDurable, FilterSubject: "hookbus.run.>", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		Durable: runs.DefaultDurable, FilterSubject: "hookbus.run.>", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 		t.Fatal(err)
 	}
 	lb, err := bus.New(loop)
@@ -35,8 +36,8 @@ func TestLoopServesAgentsAndAuditorSeesTheQueue(t *testing.T) {
 	}
 	digest := strings.Repeat("0f", 32)
 	ran := make(chan string, 1)
-	rc, err := lb.ConsumeRuns(ctx, bus.RunConsumerConfig{
-		Agents:   []bus.ServedAgent{{ID: "ops", Definition: events.Definition{Digest: digest, Name: "ops", Version: "1"}, Source: "ops.yaml"}},
+	rc, err := runs.New(lb).Consume(ctx, runs.ConsumerConfig{
+		Agents:   []runs.ServedAgent{{ID: "ops", Definition: events.Definition{Digest: digest, Name: "ops", Version: "1"}, Source: "ops.yaml"}},
 		PollWait: 200 * time.Millisecond,
 	}, func(_ context.Context, r *events.RunRequest) error {
 		ran <- r.RunID
@@ -49,7 +50,7 @@ func TestLoopServesAgentsAndAuditorSeesTheQueue(t *testing.T) {
 		{RunID: "r-ops", AgentID: "ops", SessionID: "s1", Prompt: "hi"},
 		{RunID: "r-ghost", AgentID: "ghost", SessionID: "s2", Prompt: "anyone?"},
 	} {
-		if err := lb.SubmitRun(ctx, r); err != nil {
+		if err := runs.New(lb).Submit(ctx, r); err != nil {
 			t.Fatalf("submit as loop: %v", err)
 		}
 	}
@@ -61,7 +62,7 @@ func TestLoopServesAgentsAndAuditorSeesTheQueue(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("the ops request did not run")
 	}
-	if _, err := lb.Fleet().View(ctx); err != nil {
+	if _, err := runs.NewFleet(lb).View(ctx); err != nil {
 		t.Fatalf("the fleet as loop: %v", err)
 	}
 	noErrors(t, loop)
@@ -70,11 +71,11 @@ func TestLoopServesAgentsAndAuditorSeesTheQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, _, err := ab.QueuedRuns(ctx, "")
+	list, _, err := runs.New(ab).List(ctx, "")
 	if err != nil || len(list) != 1 || list[0].RunID != "r-ghost" || list[0].Taken {
 		t.Fatalf("queued runs as auditor: %+v, %v", list, err)
 	}
-	view, err := ab.Fleet().View(ctx)
+	view, err := runs.NewFleet(ab).View(ctx)
 	if err != nil || len(view.Workers) != 1 || view.Definitions["ops"] == nil || view.Definitions["ops"].Digest != digest {
 		t.Fatalf("the fleet as auditor: %+v, %v", view, err)
 	}

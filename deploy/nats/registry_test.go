@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
@@ -22,14 +23,14 @@ func TestAuditorReadsTheRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ab.Registry().Grant(ctx, "plugin-policy"); err != nil {
+	if err := remote.NewRegistry(ab).Grant(ctx, "plugin-policy"); err != nil {
 		t.Fatal(err)
 	}
 	for _, reg := range []interceptors.Registration{
 		{Plugin: "plugin-pii", Stage: events.StageToolAfter},
 		{Plugin: "plugin-policy", Stage: events.StageContextAssembled},
 	} {
-		if err := ab.Registry().Put(ctx, reg); err != nil {
+		if err := remote.NewRegistry(ab).Put(ctx, reg); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -38,7 +39,7 @@ func TestAuditorReadsTheRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := b.Registry()
+	r := remote.NewRegistry(b)
 	regs, err := r.List(ctx)
 	if err != nil || len(regs) != 2 {
 		t.Fatalf("list as auditor: %v, %v", regs, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -151,7 +152,7 @@ func TestLoopDoesWhatAWorkerDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	due := make(chan events.Wake, 1)
-	wc, err := lb.ConsumeWakes(ctx, bus.WakeConsumerConfig{Agent: "agent1"}, func(_ context.Context, w events.Wake) error {
+	wc, err := runs.New(lb).ConsumeWakes(ctx, runs.WakeConsumerConfig{Agent: "agent1"}, func(_ context.Context, w events.Wake) error {
 		due <- w
 		return nil
 	})
@@ -159,7 +160,7 @@ func TestLoopDoesWhatAWorkerDoes(t *testing.T) {
 		t.Fatalf("wake consumer: %v", err)
 	}
 	defer wc.Stop()
-	if err := lb.WakeAt(ctx, events.Wake{RunID: "r1", AgentID: "agent1", SessionID: "session1", At: time.Now().Add(time.Second)}); err != nil {
+	if err := runs.New(lb).WakeAt(ctx, events.Wake{RunID: "r1", AgentID: "agent1", SessionID: "session1", At: time.Now().Add(time.Second)}); err != nil {
 		t.Fatalf("schedule a wake-up: %v", err)
 	}
 	select {

@@ -72,8 +72,8 @@ func testPipelineData(h *harness) {
 	c := h.chain()
 	suffix := func(s string) interceptors.Func {
 		return func(_ context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
-			var in events.Intake
-			if err := req.Event.DecodeData(&in); err != nil {
+			in, err := events.Data[events.Intake](req.Event)
+			if err != nil {
 				return nil, err
 			}
 			in.Prompt += s
@@ -110,8 +110,8 @@ func testPipelinePatch(h *harness) {
 		}}, nil
 	})
 	h.register(c, interceptors.Registration{Plugin: "add", Stage: tb}, func(_ context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
-		var p events.ToolBefore
-		if err := req.Event.DecodeData(&p); err != nil {
+		p, err := events.Data[events.ToolBefore](req.Event)
+		if err != nil {
 			return nil, err
 		}
 		if !strings.Contains(string(p.Call.Arguments), "ls -la") {
@@ -624,8 +624,8 @@ func testLargePayload(h *harness) {
 	content := strings.Repeat("0123456789abcdef", LargePayloadSize/16)
 	h.register(c, interceptors.Registration{Plugin: "redact", Stage: events.StageToolAfter, Timeout: 20 * time.Second},
 		func(_ context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
-			var p events.ToolAfter
-			if err := req.Event.DecodeData(&p); err != nil {
+			p, err := events.Data[events.ToolAfter](req.Event)
+			if err != nil {
 				return nil, err
 			}
 			if p.Result.Content != content {

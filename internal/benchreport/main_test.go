@@ -34,6 +34,7 @@ func TestReport(t *testing.T) {
 		"| publish_throughput | 400000 events/s | 500000 events/s | 0.80 | ≥ 0.85 |",
 		"| intercept_rtt_1 | 55000 ns p50 | 50000 ns p50 | 1.10 | ≤ 1.15 |",
 		"| replay_throughput | missing",
+		"| publish_checkpointed | missing",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop/scripted"
@@ -128,7 +130,7 @@ func (e *env) start(ctx context.Context) error {
 		nc.Close()
 		return err
 	}
-	e.d, e.js = &driver{b: b, nc: nc}, b.JetStream()
+	e.d, e.js = &driver{b: b, q: runs.New(b), nc: nc}, b.JetStream()
 	if err := b.CheckProvisioned(ctx); err != nil {
 		return err
 	}
@@ -143,7 +145,7 @@ func (e *env) start(ctx context.Context) error {
 	}
 	e.interceptor = ic
 	reg := interceptors.Registration{Plugin: plugin, Stage: events.StageToolBefore, Timeout: 20 * time.Second}
-	if err := b.Registry().Put(ctx, reg); err != nil {
+	if err := remote.NewRegistry(b).Put(ctx, reg); err != nil {
 		return fmt.Errorf("registering the interceptor: %w", err)
 	}
 	e.logf("interceptor %s on tool.before, pid %d", plugin, ic.cmd.Process.Pid)

@@ -3,7 +3,7 @@
 // that each one's CPU is its own.
 //
 // It starts "loop server" (the embedded nats-server, listening), an
-// interceptor (this command re-run as "benchscale interceptor": bus.Serve of
+// interceptor (this command re-run as "benchscale interceptor": remote.Serve of
 // an allow on tool.before, registered in the registry) and "loop serve"
 // workers, then measures three things and prints them as tables:
 //

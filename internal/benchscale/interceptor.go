@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
@@ -16,7 +17,7 @@ import (
 const plugin = "scale-guard"
 
 // runInterceptor is "benchscale interceptor --nats URL": an allow on
-// tool.before served with bus.Serve, until interrupted. It prints "ready"
+// tool.before served with remote.Serve, until interrupted. It prints "ready"
 // to stderr once it serves, and how many calls it answered when it stops.
 func runInterceptor(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("benchscale interceptor", flag.ContinueOnError)
@@ -34,7 +35,7 @@ func runInterceptor(ctx context.Context, args []string, stderr io.Writer) error 
 	}
 	defer nc.Close()
 	var calls atomic.Int64
-	svc, err := bus.Serve(ctx, nc, bus.ServeConfig{Plugin: plugin, Stages: []events.Stage{events.StageToolBefore}},
+	svc, err := remote.Serve(ctx, nc, remote.ServeConfig{Plugin: plugin, Stages: []events.Stage{events.StageToolBefore}},
 		interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
 			calls.Add(1)
 			return nil, nil // allow

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
 )
@@ -16,16 +17,17 @@ import (
 // driver submits runs and counts those that end, on its own connection.
 type driver struct {
 	b  *bus.Bus
+	q  *runs.Queue
 	nc *nats.Conn
 }
 
-// submitters is how many goroutines submit runs (each SubmitRun waits for
+// submitters is how many goroutines submit runs (each Submit waits for
 // JetStream's ack).
 const submitters = 32
 
 func (d *driver) submit(ctx context.Context, agent string) error {
 	req := &events.RunRequest{RunID: events.NewID(), AgentID: agent, SessionID: events.NewID(), Prompt: "what is 6*7?", SubmittedAt: time.Now().UTC()}
-	return d.b.SubmitRun(ctx, req)
+	return d.q.Submit(ctx, req)
 }
 
 // evtPrefix is "<prefix>.evt.", the start of every event subject.

@@ -1,7 +1,9 @@
 // Package fakellm is a fake language-model provider for tests: an httptest
-// server that answers OpenAI's POST /v1/chat/completions and Anthropic's
-// POST /v1/messages from a Script of recorded exchanges, records every
-// request it receives, and fails clearly when asked more than its script has.
+// server that answers OpenAI's POST /v1/chat/completions and
+// POST /v1/responses, Anthropic's POST /v1/messages and the Gemini API's
+// POST /v1beta/models/{model}:streamGenerateContent from a Script of
+// recorded exchanges, records every request it receives, and fails clearly
+// when asked more than its script has.
 //
 // A step of a script is one answer: a status, headers and a body (the real
 // APIs' shapes, see testdata/), optionally after a delay, cut off part-way
@@ -12,10 +14,17 @@
 //	...
 //	reqs := srv.Requests() // what the provider sent, body by body
 //
-// Clients that only stream (Claude Code) get AnthropicStream steps: an
-// assistant message of Text and ToolUse blocks streamed as the Messages API
-// streams it (input_json_delta for a tool's input, the stop reason in
-// message_delta). HEAD requests (connectivity checks) are answered 200 and
+// Clients that only stream (the coding agents' CLIs) get a model turn of
+// Text and ToolUse blocks streamed as their API streams it:
+// AnthropicStream for Claude Code (the Messages API: input_json_delta for a
+// tool's input, the stop reason in message_delta), GeminiStream for Gemini
+// CLI (GenerateContentResponse chunks, a functionCall whole in one part,
+// finishReason on the last) and ResponsesStream for Codex CLI (the
+// Responses API's response.* events, a function_call item's arguments in
+// deltas, response.completed with the usage). Each is held to a recorded
+// stream of its API (testdata/anthropic/streaming, gemini/function_call,
+// openai/responses_function_call): it sends no event or field the
+// recording lacks. HEAD requests (connectivity checks) are answered 200 and
 // take no step.
 //
 //	srv := fakellm.Start(t, &fakellm.Script{Steps: []fakellm.Step{

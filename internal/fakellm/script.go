@@ -10,9 +10,11 @@ import (
 	"strings"
 )
 
-// Paths of the endpoints a step may name.
+// Paths of the endpoints a step may name (GeminiStreamPath gives a Gemini
+// model's).
 const (
 	PathOpenAI    = "/v1/chat/completions"
+	PathResponses = "/v1/responses" // OpenAI's Responses API (Codex CLI's wire_api = "responses")
 	PathAnthropic = "/v1/messages"
 )
 

@@ -35,3 +35,11 @@ func TestAnthropicStream(t *testing.T) {
 		t.Fatalf("message: %+v", msg)
 	}
 }
+
+// Its events hold only what the recorded Messages API stream holds.
+func TestAnthropicStreamShape(t *testing.T) {
+	sameShape(t, []fakellm.Step{
+		fakellm.AnthropicStream("claude-test", fakellm.Text("Let me work that out."),
+			fakellm.ToolUse("toolu_1", "calculator", map[string]any{"expression": "6*7"})),
+	}, "anthropic/streaming", "input")
+}

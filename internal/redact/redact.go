@@ -143,12 +143,13 @@ func (w *Writer) Write(p []byte) (int, error) {
 
 // Secrets returns the secrets a command line and its environment carry:
 // the user info of --nats and $NATS_URL, --password and --token (and
-// $NATS_PASSWORD, $NATS_TOKEN). Flags are read in every form the flag
+// $NATS_PASSWORD, $NATS_TOKEN), and the gateway's bearer token
+// ($HOOKBUS_GATEWAY_TOKEN). Flags are read in every form the flag
 // package accepts (-x v, --x v, -x=v, --x=v).
 func Secrets(args []string, getenv func(string) string) []string {
 	var out []string
 	out = append(out, UserInfo(getenv("NATS_URL"))...)
-	for _, env := range []string{"NATS_PASSWORD", "NATS_TOKEN"} {
+	for _, env := range []string{"NATS_PASSWORD", "NATS_TOKEN", "HOOKBUS_GATEWAY_TOKEN"} {
 		if v := getenv(env); v != "" {
 			out = append(out, v)
 		}

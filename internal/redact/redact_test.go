@@ -44,10 +44,10 @@ func TestUserInfo(t *testing.T) {
 }
 
 func TestSecrets(t *testing.T) {
-	env := map[string]string{"NATS_URL": "nats://u:envpass@h", "NATS_PASSWORD": "envpw2", "NATS_TOKEN": "envtok"}
+	env := map[string]string{"NATS_URL": "nats://u:envpass@h", "NATS_PASSWORD": "envpw2", "NATS_TOKEN": "envtok", "HOOKBUS_GATEWAY_TOKEN": "gwtok-0123456789abcdef"}
 	args := []string{"run", "--nats", "nats://u:flagpass@h", "-password=pw-flag", "--token", "tok-flag", "--session", "s1", "--nats"}
 	got := Secrets(args, func(k string) string { return env[k] })
-	want := []string{"envpass", "envpw2", "envtok", "flagpass", "pw-flag", "tok-flag"}
+	want := []string{"envpass", "envpw2", "envtok", "gwtok-0123456789abcdef", "flagpass", "pw-flag", "tok-flag"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Secrets = %q, want %q", got, want)
 	}

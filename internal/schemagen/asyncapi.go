@@ -8,6 +8,8 @@ import (
 	"text/template"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 )
 
@@ -60,7 +62,9 @@ func GenerateAsyncAPI(root string) ([]byte, error) {
 		"Wake":          addr(s.Wake(agent, placeholder("run"))),
 		"WakeDue":       addr(s.WakeDue(agent, placeholder("run"))),
 		"DeadLetter":    addr(s.DeadLetter(placeholder("consumer"))),
-		"Deadline":      bus.HeaderDeadline, "TimeoutMs": bus.HeaderTimeoutMs, "RunRef": bus.RunRefHeader,
+		"Checkpoint":    fmt.Sprintf("%q", unplaceholder(s.Checkpoint())),
+		"Witness":       addr(s.Witness(placeholder("name"), placeholder("call"))),
+		"Deadline":      remote.HeaderDeadline, "TimeoutMs": remote.HeaderTimeoutMs, "RunRef": runs.RefHeader,
 		"DLQ": []string{bus.HeaderDLQConsumer, bus.HeaderDLQError, bus.HeaderDLQDeliveries, bus.HeaderDLQStream,
 			bus.HeaderDLQSequence, bus.HeaderDLQSubject},
 		"MsgID": events.HeaderMsgID,
@@ -218,6 +222,30 @@ channels:
     messages:
       deadLetter:
         $ref: "#/components/messages/deadLetter"
+  checkpoint:
+    address: {{.Checkpoint}}
+    title: signed checkpoints
+    description: The checkpointer's records of the events stream as a transparency log (stream HOOKBUS_CHECKPOINTS, no delete, no purge); docs/PROTOCOL.md, "Checkpoints".
+    parameters:
+      prefix:
+        $ref: "#/components/parameters/prefix"
+    messages:
+      checkpoint:
+        $ref: "#/components/messages/checkpoint"
+  witness:
+    address: {{.Witness}}
+    title: a witness
+    description: A request to a witness (C2SP tlog-witness over NATS); call is add-checkpoint (cosign a checkpoint consistent with the last one cosigned) or checkpoint (the last one cosigned).
+    parameters:
+      prefix:
+        $ref: "#/components/parameters/prefix"
+      name:
+        $ref: "#/components/parameters/name"
+      call:
+        $ref: "#/components/parameters/call"
+    messages:
+      witnessRequest:
+        $ref: "#/components/messages/witnessRequest"
 operations:
 {{- range .Stages}}
   publish.{{.Name}}:
@@ -285,6 +313,20 @@ operations:
       $ref: "#/channels/deadLetter"
     messages:
       - $ref: "#/channels/deadLetter/messages/deadLetter"
+  storeCheckpoint:
+    action: send
+    title: store a signed checkpoint
+    channel:
+      $ref: "#/channels/checkpoint"
+    messages:
+      - $ref: "#/channels/checkpoint/messages/checkpoint"
+  askWitness:
+    action: send
+    title: ask a witness to cosign a checkpoint
+    channel:
+      $ref: "#/channels/witness"
+    messages:
+      - $ref: "#/channels/witness/messages/witnessRequest"
 components:
   parameters:
     prefix:
@@ -304,6 +346,10 @@ components:
       description: The digest of an agent definition (RunStarted.definition.digest).
     consumer:
       description: A durable consumer's name.
+    name:
+      description: A witness's name (a subject token).
+    call:
+      description: A witness call, add-checkpoint or checkpoint.
   messages:
 {{- range .Stages}}
     event.{{.Name}}:
@@ -408,4 +454,18 @@ components:
 {{- end}}
       payload:
         description: The original message's body.
+    checkpoint:
+      name: checkpoint
+      title: a checkpoint record
+      summary: A JSON record holding the C2SP tlog-checkpoint note (signed, with witnesses' cosignatures), the compact range and the window's leaf hashes; docs/PROTOCOL.md, "Checkpoints".
+      contentType: application/json
+      payload:
+        type: object
+    witnessRequest:
+      name: witnessRequest
+      title: a witness request
+      summary: The body of C2SP tlog-witness' add-checkpoint (old size, consistency proof, the signed checkpoint); the reply is the cosignature, or an error with the HTTP status in Nats-Service-Error-Code.
+      contentType: text/plain
+      payload:
+        type: string
 `))

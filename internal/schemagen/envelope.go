@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/invopop/jsonschema"
 )
@@ -216,10 +216,10 @@ func requestHeaders() *jsonschema.Schema {
 			"of the chain left it (payloads/<stage>.schema.json), or empty when ce-dataref is set. The reply is a decision "+
 			"(decision.schema.json; an empty body allows) or a micro error (headers Nats-Service-Error-Code: 400, 500 or 504, "+
 			"and Nats-Service-Error)."+headerNote,
-		header{bus.HeaderDeadline, true, pattern(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z$`),
-			"When the loop stops waiting for the reply: RFC 3339 with nanoseconds, UTC. Informational when " + bus.HeaderTimeoutMs + " is present."},
-		header{bus.HeaderTimeoutMs, true, pattern(`^[0-9]+$`),
+		header{remote.HeaderDeadline, true, pattern(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z$`),
+			"When the loop stops waiting for the reply: RFC 3339 with nanoseconds, UTC. Informational when " + remote.HeaderTimeoutMs + " is present."},
+		header{remote.HeaderTimeoutMs, true, pattern(`^[0-9]+$`),
 			"The budget left when the request was sent, in milliseconds, rounded up: answer within it, measured from the request's arrival."},
-		header{bus.HeaderTraceparent, false, pattern(traceparentPattern),
+		header{remote.HeaderTraceparent, false, pattern(traceparentPattern),
 			"W3C trace context of this interceptor call (the request's ce-traceparent is its parent)."})
 }

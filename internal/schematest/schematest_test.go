@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/interceptors/interceptorstest"
@@ -179,7 +180,7 @@ func TestLiveRunMatchesSchemas(t *testing.T) {
 	defer cancel()
 
 	// A remote plugin: mocks the weather tool.
-	svc, err := bus.Serve(ctx, bustest.Conn(t, srv), bus.ServeConfig{Plugin: "weather-mock", Stages: []events.Stage{events.StageToolBefore}},
+	svc, err := remote.Serve(ctx, bustest.Conn(t, srv), remote.ServeConfig{Plugin: "weather-mock", Stages: []events.Stage{events.StageToolBefore}},
 		interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
 			return interceptors.Mocked(`{"temp_c":21}`, false), nil
 		}))
@@ -200,7 +201,7 @@ func TestLiveRunMatchesSchemas(t *testing.T) {
 	}
 	defer spy.Unsubscribe()
 	hooks := interceptors.NewChain()
-	if _, err := b.RegisterRemote(hooks, interceptors.Registration{Plugin: "weather-mock", Stage: events.StageToolBefore, Tools: "weather"}); err != nil {
+	if _, err := remote.Register(b, hooks, interceptors.Registration{Plugin: "weather-mock", Stage: events.StageToolBefore, Tools: "weather"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := hooks.Register(interceptors.Registration{Plugin: "redact", Stage: events.StageToolAfter, Tools: "dump"},

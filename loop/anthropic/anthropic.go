@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
@@ -57,33 +55,19 @@ var _ loop.Model = (*Model)(nil)
 
 // New returns a Model for cfg, filling BaseURL and APIKey from the
 // environment (and nothing else: the SDK's profiles and other variables are
-// not read). It does no I/O. An error wraps ErrConfig.
+// not read). It does no I/O. An error wraps ErrInvalidConfig.
 func New(cfg Config) (*Model, error) {
-	if strings.TrimSpace(cfg.Model) == "" {
-		return nil, fmt.Errorf("%w: no model name", ErrConfig)
+	ep := modelhttp.Endpoint{BaseURL: DefaultBaseURL, BaseURLEnv: "ANTHROPIC_BASE_URL", APIKeyEnv: "ANTHROPIC_API_KEY", Invalid: ErrInvalidConfig}
+	if err := ep.Resolve(cfg.Model, &cfg.BaseURL, &cfg.APIKey, cfg.MaxTokens); err != nil {
+		return nil, err
 	}
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = os.Getenv("ANTHROPIC_BASE_URL")
-	}
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
-	}
-	if cfg.APIKey == "" {
-		cfg.APIKey = os.Getenv("ANTHROPIC_API_KEY")
-	}
-	if cfg.APIKey == "" && strings.TrimRight(cfg.BaseURL, "/") == DefaultBaseURL {
-		return nil, fmt.Errorf("%w: no API key for %s (set ANTHROPIC_API_KEY)", ErrConfig, DefaultBaseURL)
-	}
-	switch {
-	case cfg.MaxTokens < 0:
-		return nil, fmt.Errorf("%w: MaxTokens %d is negative", ErrConfig, cfg.MaxTokens)
-	case cfg.MaxTokens == 0:
+	if cfg.MaxTokens == 0 {
 		cfg.MaxTokens = DefaultMaxTokens
 	}
 	// The SDK refuses, on each call, a non-streaming request whose
 	// max_tokens may take longer than 10 minutes: say so now.
 	if _, err := sdk.CalculateNonStreamingTimeout(cfg.MaxTokens, sdk.Model(cfg.Model), nil); err != nil {
-		return nil, fmt.Errorf("%w: MaxTokens %d: %v", ErrConfig, cfg.MaxTokens, err)
+		return nil, fmt.Errorf("%w: MaxTokens %d: %v", ErrInvalidConfig, cfg.MaxTokens, err)
 	}
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(), option.WithBaseURL(cfg.BaseURL), option.WithMaxRetries(0),

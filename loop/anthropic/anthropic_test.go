@@ -204,8 +204,8 @@ func TestNewConfig(t *testing.T) {
 		"negative max":    {Model: "claude-sonnet-4-5", APIKey: "k", MaxTokens: -1},
 		"needs streaming": {Model: "claude-sonnet-4-5", APIKey: "k", MaxTokens: 64000},
 	} {
-		if _, err := anthropic.New(cfg); !errors.Is(err, anthropic.ErrConfig) {
-			t.Errorf("%s: %v, want ErrConfig", name, err)
+		if _, err := anthropic.New(cfg); !errors.Is(err, anthropic.ErrInvalidConfig) {
+			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
@@ -25,7 +26,7 @@ func TestEngineRunsMCPToolsUnderARemoteGuard(t *testing.T) {
 	rec := &recorder{}
 	s := connect(t, startHTTP(t, rec, "").config("files"))
 
-	svc, err := bus.Serve(ctx, b.Conn(), bus.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}},
+	svc, err := remote.Serve(ctx, b.Conn(), remote.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}},
 		interceptors.Func(func(_ context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
 			return &interceptors.Decision{Kind: interceptors.Deny, Reason: "no deletions via MCP"}, nil
 		}))
@@ -34,7 +35,7 @@ func TestEngineRunsMCPToolsUnderARemoteGuard(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
 	chain := interceptors.NewChain()
-	if _, err := b.RegisterRemote(chain, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore, Tools: "mcp__*__delete*"}); err != nil {
+	if _, err := remote.Register(b, chain, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore, Tools: "mcp__*__delete*"}); err != nil {
 		t.Fatal(err)
 	}
 

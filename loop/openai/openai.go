@@ -2,10 +2,7 @@ package openai
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"os"
-	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -56,25 +53,11 @@ type Model struct {
 var _ loop.Model = (*Model)(nil)
 
 // New returns a Model for cfg, filling BaseURL and APIKey from the
-// environment. It does no I/O. An error wraps ErrConfig.
+// environment. It does no I/O. An error wraps ErrInvalidConfig.
 func New(cfg Config) (*Model, error) {
-	if strings.TrimSpace(cfg.Model) == "" {
-		return nil, fmt.Errorf("%w: no model name", ErrConfig)
-	}
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = os.Getenv("OPENAI_BASE_URL")
-	}
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
-	}
-	if cfg.APIKey == "" {
-		cfg.APIKey = os.Getenv("OPENAI_API_KEY")
-	}
-	if cfg.APIKey == "" && strings.TrimRight(cfg.BaseURL, "/") == DefaultBaseURL {
-		return nil, fmt.Errorf("%w: no API key for %s (set OPENAI_API_KEY)", ErrConfig, DefaultBaseURL)
-	}
-	if cfg.MaxTokens < 0 {
-		return nil, fmt.Errorf("%w: MaxTokens %d is negative", ErrConfig, cfg.MaxTokens)
+	ep := modelhttp.Endpoint{BaseURL: DefaultBaseURL, BaseURLEnv: "OPENAI_BASE_URL", APIKeyEnv: "OPENAI_API_KEY", Invalid: ErrInvalidConfig}
+	if err := ep.Resolve(cfg.Model, &cfg.BaseURL, &cfg.APIKey, cfg.MaxTokens); err != nil {
+		return nil, err
 	}
 	opts := []option.RequestOption{option.WithBaseURL(cfg.BaseURL), option.WithMaxRetries(0)}
 	if cfg.APIKey != "" {

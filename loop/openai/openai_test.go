@@ -186,14 +186,14 @@ func TestBadRequestIsNotSent(t *testing.T) {
 func TestNewConfig(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("OPENAI_BASE_URL", "")
-	if _, err := openai.New(openai.Config{}); !errors.Is(err, openai.ErrConfig) {
-		t.Errorf("no model: %v, want ErrConfig", err)
+	if _, err := openai.New(openai.Config{}); !errors.Is(err, openai.ErrInvalidConfig) {
+		t.Errorf("no model: %v, want ErrInvalidConfig", err)
 	}
-	if _, err := openai.New(openai.Config{Model: "gpt-4o-mini"}); !errors.Is(err, openai.ErrConfig) {
-		t.Errorf("no key for OpenAI: %v, want ErrConfig", err)
+	if _, err := openai.New(openai.Config{Model: "gpt-4o-mini"}); !errors.Is(err, openai.ErrInvalidConfig) {
+		t.Errorf("no key for OpenAI: %v, want ErrInvalidConfig", err)
 	}
-	if _, err := openai.New(openai.Config{Model: "m", BaseURL: "http://x/v1", MaxTokens: -1}); !errors.Is(err, openai.ErrConfig) {
-		t.Errorf("negative MaxTokens: %v, want ErrConfig", err)
+	if _, err := openai.New(openai.Config{Model: "m", BaseURL: "http://x/v1", MaxTokens: -1}); !errors.Is(err, openai.ErrInvalidConfig) {
+		t.Errorf("negative MaxTokens: %v, want ErrInvalidConfig", err)
 	}
 }
 

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hookbus/hookbus/internal/proc"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/hookbus/hookbus/internal/proc"
 
 	"github.com/hookbus/hookbus/events"
 )
@@ -75,20 +75,14 @@ type Bash struct {
 }
 
 // NewBash returns the Bash tool. It reads the worker's environment once,
-// here. It returns an error wrapping ErrConfig when Root is not a directory,
+// here. It returns an error wrapping ErrInvalidConfig when Root is not a directory,
 // an Env entry is not a variable name, no shell is found, or the sandbox
 // asked for is unknown, missing (no bwrap in PATH) or fails its trial run
 // (bubblewrap cannot make its namespaces here: the message says why).
 func NewBash(cfg BashConfig) (*Bash, error) {
-	if cfg.Root == "" {
-		return nil, fmt.Errorf("%w: Bash: Root is empty", ErrConfig)
-	}
-	dir, err := filepath.Abs(cfg.Root)
+	dir, err := proc.Dir(cfg.Root)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Bash: root %q: %v", ErrConfig, cfg.Root, err)
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%w: Bash: root %q is not a directory", ErrConfig, cfg.Root)
+		return nil, fmt.Errorf("%w: Bash: %w", ErrInvalidConfig, err)
 	}
 	cfg.Root = dir
 	if cfg.Timeout == 0 {
@@ -104,7 +98,7 @@ func NewBash(cfg BashConfig) (*Bash, error) {
 		cfg.KillGrace = 2 * time.Second
 	}
 	if cfg.Timeout < 0 || cfg.MaxTimeout < cfg.Timeout || cfg.MaxOutput < 0 || cfg.KillGrace < 0 {
-		return nil, fmt.Errorf("%w: Bash: timeouts, output cap and grace must be positive, Timeout at most MaxTimeout", ErrConfig)
+		return nil, fmt.Errorf("%w: Bash: timeouts, output cap and grace must be positive, Timeout at most MaxTimeout", ErrInvalidConfig)
 	}
 	if cfg.Shell == "" {
 		cfg.Shell = "/bin/sh"
@@ -113,7 +107,7 @@ func NewBash(cfg BashConfig) (*Bash, error) {
 		}
 	}
 	if _, err := exec.LookPath(cfg.Shell); err != nil {
-		return nil, fmt.Errorf("%w: Bash: shell %q: %v", ErrConfig, cfg.Shell, err)
+		return nil, fmt.Errorf("%w: Bash: shell %q: %v", ErrInvalidConfig, cfg.Shell, err)
 	}
 	env, err := commandEnv(cfg.Env)
 	if err != nil {
@@ -267,7 +261,7 @@ func (b *Bash) run(ctx context.Context, command string, timeout time.Duration) (
 func commandEnv(extra []string) ([]string, error) {
 	env, err := proc.Env(nil, extra)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Bash: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: Bash: %w", ErrInvalidConfig, err)
 	}
 	return env, nil
 }

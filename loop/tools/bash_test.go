@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/loop/tools"
 )
 
@@ -41,13 +42,7 @@ func newBash(t *testing.T, cfg tools.BashConfig) (*tools.Bash, string) {
 // eventually polls cond until it holds or 10 seconds pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10s: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	bustest.Eventuallyf(t, 10*time.Second, cond, "%s", what)
 }
 
 // readPID reads the pid a command wrote to a file of the root.
@@ -117,8 +112,8 @@ func TestBashEnvironmentIsNotInherited(t *testing.T) {
 			t.Errorf("the command does not see %s:\n%s", want, got)
 		}
 	}
-	if _, err := tools.NewBash(tools.BashConfig{Root: t.TempDir(), Env: []string{"BAD-NAME"}}); !errors.Is(err, tools.ErrConfig) {
-		t.Errorf("NewBash with a bad Env name = %v, want ErrConfig", err)
+	if _, err := tools.NewBash(tools.BashConfig{Root: t.TempDir(), Env: []string{"BAD-NAME"}}); !errors.Is(err, tools.ErrInvalidConfig) {
+		t.Errorf("NewBash with a bad Env name = %v, want ErrInvalidConfig", err)
 	}
 }
 

@@ -28,7 +28,7 @@ func Names() []string {
 // ByName returns the built-in tool called name (one of Names), so that an
 // agent definition can list its tools by name. An unknown name is an error
 // wrapping ErrUnknownTool; a tool that needs Root without one, or a bad
-// Bash configuration, an error wrapping ErrConfig.
+// Bash configuration, an error wrapping ErrInvalidConfig.
 func ByName(name string, cfg Config) (loop.Tool, error) {
 	switch name {
 	case "clock":
@@ -43,7 +43,7 @@ func ByName(name string, cfg Config) (loop.Tool, error) {
 		return NewBash(bc)
 	case "read_file":
 		if cfg.Root == "" {
-			return nil, fmt.Errorf("%w: read_file needs a root directory", ErrConfig)
+			return nil, fmt.Errorf("%w: read_file needs a root directory", ErrInvalidConfig)
 		}
 		return ReadFile(cfg.Root), nil
 	case "Read", "Write", "Edit", "Glob", "Grep":
@@ -57,13 +57,13 @@ func ByName(name string, cfg Config) (loop.Tool, error) {
 }
 
 // ByNames returns the tools called names, in order. A name given twice is
-// an error wrapping ErrConfig; see ByName for the others.
+// an error wrapping ErrInvalidConfig; see ByName for the others.
 func ByNames(names []string, cfg Config) ([]loop.Tool, error) {
 	seen := make(map[string]bool, len(names))
 	ts := make([]loop.Tool, 0, len(names))
 	for _, n := range names {
 		if seen[n] {
-			return nil, fmt.Errorf("%w: tool %q is listed twice", ErrConfig, n)
+			return nil, fmt.Errorf("%w: tool %q is listed twice", ErrInvalidConfig, n)
 		}
 		seen[n] = true
 		t, err := ByName(n, cfg)

@@ -38,12 +38,12 @@ func TestByName(t *testing.T) {
 		t.Errorf("names are case-sensitive, as matchers are: ByName(bash) = %v", err)
 	}
 	for _, name := range []string{"Read", "Grep", "read_file", "Bash"} {
-		if _, err := tools.ByName(name, tools.Config{}); !errors.Is(err, tools.ErrConfig) {
-			t.Errorf("ByName(%q) without a root = %v, want ErrConfig", name, err)
+		if _, err := tools.ByName(name, tools.Config{}); !errors.Is(err, tools.ErrInvalidConfig) {
+			t.Errorf("ByName(%q) without a root = %v, want ErrInvalidConfig", name, err)
 		}
 	}
-	if _, err := tools.ByName("Read", tools.Config{Root: root + "/missing"}); !errors.Is(err, tools.ErrConfig) {
-		t.Errorf("ByName(Read) with a missing root = %v, want ErrConfig", err)
+	if _, err := tools.ByName("Read", tools.Config{Root: root + "/missing"}); !errors.Is(err, tools.ErrInvalidConfig) {
+		t.Errorf("ByName(Read) with a missing root = %v, want ErrInvalidConfig", err)
 	}
 }
 
@@ -62,8 +62,8 @@ func TestByNames(t *testing.T) {
 	if err != nil || len(ts) != 3 || ts[0].Spec().Name != "Read" || ts[2].Spec().Name != "calculator" {
 		t.Fatalf("ByNames = %v, %v", ts, err)
 	}
-	if _, err := tools.ByNames([]string{"Read", "Read"}, cfg); !errors.Is(err, tools.ErrConfig) {
-		t.Errorf("a name twice = %v, want ErrConfig", err)
+	if _, err := tools.ByNames([]string{"Read", "Read"}, cfg); !errors.Is(err, tools.ErrInvalidConfig) {
+		t.Errorf("a name twice = %v, want ErrInvalidConfig", err)
 	}
 	if _, err := tools.ByNames([]string{"Read", "Nope"}, cfg); !errors.Is(err, tools.ErrUnknownTool) {
 		t.Errorf("an unknown name = %v, want ErrUnknownTool", err)

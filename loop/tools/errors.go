@@ -24,9 +24,13 @@ var (
 	// and what it is. Glob and Grep skip such entries when they walk a
 	// directory, and say so in their result.
 	ErrNotRegular = errors.New("tools: not a regular file or directory")
-	// ErrConfig is returned by NewFS, NewBash, ByName and ByNames for a
-	// configuration they cannot build a tool from.
-	ErrConfig = errors.New("tools: bad tool configuration")
+	// ErrInvalidConfig is returned by NewFS, NewBash, ByName and ByNames
+	// for a configuration they cannot build a tool from.
+	ErrInvalidConfig = errors.New("tools: invalid tool config")
+	// ErrConfig is ErrInvalidConfig.
+	//
+	// Deprecated: use ErrInvalidConfig.
+	ErrConfig = ErrInvalidConfig
 	// ErrUnknownTool is returned by ByName and ByNames for a name that is not
 	// a built-in tool; the message names it and lists the known names.
 	ErrUnknownTool = errors.New("tools: unknown tool")

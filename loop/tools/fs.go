@@ -27,22 +27,22 @@ type FS struct {
 }
 
 // NewFS returns the file tools' view of root, which must be an existing
-// directory. It returns an error wrapping ErrConfig otherwise.
+// directory. It returns an error wrapping ErrInvalidConfig otherwise.
 func NewFS(root string) (*FS, error) {
 	if root == "" {
-		return nil, fmt.Errorf("%w: the root directory is empty", ErrConfig)
+		return nil, fmt.Errorf("%w: the root directory is empty", ErrInvalidConfig)
 	}
 	dir, err := filepath.Abs(root)
 	if err != nil {
-		return nil, fmt.Errorf("%w: root %q: %v", ErrConfig, root, err)
+		return nil, fmt.Errorf("%w: root %q: %v", ErrInvalidConfig, root, err)
 	}
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: root %q: %v", ErrConfig, root, err)
+		return nil, fmt.Errorf("%w: root %q: %v", ErrInvalidConfig, root, err)
 	}
 	r, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: root %q: %v", ErrConfig, root, err)
+		return nil, fmt.Errorf("%w: root %q: %v", ErrInvalidConfig, root, err)
 	}
 	defer r.Close()
 	f := &FS{dir: dir, real: real}

@@ -65,30 +65,30 @@ type sandbox struct {
 }
 
 // newSandbox returns the sandbox of mode for commands run in root, or nil
-// for SandboxNone. It returns an error wrapping ErrConfig when the mode is
+// for SandboxNone. It returns an error wrapping ErrInvalidConfig when the mode is
 // unknown, or bubblewrap is missing; the trial run is NewBash's.
 func newSandbox(mode, root string, network bool) (*sandbox, error) {
 	switch mode {
 	case "", SandboxNone:
 		if network {
-			return nil, fmt.Errorf("%w: Bash: sandbox_network is set without a sandbox (sandbox: %s or %s)", ErrConfig, SandboxBubblewrap, SandboxRequired)
+			return nil, fmt.Errorf("%w: Bash: sandbox_network is set without a sandbox (sandbox: %s or %s)", ErrInvalidConfig, SandboxBubblewrap, SandboxRequired)
 		}
 		return nil, nil
 	case SandboxBubblewrap, SandboxRequired:
 	default:
-		return nil, fmt.Errorf("%w: Bash: unknown sandbox %q (known: %s)", ErrConfig, mode, strings.Join(SandboxModes(), ", "))
+		return nil, fmt.Errorf("%w: Bash: unknown sandbox %q (known: %s)", ErrInvalidConfig, mode, strings.Join(SandboxModes(), ", "))
 	}
 	if runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("%w: Bash: sandbox %s: there is no sandbox for %s (bubblewrap runs on Linux only); use sandbox: %s, or run the worker on Linux",
-			ErrConfig, mode, runtime.GOOS, SandboxNone)
+			ErrInvalidConfig, mode, runtime.GOOS, SandboxNone)
 	}
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
 		return nil, fmt.Errorf("%w: Bash: sandbox %s: bubblewrap is not installed (no bwrap in PATH): install it (Debian and Ubuntu: apt-get install bubblewrap; make sandbox does), or use sandbox: %s to run commands unconfined",
-			ErrConfig, mode, SandboxNone)
+			ErrInvalidConfig, mode, SandboxNone)
 	}
 	if root == "/" {
-		return nil, fmt.Errorf("%w: Bash: sandbox %s: the root is /, so the sandbox would confine nothing", ErrConfig, mode)
+		return nil, fmt.Errorf("%w: Bash: sandbox %s: the root is /, so the sandbox would confine nothing", ErrInvalidConfig, mode)
 	}
 	return &sandbox{bwrap: bwrap, args: bwrapArgs(root, network)}, nil
 }
@@ -152,7 +152,7 @@ func (s *sandbox) env(env []string) []string {
 // trial runs shell -c true in the sandbox once, so that a sandbox that
 // cannot work here (no user namespaces for this user, a shell outside the
 // system directories) is an error when the tool is built, not at its first
-// command. The error wraps ErrConfig and carries bubblewrap's message.
+// command. The error wraps ErrInvalidConfig and carries bubblewrap's message.
 func (s *sandbox) trial(shell string, env []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), sandboxTrial)
 	defer cancel()
@@ -161,7 +161,7 @@ func (s *sandbox) trial(shell string, env []string) error {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("%w: Bash: the sandbox (%s) does not start: %v", ErrConfig, s.bwrap, err)
+		return fmt.Errorf("%w: Bash: the sandbox (%s) does not start: %v", ErrInvalidConfig, s.bwrap, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -184,5 +184,5 @@ func (s *sandbox) trial(shell string, env []string) error {
 	if strings.Contains(msg, "No such file") || strings.Contains(msg, "execvp") {
 		hint = fmt.Sprintf("; the shell %s must be under a system directory (%s)", shell, strings.Join(systemDirs[:], ", "))
 	}
-	return fmt.Errorf("%w: Bash: the sandbox does not work here: %s -c true under %s: %v: %s%s", ErrConfig, shell, s.bwrap, err, msg, hint)
+	return fmt.Errorf("%w: Bash: the sandbox does not work here: %s -c true under %s: %v: %s%s", ErrInvalidConfig, shell, s.bwrap, err, msg, hint)
 }

@@ -171,14 +171,14 @@ func TestSandboxRequiredWithoutBubblewrap(t *testing.T) {
 	t.Setenv("PATH", t.TempDir()) // no bwrap there
 	for _, mode := range []string{tools.SandboxRequired, tools.SandboxBubblewrap} {
 		_, err := tools.NewBash(tools.BashConfig{Root: root, Shell: "/bin/sh", Sandbox: mode})
-		if !errors.Is(err, tools.ErrConfig) || !strings.Contains(err.Error(), "bubblewrap is not installed") {
-			t.Errorf("sandbox %s without bwrap: %v; want ErrConfig saying bubblewrap is not installed", mode, err)
+		if !errors.Is(err, tools.ErrInvalidConfig) || !strings.Contains(err.Error(), "bubblewrap is not installed") {
+			t.Errorf("sandbox %s without bwrap: %v; want ErrInvalidConfig saying bubblewrap is not installed", mode, err)
 		}
 	}
-	if _, err := tools.NewBash(tools.BashConfig{Root: root, Shell: "/bin/sh", Sandbox: "firejail"}); !errors.Is(err, tools.ErrConfig) || !strings.Contains(err.Error(), `"firejail"`) {
+	if _, err := tools.NewBash(tools.BashConfig{Root: root, Shell: "/bin/sh", Sandbox: "firejail"}); !errors.Is(err, tools.ErrInvalidConfig) || !strings.Contains(err.Error(), `"firejail"`) {
 		t.Errorf("an unknown sandbox: %v", err)
 	}
-	if _, err := tools.NewBash(tools.BashConfig{Root: root, Shell: "/bin/sh", SandboxNetwork: true}); !errors.Is(err, tools.ErrConfig) {
+	if _, err := tools.NewBash(tools.BashConfig{Root: root, Shell: "/bin/sh", SandboxNetwork: true}); !errors.Is(err, tools.ErrInvalidConfig) {
 		t.Errorf("network without a sandbox: %v", err)
 	}
 	if _, err := tools.NewBash(tools.BashConfig{Root: root, Shell: "/bin/sh", Sandbox: tools.SandboxNone}); err != nil {
@@ -198,8 +198,8 @@ func TestSandboxThatDoesNotWorkIsRefusedAtStart(t *testing.T) {
 	}
 	t.Setenv("PATH", dir+":/usr/bin:/bin")
 	_, err := tools.NewBash(tools.BashConfig{Root: t.TempDir(), Sandbox: tools.SandboxRequired})
-	if !errors.Is(err, tools.ErrConfig) {
-		t.Fatalf("NewBash with a failing bwrap = %v; want ErrConfig", err)
+	if !errors.Is(err, tools.ErrInvalidConfig) {
+		t.Fatalf("NewBash with a failing bwrap = %v; want ErrInvalidConfig", err)
 	}
 	for _, want := range []string{"the sandbox does not work here", "No permissions to creating new namespace", "user namespaces", "sandbox: none"} {
 		if !strings.Contains(err.Error(), want) {

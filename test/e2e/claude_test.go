@@ -111,8 +111,6 @@ func toolResult(t *testing.T, reqs []fakellm.Request, id string) string {
 	return ""
 }
 
-const model = "claude-sonnet-4-5"
-
 // A remote interceptor on tool.before denies Claude Code's Bash command:
 // Claude Code does not run it, tells the model the reason, and its result
 // reports the denial; the session's events are in the stream.
@@ -120,9 +118,9 @@ func TestClaudeCodeDenied(t *testing.T) {
 	claudeBin(t)
 	url, b := startBus(t)
 	_, r, reqs := runClaude(t, url, "Remove the victim directory.",
-		fakellm.AnthropicStream(model, fakellm.Text("Removing it."),
+		fakellm.AnthropicStream(claudeModel, fakellm.Text("Removing it."),
 			fakellm.ToolUse("toolu_01Deny", "Bash", map[string]any{"command": "rm -rf victim", "description": "Remove victim"})),
-		fakellm.AnthropicStream(model, fakellm.Text("The hook refused: I left victim alone.")))
+		fakellm.AnthropicStream(claudeModel, fakellm.Text("The hook refused: I left victim alone.")))
 	if len(r.PermissionDenials) != 1 || r.PermissionDenials[0].ToolName != "Bash" || r.PermissionDenials[0].ToolUseID != "toolu_01Deny" {
 		t.Fatalf("permission_denials: %+v", r)
 	}
@@ -140,8 +138,8 @@ func TestClaudeCodeRewritten(t *testing.T) {
 	claudeBin(t)
 	url, b := startBus(t)
 	project, r, reqs := runClaude(t, url, "Create original.txt.",
-		fakellm.AnthropicStream(model, fakellm.ToolUse("toolu_01Touch", "Bash", map[string]any{"command": "touch original.txt", "description": "Create the file"})),
-		fakellm.AnthropicStream(model, fakellm.Text("Done.")))
+		fakellm.AnthropicStream(claudeModel, fakellm.ToolUse("toolu_01Touch", "Bash", map[string]any{"command": "touch original.txt", "description": "Create the file"})),
+		fakellm.AnthropicStream(claudeModel, fakellm.Text("Done.")))
 	if r.IsError || r.Result != "Done." || len(r.PermissionDenials) != 0 {
 		t.Fatalf("result: %+v", r)
 	}

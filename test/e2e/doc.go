@@ -1,12 +1,33 @@
-// Package e2e tests the Claude Code bridge end to end, with processes: the
-// loop and observer binaries built from this tree, a real embedded NATS
-// server, a remote interceptor, and, when it is on PATH, the real Claude
-// Code (the npm package @anthropic-ai/claude-code) talking to a fake
-// Anthropic Messages API (internal/fakellm) that streams scripted replies.
+// Package e2e tests hookbus as the hook backend of the coding agents' CLIs
+// end to end, with processes: the loop and observer binaries built from this
+// tree, a real embedded NATS server, a remote interceptor (the guard: it
+// denies rm -rf and rewrites "touch original.txt"), and, when they are on
+// PATH, the real CLIs, each talking to a fake of its model API
+// (internal/fakellm) that streams scripted turns: a shell tool call, then
+// an answer.
 //
-// "make e2e" installs Claude Code into $(HOME)/.cache/hookbus/claude and
-// runs these tests with it on PATH; without it ("make test") the tests that
-// need it are skipped, saying so. Nothing reaches the internet: Claude
-// Code's ANTHROPIC_BASE_URL is the fake, its HOME a temporary directory,
-// and CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC is set.
+//   - Claude Code (npm @anthropic-ai/claude-code): the Anthropic Messages
+//     API at ANTHROPIC_BASE_URL; hooks in the project's .claude/settings.json.
+//   - Gemini CLI (npm @google/gemini-cli): the Gemini API at
+//     GOOGLE_GEMINI_BASE_URL with GEMINI_API_KEY; hooks and the API key's
+//     auth in ~/.gemini/settings.json; the workspace trusted by
+//     GEMINI_CLI_TRUST_WORKSPACE=true.
+//   - Codex CLI (npm @openai/codex): the OpenAI Responses API as a model
+//     provider in $CODEX_HOME/config.toml (wire_api = "responses"); hooks in
+//     $CODEX_HOME/hooks.json, trusted by --dangerously-bypass-hook-trust.
+//
+// Each CLI's settings send every hook event it offers to loop agent-hook
+// --harness claude|gemini|codex. For each CLI the tests check that the
+// guard's deny keeps the directory and reaches the model (read from what
+// the fake received), that the rewritten command is the one that runs, and
+// that observer replay shows the session under the CLI's own session id;
+// for Claude Code also that a permission prompt waits for observer
+// approve. Other tests drive loop claude-hook, Claude Code's own bridge.
+//
+// "make e2e" installs the CLIs at pinned versions into
+// $(HOME)/.cache/hookbus/<cli> and runs these tests with them on PATH; a
+// CLI that is not there ("make test") skips its tests, saying so. Nothing
+// reaches the internet: each CLI's HOME is a temporary directory and its
+// model API the fake (Claude Code with CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC,
+// Codex CLI with analytics off).
 package e2e

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
@@ -52,9 +53,17 @@ type buildError struct {
 
 func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n" + e.out }
 
-// guard is the remote interceptor of the tests, on tool.before (Bash): it
-// denies commands with rm -rf, and rewrites "touch original.txt" to
-// "touch rewritten.txt".
+// denyReason is the guard's reason for denying an rm -rf.
+const denyReason = "hookbus guard: no rm -rf in this repository"
+
+// shellTools are the shell tools of the CLIs the tests drive, as their
+// hooks name them: Claude Code's and Codex CLI's Bash, Gemini CLI's
+// run_shell_command.
+const shellTools = "Bash|run_shell_command"
+
+// guard is the remote interceptor of the tests, on tool.before (the
+// shellTools): it denies commands with rm -rf, and rewrites
+// "touch original.txt" to "touch rewritten.txt".
 func guard(_ context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
 	var p events.ToolBefore
 	if err := req.Event.DecodeData(&p); err != nil {
@@ -66,7 +75,7 @@ func guard(_ context.Context, req *interceptors.Request) (*interceptors.Decision
 	_ = json.Unmarshal(p.Call.Arguments, &args)
 	switch {
 	case strings.Contains(args.Command, "rm -rf"):
-		return &interceptors.Decision{Kind: interceptors.Deny, Reason: "hookbus guard: no rm -rf in this repository"}, nil
+		return &interceptors.Decision{Kind: interceptors.Deny, Reason: denyReason}, nil
 	case strings.Contains(args.Command, "touch original.txt"):
 		return &interceptors.Decision{Kind: interceptors.Modify, Patch: []interceptors.PatchOp{{Op: "replace",
 			Path: "/call/arguments/command", Value: json.RawMessage(`"touch rewritten.txt"`)}}}, nil
@@ -83,10 +92,10 @@ func startBus(t *testing.T) (string, *bus.Bus) {
 	b := bustest.Provision(t, nc)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := b.Registry().Put(ctx, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore, Tools: "Bash"}); err != nil {
+	if err := remote.NewRegistry(b).Put(ctx, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore, Tools: shellTools}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bus.Serve(ctx, nc, bus.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}}, interceptors.Func(guard)); err != nil {
+	if _, err := remote.Serve(ctx, nc, remote.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}}, interceptors.Func(guard)); err != nil {
 		t.Fatal(err)
 	}
 	return srv.ClientURL(), b

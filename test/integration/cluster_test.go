@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/scripted"
@@ -196,7 +197,7 @@ func (m *barrierModel) Generate(ctx context.Context, req *loop.ModelRequest) (*l
 // R3 run queue: every submitted run completes exactly once, and both
 // workers ran some.
 func TestClusterWorkersShareRunQueue(t *testing.T) {
-	const runs = 20
+	const nRuns = 20
 	ctx := testCtx(t, 2*time.Minute)
 	c := bustest.StartCluster(t, 3)
 	admin := newBus(t, connect(t, c.Servers[2].ClientURL()), bus.WithReplicas(3))
@@ -206,7 +207,7 @@ func TestClusterWorkersShareRunQueue(t *testing.T) {
 	streamLeader(t, ctx, admin, admin.Names().Runs, 2)
 
 	model := &barrierModel{Model: scripted.New(nil), n: 2, all: make(chan struct{})}
-	workers := make([]*bus.RunConsumer, 2)
+	workers := make([]*runs.Consumer, 2)
 	for i := range workers {
 		nc := connect(t, c.Servers[i].ClientURL())
 		wb := newBus(t, nc)
@@ -214,7 +215,7 @@ func TestClusterWorkersShareRunQueue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rc, err := wb.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: bus.Agents("pool"), Concurrency: 1, AckWait: 30 * time.Second}, loop.NewWorker(eng, nil).Handle)
+		rc, err := runs.New(wb).Consume(ctx, runs.ConsumerConfig{Agents: runs.Agents("pool"), Concurrency: 1, AckWait: 30 * time.Second}, loop.NewWorker(eng, nil).Handle)
 		if err != nil {
 			t.Fatalf("worker %d on %s: %v", i+1, nc.ConnectedServerName(), err)
 		}
@@ -225,17 +226,17 @@ func TestClusterWorkersShareRunQueue(t *testing.T) {
 		workers[i] = rc
 	}
 
-	ids := make(map[string]bool, runs)
-	for i := range runs {
+	ids := make(map[string]bool, nRuns)
+	for i := range nRuns {
 		req := &events.RunRequest{RunID: events.NewID(), AgentID: "pool", SessionID: fmt.Sprintf("s%d", i), Prompt: "go"}
-		if err := admin.SubmitRun(ctx, req); err != nil {
+		if err := runs.New(admin).Submit(ctx, req); err != nil {
 			t.Fatalf("submit run %d: %v", i, err)
 		}
 		ids[req.RunID] = true
 	}
 	waitFor(t, 90*time.Second, func() bool {
-		return workers[0].Stats().Completed+workers[1].Stats().Completed == runs
-	}, "%d runs completed; worker stats %+v and %+v", runs,
+		return workers[0].Stats().Completed+workers[1].Stats().Completed == nRuns
+	}, "%d runs completed; worker stats %+v and %+v", nRuns,
 		lazy(func() string { return fmt.Sprintf("%+v", workers[0].Stats()) }),
 		lazy(func() string { return fmt.Sprintf("%+v", workers[1].Stats()) }))
 	s0, s1 := workers[0].Stats(), workers[1].Stats()
@@ -250,8 +251,8 @@ func TestClusterWorkersShareRunQueue(t *testing.T) {
 	evs := streamEvents(t, ctx, admin)
 	checkUniqueIDs(t, evs)
 	byID := byRun(evs)
-	if len(byID) != runs {
-		t.Fatalf("stream holds %d runs, want %d", len(byID), runs)
+	if len(byID) != nRuns {
+		t.Fatalf("stream holds %d runs, want %d", len(byID), nRuns)
 	}
 	for id, revs := range byID {
 		if !ids[id] {

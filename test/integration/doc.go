@@ -69,6 +69,17 @@
 //   - TestFaultInterceptorClockAhead: an interceptor whose clock runs 10
 //     minutes ahead (its deadline header moved into the past) is called and
 //     its deny applied, never skipped.
+//   - TestFaultCheckpointerKilled: observer checkpointer, following a
+//     worker's runs, is SIGKILLed three times with messages delivered and
+//     not checkpointed, and started again: its checkpoints form one chain
+//     over every message, and the stream verifies against them.
+//   - TestFaultHandOffAcrossRestarts: a run cut off on definition 1 (its
+//     worker SIGKILLed mid-step) while definition 2 is deployed, with the
+//     nats-server SIGKILLed before and after the hand-off: the worker of
+//     definition 2 hands the run to the workers of definition 1 once and
+//     never runs it, observer runs --queued lists it waiting for definition
+//     1, and a worker of definition 1 started later finishes it, the Bash
+//     command run once.
 //   - TestFaultRandomizedSchedule: the randomized fault schedule (below).
 //
 // # The randomized fault schedule

@@ -52,23 +52,6 @@ func newBus(t *testing.T, nc *nats.Conn, opts ...bus.Option) *bus.Bus {
 	return b
 }
 
-// poll polls cond every 5ms until it holds (true), d passes or ctx ends
-// (false). Unlike waitFor it may run on any goroutine.
-func poll(ctx context.Context, d time.Duration, cond func() bool) bool {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-tick.C:
-		}
-	}
-	return true
-}
-
 // streamEvents reads every event of the events stream, in stream order.
 // A message that is not a hookbus event fails the test: the loop wrote
 // everything there.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 )
 
@@ -55,7 +56,7 @@ func TestFaultHandOffAcrossRestarts(t *testing.T) {
 
 	old := startWorker(t, "--nats", url, "--agents", v1, "--lease", "3s", "-v")
 	req := &events.RunRequest{RunID: events.NewID(), AgentID: "ops", SessionID: "deploy", Prompt: "count, and what is 2+3?"}
-	if err := admin.SubmitRun(ctx, req); err != nil {
+	if err := runs.New(admin).Submit(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	waitEvery(t, time.Minute, 50*time.Millisecond, func() bool {

@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -47,7 +47,7 @@ const forgedExpression = "1+1"
 //   - skew-deny (tool.before): a service whose clock runs skewAhead ahead of
 //     the loop's. A plain NATS responder takes the plugin's requests and
 //     hands them, with Hookbus-Deadline moved skewAhead into the past (what
-//     that clock makes of it), to a bus.Serve service (plugin "<plugin>-inner")
+//     that clock makes of it), to a remote.Serve service (plugin "<plugin>-inner")
 //     that denies the call; the reply goes back as it came;
 //   - guard (tool.before): the schedule's fail-closed check (guardBehaviour).
 func hardFaultBehaviour(nc *nats.Conn, name, plugin string) (behaviour, error) {
@@ -145,8 +145,8 @@ func skewProxy(nc *nats.Conn, plugin, inner string) error {
 		for k, v := range m.Header {
 			out.Header[k] = append([]string(nil), v...)
 		}
-		if d, err := time.Parse(time.RFC3339Nano, m.Header.Get(bus.HeaderDeadline)); err == nil {
-			out.Header.Set(bus.HeaderDeadline, d.Add(-skewAhead).UTC().Format(time.RFC3339Nano))
+		if d, err := time.Parse(time.RFC3339Nano, m.Header.Get(remote.HeaderDeadline)); err == nil {
+			out.Header.Set(remote.HeaderDeadline, d.Add(-skewAhead).UTC().Format(time.RFC3339Nano))
 		}
 		out.Data = m.Data
 		reply, err := nc.RequestMsg(out, 10*time.Second)

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -40,7 +41,7 @@ func TestFaultRunRequestNamingAnotherAgent(t *testing.T) {
 	}
 
 	dlq := b.Names().DeadLetters
-	subject := events.DefaultPrefix + ".dlq." + bus.DefaultRunDurable
+	subject := events.DefaultPrefix + ".dlq." + runs.DefaultDurable
 	var letter *jetstream.RawStreamMsg
 	waitEvery(t, time.Minute, 100*time.Millisecond, func() bool {
 		s, err := b.JetStream().Stream(ctx, dlq)
@@ -97,7 +98,7 @@ func TestFaultInterceptorForgesTheRecord(t *testing.T) {
 	ctx := testCtx(t, 3*time.Minute)
 	srv := startNATS(t)
 	b := adminBus(t, ctx, srv.url(), 1)
-	if err := b.Registry().Put(ctx, interceptors.Registration{Plugin: "forger", Stage: events.StageToolBefore, Tools: "calculator", Timeout: 10 * time.Second}); err != nil {
+	if err := remote.NewRegistry(b).Put(ctx, interceptors.Registration{Plugin: "forger", Stage: events.StageToolBefore, Tools: "calculator", Timeout: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	forgedID := make(chan string, 4)
@@ -168,7 +169,7 @@ func TestFaultInterceptorForgesTheRecord(t *testing.T) {
 
 // An interceptor process whose clock runs 10 minutes ahead of the loop's
 // (a responder moves each request's Hookbus-Deadline 10 minutes into the
-// past, as that clock reads it, and hands it to a bus.Serve service that
+// past, as that clock reads it, and hands it to a remote.Serve service that
 // denies the calculator), registered with policy ignore: the hook is
 // called and its deny applied: the run's calculator call is denied, no
 // hook.failed, never a silent skip. Probes sent straight to the service
@@ -179,7 +180,7 @@ func TestFaultInterceptorClockAhead(t *testing.T) {
 	ctx := testCtx(t, 3*time.Minute)
 	srv := startNATS(t)
 	b := adminBus(t, ctx, srv.url(), 1)
-	if err := b.Registry().Put(ctx, interceptors.Registration{Plugin: "skewed", Stage: events.StageToolBefore, Tools: "calculator", Timeout: 5 * time.Second, Policy: interceptors.PolicyIgnore}); err != nil {
+	if err := remote.NewRegistry(b).Put(ctx, interceptors.Registration{Plugin: "skewed", Stage: events.StageToolBefore, Tools: "calculator", Timeout: 5 * time.Second, Policy: interceptors.PolicyIgnore}); err != nil {
 		t.Fatal(err)
 	}
 	startInterceptor(t, srv.url(), "skewed", "skew-deny")
@@ -202,9 +203,9 @@ func TestFaultInterceptorClockAhead(t *testing.T) {
 			m.Header[k] = v
 		}
 		m.Header.Del(events.HeaderMsgID)
-		m.Header.Set(bus.HeaderDeadline, time.Now().Add(-skewAhead).UTC().Format(time.RFC3339Nano))
+		m.Header.Set(remote.HeaderDeadline, time.Now().Add(-skewAhead).UTC().Format(time.RFC3339Nano))
 		if budget {
-			m.Header.Set(bus.HeaderTimeoutMs, "2000")
+			m.Header.Set(remote.HeaderTimeoutMs, "2000")
 		}
 		reply, err := nc.RequestMsg(m, 10*time.Second)
 		if err != nil {

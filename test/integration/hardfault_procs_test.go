@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
 )
@@ -261,7 +262,7 @@ func submitRuns(t *testing.T, ctx context.Context, b *bus.Bus, agent, prefix, pr
 	ids := make([]string, n)
 	for i := range ids {
 		req := &events.RunRequest{RunID: events.NewID(), AgentID: agent, SessionID: fmt.Sprintf("%s%03d", prefix, i), Prompt: prompt}
-		if err := b.SubmitRun(ctx, req); err != nil {
+		if err := runs.New(b).Submit(ctx, req); err != nil {
 			t.Fatalf("submit run %d: %v", i, err)
 		}
 		ids[i] = req.RunID
@@ -314,11 +315,7 @@ func workerLogs(ws []*worker) string {
 // For conditions that cost a request or more (waitFor polls every 5ms).
 func waitEvery(t *testing.T, d, every time.Duration, cond func() bool, format string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not met within %v", fmt.Sprintf(format, args...), d)
-		}
-		time.Sleep(every)
+	if !bustest.Poll(context.Background(), d, every, cond) {
+		t.Fatalf("%s: not met within %v", fmt.Sprintf(format, args...), d)
 	}
 }

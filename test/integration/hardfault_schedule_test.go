@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/agents"
 	"github.com/hookbus/hookbus/audit"
-	"github.com/hookbus/hookbus/loop/agents"
 )
 
 // The randomized fault schedule: minutes of load on a small fleet while

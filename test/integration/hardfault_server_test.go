@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 )
 
@@ -101,13 +102,13 @@ func serverKillTrial(t *testing.T, down, outage time.Duration) {
 		atKill, loadRuns, down, cmpOr(outage, bus.DefaultOutageWait), recovered.Round(100*time.Millisecond), workerCounts(ws), fig, time.Since(begin).Round(time.Second))
 }
 
-// followUps submits a second run in every session of runs whose run was
+// followUps submits a second run in every session of runIDs whose run was
 // attempted more than once, and in the first four sessions, waits for them
 // and returns their ids (each with 1: one run before it in its session).
-func followUps(t *testing.T, ctx context.Context, b *bus.Bus, agent string, runs []string, ws []*worker) map[string]int {
+func followUps(t *testing.T, ctx context.Context, b *bus.Bus, agent string, runIDs []string, ws []*worker) map[string]int {
 	t.Helper()
 	mine := map[string]bool{}
-	for _, id := range runs {
+	for _, id := range runIDs {
 		mine[id] = true
 	}
 	attempts := map[string]int{}
@@ -122,7 +123,7 @@ func followUps(t *testing.T, ctx context.Context, b *bus.Bus, agent string, runs
 		t.Fatal(err)
 	}
 	pick := map[string]bool{}
-	for i, id := range runs {
+	for i, id := range runIDs {
 		if attempts[id] > 1 || i < 4 {
 			pick[session[id]] = true
 		}
@@ -131,7 +132,7 @@ func followUps(t *testing.T, ctx context.Context, b *bus.Bus, agent string, runs
 	out := map[string]int{}
 	for s := range pick {
 		req := &events.RunRequest{RunID: events.NewID(), AgentID: agent, SessionID: s, Prompt: "and again"}
-		if err := b.SubmitRun(ctx, req); err != nil {
+		if err := runs.New(b).Submit(ctx, req); err != nil {
 			t.Fatal(err)
 		}
 		out[req.RunID] = 1

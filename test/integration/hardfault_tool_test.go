@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -60,7 +62,7 @@ const toolAgents = "slowafter,slowtool,paused,atonce,stopped"
 func (r *toolRun) submit(t *testing.T, ctx context.Context, agent string) *events.RunRequest {
 	t.Helper()
 	req := &events.RunRequest{RunID: events.NewID(), AgentID: agent, SessionID: "s1", Prompt: "run it"}
-	if err := r.b.SubmitRun(ctx, req); err != nil {
+	if err := runs.New(r.b).Submit(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	return req
@@ -105,7 +107,7 @@ func TestFaultWorkerKilledWhileToolAfterInterceptorPending(t *testing.T) {
 	begin := time.Now()
 	ctx := testCtx(t, 5*time.Minute)
 	r := newToolRun(t, ctx, countCommand)
-	if err := r.b.Registry().Put(ctx, interceptors.Registration{Plugin: "slow", Stage: events.StageToolAfter, Tools: "Bash", Timeout: 10 * time.Second}); err != nil {
+	if err := remote.NewRegistry(r.b).Put(ctx, interceptors.Registration{Plugin: "slow", Stage: events.StageToolAfter, Tools: "Bash", Timeout: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	asked := make(chan string, 8)

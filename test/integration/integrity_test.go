@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 )
 
@@ -107,7 +108,7 @@ func TestTwoRunsAtOnceOnOneSessionWithWorkers(t *testing.T) {
 		}
 		errs := make(chan error, 2)
 		for _, req := range reqs {
-			go func() { errs <- r.b.SubmitRun(ctx, req) }()
+			go func() { errs <- runs.New(r.b).Submit(ctx, req) }()
 		}
 		for range reqs {
 			if err := <-errs; err != nil {

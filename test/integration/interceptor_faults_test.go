@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -50,7 +51,7 @@ func (f *faultBus) register(t *testing.T, reg interceptors.Registration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := f.b.Registry().Put(ctx, reg); err != nil {
+	if err := remote.NewRegistry(f.b).Put(ctx, reg); err != nil {
 		t.Fatalf("registry put %+v: %v", reg, err)
 	}
 }

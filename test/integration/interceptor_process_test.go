@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -66,7 +67,7 @@ func interceptorProcess() int {
 		}
 		ic, stage, plugin = b.ic, b.stage, b.plugin
 	}
-	svc, err := bus.Serve(ctx, nc, bus.ServeConfig{Plugin: plugin, Stages: []events.Stage{stage}}, ic)
+	svc, err := remote.Serve(ctx, nc, remote.ServeConfig{Plugin: plugin, Stages: []events.Stage{stage}}, ic)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "interceptor:", err)
 		return 1

@@ -13,6 +13,8 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
@@ -80,7 +82,7 @@ func (l *latencies) percentiles() (p50, p99 time.Duration, n int) {
 // hook.decided per interceptor call and no hook.failed. It logs runs/s and
 // the event latency a durable observer sees (received − ce-time).
 func TestLoad200ConcurrentRunsWithRemoteInterceptors(t *testing.T) {
-	const runs = 200
+	const nRuns = 200
 	ctx := testCtx(t, 2*time.Minute)
 	srv, _ := bustest.Start(t)
 	admin := bustest.Provision(t, bustest.Conn(t, srv))
@@ -107,27 +109,27 @@ func TestLoad200ConcurrentRunsWithRemoteInterceptors(t *testing.T) {
 		{"guard", events.StageToolBefore, allow},
 		{"audit", events.StageToolAfter, annotate},
 	} {
-		svc, err := bus.Serve(ctx, icConn, bus.ServeConfig{Plugin: p.plugin, Stages: []events.Stage{p.stage}}, p.ic)
+		svc, err := remote.Serve(ctx, icConn, remote.ServeConfig{Plugin: p.plugin, Stages: []events.Stage{p.stage}}, p.ic)
 		if err != nil {
 			t.Fatalf("serve %s: %v", p.plugin, err)
 		}
 		t.Cleanup(func() { _ = svc.Stop() })
 		// A generous timeout: this proves nothing is lost under load, not
 		// how fast a starved CI core answers.
-		if err := admin.Registry().Put(ctx, interceptors.Registration{Plugin: p.plugin, Stage: p.stage, Timeout: 20 * time.Second}); err != nil {
+		if err := remote.NewRegistry(admin).Put(ctx, interceptors.Registration{Plugin: p.plugin, Stage: p.stage, Timeout: 20 * time.Second}); err != nil {
 			t.Fatalf("register %s: %v", p.plugin, err)
 		}
 	}
 
 	// The worker: the chain follows the registry, as in loop serve.
 	wb := bustest.Provision(t, bustest.Conn(t, srv))
-	trust, err := wb.WatchTrust(ctx)
+	trust, err := remote.WatchTrust(ctx, wb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(trust.Stop)
 	chain := interceptors.NewChain(interceptors.WithTrust(trust))
-	hs, err := wb.SyncHooks(ctx, chain, trust)
+	hs, err := remote.SyncHooks(ctx, wb, chain, trust)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +146,7 @@ func TestLoad200ConcurrentRunsWithRemoteInterceptors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := wb.ConsumeRuns(ctx, bus.RunConsumerConfig{Agents: bus.Agents("load"), Concurrency: runs, AckWait: time.Minute}, loop.NewWorker(eng, nil).Handle)
+	rc, err := runs.New(wb).Consume(ctx, runs.ConsumerConfig{Agents: runs.Agents("load"), Concurrency: nRuns, AckWait: time.Minute}, loop.NewWorker(eng, nil).Handle)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,25 +174,25 @@ func TestLoad200ConcurrentRunsWithRemoteInterceptors(t *testing.T) {
 	}
 	t.Cleanup(obs.Stop)
 
-	ids := make(map[string]bool, runs)
+	ids := make(map[string]bool, nRuns)
 	begin := time.Now()
-	for i := range runs {
+	for i := range nRuns {
 		req := &events.RunRequest{RunID: events.NewID(), AgentID: "load", SessionID: fmt.Sprintf("s%03d", i), Prompt: "what is 6*7?"}
-		if err := admin.SubmitRun(ctx, req); err != nil {
+		if err := runs.New(admin).Submit(ctx, req); err != nil {
 			t.Fatalf("submit run %d: %v", i, err)
 		}
 		ids[req.RunID] = true
 	}
-	waitFor(t, 90*time.Second, func() bool { return rc.Stats().Completed == runs && ended.Load() >= runs },
-		"%d runs completed; worker %s, observer saw %s run.completed", runs,
+	waitFor(t, 90*time.Second, func() bool { return rc.Stats().Completed == nRuns && ended.Load() >= nRuns },
+		"%d runs completed; worker %s, observer saw %s run.completed", nRuns,
 		lazy(func() string { return fmt.Sprintf("%+v", rc.Stats()) }), lazy(func() string { return fmt.Sprint(ended.Load()) }))
 	elapsed := time.Unix(0, lastEnd.Load()).Sub(begin)
 
 	evs := streamEvents(t, ctx, admin)
 	checkUniqueIDs(t, evs)
 	groups := byRun(evs)
-	if len(groups) != runs {
-		t.Fatalf("stream holds %d runs, want %d", len(groups), runs)
+	if len(groups) != nRuns {
+		t.Fatalf("stream holds %d runs, want %d", len(groups), nRuns)
 	}
 	decided, failed := 0, 0
 	for id, revs := range groups {
@@ -212,10 +214,10 @@ func TestLoad200ConcurrentRunsWithRemoteInterceptors(t *testing.T) {
 			}
 		}
 	}
-	if decided != runs*loadDecidedPerRun || failed != 0 || served.Load() != int64(decided) {
-		t.Fatalf("hook.decided %d, hook.failed %d, interceptor calls %d; want %d, 0, %d", decided, failed, served.Load(), runs*loadDecidedPerRun, runs*loadDecidedPerRun)
+	if decided != nRuns*loadDecidedPerRun || failed != 0 || served.Load() != int64(decided) {
+		t.Fatalf("hook.decided %d, hook.failed %d, interceptor calls %d; want %d, 0, %d", decided, failed, served.Load(), nRuns*loadDecidedPerRun, nRuns*loadDecidedPerRun)
 	}
-	if st := rc.Stats(); st.Received != runs || st.Failed != 0 {
+	if st := rc.Stats(); st.Received != nRuns || st.Failed != 0 {
 		t.Fatalf("worker stats %+v: a run was delivered twice or failed", st)
 	}
 
@@ -228,7 +230,7 @@ func TestLoad200ConcurrentRunsWithRemoteInterceptors(t *testing.T) {
 	}
 	s50, s99 := storeLatency(t, ctx, admin, len(evs))
 	t.Logf("%d runs (%d events, %d remote interceptor calls) in %v: %.0f runs/s, %.0f events/s; event latency ce-time → durable observer p50 %v, p99 %v (ce-time → stored p50 %v, p99 %v); race detector %v",
-		runs, len(evs), decided, elapsed.Round(time.Millisecond), float64(runs)/elapsed.Seconds(), float64(len(evs))/elapsed.Seconds(),
+		nRuns, len(evs), decided, elapsed.Round(time.Millisecond), float64(nRuns)/elapsed.Seconds(), float64(len(evs))/elapsed.Seconds(),
 		p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), s50.Round(10*time.Microsecond), s99.Round(10*time.Microsecond), raceEnabled)
 }
 

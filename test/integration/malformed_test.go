@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
@@ -260,7 +261,7 @@ func TestMalformedRequestsToAServedInterceptor(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	svc, err := bus.Serve(ctx, f.nc, bus.ServeConfig{Plugin: "strict", Stages: []events.Stage{events.StageToolBefore}}, ic)
+	svc, err := remote.Serve(ctx, f.nc, remote.ServeConfig{Plugin: "strict", Stages: []events.Stage{events.StageToolBefore}}, ic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,12 +286,12 @@ func TestMalformedRequestsToAServedInterceptor(t *testing.T) {
 		says string
 	}{
 		{"no headers", &nats.Msg{Data: []byte("hello")}, "400", "no ce-specversion"},
-		{"garbage body", &nats.Msg{Header: headerWith(h, bus.HeaderDeadline, future), Data: []byte("{not json")}, "400", "JSON"},
+		{"garbage body", &nats.Msg{Header: headerWith(h, remote.HeaderDeadline, future), Data: []byte("{not json")}, "400", "JSON"},
 		{"bad ce-id", &nats.Msg{Header: headerWith(h, "ce-id", "123"), Data: body}, "400", "ULID"},
 		{"wrong stage", &nats.Msg{Header: nats.Header(stepH), Data: stepBody}, "400", "a step.started event sent to the tool.before endpoint"},
-		{"bad deadline", &nats.Msg{Header: headerWith(h, bus.HeaderDeadline, "tomorrow"), Data: body}, "400", bus.HeaderDeadline},
-		{"bad timeout", &nats.Msg{Header: headerWith(h, bus.HeaderTimeoutMs, "-5"), Data: body}, "400", bus.HeaderTimeoutMs},
-		{"deadline passed", &nats.Msg{Header: headerWith(h, bus.HeaderDeadline, "2001-01-01T00:00:00Z"), Data: body}, "504", "deadline"},
+		{"bad deadline", &nats.Msg{Header: headerWith(h, remote.HeaderDeadline, "tomorrow"), Data: body}, "400", remote.HeaderDeadline},
+		{"bad timeout", &nats.Msg{Header: headerWith(h, remote.HeaderTimeoutMs, "-5"), Data: body}, "400", remote.HeaderTimeoutMs},
+		{"deadline passed", &nats.Msg{Header: headerWith(h, remote.HeaderDeadline, "2001-01-01T00:00:00Z"), Data: body}, "504", "deadline"},
 	}
 	for _, tc := range cases {
 		tc.msg.Subject = subj
@@ -310,7 +311,7 @@ func TestMalformedRequestsToAServedInterceptor(t *testing.T) {
 	}
 
 	// A valid request through the Remote client is still answered.
-	rem, err := f.b.Remote(interceptors.Registration{Plugin: "strict", Stage: events.StageToolBefore, Timeout: 10 * time.Second})
+	rem, err := remote.NewClient(f.b, interceptors.Registration{Plugin: "strict", Stage: events.StageToolBefore, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/bus/embedded"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
@@ -45,7 +46,7 @@ func TestRestartServerMidRun(t *testing.T) {
 	em := &faultEmitter{Emitter: newBus(t, connect(t, url)),
 		at: func(e *events.Event) bool { return e.Stage == events.StageStepStarted && e.Step == 2 },
 		fault: func() { // on the loop's goroutine: no t.Fatal here
-			if !poll(ctx, 30*time.Second, func() bool {
+			if !bustest.Poll(ctx, 30*time.Second, 5*time.Millisecond, func() bool {
 				stored = runEventsOf(ctx, admin, req.RunID)
 				return has(stored, req.RunID, events.StageToolAfter, 1)
 			}) {

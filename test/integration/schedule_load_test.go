@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 )
 
@@ -338,7 +340,7 @@ func (l *load) lane(ctx context.Context, i int, agent string) {
 				if sub.id == "" {
 					continue // never acknowledged before the end
 				}
-				if !poll(ctx, 6*time.Minute, func() bool { return l.tr.hasEnded(sub.id) }) && ctx.Err() == nil {
+				if !bustest.Poll(ctx, 6*time.Minute, 20*time.Millisecond, func() bool { return l.tr.hasEnded(sub.id) }) && ctx.Err() == nil {
 					l.mu.Lock()
 					l.stuck = append(l.stuck, sub.id)
 					l.mu.Unlock()
@@ -377,7 +379,7 @@ func (l *load) submit(ctx context.Context, sub *submitted) {
 		l.record(sub)
 		for ctx.Err() == nil {
 			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err := l.admin.SubmitRun(sctx, req)
+			err := runs.New(l.admin).Submit(sctx, req)
 			cancel()
 			if err == nil {
 				return

@@ -27,7 +27,7 @@ type wrapper struct {
 
 var wrappers = []wrapper{
 	{ // Real agents: the no-rm hook
-		match:  `bus.ServeConfig{Plugin: "no-rm"`,
+		match:  `remote.ServeConfig{Plugin: "no-rm"`,
 		params: "ctx context.Context, nc *nats.Conn",
 	},
 	{ // Writing hooks: a chain and an engine
@@ -43,8 +43,8 @@ var wrappers = []wrapper{
 		match:  `guard, err := prompt.New(prompt.Config{`,
 		params: "b *bus.Bus, chain *interceptors.Chain, haiku, model loop.Model",
 	},
-	{ // Remote interceptors: bus.Serve
-		match:  `bus.ServeConfig{Plugin: "guard"`,
+	{ // Remote interceptors: remote.Serve
+		match:  `remote.ServeConfig{Plugin: "guard"`,
 		params: "ctx context.Context",
 	},
 }
@@ -57,13 +57,14 @@ var imports = map[string]string{
 	"fmt":          "fmt",
 	"time":         "time",
 	"bus":          "github.com/hookbus/hookbus/bus",
+	"remote":       "github.com/hookbus/hookbus/bus/remote",
 	"events":       "github.com/hookbus/hookbus/events",
 	"interceptors": "github.com/hookbus/hookbus/interceptors",
 	"loop":         "github.com/hookbus/hookbus/loop",
 	"scripted":     "github.com/hookbus/hookbus/loop/scripted",
 	"tools":        "github.com/hookbus/hookbus/loop/tools",
-	"prompt":       "github.com/hookbus/hookbus/interceptors/prompt",
-	"agenthook":    "github.com/hookbus/hookbus/interceptors/agenthook",
+	"prompt":       "github.com/hookbus/hookbus/hooks/prompt",
+	"agenthook":    "github.com/hookbus/hookbus/hooks/agenthook",
 	"nats":         "github.com/nats-io/nats.go",
 }
 

@@ -1,7 +1,9 @@
 // Package modelhttp is what the HTTP model providers (loop/openai,
-// loop/anthropic) share: an Attempt that watches the one HTTP exchange of a
-// Generate call, and the rules that turn its failure into a *loop.ModelError
-// (status, type, retryable, Retry-After).
+// loop/anthropic) share: the Endpoint that checks a provider's Config and
+// fills its base URL and API key from the environment (each provider's
+// variables and default URL as data), an Attempt that watches the one HTTP
+// exchange of a Generate call, and the rules that turn its failure into a
+// *loop.ModelError (status, type, retryable, Retry-After).
 //
 // A provider makes one attempt per call, with the SDK's retries off:
 //

@@ -5,15 +5,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
 )
 
 // The round trip of one interception request to a plugin that allows at
-// once, served by the TypeScript SDK (a Node.js process) and by bus.Serve
+// once, served by the TypeScript SDK (a Node.js process) and by remote.Serve
 // (in this process, on a TCP connection of its own as the Node.js process
 // has), over the same server; the loop's client is in process:
 //
@@ -27,7 +27,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	run := func(b *testing.B, plugin string) {
-		r, err := client.Remote(interceptors.Registration{Plugin: plugin, Stage: events.StageToolBefore})
+		r, err := remote.NewClient(client, interceptors.Registration{Plugin: plugin, Stage: events.StageToolBefore})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -46,7 +46,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer tcp.Close()
-		svc, err := bus.Serve(context.Background(), tcp, bus.ServeConfig{Plugin: "go-allow", Stages: []events.Stage{events.StageToolBefore}},
+		svc, err := remote.Serve(context.Background(), tcp, remote.ServeConfig{Plugin: "go-allow", Stages: []events.Stage{events.StageToolBefore}},
 			interceptors.Func(func(context.Context, *interceptors.Request) (*interceptors.Decision, error) { return nil, nil }))
 		if err != nil {
 			b.Fatal(err)

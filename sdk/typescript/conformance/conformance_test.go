@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/interceptors/interceptorstest"
@@ -53,7 +54,7 @@ func TestTypeScriptConformance(t *testing.T) {
 		if err := e.ts.serve(t, reg.Plugin, []events.Stage{reg.Stage}, ic, nil); err != nil {
 			t.Fatalf("serve %s on %s: %v", reg.Plugin, reg.Stage, err)
 		}
-		r, err := e.client.Remote(reg)
+		r, err := remote.NewClient(e.client, reg)
 		if err != nil {
 			t.Fatalf("Remote: %v", err)
 		}
@@ -62,7 +63,7 @@ func TestTypeScriptConformance(t *testing.T) {
 	t.Logf("the conformance suite on the TypeScript SDK took %v", time.Since(start).Round(time.Millisecond))
 }
 
-// The SDK's error replies are bus.Serve's: 400 for a request it cannot read
+// The SDK's error replies are remote.Serve's: 400 for a request it cannot read
 // (naming the problem, and the handler not called), 504 for a deadline
 // passed before the request was handled, 400 for claim-checked data that is
 // gone, 500 with the handler's error.
@@ -111,10 +112,14 @@ func TestTypeScriptErrorReplies(t *testing.T) {
 			h.Set("ce-type", "hookbus.tool.after")
 			return h, b
 		}},
-		{"bad budget", "400", "Hookbus-Timeout-Ms", func() (nats.Header, []byte) { h, b := encode(good()); h.Set(bus.HeaderTimeoutMs, "soon"); return h, b }},
+		{"bad budget", "400", "Hookbus-Timeout-Ms", func() (nats.Header, []byte) {
+			h, b := encode(good())
+			h.Set(remote.HeaderTimeoutMs, "soon")
+			return h, b
+		}},
 		{"no budget left", "504", "passed before the request was handled", func() (nats.Header, []byte) {
 			h, b := encode(good())
-			h.Set(bus.HeaderDeadline, time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano))
+			h.Set(remote.HeaderDeadline, time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano))
 			return h, b
 		}},
 		{"data gone", "400", "hookbus_payloads/evt/x/none", func() (nats.Header, []byte) {
@@ -141,14 +146,14 @@ func TestTypeScriptErrorReplies(t *testing.T) {
 		})
 	}
 	h, b := encode(good())
-	h.Set(bus.HeaderTimeoutMs, "5000")
+	h.Set(remote.HeaderTimeoutMs, "5000")
 	m := request(h, b)
 	if code, desc := m.Header.Get(micro.ErrorCodeHeader), m.Header.Get(micro.ErrorHeader); code != "500" || desc != "policy engine down" {
 		t.Fatalf("a failing handler: reply %s %q, want 500 with its error", code, desc)
 	}
 }
 
-// The SDK's service is found as bus.Serve's is: named after the plugin, one
+// The SDK's service is found as remote.Serve's is: named after the plugin, one
 // endpoint per stage on its hook subject, in the plugin's queue group, with
 // hookbus' metadata.
 func TestTypeScriptDiscovery(t *testing.T) {
@@ -174,7 +179,7 @@ func TestTypeScriptDiscovery(t *testing.T) {
 		}
 	}
 	// And the loop's client gets an allow from it.
-	r, err := e.client.Remote(interceptors.Registration{Plugin: "pii", Stage: events.StageToolAfter})
+	r, err := remote.NewClient(e.client, interceptors.Registration{Plugin: "pii", Stage: events.StageToolAfter})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
@@ -49,13 +50,13 @@ func TestDenyRmRfExample(t *testing.T) {
 		}
 	})
 
-	trust, err := b.WatchTrust(ctx)
+	trust, err := remote.WatchTrust(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer trust.Stop()
 	chain := interceptors.NewChain(interceptors.WithTrust(trust))
-	hs, err := b.SyncHooks(ctx, chain, trust)
+	hs, err := remote.SyncHooks(ctx, b, chain, trust)
 	if err != nil {
 		t.Fatal(err)
 	}

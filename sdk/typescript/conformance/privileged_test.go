@@ -13,7 +13,7 @@ import (
 
 // A plugin whose NATS user may not subscribe to a privileged stage's
 // subject (deploy/nats does that for unprivileged plugins) is refused when
-// it serves there, as bus.Serve is: intercept fails with kind "privileged",
+// it serves there, as remote.Serve is: intercept fails with kind "privileged",
 // while its own stage serves.
 func TestTypeScriptPrivilegedSubscriptionRefused(t *testing.T) {
 	needSDK(t)

@@ -176,7 +176,7 @@ type call struct {
 }
 
 // answer runs ic on a forwarded request and replies its decision or error
-// (a panic's value, as "panic: ...", as bus.Serve reports one).
+// (a panic's value, as "panic: ...", as remote.Serve reports one).
 func answer(m *nats.Msg, plugin string, ic interceptors.Interceptor) {
 	reply := func(v any) {
 		b, _ := json.Marshal(v)

@@ -7,19 +7,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// The SDK writes registry entries as bus.Registry.Put does, byte for byte,
+// The SDK writes registry entries as remote.Registry.Put does, byte for byte,
 // refuses what Put refuses (for the same reason), and removes them as
 // Delete does.
 func TestTypeScriptRegistry(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	reg := e.client.Registry()
+	reg := remote.NewRegistry(e.client)
 	if err := reg.Grant(ctx, "trusted"); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestTypeScriptRegistry(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantBytes, _ := json.Marshal(want)
-			entry, err := kv.Get(ctx, bus.RegistryKey(want.Stage, want.Plugin))
+			entry, err := kv.Get(ctx, remote.RegistryKey(want.Stage, want.Plugin))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func TestTypeScriptRegistry(t *testing.T) {
 			if err := e.ts.control("unregister", map[string]any{"stage": want.Stage, "plugin": want.Plugin}); err != nil {
 				t.Fatalf("unregister: %v", err)
 			}
-			if _, err := reg.Get(ctx, want.Stage, want.Plugin); !errors.Is(err, bus.ErrNotFound) {
+			if _, err := reg.Get(ctx, want.Stage, want.Plugin); !errors.Is(err, remote.ErrNotFound) {
 				t.Fatalf("after unregister, Get: %v", err)
 			}
 			var ce *controlError

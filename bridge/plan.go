@@ -1,0 +1,192 @@
+package bridge
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/hooks/claudecode"
+	"github.com/hookbus/hookbus/interceptors"
+)
+
+// plan is what one hook input appends to its session: the stage event,
+// the records of the interceptors that decided on it, and the run
+// boundaries around them. Its events keep their ids from one attempt to
+// the next (so a writer finds those an earlier attempt stored); their runs
+// and seqs are assigned from the session as read (assign).
+type plan struct {
+	stage events.Stage
+	main  *events.Event
+	// records are the hook.decided and hook.failed events of the
+	// interceptors called, in call order.
+	records []*events.Event
+	// newRun is the id of the run the event opens when no run is open.
+	newRun string
+	// opener opens a run (run.started) before an event that comes when
+	// none is open; closer ends the open run a new prompt supersedes.
+	opener, closer *events.Event
+	// started (intake: the run.started of its run), rejected (intake: the
+	// end of a run whose prompt was denied) and ended (stop: the end of
+	// the run, when nothing kept it going).
+	started, rejected, ended *events.Event
+	out                      *interceptors.ChainResult
+	// order is the last assignment.
+	order []*events.Event
+}
+
+// newPlan builds the events of in (mapped as m), before any interceptor
+// has decided.
+func (b *Bridge) newPlan(in *claudecode.Input, m *claudecode.Mapped) (*plan, error) {
+	p := &plan{stage: m.Stage, newRun: events.NewID()}
+	// The run is the new one until assign says otherwise.
+	meta := func(subject string) events.Meta {
+		return events.Meta{Source: b.cfg.Source, AgentID: b.cfg.Agent, SessionID: in.SessionID, RunID: p.newRun, Subject: subject}
+	}
+	var err error
+	build := func(st events.Stage, subject string, payload any) *events.Event {
+		if err != nil {
+			return nil
+		}
+		var e *events.Event
+		e, err = events.New(st, meta(subject), payload)
+		return e
+	}
+	p.main = build(m.Stage, m.Subject, m.Payload)
+	p.opener = build(events.StageRunStarted, "", events.RunStarted{})
+	switch m.Stage {
+	case events.StageIntake:
+		prompt := m.Payload.(events.Intake).Prompt
+		p.closer = build(events.StageRunCompleted, "", events.RunCompleted{Reason: events.ReasonInterrupted,
+			Detail: "Claude Code took a new prompt before this run's Stop"})
+		p.started = build(events.StageRunStarted, "", events.RunStarted{Prompt: prompt})
+	case events.StageStop:
+		p.ended = build(events.StageRunCompleted, "", events.RunCompleted{Reason: events.ReasonDone, Answer: m.Payload.(events.Stop).Answer})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bridge: build %s: %w", m.Stage, err)
+	}
+	return p, nil
+}
+
+// decided takes the interceptors' outcome: the event gets its stored id
+// (unknown to them) and their data, and their records become events.
+func (p *plan) decided(out *interceptors.ChainResult, source string) error {
+	p.out = out
+	p.main.ID = events.NewID()
+	if len(out.Data) > 0 {
+		p.main.Data = out.Data
+	}
+	for i := range out.Records {
+		out.Records[i].EventID = p.main.ID
+		st, payload := out.Records[i].Audit()
+		e, err := events.New(st, events.Meta{Source: source, AgentID: p.main.AgentID, SessionID: p.main.SessionID, RunID: p.main.RunID,
+			Subject: out.Records[i].Plugin}, payload)
+		if err != nil {
+			return fmt.Errorf("bridge: build %s: %w", st, err)
+		}
+		p.records = append(p.records, e)
+	}
+	var err error
+	switch {
+	case p.stage == events.StageIntake && out.Decision == interceptors.Deny:
+		p.rejected, err = events.New(events.StageRunCompleted, events.Meta{Source: source, AgentID: p.main.AgentID, SessionID: p.main.SessionID, RunID: p.main.RunID},
+			events.RunCompleted{Reason: events.ReasonRejected, Detail: out.Reason})
+	case p.stage == events.StageIntake:
+		var in events.Intake
+		if in, err = events.Data[events.Intake](p.main); err == nil {
+			p.started.Data, err = json.Marshal(events.RunStarted{Prompt: in.Prompt})
+		}
+	case p.stage == events.StageStop && out.Decision == interceptors.Continue:
+		p.ended = nil
+	case p.stage == events.StageStop && out.Decision == interceptors.Stop:
+		p.ended, err = events.New(events.StageRunCompleted, events.Meta{Source: source, AgentID: p.main.AgentID, SessionID: p.main.SessionID, RunID: p.main.RunID},
+			events.RunCompleted{Reason: events.ReasonStopped, Detail: out.Reason})
+	}
+	if err != nil {
+		return fmt.Errorf("bridge: %s: %w", p.stage, err)
+	}
+	return nil
+}
+
+// assign gives the plan's events their runs and seqs on the session as
+// read (st), and returns those left to append, in order. Once an earlier
+// attempt stored some of them, the rest stay in the runs they were given
+// and take the next seqs there; otherwise the runs are worked out afresh
+// (docs/PROTOCOL.md, "The bridge"):
+//
+//   - a prompt (intake) joins the open run when that run has started
+//     without a prompt (SessionStart opened it); otherwise it ends an open
+//     run (run.completed interrupted) and opens a run of its own: intake,
+//     then run.started (run.completed rejected when it was denied);
+//   - SessionStart (run.started) opens a run, or is a new attempt of the
+//     open one;
+//   - any other event goes to the open run, or opens one (run.started)
+//     first; a Stop nothing kept going ends its run (run.completed).
+func (p *plan) assign(st *state) []*events.Event {
+	next := map[string]uint64{}
+	prev := map[string]string{} // the chain hash of each run's event before the next
+	seq := func(e *events.Event, run string) *events.Event {
+		next[run]++
+		e.RunID, e.Seq = run, st.seqs[run]+next[run]
+		h, ok := prev[run]
+		if !ok {
+			h = st.lastHash(run)
+		}
+		e.PrevHash = h
+		prev[run] = e.ChainHash()
+		return e
+	}
+	var left []*events.Event
+	for _, e := range p.order {
+		if _, ok := st.stored[e.ID]; ok {
+			left = nil
+			for _, e := range p.order {
+				if _, ok := st.stored[e.ID]; !ok {
+					left = append(left, seq(e, e.RunID))
+				}
+			}
+			p.order = left
+			return left
+		}
+	}
+	open := st.open()
+	run := p.newRun
+	if open {
+		run = st.run
+	}
+	add := func(run string, evs ...*events.Event) {
+		for _, e := range evs {
+			if e != nil {
+				left = append(left, seq(e, run))
+			}
+		}
+	}
+	switch p.stage {
+	case events.StageIntake:
+		joined := open && st.started && !st.intake
+		if !joined {
+			if open {
+				add(st.run, p.closer)
+			}
+			run = p.newRun
+		}
+		add(run, p.records...)
+		add(run, p.main)
+		switch {
+		case p.rejected != nil:
+			add(run, p.rejected)
+		case !joined:
+			add(run, p.started)
+		}
+	case events.StageRunStarted:
+		add(run, p.main)
+	default:
+		if !open || !st.started {
+			add(run, p.opener)
+		}
+		add(run, p.records...)
+		add(run, p.main, p.ended)
+	}
+	p.order = left
+	return left
+}

@@ -1,0 +1,257 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/internal/deadline"
+	"github.com/hookbus/hookbus/bus/internal/kvstore"
+	"github.com/hookbus/hookbus/interceptors"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// HookSync keeps a chain's remote interceptors in step with the registry:
+// every valid entry whose plugin may use its stage is registered on the
+// chain as a Remote client, and changes to the registry and to the grants
+// are applied as they happen, so the loop does no lookup per event. Make
+// one with SyncHooks and Stop it when done.
+type HookSync struct {
+	b     *bus.Bus
+	chain *interceptors.Chain
+	trust *Trust
+	log   *slog.Logger
+	bw    *kvstore.Watch
+	done  chan struct{}
+
+	// Owned by the goroutine that applies changes (SyncHooks' caller until
+	// it returns).
+	desired map[string]interceptors.Registration // key → valid entry
+	active  map[string]activeHook                // key → registered on the chain
+
+	hooksApplied *kvstore.Progress // registry revision applied
+	trustApplied *kvstore.Progress // trust revision the registrations reflect
+
+	stopping   atomic.Bool
+	unregister sync.Once
+}
+
+type activeHook struct {
+	reg        interceptors.Registration
+	unregister func()
+}
+
+// SyncHooks registers the interceptors of b's registry on chain, as
+// Clients over b's connection, and keeps them
+// in step with it until Stop. trust decides which plugins may use the
+// privileged stages: it must be the chain's Trust (build the chain with
+// interceptors.WithTrust(trust)), so that the chain and the sync agree.
+//
+//	trust, err := remote.WatchTrust(ctx, b)
+//	chain := interceptors.NewChain(interceptors.WithTrust(trust))
+//	hs, err := remote.SyncHooks(ctx, b, chain, trust)
+//	defer func() { hs.Stop(); trust.Stop() }()
+//
+// An entry that does not parse or validate, that names a privileged stage
+// without a grant, or that the chain refuses (an in-process interceptor of
+// the same plugin on the stage) is skipped with a logged warning. A revoked
+// grant unregisters the plugin's privileged registrations; a new grant
+// registers them. An entry that changes is unregistered, then registered
+// again (at the end of its Order among equals).
+//
+// SyncHooks returns once the current registry is applied; ctx bounds that
+// load. The error wraps ErrInvalidOption for a nil chain or trust, or
+// ErrRegistry when the bucket cannot be read.
+func SyncHooks(ctx context.Context, b *bus.Bus, chain *interceptors.Chain, trust *Trust) (*HookSync, error) {
+	switch {
+	case chain == nil:
+		return nil, invalid("sync hooks: nil chain")
+	case trust == nil:
+		return nil, invalid("sync hooks: nil trust (watch the trust bucket with WatchTrust and build the chain WithTrust)")
+	}
+	ctx, cancel := deadline.Default(ctx, b.Timeout())
+	defer cancel()
+	kv, err := kvstore.Open(ctx, b.JetStream(), b.Names().Hooks)
+	if err != nil {
+		return nil, err
+	}
+	s := &HookSync{
+		b: b, chain: chain, trust: trust, log: b.Logger(), done: make(chan struct{}),
+		desired: map[string]interceptors.Registration{}, active: map[string]activeHook{},
+	}
+	trustRev, trustChanged, _ := trust.applied.State()
+	bw, rev, err := kvstore.OpenWatch(ctx, kv, b.Names().Hooks, s.applyEntry)
+	if err != nil {
+		s.unregisterAll()
+		return nil, fmt.Errorf("%w: %w", ErrRegistry, err)
+	}
+	s.bw = bw
+	s.hooksApplied, s.trustApplied = kvstore.NewProgress(rev), kvstore.NewProgress(trustRev)
+	go s.follow(trustChanged)
+	return s, nil
+}
+
+// follow applies registry and trust changes until the watch ends.
+func (s *HookSync) follow(trustChanged <-chan struct{}) {
+	defer close(s.done)
+	for {
+		select {
+		case e, ok := <-s.bw.Updates():
+			if !ok {
+				// Stopped, or the connection closed: the registrations stay
+				// (a fail-closed one goes on failing closed) until Stop.
+				err := fmt.Errorf("%w: watch of key-value bucket %s ended", ErrRegistry, s.bw.Bucket())
+				if !s.stopping.Load() {
+					s.log.Error("hookbus hooks: registry watch ended; the chain keeps its registrations, no longer updated", "err", err)
+				}
+				s.hooksApplied.End(err)
+				s.trustApplied.End(err)
+				return
+			}
+			if e == nil {
+				continue
+			}
+			s.applyEntry(e)
+			s.hooksApplied.Set(e.Revision())
+		case <-trustChanged:
+			var rev uint64
+			var err error
+			rev, trustChanged, err = s.trust.applied.State()
+			if err != nil { // the trust's watch ended: grants no longer follow the bucket
+				s.log.Warn("hookbus hooks: trust watch ended; privileged registrations stay as they are", "err", err)
+				s.trustApplied.End(err)
+				trustChanged = nil
+				continue
+			}
+			s.reconcileAll(true)
+			s.trustApplied.Set(rev)
+		}
+	}
+}
+
+// applyEntry applies one registry change.
+func (s *HookSync) applyEntry(e jetstream.KeyValueEntry) {
+	key := e.Key()
+	if plugin, ok := disabledPlugin(key); ok {
+		s.applyDisabled(plugin, e)
+		return
+	}
+	if e.Operation() != jetstream.KeyValuePut {
+		delete(s.desired, key)
+		s.reconcile(key, false)
+		return
+	}
+	reg, err := decodeEntry(key, e.Value())
+	if err != nil {
+		s.log.Warn("hookbus hooks: registry entry skipped", "key", key, "revision", e.Revision(), "err", err)
+		delete(s.desired, key)
+	} else {
+		s.desired[key] = reg
+	}
+	s.reconcile(key, false)
+}
+
+// applyDisabled applies a kill-switch change: plugin is disabled while its
+// entry exists.
+func (s *HookSync) applyDisabled(plugin string, e jetstream.KeyValueEntry) {
+	if e.Operation() != jetstream.KeyValuePut {
+		if s.chain.Enable(plugin) {
+			s.log.Info("hookbus hooks: plugin enabled", "plugin", plugin)
+		}
+		return
+	}
+	d := decodeDisabled(e.Value())
+	s.chain.Disable(plugin, d)
+	s.log.Warn("hookbus hooks: plugin disabled", "plugin", plugin, "by", d.By, "at", d.At, "reason", d.Reason)
+}
+
+// reconcileAll reconciles every entry (after a trust change).
+func (s *HookSync) reconcileAll(trustChange bool) {
+	for key := range s.desired {
+		s.reconcile(key, trustChange)
+	}
+	for key := range s.active {
+		if _, ok := s.desired[key]; !ok {
+			s.reconcile(key, trustChange)
+		}
+	}
+}
+
+// reconcile makes the chain hold key's entry as desired: registered when it
+// is valid and its plugin may use its stage, with its current fields.
+// trustChange quiets the warnings that a registry change already gave.
+func (s *HookSync) reconcile(key string, trustChange bool) {
+	want, ok := s.desired[key]
+	if ok && want.Stage.Privileged() && !s.trust.Privileged(want.Plugin) {
+		if !trustChange {
+			s.log.Warn("hookbus hooks: registration skipped until granted", "key", key,
+				"err", fmt.Errorf("%w: plugin %s lacks privileged_hooks permission for stage %s", interceptors.ErrPrivileged, want.Plugin, want.Stage))
+		}
+		ok = false
+	}
+	cur, active := s.active[key]
+	if active && ok && cur.reg == want {
+		return
+	}
+	if active {
+		cur.unregister()
+		delete(s.active, key)
+		s.log.Info("hookbus hooks: remote interceptor unregistered", "plugin", cur.reg.Plugin, "stage", cur.reg.Stage)
+	}
+	if !ok {
+		return
+	}
+	unregister, err := Register(s.b, s.chain, want)
+	if err != nil {
+		s.log.Warn("hookbus hooks: registration skipped", "key", key, "err", err)
+		return
+	}
+	s.active[key] = activeHook{reg: want, unregister: unregister}
+	s.log.Info("hookbus hooks: remote interceptor registered", "plugin", want.Plugin, "stage", want.Stage, "order", want.Order)
+}
+
+func (s *HookSync) unregisterAll() {
+	for key, a := range s.active {
+		a.unregister()
+		delete(s.active, key)
+	}
+}
+
+// Synced returns once every change made to the registry and to the trust
+// bucket before the call is reflected in the chain. The error wraps
+// ErrRegistry when a bucket cannot be read or a watch ended, or ctx's
+// error.
+func (s *HookSync) Synced(ctx context.Context) error {
+	ctx, cancel := deadline.Default(ctx, s.b.Timeout())
+	defer cancel()
+	hooks, err := kvstore.LastRevision(ctx, s.bw.KV())
+	if err != nil {
+		return fmt.Errorf("%w: key-value bucket %s: %w", ErrRegistry, s.bw.Bucket(), deadline.Err(ctx, err))
+	}
+	if err := s.trust.Synced(ctx); err != nil {
+		return err
+	}
+	trustRev, _, _ := s.trust.applied.State()
+	if err := s.hooksApplied.Wait(ctx, hooks); err != nil {
+		return err
+	}
+	return s.trustApplied.Wait(ctx, trustRev)
+}
+
+// Stop stops following the registry and removes the registrations the
+// sync made from the chain. It is idempotent.
+func (s *HookSync) Stop() {
+	s.stopping.Store(true)
+	s.bw.Stop()
+	<-s.done
+	s.unregister.Do(s.unregisterAll) // the follower is gone: s.active is ours
+}
+
+// Done is closed when the sync no longer follows the registry: after Stop,
+// or when its watch ended (the connection closed). In the second case the
+// chain keeps the registrations of the moment, so that a policy fail
+// registration still fails closed, until Stop removes them.
+func (s *HookSync) Done() <-chan struct{} { return s.done }

@@ -1,0 +1,202 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hookbus/hookbus/bus/internal/header"
+	"github.com/hookbus/hookbus/events"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// What a worker does with a request it pulled: run it, acknowledge it,
+// hand it back or to other workers, or refuse it.
+
+// handle runs one request src gave the worker and settles it: an ack, a
+// nak, a hand-off, a refusal, or nothing (left to the worker that holds the
+// run now).
+func (rc *Consumer) handle(src *source, m jetstream.Msg) {
+	rc.received.Add(1)
+	log := rc.q.log
+	if !rc.fetching.Load() {
+		_ = m.Nak() // stopping: give it straight to another worker
+		return
+	}
+	req, err := rc.decode(m)
+	if err != nil {
+		rc.malformedN.Add(1)
+		log.Warn("hookbus: malformed run request dropped", "consumer", src.durable, "subject", m.Subject(), "reason", err)
+		if err := m.TermWithReason("malformed: " + header.OneLine(err.Error(), 200)); err != nil {
+			log.Warn("hookbus: term failed", "error", err)
+		}
+		return
+	}
+	if agent, digest, err := rc.q.subj.ParseRun(m.Subject()); err != nil || agent != req.AgentID || digest != req.Definition {
+		rc.refuse(m, req, fmt.Errorf("run request %s names agent %q and definition %q but was published on %s: refused",
+			req.RunID, req.AgentID, req.Definition, m.Subject()))
+		return
+	}
+	if src.digest == "" && !rc.routes.takesNew(src.agent) {
+		// The agent's registered definition changed after this pull was
+		// made: the request is for the workers of the new one.
+		rc.requeue(m, req, "", "new run of an agent whose registered definition is another now")
+		return
+	}
+	herr := rc.run(m, req)
+	var ab Abandoner
+	if herr != nil && errors.As(herr, &ab) && ab.Abandoned() {
+		rc.abandoned.Add(1)
+		log.Warn("hookbus: run left to the worker that holds it now", "run", req.RunID, "agent", req.AgentID, "reason", herr)
+		return
+	}
+	var rf Refusal
+	if herr != nil && errors.As(herr, &rf) && rf.Refused() {
+		rc.refuse(m, req, herr)
+		return
+	}
+	var ho Handoff
+	if herr != nil && errors.As(herr, &ho) {
+		if d := ho.HandOff(); events.ValidateDigest(d) == nil && d != req.Definition {
+			rc.requeue(m, req, d, herr.Error())
+			return
+		}
+	}
+	if herr == nil {
+		rc.ack(m, req)
+		return
+	}
+	meta, err := m.Metadata()
+	if err == nil && rc.cfg.MaxDeliver > 0 && meta.NumDelivered >= uint64(rc.cfg.MaxDeliver) {
+		rc.dropped.Add(1)
+		log.Error("hookbus: run dropped after its last attempt", "run", req.RunID, "agent", req.AgentID,
+			"attempts", meta.NumDelivered, "error", herr)
+		_ = m.TermWithReason("max deliveries: " + header.OneLine(herr.Error(), 200))
+		return
+	}
+	rc.failed.Add(1)
+	delay := time.Second
+	if err == nil {
+		delay = min(time.Duration(meta.NumDelivered)*time.Second, 30*time.Second)
+	}
+	log.Warn("hookbus: run not ended; handed back to the queue", "run", req.RunID, "agent", req.AgentID, "retry_in", delay, "error", herr)
+	if err := m.NakWithDelay(delay); err != nil {
+		log.Warn("hookbus: nak failed", "run", req.RunID, "error", err)
+	}
+}
+
+// ack acknowledges a handled request, confirmed by the server.
+func (rc *Consumer) ack(m jetstream.Msg, req *events.RunRequest) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), rc.q.timeout)
+	err := m.DoubleAck(ctx)
+	cancel()
+	if err != nil {
+		rc.q.log.Warn("hookbus: run ack failed; it may run again", "run", req.RunID, "error", err)
+		return false
+	}
+	rc.completed.Add(1)
+	return true
+}
+
+// requeue queues req again for other workers (pinned to digest, or
+// unpinned for "") and acknowledges the original: a hand-off, not a
+// delivery attempt. Its de-duplication id is derived from the original's
+// stream sequence, so a hand-off repeated after a lost ack is queued once.
+// When it cannot be queued the original goes back to the queue.
+func (rc *Consumer) requeue(m jetstream.Msg, req *events.RunRequest, digest, why string) {
+	meta, err := m.Metadata()
+	if err != nil {
+		rc.q.log.Warn("hookbus: run request without metadata; handed back", "run", req.RunID, "error", err)
+		_ = m.NakWithDelay(time.Second)
+		return
+	}
+	r := *req
+	r.Definition = digest
+	id := "handoff." + rc.q.names.Runs + "." + strconv.FormatUint(meta.Sequence.Stream, 10)
+	ctx, cancel := context.WithTimeout(rc.bgCtx, rc.q.timeout)
+	err = rc.q.submit(ctx, &r, id)
+	cancel()
+	if err != nil {
+		rc.failed.Add(1)
+		rc.q.log.Warn("hookbus: run not handed off; handed back to the queue", "run", req.RunID, "to", events.ShortDigest(digest), "error", err)
+		_ = m.NakWithDelay(time.Second)
+		return
+	}
+	to := "its agent's new-run queue"
+	if digest != "" {
+		to = "the workers of definition " + events.ShortDigest(digest)
+	}
+	rc.q.log.Warn("hookbus: run request handed to "+to, "run", req.RunID, "agent", req.AgentID, "reason", why)
+	ctx, cancel = context.WithTimeout(context.Background(), rc.q.timeout)
+	err = m.DoubleAck(ctx)
+	cancel()
+	if err != nil {
+		rc.q.log.Warn("hookbus: ack of a handed-off run failed; its hand-off is queued once", "run", req.RunID, "error", err)
+	}
+	rc.handedOff.Add(1)
+}
+
+// decode reads a run request (fetching a claim-checked one).
+func (rc *Consumer) decode(m jetstream.Msg) (*events.RunRequest, error) {
+	ref := m.Headers().Get(RefHeader)
+	if ref == "" {
+		return events.DecodeRunRequest(m.Data())
+	}
+	name, ok := strings.CutPrefix(ref, rc.q.pay.Bucket()+"/"+runObjectPrefix)
+	if !ok || len(m.Data()) > 0 {
+		return nil, fmt.Errorf("%w: run request reference %q is not a run object of %s (or the message has a body too)", events.ErrPayload, ref, rc.q.pay.Bucket())
+	}
+	ctx, cancel := rc.q.pay.Budget(rc.runCtx, 0)
+	defer cancel()
+	body, err := rc.q.pay.Get(ctx, runObjectPrefix+name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: run request at %q: %w", ErrClaimCheck, ref, err)
+	}
+	return events.DecodeRunRequest(body)
+}
+
+// refuse dead-letters and terminates a request that must not run (a body
+// naming another agent or definition than its subject, a request the
+// handler refused), saying why.
+func (rc *Consumer) refuse(m jetstream.Msg, req *events.RunRequest, why error) {
+	rc.refused.Add(1)
+	rc.q.log.Error("hookbus: run request refused", "run", req.RunID, "agent", req.AgentID, "subject", m.Subject(), "dead_letter", rc.dlq, "reason", why)
+	ctx, cancel := context.WithTimeout(context.Background(), rc.q.timeout)
+	err := rc.q.b.DeadLetter(ctx, rc.cfg.Durable, m, why)
+	cancel()
+	if err != nil {
+		rc.q.log.Warn("hookbus: dead letter not written", "run", req.RunID, "error", err)
+	}
+	if err := m.TermWithReason(header.OneLine(why.Error(), 200)); err != nil {
+		rc.q.log.Warn("hookbus: term failed", "error", err)
+	}
+}
+
+// run calls the handler while renewing the request's lease.
+func (rc *Consumer) run(m jetstream.Msg, req *events.RunRequest) (err error) {
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTicker(max(rc.cfg.AckWait/3, 100*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if err := m.InProgress(); err != nil {
+					rc.q.log.Warn("hookbus: run progress not reported", "run", req.RunID, "error", err)
+				}
+			}
+		}
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("run handler panic: %v", r)
+		}
+	}()
+	return rc.handler(rc.runCtx, req)
+}

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/tlog"
+	"github.com/hookbus/hookbus/tlog/tlogbus"
+)
+
+// checkpointArg reads --checkpoint: "latest" (nil) or a file holding a
+// signed checkpoint.
+func checkpointArg(v string) ([]byte, error) {
+	if v == "" || v == "latest" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --checkpoint: %v", cli.ErrUsage, err)
+	}
+	return b, nil
+}
+
+// cmdProve writes the inclusion proof of a run's events.
+func cmdProve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("observer prove", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var d deskFlags
+	d.register(fs, "(the proof is JSON)")
+	key := fs.String("key", "", "the log's verifier key, or a file holding it (required)")
+	checkpoint := fs.String("checkpoint", "latest", "the checkpoint to prove against: latest (the latest stored, cosigned by every --witness-key) or a file holding one")
+	wkeys := verifiersFlag{witness: true}
+	fs.Var(&wkeys, "witness-key", "a witness whose cosignature the checkpoint must carry (its verifier key, or a file); repeatable")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: observer prove [flags] RUN > proof.json\n\nWrites the proof that RUN's events are in the log, at their stream sequences, under a\nsigned checkpoint: each event's leaf and its RFC 6962 inclusion proof (also as a C2SP\ntlog-proof). observer verify-proof checks it offline; so does any RFC 6962 verifier\n(docs/PROTOCOL.md, \"Proofs\"). RUN is a run id or a unique prefix of one.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	pos, err := cli.ParseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: want one RUN (an id or a prefix of one), got %d arguments", cli.ErrUsage, len(pos))
+	}
+	if *key == "" {
+		return fmt.Errorf("%w: --key (the log's verifier key) is required", cli.ErrUsage)
+	}
+	logKey, err := tlog.ParseVerifier(*key)
+	if err != nil {
+		return fmt.Errorf("%w: --key: %v", cli.ErrUsage, err)
+	}
+	cp, err := checkpointArg(*checkpoint)
+	if err != nil {
+		return err
+	}
+	prefix := (&filterFlags{run: pos[0]}).runPrefix()
+	if err := validID("run", prefix); err != nil || prefix == "" {
+		return fmt.Errorf("%w: RUN %q holds no run id", cli.ErrUsage, pos[0])
+	}
+	c, err := d.conn.Open(ctx, "hookbus-observer", cli.Logger(d.verbose, stderr), cli.ReadOnly)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	gctx, stop := c.Guard(ctx)
+	defer stop()
+	var ids []string
+	if _, err := c.Bus.Replay(gctx, bus.Filter{}, func(e *events.Event) error {
+		if strings.HasPrefix(e.RunID, prefix) && !slices.Contains(ids, e.RunID) {
+			ids = append(ids, e.RunID)
+		}
+		return nil
+	}); err != nil {
+		return c.Explain(err)
+	}
+	run, err := pick(prefix, ids)
+	if err != nil {
+		return err
+	}
+	p, later, err := tlogbus.Prove(gctx, c.Bus, run, tlogbus.VerifyConfig{LogKey: logKey, Witnesses: wkeys.list, Checkpoint: cp})
+	if err != nil {
+		return c.Explain(err)
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(p); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "run %s: %d events proven under the checkpoint of size %d", run, len(p.Entries), p.TreeSize)
+	if later > 0 {
+		fmt.Fprintf(stderr, "; %d newer events are not covered yet", later)
+	}
+	fmt.Fprintln(stderr)
+	return nil
+}
+
+// cmdVerifyProof checks a proof offline.
+func cmdVerifyProof(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("observer verify-proof", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	key := fs.String("key", "", "the log's verifier key, or a file holding it (required)")
+	wkeys := verifiersFlag{witness: true}
+	fs.Var(&wkeys, "witness-key", "a witness whose cosignature the checkpoint must carry (its verifier key, or a file); repeatable")
+	var signers []string
+	fs.Func("public-key", "a trusted signing key of runs (the public nkey, or a file holding it): the run's end must be signed by one; repeatable", func(v string) error {
+		signers = append(signers, v)
+		return nil
+	})
+	asJSON := fs.Bool("json", false, "the result as JSON (tlog.ProofResult)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: observer verify-proof [flags] proof.json\n\nChecks a proof written by observer prove, offline (no server, no store): the checkpoint's\nsignature by the log's key (and the witnesses' cosignatures), each event's leaf hash and\ninclusion proof against the checkpoint's root, and the run's chain: every event's\npredecessor in the proof, its end's signature. Exits 1 when the proof does not hold.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	pos, err := cli.ParseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: want one proof file, got %d arguments", cli.ErrUsage, len(pos))
+	}
+	if *key == "" {
+		return fmt.Errorf("%w: --key (the log's verifier key) is required", cli.ErrUsage)
+	}
+	logKey, err := tlog.ParseVerifier(*key)
+	if err != nil {
+		return fmt.Errorf("%w: --key: %v", cli.ErrUsage, err)
+	}
+	trust, err := trustedKeys(signers)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(pos[0])
+	if err != nil {
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	}
+	res, err := tlog.VerifyProof(data, logKey, wkeys.list...)
+	if err != nil {
+		return fmt.Errorf("the proof does not hold: %w", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "ok  run %s: %d events in %s, under its checkpoint of size %d (root %s)\n", res.Run, len(res.Events), res.Checkpoint.Origin, res.Checkpoint.Size, res.Checkpoint.Root)
+		for _, c := range res.Cosigned {
+			fmt.Fprintf(stdout, "    cosigned by %s at %s\n", c.Name, c.Time.Local().Format("2006-01-02 15:04:05"))
+		}
+		for _, e := range res.Events {
+			fmt.Fprintf(stdout, "    seq %-8d #%03d %s (event %s)\n", e.Seq, e.RunSeq, strings.TrimPrefix(e.Type, events.TypePrefix), e.EventID)
+		}
+		switch {
+		case res.Signer != "":
+			fmt.Fprintf(stdout, "    the run's end is signed by %s", res.Signer)
+		case res.Ended:
+			fmt.Fprint(stdout, "    the run's end is not signed")
+		default:
+			fmt.Fprint(stdout, "    the proof holds no end of the run")
+		}
+		if res.Linked {
+			fmt.Fprintln(stdout, "; every event's predecessor is in the proof")
+		} else {
+			fmt.Fprintln(stdout, "; some events' predecessors are not in the proof (events newer than the checkpoint, or left out)")
+		}
+	}
+	if len(trust) > 0 && !trust[res.Signer] {
+		return fmt.Errorf("the run's end is not signed by a key given with --public-key (signer %q)", res.Signer)
+	}
+	return nil
+}
+
+// cmdWitness runs a witness.
+func cmdWitness(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("observer witness", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	conn := cli.ConnFlags{}
+	conn.Register(fs)
+	keyFile := fs.String("key", "", "the witness' own signer key file (observer keygen --name WITNESS-NAME) (required)")
+	state := fs.String("state", "", "the witness' state directory: the last checkpoint it cosigned per log, fsync'd (required)")
+	var logs verifiersFlag
+	fs.Var(&logs, "checkpointer-key", "the verifier key of a log to witness (the checkpointer's), or a file holding it; repeatable (required)")
+	name := fs.String("name", "w1", "the witness' name on NATS (a subject token): it answers <prefix>.witness.NAME.add-checkpoint, in queue group NAME")
+	verbose := fs.Bool("v", false, cli.VerboseHelp)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: observer witness --key FILE --state DIR --checkpointer-key KEY [flags]\n\nCosigns a log's checkpoints (C2SP tlog-witness over NATS) only when each is consistent\nwith the last one it cosigned, which it keeps in DIR: run it with its own key, as its own\nuser, ideally in another trust domain than the operator's. Runs until interrupted.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if err := cli.NoArgs(fs); err != nil {
+		return err
+	}
+	if *keyFile == "" || *state == "" || len(logs.list) == 0 {
+		return fmt.Errorf("%w: give --key, --state and --checkpointer-key", cli.ErrUsage)
+	}
+	signer, err := tlog.ReadCosigner(*keyFile)
+	if err != nil {
+		return fmt.Errorf("%w: --key: %v", cli.ErrUsage, err)
+	}
+	w, err := tlog.OpenWitness(*state, signer, logs.list...)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	log := cli.Logger(*verbose, stderr)
+	c, err := conn.Open(ctx, "hookbus-witness", log, cli.ReadOnly)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	svc, err := tlogbus.ServeWitness(c.NC, c.Bus.Subjects(), *name, w, log)
+	if err != nil {
+		return c.Explain(err)
+	}
+	defer func() { _ = svc.Stop() }()
+	subject, _ := c.Bus.Subjects().Witness(*name, tlogbus.CallAddCheckpoint)
+	for _, l := range logs.list {
+		fmt.Fprintf(stderr, "witnessing %s as %s on %s (state %s)\n", l.Name(), signer.Name(), subject, w.StatePath(l.Name()))
+	}
+	<-ctx.Done()
+	return nil
+}

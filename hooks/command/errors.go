@@ -1,0 +1,18 @@
+package command
+
+import "errors"
+
+var (
+	// ErrInvalidConfig is returned by New and Factory for a Config or
+	// handler that cannot run: no root, a root that is not a directory, a
+	// handler without a command, an unknown field, a bad environment entry.
+	ErrInvalidConfig = errors.New("command hook: invalid config")
+	// ErrConfig is ErrInvalidConfig.
+	//
+	// Deprecated: use ErrInvalidConfig.
+	ErrConfig = ErrInvalidConfig
+	// ErrStart is the failure of a hook whose process could not start (an
+	// exec-form program that does not exist, say); the chain records it as
+	// a hook.failed of kind "error".
+	ErrStart = errors.New("command hook: cannot start")
+)

@@ -1,0 +1,470 @@
+package tlogbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/tlog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/transparency-dev/merkle/compact"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// Defaults of CheckpointerConfig.
+const (
+	DefaultEvery    = 1000
+	DefaultInterval = 10 * time.Second
+	DefaultDurable  = "hookbus-checkpointer"
+)
+
+// WitnessRef is a witness the checkpointer asks to cosign each checkpoint.
+type WitnessRef struct {
+	// Name is the witness' subject token: it is called on
+	// <prefix>.witness.<name>.add-checkpoint.
+	Name string
+	// Key verifies its cosignatures (tlog.ParseWitnessVerifier); a
+	// cosignature by another key is not kept.
+	Key note.Verifier
+}
+
+// CheckpointerConfig configures a Checkpointer.
+type CheckpointerConfig struct {
+	// Signer is the log's key: its name is the checkpoints' origin
+	// (required, with its Verifier: tlog.ReadSigner gives both).
+	Signer   note.Signer
+	Verifier note.Verifier
+	// Every is how many messages a checkpoint covers at most beyond the
+	// previous one (default 1000, at most tlog.MaxWindow; sequences that
+	// hold no message do not count).
+	Every int
+	// Interval is how long messages read wait for a checkpoint at most
+	// (default 10s).
+	Interval time.Duration
+	// Witnesses cosign each checkpoint before it is stored; one that does
+	// not answer within WitnessTimeout (default 5s), or refuses, is logged
+	// and the checkpoint stored without its cosignature.
+	Witnesses      []WitnessRef
+	WitnessTimeout time.Duration
+	// Durable names the consumer of the events stream (default
+	// "hookbus-checkpointer").
+	Durable string
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+}
+
+// Checkpointer makes the signed checkpoints of the events stream: it reads
+// every message, in stream order, through a durable consumer, appends its
+// leaf to the tree, and stores a checkpoint (a tlog.Record, with the
+// witnesses' cosignatures) in the checkpoints stream every Every messages
+// or Interval. Its state is the last checkpoint stored: a restarted
+// checkpointer goes on from it, and its consumer's acknowledged position
+// never passes it, so a crash loses nothing. Only one checkpointer writes a
+// log: its stores are fenced on the checkpoints stream's last sequence.
+type Checkpointer struct {
+	b   *bus.Bus
+	cfg CheckpointerConfig
+	log *slog.Logger
+
+	mu     sync.Mutex // guards what Status reads
+	status CheckpointerStatus
+
+	size       uint64         // the last checkpoint's size
+	prevRange  []tlog.Hash    // its compact range
+	prevLeaf   tlog.Hash      // its last leaf
+	rng        *compact.Range // every leaf read
+	window     []tlog.Hash    // leaves since the last checkpoint
+	counted    int            // messages (not gaps) in window
+	gaps       [][2]uint64
+	runs       []tlog.RunSpan
+	runIndex   map[string]int
+	lastTime   time.Time
+	opened     time.Time // when window got its first leaf
+	lastRecSeq uint64    // the last record's checkpoints stream sequence
+	ackable    jetstream.Msg
+	witnessAt  map[string]uint64 // the size each witness last cosigned, as far as known
+}
+
+// CheckpointerStatus is what a checkpointer did.
+type CheckpointerStatus struct {
+	// Size is the size of the last checkpoint stored, Read the stream
+	// sequence read up to.
+	Size, Read uint64
+	// Checkpoints counts the checkpoints stored since it started.
+	Checkpoints int
+	// Cosigned is, per witness name, the size it last cosigned.
+	Cosigned map[string]uint64
+}
+
+// NewCheckpointer returns a checkpointer of b's events stream. It does no
+// I/O. The error wraps bus.ErrInvalidOption.
+func NewCheckpointer(b *bus.Bus, cfg CheckpointerConfig) (*Checkpointer, error) {
+	if cfg.Signer == nil || cfg.Verifier == nil || cfg.Signer.Name() != cfg.Verifier.Name() || cfg.Signer.KeyHash() != cfg.Verifier.KeyHash() {
+		return nil, fmt.Errorf("%w: a checkpointer needs the log's signer key and its verifier", bus.ErrInvalidOption)
+	}
+	if cfg.Every == 0 {
+		cfg.Every = DefaultEvery
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.WitnessTimeout == 0 {
+		cfg.WitnessTimeout = 5 * time.Second
+	}
+	if cfg.Durable == "" {
+		cfg.Durable = DefaultDurable
+	}
+	switch {
+	case cfg.Every < 1 || cfg.Every > tlog.MaxWindow:
+		return nil, fmt.Errorf("%w: every %d (want 1 to %d)", bus.ErrInvalidOption, cfg.Every, tlog.MaxWindow)
+	case cfg.Interval < 10*time.Millisecond:
+		return nil, fmt.Errorf("%w: interval %v (want >= 10ms)", bus.ErrInvalidOption, cfg.Interval)
+	}
+	for _, w := range cfg.Witnesses {
+		if _, err := b.Subjects().Witness(w.Name, "add-checkpoint"); err != nil || w.Key == nil {
+			return nil, fmt.Errorf("%w: witness %q: a subject token and a key", bus.ErrInvalidOption, w.Name)
+		}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Checkpointer{b: b, cfg: cfg, log: log, witnessAt: map[string]uint64{}, runIndex: map[string]int{}}, nil
+}
+
+// Status returns what the checkpointer did so far.
+func (c *Checkpointer) Status() CheckpointerStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.status
+	s.Cosigned = make(map[string]uint64, len(c.status.Cosigned))
+	for k, v := range c.status.Cosigned {
+		s.Cosigned[k] = v
+	}
+	return s
+}
+
+// Run reads the events stream and stores checkpoints until ctx is done,
+// then stores a checkpoint of what it read and returns nil. It returns an
+// error wrapping ErrNoCheckpoints when the checkpoints stream does not
+// exist, ErrDiverged when the events stream no longer holds what the last
+// checkpoint covers (replaced, truncated, rewritten: verify it), ErrFenced
+// when another checkpointer stored a checkpoint meanwhile, or
+// bus.ErrConsumer when the stream cannot be read.
+func (c *Checkpointer) Run(ctx context.Context) error {
+	if err := c.load(ctx); err != nil {
+		return err
+	}
+	cons, err := c.consumer(ctx)
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(min(2*c.cfg.Every, 1024)))
+	if err != nil {
+		return fmt.Errorf("%w: checkpointer: %w", bus.ErrConsumer, err)
+	}
+	defer it.Stop()
+	c.log.Info("checkpointer started", "origin", c.cfg.Signer.Name(), "size", c.size, "every", c.cfg.Every, "interval", c.cfg.Interval)
+	for {
+		wait := c.cfg.Interval
+		if len(c.window) > 0 {
+			wait = time.Until(c.opened.Add(c.cfg.Interval))
+		}
+		var (
+			m   jetstream.Msg
+			err error
+		)
+		if wait > 0 {
+			nctx, cancel := context.WithTimeout(ctx, wait)
+			m, err = it.Next(jetstream.NextContext(nctx))
+			cancel()
+		} else {
+			err = context.DeadlineExceeded
+		}
+		if ctx.Err() != nil {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*c.cfg.WitnessTimeout+timeout)
+			defer cancel()
+			return c.checkpoint(sctx)
+		}
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			if err := c.checkpoint(ctx); err != nil && ctx.Err() == nil {
+				return err
+			}
+			continue
+		case err != nil:
+			return fmt.Errorf("%w: checkpointer: %w", bus.ErrConsumer, err)
+		}
+		if err := c.take(ctx, m); err != nil {
+			if ctx.Err() != nil {
+				continue // stopped while reading: store what was read
+			}
+			return err
+		}
+	}
+}
+
+// load takes the state of the last checkpoint stored.
+func (c *Checkpointer) load(ctx context.Context) error {
+	c.rng, _ = tlog.NewRange(0, nil)
+	last, err := LastRecord(ctx, c.b)
+	if err != nil {
+		return err
+	}
+	if last != nil {
+		s, err := tlog.ParseRecord(last.Data, c.cfg.Verifier)
+		if err != nil {
+			return fmt.Errorf("the last checkpoint stored (%s %d) is not one of this log (%s): %w", c.b.Names().Checkpoints, last.Seq, c.cfg.Signer.Name(), err)
+		}
+		if c.rng, err = tlog.NewRange(s.Size, s.Range); err != nil {
+			return err
+		}
+		c.size, c.prevRange, c.lastRecSeq = s.Size, s.Range, last.Seq
+		if n := len(s.Window); n > 0 {
+			c.prevLeaf = s.Window[n-1]
+		}
+	}
+	st, err := c.b.EventsState(ctx)
+	if err != nil {
+		return err
+	}
+	if st.LastSeq < c.size {
+		return fmt.Errorf("%w: the events stream ends at seq %d, before the last checkpoint's size %d (replaced or truncated): verify it (observer verify --checkpoint latest)", ErrDiverged, st.LastSeq, c.size)
+	}
+	if c.size > 0 && c.size >= st.FirstSeq && c.prevLeaf != (tlog.Hash{}) {
+		sm, err := c.b.GetStored(ctx, c.size)
+		if err != nil {
+			return err
+		}
+		hs := []tlog.Hash{tlog.GapHash(c.size)}
+		if sm != nil && sm.Seq == c.size {
+			e, _ := EntryOf(sm)
+			hs = e.Complete().Hashes(c.size)
+		}
+		if !slices.Contains(hs, c.prevLeaf) {
+			return fmt.Errorf("%w: seq %d of the events stream is not the message the last checkpoint (size %d) covers: verify it (observer verify --checkpoint latest)", ErrDiverged, c.size, c.size)
+		}
+	}
+	c.setStatus(func(s *CheckpointerStatus) { s.Size, s.Read = c.size, c.size })
+	return nil
+}
+
+// consumer opens the checkpointer's durable consumer, creating it at the
+// message after the last checkpoint when it does not exist. Its position
+// is only a hint: the checkpointer reads what it needs by sequence.
+func (c *Checkpointer) consumer(ctx context.Context) (jetstream.Consumer, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	js, stream := c.b.JetStream(), c.b.Names().Events
+	cons, err := js.Consumer(ctx, stream, c.cfg.Durable)
+	if err == nil {
+		return cons, nil
+	}
+	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("%w: checkpointer consumer %s: %w", bus.ErrConsumer, c.cfg.Durable, err)
+	}
+	cfg := jetstream.ConsumerConfig{
+		Durable:       c.cfg.Durable,
+		Description:   "hookbus checkpointer (" + c.cfg.Signer.Name() + ")",
+		AckPolicy:     jetstream.AckAllPolicy,
+		AckWait:       max(2*c.cfg.Interval, 30*time.Second),
+		MaxAckPending: max(2*c.cfg.Every, 1024),
+		MaxDeliver:    -1,
+	}
+	if c.size > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, c.size+1
+	}
+	cons, err = js.CreateConsumer(ctx, stream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: checkpointer consumer %s: %w", bus.ErrConsumer, c.cfg.Durable, err)
+	}
+	return cons, nil
+}
+
+// take appends the message delivered (and any sequence before it not yet
+// read), and stores a checkpoint when the window is full.
+func (c *Checkpointer) take(ctx context.Context, m jetstream.Msg) error {
+	meta, err := m.Metadata()
+	if err != nil {
+		return fmt.Errorf("%w: checkpointer: %w", bus.ErrConsumer, err)
+	}
+	seq := meta.Sequence.Stream
+	next := c.rng.End() + 1
+	if seq < next {
+		c.ackable = m // read already (a redelivery)
+		return nil
+	}
+	if seq > next {
+		if err := c.fill(ctx, next, seq-1); err != nil {
+			return err
+		}
+	}
+	sm := &bus.StoredMessage{Seq: seq, Time: meta.Timestamp, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
+	if err := c.b.DecodeStored(ctx, sm); err != nil {
+		return err
+	}
+	c.leaf(sm)
+	c.ackable = m
+	return c.full(ctx)
+}
+
+// fill reads the sequences from to to by sequence: messages the consumer
+// has not delivered yet (redelivered later) or that are gone (gaps).
+func (c *Checkpointer) fill(ctx context.Context, from, to uint64) error {
+	for s := from; s <= to; {
+		sm, err := c.b.GetStored(ctx, s)
+		if err != nil {
+			return err
+		}
+		if sm == nil || sm.Seq > to {
+			c.gap(s, to)
+			return nil
+		}
+		if sm.Seq > s {
+			c.gap(s, sm.Seq-1)
+		}
+		c.leaf(sm)
+		if err := c.full(ctx); err != nil {
+			return err
+		}
+		s = sm.Seq + 1
+	}
+	return nil
+}
+
+// gap appends the leaves of sequences from to to, which hold no message.
+func (c *Checkpointer) gap(from, to uint64) {
+	for s := from; s <= to; s++ {
+		h := tlog.GapHash(s)
+		c.append(h)
+	}
+	if n := len(c.gaps); n > 0 && c.gaps[n-1][1]+1 == from {
+		c.gaps[n-1][1] = to
+	} else {
+		c.gaps = append(c.gaps, [2]uint64{from, to})
+	}
+}
+
+// leaf appends a message's leaf.
+func (c *Checkpointer) leaf(sm *bus.StoredMessage) {
+	e, _ := EntryOf(sm)
+	c.append(tlog.HashLeaf(e.Leaf(sm.Seq, 0)))
+	c.counted++
+	c.lastTime = sm.Time
+	if ev := sm.Event; ev != nil && ev.RunID != "" {
+		if i, ok := c.runIndex[ev.RunID]; ok {
+			c.runs[i].Last, c.runs[i].Events = sm.Seq, c.runs[i].Events+1
+		} else {
+			c.runIndex[ev.RunID] = len(c.runs)
+			c.runs = append(c.runs, tlog.RunSpan{Run: ev.RunID, Agent: ev.AgentID, Session: ev.SessionID, First: sm.Seq, Last: sm.Seq, Events: 1})
+		}
+	}
+}
+
+// full stores a checkpoint when the window holds Every messages.
+func (c *Checkpointer) full(ctx context.Context) error {
+	if c.counted >= c.cfg.Every {
+		return c.checkpoint(ctx)
+	}
+	return nil
+}
+
+func (c *Checkpointer) append(h tlog.Hash) {
+	if len(c.window) == 0 {
+		c.opened = time.Now()
+	}
+	if err := c.rng.Append(h[:], nil); err != nil {
+		panic(err)
+	}
+	c.window = append(c.window, h)
+	c.setStatus(func(s *CheckpointerStatus) { s.Read = c.rng.End() })
+}
+
+// checkpoint signs, cosigns and stores a checkpoint of every leaf read,
+// when there is any since the last one. A store that fails is tried again
+// (the consumer's position stays at the last checkpoint) until ctx is
+// done.
+func (c *Checkpointer) checkpoint(ctx context.Context) error {
+	size := c.rng.End()
+	if size == c.size {
+		c.opened = time.Now() // nothing new: wait a whole interval again
+		return nil
+	}
+	cp := tlog.Checkpoint{Origin: c.cfg.Signer.Name(), Size: size, Root: tlog.RootOf(c.rng)}
+	signed, err := cp.Sign(c.cfg.Signer)
+	if err != nil {
+		return err
+	}
+	signed = c.cosign(ctx, cp, signed)
+	rec := tlog.NewRecord(signed, c.size, rangeHashes(c.rng), c.window, c.gaps, c.runs, c.lastTime)
+	data, err := rec.Marshal()
+	if err != nil {
+		return err
+	}
+	seq, err := c.store(ctx, cp, data)
+	if err != nil {
+		return err
+	}
+	c.log.Info("checkpoint stored", "size", size, "root", cp.Root.String(), "messages", c.counted, "record", seq)
+	c.lastRecSeq, c.size, c.prevRange, c.prevLeaf = seq, size, rangeHashes(c.rng), c.window[len(c.window)-1]
+	c.window, c.counted, c.gaps, c.runs, c.runIndex = nil, 0, nil, nil, map[string]int{}
+	if c.ackable != nil {
+		if err := c.ackable.Ack(); err != nil {
+			c.log.Warn("checkpointer: ack failed (the messages come again, and are skipped)", "error", err)
+		}
+		c.ackable = nil
+	}
+	c.setStatus(func(s *CheckpointerStatus) { s.Size = size; s.Checkpoints++ })
+	return nil
+}
+
+// store publishes a record, fenced on the last record, until it is stored
+// or ctx is done.
+func (c *Checkpointer) store(ctx context.Context, cp tlog.Checkpoint, data []byte) (uint64, error) {
+	msg := &nats.Msg{Subject: c.b.Subjects().Checkpoint(), Data: data}
+	id := cp.Origin + "/" + strconv.FormatUint(cp.Size, 10)
+	for delay := 250 * time.Millisecond; ; delay = min(2*delay, 30*time.Second) {
+		// An attempt runs to its end even when ctx is done meanwhile (a
+		// checkpointer stopped while it stores): ctx ends the retries.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		ack, err := c.b.JetStream().PublishMsg(pctx, msg, jetstream.WithMsgID(id), jetstream.WithExpectLastSequence(c.lastRecSeq))
+		cancel()
+		if err == nil {
+			return ack.Sequence, nil
+		}
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+			return 0, fmt.Errorf("%w: a checkpoint was stored in %s after the one of size %d this checkpointer knows: another checkpointer writes this log", ErrFenced, c.b.Names().Checkpoints, c.size)
+		}
+		if c.b.Conn().IsClosed() {
+			return 0, fmt.Errorf("%w: checkpoint of size %d not stored: %w", bus.ErrConsumer, cp.Size, err)
+		}
+		c.log.Warn("checkpointer: storing the checkpoint failed; trying again", "size", cp.Size, "error", err, "in", delay)
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("checkpoint of size %d not stored: %w", cp.Size, err)
+		case <-time.After(delay):
+		}
+	}
+}
+
+func (c *Checkpointer) setStatus(f func(*CheckpointerStatus)) {
+	c.mu.Lock()
+	f(&c.status)
+	c.mu.Unlock()
+}
+
+func rangeHashes(r *compact.Range) []tlog.Hash {
+	out := make([]tlog.Hash, len(r.Hashes()))
+	for i, h := range r.Hashes() {
+		copy(out[i][:], h)
+	}
+	return out
+}
