@@ -95,8 +95,8 @@
 // that ran them (bash.env passes FAULT_WORKER); sched-a compacts its
 // sessions every two or three runs (compaction max_tokens); sched-b's two
 // calculator calls of step 2 each wait for approval (expiry 45 s, then
-// rejected and the run goes on); and a remote interceptor (this test binary started
-// again) registered with observer hooks add --policy fail on tool.before:
+// rejected and the run goes on); and a remote interceptor (this test
+// binary started again) registered with observer hooks add --policy fail on tool.before:
 // while it is down every call is denied, never run unchecked. It syncs a
 // line per request it sees to guard.log before it answers, and rewrites
 // each Bash command it allows so that its execution line names the run and
@@ -117,7 +117,9 @@
 // its lease loses its runs to the others). The draws come from a seed
 // the test logs; HOOKBUS_FAULT_SEED=N deals the same faults again (the
 // timing of the load differs). The load goes on until at least 500 runs
-// were submitted (twice the time at most).
+// were submitted (twice the time at most). make test-faults runs one
+// schedule; HOOKBUS_FAULT_SCHEDULES=N runs N one after another (a subtest
+// each, named by its seed; give go test a -timeout to match).
 //
 // Then the faults stop, everything drains (every run submitted ends;
 // remaining approvals are answered), and the stream is read back with

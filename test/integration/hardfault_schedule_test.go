@@ -23,8 +23,9 @@ import (
 
 // Environment of the schedule.
 const (
-	envFaultSeed = "HOOKBUS_FAULT_SEED" // replay a schedule: the seed it logged
-	envFaultLoad = "HOOKBUS_FAULT_LOAD" // how long the load and the faults last (default 8m)
+	envFaultSeed      = "HOOKBUS_FAULT_SEED"      // replay a schedule: the seed it logged
+	envFaultLoad      = "HOOKBUS_FAULT_LOAD"      // how long the load and the faults last (default 8m)
+	envFaultSchedules = "HOOKBUS_FAULT_SCHEDULES" // how many schedules to run, one after another (default 1)
 )
 
 // The schedule's shape.
@@ -55,10 +56,10 @@ var faultKinds = [schedFaultKind]string{"kill-worker", "kill-nats", "kill-interc
 // and restart of a worker, the server or the interceptor, or SIGSTOP of
 // one for 1-9 s. Then the faults stop, everything drains, and the stream is
 // read back with observer replay --json and observer verify --json and
-// audited run by run (auditSchedule).
+// audited run by run (auditSchedule). HOOKBUS_FAULT_SCHEDULES=N runs N
+// schedules one after another, each with a seed of its own.
 func TestFaultRandomizedSchedule(t *testing.T) {
 	hardFaults(t)
-	begin := time.Now()
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv(envFaultSeed); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -75,6 +76,27 @@ func TestFaultRandomizedSchedule(t *testing.T) {
 		}
 		loadFor = d
 	}
+	n := 1
+	if s := os.Getenv(envFaultSchedules); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			t.Fatalf("%s=%q: want a count of 1 or more", envFaultSchedules, s)
+		}
+		n = v
+	}
+	seeds := rand.New(rand.NewPCG(seed, 1))
+	for i := range n {
+		if i > 0 {
+			seed = seeds.Uint64()
+		}
+		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) { faultSchedule(t, seed, loadFor) })
+	}
+}
+
+// faultSchedule runs one schedule: its faults drawn from seed, its load
+// lasting loadFor.
+func faultSchedule(t *testing.T, seed uint64, loadFor time.Duration) {
+	begin := time.Now()
 	minRuns := max(20, int(int64(schedMinRuns)*int64(loadFor)/int64(schedLoad)))
 	t.Logf("fault schedule seed %d (replay: %s=%d); load %v, at least %d runs", seed, envFaultSeed, seed, loadFor, minRuns)
 	rng := rand.New(rand.NewPCG(seed, 0))
