@@ -94,3 +94,63 @@ func TestTwoDeliveriesOfANewRunStoreOneIntake(t *testing.T) {
 		}
 	})
 }
+
+// cutRead gives its first reader the events of the session stored up to
+// (not including) the first event cut matches: an attempt that read a run
+// in the middle, before its last events were stored.
+type cutRead struct {
+	loop.History
+	cut  func(*events.Event) bool
+	once sync.Once
+}
+
+func (c *cutRead) first() bool {
+	first := false
+	c.once.Do(func() { first = true })
+	return first
+}
+
+func (c *cutRead) trim(evs []*events.Event) []*events.Event {
+	for i, e := range evs {
+		if c.cut(e) {
+			return evs[:i]
+		}
+	}
+	return evs
+}
+
+func (c *cutRead) SessionEvents(ctx context.Context, agent, session string) ([]*events.Event, error) {
+	evs, err := c.History.SessionEvents(ctx, agent, session)
+	if err == nil && c.first() {
+		evs = c.trim(evs)
+	}
+	return evs, err
+}
+
+// A delivery of a run that read the run in its middle (its first worker
+// still at work, nobody else on the session) and claims only after the
+// run ended: its claim is refused, since the run's end was stored after
+// its read, and it reads again and finds the end. The run keeps one end
+// and its tool ran once; the late delivery returns the recorded result.
+func TestLateDeliveryOfAnEndedRunDoesNotRunItAgain(t *testing.T) {
+	records(t, func(t *testing.T, rec record) {
+		req := &events.RunRequest{RunID: events.NewID(), AgentID: "demo", SessionID: "s1", Prompt: "go"}
+		calc := &countingTool{name: "calculator", answer: "42"}
+		res, err := newEngine(t, rec, loop.Config{Emitter: rec, Model: scripted.New(oneCallScript), Tools: []loop.Tool{calc}}).Run(ctxT(t), req)
+		if err != nil || res.Reason != events.ReasonDone {
+			t.Fatalf("the first delivery: %+v, %v", res, err)
+		}
+		for _, at := range []events.Stage{events.StageRunStarted, events.StageToolBefore, events.StageStepCompleted, events.StageRunCompleted} {
+			stale := &cutRead{History: rec, cut: func(e *events.Event) bool { return e.RunID == req.RunID && e.Stage == at }}
+			late, err := newEngine(t, rec, loop.Config{Emitter: rec, History: stale, Model: scripted.New(oneCallScript), Tools: []loop.Tool{calc}}).Run(ctxT(t), req)
+			if err != nil || late.Reason != events.ReasonDone || late.Answer != res.Answer {
+				t.Fatalf("a delivery that read the run up to its %s: %+v, %v; want the recorded %+v", at, late, err, res)
+			}
+			evs := allEvents(t, rec)
+			checkRunRecord(t, evs, req.RunID)
+			if n := countStages(runEvents(evs, req.RunID), events.StageRunStarted); n != 1 || calc.calls.Load() != 1 {
+				t.Fatalf("read up to its %s: %d run.started stored, the tool ran %d times; want one each\n%s", at, n, calc.calls.Load(), seqLines(runEvents(evs, req.RunID)))
+			}
+		}
+	})
+}
