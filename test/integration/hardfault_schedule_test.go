@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -38,6 +39,7 @@ const (
 	schedDrain     = 10 * time.Minute
 	schedMaxStop   = 9 * time.Second
 	schedFaultKind = 6
+	deployed       = "w2v2" // worker w2 after the deploy, as its executions name it
 )
 
 // faultKinds are what the schedule deals, each in turn from a shuffled
@@ -116,9 +118,15 @@ func faultSchedule(t *testing.T, seed uint64, loadFor time.Duration) {
 		"w1": schedAgentFile(t, dir, "both", root, scripts, agentA, agentB),
 		"w2": schedAgentFile(t, dir, "a", root, scripts, agentA),
 		"w3": schedAgentFile(t, dir, "b", root, scripts, agentB),
+		// The deploy: w2 comes back halfway through as w2v2, on version 2
+		// of agent A.
+		deployed: schedAgentFile(t, dir, "a2", root, scripts, agentA+"@2"),
 	}
-	serves := map[string][]string{"w1": {agentA, agentB}, "w2": {agentA}, "w3": {agentB}}
-	digests := schedDigests(t, files, serves)
+	serves := map[string][]string{"w1": {agentA, agentB}, "w2": {agentA}, "w3": {agentB}, deployed: {agentA}}
+	defs := schedDefinitions(t, files, serves)
+	if defs[deployed][agentA] == defs["w2"][agentA] {
+		t.Fatalf("version 2 of %s has the digest of version 1 (%s)", agentA, defs["w2"][agentA])
+	}
 
 	guardLog := filepath.Join(dir, "guard.log")
 	if r := run(t, "observer", "hooks", "add", "--nats", url, "--stage", "tool.before", "--plugin", "guard",
@@ -171,7 +179,20 @@ func faultSchedule(t *testing.T, seed uint64, loadFor time.Duration) {
 	loadStart := time.Now()
 	count := map[string]int{}
 	var deck []string
+	deployedAt := time.Duration(0)
 	for time.Since(loadStart) < loadFor || l.submittedCount() < minRuns && time.Since(loadStart) < 2*loadFor {
+		if deployedAt == 0 && time.Since(loadStart) >= loadFor/2 {
+			// The deploy: w2 is SIGKILLed and comes back on version 2 of
+			// agent A, made the fleet's (--replace-definition). New runs of
+			// A go to it alone; runs recorded on version 1 go on only on w1.
+			deployedAt = time.Since(loadStart).Round(100 * time.Millisecond)
+			w2 := workers["w2"]
+			w2.kill(t)
+			w2.env = []string{envFaultWorker + "=" + deployed}
+			w2.args = []string{"serve", "--nats", url, "--agents", files[deployed], "--replace-definition", "--concurrency", "4", "--lease", schedLease, "-v"}
+			w2.start(t)
+			t.Logf("%v: deploy: w2 SIGKILLed, back as %s on %s version 2 (%s)", deployedAt, deployed, agentA, defs[deployed][agentA][:12])
+		}
 		if len(deck) == 0 {
 			deck = slices.Clone(faultKinds[:])
 			rng.Shuffle(len(deck), func(i, j int) { deck[i], deck[j] = deck[j], deck[i] })
@@ -257,7 +278,7 @@ func faultSchedule(t *testing.T, seed uint64, loadFor time.Duration) {
 		verdicts = append(verdicts, &vd)
 	}
 	failures, fig := auditSchedule(&schedInput{evs: evs, verdicts: verdicts, verifyOK: vr.code == 0, root: root, guardLog: guardLog,
-		digests: digests, serves: serves, load: l, workers: workers})
+		defs: defs, serves: serves, load: l, workers: workers})
 	for _, s := range append(slices.Clone(workers["w1"].exited()), append(workers["w2"].exited(), append(workers["w3"].exited(), guard.exited()...)...)...) {
 		failures = append(failures, "a process exited by itself: "+s)
 	}
@@ -283,29 +304,34 @@ func faultSchedule(t *testing.T, seed uint64, loadFor time.Duration) {
 	}
 }
 
-// schedDigests computes each agent's definition digest from each worker's
-// agent file, and checks the files agree (they define each agent alike).
-func schedDigests(t *testing.T, files map[string]string, serves map[string][]string) map[string]string {
+// schedDefinitions computes, for each worker as its executions name it,
+// the digest of each agent it serves, from its agent file, and checks
+// that the files of one version agree (they define each agent alike).
+func schedDefinitions(t *testing.T, files map[string]string, serves map[string][]string) map[string]map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	for w, path := range files {
-		f, err := agents.Load(path)
+	out := map[string]map[string]string{}
+	byVersion := map[string]string{}
+	for _, w := range slices.Sorted(maps.Keys(files)) {
+		f, err := agents.Load(files[w])
 		if err != nil {
-			t.Fatalf("%s: %v", path, err)
+			t.Fatalf("%s: %v", files[w], err)
 		}
+		out[w] = map[string]string{}
 		for _, id := range serves[w] {
 			a := f.Agent(id)
 			if a == nil {
-				t.Fatalf("%s: no agent %s", path, id)
+				t.Fatalf("%s: no agent %s", files[w], id)
 			}
 			d, err := a.Definition()
 			if err != nil {
-				t.Fatalf("%s: agent %s: %v", path, id, err)
+				t.Fatalf("%s: agent %s: %v", files[w], id, err)
 			}
-			if prev, ok := out[id]; ok && prev != d.Digest {
-				t.Fatalf("agent %s: the workers' files define it differently (%s, %s)", id, prev, d.Digest)
+			key := id + "@" + d.Version
+			if prev, ok := byVersion[key]; ok && prev != d.Digest {
+				t.Fatalf("agent %s: the workers' files define it differently (%s, %s)", key, prev, d.Digest)
 			}
-			out[id] = d.Digest
+			byVersion[key] = d.Digest
+			out[w][id] = d.Digest
 		}
 	}
 	return out

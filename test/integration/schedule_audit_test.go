@@ -33,8 +33,8 @@ type schedInput struct {
 	verifyOK bool // observer verify exited 0
 	root     string
 	guardLog string
-	digests  map[string]string   // agent → its definition's digest
-	serves   map[string][]string // worker name → the agents it serves
+	defs     map[string]map[string]string // worker, as its executions name it → agent → the digest it serves
+	serves   map[string][]string          // worker process → the agents it serves
 	load     *load
 	workers  map[string]*procSlot
 }
@@ -52,6 +52,7 @@ type schedFigures struct {
 	Contexts, Sessions, Compactions                         int
 	Verified                                                int
 	HandOffs, Takeovers, Retried                            int
+	Definitions                                             map[string]int // runs by the definition they started on: "agent digest"
 }
 
 // schedAudit collects the failures.
@@ -65,6 +66,17 @@ type schedAudit struct {
 	// takeovers are the sessions where a run was taken over by another:
 	// its turn may have no reply (conversationError's unanswered).
 	takeovers map[string]bool
+	runDigest map[string]string // run → the definition its first run.started records
+}
+
+// digestOf reports whether a worker serves agent on definition digest.
+func (a *schedAudit) digestOf(agent, digest string) bool {
+	for _, defs := range a.in.defs {
+		if defs[agent] == digest {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *schedAudit) fail(format string, args ...any) {
@@ -73,8 +85,8 @@ func (a *schedAudit) fail(format string, args ...any) {
 
 // auditSchedule runs every check and returns the failures and figures.
 func auditSchedule(in *schedInput) ([]string, schedFigures) {
-	a := &schedAudit{in: in, agentOf: map[string]string{}, effs: map[string][]*events.Event{}}
-	a.fig.Outcomes = map[string]int{}
+	a := &schedAudit{in: in, agentOf: map[string]string{}, effs: map[string][]*events.Event{}, runDigest: map[string]string{}}
+	a.fig.Outcomes, a.fig.Definitions = map[string]int{}, map[string]int{}
 	a.fig.Events = len(in.evs)
 	a.uniqueIDs()
 	a.takeovers = map[string]bool{}
@@ -197,8 +209,13 @@ func (a *schedAudit) run(id string, raw []*events.Event) {
 			switch {
 			case p.Definition == nil:
 				bad("run.started (seq %d) records no definition", e.Seq)
-			case p.Definition.Digest != in.digests[agent] || p.Definition.Name != agent:
-				bad("run.started (seq %d) ran on definition %s of %q; the agent file's is %s", e.Seq, p.Definition.Digest, p.Definition.Name, in.digests[agent])
+			case !a.digestOf(agent, p.Definition.Digest) || p.Definition.Name != agent:
+				bad("run.started (seq %d) ran on definition %s of %q, which no agent file of %s has", e.Seq, p.Definition.Digest, p.Definition.Name, agent)
+			case a.runDigest[id] != "" && p.Definition.Digest != a.runDigest[id]:
+				bad("run.started (seq %d) ran on definition %s; the run started on %s", e.Seq, p.Definition.Digest, a.runDigest[id])
+			case a.runDigest[id] == "":
+				a.runDigest[id] = p.Definition.Digest
+				a.fig.Definitions[agent+" "+p.Definition.String()]++
 			case p.PreviousDefinition != nil:
 				bad("run.started (seq %d) adopted the run from definition %s", e.Seq, p.PreviousDefinition.Digest)
 			}
@@ -498,8 +515,10 @@ func (a *schedAudit) executions() {
 			a.fail("%s: execution %q of a run with no events", callsLog, line)
 			continue
 		}
-		if !slices.Contains(a.in.serves[x.worker], agent) {
+		if d, ok := a.in.defs[x.worker][agent]; !ok {
 			a.fail("run %s (%s): call %s ran on %s, which does not serve %s", x.run, agent, x.call, x.worker, agent)
+		} else if d != a.runDigest[x.run] {
+			a.fail("run %s (%s): call %s ran on %s, which serves definition %s; the run is on %s", x.run, agent, x.call, x.worker, d, a.runDigest[x.run])
 		}
 		byCall[x.run+" "+x.call] = append(byCall[x.run+" "+x.call], x)
 	}
@@ -674,11 +693,12 @@ func (f schedFigures) String() string {
 	return fmt.Sprintf("%d runs (%s; %d not named by an acknowledged submission), %d events, %d attempts (%d resumed), %d superseded events, %d runs stored out of seq order, %d taken over by the other run of their pair;\n"+
 		"  %d tool calls: %d denied fail-closed by the guard, %d allowed by it (%d requests in its record), %d outcomes unknown; %d Bash calls, %d Bash results recorded, %d executions counted (%d with their outcome recorded unknown);\n"+
 		"  approvals: %d asked, %d answered by the approver, %d expired, %d conflicting answers refused naming the first and checked against the record;\n"+
-		"  %d compactions; %d contexts and %d sessions checked as conversations; %d runs verified; %d hand-offs between definitions, %d requests handed back to the queue",
+		"  %d compactions; %d contexts and %d sessions checked as conversations; %d runs verified; %d hand-offs between definitions, %d requests handed back to the queue;\n"+
+		"  runs by the definition they started on: %s",
 		f.Runs, strings.Join(outcomes, ", "), f.NotSubmitted, f.Events, f.Attempts, f.Resumed, f.Superseded, f.OutOfOrder, f.Takeovers,
 		f.Calls, f.Denied, f.GuardAllowed, f.GuardRequests, f.Unknown, f.BashCalls, f.BashResults, f.Executions, f.Unrecorded,
 		f.ApprovalsAsked, f.ApprovalsAnswered, f.ApprovalsExpired, f.ConflictsChecked,
-		f.Compactions, f.Contexts, f.Sessions, f.Verified, f.HandOffs, f.Retried)
+		f.Compactions, f.Contexts, f.Sessions, f.Verified, f.HandOffs, f.Retried, sortedCounts(f.Definitions))
 }
 
 var (

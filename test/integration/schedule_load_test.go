@@ -72,9 +72,12 @@ func schedScript(t *testing.T, dir, agent string, delayMS int) string {
 // root, Bash with the worker's name in its environment; A compacts its
 // sessions once their conversation passes compactTokens (every two or
 // three runs); B's calculator waits for approval.
-func schedAgentEntry(agent, script, root string) string {
+func schedAgentEntry(agent, version, script, root string) string {
 	s := fmt.Sprintf("  - id: %s\n    model: scripted:%s\n    root: %s\n    tools: [Bash, clock, calculator]\n    bash: {env: [%s]}\n",
 		agent, script, root, envFaultWorker)
+	if version != "" {
+		s += fmt.Sprintf("    version: %q\n", version)
+	}
 	switch agent {
 	case agentA:
 		s += fmt.Sprintf("    compaction: {max_tokens: %d, keep: 4}\n", compactTokens)
@@ -89,13 +92,14 @@ func schedAgentEntry(agent, script, root string) string {
 const compactTokens = 500
 
 // schedAgentFile writes an agent file of the given agents and returns its
-// path.
+// path. An agent given as "id@version" is defined with that version.
 func schedAgentFile(t *testing.T, dir, name, root string, scripts map[string]string, agents ...string) string {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("agents:\n")
 	for _, a := range agents {
-		b.WriteString(schedAgentEntry(a, scripts[a], root))
+		id, version, _ := strings.Cut(a, "@")
+		b.WriteString(schedAgentEntry(id, version, scripts[id], root))
 	}
 	path := filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
