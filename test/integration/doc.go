@@ -114,7 +114,11 @@
 // happens about as often: SIGKILL of a worker, the server or the
 // interceptor, started again after a pause (the server after 1-10 s), or
 // SIGSTOP of one for 1-9 s, then SIGCONT (a worker stopped longer than
-// its lease loses its runs to the others). The draws come from a seed
+// its lease loses its runs to the others). Halfway through, agent A is
+// deployed anew: w2 is SIGKILLed and comes back (as w2v2) on version 2 of
+// A with --replace-definition, so new runs of A go to it alone, and runs
+// recorded on version 1 (cut off, or delivered to w2v2) are handed to the
+// workers of version 1 and go on only on w1. The draws come from a seed
 // the test logs; HOOKBUS_FAULT_SEED=N deals the same faults again (the
 // timing of the load differs). The load goes on until at least 500 runs
 // were submitted (twice the time at most). make test-faults runs one
@@ -139,9 +143,11 @@
 //   - no run lost: every acknowledged submission (loop submit included) has
 //     a terminal event, and the runs no acknowledged submission names are
 //     at most the loop submit processes that failed;
-//   - each run ran only on workers serving its agent (every execution
-//     line's worker, and every worker log line naming a run), and every
-//     run.started records the agent file's definition, with no adoption;
+//   - each run ran only on workers serving its agent on the definition it
+//     started on: every run.started records the definition of an agent
+//     file, the same in every attempt of the run, with no adoption; every
+//     execution line names a worker serving that definition; and no worker
+//     log line names a run of an agent the worker does not serve;
 //   - the fail-closed hook was never bypassed: every execution line is
 //     "checked" (the guard rewrote it), and every tool.before has exactly
 //     one record of the guard: an allow (or modify) whose request is in
@@ -165,8 +171,9 @@
 // outcome, events, attempts, superseded events, compactions, tool calls
 // denied fail-closed, outcomes unknown, Bash executions against recorded
 // results, approvals answered, expired and conflicting answers refused,
-// faults by kind and component, downtime per component, hand-offs between
-// definitions, requests handed back to the queue, and wall time.
+// faults by kind and component, downtime per component, runs by the
+// definition they started on, hand-offs between definitions, requests
+// handed back to the queue, and wall time.
 //
 // Each test logs its figures (runs, events, attempts, superseded events,
 // Bash calls and executions, outcomes unknown, sessions rebuilt, contexts

@@ -56,7 +56,8 @@ var faultKinds = [schedFaultKind]string{"kill-worker", "kill-nats", "kill-interc
 // conflicting second answer tried) while workers die. Every few seconds a
 // fault drawn at random (seeded: HOOKBUS_FAULT_SEED replays one): SIGKILL
 // and restart of a worker, the server or the interceptor, or SIGSTOP of
-// one for 1-9 s. Then the faults stop, everything drains, and the stream is
+// one for 1-9 s; halfway through, a deploy of agent A's version 2 on one
+// worker. Then the faults stop, everything drains, and the stream is
 // read back with observer replay --json and observer verify --json and
 // audited run by run (auditSchedule). HOOKBUS_FAULT_SCHEDULES=N runs N
 // schedules one after another, each with a seed of its own.
