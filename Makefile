@@ -81,7 +81,10 @@ ui: build
 test: vet staticcheck unit
 
 ## test-faults: the hard-fault runs: nats-server, workers and plugins as processes, faults dealt with
-## SIGKILL (test/integration/doc.go says what they prove); about 15-25 minutes, without the race detector.
+## SIGKILL and SIGSTOP, and one randomized fault schedule of about 9 minutes (HOOKBUS_FAULT_SEED=N deals a
+## logged schedule again; HOOKBUS_FAULT_SCHEDULES=N runs N, about 9 minutes each: raise FAULTFLAGS' -timeout
+## past 60m for more than 3); test/integration/doc.go says what they prove. About 20-25 minutes, without the
+## race detector.
 FAULTFLAGS ?= -count=1 -timeout 60m -v
 test-faults:
 	HOOKBUS_FAULTS=1 $(GO) test $(FAULTFLAGS) -run '^TestFault' ./test/integration

@@ -9,6 +9,7 @@ import (
 	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
 )
 
 // Filter selects events for Replay and Tail. Zero fields match everything.
@@ -182,6 +183,37 @@ func (b *Bus) SessionEvents(ctx context.Context, agent, session string) ([]*even
 	})
 	return out, err
 }
+
+// RunEvents returns every event of run in session, in stream order,
+// claim-checked data fetched as in Replay, whether or not the session was
+// compacted since (SessionEvents then starts after them). A run id that is
+// a ULID (events.NewID) bounds the read: nothing of the run is stored
+// before its id's time, less runIDSkew for the clocks of the machine that
+// made it and the server. Errors are those of Replay.
+func (b *Bus) RunEvents(ctx context.Context, agent, session, run string) ([]*events.Event, error) {
+	if err := events.ValidateID("agent", agent); err != nil {
+		return nil, err
+	}
+	if err := events.ValidateID("session", session); err != nil {
+		return nil, err
+	}
+	f := Filter{Agent: agent, Session: session, Run: run}
+	if id, err := ulid.ParseStrict(run); err == nil {
+		if at := ulid.Time(id.Time()); at.Before(time.Now().Add(runIDSkew)) {
+			f.Since = at.Add(-runIDSkew)
+		}
+	}
+	var out []*events.Event
+	_, err := b.Replay(ctx, f, func(e *events.Event) error {
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+// runIDSkew is how far the clock of the machine that made a run id may be
+// ahead of the server's (RunEvents).
+const runIDSkew = 5 * time.Minute
 
 // WaitRun returns the terminal event (run.completed or run.failed) of a
 // run, whether it is already stored or yet to come. It waits until ctx is

@@ -163,6 +163,37 @@ func TestSessionEvents(t *testing.T) {
 	}
 }
 
+// RunEvents reads one run of a session, in stream order, the other runs
+// of the session and other sessions left out; a ULID run id bounds the
+// read by its time, a run id that is not one is read from the start.
+func TestRunEvents(t *testing.T) {
+	b := bustest.StartBus(t)
+	run, custom := events.NewID(), "my-run"
+	var want, wantCustom []*events.Event
+	for i := 0; i < 3; i++ {
+		mine := testEvent(t, "support", "s1", run, events.StageToolBefore, uint64(i+1))
+		theirs := testEvent(t, "support", "s1", custom, events.StageToolAfter, uint64(i+1))
+		want, wantCustom = append(want, mine), append(wantCustom, theirs)
+		publishAll(t, b, mine, theirs, testEvent(t, "support", "s1", "other", events.StageToolBefore, uint64(i+1)),
+			testEvent(t, "support", "s2", run, events.StageToolBefore, uint64(i+1)))
+	}
+	for _, tc := range []struct {
+		run  string
+		want []*events.Event
+	}{{run, want}, {custom, wantCustom}, {events.NewID(), nil}} {
+		got, err := b.RunEvents(testCtx(t), "support", "s1", tc.run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ids(got), ids(tc.want)) {
+			t.Errorf("run %s: got %v, want %v", tc.run, ids(got), ids(tc.want))
+		}
+	}
+	if _, err := b.RunEvents(testCtx(t), "support", "s.1", run); !errors.Is(err, events.ErrInvalidID) {
+		t.Errorf("bad session id: %v", err)
+	}
+}
+
 // consumers returns how many consumers the events stream has.
 func consumers(t *testing.T, b *bus.Bus) int {
 	s, err := b.JetStream().Stream(testCtx(t), b.Names().Events)

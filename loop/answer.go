@@ -287,7 +287,7 @@ func (a *answering) record(ctx context.Context, plan func(*runState) ([]resoluti
 		req: &events.RunRequest{RunID: a.run, AgentID: a.agent, SessionID: a.session},
 	}
 	for tries := 0; ; tries++ {
-		evs, err := a.deps.History.SessionEvents(ctx, a.agent, a.session)
+		evs, err := readRun(ctx, a.deps.History, a.agent, a.session, a.run)
 		if err != nil {
 			return nil, fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, a.agent, a.session, err)
 		}
@@ -402,7 +402,7 @@ func (a *answering) childWaits(ctx context.Context, sb *events.SubagentBefore, d
 	if depth > maxBusyDepth || sb.RunID == "" || sb.SessionID == "" {
 		return false, nil
 	}
-	evs, err := a.deps.History.SessionEvents(ctx, sb.AgentID, sb.SessionID)
+	evs, err := readRun(ctx, a.deps.History, sb.AgentID, sb.SessionID, sb.RunID)
 	if err != nil {
 		return false, fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, sb.AgentID, sb.SessionID, err)
 	}

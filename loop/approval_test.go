@@ -350,6 +350,15 @@ type definedAs struct {
 
 func (d definedAs) SessionEvents(ctx context.Context, agent, session string) ([]*events.Event, error) {
 	evs, err := d.j.SessionEvents(ctx, agent, session)
+	return d.defined(evs), err
+}
+
+func (d definedAs) RunEvents(ctx context.Context, agent, session, run string) ([]*events.Event, error) {
+	evs, err := d.j.RunEvents(ctx, agent, session, run)
+	return d.defined(evs), err
+}
+
+func (d definedAs) defined(evs []*events.Event) []*events.Event {
 	for _, e := range evs {
 		if e.Stage == events.StageRunStarted {
 			var p events.RunStarted
@@ -359,7 +368,7 @@ func (d definedAs) SessionEvents(ctx context.Context, agent, session string) ([]
 			}
 		}
 	}
-	return evs, err
+	return evs
 }
 
 // A request not answered by its expiry resolves by the agent's policy,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/events/tracectx"
@@ -52,21 +53,55 @@ func (e *errEnd) Error() string { return e.reason + ": " + e.detail }
 // another attempt claimed it between its read and its claim.
 const maxStaleReads = 3
 
+// maxBusyReads bounds how often an attempt reads the session again because
+// another run's event was stored between its read and an append before its
+// claim (a busy session).
+const maxBusyReads = 20
+
 func (r *run) execute(ctx context.Context) (*Result, error) {
-	for tries := 0; ; tries++ {
+	for tries, busy := 0, 0; ; {
 		res, err := r.attempt(ctx)
 		var lost Claimed
 		if err == nil || !errors.As(err, &lost) {
 			return res, err
 		}
-		if !r.claimed && tries < maxStaleReads {
-			// Another attempt claimed the session after this one read it:
-			// read it again (nothing of this attempt was stored).
-			r.eng.cfg.Logger.Debug("loop: session claimed since it was read; reading it again", "run", r.req.RunID, "by", lost.ClaimedBy().RunID)
+		by := lost.ClaimedBy()
+		other := by.Stage != events.StageRunStarted && by.RunID != r.req.RunID
+		switch {
+		case r.claimed:
+		case other && busy < maxBusyReads:
+			// Another run wrote the session after this attempt read it,
+			// before its first append: read it again.
+			busy++
+			r.reset()
+			if err := sleepCtx(ctx, time.Duration(busy)*5*time.Millisecond); err != nil {
+				return nil, fmt.Errorf("%w: run %s: %w", ErrUnrecorded, r.req.RunID, err)
+			}
+			continue
+		case other:
+			return nil, fmt.Errorf("%w: session %s/%s kept changing before run %s could claim it: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, r.req.RunID, err)
+		case tries < maxStaleReads:
+			// Another attempt claimed the session after this one read it
+			// (or, before its claim, appended to this run): read it again
+			// (nothing of this attempt was stored since).
+			tries++
+			r.eng.cfg.Logger.Debug("loop: session claimed since it was read; reading it again", "run", r.req.RunID, "by", by.RunID)
 			r.reset()
 			continue
 		}
-		return r.lost(ctx, err, lost.ClaimedBy())
+		return r.lost(ctx, err, by)
+	}
+}
+
+// sleepCtx waits d, or until ctx ends (its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
@@ -116,6 +151,9 @@ func (r *run) attempt(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	r.messages, r.claim, r.open, r.seen = sess.Messages, sess.lastClaim, sess.open, sess.lastSeen
+	if st.takenBy != nil {
+		return r.overtaken(ctx, st)
+	}
 	if !st.found {
 		st = nil
 	}
@@ -147,9 +185,22 @@ func (r *run) attempt(ctx context.Context) (*Result, error) {
 	return r.fail(ctx, err)
 }
 
+// overtaken ends a run whose session another run claimed after the run's
+// last attempt did (that attempt cut off: its worker gone, or the run
+// waiting for a human), as that attempt would have had it been running:
+// the other run's turn came after this one's, so this one cannot go on
+// (one writer per session). Its calls under way get their outcome, and
+// run.failed names the other run (closeRun).
+func (r *run) overtaken(ctx context.Context, st *runState) (*Result, error) {
+	r.resumed = true
+	r.restore(st)
+	by := st.takenBy
+	return r.lost(ctx, fmt.Errorf("run %s claimed session %s/%s after this run's last attempt", by.RunID, r.req.AgentID, r.req.SessionID), by)
+}
+
 // read reads and folds the session.
 func (r *run) read(ctx context.Context) (*Session, *runState, error) {
-	evs, err := r.eng.cfg.History.SessionEvents(ctx, r.req.AgentID, r.req.SessionID)
+	evs, err := readRun(ctx, r.eng.cfg.History, r.req.AgentID, r.req.SessionID, r.req.RunID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, err)
 	}

@@ -149,7 +149,7 @@ type closingRecord struct {
 
 // readRecord reads the session as a closing must see it.
 func (r *run) readRecord(ctx context.Context) (*closingRecord, error) {
-	evs, err := r.eng.cfg.History.SessionEvents(ctx, r.req.AgentID, r.req.SessionID)
+	evs, err := readRun(ctx, r.eng.cfg.History, r.req.AgentID, r.req.SessionID, r.req.RunID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, err)
 	}

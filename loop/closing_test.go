@@ -383,3 +383,71 @@ func TestLateResultLeftOutInEitherOrder(t *testing.T) {
 		t.Fatalf("the conversation read run by run differs:\n%+v\nin stream order:\n%+v", byRun.Messages, inOrder.Messages)
 	}
 }
+
+// A run cut off mid-step (its worker gone once the call's tool.before was
+// stored), whose session another run took and ended meanwhile, does not
+// go on when it runs again: the other run's turn came after its own, so it
+// ends as a run whose session was taken over: the call's outcome recorded
+// unknown, run.failed naming the other run. The model is not asked again,
+// the tool does not run again, and the session's conversation has no turn
+// after the other run's that belongs before it.
+func TestCutOffRunWhoseSessionWasTakenEndsTakenOver(t *testing.T) {
+	records(t, func(t *testing.T, rec record) {
+		reqA := &events.RunRequest{RunID: events.NewID(), AgentID: "demo", SessionID: "s1", Prompt: "first"}
+		calc := &countingTool{name: "calculator", answer: "42"}
+		// intake, run.started, step.started, context.assembled,
+		// model.responded and tool.before are stored; the rest is lost.
+		cut := &failingEmitter{inner: rec, limit: 6}
+		if res, err := newEngine(t, rec, loop.Config{Emitter: cut, Model: scripted.New(oneCallScript), Tools: []loop.Tool{calc}}).Run(ctxT(t), reqA); !errors.Is(err, loop.ErrUnrecorded) || res != nil && res.Ended {
+			t.Fatalf("the cut attempt: %+v, %v; want it not ended", res, err)
+		}
+		if n := countStages(runEvents(allEvents(t, rec), reqA.RunID), events.StageToolBefore); n != 1 || calc.calls.Load() != 1 {
+			t.Fatalf("the cut attempt stored %d tool.before and ran the tool %d times; want the tool run, its tool.before stored", n, calc.calls.Load())
+		}
+		resB, err := newEngine(t, rec, loop.Config{Model: scripted.New(oneCallScript), Tools: []loop.Tool{&countingTool{name: "calculator", answer: "42"}}}).
+			Run(ctxT(t), &events.RunRequest{AgentID: "demo", SessionID: "s1", Prompt: "second"})
+		if err != nil || resB.Reason != events.ReasonDone {
+			t.Fatalf("run B: %+v, %v", resB, err)
+		}
+
+		model := &countingModel{Model: scripted.New(oneCallScript)}
+		again, err := newEngine(t, rec, loop.Config{Model: model, Tools: []loop.Tool{calc}}).Run(ctxT(t), reqA)
+		if again == nil || !again.Ended || again.Reason != loop.ReasonFailed || !strings.Contains(again.Detail, "taken over by run "+resB.RunID) {
+			t.Fatalf("run A again: %+v, %v; want it ended, taken over by run B", again, err)
+		}
+		if model.calls.Load() != 0 || calc.calls.Load() != 1 {
+			t.Fatalf("run A again asked the model %d times and ran the tool %d times in all; want no model call and the one run", model.calls.Load(), calc.calls.Load())
+		}
+		evs := allEvents(t, rec)
+		end := checkRunRecord(t, evs, reqA.RunID)
+		checkRunRecord(t, evs, resB.RunID)
+		var failed events.RunFailed
+		mustData(t, end, &failed)
+		if end.Stage != events.StageRunFailed || !strings.Contains(failed.Error, "taken over by run "+resB.RunID) {
+			t.Fatalf("run A ends with %s %+v", end.Stage, failed)
+		}
+		if n := countStages(runEvents(evs, reqA.RunID), events.StageRunStarted); n != 1 {
+			t.Fatalf("run A has %d run.started: it claimed the session back\n%s", n, seqLines(runEvents(evs, reqA.RunID)))
+		}
+		unknown := 0
+		for _, e := range runEvents(evs, reqA.RunID) {
+			var p events.ToolFailed
+			if e.Stage == events.StageToolFailed && e.DecodeData(&p) == nil && p.Unknown {
+				unknown++
+			}
+		}
+		if unknown != 1 {
+			t.Fatalf("run A: %d calls recorded with their outcome unknown, want 1\n%s", unknown, seqLines(runEvents(evs, reqA.RunID)))
+		}
+		checkConversation(t, evs)
+		s, err := loop.RebuildSession(evs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < len(s.Messages); i++ {
+			if s.Messages[i].Role == events.RoleAssistant && s.Messages[i-1].Role == events.RoleAssistant {
+				t.Fatalf("message %d: an assistant message after another: %+v", i, s.Messages)
+			}
+		}
+	})
+}

@@ -17,6 +17,18 @@ func (f historyFunc) SessionEvents(ctx context.Context, agent, session string) (
 	return f(ctx, agent, session)
 }
 
+// RunEvents reads the session's events that belong to run.
+func (f historyFunc) RunEvents(ctx context.Context, agent, session, run string) ([]*events.Event, error) {
+	evs, err := f(ctx, agent, session)
+	var own []*events.Event
+	for _, e := range evs {
+		if e.RunID == run {
+			own = append(own, e)
+		}
+	}
+	return own, err
+}
+
 // A session's conversation is its History's events as RebuildSession
 // folds them; History's error is returned as it is.
 func TestConversations(t *testing.T) {

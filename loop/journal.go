@@ -54,7 +54,14 @@ type Emitter interface {
 // History reads a session's events back, in stream order, each with its
 // stream sequence (events.Event.Stored). *bus.Bus implements it.
 type History interface {
+	// SessionEvents returns the events of a session the loop rebuilds its
+	// conversation from: every event, or, once the session was compacted,
+	// those from its last compaction on.
 	SessionEvents(ctx context.Context, agent, session string) ([]*events.Event, error)
+	// RunEvents returns every event of one run of a session, compaction or
+	// not, in stream order: the loop reads a run that SessionEvents left
+	// out (all or part of it before a compaction) this way.
+	RunEvents(ctx context.Context, agent, session, run string) ([]*events.Event, error)
 }
 
 // Claimed is the error of an append or claim refused because another

@@ -53,7 +53,7 @@ func (r *Resumer) Resolved(ctx context.Context, e *events.Event) error {
 	if r.History == nil || r.Queue == nil {
 		return fmt.Errorf("%w: a Resumer needs a History and a Queue", ErrInvalidConfig)
 	}
-	evs, err := r.History.SessionEvents(ctx, e.AgentID, e.SessionID)
+	evs, err := readRun(ctx, r.History, e.AgentID, e.SessionID, e.RunID)
 	if err != nil {
 		return fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, e.AgentID, e.SessionID, err)
 	}

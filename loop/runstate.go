@@ -50,6 +50,11 @@ type runState struct {
 	// definition is the agent definition of the run's last run.started
 	// that names one (nil: none does).
 	definition *events.Definition
+	// lastClaim is the stream sequence of the run's last run.started;
+	// takenBy the first run.started of another run stored after it: that
+	// run's turn came after this run's last attempt claimed the session.
+	lastClaim uint64
+	takenBy   *events.Event
 }
 
 // callState is what the record says of one tool call.
@@ -202,6 +207,7 @@ func (rs *runState) foldRunEvent(e *events.Event) error {
 		}
 		rs.started = true
 		rs.lastStarted = e.Seq
+		rs.lastClaim = max(rs.lastClaim, e.Stored)
 		rs.startedSeqs = append(rs.startedSeqs, e.Seq)
 	case events.StageStop:
 		p, err := decodeOwn[events.Stop](e)
@@ -395,6 +401,14 @@ func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
 	rs, err := foldRun(evs, runID, s)
 	if err != nil {
 		return nil, nil, err
+	}
+	if rs.started {
+		for _, e := range evs {
+			if e.Stage == events.StageRunStarted && e.RunID != runID && e.Stored > rs.lastClaim &&
+				(rs.takenBy == nil || e.Stored < rs.takenBy.Stored) {
+				rs.takenBy = e
+			}
+		}
 	}
 	return s, rs, nil
 }

@@ -66,6 +66,7 @@ func foldSession(evs []*events.Event, mine string) (*Session, error) {
 	open := map[string][]events.ToolCall{} // calls of each run not answered yet
 	late := lateResults(evs, mine)
 	answered := map[string]bool{} // run/call answered with no result
+	asked := map[string]bool{}    // run/call made by a reply of the read
 	for _, e := range evs {
 		runs[e.RunID] = true
 		own := mine != "" && e.RunID == mine
@@ -128,6 +129,9 @@ func foldSession(evs []*events.Event, mine string) (*Session, error) {
 			p.Message.Role = events.RoleAssistant
 			s.Messages = append(s.Messages, p.Message)
 			open[e.RunID] = append([]events.ToolCall(nil), p.Message.ToolCalls...)
+			for _, c := range p.Message.ToolCalls {
+				asked[e.RunID+"/"+c.ID] = true
+			}
 		case events.StageToolAfter:
 			p, ok, err := decodeEvent[events.ToolAfter](s, e, own)
 			if !ok {
@@ -138,6 +142,13 @@ func foldSession(evs []*events.Event, mine string) (*Session, error) {
 			}
 			if late[e] || !slices.ContainsFunc(open[e.RunID], func(c events.ToolCall) bool { return c.ID == p.Call.ID }) && answered[e.RunID+"/"+p.Call.ID] {
 				continue // answered when another run's turn started
+			}
+			if !own && !asked[e.RunID+"/"+p.Call.ID] {
+				// Another run's result for a call made before the session's
+				// last compaction (a run taken over records its calls'
+				// outcome when it closes, which may be after a compaction):
+				// the compaction's messages stand for that call.
+				continue
 			}
 			s.Messages = append(s.Messages, toolMessage(&p))
 			open[e.RunID] = removeCall(open[e.RunID], p.Call.ID)

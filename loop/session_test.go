@@ -3,6 +3,7 @@ package loop_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,5 +88,36 @@ func TestRunInSessionWithUndecodableForeignEvent(t *testing.T) {
 	_, err = eng.Run(ctxT(t), &events.RunRequest{RunID: "foreign", AgentID: "demo", SessionID: "s1", Prompt: "resume"})
 	if !errors.Is(err, loop.ErrCorruptSession) || !strings.Contains(err.Error(), foreign.ID) {
 		t.Fatalf("resuming a run whose own event does not decode: %v, want ErrCorruptSession naming %s", err, foreign.ID)
+	}
+}
+
+// A run taken over while its tool ran records the call's outcome when it
+// closes, which may be after the run that took the session compacted it.
+// Read from the compaction on (as SessionEvents reads a compacted session),
+// that result answers a call the read does not hold: the compaction's
+// messages stand for the call, and the result is left out, so no tool
+// message follows the next run's prompt.
+func TestLateResultAfterACompactionIsLeftOut(t *testing.T) {
+	evs := []*events.Event{
+		rawEvent(t, events.StageRunStarted, "a", "s", "y", 1, `{"prompt":"next"}`),
+		rawEvent(t, events.StageCompactAfter, "a", "s", "y", 2, `{"messages":[
+			{"role":"user","content":"summary"},
+			{"role":"assistant","tool_calls":[{"id":"call_1_1","name":"Bash","arguments":{}}]},
+			{"role":"tool","tool_call_id":"call_1_1","name":"Bash","content":"error: no result"},
+			{"role":"user","content":"next"}]}`),
+		rawEvent(t, events.StageToolAfter, "a", "s", "x", 5, `{"call":{"id":"call_1_1","name":"Bash","arguments":{}},"result":{"content":"error: outcome unknown","is_error":true}}`),
+		rawEvent(t, events.StageModelResponded, "a", "s", "y", 3, `{"message":{"role":"assistant","content":"done"}}`),
+	}
+	s, err := loop.RebuildSession(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, m := range s.Messages {
+		roles = append(roles, string(m.Role)+":"+m.ToolCallID+m.Content)
+	}
+	want := []string{"user:summary", "assistant:", "tool:call_1_1error: no result", "user:next", "assistant:done"}
+	if !slices.Equal(roles, want) {
+		t.Fatalf("conversation %q, want %q", roles, want)
 	}
 }

@@ -143,8 +143,11 @@ func (r *run) emitSync(ctx context.Context, st events.Stage, payload any, subjec
 // append gives ev the run's next seq and appends it on the attempt's
 // claim; sync appends it write-ahead: after every earlier event of the
 // attempt is stored (Flush), returning once it is, so that the record up to
-// a write-ahead event is complete. A failure wraps ErrUnrecorded (and the
-// Emitter's error: a Claimed when another attempt claimed the session).
+// a write-ahead event is complete. Before the attempt's claim it appends
+// ev on the session as read (Emitter.AppendAfter), write-ahead. A failure
+// wraps ErrUnrecorded (and the Emitter's error: a Claimed when another
+// attempt claimed the session, or something was stored on it since it was
+// read).
 func (r *run) append(ctx context.Context, ev *events.Event, sync bool) error {
 	r.seq++
 	ev.Seq = r.seq
@@ -157,11 +160,22 @@ func (r *run) append(ctx context.Context, ev *events.Event, sync bool) error {
 	hash := ev.ChainHash()
 	em := r.eng.cfg.Emitter
 	var err error
-	if sync {
+	switch {
+	case !r.claimed:
+		// Before its claim (a new run's intake and the records of its
+		// intake hooks), an attempt appends on the session as it read it:
+		// another attempt of the run delivered at the same moment cannot
+		// store the same seqs too.
+		sync = true
+		var at uint64
+		if at, err = em.AppendAfter(ctx, ev, r.seen); err == nil {
+			r.seen = at
+		}
+	case sync:
 		if err = em.Flush(ctx, r.req.RunID); err == nil {
 			err = em.AppendSync(ctx, ev, r.claim)
 		}
-	} else {
+	default:
 		err = em.Append(ctx, ev, r.claim)
 	}
 	if err != nil {

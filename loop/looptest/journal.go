@@ -250,6 +250,23 @@ func (j *Journal) SessionEvents(_ context.Context, agent, session string) ([]*ev
 	return out, nil
 }
 
+// RunEvents returns the events of one run of the session in the order
+// they were stored.
+func (j *Journal) RunEvents(_ context.Context, agent, session, run string) ([]*events.Event, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.down != nil {
+		return nil, j.down
+	}
+	var out []*events.Event
+	for _, e := range j.evs {
+		if e.AgentID == agent && e.SessionID == session && e.RunID == run {
+			out = append(out, e.Clone())
+		}
+	}
+	return out, nil
+}
+
 // Events returns every stored event, in the order they were stored.
 func (j *Journal) Events() []*events.Event {
 	j.mu.Lock()

@@ -73,6 +73,107 @@
 //     worker's runs, is SIGKILLed three times with messages delivered and
 //     not checkpointed, and started again: its checkpoints form one chain
 //     over every message, and the stream verifies against them.
+//   - TestFaultHandOffAcrossRestarts: a run cut off on definition 1 (its
+//     worker SIGKILLed mid-step) while definition 2 is deployed, with the
+//     nats-server SIGKILLed before and after the hand-off: the worker of
+//     definition 2 hands the run to the workers of definition 1 once and
+//     never runs it, observer runs --queued lists it waiting for definition
+//     1, and a worker of definition 1 started later finishes it, the Bash
+//     command run once.
+//   - TestFaultRandomizedSchedule: the randomized fault schedule (below).
+//
+// # The randomized fault schedule
+//
+// TestFaultRandomizedSchedule runs a small fleet for 8 minutes
+// (HOOKBUS_FAULT_LOAD changes it) while faults drawn at random hit every
+// component, then audits the whole record. The fleet: one nats-server
+// process (JetStream on a store, started again on it after each SIGKILL);
+// three loop serve workers with a 4 s --lease, serving two agents defined
+// in agent files (worker w1 both, w2 only sched-a, w3 only sched-b), each a
+// scripted model of four steps whose Bash calls append an execution line
+// to calls.log under the workers' root (and print it) naming the worker
+// that ran them (bash.env passes FAULT_WORKER); sched-a compacts its
+// sessions every two or three runs (compaction max_tokens); sched-b's two
+// calculator calls of step 2 each wait for approval (expiry 45 s, then
+// rejected and the run goes on); and a remote interceptor (this test
+// binary started again) registered with observer hooks add --policy fail on tool.before:
+// while it is down every call is denied, never run unchecked. It syncs a
+// line per request it sees to guard.log before it answers, and rewrites
+// each Bash command it allows so that its execution line names the run and
+// the call ("checked RUN CALL"); a command run without it writes
+// "unchecked".
+//
+// Twelve lanes submit runs (through the bus, or a loop submit process for
+// a quarter): 2 to 5 runs back to back per session, a fifth of them pairs
+// submitted at once on one session. Three approvers answer sched-b's calls
+// with observer approve|reject processes, by a plan drawn per run (approve,
+// reject and continue, reject, or let them expire); on a run alone in its
+// session it also gives the first call a conflicting second answer while
+// the other call still waits, which must be refused naming the first.
+// Every 1-4 s a fault is dealt from a shuffled deck of six kinds, so each
+// happens about as often: SIGKILL of a worker, the server or the
+// interceptor, started again after a pause (the server after 1-10 s), or
+// SIGSTOP of one for 1-9 s, then SIGCONT (a worker stopped longer than
+// its lease loses its runs to the others). Halfway through, agent A is
+// deployed anew: w2 is SIGKILLed and comes back (as w2v2) on version 2 of
+// A with --replace-definition, so new runs of A go to it alone, and runs
+// recorded on version 1 (cut off, or delivered to w2v2) are handed to the
+// workers of version 1 and go on only on w1. The draws come from a seed
+// the test logs; HOOKBUS_FAULT_SEED=N deals the same faults again (the
+// timing of the load differs). The load goes on until at least 500 runs
+// were submitted (twice the time at most). make test-faults runs one
+// schedule; HOOKBUS_FAULT_SCHEDULES=N runs N one after another (a subtest
+// each, named by its seed; give go test a -timeout to match).
+//
+// Then the faults stop, everything drains (every run submitted ends;
+// remaining approvals are answered), and the stream is read back with
+// observer replay --json and observer verify --json. Every run is checked
+// (auditSchedule), failures collected and grouped before the test fails:
+//
+//   - event ids are unique; each run has exactly one terminal event in the
+//     stream; its effective record (the supersede rule applied) has seqs
+//     1..N and ends with it;
+//   - every call has one tool.before and one tool.after (a recorded outcome
+//     unknown has its tool.after), or, asked about, was settled by a
+//     rejection or the run's end while it waited;
+//   - no side effect twice: each call's Bash command ran at most once
+//     (calls.log), each execution is its call's recorded result or its
+//     call's outcome is recorded unknown, and every recorded Bash result
+//     is one execution of that call;
+//   - no run lost: every acknowledged submission (loop submit included) has
+//     a terminal event, and the runs no acknowledged submission names are
+//     at most the loop submit processes that failed;
+//   - each run ran only on workers serving its agent on the definition it
+//     started on: every run.started records the definition of an agent
+//     file, the same in every attempt of the run, with no adoption; every
+//     execution line names a worker serving that definition; and no worker
+//     log line names a run of an agent the worker does not serve;
+//   - the fail-closed hook was never bypassed: every execution line is
+//     "checked" (the guard rewrote it), and every tool.before has exactly
+//     one record of the guard: an allow (or modify) whose request is in
+//     guard.log, or a failure with outcome failed_closed after which the
+//     call was denied and did not run;
+//   - a run ended done; rejected only when its plan rejected a call; or
+//     failed only when the other run of its pair took its session over;
+//   - every context.assembled and every rebuilt session is a conversation a
+//     provider accepts (a compaction's summary may be followed by a kept
+//     prompt; in sessions where a run was taken over before its reply, a
+//     prompt may follow another);
+//   - approvals: each call asked about has at most one approval.resolved,
+//     one unless its run ended while it waited; it is the approver's answer
+//     as given (its note "first"), or an expiry; no conflicting answer was
+//     accepted or recorded, and each was refused naming the first, whose
+//     answer id is the one recorded;
+//   - observer verify exits 0 and says every run is intact and ended: no
+//     false alarm.
+//
+// It logs the seed, every fault as it is dealt, and the figures: runs by
+// outcome, events, attempts, superseded events, compactions, tool calls
+// denied fail-closed, outcomes unknown, Bash executions against recorded
+// results, approvals answered, expired and conflicting answers refused,
+// faults by kind and component, downtime per component, runs by the
+// definition they started on, hand-offs between definitions, requests
+// handed back to the queue, and wall time.
 //
 // Each test logs its figures (runs, events, attempts, superseded events,
 // Bash calls and executions, outcomes unknown, sessions rebuilt, contexts

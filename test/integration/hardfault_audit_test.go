@@ -263,16 +263,29 @@ func expectedMessages(shape []int, prior, step int) int {
 // two user messages in a row (a repeated or lost turn); nothing left
 // unanswered at the end.
 func checkConversation(msgs []events.Message) error {
+	return conversationError(msgs, false)
+}
+
+// conversationError is checkConversation; with unanswered it lets a user
+// message follow another, as it does when a run's turn ended before the
+// model answered it (its session taken over by a run submitted with it):
+// providers take consecutive user messages as one turn. A compaction's
+// summary (a user message) may be followed by a kept user message in any
+// case.
+func conversationError(msgs []events.Message, unanswered bool) error {
 	var pending map[string]bool
 	prev := events.Role("")
 	for i, m := range msgs {
+		if i > 0 && m.Role == events.RoleUser && strings.HasPrefix(msgs[i-1].Content, loop.SummaryPrefix) {
+			prev = ""
+		}
 		switch m.Role {
 		case events.RoleSystem:
 			if i > 0 && prev != events.RoleSystem {
 				return fmt.Errorf("message %d: a system message after the conversation began\n%s", i, roles(msgs))
 			}
 		case events.RoleUser:
-			if len(pending) > 0 || prev == events.RoleUser {
+			if len(pending) > 0 || prev == events.RoleUser && !unanswered {
 				return fmt.Errorf("message %d: a user message after %s with %d calls unanswered\n%s", i, prev, len(pending), roles(msgs))
 			}
 		case events.RoleAssistant:

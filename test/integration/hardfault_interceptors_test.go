@@ -48,7 +48,8 @@ const forgedExpression = "1+1"
 //     the loop's. A plain NATS responder takes the plugin's requests and
 //     hands them, with Hookbus-Deadline moved skewAhead into the past (what
 //     that clock makes of it), to a remote.Serve service (plugin "<plugin>-inner")
-//     that denies the call; the reply goes back as it came.
+//     that denies the call; the reply goes back as it came;
+//   - guard (tool.before): the schedule's fail-closed check (guardBehaviour).
 func hardFaultBehaviour(nc *nats.Conn, name, plugin string) (behaviour, error) {
 	announce := func(data []byte) {
 		_ = nc.Publish(receivedSubject(plugin), data)
@@ -81,6 +82,8 @@ func hardFaultBehaviour(nc *nats.Conn, name, plugin string) (behaviour, error) {
 			announce([]byte(req.Event.ID))
 			return nil, nil
 		}}, nil
+	case "guard":
+		return guardBehaviour(plugin, os.Getenv(envGuardLog))
 	case "skew-deny":
 		inner := plugin + "-inner"
 		if err := skewProxy(nc, plugin, inner); err != nil {

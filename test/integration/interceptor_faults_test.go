@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -77,9 +78,19 @@ type faultProc struct {
 // startFaultProc starts one of the binaries; it is killed at cleanup.
 func startFaultProc(t *testing.T, name string, args ...string) *faultProc {
 	t.Helper()
+	return startProcess(t, name, filepath.Join(bin, name), nil, args...)
+}
+
+// startProcess starts the program at path (called name in messages), its
+// environment the test's with env added ("K=V"); it is killed at cleanup.
+func startProcess(t *testing.T, name, path string, env []string, args ...string) *faultProc {
+	t.Helper()
 	p := &faultProc{name: name, done: make(chan struct{})}
-	p.cmd = exec.Command(filepath.Join(bin, name), args...)
+	p.cmd = exec.Command(path, args...)
 	p.cmd.Dir = t.TempDir()
+	if len(env) > 0 {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

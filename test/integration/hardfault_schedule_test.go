@@ -1,0 +1,339 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookbus/hookbus/agents"
+	"github.com/hookbus/hookbus/audit"
+)
+
+// The randomized fault schedule: minutes of load on a small fleet while
+// faults drawn at random hit every component, then the whole record is
+// audited (doc.go says what it proves).
+
+// Environment of the schedule.
+const (
+	envFaultSeed      = "HOOKBUS_FAULT_SEED"      // replay a schedule: the seed it logged
+	envFaultLoad      = "HOOKBUS_FAULT_LOAD"      // how long the load and the faults last (default 8m)
+	envFaultSchedules = "HOOKBUS_FAULT_SCHEDULES" // how many schedules to run, one after another (default 1)
+)
+
+// The schedule's shape.
+const (
+	schedLoad      = 8 * time.Minute // load and faults
+	schedMinRuns   = 500             // runs submitted at least (over schedLoad; proportionally less when shorter)
+	schedLanes     = 6               // sessions in flight per agent
+	schedLease     = "4s"            // the workers' --lease: SIGSTOPs of up to 9 s outlast it
+	schedDelayMS   = 300             // the scripted model's time per reply
+	schedDrain     = 10 * time.Minute
+	schedMaxStop   = 9 * time.Second
+	schedFaultKind = 6
+	deployed       = "w2v2" // worker w2 after the deploy, as its executions name it
+)
+
+// faultKinds are what the schedule deals, each in turn from a shuffled
+// deck, so that every kind happens about as often.
+var faultKinds = [schedFaultKind]string{"kill-worker", "kill-nats", "kill-interceptor", "stop-worker", "stop-nats", "stop-interceptor"}
+
+// A fleet under a randomized fault schedule: a nats-server process
+// (JetStream on a store, started again on it after each SIGKILL), three
+// loop serve workers serving two agents (one both, one each) with a 4 s
+// lease, and a fail-closed tool.before interceptor (another process) that
+// records every request it sees and tags each Bash command it allows with
+// its run and call. Sessions get runs back to back, and pairs of runs at
+// once; agent B's calls wait for approval, answered from the CLI (and a
+// conflicting second answer tried) while workers die. Every few seconds a
+// fault drawn at random (seeded: HOOKBUS_FAULT_SEED replays one): SIGKILL
+// and restart of a worker, the server or the interceptor, or SIGSTOP of
+// one for 1-9 s; halfway through, a deploy of agent A's version 2 on one
+// worker. Then the faults stop, everything drains, and the stream is
+// read back with observer replay --json and observer verify --json and
+// audited run by run (auditSchedule). HOOKBUS_FAULT_SCHEDULES=N runs N
+// schedules one after another, each with a seed of its own.
+func TestFaultRandomizedSchedule(t *testing.T) {
+	hardFaults(t)
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv(envFaultSeed); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", envFaultSeed, s, err)
+		}
+		seed = v
+	}
+	loadFor := schedLoad
+	if s := os.Getenv(envFaultLoad); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 10*time.Second {
+			t.Fatalf("%s=%q: want a duration of 10s or more", envFaultLoad, s)
+		}
+		loadFor = d
+	}
+	n := 1
+	if s := os.Getenv(envFaultSchedules); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			t.Fatalf("%s=%q: want a count of 1 or more", envFaultSchedules, s)
+		}
+		n = v
+	}
+	seeds := rand.New(rand.NewPCG(seed, 1))
+	for i := range n {
+		if i > 0 {
+			seed = seeds.Uint64()
+		}
+		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) { faultSchedule(t, seed, loadFor) })
+	}
+}
+
+// faultSchedule runs one schedule: its faults drawn from seed, its load
+// lasting loadFor.
+func faultSchedule(t *testing.T, seed uint64, loadFor time.Duration) {
+	begin := time.Now()
+	minRuns := max(20, int(int64(schedMinRuns)*int64(loadFor)/int64(schedLoad)))
+	t.Logf("fault schedule seed %d (replay: %s=%d); load %v, at least %d runs", seed, envFaultSeed, seed, loadFor, minRuns)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	ctx := testCtx(t, loadFor+60*time.Minute)
+
+	// The fleet.
+	srv := startNATS(t)
+	url := srv.url()
+	admin := adminBus(t, ctx, url, 1)
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	scripts := map[string]string{agentA: schedScript(t, dir, agentA, schedDelayMS), agentB: schedScript(t, dir, agentB, schedDelayMS)}
+	files := map[string]string{
+		"w1": schedAgentFile(t, dir, "both", root, scripts, agentA, agentB),
+		"w2": schedAgentFile(t, dir, "a", root, scripts, agentA),
+		"w3": schedAgentFile(t, dir, "b", root, scripts, agentB),
+		// The deploy: w2 comes back halfway through as w2v2, on version 2
+		// of agent A.
+		deployed: schedAgentFile(t, dir, "a2", root, scripts, agentA+"@2"),
+	}
+	serves := map[string][]string{"w1": {agentA, agentB}, "w2": {agentA}, "w3": {agentB}, deployed: {agentA}}
+	defs := schedDefinitions(t, files, serves)
+	if defs[deployed][agentA] == defs["w2"][agentA] {
+		t.Fatalf("version 2 of %s has the digest of version 1 (%s)", agentA, defs["w2"][agentA])
+	}
+
+	guardLog := filepath.Join(dir, "guard.log")
+	if r := run(t, "observer", "hooks", "add", "--nats", url, "--stage", "tool.before", "--plugin", "guard",
+		"--policy", "fail", "--timeout", "3s", "--agents", "sched-*"); r.code != 0 {
+		t.Fatalf("observer hooks add: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	guard := &procSlot{name: "interceptor", path: os.Args[0], args: []string{"-test.run=^$"}, ready: "serving",
+		env: []string{envInterceptor + "=guard", envNATS + "=" + url, envPlugin + "=guard", envGuardLog + "=" + guardLog}}
+	guard.start(t)
+	workers := map[string]*procSlot{}
+	var comps []*component
+	for _, name := range []string{"w1", "w2", "w3"} {
+		w := &procSlot{name: name, path: filepath.Join(bin, "loop"), ready: "taking runs", env: []string{envFaultWorker + "=" + name},
+			args: []string{"serve", "--nats", url, "--agents", files[name], "--concurrency", "4", "--lease", schedLease, "-v"}}
+		w.start(t)
+		workers[name] = w
+		comps = append(comps, w.component("worker"))
+	}
+	natsC, guardC := natsComponent(srv), guard.component("interceptor")
+	comps = append(comps, natsC, guardC)
+	defer func() {
+		if t.Failed() {
+			for _, name := range []string{"w1", "w2", "w3"} {
+				t.Logf("%s", tail(workers[name].logs(), 20000))
+			}
+			t.Logf("interceptor:\n%s", tail(guard.logs(), 4000))
+		}
+	}()
+
+	// The load.
+	tr := newTracker(admin)
+	lctx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	var wg sync.WaitGroup
+	wg.Go(func() { tr.follow(lctx, 300*time.Millisecond) })
+	l := newLoad(url, admin, tr, seed)
+	for i := range 2 * schedLanes {
+		agent := agentA
+		if i%2 == 1 {
+			agent = agentB
+		}
+		wg.Go(func() { l.lane(lctx, i, agent) })
+	}
+	for i := range approvers {
+		wg.Go(func() { l.approve(lctx, i) })
+	}
+
+	// The faults, until the load has lasted loadFor and submitted minRuns
+	// (at most twice as long).
+	loadStart := time.Now()
+	count := map[string]int{}
+	var deck []string
+	deployedAt := time.Duration(0)
+	for time.Since(loadStart) < loadFor || l.submittedCount() < minRuns && time.Since(loadStart) < 2*loadFor {
+		if deployedAt == 0 && time.Since(loadStart) >= loadFor/2 {
+			// The deploy: w2 is SIGKILLed and comes back on version 2 of
+			// agent A, made the fleet's (--replace-definition). New runs of
+			// A go to it alone; runs recorded on version 1 go on only on w1.
+			deployedAt = time.Since(loadStart).Round(100 * time.Millisecond)
+			w2 := workers["w2"]
+			w2.kill(t)
+			w2.env = []string{envFaultWorker + "=" + deployed}
+			w2.args = []string{"serve", "--nats", url, "--agents", files[deployed], "--replace-definition", "--concurrency", "4", "--lease", schedLease, "-v"}
+			w2.start(t)
+			t.Logf("%v: deploy: w2 SIGKILLed, back as %s on %s version 2 (%s)", deployedAt, deployed, agentA, defs[deployed][agentA][:12])
+		}
+		if len(deck) == 0 {
+			deck = slices.Clone(faultKinds[:])
+			rng.Shuffle(len(deck), func(i, j int) { deck[i], deck[j] = deck[j], deck[i] })
+		}
+		kind := deck[0]
+		deck = deck[1:]
+		gap := time.Second + time.Duration(rng.Int64N(int64(3*time.Second)))
+		w := comps[rng.IntN(3)]
+		pause := 500*time.Millisecond + time.Duration(rng.Int64N(int64(4*time.Second)))
+		hold := time.Second + time.Duration(rng.Int64N(int64(schedMaxStop-time.Second)))
+		time.Sleep(gap) // the schedule's pace
+		var c *component
+		switch kind {
+		case "kill-worker", "stop-worker":
+			c = w
+		case "kill-nats", "stop-nats":
+			c = natsC
+			pause = time.Second + time.Duration(rng.Int64N(int64(9*time.Second)))
+		default:
+			c = guardC
+		}
+		at := time.Since(loadStart).Round(100 * time.Millisecond)
+		if strings.HasPrefix(kind, "kill") {
+			d := c.crash(t, pause)
+			t.Logf("%v: SIGKILL %s, down %v", at, c.name, d.Round(100*time.Millisecond))
+		} else {
+			c.freeze(t, hold)
+			t.Logf("%v: SIGSTOP %s for %v", at, c.name, hold.Round(100*time.Millisecond))
+		}
+		count[kind]++
+		count[kind+" "+c.name]++
+	}
+	l.stop.Store(true)
+	loadTime := time.Since(loadStart)
+	submitted := l.submittedCount()
+	t.Logf("faults stopped after %v; %d runs submitted", loadTime.Round(time.Second), submitted)
+	if submitted < minRuns {
+		t.Errorf("only %d runs were submitted in %v, want at least %d", submitted, loadTime.Round(time.Second), minRuns)
+	}
+	for _, k := range faultKinds {
+		if count[k] < 3 && loadFor >= schedLoad {
+			t.Errorf("fault %s happened %d times, want several", k, count[k])
+		}
+	}
+
+	// Drain: every run ends (the approver answers what still waits).
+	drainStart := time.Now()
+	var left []string
+	deadline := time.Now().Add(schedDrain)
+	for {
+		left = l.notEnded()
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	drainTime := time.Since(drainStart)
+	stopLoad()
+	wg.Wait()
+	if len(left) > 0 {
+		t.Errorf("%d runs had not ended %v after the faults stopped: %v", len(left), schedDrain, left[:min(len(left), 20)])
+	}
+
+	// Read it all back, as processes.
+	rp, err := runProc(10*time.Minute, "observer", "replay", "--nats", url, "--json")
+	if err != nil || rp.code != 0 {
+		t.Fatalf("observer replay --json: exit %d, %v\n%s", rp.code, err, rp.stderr)
+	}
+	evs := jsonEvents(t, rp.stdout)
+	vr, err := runProc(10*time.Minute, "observer", "verify", "--nats", url, "--json")
+	if err != nil {
+		t.Fatalf("observer verify --json: %v\n%s", err, vr.stderr)
+	}
+	var verdicts []*audit.RunVerdict
+	for _, line := range strings.Split(strings.TrimSpace(vr.stdout), "\n") {
+		if line == "" {
+			continue
+		}
+		var vd audit.RunVerdict
+		if err := json.Unmarshal([]byte(line), &vd); err != nil {
+			t.Fatalf("observer verify --json line %q: %v", line, err)
+		}
+		verdicts = append(verdicts, &vd)
+	}
+	failures, fig := auditSchedule(&schedInput{evs: evs, verdicts: verdicts, verifyOK: vr.code == 0, root: root, guardLog: guardLog,
+		defs: defs, serves: serves, load: l, workers: workers})
+	for _, s := range append(slices.Clone(workers["w1"].exited()), append(workers["w2"].exited(), append(workers["w3"].exited(), guard.exited()...)...)...) {
+		failures = append(failures, "a process exited by itself: "+s)
+	}
+
+	// The figures.
+	downs := map[string]string{}
+	for _, c := range comps {
+		downs[c.name] = c.downtime().Round(100 * time.Millisecond).String()
+	}
+	l.mu.Lock()
+	t.Logf("schedule figures (seed %d):\n  %s\n  faults: %s\n  downtime: %s\n  submissions: %d runs (%d by loop submit; %d loop submit processes failed), %d stuck;"+
+		" approver: %d answers recorded, %d found recorded after a lost reply, %d found expired first, %d conflicting answers refused, %d tries again\n"+
+		"  wall time %v (load %v, drain %v); tracker read errors %d",
+		seed, fig, sortedCounts(count), sortedCounts(downs), submitted, l.cliSubmit, l.unackd, len(l.stuck),
+		l.answered, l.recovered, l.expiredQ, l.refused, l.retries,
+		time.Since(begin).Round(time.Second), loadTime.Round(time.Second), drainTime.Round(time.Second), tr.readErrs)
+	l.mu.Unlock()
+	for _, g := range groupFailures(failures) {
+		t.Errorf("%s", g)
+	}
+	if len(failures) > 0 {
+		t.Errorf("seed %d: %d failures (replay: %s=%d)", seed, len(failures), envFaultSeed, seed)
+	}
+}
+
+// schedDefinitions computes, for each worker as its executions name it,
+// the digest of each agent it serves, from its agent file, and checks
+// that the files of one version agree (they define each agent alike).
+func schedDefinitions(t *testing.T, files map[string]string, serves map[string][]string) map[string]map[string]string {
+	t.Helper()
+	out := map[string]map[string]string{}
+	byVersion := map[string]string{}
+	for _, w := range slices.Sorted(maps.Keys(files)) {
+		f, err := agents.Load(files[w])
+		if err != nil {
+			t.Fatalf("%s: %v", files[w], err)
+		}
+		out[w] = map[string]string{}
+		for _, id := range serves[w] {
+			a := f.Agent(id)
+			if a == nil {
+				t.Fatalf("%s: no agent %s", files[w], id)
+			}
+			d, err := a.Definition()
+			if err != nil {
+				t.Fatalf("%s: agent %s: %v", files[w], id, err)
+			}
+			key := id + "@" + d.Version
+			if prev, ok := byVersion[key]; ok && prev != d.Digest {
+				t.Fatalf("agent %s: the workers' files define it differently (%s, %s)", key, prev, d.Digest)
+			}
+			byVersion[key] = d.Digest
+			out[w][id] = d.Digest
+		}
+	}
+	return out
+}
