@@ -2,28 +2,45 @@ package interceptors
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/internal/deadlinectx"
 )
 
 // pending is one interceptor call in flight. The call runs in its own
 // goroutine so that the timeout holds even when the interceptor ignores ctx.
-// That goroutine writes only res and then closes done; the waiter reads res
-// only after done is closed, and an abandoned call's pending is dropped, so
-// a late answer cannot reach shared state.
+// That goroutine writes only res and then signals done; the waiter reads res
+// only after receiving from done, and an abandoned call's pending is dropped
+// (never pooled again), so a late answer cannot reach shared state.
 //
 // A mutating ContextBound interceptor is called on the chain's goroutine
 // instead (callBound): it returns once its ctx ends, so the timeout holds
 // without a goroutine, and nothing is ever abandoned.
+//
+// A pending is pooled with its done channel, its timer and its call
+// function; what the interceptor sees (its ctx and its Request, which it
+// may keep) is made per call, in one allocation.
 type pending struct {
-	e      *entry
-	ctx    context.Context
-	cancel context.CancelFunc
-	req    Request
-	start  time.Time
-	done   chan struct{} // nil for a call on the chain's goroutine
-	res    result
+	e     *entry
+	cs    *callState
+	start time.Time
+	done  chan struct{} // one send per call, when the interceptor returned
+	timer *time.Timer   // the waiter's deadline (stopped when idle)
+	call  func()        // p.run then the send on done, for go p.call()
+	res   result
+	// abandoned is set when the waiter gave up on the call (its deadline or
+	// the chain's ctx passed first): the pending stays with its goroutine.
+	abandoned bool
+}
+
+// callState is what one call gives the interceptor: its ctx (ending at the
+// call's deadline, armed only when the interceptor waits on it) and its
+// request.
+type callState struct {
+	ctx deadlinectx.Context
+	req Request
 }
 
 type result struct {
@@ -51,24 +68,48 @@ type ContextBound interface {
 	BoundByContext()
 }
 
+var pendings = sync.Pool{New: func() any {
+	p := &pending{done: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
+	p.timer.Stop()
+	p.call = func() {
+		defer func() { p.done <- struct{}{} }() // last: the waiter may reuse p at once
+		p.run()
+	}
+	return p
+}}
+
 // newPending prepares a call of e's interceptor on ev under e's timeout.
 func newPending(ctx context.Context, e *entry, ev *events.Event) *pending {
+	p := pendings.Get().(*pending)
 	// The latency counts from the instant the timeout does: a call that
 	// times out is never recorded as faster than its timeout, even when
 	// this goroutine is preempted here.
-	start := time.Now()
-	cctx, cancel := context.WithDeadline(ctx, start.Add(e.reg.Timeout))
-	deadline, _ := cctx.Deadline()
-	p := &pending{e: e, ctx: cctx, cancel: cancel, start: start}
-	p.req = Request{Stage: ev.Stage, Event: ev, Registration: e.reg, Deadline: deadline}
+	p.start = time.Now()
+	p.e = e
+	p.cs = &callState{}
+	deadlinectx.Init(&p.cs.ctx, ctx, p.start.Add(e.reg.Timeout))
+	deadline, _ := p.cs.ctx.Deadline()
+	p.cs.req = Request{Stage: ev.Stage, Event: ev, Registration: e.reg, Deadline: deadline}
 	return p
 }
+
+// release puts p back in the pool once the chain is done with it; an
+// abandoned call's pending stays with its goroutine.
+func (p *pending) release() {
+	if p.abandoned {
+		return
+	}
+	*p = pending{done: p.done, timer: p.timer, call: p.call}
+	pendings.Put(p)
+}
+
+// cancel ends the call's ctx.
+func (p *pending) cancel() { p.cs.ctx.Cancel() }
 
 // start calls e's interceptor on ev under e's timeout, in a goroutine of
 // its own.
 func (c *Chain) start(ctx context.Context, e *entry, ev *events.Event) *pending {
 	p := newPending(ctx, e, ev)
-	p.done = make(chan struct{})
 	go p.call()
 	return p
 }
@@ -81,16 +122,13 @@ func (c *Chain) callBound(ctx context.Context, e *entry, ev *events.Event) (*pen
 	defer p.cancel()
 	p.run()
 	r := p.res
-	if r.err != nil && p.ctx.Err() != nil {
-		r.err = timeoutError(&p.e.reg, p.ctx.Err())
+	if r.err != nil {
+		if err := p.cs.ctx.Err(); err != nil {
+			r.err = timeoutError(&p.e.reg, err)
+		}
 	}
 	r.latency = time.Since(p.start)
 	return p, r
-}
-
-func (p *pending) call() {
-	defer close(p.done)
-	p.run()
 }
 
 // run calls the interceptor and sets res, turning a panic (or
@@ -104,24 +142,40 @@ func (p *pending) run() {
 			p.res = result{err: recovered("runtime.Goexit")} // e.g. t.FailNow in a handler
 		}
 	}()
-	p.res.dec, p.res.err = p.e.ic.Intercept(p.ctx, &p.req)
+	p.res.dec, p.res.err = p.e.ic.Intercept(&p.cs.ctx, &p.cs.req)
 	returned = true
 }
 
 // wait returns the call's result, or a timeout error when its deadline (or
-// ctx) passes first; an answer that arrives together with the deadline wins.
-func (p *pending) wait() result {
+// ctx, the chain's) passes first; an answer that arrives together with the
+// deadline wins. The call's ctx is canceled on return.
+func (p *pending) wait(ctx context.Context) result {
 	defer p.cancel()
-	select {
-	case <-p.done:
-	case <-p.ctx.Done():
+	p.timer.Reset(time.Until(p.cs.req.Deadline))
+	for {
 		select {
 		case <-p.done:
-		default:
-			return result{err: timeoutError(&p.e.reg, p.ctx.Err()), latency: time.Since(p.start)}
+			p.timer.Stop()
+			r := p.res
+			r.latency = time.Since(p.start)
+			return r
+		case <-p.timer.C:
+		case <-ctx.Done():
+			p.timer.Stop()
 		}
+		select {
+		case <-p.done:
+			r := p.res
+			r.latency = time.Since(p.start)
+			return r
+		default:
+		}
+		// The call's ctx ends with the chain's or at the deadline; its
+		// error, taken before the cancel, says which.
+		if err := p.cs.ctx.Err(); err != nil {
+			p.abandoned = true
+			return result{err: timeoutError(&p.e.reg, err), latency: time.Since(p.start)}
+		}
+		p.timer.Reset(time.Until(p.cs.req.Deadline)) // woken early by the clock: wait on
 	}
-	r := p.res
-	r.latency = time.Since(p.start)
-	return r
 }

@@ -37,14 +37,13 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 	if ev == nil {
 		return nil, fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
 	}
-	out := &ChainResult{Stage: ev.Stage, EventID: ev.ID, Decision: Allow, Data: ev.Data}
 	i := stageIndex(ev.Stage)
 	if i < 0 {
-		return out, nil
+		return newResult(ev, 0), nil
 	}
 	list := c.entries(i)
 	if len(list) == 0 {
-		return out, nil
+		return newResult(ev, 0), nil
 	}
 	var off map[string]Disabled
 	if d := c.root().disabled.Load(); d != nil {
@@ -69,12 +68,15 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 		matched = append(matched, e)
 	}
 	if len(matched) == 0 && len(shadows) == 0 {
-		return out, nil
+		return newResult(ev, 0), nil
 	}
 	if len(ev.Data) == 0 && ev.DataRef != "" {
 		return nil, fmt.Errorf("%w: event %s data is stored at %q: fetch it before running interceptors", events.ErrPayload, ev.ID, ev.DataRef)
 	}
-	out.Records = make([]CallRecord, 0, len(matched))
+	out := newResult(ev, len(matched))
+	if out.Records == nil {
+		out.Records = []CallRecord{} // shadows only: no records, as ever
+	}
 
 	cur := ev // what interceptors see; replaced by a copy when the payload changes
 	ended := false
@@ -97,7 +99,7 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 			p, res = c.callBound(ctx, e, cur)
 		} else {
 			p = c.start(ctx, e, cur)
-			res = p.wait()
+			res = p.wait(ctx)
 		}
 		if res.err != nil && ctx.Err() != nil {
 			return out, interrupted(ev, ctx.Err())
@@ -115,6 +117,7 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 			c.end(out, p.e, dec, cur)
 			ended = true
 		}
+		p.release()
 		if ended {
 			break
 		}
@@ -128,6 +131,27 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 		out.Shadow = c.shadowStarter(ctx, shadows, cur)
 	}
 	return out, nil
+}
+
+// newResult returns the allow of ev with room for n records; the result of
+// a single call holds its record in the same allocation.
+func newResult(ev *events.Event, n int) *ChainResult {
+	if n == 1 {
+		r := &resultOfOne{ChainResult: ChainResult{Stage: ev.Stage, EventID: ev.ID, Decision: Allow, Data: ev.Data}}
+		r.Records = r.rec[:0:1]
+		return &r.ChainResult
+	}
+	out := &ChainResult{Stage: ev.Stage, EventID: ev.ID, Decision: Allow, Data: ev.Data}
+	if n > 0 {
+		out.Records = make([]CallRecord, 0, n)
+	}
+	return out
+}
+
+// resultOfOne is a ChainResult with room for one record.
+type resultOfOne struct {
+	ChainResult
+	rec [1]CallRecord
 }
 
 func interrupted(ev *events.Event, err error) error {
@@ -144,7 +168,7 @@ func (c *Chain) validate(ctx context.Context, out *ChainResult, matched []*entry
 		}
 	}
 	for i, p := range calls {
-		res := p.wait()
+		res := p.wait(ctx)
 		if res.err != nil && ctx.Err() != nil {
 			for _, q := range calls[i+1:] {
 				q.cancel()
@@ -155,6 +179,7 @@ func (c *Chain) validate(ctx context.Context, out *ChainResult, matched []*entry
 		if kind == Deny && out.Decision != Deny { // the first deny, in run order, gives the reason
 			c.end(out, p.e, dec, cur)
 		}
+		p.release()
 	}
 	return nil
 }

@@ -38,7 +38,8 @@ func (c *Chain) shadowStarter(ctx context.Context, list []*entry, cur *events.Ev
 		for _, e := range list {
 			go func() {
 				p := c.start(ctx, e, &ev)
-				rec := c.shadowRecord(ctx, p.e, p.wait(), &ev)
+				rec := c.shadowRecord(ctx, p.e, p.wait(ctx), &ev)
+				p.release()
 				if sink != nil {
 					sink(ctx, &ev, rec)
 				}

@@ -134,6 +134,8 @@ type Budgets struct {
 
 	mu sync.Mutex
 	kv jetstream.KeyValue
+
+	lim limits // the limits, followed by a watch
 }
 
 // New returns the shared budgets of b's bucket (b.Names().Budgets). It
@@ -181,9 +183,11 @@ func (s *Budgets) SetLimit(ctx context.Context, l Limit) error {
 	if err != nil {
 		return err
 	}
-	if _, err := kv.Put(ctx, limitKey(l.Agent), value); err != nil {
+	rev, err := kv.Put(ctx, limitKey(l.Agent), value)
+	if err != nil {
 		return s.bucketErr(ctx, "put "+limitKey(l.Agent)+" in", err)
 	}
+	s.hold(l.Agent, rev, heldLimit{l: l}, true) // applies here at once
 	return nil
 }
 
@@ -206,7 +210,12 @@ func (s *Budgets) RemoveLimit(ctx context.Context, agent string, a events.Actor)
 		return err
 	}
 	record, _ := json.Marshal(Removed{Agent: agent, By: a, At: s.now()}) // cannot fail
-	return kvstore.DeleteWithRecord(ctx, s.b.JetStream(), kv, s.b.Names().Budgets, limitKey(agent), "agent "+agent+" has no shared budget", record)
+	rev, err := kvstore.DeleteWithRecordRev(ctx, s.b.JetStream(), kv, s.b.Names().Budgets, limitKey(agent), "agent "+agent+" has no shared budget", record)
+	if err != nil {
+		return err
+	}
+	s.hold(agent, rev, heldLimit{}, false) // applies here at once
+	return nil
 }
 
 // Removed is the body of the delete marker of a removed budget: who
@@ -218,10 +227,21 @@ type Removed struct {
 }
 
 // Limit returns the budget of agent, and false when it has none.
+//
+// The limits are followed by a watch from the first call on: once it has
+// loaded them, Limit answers from memory. A limit set or removed by
+// another client applies once the watch delivers it (milliseconds).
 func (s *Budgets) Limit(ctx context.Context, agent string) (Limit, bool, error) {
+	if l, ok, err, held := s.held(agent); held {
+		return l, ok, err
+	}
 	kv, err := s.bucket(ctx)
 	if err != nil {
 		return Limit{}, false, err
+	}
+	s.follow(ctx, kv)
+	if l, ok, err, held := s.held(agent); held {
+		return l, ok, err
 	}
 	e, err := kv.Get(ctx, limitKey(agent))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {

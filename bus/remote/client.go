@@ -142,8 +142,10 @@ func (r *Client) Intercept(ctx context.Context, req *interceptors.Request) (*int
 	if err != nil {
 		return nil, r.fail(req, events.FailError, fmt.Errorf("encode request: %w", err))
 	}
+	msg := &nats.Msg{Subject: subj, Header: h, Data: body}
+	fitted := false
 	if r.pay != nil { // data too large for a request: claim-checked (bus.ClaimCheck)
-		msg, err := r.pay.Fit(ctx, req.Event, &nats.Msg{Subject: subj, Header: h, Data: body}, requestHeaderSize)
+		fit, err := r.pay.Fit(ctx, req.Event, msg, requestHeaderSize)
 		if err != nil {
 			err = fmt.Errorf("request on %s: %w", subj, deadline.Err(ctx, err))
 			switch {
@@ -154,24 +156,30 @@ func (r *Client) Intercept(ctx context.Context, req *interceptors.Request) (*int
 			}
 			return nil, r.fail(req, events.FailError, err)
 		}
-		h, body = msg.Header, msg.Data
+		msg, fitted = fit, fit != msg
 	}
 	budget := time.Until(due)
 	if budget <= 0 {
 		return nil, r.fail(req, events.FailTimeout, fmt.Errorf("no time left to call %s: %w", subj, context.DeadlineExceeded))
 	}
-	delete(h, events.HeaderMsgID) // a JetStream de-duplication id means nothing on a request
-	// One allocation for both values.
-	vals := []string{
-		due.UTC().Format(time.RFC3339Nano),
-		strconv.FormatInt(int64((budget+time.Millisecond-1)/time.Millisecond), 10),
+	delete(msg.Header, events.HeaderMsgID) // a JetStream de-duplication id means nothing on a request
+	// Both values in one string: one allocation.
+	var buf [64]byte
+	vals := due.UTC().AppendFormat(buf[:0], time.RFC3339Nano)
+	n := len(vals)
+	vals = strconv.AppendInt(vals, int64((budget+time.Millisecond-1)/time.Millisecond), 10)
+	both := string(vals)
+	own := hb // the pooled builder holds the header, unless the claim check made a new one
+	if fitted {
+		own = nil
 	}
-	h[HeaderDeadline], h[HeaderTimeoutMs] = vals[0:1:1], vals[1:2:2]
+	own.set(msg.Header, HeaderDeadline, both[:n])
+	own.set(msg.Header, HeaderTimeoutMs, both[n:])
 	if tp := traceparent(ctx, req, r.reg.Plugin); tp != "" {
-		h[HeaderTraceparent] = []string{tp}
+		own.set(msg.Header, HeaderTraceparent, tp)
 	}
 
-	reply, err := r.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subj, Header: h, Data: body})
+	reply, err := r.nc.RequestMsgWithContext(ctx, msg)
 	if err != nil {
 		return nil, r.requestError(ctx, req, subj, budget, err)
 	}

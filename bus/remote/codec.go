@@ -37,6 +37,16 @@ func (hb *headerBuilder) SetHeader(k, v string) {
 	hb.h[k] = hb.vals[n : n+1 : n+1]
 }
 
+// set adds a one-value header to h: in hb's values when h is hb's (hb not
+// nil), else as a slice of its own.
+func (hb *headerBuilder) set(h nats.Header, k, v string) {
+	if hb != nil {
+		hb.SetHeader(k, v)
+		return
+	}
+	h[k] = []string{v}
+}
+
 // requestHeaders pools the builders of encodeRequest.
 var requestHeaders = sync.Pool{New: func() any {
 	return &headerBuilder{h: make(nats.Header, maxRequestHeaders), vals: make([]string, 0, maxRequestHeaders)}

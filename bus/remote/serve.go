@@ -17,6 +17,7 @@ import (
 	"github.com/hookbus/hookbus/bus/internal/header"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
+	"github.com/hookbus/hookbus/internal/deadlinectx"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
@@ -289,8 +290,12 @@ func (s *Service) handle(stage events.Stage, r micro.Request) {
 		s.replyError(r, "504", fmt.Sprintf("deadline %s passed before the request was handled (a request without %s)", deadline.Format(time.RFC3339Nano), HeaderTimeoutMs))
 		return
 	}
-	ctx, cancel := context.WithDeadline(s.ctx, deadline)
-	defer cancel()
+	// The timer is armed only if something waits on ctx (deadlinectx): an
+	// interceptor that answers without waiting costs none.
+	c := &callState{}
+	deadlinectx.Init(&c.ctx, s.ctx, deadline)
+	defer c.ctx.Cancel()
+	var ctx context.Context = &c.ctx
 	if gone, err := s.pay.Fetch(ctx, ev); err != nil { // claim-checked data (bus.ClaimCheck)
 		switch {
 		case gone:
@@ -302,11 +307,11 @@ func (s *Service) handle(stage events.Stage, r micro.Request) {
 		}
 		return
 	}
-	req := &interceptors.Request{
+	c.req = interceptors.Request{
 		Stage: stage, Event: ev, Deadline: deadline,
 		Registration: interceptors.Registration{Plugin: s.plugin, Stage: stage, Remote: true},
 	}
-	dec, err := s.call(ctx, req)
+	dec, err := s.call(ctx, &c.req)
 	switch {
 	case err != nil:
 		s.replyError(r, "500", err.Error())
@@ -320,6 +325,13 @@ func (s *Service) handle(stage events.Stage, r micro.Request) {
 		}
 		s.respond(r, body)
 	}
+}
+
+// callState is what one request gives the interceptor, in one allocation: its
+// ctx and its request.
+type callState struct {
+	ctx deadlinectx.Context
+	req interceptors.Request
 }
 
 // call runs the interceptor, turning a panic (or runtime.Goexit) into an

@@ -12,17 +12,21 @@ import (
 // apiCounter counts the JetStream API requests every client makes
 // ($JS.API.>), by operation, from a core subscription of the driver.
 type apiCounter struct {
-	sub *nats.Subscription
-	mu  sync.Mutex
-	n   map[string]int
+	sub   *nats.Subscription
+	mu    sync.Mutex
+	n     map[string]int
+	reads map[string]int // the reads (…GET) by operation and stream
 }
 
 func countAPI(nc *nats.Conn) (*apiCounter, error) {
-	c := &apiCounter{n: map[string]int{}}
+	c := &apiCounter{n: map[string]int{}, reads: map[string]int{}}
 	sub, err := nc.Subscribe("$JS.API.>", func(m *nats.Msg) {
 		op := apiOp(m.Subject)
 		c.mu.Lock()
 		c.n[op]++
+		if strings.HasSuffix(op, ".GET") {
+			c.reads[apiRead(m.Subject, op)]++
+		}
 		c.mu.Unlock()
 	})
 	if err != nil {
@@ -35,12 +39,21 @@ func countAPI(nc *nats.Conn) (*apiCounter, error) {
 	return c, nc.Flush()
 }
 
-// stop ends the count and returns it.
-func (c *apiCounter) stop() map[string]int {
+// stop ends the count and returns it: requests by operation, and reads
+// by operation and stream.
+func (c *apiCounter) stop() (ops, reads map[string]int) {
 	_ = c.sub.Unsubscribe()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return maps.Clone(c.n)
+	return maps.Clone(c.n), maps.Clone(c.reads)
+}
+
+// apiRead names a read by its operation and stream: "$JS.API.DIRECT.GET.KV_hooks.$KV.hooks.x"
+// gives "DIRECT.GET KV_hooks".
+func apiRead(subject, op string) string {
+	rest := strings.TrimPrefix(strings.TrimPrefix(subject, "$JS.API."), op+".")
+	stream, _, _ := strings.Cut(rest, ".")
+	return op + " " + stream
 }
 
 // apiOp is the operation of a JetStream API subject: the upper-case words

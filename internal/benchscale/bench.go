@@ -57,6 +57,7 @@ type satResult struct {
 	ph      *phaseEvents
 	use     usage
 	api     map[string]int // JetStream API requests by operation
+	reads   map[string]int // the reads among them, by operation and stream
 }
 
 type rawResult struct {
@@ -284,7 +285,7 @@ func (e *env) saturation(ctx context.Context, res *results) error {
 			return err
 		}
 		from, to, failed, err := e.d.burst(ctx, agent, e.cfg.satRuns, roles)
-		apiOps := api.stop()
+		apiOps, apiReads := api.stop()
 		if err != nil {
 			_ = stopAll()
 			return fmt.Errorf("%d worker(s): %w", workers, err)
@@ -296,7 +297,7 @@ func (e *env) saturation(ctx context.Context, res *results) error {
 		if err != nil {
 			return err
 		}
-		res.sat = append(res.sat, satResult{workers: workers, runs: e.cfg.satRuns, failed: failed, ph: ph, use: since(roles, from, to), api: apiOps})
+		res.sat = append(res.sat, satResult{workers: workers, runs: e.cfg.satRuns, failed: failed, ph: ph, use: since(roles, from, to), api: apiOps, reads: apiReads})
 		if workers == 1 {
 			if res.raw, err = e.raw(ctx, ph); err != nil {
 				return fmt.Errorf("raw baseline: %w", err)

@@ -89,6 +89,13 @@ func report(w io.Writer, res *results) error {
 				parts = append(parts, fmt.Sprintf("%s %.2f", op, float64(one.api[op])/float64(one.runs)))
 			}
 			fmt.Fprintf(w, "\nJetStream API requests per run (every client, $JS.API.>; the raw path makes none): %s.\n", strings.Join(parts, ", "))
+			parts = parts[:0]
+			for _, op := range sortedOps(one.reads) {
+				parts = append(parts, fmt.Sprintf("%s %.2f", op, float64(one.reads[op])/float64(one.runs)))
+			}
+			if len(parts) > 0 {
+				fmt.Fprintf(w, "Reads per run by stream: %s.\n", strings.Join(parts, ", "))
+			}
 		}
 	}
 

@@ -26,7 +26,7 @@ type layer struct {
 // only; the longest name that matches places a package. docs/ARCHITECTURE.md
 // explains each layer in a line.
 var layers = []layer{
-	{"the vocabulary, and helpers beneath everything else", []string{"events", "internal/proc", "internal/redact", "bus/internal"}},
+	{"the vocabulary, and helpers beneath everything else", []string{"events", "internal/proc", "internal/redact", "internal/deadlinectx", "bus/internal"}},
 	{"the decision model and the chain", []string{"interceptors"}},
 	{"the transport and the engine, neither importing the other", []string{"bus", "loop"}},
 	{"their parts, and the hook kinds", []string{"bus/*", "loop/*", "hooks"}},

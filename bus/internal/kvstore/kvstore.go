@@ -63,21 +63,29 @@ func ReadAll(ctx context.Context, kv jetstream.KeyValue, fn func(jetstream.KeyVa
 // delete, and the bucket's history keeps the body. The error wraps
 // ErrNotFound (saying missing) when the key holds no value, or ErrRegistry.
 func DeleteWithRecord(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, bucket, key, missing string, body []byte) error {
+	_, err := DeleteWithRecordRev(ctx, js, kv, bucket, key, missing, body)
+	return err
+}
+
+// DeleteWithRecordRev is DeleteWithRecord returning the delete marker's
+// revision.
+func DeleteWithRecordRev(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, bucket, key, missing string, body []byte) (uint64, error) {
 	e, err := kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("%w: %s", ErrNotFound, missing)
+		return 0, fmt.Errorf("%w: %s", ErrNotFound, missing)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: get %s from key-value bucket %s: %w", ErrRegistry, key, bucket, deadline.Err(ctx, err))
+		return 0, fmt.Errorf("%w: get %s from key-value bucket %s: %w", ErrRegistry, key, bucket, deadline.Err(ctx, err))
 	}
 	msg := &nats.Msg{Subject: "$KV." + bucket + "." + key, Data: body, Header: nats.Header{
 		"KV-Operation":                      []string{"DEL"},
 		jetstream.ExpectedLastSubjSeqHeader: []string{strconv.FormatUint(e.Revision(), 10)},
 	}}
-	if _, err := js.PublishMsg(ctx, msg); err != nil {
-		return fmt.Errorf("%w: delete %s from key-value bucket %s: %w", ErrRegistry, key, bucket, deadline.Err(ctx, err))
+	ack, err := js.PublishMsg(ctx, msg)
+	if err != nil {
+		return 0, fmt.Errorf("%w: delete %s from key-value bucket %s: %w", ErrRegistry, key, bucket, deadline.Err(ctx, err))
 	}
-	return nil
+	return ack.Sequence, nil
 }
 
 // CheckKeyID checks that a plugin (or agent) id can be a KV key token:

@@ -1,0 +1,6 @@
+// Package deadlinectx provides a context with a deadline whose timer is
+// armed only when something waits on it (calls Done). A call that returns
+// before its deadline without selecting on ctx.Done (a policy check, a
+// lookup in memory) then costs no timer, no channel and no lock: Err and
+// Deadline answer from the clock. It imports nothing of hookbus.
+package deadlinectx
