@@ -191,12 +191,17 @@ func TestLiveRunMatchesSchemas(t *testing.T) {
 	// A spy sees the interception requests as they travel.
 	var spyMu sync.Mutex
 	var requests []*nats.Msg
-	spy, err := bustest.Conn(t, srv).Subscribe("hookbus.hook.>", func(m *nats.Msg) {
+	spyConn := bustest.Conn(t, srv)
+	spy, err := spyConn.Subscribe("hookbus.hook.>", func(m *nats.Msg) {
 		spyMu.Lock()
 		requests = append(requests, m)
 		spyMu.Unlock()
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The subscription is the server's before the run sends its requests.
+	if err := spyConn.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	defer spy.Unsubscribe()
