@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/hooks/harness"
 	"github.com/hookbus/hookbus/interceptors"
 )
 
@@ -121,9 +122,9 @@ func Answer(in *Input, out *interceptors.ChainResult, opts AnswerOptions) (*Outp
 			if in.Prompt != nil {
 				orig = *in.Prompt
 			}
-			if added, ok := strings.CutPrefix(p.Prompt, orig); ok && added != "" {
-				spec().AdditionalContext = strings.TrimSpace(added)
-			} else if p.Prompt != orig {
+			if added, replaced := harness.PromptAddition(orig, p.Prompt); added != "" {
+				spec().AdditionalContext = added
+			} else if replaced {
 				notes = append(notes, "hookbus interceptors rewrote the prompt, which Claude Code cannot replace; they made it: "+excerpt(p.Prompt, 500))
 			}
 		}

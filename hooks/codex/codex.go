@@ -30,57 +30,33 @@ const (
 // table is the one list of Codex CLI's hook events and the stage each is
 // recorded as ("": a harness.event), in the order a session meets them. It
 // is never written.
-var table = [...]struct {
-	event string
-	stage events.Stage
-	limit time.Duration
-}{
-	{"SessionStart", events.StageRunStarted, 0},
-	{"UserPromptSubmit", events.StageIntake, 0},
-	{PreModelRequest, "", 0},
-	{PostModelResponse, "", 0},
-	{"PreToolUse", events.StageToolBefore, 0},
-	{"PermissionRequest", events.StageApprovalRequested, 0},
-	{"PostToolUse", events.StageToolAfter, 0},
-	{"SubagentStart", events.StageSubagentBefore, 0},
-	{"SubagentStop", events.StageSubagentAfter, 0},
-	{"PreCompact", events.StageCompactBefore, 0},
-	{"PostCompact", events.StageCompactAfter, 0},
-	{"Stop", events.StageStop, 0},
-	{"StopFailure", events.StageRunFailed, 0},
-	{Interrupt, events.StageRunCompleted, EndLimit},
-	{"SessionEnd", events.StageRunCompleted, EndLimit},
+var table = harness.Table{
+	{Name: "SessionStart", Stage: events.StageRunStarted},
+	{Name: "UserPromptSubmit", Stage: events.StageIntake},
+	{Name: PreModelRequest},
+	{Name: PostModelResponse},
+	{Name: "PreToolUse", Stage: events.StageToolBefore},
+	{Name: "PermissionRequest", Stage: events.StageApprovalRequested},
+	{Name: "PostToolUse", Stage: events.StageToolAfter},
+	{Name: "SubagentStart", Stage: events.StageSubagentBefore},
+	{Name: "SubagentStop", Stage: events.StageSubagentAfter},
+	{Name: "PreCompact", Stage: events.StageCompactBefore},
+	{Name: "PostCompact", Stage: events.StageCompactAfter},
+	{Name: "Stop", Stage: events.StageStop},
+	{Name: "StopFailure", Stage: events.StageRunFailed},
+	{Name: Interrupt, Stage: events.StageRunCompleted, Limit: EndLimit},
+	{Name: "SessionEnd", Stage: events.StageRunCompleted, Limit: EndLimit},
 }
 
 // Events returns Codex CLI's hook events, in the order a session meets
 // them.
-func Events() []string {
-	out := make([]string, len(table))
-	for i := range table {
-		out[i] = table[i].event
-	}
-	return out
-}
+func Events() []string { return table.Names() }
 
 // StageOf returns the stage Codex CLI's event is recorded as; "" for an
 // event recorded as a harness.event, or one Codex CLI does not have.
-func StageOf(event string) events.Stage {
-	for i := range table {
-		if table[i].event == event {
-			return table[i].stage
-		}
-	}
-	return ""
-}
+func StageOf(event string) events.Stage { return table.StageOf(event) }
 
-func limitOf(event string) time.Duration {
-	for i := range table {
-		if table[i].event == event && table[i].limit > 0 {
-			return table[i].limit
-		}
-	}
-	return DefaultHookLimit
-}
+func limitOf(event string) time.Duration { return table.LimitOf(event, DefaultHookLimit) }
 
 // Harness is Codex CLI as a harness of the bridge (harness.Protocol).
 type Harness struct{}

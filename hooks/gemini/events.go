@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/hooks/harness"
 )
 
 // Gemini CLI's hook events.
@@ -30,40 +31,24 @@ const DefaultHookLimit = 60 * time.Second
 // PreCompress is compact.before only when manual: an automatic one, which
 // Gemini CLI fires on every compression check, is a harness.event
 // (Input.Map). It is never written.
-var stages = [...]struct {
-	event string
-	stage events.Stage
-}{
-	{SessionStart, events.StageRunStarted},
-	{BeforeAgent, events.StageIntake},
-	{BeforeModel, ""},
-	{BeforeToolSelection, ""},
-	{AfterModel, ""},
-	{BeforeTool, events.StageToolBefore},
-	{AfterTool, events.StageToolAfter},
-	{PreCompress, events.StageCompactBefore},
-	{Notification, ""},
-	{AfterAgent, events.StageStop},
-	{SessionEnd, events.StageRunCompleted},
+var stages = harness.Table{
+	{Name: SessionStart, Stage: events.StageRunStarted},
+	{Name: BeforeAgent, Stage: events.StageIntake},
+	{Name: BeforeModel},
+	{Name: BeforeToolSelection},
+	{Name: AfterModel},
+	{Name: BeforeTool, Stage: events.StageToolBefore},
+	{Name: AfterTool, Stage: events.StageToolAfter},
+	{Name: PreCompress, Stage: events.StageCompactBefore},
+	{Name: Notification},
+	{Name: AfterAgent, Stage: events.StageStop},
+	{Name: SessionEnd, Stage: events.StageRunCompleted},
 }
 
 // Events returns Gemini CLI's hook events, in the order a session meets
 // them.
-func Events() []string {
-	out := make([]string, len(stages))
-	for i := range stages {
-		out[i] = stages[i].event
-	}
-	return out
-}
+func Events() []string { return stages.Names() }
 
 // StageOf returns the stage Gemini CLI's event is recorded as; "" for an
 // event recorded as a harness.event, or one Gemini CLI does not have.
-func StageOf(event string) events.Stage {
-	for i := range stages {
-		if stages[i].event == event {
-			return stages[i].stage
-		}
-	}
-	return ""
-}
+func StageOf(event string) events.Stage { return stages.StageOf(event) }

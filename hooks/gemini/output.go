@@ -151,9 +151,9 @@ func (in *Input) AnswerOutput(out *harness.Outcome) (*Output, error) {
 				if in.Prompt != nil {
 					orig = *in.Prompt
 				}
-				if added, ok := strings.CutPrefix(p.Prompt, orig); ok && added != "" {
-					spec().AdditionalContext = strings.TrimSpace(added)
-				} else if p.Prompt != orig {
+				if added, replaced := harness.PromptAddition(orig, p.Prompt); added != "" {
+					spec().AdditionalContext = added
+				} else if replaced {
 					notes = append(notes, "hookbus interceptors rewrote the prompt, which Gemini CLI cannot replace")
 				}
 			}
