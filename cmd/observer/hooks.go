@@ -300,22 +300,11 @@ type hookList struct {
 // listHooks prints the registry as a table, in run order, then the grants
 // (asJSON: one hookList document).
 func listHooks(ctx context.Context, r *remote.Registry, w io.Writer, asJSON bool) error {
-	regs, err := r.List(ctx)
+	st, err := readRegistry(ctx, r)
 	if err != nil {
 		return err
 	}
-	granted, err := r.Granted(ctx)
-	if err != nil {
-		return err
-	}
-	disabled, err := r.DisabledPlugins(ctx)
-	if err != nil {
-		return err
-	}
-	bad, err := r.Unreadable(ctx)
-	if err != nil {
-		return err
-	}
+	regs, granted, disabled, bad := st.regs, st.granted, st.disabled, st.bad
 	if asJSON {
 		l := hookList{Granted: granted, Disabled: disabled, Hooks: make([]interceptors.Registration, len(regs))}
 		for i, reg := range regs {
@@ -393,4 +382,29 @@ func describeDisabled(plugin string, d interceptors.Disabled) string {
 		s += ": " + d.Reason
 	}
 	return s
+}
+
+// registryState is the registry as read at one moment: the registrations
+// in run order, the trust grants, the plugins the kill switch disabled, and
+// the entries that do not read.
+type registryState struct {
+	regs     []interceptors.Registration
+	granted  []string
+	disabled map[string]interceptors.Disabled
+	bad      []remote.Unreadable
+}
+
+// readRegistry reads the registry whole.
+func readRegistry(ctx context.Context, r *remote.Registry) (st registryState, err error) {
+	if st.regs, err = r.List(ctx); err != nil {
+		return st, err
+	}
+	if st.granted, err = r.Granted(ctx); err != nil {
+		return st, err
+	}
+	if st.disabled, err = r.DisabledPlugins(ctx); err != nil {
+		return st, err
+	}
+	st.bad, err = r.Unreadable(ctx)
+	return st, err
 }

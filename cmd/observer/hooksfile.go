@@ -337,18 +337,11 @@ func hooksExportCmd(a *cli.App) *cobra.Command {
 
 // exportHooks writes the registry as a hooks file.
 func exportHooks(ctx context.Context, r *remote.Registry, w, stderr io.Writer) error {
-	regs, err := r.List(ctx)
+	st, err := readRegistry(ctx, r)
 	if err != nil {
 		return err
 	}
-	granted, err := r.Granted(ctx)
-	if err != nil {
-		return err
-	}
-	bad, err := r.Unreadable(ctx)
-	if err != nil {
-		return err
-	}
+	regs, granted, bad := st.regs, st.granted, st.bad
 	for _, u := range bad {
 		fmt.Fprintf(stderr, "left out: entry %s, which does not read (%v)\n", u.Key, u.Err)
 	}

@@ -215,3 +215,27 @@ func duration(d time.Duration) string {
 	}
 	return d.Round(time.Microsecond).String()
 }
+
+// scopeFlags are --agent and --since: the records of which agent, stored
+// in which last while.
+type scopeFlags struct {
+	agent string
+	since time.Duration
+}
+
+func (s *scopeFlags) register(fs *pflag.FlagSet, agentHelp string) {
+	fs.StringVar(&s.agent, "agent", "", agentHelp)
+	fs.DurationVar(&s.since, "since", 0, "only events stored in this last while (e.g. 24h)")
+}
+
+// filter checks the flags and returns the filter they select.
+func (s *scopeFlags) filter() (bus.Filter, error) {
+	if err := validID("agent", s.agent); err != nil {
+		return bus.Filter{}, err
+	}
+	from, err := since(s.since)
+	if err != nil {
+		return bus.Filter{}, err
+	}
+	return bus.Filter{Agent: s.agent, Since: from}, nil
+}

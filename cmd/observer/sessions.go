@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/hookbus/hookbus/audit"
-	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,25 +19,22 @@ func sessionsCmd(a *cli.App) *cobra.Command {
 		stdout, stderr := a.Out, a.Err
 		var d deskFlags
 		d.register(a, fs, "one JSON object a session per line (audit.SessionSummary)")
-		agent := fs.String("agent", "", "only this agent's sessions")
-		sinceD := fs.Duration("since", 0, "only events stored in this last while (e.g. 24h)")
+		var scope scopeFlags
+		scope.register(fs, "only this agent's sessions")
 		return func(ctx context.Context, args []string) error {
 			if err := cli.NoArgs(nil, args); err != nil {
 				return err
 			}
-			if err := validID("agent", *agent); err != nil {
-				return err
-			}
-			from, err := since(*sinceD)
+			filter, err := scope.filter()
 			if err != nil {
 				return err
 			}
 			var ss audit.Sessions
-			if err := d.scan(ctx, bus.Filter{Agent: *agent, Since: from}, stderr, ss.Add); err != nil {
+			if err := d.scan(ctx, filter, stderr, ss.Add); err != nil {
 				return err
 			}
 			list := ss.List()
-			if len(list) == 0 && (*agent != "" || *sinceD > 0) {
+			if len(list) == 0 && (scope.agent != "" || scope.since > 0) {
 				return fmt.Errorf("no sessions match")
 			}
 			if d.asJSON() {

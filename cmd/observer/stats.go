@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/hookbus/hookbus/audit"
-	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/spf13/cobra"
@@ -20,21 +19,19 @@ func statsCmd(a *cli.App) *cobra.Command {
 		stdout, stderr := a.Out, a.Err
 		var d deskFlags
 		d.register(a, fs, "one JSON object per plugin and stage a line (audit.PluginStats)")
-		agent := fs.String("agent", "", "only the calls on this agent's runs")
-		sinceD := fs.Duration("since", 0, "only events stored in this last while (e.g. 24h)")
+		var scope scopeFlags
+		scope.register(fs, "only the calls on this agent's runs")
 		return func(ctx context.Context, args []string) error {
 			if err := cli.NoArgs(nil, args); err != nil {
 				return err
 			}
-			if err := validID("agent", *agent); err != nil {
-				return err
-			}
-			from, err := since(*sinceD)
+			filter, err := scope.filter()
 			if err != nil {
 				return err
 			}
+			filter.Stages = audit.StatsStages
 			var st audit.Stats
-			if err := d.scan(ctx, bus.Filter{Agent: *agent, Since: from, Stages: audit.StatsStages}, stderr, st.Add); err != nil {
+			if err := d.scan(ctx, filter, stderr, st.Add); err != nil {
 				return err
 			}
 			list := st.List()
