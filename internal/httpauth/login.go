@@ -27,6 +27,7 @@ input { width: 100%; box-sizing: border-box; margin: .4rem 0 .8rem; }
 </style>
 </head>
 <body>
+<main>
 <h1>hookbus</h1>
 <p>Sign in with a token of the server's token file. What you answer on the page is recorded under the token's name.</p>
 {{if .}}<p class="bad" role="alert">{{.}}</p>{{end}}
@@ -35,6 +36,7 @@ input { width: 100%; box-sizing: border-box; margin: .4rem 0 .8rem; }
 <input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
 <button type="submit">Sign in</button>
 </form>
+</main>
 </body>
 </html>
 `))
