@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/hookbus/hookbus/events"
 )
 
 // loop claude-hook as Claude Code runs it: one process per event, several
@@ -51,9 +55,46 @@ func TestClaudeHookProcesses(t *testing.T) {
 	}
 	hook(in("Stop", `, "stop_hook_active": false, "last_assistant_message": "Cleaned."`))
 
-	want := "run.started intake" + strings.Repeat(" hook.decided tool.before", 6) + " stop run.completed"
-	if got := stages(t, b, session); got != want {
-		t.Fatalf("session:\n got %s\nwant %s", got, want)
+	// Each event once, in one run with seqs 1..N. The hooks of parallel
+	// calls append at once, so one call's decision may be stored between
+	// another call's decision and its tool.before: each decision names its
+	// event (event_id) and comes before it.
+	evs, err := b.SessionEvents(context.Background(), "claude-code", session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	decidedAt := map[string]int{} // event id -> position of its decision
+	for i, e := range evs {
+		got = append(got, string(e.Stage))
+		if e.RunID != evs[0].RunID || e.Seq != uint64(i+1) {
+			t.Errorf("event %d (%s): run %s seq %d, want run %s seq %d", i, e.Stage, e.RunID, e.Seq, evs[0].RunID, i+1)
+		}
+		switch e.Stage {
+		case events.StageHookDecided:
+			d, err := events.Data[events.HookDecided](e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, dup := decidedAt[d.EventID]; dup {
+				t.Errorf("two decisions on event %s", d.EventID)
+			}
+			decidedAt[d.EventID] = i
+		case events.StageToolBefore:
+			if _, ok := decidedAt[e.ID]; !ok {
+				t.Errorf("tool.before %s (seq %d) has no decision before it", e.ID, e.Seq)
+			}
+			delete(decidedAt, e.ID)
+		}
+	}
+	if len(decidedAt) > 0 {
+		t.Errorf("decisions on events not stored after them: %v", decidedAt)
+	}
+	sorted := slices.Clone(got)
+	slices.Sort(sorted)
+	want := strings.Fields("hook.decided hook.decided hook.decided hook.decided hook.decided hook.decided intake run.completed run.started stop tool.before tool.before tool.before tool.before tool.before tool.before")
+	if !slices.Equal(sorted, want) || len(got) < 2 || got[0] != "run.started" || got[1] != "intake" || got[len(got)-2] != "stop" || got[len(got)-1] != "run.completed" {
+		t.Fatalf("session: %s", strings.Join(got, " "))
 	}
 	code, stdout, stderr := run(t, bin, "observer", "", "replay", "--nats", url, "--session", session)
 	if code != 0 || strings.Count(stdout, "Bash{") != 6 || !strings.Contains(stdout, "run.completed") || !strings.Contains(stdout, "no rm -rf in this repository") {
