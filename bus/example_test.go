@@ -3,46 +3,15 @@ package bus_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
-	"github.com/hookbus/hookbus/bus/embedded"
+	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 )
 
-// exampleBus starts an embedded server on a temporary store and returns a
-// provisioned bus and a cleanup function.
-func exampleBus() (*bus.Bus, func()) {
-	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "hookbus-example")
-	if err != nil {
-		panic(err)
-	}
-	srv, err := embedded.Start(ctx, embedded.Config{StoreDir: dir})
-	if err != nil {
-		panic(err)
-	}
-	nc, err := srv.Connect()
-	if err != nil {
-		panic(err)
-	}
-	b, err := bus.New(nc)
-	if err != nil {
-		panic(err)
-	}
-	if err := b.Provision(ctx); err != nil {
-		panic(err)
-	}
-	return b, func() {
-		nc.Close()
-		srv.Shutdown()
-		os.RemoveAll(dir)
-	}
-}
-
 func ExampleBus_Publish() {
-	b, cleanup := exampleBus()
+	b, cleanup := bustest.ExampleBus()
 	defer cleanup()
 	ctx := context.Background()
 
@@ -74,7 +43,7 @@ func ExampleBus_Publish() {
 }
 
 func ExampleBus_Replay() {
-	b, cleanup := exampleBus()
+	b, cleanup := bustest.ExampleBus()
 	defer cleanup()
 	ctx := context.Background()
 
@@ -106,7 +75,7 @@ func ExampleBus_Replay() {
 }
 
 func ExampleBus_Observe() {
-	b, cleanup := exampleBus()
+	b, cleanup := bustest.ExampleBus()
 	defer cleanup()
 	ctx := context.Background()
 

@@ -2,45 +2,20 @@ package bus_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// testEvent builds a valid event of stage for agent/session/run.
-func testEvent(t testing.TB, agent, session, run string, stage events.Stage, seq uint64) *events.Event {
-	t.Helper()
-	payload, err := events.PayloadFor(stage)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tb, ok := payload.(*events.ToolBefore); ok {
-		tb.Call = events.ToolCall{ID: "c1", Name: "search", Arguments: []byte(`{"q":"hookbus"}`)}
-	}
-	e, err := events.New(stage, events.Meta{
-		Source: "hookbus/test", AgentID: agent, SessionID: session, RunID: run, Step: 1, Seq: seq,
-	}, payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
-
-// sizedEvent builds a tool.after event whose JSON data is about size bytes.
-func sizedEvent(t testing.TB, agent, session, run string, seq uint64, size int) *events.Event {
-	t.Helper()
-	e, err := events.New(events.StageToolAfter, events.Meta{
-		Source: "hookbus/bench", AgentID: agent, SessionID: session, RunID: run, Step: 1, Seq: seq,
-	}, events.ToolAfter{Result: events.ToolResult{CallID: "c1", Name: "search", Content: strings.Repeat("x", size)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
+// testEvent and sizedEvent build valid events (bustest.Event, SizedEvent).
+var (
+	testEvent  = bustest.Event
+	sizedEvent = bustest.SizedEvent
+)
 
 func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -3,19 +3,17 @@ package budgets_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
-	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/budgets"
-	"github.com/hookbus/hookbus/bus/embedded"
+	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 )
 
 // A budget of 1000 tokens a day: each model call is reserved, then
 // charged; the call that would start with the budget used up is refused.
 func Example() {
-	b, cleanup := exampleBus()
+	b, cleanup := bustest.ExampleBus()
 	defer cleanup()
 	ctx := context.Background()
 
@@ -41,34 +39,4 @@ func Example() {
 	// r1 admitted
 	// r2 admitted
 	// r3 refused: shared budget of agent support per 24h0m0s: tokens used 1000 of 1000
-}
-
-// exampleBus starts an embedded server on a temporary store and returns a
-// provisioned bus and a cleanup function.
-func exampleBus() (*bus.Bus, func()) {
-	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "hookbus-example")
-	if err != nil {
-		panic(err)
-	}
-	srv, err := embedded.Start(ctx, embedded.Config{StoreDir: dir})
-	if err != nil {
-		panic(err)
-	}
-	nc, err := srv.Connect()
-	if err != nil {
-		panic(err)
-	}
-	b, err := bus.New(nc)
-	if err != nil {
-		panic(err)
-	}
-	if err := b.Provision(ctx); err != nil {
-		panic(err)
-	}
-	return b, func() {
-		nc.Close()
-		srv.Shutdown()
-		os.RemoveAll(dir)
-	}
 }

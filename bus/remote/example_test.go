@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 
-	"github.com/hookbus/hookbus/bus"
-	"github.com/hookbus/hookbus/bus/embedded"
+	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
@@ -16,7 +14,7 @@ import (
 // A remote interceptor: a service that denies shell commands, served with
 // Serve, called from a chain through a Client.
 func ExampleServe() {
-	b, cleanup := exampleBus()
+	b, cleanup := bustest.ExampleBus()
 	defer cleanup()
 	ctx := context.Background()
 
@@ -64,7 +62,7 @@ func ExampleServe() {
 // The registry says which remote interceptors the loop calls; SyncHooks
 // keeps a chain in step with it.
 func ExampleSyncHooks() {
-	b, cleanup := exampleBus()
+	b, cleanup := bustest.ExampleBus()
 	defer cleanup()
 	ctx := context.Background()
 
@@ -106,34 +104,4 @@ func ExampleSyncHooks() {
 	// hookbus: privileged stage: plugin rewriter lacks privileged_hooks permission for stage context.assembled (grant it first)
 	// true true
 	// false
-}
-
-// exampleBus starts an embedded server on a temporary store and returns a
-// provisioned bus and a cleanup function.
-func exampleBus() (*bus.Bus, func()) {
-	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "hookbus-example")
-	if err != nil {
-		panic(err)
-	}
-	srv, err := embedded.Start(ctx, embedded.Config{StoreDir: dir})
-	if err != nil {
-		panic(err)
-	}
-	nc, err := srv.Connect()
-	if err != nil {
-		panic(err)
-	}
-	b, err := bus.New(nc)
-	if err != nil {
-		panic(err)
-	}
-	if err := b.Provision(ctx); err != nil {
-		panic(err)
-	}
-	return b, func() {
-		nc.Close()
-		srv.Shutdown()
-		os.RemoveAll(dir)
-	}
 }

@@ -3,17 +3,15 @@ package runs_test
 import (
 	"context"
 	"fmt"
-	"os"
 
-	"github.com/hookbus/hookbus/bus"
-	"github.com/hookbus/hookbus/bus/embedded"
+	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 )
 
 // A run request queued twice runs once, on a worker serving its agent.
 func ExampleQueue_Submit() {
-	b, cleanup := exampleBus()
+	b, cleanup := bustest.ExampleBus()
 	defer cleanup()
 	ctx := context.Background()
 	q := runs.New(b) // no I/O: b's Provision made the streams and buckets
@@ -39,34 +37,4 @@ func ExampleQueue_Submit() {
 	// Output:
 	// ran r1
 	// also ran: 0
-}
-
-// exampleBus starts an embedded server on a temporary store and returns a
-// provisioned bus and a cleanup function.
-func exampleBus() (*bus.Bus, func()) {
-	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "hookbus-example")
-	if err != nil {
-		panic(err)
-	}
-	srv, err := embedded.Start(ctx, embedded.Config{StoreDir: dir})
-	if err != nil {
-		panic(err)
-	}
-	nc, err := srv.Connect()
-	if err != nil {
-		panic(err)
-	}
-	b, err := bus.New(nc)
-	if err != nil {
-		panic(err)
-	}
-	if err := b.Provision(ctx); err != nil {
-		panic(err)
-	}
-	return b, func() {
-		nc.Close()
-		srv.Shutdown()
-		os.RemoveAll(dir)
-	}
 }
