@@ -118,16 +118,12 @@ func (b *Bus) Provision(ctx context.Context) error {
 		if _, err := b.js.CreateOrUpdateKeyValue(ctx, kv); err != nil {
 			return fmt.Errorf("%w: key-value bucket %s: %w", ErrProvision, kv.Bucket, deadline.Err(ctx, err))
 		}
+		if err := b.refuseRollups(ctx, "KV_"+kv.Bucket); err != nil {
+			return err
+		}
 	}
-	obj := jetstream.ObjectStoreConfig{
-		Bucket:      b.names.Payloads,
-		Description: "hookbus large payloads (claim check)",
-		Storage:     jetstream.FileStorage,
-		Replicas:    b.opts.replicas,
-		TTL:         b.opts.eventsMaxAge,
-	}
-	if _, err := b.js.CreateOrUpdateObjectStore(ctx, obj); err != nil {
-		return fmt.Errorf("%w: object store %s: %w", ErrProvision, obj.Bucket, deadline.Err(ctx, err))
+	if _, err := b.js.CreateOrUpdateStream(ctx, b.PayloadsConfig()); err != nil {
+		return fmt.Errorf("%w: object store %s: %w", ErrProvision, b.names.Payloads, deadline.Err(ctx, err))
 	}
 	b.log.Debug("hookbus provisioned", "events", b.names.Events, "runs", b.names.Runs, "dlq", b.names.DeadLetters)
 	return nil
@@ -183,5 +179,49 @@ func (b *Bus) workersConfig() jetstream.KeyValueConfig {
 		Storage:     jetstream.FileStorage,
 		Replicas:    b.opts.replicas,
 		TTL:         PresenceTTL,
+	}
+}
+
+// refuseRollups turns roll-ups off on a bucket's stream: a writer of one
+// key could otherwise publish with a Nats-Rollup header and empty the
+// whole bucket (every other key and its history). hookbus never purges a
+// key, so nothing it does needs them.
+func (b *Bus) refuseRollups(ctx context.Context, stream string) error {
+	st, err := b.js.Stream(ctx, stream)
+	if err != nil {
+		return fmt.Errorf("%w: stream %s: %w", ErrProvision, stream, deadline.Err(ctx, err))
+	}
+	cfg := st.CachedInfo().Config
+	if !cfg.AllowRollup {
+		return nil
+	}
+	cfg.AllowRollup = false
+	if _, err := b.js.UpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("%w: stream %s: refuse roll-ups: %w", ErrProvision, stream, deadline.Err(ctx, err))
+	}
+	return nil
+}
+
+// PayloadsConfig is the stream of the payloads object store (large
+// payloads, the claim check) as Provision makes it: the object store's
+// layout (chunks and descriptions, read by nats.go's object store), with
+// no roll-up, no purge and no message delete. What an event points to is
+// removed only by the stream's age limit (the events' own), never by a
+// writer. JetStream refuses to turn deny_delete and deny_purge off once
+// set.
+func (b *Bus) PayloadsConfig() jetstream.StreamConfig {
+	p := b.names.Payloads
+	return jetstream.StreamConfig{
+		Name:        "OBJ_" + p,
+		Description: "hookbus large payloads (claim check)",
+		Subjects:    []string{"$O." + p + ".C.>", "$O." + p + ".M.>"},
+		Storage:     jetstream.FileStorage,
+		Replicas:    max(b.opts.replicas, 1),
+		MaxAge:      b.opts.eventsMaxAge,
+		MaxBytes:    -1,
+		Discard:     jetstream.DiscardNew,
+		AllowDirect: true,
+		DenyDelete:  true,
+		DenyPurge:   true,
 	}
 }
