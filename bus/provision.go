@@ -2,7 +2,9 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hookbus/hookbus/bus/internal/deadline"
@@ -73,6 +75,20 @@ func (b *Bus) StreamConfigs() []jetstream.StreamConfig {
 		// refuses to turn these off once set).
 		DenyDelete: true,
 		DenyPurge:  true,
+	}, {
+		Name:        b.names.Usage,
+		Description: "hookbus shared budgets' use: one record per model call charged (append only)",
+		Subjects:    []string{strings.TrimSuffix(UsageSubject(b.subj, "*", ""), "*") + ">"},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.replicas,
+		Discard:     jetstream.DiscardOld,
+		// What the budgets counted is added to, never taken from: no
+		// roll-up, purge or delete (JetStream refuses to turn these off
+		// once set). No limits: give it a max age longer than the
+		// longest budget period if it grows too large.
+		DenyDelete: true,
+		DenyPurge:  true,
 	}}
 }
 
@@ -104,13 +120,13 @@ func (b *Bus) Provision(ctx context.Context) error {
 		Replicas:    b.opts.replicas,
 	}, {
 		Bucket:      b.names.Trust,
-		Description: "hookbus trust grants (privileged_hooks)",
+		Description: "hookbus operator decisions: trust grants (privileged_hooks), the kill switch, budget limits; written by the admin only",
 		History:     5,
 		Storage:     jetstream.FileStorage,
 		Replicas:    b.opts.replicas,
 	}, {
 		Bucket:      b.names.Budgets,
-		Description: "hookbus shared budgets and their use",
+		Description: "hookbus shared budgets' reservations and use (the limits are in the trust bucket)",
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    b.opts.replicas,
@@ -124,6 +140,9 @@ func (b *Bus) Provision(ctx context.Context) error {
 	}
 	if _, err := b.js.CreateOrUpdateStream(ctx, b.PayloadsConfig()); err != nil {
 		return fmt.Errorf("%w: object store %s: %w", ErrProvision, b.names.Payloads, deadline.Err(ctx, err))
+	}
+	if err := b.moveOperatorState(ctx); err != nil {
+		return err
 	}
 	b.log.Debug("hookbus provisioned", "events", b.names.Events, "runs", b.names.Runs, "dlq", b.names.DeadLetters)
 	return nil
@@ -224,4 +243,58 @@ func (b *Bus) PayloadsConfig() jetstream.StreamConfig {
 		DenyDelete:  true,
 		DenyPurge:   true,
 	}
+}
+
+// operatorKeys are the keys of operator decisions an older hookbus kept in
+// buckets the workers write: the kill switch in the registry, budget
+// limits in the budgets bucket.
+func (b *Bus) operatorKeys() []struct{ bucket, prefix string } {
+	return []struct{ bucket, prefix string }{{b.names.Hooks, "disabled."}, {b.names.Budgets, "limit."}}
+}
+
+// moveOperatorState moves the operator's decisions an older hookbus kept
+// where the workers may write (the kill switch's disabled.* keys of the
+// registry, the limit.* keys of the budgets bucket) to the trust bucket,
+// which only the admin writes, each under the same key, and deletes them
+// from the old place. A key already in the trust bucket is kept there
+// (the old one is only deleted). Each move is logged.
+func (b *Bus) moveOperatorState(ctx context.Context) error {
+	trust, err := b.js.KeyValue(ctx, b.names.Trust)
+	if err != nil {
+		return fmt.Errorf("%w: key-value bucket %s: %w", ErrProvision, b.names.Trust, deadline.Err(ctx, err))
+	}
+	for _, o := range b.operatorKeys() {
+		fail := func(what string, err error) error {
+			return fmt.Errorf("%w: key-value bucket %s: move %s to %s: %w", ErrProvision, o.bucket, what, b.names.Trust, deadline.Err(ctx, err))
+		}
+		old, err := b.js.KeyValue(ctx, o.bucket)
+		if err != nil {
+			return fail(o.prefix+"*", err)
+		}
+		lister, err := old.ListKeysFiltered(ctx, o.prefix+">")
+		if err != nil {
+			return fail(o.prefix+"*", err)
+		}
+		var keys []string
+		for k := range lister.Keys() {
+			keys = append(keys, k)
+		}
+		for _, key := range keys {
+			e, err := old.Get(ctx, key)
+			if errors.Is(err, jetstream.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				return fail(key, err)
+			}
+			if _, err := trust.Create(ctx, key, e.Value()); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+				return fail(key, err)
+			}
+			if err := old.Delete(ctx, key, jetstream.LastRevision(e.Revision())); err != nil {
+				return fail(key, err)
+			}
+			b.log.Warn("hookbus provision: operator decision moved to the trust bucket", "key", key, "from", o.bucket, "to", b.names.Trust)
+		}
+	}
+	return nil
 }

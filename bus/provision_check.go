@@ -22,7 +22,7 @@ func (b *Bus) CheckProvisioned(ctx context.Context) error {
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
 	streams := []string{
-		b.names.Events, b.names.Runs, b.names.Wakes, b.names.DeadLetters,
+		b.names.Events, b.names.Runs, b.names.Wakes, b.names.DeadLetters, b.names.Usage,
 		"KV_" + b.names.Hooks, "KV_" + b.names.Trust, "KV_" + b.names.Decisions, "KV_" + b.names.Budgets,
 		"KV_" + b.names.Agents, "KV_" + b.names.Workers, "OBJ_" + b.names.Payloads,
 	}
