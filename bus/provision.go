@@ -204,14 +204,16 @@ func (b *Bus) workersConfig() jetstream.KeyValueConfig {
 // refuseRollups turns roll-ups off on a bucket's stream: a writer of one
 // key could otherwise publish with a Nats-Rollup header and empty the
 // whole bucket (every other key and its history). hookbus never purges a
-// key, so nothing it does needs them.
+// key, so nothing it does needs them. A bucket with per-key TTL markers
+// (the decision cache) keeps them: JetStream needs roll-ups for its
+// markers.
 func (b *Bus) refuseRollups(ctx context.Context, stream string) error {
 	st, err := b.js.Stream(ctx, stream)
 	if err != nil {
 		return fmt.Errorf("%w: stream %s: %w", ErrProvision, stream, deadline.Err(ctx, err))
 	}
 	cfg := st.CachedInfo().Config
-	if !cfg.AllowRollup {
+	if !cfg.AllowRollup || cfg.SubjectDeleteMarkerTTL > 0 {
 		return nil
 	}
 	cfg.AllowRollup = false
