@@ -49,6 +49,12 @@ const (
 	FindUnverifiable = "unverifiable"
 	// FindUnchecked: messages newer than the checkpoint (a note).
 	FindUnchecked = "unchecked"
+	// FindPayloadMissing: claim-checked events whose data (an object of
+	// the payloads store) is gone: their leaves may still match (the
+	// reference names the data's hash), but what was recorded cannot be
+	// read. It fails, unless the verifier accepts missing payloads (a
+	// note then, saying so).
+	FindPayloadMissing = "payload_missing"
 )
 
 // Finding is one thing a verification of the stream against checkpoints

@@ -25,6 +25,9 @@ type VerifyConfig struct {
 	Checkpoint []byte
 	// Progress, when set, is called with each message's stream sequence.
 	Progress func(seq uint64)
+	// AllowMissingPayloads makes claim-checked events whose data is gone
+	// a note rather than a failure (tlog.FindPayloadMissing).
+	AllowMissingPayloads bool
 }
 
 // target opens the checkpoint to prove: the one given, or the latest
@@ -86,9 +89,13 @@ func VerifyStream(ctx context.Context, b *bus.Bus, cfg VerifyConfig) (*tlog.Stre
 	if err != nil {
 		return nil, err
 	}
+	var gone []uint64
 	err = b.ReadStream(ctx, v.Start(), func(m *bus.StoredMessage) error {
 		e, unknown := EntryOf(m)
 		v.Add(m.Seq, e, unknown)
+		if m.DataGone {
+			gone = append(gone, m.Seq)
+		}
 		if cfg.Progress != nil {
 			cfg.Progress(m.Seq)
 		}
@@ -97,7 +104,29 @@ func VerifyStream(ctx context.Context, b *bus.Bus, cfg VerifyConfig) (*tlog.Stre
 	if err != nil {
 		return nil, err
 	}
-	return v.Finish(), nil
+	sv := v.Finish()
+	addMissingPayloads(sv, gone, cfg.AllowMissingPayloads)
+	return sv, nil
+}
+
+// addMissingPayloads adds a tlog.FindPayloadMissing finding per run of
+// consecutive sequences in gone (claim-checked events whose data is gone),
+// failing the verification unless allow.
+func addMissingPayloads(sv *tlog.StreamVerdict, gone []uint64, allow bool) {
+	for i := 0; i < len(gone); {
+		j := i
+		for j+1 < len(gone) && gone[j+1] == gone[j]+1 {
+			j++
+		}
+		n := j - i + 1
+		detail := fmt.Sprintf("%d claim-checked events whose data is gone from the payloads store: what they recorded cannot be read", n)
+		if allow {
+			detail += " (accepted: --allow-missing-payloads)"
+		}
+		sv.Findings = append(sv.Findings, tlog.Finding{Kind: tlog.FindPayloadMissing, First: gone[i], Last: gone[j], Detail: detail, Fails: !allow})
+		i = j + 1
+	}
+	sv.Intact = sv.OK()
 }
 
 // Prove writes the proof that run's events are in the log under the
