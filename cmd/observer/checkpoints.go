@@ -125,6 +125,7 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 		var witnesses witnessFlag
 		fs.Var(&witnesses, "witness", "a witness to cosign each checkpoint: NAME=KEY, its subject name (observer witness --name) and its verifier key or a file holding it; repeatable")
 		durable := fs.String("durable", tlogbus.DefaultDurable, "the name of the checkpointer's durable consumer of the events stream")
+		maxLag := fs.Duration("max-lag", 0, fmt.Sprintf("not ready (/readyz) when a message has waited longer than this for a checkpoint to cover it, or the durable consumer is paused or gone (default %s, or four --interval when longer)", tlogbus.DefaultMaxLag))
 		once := fs.Bool("once", false, "checkpoint what the stream holds now, then exit (an offline --store, a catch-up)")
 		var admin cli.AdminFlags
 		admin.Register(fs, "127.0.0.1:9466", 0, "")
@@ -164,6 +165,7 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 			go func() { done <- cp.Run(runCtx) }()
 			h := health.New()
 			c.HealthChecks(h)
+			h.Add("checkpointing", func(ctx context.Context) error { return cp.Ready(ctx, *maxLag) })
 			adm, err := admin.Serve("observer checkpointer", log, nil, h)
 			if err != nil {
 				cancel()
