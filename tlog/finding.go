@@ -55,6 +55,10 @@ const (
 	// read. It fails, unless the verifier accepts missing payloads (a
 	// note then, saying so).
 	FindPayloadMissing = "payload_missing"
+	// FindLagging: the oldest message no checkpoint covers has waited
+	// longer than the verifier allows (the checkpointer is stopped, paused
+	// or behind).
+	FindLagging = "lagging"
 )
 
 // Finding is one thing a verification of the stream against checkpoints

@@ -60,3 +60,26 @@ func TestCheckpointerLaggingIsNotReady(t *testing.T) {
 		return errors.Is(err, tlogbus.ErrNotReady) && strings.Contains(err.Error(), "no checkpoint covers it")
 	}, "a stopped checkpointer with a message waiting: Ready = %v", r.c.Ready(ctx, 50*time.Millisecond))
 }
+
+// Verify says how far the checkpoints lag behind the stream, and with
+// MaxLag fails when they lag further.
+func TestVerifySaysHowFarCheckpointsLag(t *testing.T) {
+	b := bustest.StartBus(t)
+	ctx := testCtx(t)
+	if err := b.PublishSync(ctx, bustest.Event(t, "a", "s", "r", events.StageIntake, 1)); err != nil {
+		t.Fatal(err)
+	}
+	key := newLogKey(t, logName)
+	checkpointAll(t, b, tlogbus.CheckpointerConfig{Signer: key.signer, Verifier: key.verifier, Every: 10})
+	if err := b.PublishSync(ctx, bustest.Event(t, "a", "s", "r", events.StageStepCompleted, 2)); err != nil {
+		t.Fatal(err)
+	}
+	v := verifyStream(t, b, key, tlogbus.VerifyConfig{})
+	if !v.Intact || !strings.Contains(explain(v), "seq 2, was stored") {
+		t.Fatalf("without MaxLag:\n%s", explain(v))
+	}
+	bustest.Eventuallyf(t, 10*time.Second, func() bool {
+		v = verifyStream(t, b, key, tlogbus.VerifyConfig{MaxLag: time.Nanosecond})
+		return !v.Intact && strings.Contains(explain(v), "lagging")
+	}, "with MaxLag: %s", explain(v))
+}

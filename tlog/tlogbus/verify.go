@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
@@ -28,6 +29,11 @@ type VerifyConfig struct {
 	// AllowMissingPayloads makes claim-checked events whose data is gone
 	// a note rather than a failure (tlog.FindPayloadMissing).
 	AllowMissingPayloads bool
+	// MaxLag, when positive, fails the verification (tlog.FindLagging)
+	// when the oldest message no checkpoint covers was stored longer ago.
+	// Either way the note of the messages newer than the checkpoint says
+	// how long the oldest has waited.
+	MaxLag time.Duration
 }
 
 // target opens the checkpoint to prove: the one given, or the latest
@@ -106,7 +112,34 @@ func VerifyStream(ctx context.Context, b *bus.Bus, cfg VerifyConfig) (*tlog.Stre
 	}
 	sv := v.Finish()
 	addMissingPayloads(sv, gone, cfg.AllowMissingPayloads)
+	if err := addLag(ctx, b, sv, cfg.MaxLag); err != nil {
+		return nil, err
+	}
 	return sv, nil
+}
+
+// addLag says in the note of the messages newer than the checkpoint how
+// long the oldest of them has waited for one, and adds a failing
+// tlog.FindLagging finding when that is longer than maxLag (when
+// positive).
+func addLag(ctx context.Context, b *bus.Bus, sv *tlog.StreamVerdict, maxLag time.Duration) error {
+	i := slices.IndexFunc(sv.Findings, func(f tlog.Finding) bool { return f.Kind == tlog.FindUnchecked && f.First > 0 })
+	if i < 0 {
+		return nil
+	}
+	f := &sv.Findings[i]
+	m, err := b.GetStored(ctx, f.First)
+	if err != nil || m == nil {
+		return err
+	}
+	lag := time.Since(m.Time)
+	f.Detail += fmt.Sprintf("; the oldest, seq %d, was stored %s ago (%s): the checkpoints lag that far behind", m.Seq, lag.Round(time.Second), m.Time.UTC().Format(time.RFC3339))
+	if maxLag > 0 && lag > maxLag {
+		sv.Findings = append(sv.Findings, tlog.Finding{Kind: tlog.FindLagging, First: f.First, Last: f.Last, Fails: true,
+			Detail: fmt.Sprintf("the checkpoints lag %s behind the stream, more than the %s allowed: the checkpointer is stopped, paused or behind", lag.Round(time.Millisecond), maxLag)})
+		sv.Intact = sv.OK()
+	}
+	return nil
 }
 
 // addMissingPayloads adds a tlog.FindPayloadMissing finding per run of
