@@ -182,12 +182,16 @@ func (h *Hook) Intercept(ctx context.Context, req *interceptors.Request) (*inter
 			if err == nil {
 				_, err = claudecode.Decide(h.event, req.Event, r)
 			}
+			if errors.Is(err, ErrChanged) {
+				h.cfg.Logger.Warn("async command hook not run", "plugin", req.Registration.Plugin, "err", err)
+				return
+			}
 			h.cfg.Logger.Debug("async command hook ended", "plugin", req.Registration.Plugin, "exit", r.ExitCode, "err", err)
 		}()
 		return nil, nil
 	}
 	r, err := h.Run(ctx, in)
-	if errors.Is(err, ErrChanged) && req.Event.Stage.Accepts().Has(events.DecisionDeny) {
+	if errors.Is(err, ErrChanged) && h.event.Intercepts() && req.Event.Stage.Accepts().Has(events.DecisionDeny) {
 		return &interceptors.Decision{Kind: interceptors.Deny, Reason: "blocked: " + err.Error(),
 			Annotations: map[string]string{"refused": "changed"}}, nil
 	}

@@ -225,3 +225,24 @@ func writeFile(t *testing.T, p, body string) {
 		t.Fatal(err)
 	}
 }
+
+// On an event that cannot block (PostToolUse), a hook whose script changed
+// fails with ErrChanged, which the chain records as hook.failed; the script
+// does not run.
+func TestChangedHookScriptOnPostToolUse(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	marker := filepath.Join(outside, "ran")
+	writeFile(t, filepath.Join(root, "post.sh"), "#!/bin/sh\nexit 0\n")
+	h := newHook(t, command.Config{Root: root}, claudecode.PostToolUse, `{"type":"command","command":"./post.sh"}`)
+	writeFile(t, filepath.Join(root, "post.sh"), "#!/bin/sh\ntouch "+marker+"\n")
+	ev := newEvent(t, events.StageToolAfter, "Bash", events.ToolAfter{
+		Call:   events.ToolCall{ID: "toolu_1", Name: "Bash", Arguments: json.RawMessage(`{"command":"ls"}`)},
+		Result: events.ToolResult{CallID: "toolu_1", Name: "Bash", Content: "ok"}})
+	d, err := intercept(t, h, ev, 10*time.Second)
+	if !errors.Is(err, command.ErrChanged) || d != nil {
+		t.Fatalf("PostToolUse after the script changed: %+v, %v; want ErrChanged", d, err)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the changed script ran: %v", err)
+	}
+}
