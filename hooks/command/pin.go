@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // A command hook runs as the worker's user, outside any sandbox. The agent
@@ -24,7 +26,8 @@ import (
 type pinned struct {
 	path   string
 	absent bool              // the path did not exist
-	sum    [sha256.Size]byte // the content's digest, when it existed
+	kind   fs.FileMode       // its type bits: 0 for a regular file
+	sum    [sha256.Size]byte // a regular file's content's digest
 }
 
 // pins returns what command (a shell command line, or with exec the
@@ -90,9 +93,11 @@ func pins(root, command string, args []string, exec bool, env []string) ([]pinne
 	return out, nil
 }
 
-// pinPath pins p as it is now: its content's digest, or its absence.
+// pinPath pins p as it is now: its content's digest, its absence, or, for
+// what is not a regular file (a FIFO, a device), its type only: nothing
+// blocks on a FIFO put in a script's place.
 func pinPath(p string) (pinned, error) {
-	b, err := os.ReadFile(p)
+	fi, err := os.Stat(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, lerr := os.Lstat(p); errors.Is(lerr, fs.ErrNotExist) {
 			return pinned{path: p, absent: true}, nil
@@ -101,7 +106,27 @@ func pinPath(p string) (pinned, error) {
 	if err != nil {
 		return pinned{}, err
 	}
-	return pinned{path: p, sum: sha256.Sum256(b)}, nil
+	if !fi.Mode().IsRegular() {
+		return pinned{path: p, kind: fi.Mode().Type()}, nil
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return pinned{}, err
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return pinned{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return pinned{path: p, kind: fi.Mode().Type()}, nil
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return pinned{}, err
+	}
+	pn := pinned{path: p}
+	h.Sum(pn.sum[:0])
+	return pn, nil
 }
 
 // check returns an error wrapping ErrChanged, naming the path and what
@@ -117,6 +142,8 @@ func (p pinned) check() error {
 		return fmt.Errorf("%w: %s did not exist when the worker started and now does", ErrChanged, p.path)
 	case !p.absent && now.absent:
 		return fmt.Errorf("%w: %s was removed", ErrChanged, p.path)
+	case p.kind != now.kind:
+		return fmt.Errorf("%w: %s is no longer the same kind of file (%v when the worker started, %v now)", ErrChanged, p.path, p.kind, now.kind)
 	case !bytes.Equal(p.sum[:], now.sum[:]):
 		return fmt.Errorf("%w: the content of %s changed (sha256 %x when the worker started, %x now)", ErrChanged, p.path, p.sum, now.sum)
 	}
