@@ -40,8 +40,8 @@ type composeService struct {
 		UID    string `yaml:"uid"`
 		Mode   int    `yaml:"mode"`
 	} `yaml:"secrets"`
-	Ports       []string          `yaml:"ports"`
-	DependsOn   yaml.Node         `yaml:"depends_on"`
+	Ports     []string  `yaml:"ports"`
+	DependsOn yaml.Node `yaml:"depends_on"`
 }
 
 func (s composeService) flag(name string) string {
