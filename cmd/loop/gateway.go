@@ -55,13 +55,16 @@ func gatewayCmd(a *cli.App) *cobra.Command {
 		maxBody, maxTotal, perCaller, minRate := byteSize(DefaultMaxBody), byteSize(DefaultMaxBodyTotal), byteSize(DefaultMaxBodyPerCaller), byteSize(DefaultMinBodyRate)
 		fs.Var(&maxBody, "max-body", "the largest hook input taken (413 above it): bytes, or with KiB, MiB, GiB")
 		fs.Var(&maxTotal, "max-body-total", "the most bytes of hook inputs held at once across requests, counted as they arrive (503 with Retry-After above it)")
-		fs.Var(&perCaller, "max-body-per-caller", "the most bytes of hook inputs one caller (a token; on loopback without tokens, the local user) holds at once (503 with Retry-After above it)")
+		fs.Var(&perCaller, "max-body-per-caller", "the most bytes of hook inputs one caller (a token; on loopback without tokens, the local user) holds at once (503 with Retry-After above it); default half of --max-body-total, at least --max-body")
 		readTimeout := fs.Duration("read-timeout", DefaultReadTimeout, "how long a request's headers, and its body's first bytes, may take (the connection is closed, or 408)")
 		fs.Var(&minRate, "min-body-rate", "after --read-timeout, the slowest a hook input may come, per second (408 below it)")
 		var admin cli.AdminFlags
 		admin.Register(fs, "127.0.0.1:9467", 0, "take no new hook and answer those in flight (default: --timeout)")
 		return func(ctx context.Context, args []string) error {
 			limits := bodyLimits{max: int64(maxBody), total: int64(maxTotal), perCaller: int64(perCaller), timeout: *readTimeout, minRate: int64(minRate)}
+			if !fs.Changed("max-body-per-caller") {
+				limits.perCaller = min(max(limits.total/2, limits.max), limits.total)
+			}
 			return f.gateway(ctx, a, args, *names, *listen, &auth, &admin, limits)
 		}
 	})

@@ -190,3 +190,16 @@ func TestGatewaySlowHeaders(t *testing.T) {
 		}
 	}
 }
+
+// --max-body-per-caller defaults to half of --max-body-total, at least
+// --max-body, so a smaller total alone still starts; a share over the
+// total is a usage error naming both flags.
+func TestGatewayBodyFlags(t *testing.T) {
+	nats, _ := startBusWithGuard(t)
+	startGateway(t, "--listen", "127.0.0.1:0", "--nats", nats, "--max-body-total", "8MiB")
+	var out, errOut strings.Builder
+	code := run(t.Context(), []string{"gateway", "--listen", "127.0.0.1:0", "--nats", nats, "--max-body-per-caller", "64MiB"}, strings.NewReader(""), &out, &errOut)
+	if code != exitUsage || !strings.Contains(errOut.String(), "--max-body-per-caller") || !strings.Contains(errOut.String(), "--max-body-total") {
+		t.Fatalf("a share over the total: exit %d %q", code, errOut.String())
+	}
+}

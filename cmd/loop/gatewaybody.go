@@ -16,9 +16,9 @@ import (
 // Bounds of the hook inputs loop gateway reads. Claude Code's hook inputs
 // are small; a tool's output is the largest part.
 const (
-	DefaultMaxBody          = 8 << 20  // --max-body
-	DefaultMaxBodyTotal     = 32 << 20 // --max-body-total
-	DefaultMaxBodyPerCaller = 16 << 20 // --max-body-per-caller
+	DefaultMaxBody          = 8 << 20                 // --max-body
+	DefaultMaxBodyTotal     = 32 << 20                // --max-body-total
+	DefaultMaxBodyPerCaller = DefaultMaxBodyTotal / 2 // --max-body-per-caller: half the total unless given
 	DefaultReadTimeout      = 10 * time.Second
 	DefaultMinBodyRate      = 128 << 10 // --min-body-rate, bytes a second
 )
