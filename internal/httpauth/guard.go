@@ -88,7 +88,7 @@ type Guard struct {
 }
 
 // New returns a Guard. It refuses (ErrInvalidConfig) a config without
-// Addr, and (ErrUnprotected) a non-loopback Addr with no Tokens nor
+// Addr, TrustedProxies without a ProxySecret of MinSecretLen bytes, and (ErrUnprotected) a non-loopback Addr with no Tokens nor
 // TrustedProxies, or with no PublicURLs.
 func New(cfg Config) (*Guard, error) {
 	tcp, ok := cfg.Addr.(*net.TCPAddr)
