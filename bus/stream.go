@@ -98,9 +98,14 @@ func (b *Bus) ReadStream(ctx context.Context, from uint64, fn func(*StoredMessag
 	if err != nil {
 		return err
 	}
-	last := st.LastSeq
-	if st.Msgs == 0 || from > last {
+	if st.Msgs == 0 || from > st.LastSeq {
 		return nil
+	}
+	// The last message stored, as the leader has it: the stream's last
+	// sequence may be a deleted message's.
+	last, ok, err := b.lastSeq(ctx, []string{b.subj.AllEvents()}, time.Time{})
+	if err != nil || !ok || from > last {
+		return err
 	}
 	return b.readOrdered(ctx, orderedRead{policy: jetstream.DeliverAllPolicy, from: from, until: last}, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
 		sm := &StoredMessage{Seq: meta.Sequence.Stream, Time: meta.Timestamp, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
