@@ -80,8 +80,14 @@ func VerifyStream(ctx context.Context, b *bus.Bus, cfg VerifyConfig) (*tlog.Stre
 	if err != nil {
 		return nil, err
 	}
+	largest := st.MaxMsgSize
+	if largest <= 0 {
+		largest = b.Conn().MaxPayload()
+	}
+	largest += 4096 // its subject and the server's framing
 	v, err := tlog.NewVerification(l, target, tlog.StreamState{
-		FirstSeq: st.FirstSeq, LastSeq: st.LastSeq, Now: st.Now, MaxAge: st.MaxAge, MaxMsgs: st.MaxMsgs, MaxBytes: st.MaxBytes,
+		FirstSeq: st.FirstSeq, LastSeq: st.LastSeq, Bytes: st.Bytes, Now: st.Now,
+		MaxAge: st.MaxAge, MaxMsgs: st.MaxMsgs, MaxBytes: st.MaxBytes, MaxMsgSize: largest, DiscardNew: st.DiscardNew,
 	}, len(cfg.Witnesses) > 0, notes...)
 	if err != nil {
 		return nil, err
