@@ -60,6 +60,10 @@ type StreamVerdict struct {
 	Findings     []Finding `json:"findings,omitempty"`
 	// Intact is set when no finding fails the verification.
 	Intact bool `json:"intact"`
+	// TrustsServer is set when the checkpoint proven is only the latest
+	// the server holds: no witness' cosignature required, no checkpoint
+	// kept elsewhere given (a FindTrustsServer note says so too).
+	TrustsServer bool `json:"trusts_server"`
 }
 
 // OK reports whether no finding fails the verification.
