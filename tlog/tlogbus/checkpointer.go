@@ -76,10 +76,12 @@ type CheckpointerConfig struct {
 // every message, in stream order, through a durable consumer, appends its
 // leaf to the tree, and stores a checkpoint (a tlog.Record, with the
 // witnesses' cosignatures) in the checkpoints stream every Every messages
-// or Interval. Its state is the last checkpoint stored: a restarted
-// checkpointer goes on from it, and its consumer's acknowledged position
-// never passes it, so a crash loses nothing. Only one checkpointer writes a
-// log: its stores are fenced on the checkpoints stream's last sequence.
+// or Interval. Its state is the last checkpoint stored (and, with
+// CheckpointerConfig.State, saved in a file of its own, which the stored
+// log must extend): a restarted checkpointer goes on from it, and its
+// consumer's acknowledged position never passes it, so a crash loses
+// nothing. Only one checkpointer writes a log: its stores are fenced on
+// the checkpoints stream's last sequence.
 type Checkpointer struct {
 	b   *bus.Bus
 	cfg CheckpointerConfig
@@ -312,6 +314,9 @@ func (c *Checkpointer) against(ctx context.Context, saved *tlog.Signed, latest *
 		c.newLog = &tlog.LogStart{Reason: c.cfg.NewLog, Previous: string(saved.Note), Decided: time.Now().UTC()}
 		c.log.Warn("checkpointer: starting a new log over the one it signed, as the operator decided", "previous_size", saved.Size, "previous_root", saved.Root.String(), "reason", c.cfg.NewLog)
 		return nil
+	}
+	if c.cfg.NewLog != "" {
+		c.log.Warn("checkpointer: --new-log ignored: the checkpoints stream holds a log, which a new one does not replace", "size", latest.Size)
 	}
 	if err := c.extends(ctx, saved, latest); err != nil {
 		return fmt.Errorf("%w: the latest checkpoint stored in %s (size %d) is not of the log this checkpointer signed: %v (its last checkpoint, of size %d, is saved in %s): verify the events against it (observer verify --checkpoint %s); a new log starts only on an empty %s",
