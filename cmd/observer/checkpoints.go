@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -115,7 +116,12 @@ func checkpointerCmd(a *cli.App) *cobra.Command {
 the stream's Merkle tree (C2SP tlog-checkpoint) in HOOKBUS_CHECKPOINTS every --every messages or
 --interval, each cosigned by the --witness given that agrees it extends the last one it
 cosigned. Runs until interrupted (then checkpoints what it read). A restart goes on
-from the last checkpoint stored: nothing is lost. One checkpointer per log.`, func(fs *pflag.FlagSet) cli.Run {
+from the last checkpoint stored: nothing is lost. One checkpointer per log.
+
+It saves each checkpoint it stores in --state, a file on its own disk, outside the
+streams: at start it refuses to go on when HOOKBUS_CHECKPOINTS no longer holds that log
+(its checkpoints deleted, or a latest that does not extend the saved one) unless
+--new-log REASON says to start a new log, which the new log's first checkpoint records.`, func(fs *pflag.FlagSet) cli.Run {
 		stderr := a.Err
 		conn := cli.ConnFlags{App: a, StoreFallback: true}
 		conn.Register(fs)
@@ -127,6 +133,8 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 		durable := fs.String("durable", tlogbus.DefaultDurable, "the name of the checkpointer's durable consumer of the events stream")
 		maxLag := fs.Duration("max-lag", 0, fmt.Sprintf("not ready (/readyz) when a message has waited longer than this for a checkpoint to cover it, or the durable consumer is paused or gone (default %s, or four --interval when longer)", tlogbus.DefaultMaxLag))
 		once := fs.Bool("once", false, "checkpoint what the stream holds now, then exit (an offline --store, a catch-up)")
+		state := fs.String("state", "", "the file where it saves its last checkpoint, on its own disk (default: in --store DIR, else under $XDG_STATE_HOME/hookbus/checkpointer or ~/.local/state/hookbus/checkpointer, named after the log's key)")
+		newLog := fs.String("new-log", "", "start a new log where HOOKBUS_CHECKPOINTS holds no checkpoint although --state holds one: the reason, recorded in the new log's first checkpoint")
 		var admin cli.AdminFlags
 		admin.Register(fs, "127.0.0.1:9466", 0, "")
 		return func(ctx context.Context, args []string) error {
@@ -139,6 +147,10 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 			signer, verifier, err := tlog.ReadSigner(*keyFile)
 			if err != nil {
 				return fmt.Errorf("%w: --key: %v", cli.ErrUsage, err)
+			}
+			statePath, err := checkpointerState(*state, conn.Store, verifier)
+			if err != nil {
+				return err
 			}
 			log := a.Log.Logger(stderr)
 			c, err := conn.Open(ctx, "hookbus-checkpointer", log, cli.ProvisionStore)
@@ -155,6 +167,7 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 			}
 			cp, err := tlogbus.NewCheckpointer(c.Bus, tlogbus.CheckpointerConfig{
 				Signer: signer, Verifier: verifier, Every: *every, Interval: *interval, Witnesses: witnesses, Durable: *durable, Logger: log,
+				State: statePath, NewLog: *newLog,
 			})
 			if err != nil {
 				return fmt.Errorf("%w: %v", cli.ErrUsage, err)
@@ -176,7 +189,7 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 			if adm.URL != "" {
 				a.Log.Say(stderr, "observer checkpointer: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
 			}
-			a.Log.Say(stderr, "checkpointing %s on %s as %s (every %d messages or %s)", c.Bus.Names().Events, c.Where, signer.Name(), *every, *interval)
+			a.Log.Say(stderr, "checkpointing %s on %s as %s (every %d messages or %s), saving its last checkpoint in %s", c.Bus.Names().Events, c.Where, signer.Name(), *every, *interval, statePath)
 			if *once {
 				st, err := c.Bus.EventsState(gctx)
 				if err != nil {
@@ -204,6 +217,28 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 	})
 }
 
+// checkpointerState is the checkpointer's state file: the one given, else
+// one named after the log's key in the store directory given, else under
+// the user's state directory.
+func checkpointerState(given, store string, key note.Verifier) (string, error) {
+	if given != "" {
+		return given, nil
+	}
+	name := fmt.Sprintf("%s-%08x.checkpoint", strings.NewReplacer("/", "_", string(os.PathSeparator), "_").Replace(key.Name()), key.KeyHash())
+	if store != "" {
+		return filepath.Join(store, "checkpointer", name), nil
+	}
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("%w: --state: no home directory to keep the checkpointer's state in (%v): give --state FILE", cli.ErrUsage, err)
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "hookbus", "checkpointer", name), nil
+}
+
 // checkpointLine is one stored checkpoint as observer checkpoint shows it.
 type checkpointLine struct {
 	tlog.Checkpoint
@@ -214,6 +249,7 @@ type checkpointLine struct {
 	Verified bool               `json:"verified"`
 	Cosigned []tlog.Cosignature `json:"cosigned,omitempty"`
 	Note     string             `json:"note"`
+	NewLog   *tlog.LogStart     `json:"new_log,omitempty"`
 }
 
 // checkpointCmd prints the latest stored checkpoint, or all of them.
@@ -288,6 +324,9 @@ not checked (the lines say so).`, func(fs *pflag.FlagSet) cli.Run {
 					status += ": lines by " + strings.Join(l.Signers, ", ")
 				}
 				fmt.Fprintf(stdout, "%s  size %-8d root %s  %s\n", when(l.Created), l.Size, l.Root, status)
+				if l.NewLog != nil {
+					fmt.Fprintf(stdout, "    a new log over a previous one, by the operator's decision: %q\n", l.NewLog.Reason)
+				}
 			}
 			if !*all {
 				fmt.Fprintf(stdout, "\n%s", lines[0].Note)
@@ -302,7 +341,7 @@ func readLine(r tlogbus.StoredRecord, logKey note.Verifier, witnesses []note.Ver
 	if err := json.Unmarshal(r.Data, &rec); err != nil {
 		return checkpointLine{}, fmt.Errorf("checkpoint record %d: %w: %v", r.Seq, tlog.ErrMalformed, err)
 	}
-	l := checkpointLine{Record: r.Seq, PrevSize: rec.PrevSize, Created: rec.Created, Note: rec.Checkpoint}
+	l := checkpointLine{Record: r.Seq, PrevSize: rec.PrevSize, Created: rec.Created, Note: rec.Checkpoint, NewLog: rec.NewLog}
 	cp, signers, err := tlog.PeekCheckpoint([]byte(rec.Checkpoint))
 	if err != nil {
 		return l, fmt.Errorf("checkpoint record %d: %w", r.Seq, err)
