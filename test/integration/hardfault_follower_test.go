@@ -155,8 +155,8 @@ func TestFaultApprovalsResumeWhileAFollowerCatchesUp(t *testing.T) {
 	checkProvisionedR3(t, ctx, admin)
 	agents := approvalAgents(t, "1h", "deny")
 	ws := []*worker{
-		startWorker(t, "--nats", urls, "--replicas", "3", "--agents", agents, "--agent", "ops"),
-		startWorker(t, "--nats", urls, "--replicas", "3", "--agents", agents, "--agent", "ops"),
+		startWorker(t, "--nats", urls, "--replicas", "3", "--agents", agents),
+		startWorker(t, "--nats", urls, "--replicas", "3", "--agents", agents),
 	}
 	const n = 20
 	ids := submitRuns(t, ctx, admin, "ops", "approve-", "what is 6*7?", n)
