@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -281,4 +282,28 @@ func (r *run) appendAfter(ctx context.Context, evs []*events.Event, seen uint64)
 		seen = at
 	}
 	return nil
+}
+
+// Close records the end of req's run, run.failed with detail, without
+// running anything: for a run that will not be attempted again (its
+// request dropped by the queue after its last attempt). Calls under way
+// get their outcome as any closing gives them (see above). It returns an
+// error wrapping ErrLostRun when the run has an end already (nothing
+// written), or ErrUnrecorded when the end could not be recorded (its
+// session cannot be read or written, or a seq of the run is missing).
+func (e *Engine) Close(ctx context.Context, req *events.RunRequest, detail string) (*Result, error) {
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	rq := *req
+	// No attempt of this one claimed the session: whatever the record
+	// holds is closed, another attempt's run.started included.
+	r := &run{eng: e, req: &rq, seen: math.MaxUint64}
+	rec, err := r.readRecord(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.restore(rec.st)
+	return r.closeRun(ctx, ending{failed: true, detail: detail,
+		unknown: "the run's attempts ran out before the result was recorded"})
 }

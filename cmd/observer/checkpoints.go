@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/internal/health"
 	"github.com/hookbus/hookbus/tlog"
@@ -117,7 +119,7 @@ the stream's Merkle tree (C2SP tlog-checkpoint) in HOOKBUS_CHECKPOINTS every --e
 cosigned. Runs until interrupted (then checkpoints what it read). A restart goes on
 from the last checkpoint stored: nothing is lost. One checkpointer per log.`, func(fs *pflag.FlagSet) cli.Run {
 		stderr := a.Err
-		conn := cli.ConnFlags{App: a, StoreFallback: true}
+		conn := cli.ConnFlags{App: a, StoreFallback: true, Await: true}
 		conn.Register(fs)
 		keyFile := fs.String("key", "", "the log's signer key file (observer keygen); its name is the checkpoints' origin (required)")
 		every := fs.Int("every", tlogbus.DefaultEvery, fmt.Sprintf("store a checkpoint after this many new messages (at most %d)", tlog.MaxWindow))
@@ -152,16 +154,19 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 					return c.Explain(err)
 				}
 			}
-			cp, err := tlogbus.NewCheckpointer(c.Bus, tlogbus.CheckpointerConfig{
+			cfg := tlogbus.CheckpointerConfig{
 				Signer: signer, Verifier: verifier, Every: *every, Interval: *interval, Witnesses: witnesses, Durable: *durable, Logger: log,
-			})
+			}
+			first, err := tlogbus.NewCheckpointer(c.Bus, cfg)
 			if err != nil {
 				return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 			}
+			var cp atomic.Pointer[tlogbus.Checkpointer]
+			cp.Store(first)
 			runCtx, cancel := context.WithCancel(gctx)
 			defer cancel()
 			done := make(chan error, 1)
-			go func() { done <- cp.Run(runCtx) }()
+			go func() { done <- keepCheckpointing(runCtx, c, &cp, cfg) }()
 			h := health.New()
 			c.HealthChecks(h)
 			adm, err := admin.Serve("observer checkpointer", log, nil, h)
@@ -183,7 +188,7 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 				tick := time.NewTicker(50 * time.Millisecond)
 				defer tick.Stop()
 			wait:
-				for cp.Status().Read < st.LastSeq {
+				for cp.Load().Status().Read < st.LastSeq {
 					select {
 					case err := <-done:
 						return c.Explain(err)
@@ -195,7 +200,7 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 				cancel()
 			}
 			err = <-done
-			s := cp.Status()
+			s := cp.Load().Status()
 			a.Log.Say(stderr, "checkpointed %d messages (%d checkpoints stored now)", s.Size, s.Checkpoints)
 			return c.Explain(err)
 		}
@@ -314,4 +319,37 @@ func readLine(r tlogbus.StoredRecord, logKey note.Verifier, witnesses []note.Ver
 		l.Verified, l.Cosigned = true, s.Cosigned
 	}
 	return l, nil
+}
+
+// keepCheckpointing runs the checkpointer in cp until ctx ends or it fails
+// for a reason other than JetStream being unavailable. When JetStream is
+// unavailable (an election, a node away), it waits until JetStream answers
+// (Conn.Await, saying so) and starts a new checkpointer, which goes on from
+// the last checkpoint stored.
+func keepCheckpointing(ctx context.Context, c *cli.Conn, cp *atomic.Pointer[tlogbus.Checkpointer], cfg tlogbus.CheckpointerConfig) error {
+	for {
+		err := cp.Load().Run(ctx)
+		if err == nil || ctx.Err() != nil || !bus.Unavailable(err) {
+			return err
+		}
+		cfg.Logger.Warn("observer checkpointer: JetStream unavailable: the checkpointer starts again, from the last checkpoint stored, once it answers", "err", err)
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		if werr := c.Await(ctx, "checkpoint", func(ctx context.Context) error {
+			_, err := c.Bus.EventsState(ctx)
+			return err
+		}); werr != nil {
+			return werr
+		}
+		next, nerr := tlogbus.NewCheckpointer(c.Bus, cfg)
+		if nerr != nil {
+			return nerr
+		}
+		cp.Store(next)
+	}
 }
