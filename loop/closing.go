@@ -304,6 +304,7 @@ func (e *Engine) Close(ctx context.Context, req *events.RunRequest, detail strin
 		return nil, err
 	}
 	r.restore(rec.st)
+	r.step = max(r.step, rec.st.respStep) // the step under way, if any
 	return r.closeRun(ctx, ending{failed: true, detail: detail,
 		unknown: "the run's attempts ran out before the result was recorded"})
 }
