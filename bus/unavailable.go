@@ -27,9 +27,9 @@ const (
 // a while, rather than that it refused: no answer in time, no responders,
 // the connection being re-established, a cluster without a leader (an
 // election, a node away), or a read no replica could serve up to the
-// leader's last sequence (ErrBehind). Such a failure passes once the cluster has quorum
-// again; the processes of hookbus wait it out, up to the outage bound
-// (Outage), instead of failing or counting it as an attempt.
+// leader's last sequence (ErrBehind). Such a failure passes once the
+// cluster has quorum again; the processes of hookbus wait it out, up to the
+// outage bound (Outage), instead of failing or counting it as an attempt.
 func Unavailable(err error) bool {
 	if err == nil {
 		return false
