@@ -24,14 +24,14 @@ const awaitBackoffMax = 2 * time.Second
 // ends, returning f's last error. what says what waits ("start taking
 // runs").
 func (c *Conn) Await(ctx context.Context, what string, f func(context.Context) error) error {
+	since := time.Now()
 	err := f(ctx)
 	if err == nil || !bus.Unavailable(err) || c.outage <= 0 {
 		return err
 	}
-	since := time.Now()
 	giveUp := since.Add(c.outage)
 	c.say("JetStream unavailable (%s): waiting, up to %s (--outage), to %s", oneLine(err), c.outage, what)
-	said := since
+	said := time.Now()
 	for try := 1; ; try++ {
 		now := time.Now()
 		if !now.Before(giveUp) {
