@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/internal/health"
 	"github.com/hookbus/hookbus/tlog"
@@ -123,7 +125,7 @@ streams: at start it refuses to go on when HOOKBUS_CHECKPOINTS no longer holds t
 (its checkpoints deleted, or a latest that does not extend the saved one) unless
 --new-log REASON says to start a new log, which the new log's first checkpoint records.`, func(fs *pflag.FlagSet) cli.Run {
 		stderr := a.Err
-		conn := cli.ConnFlags{App: a, StoreFallback: true}
+		conn := cli.ConnFlags{App: a, StoreFallback: true, Await: true}
 		conn.Register(fs)
 		keyFile := fs.String("key", "", "the log's signer key file (observer keygen); its name is the checkpoints' origin (required)")
 		every := fs.Int("every", tlogbus.DefaultEvery, fmt.Sprintf("store a checkpoint after this many new messages (at most %d)", tlog.MaxWindow))
@@ -165,20 +167,23 @@ streams: at start it refuses to go on when HOOKBUS_CHECKPOINTS no longer holds t
 					return c.Explain(err)
 				}
 			}
-			cp, err := tlogbus.NewCheckpointer(c.Bus, tlogbus.CheckpointerConfig{
+			cfg := tlogbus.CheckpointerConfig{
 				Signer: signer, Verifier: verifier, Every: *every, Interval: *interval, Witnesses: witnesses, Durable: *durable, Logger: log,
 				State: statePath, NewLog: *newLog,
-			})
+			}
+			first, err := tlogbus.NewCheckpointer(c.Bus, cfg)
 			if err != nil {
 				return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 			}
+			var cp atomic.Pointer[tlogbus.Checkpointer]
+			cp.Store(first)
 			runCtx, cancel := context.WithCancel(gctx)
 			defer cancel()
 			done := make(chan error, 1)
-			go func() { done <- cp.Run(runCtx) }()
+			go func() { done <- keepCheckpointing(runCtx, c, &cp, cfg) }()
 			h := health.New()
 			c.HealthChecks(h)
-			h.Add("checkpointing", func(ctx context.Context) error { return cp.Ready(ctx, *maxLag) })
+			h.Add("checkpointing", func(ctx context.Context) error { return cp.Load().Ready(ctx, *maxLag) })
 			adm, err := admin.Serve("observer checkpointer", log, nil, h)
 			if err != nil {
 				cancel()
@@ -198,7 +203,7 @@ streams: at start it refuses to go on when HOOKBUS_CHECKPOINTS no longer holds t
 				tick := time.NewTicker(50 * time.Millisecond)
 				defer tick.Stop()
 			wait:
-				for cp.Status().Read < st.LastSeq {
+				for cp.Load().Status().Read < st.LastSeq {
 					select {
 					case err := <-done:
 						return c.Explain(err)
@@ -210,7 +215,7 @@ streams: at start it refuses to go on when HOOKBUS_CHECKPOINTS no longer holds t
 				cancel()
 			}
 			err = <-done
-			s := cp.Status()
+			s := cp.Load().Status()
 			a.Log.Say(stderr, "checkpointed %d messages (%d checkpoints stored now)", s.Size, s.Checkpoints)
 			return c.Explain(err)
 		}
@@ -355,4 +360,37 @@ func readLine(r tlogbus.StoredRecord, logKey note.Verifier, witnesses []note.Ver
 		l.Verified, l.Cosigned = true, s.Cosigned
 	}
 	return l, nil
+}
+
+// keepCheckpointing runs the checkpointer in cp until ctx ends or it fails
+// for a reason other than JetStream being unavailable. When JetStream is
+// unavailable (an election, a node away), it waits until JetStream answers
+// (Conn.Await, saying so) and starts a new checkpointer, which goes on from
+// the last checkpoint stored.
+func keepCheckpointing(ctx context.Context, c *cli.Conn, cp *atomic.Pointer[tlogbus.Checkpointer], cfg tlogbus.CheckpointerConfig) error {
+	for {
+		err := cp.Load().Run(ctx)
+		if err == nil || ctx.Err() != nil || !bus.Unavailable(err) {
+			return err
+		}
+		cfg.Logger.Warn("observer checkpointer: JetStream unavailable: the checkpointer starts again, from the last checkpoint stored, once it answers", "err", err)
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		if werr := c.Await(ctx, "checkpoint", func(ctx context.Context) error {
+			_, err := c.Bus.EventsState(ctx)
+			return err
+		}); werr != nil {
+			return werr
+		}
+		next, nerr := tlogbus.NewCheckpointer(c.Bus, cfg)
+		if nerr != nil {
+			return nerr
+		}
+		cp.Store(next)
+	}
 }

@@ -14,32 +14,40 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
+// eventsFollower returns a node that follows the events stream's leader,
+// once the stream has a leader and two current followers.
+func eventsFollower(t *testing.T, ctx context.Context, admin *bus.Bus, nodes []*natsNode) *natsNode {
+	t.Helper()
+	leader := streamLeader(t, ctx, admin, admin.Names().Events, 2)
+	for _, n := range nodes {
+		if n.name != leader {
+			return n
+		}
+	}
+	t.Fatalf("no node follows %s", leader)
+	return nil
+}
+
 // A session's reads see every event stored before they began, whichever
 // replica the server serves them from. Three nats-server processes, the
-// events stream R3; one follower is SIGKILLed while 20 MB of a session
-// are written (the leader snapshots its log, so the follower must catch up
-// from the stream), and started again. While it catches up, and a writer goes on appending to
-// the session (each event acknowledged by the leader and the other
-// follower), a reader again and again notes how many events were
+// events stream R3; one follower is SIGKILLed while 20 MB of a session are
+// written (the leader snapshots its log, so the follower must catch up from
+// the stream), and started again. While it catches up, and a writer goes on
+// appending to the session (each event acknowledged by the leader and the
+// other follower), a reader again and again notes how many events were
 // acknowledged, then reads the session (SessionEvents, as a worker does
-// before and after it claims it; four readers at once): every read holds at least those, in seq
-// order, with no gap. A read whose consumer the server placed on the
-// catching-up follower used to end early with what that follower held.
-func TestFaultSessionReadsFromASlowFollower(t *testing.T) {
+// before and after it claims it; four readers at once): every read holds at
+// least those, in seq order, with no gap. A read whose consumer the server
+// placed on the catching-up follower used to end early with what that
+// follower held.
+func TestFaultSessionReadsWhileAFollowerCatchesUp(t *testing.T) {
 	hardFaults(t)
 	ctx := testCtx(t, 5*time.Minute)
 	nodes := startNATSCluster(t, 3)
 	urls := clusterURLs(nodes)
 	admin := adminBus(t, ctx, urls, 3)
 	checkProvisionedR3(t, ctx, admin)
-	leader := streamLeader(t, ctx, admin, admin.Names().Events, 2)
-	var slow *natsNode
-	for _, n := range nodes {
-		if n.name != leader {
-			slow = n
-			break
-		}
-	}
+	slow := eventsFollower(t, ctx, admin, nodes)
 	// The clients connect to the two other nodes: what is tested is where
 	// the server serves a read from, not a client stuck on a stopped node.
 	var others []*natsNode
@@ -139,13 +147,14 @@ func TestFaultSessionReadsFromASlowFollower(t *testing.T) {
 }
 
 // Answered approvals always lead to a resumption, whichever replica serves
-// the reads. Three nats-server processes, two workers; 20 runs (a session each) wait for a person's approval of a
-// call. A follower of the events stream is SIGKILLed while 12 MB are
-// written on other sessions, and started again; while it catches up, all
-// 20 calls are approved (observer approve, processes). Every run resumes,
-// runs its approved call once and ends done. A stale read used to make the
-// resumer acknowledge an answer without queueing its run, or the resumed
-// attempt miss the answer and end waiting again.
+// the reads. Three nats-server processes, two workers; 20 runs (a session
+// each) wait for a person's approval of a call. A follower of the events
+// stream is SIGKILLed while 12 MB are written on other sessions, and started
+// again; while it catches up, all 20 calls are approved (observer approve,
+// processes). Every run resumes, runs its approved call once and ends done.
+// A stale read used to make the resumer acknowledge an answer without
+// queueing its run, or the resumed attempt miss the answer and end waiting
+// again.
 func TestFaultApprovalsResumeWhileAFollowerCatchesUp(t *testing.T) {
 	hardFaults(t)
 	ctx := testCtx(t, 8*time.Minute)
@@ -155,8 +164,8 @@ func TestFaultApprovalsResumeWhileAFollowerCatchesUp(t *testing.T) {
 	checkProvisionedR3(t, ctx, admin)
 	agents := approvalAgents(t, "1h", "deny")
 	ws := []*worker{
-		startWorker(t, "--nats", urls, "--replicas", "3", "--agents", agents, "--agent", "ops"),
-		startWorker(t, "--nats", urls, "--replicas", "3", "--agents", agents, "--agent", "ops"),
+		startWorker(t, "--nats", urls, "--replicas", "3", "--agents", agents),
+		startWorker(t, "--nats", urls, "--replicas", "3", "--agents", agents),
 	}
 	const n = 20
 	ids := submitRuns(t, ctx, admin, "ops", "approve-", "what is 6*7?", n)
@@ -170,14 +179,7 @@ func TestFaultApprovalsResumeWhileAFollowerCatchesUp(t *testing.T) {
 		return waiting == n
 	}, "%d runs to ask for approval%s", n, lazy(func() string { return workerLogs(ws) }))
 
-	leader := streamLeader(t, ctx, admin, admin.Names().Events, 2)
-	var slow *natsNode
-	for _, node := range nodes {
-		if node.name != leader {
-			slow = node
-			break
-		}
-	}
+	slow := eventsFollower(t, ctx, admin, nodes)
 	slow.kill(t)
 	filler := newBus(t, connect(t, urls, nats.Name("hookbus-filler")), bus.WithReplicas(3))
 	fill := events.NewID()
