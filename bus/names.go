@@ -8,7 +8,7 @@ import (
 
 // Names are the JetStream assets of one subject prefix. With the default
 // prefix "hookbus" they are HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_WAKES,
-// HOOKBUS_DLQ, HOOKBUS_CHECKPOINTS, hookbus_hooks, hookbus_trust, hookbus_decisions,
+// HOOKBUS_DLQ, HOOKBUS_CHECKPOINTS, HOOKBUS_USAGE, hookbus_hooks, hookbus_trust, hookbus_decisions,
 // hookbus_budgets, hookbus_agents, hookbus_workers and hookbus_payloads.
 // Another prefix derives them the same way: dots become underscores, upper
 // case for streams and lower case for buckets, so "acme.hookbus" gives
@@ -24,7 +24,8 @@ type Names struct {
 	Hooks       string // KV bucket: the interceptor registry
 	Trust       string // KV bucket: trust grants
 	Decisions   string // KV bucket: the decision cache of prompt hooks
-	Budgets     string // KV bucket: shared budgets and their use
+	Budgets     string // KV bucket: shared budgets' reservations and use
+	Usage       string // stream of <prefix>.use.> (what the shared budgets counted: append only)
 	Agents      string // KV bucket: the fleet's agent definitions (runs.Fleet)
 	Workers     string // KV bucket: the live workers (runs.Fleet), entries expiring
 	Payloads    string // object store: large payloads (claim check)
@@ -48,8 +49,21 @@ func NamesFor(prefix string) Names {
 		Trust:       low + "_trust",
 		Decisions:   low + "_decisions",
 		Budgets:     low + "_budgets",
+		Usage:       up + "_USAGE",
 		Agents:      low + "_agents",
 		Workers:     low + "_workers",
 		Payloads:    low + "_payloads",
 	}
+}
+
+// UsageSubject is the subject of the records of what a shared budget
+// counted (stream Names.Usage): <prefix>.use.<agent>, or
+// <prefix>.use.<agent>.<session> for one session's budget ("" for the
+// agent's).
+func UsageSubject(s events.Subjects, agent, session string) string {
+	subj := strings.TrimSuffix(s.AllEvents(), ".evt.>") + ".use." + agent
+	if session != "" {
+		subj += "." + session
+	}
+	return subj
 }

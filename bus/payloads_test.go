@@ -72,6 +72,21 @@ func payloadStore(t *testing.T, b *bus.Bus) jetstream.ObjectStore {
 	return obs
 }
 
+// erasablePayloads replaces b's payloads bucket by a plain object store,
+// whose objects can be deleted (bus.Provision's refuses purges and
+// roll-ups): how a test loses an object, as expiry or a damaged store
+// would.
+func erasablePayloads(t *testing.T, b *bus.Bus) {
+	t.Helper()
+	ctx := bigCtx(t)
+	if err := b.JetStream().DeleteObjectStore(ctx, b.Names().Payloads); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JetStream().CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: b.Names().Payloads}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // objects lists the payload objects' names.
 func objects(t *testing.T, b *bus.Bus) []string {
 	t.Helper()
@@ -377,6 +392,7 @@ func TestClaimCheckMissingObject(t *testing.T) {
 	ctx := bigCtx(t)
 	lost := sizedEvent(t, "a", "s", "r", 1, bigSize)
 	kept := sizedEvent(t, "a", "s", "r", 3, bigSize)
+	erasablePayloads(t, b)
 	publishAll(t, b, lost, testEvent(t, "a", "s", "r", events.StageStepCompleted, 2), kept)
 	if err := payloadStore(t, b).Delete(ctx, bus.ObjectName(lost.ID, lost.Data)); err != nil {
 		t.Fatal(err)

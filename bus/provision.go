@@ -2,7 +2,9 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hookbus/hookbus/bus/internal/deadline"
@@ -73,6 +75,20 @@ func (b *Bus) StreamConfigs() []jetstream.StreamConfig {
 		// refuses to turn these off once set).
 		DenyDelete: true,
 		DenyPurge:  true,
+	}, {
+		Name:        b.names.Usage,
+		Description: "hookbus shared budgets' use: one record per model call charged (append only)",
+		Subjects:    []string{strings.TrimSuffix(UsageSubject(b.subj, "*", ""), "*") + ">"},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.replicas,
+		Discard:     jetstream.DiscardOld,
+		// What the budgets counted is added to, never taken from: no
+		// roll-up, purge or delete (JetStream refuses to turn these off
+		// once set). No limits: give it a max age longer than the
+		// longest budget period if it grows too large.
+		DenyDelete: true,
+		DenyPurge:  true,
 	}}
 }
 
@@ -104,13 +120,13 @@ func (b *Bus) Provision(ctx context.Context) error {
 		Replicas:    b.opts.replicas,
 	}, {
 		Bucket:      b.names.Trust,
-		Description: "hookbus trust grants (privileged_hooks)",
+		Description: "hookbus operator decisions: trust grants (privileged_hooks), the kill switch, budget limits; written by the admin only",
 		History:     5,
 		Storage:     jetstream.FileStorage,
 		Replicas:    b.opts.replicas,
 	}, {
 		Bucket:      b.names.Budgets,
-		Description: "hookbus shared budgets and their use",
+		Description: "hookbus shared budgets' reservations and use (the limits are in the trust bucket)",
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    b.opts.replicas,
@@ -118,16 +134,15 @@ func (b *Bus) Provision(ctx context.Context) error {
 		if _, err := b.js.CreateOrUpdateKeyValue(ctx, kv); err != nil {
 			return fmt.Errorf("%w: key-value bucket %s: %w", ErrProvision, kv.Bucket, deadline.Err(ctx, err))
 		}
+		if err := b.refuseRollups(ctx, "KV_"+kv.Bucket); err != nil {
+			return err
+		}
 	}
-	obj := jetstream.ObjectStoreConfig{
-		Bucket:      b.names.Payloads,
-		Description: "hookbus large payloads (claim check)",
-		Storage:     jetstream.FileStorage,
-		Replicas:    b.opts.replicas,
-		TTL:         b.opts.eventsMaxAge,
+	if _, err := b.js.CreateOrUpdateStream(ctx, b.PayloadsConfig()); err != nil {
+		return fmt.Errorf("%w: object store %s: %w", ErrProvision, b.names.Payloads, deadline.Err(ctx, err))
 	}
-	if _, err := b.js.CreateOrUpdateObjectStore(ctx, obj); err != nil {
-		return fmt.Errorf("%w: object store %s: %w", ErrProvision, obj.Bucket, deadline.Err(ctx, err))
+	if err := b.moveOperatorState(ctx); err != nil {
+		return err
 	}
 	b.log.Debug("hookbus provisioned", "events", b.names.Events, "runs", b.names.Runs, "dlq", b.names.DeadLetters)
 	return nil
@@ -184,4 +199,104 @@ func (b *Bus) workersConfig() jetstream.KeyValueConfig {
 		Replicas:    b.opts.replicas,
 		TTL:         PresenceTTL,
 	}
+}
+
+// refuseRollups turns roll-ups off on a bucket's stream: a writer of one
+// key could otherwise publish with a Nats-Rollup header and empty the
+// whole bucket (every other key and its history). hookbus never purges a
+// key, so nothing it does needs them. A bucket with per-key TTL markers
+// (the decision cache) keeps them: JetStream needs roll-ups for its
+// markers.
+func (b *Bus) refuseRollups(ctx context.Context, stream string) error {
+	st, err := b.js.Stream(ctx, stream)
+	if err != nil {
+		return fmt.Errorf("%w: stream %s: %w", ErrProvision, stream, deadline.Err(ctx, err))
+	}
+	cfg := st.CachedInfo().Config
+	if !cfg.AllowRollup || cfg.SubjectDeleteMarkerTTL > 0 {
+		return nil
+	}
+	cfg.AllowRollup = false
+	if _, err := b.js.UpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("%w: stream %s: refuse roll-ups: %w", ErrProvision, stream, deadline.Err(ctx, err))
+	}
+	return nil
+}
+
+// PayloadsConfig is the stream of the payloads object store (large
+// payloads, the claim check) as Provision makes it: the object store's
+// layout (chunks and descriptions, read by nats.go's object store), with
+// no roll-up, no purge and no message delete. What an event points to is
+// removed only by the stream's age limit (the events' own), never by a
+// writer. JetStream refuses to turn deny_delete and deny_purge off once
+// set.
+func (b *Bus) PayloadsConfig() jetstream.StreamConfig {
+	p := b.names.Payloads
+	return jetstream.StreamConfig{
+		Name:        "OBJ_" + p,
+		Description: "hookbus large payloads (claim check)",
+		Subjects:    []string{"$O." + p + ".C.>", "$O." + p + ".M.>"},
+		Storage:     jetstream.FileStorage,
+		Replicas:    max(b.opts.replicas, 1),
+		MaxAge:      b.opts.eventsMaxAge,
+		MaxBytes:    -1,
+		Discard:     jetstream.DiscardNew,
+		AllowDirect: true,
+		DenyDelete:  true,
+		DenyPurge:   true,
+	}
+}
+
+// operatorKeys are the keys of operator decisions an older hookbus kept in
+// buckets the workers write: the kill switch in the registry, budget
+// limits in the budgets bucket.
+func (b *Bus) operatorKeys() []struct{ bucket, prefix string } {
+	return []struct{ bucket, prefix string }{{b.names.Hooks, "disabled."}, {b.names.Budgets, "limit."}}
+}
+
+// moveOperatorState moves the operator's decisions an older hookbus kept
+// where the workers may write (the kill switch's disabled.* keys of the
+// registry, the limit.* keys of the budgets bucket) to the trust bucket,
+// which only the admin writes, each under the same key, and deletes them
+// from the old place. A key already in the trust bucket is kept there
+// (the old one is only deleted). Each move is logged.
+func (b *Bus) moveOperatorState(ctx context.Context) error {
+	trust, err := b.js.KeyValue(ctx, b.names.Trust)
+	if err != nil {
+		return fmt.Errorf("%w: key-value bucket %s: %w", ErrProvision, b.names.Trust, deadline.Err(ctx, err))
+	}
+	for _, o := range b.operatorKeys() {
+		fail := func(what string, err error) error {
+			return fmt.Errorf("%w: key-value bucket %s: move %s to %s: %w", ErrProvision, o.bucket, what, b.names.Trust, deadline.Err(ctx, err))
+		}
+		old, err := b.js.KeyValue(ctx, o.bucket)
+		if err != nil {
+			return fail(o.prefix+"*", err)
+		}
+		lister, err := old.ListKeysFiltered(ctx, o.prefix+">")
+		if err != nil {
+			return fail(o.prefix+"*", err)
+		}
+		var keys []string
+		for k := range lister.Keys() {
+			keys = append(keys, k)
+		}
+		for _, key := range keys {
+			e, err := old.Get(ctx, key)
+			if errors.Is(err, jetstream.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				return fail(key, err)
+			}
+			if _, err := trust.Create(ctx, key, e.Value()); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+				return fail(key, err)
+			}
+			if err := old.Delete(ctx, key, jetstream.LastRevision(e.Revision())); err != nil {
+				return fail(key, err)
+			}
+			b.log.Warn("hookbus provision: operator decision moved to the trust bucket", "key", key, "from", o.bucket, "to", b.names.Trust)
+		}
+	}
+	return nil
 }

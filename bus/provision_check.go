@@ -22,7 +22,7 @@ func (b *Bus) CheckProvisioned(ctx context.Context) error {
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
 	streams := []string{
-		b.names.Events, b.names.Runs, b.names.Wakes, b.names.DeadLetters,
+		b.names.Events, b.names.Runs, b.names.Wakes, b.names.DeadLetters, b.names.Usage,
 		"KV_" + b.names.Hooks, "KV_" + b.names.Trust, "KV_" + b.names.Decisions, "KV_" + b.names.Budgets,
 		"KV_" + b.names.Agents, "KV_" + b.names.Workers, "OBJ_" + b.names.Payloads,
 	}
@@ -42,6 +42,10 @@ func (b *Bus) CheckProvisioned(ctx context.Context) error {
 			if !st.CachedInfo().Config.AllowMsgTTL {
 				missing = append(missing, name+" (without per-key TTLs)")
 			}
+		case err == nil && strings.HasPrefix(name, "KV_") && st.CachedInfo().Config.AllowRollup && st.CachedInfo().Config.SubjectDeleteMarkerTTL == 0:
+			missing = append(missing, name+" (allows roll-ups, which let any writer of one key empty the bucket; provision again)")
+		case err == nil && name == "OBJ_"+b.names.Payloads && !st.CachedInfo().Config.DenyPurge:
+			missing = append(missing, name+" (allows purges and roll-ups, which let a writer erase large payloads; provision again)")
 		case err == nil:
 		case errors.Is(err, jetstream.ErrStreamNotFound):
 			missing = append(missing, name)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestCheckProvisioned(t *testing.T) {
@@ -34,5 +35,58 @@ func TestCheckProvisioned(t *testing.T) {
 	}
 	if err := b.CheckProvisioned(ctx); !errors.Is(err, bus.ErrNotProvisioned) || !strings.Contains(err.Error(), "missing HOOKBUS_DLQ") {
 		t.Fatalf("CheckProvisioned with the DLQ gone = %v", err)
+	}
+}
+
+// A bus an older hookbus provisioned (buckets that allow roll-ups, an
+// object store whose stream allows purges) is not provisioned until
+// Provision runs again, which turns roll-ups off on the buckets the
+// workers write and makes the payloads stream refuse purges, roll-ups and
+// deletes, keeping its objects.
+func TestOlderProvisioningIsProvisionedAgain(t *testing.T) {
+	_, nc := bustest.Start(t)
+	b, err := bus.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	js := b.JetStream()
+	// As an older hookbus made them.
+	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b.Names().Hooks, History: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteObjectStore(ctx, b.Names().Payloads); err != nil {
+		t.Fatal(err)
+	}
+	obs, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: b.Names().Payloads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := obs.PutBytes(ctx, "kept", []byte(`"an older object"`)); err != nil {
+		t.Fatal(err)
+	}
+	err = b.CheckProvisioned(ctx)
+	if !errors.Is(err, bus.ErrNotProvisioned) || !strings.Contains(err.Error(), "KV_hookbus_hooks (allows roll-ups") || !strings.Contains(err.Error(), "OBJ_hookbus_payloads (allows purges") {
+		t.Fatalf("CheckProvisioned on an older provisioning = %v", err)
+	}
+	if err := b.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CheckProvisioned(ctx); err != nil {
+		t.Fatalf("CheckProvisioned after Provision = %v", err)
+	}
+	st, err := js.Stream(ctx, "OBJ_"+b.Names().Payloads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := st.CachedInfo().Config; !cfg.DenyPurge || !cfg.DenyDelete || cfg.AllowRollup {
+		t.Fatalf("payloads stream: deny purge %v, deny delete %v, roll-ups %v", cfg.DenyPurge, cfg.DenyDelete, cfg.AllowRollup)
+	}
+	if got, err := b.ClaimCheck().Get(ctx, "kept"); err != nil || string(got) != `"an older object"` {
+		t.Fatalf("the older object after provisioning: %q, %v", got, err)
 	}
 }

@@ -49,6 +49,16 @@ const (
 	FindUnverifiable = "unverifiable"
 	// FindUnchecked: messages newer than the checkpoint (a note).
 	FindUnchecked = "unchecked"
+	// FindPayloadMissing: claim-checked events whose data (an object of
+	// the payloads store) is gone: their leaves may still match (the
+	// reference names the data's hash), but what was recorded cannot be
+	// read. It fails, unless the verifier accepts missing payloads (a
+	// note then, saying so).
+	FindPayloadMissing = "payload_missing"
+	// FindLagging: the oldest message no checkpoint covers has waited
+	// longer than the verifier allows (the checkpointer is stopped, paused
+	// or behind).
+	FindLagging = "lagging"
 	// FindTrustsServer: the checkpoint proven is the latest the server
 	// holds, no witness cosigned it and none was saved: whoever runs the
 	// server could have replaced the stream and the checkpoints both (a

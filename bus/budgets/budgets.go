@@ -20,13 +20,16 @@ import (
 )
 
 // Shared budgets: what an agent (or each of its sessions) may spend per
-// period, across every worker, held in the KV bucket bus.Names.Budgets
-// (hookbus_budgets). Key "limit.<agent>" holds a Limit; key
-// "use.<agent>" (or "use.<agent>.<session>" for a per-session budget) the
-// Use of the current period. Every change of a use is a compare-and-
-// set on the revision read (jetstream.KeyValue.Update), retried on conflict,
-// so concurrent workers never lose each other's charges. See
-// docs/PROTOCOL.md, "Shared budgets".
+// period, across every worker. Key "limit.<agent>" of the trust bucket
+// (bus.Names.Trust, the operator's, which only the admin writes) holds a
+// Limit. What a budget used is counted in the usage stream (spent.go),
+// which no worker can take from. Key "use.<agent>" (or
+// "use.<agent>.<session>" for a per-session budget) of the KV bucket
+// bus.Names.Budgets (hookbus_budgets) holds the Use of the current period:
+// the steps under way and the estimate of the next one. Every change of a
+// use is a compare-and-set on the revision read (jetstream.KeyValue.Update),
+// retried on conflict, so concurrent workers never lose each other's
+// reservations. See docs/PROTOCOL.md, "Shared budgets".
 
 // DefaultReservationTTL is how long a step's reservation holds when its
 // worker never charges it (a worker that died during the model call).
@@ -132,8 +135,11 @@ type Budgets struct {
 	ttl time.Duration
 	now func() time.Time
 
-	mu sync.Mutex
-	kv jetstream.KeyValue
+	mu          sync.Mutex
+	kv          jetstream.KeyValue // the budgets bucket: uses
+	limitsKV    jetstream.KeyValue // the trust bucket: limits
+	usageStream jetstream.Stream
+	tallies     map[string]tally // by usage subject
 
 	lim limits // the limits, followed by a watch
 }
@@ -141,7 +147,7 @@ type Budgets struct {
 // New returns the shared budgets of b's bucket (b.Names().Budgets). It
 // does no I/O.
 func New(b *bus.Bus) *Budgets {
-	return &Budgets{b: b, ttl: DefaultReservationTTL, now: func() time.Time { return time.Now().UTC() }}
+	return &Budgets{b: b, ttl: DefaultReservationTTL, now: func() time.Time { return time.Now().UTC() }, tallies: map[string]tally{}}
 }
 
 func limitKey(agent string) string { return "limit." + agent }
@@ -179,13 +185,13 @@ func (s *Budgets) SetLimit(ctx context.Context, l Limit) error {
 	}
 	ctx, cancel := deadline.Default(ctx, s.b.Timeout())
 	defer cancel()
-	kv, err := s.bucket(ctx)
+	kv, err := s.limitsBucket(ctx)
 	if err != nil {
 		return err
 	}
 	rev, err := kv.Put(ctx, limitKey(l.Agent), value)
 	if err != nil {
-		return s.bucketErr(ctx, "put "+limitKey(l.Agent)+" in", err)
+		return s.limitsErr(ctx, "put "+limitKey(l.Agent)+" in", err)
 	}
 	s.hold(l.Agent, rev, heldLimit{l: l}, true) // applies here at once
 	return nil
@@ -205,12 +211,12 @@ func (s *Budgets) RemoveLimit(ctx context.Context, agent string, a events.Actor)
 	}
 	ctx, cancel := deadline.Default(ctx, s.b.Timeout())
 	defer cancel()
-	kv, err := s.bucket(ctx)
+	kv, err := s.limitsBucket(ctx)
 	if err != nil {
 		return err
 	}
 	record, _ := json.Marshal(Removed{Agent: agent, By: a, At: s.now()}) // cannot fail
-	rev, err := kvstore.DeleteWithRecordRev(ctx, s.b.JetStream(), kv, s.b.Names().Budgets, limitKey(agent), "agent "+agent+" has no shared budget", record)
+	rev, err := kvstore.DeleteWithRecordRev(ctx, s.b.JetStream(), kv, s.b.Names().Trust, limitKey(agent), "agent "+agent+" has no shared budget", record)
 	if err != nil {
 		return err
 	}
@@ -235,7 +241,7 @@ func (s *Budgets) Limit(ctx context.Context, agent string) (Limit, bool, error) 
 	if l, ok, err, held := s.held(agent); held {
 		return l, ok, err
 	}
-	kv, err := s.bucket(ctx)
+	kv, err := s.limitsBucket(ctx)
 	if err != nil {
 		return Limit{}, false, err
 	}
@@ -248,7 +254,7 @@ func (s *Budgets) Limit(ctx context.Context, agent string) (Limit, bool, error) 
 		return Limit{}, false, nil
 	}
 	if err != nil {
-		return Limit{}, false, s.bucketErr(ctx, "get "+limitKey(agent)+" from", err)
+		return Limit{}, false, s.limitsErr(ctx, "get "+limitKey(agent)+" from", err)
 	}
 	var l Limit
 	if err := json.Unmarshal(e.Value(), &l); err != nil {
@@ -262,6 +268,10 @@ func (s *Budgets) Limit(ctx context.Context, agent string) (Limit, bool, error) 
 func (s *Budgets) List(ctx context.Context) ([]Limit, []Use, error) {
 	ctx, cancel := deadline.Default(ctx, s.b.Timeout())
 	defer cancel()
+	lkv, err := s.limitsBucket(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	kv, err := s.bucket(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -269,16 +279,22 @@ func (s *Budgets) List(ctx context.Context) ([]Limit, []Use, error) {
 	var limits []Limit
 	var uses []Use
 	var bad error
+	err = kvstore.ReadAll(ctx, lkv, func(e jetstream.KeyValueEntry) {
+		if !strings.HasPrefix(e.Key(), "limit.") {
+			return
+		}
+		var l Limit
+		if err := json.Unmarshal(e.Value(), &l); err != nil {
+			bad = cmp.Or(bad, fmt.Errorf("%w: budget %s: %v", ErrRegistry, e.Key(), err))
+			return
+		}
+		limits = append(limits, l)
+	})
+	if err != nil {
+		return nil, nil, s.limitsErr(ctx, "list", err)
+	}
 	err = kvstore.ReadAll(ctx, kv, func(e jetstream.KeyValueEntry) {
-		switch {
-		case strings.HasPrefix(e.Key(), "limit."):
-			var l Limit
-			if err := json.Unmarshal(e.Value(), &l); err != nil {
-				bad = cmp.Or(bad, fmt.Errorf("%w: budget %s: %v", ErrRegistry, e.Key(), err))
-				return
-			}
-			limits = append(limits, l)
-		case strings.HasPrefix(e.Key(), "use."):
+		if strings.HasPrefix(e.Key(), "use.") {
 			var u Use
 			if err := json.Unmarshal(e.Value(), &u); err == nil {
 				uses = append(uses, u)
@@ -296,6 +312,11 @@ func (s *Budgets) List(ctx context.Context) ([]Limit, []Use, error) {
 	for i := range uses {
 		if l, ok := byAgent[uses[i].Agent]; ok {
 			uses[i].roll(l, now)
+			t, err := s.spent(ctx, l, uses[i].Session, uses[i].Since)
+			if err != nil {
+				return nil, nil, err
+			}
+			uses[i].Tokens, uses[i].CostUSD = t.tokens, t.costUSD
 		}
 	}
 	slices.SortFunc(limits, func(a, b Limit) int { return cmp.Compare(a.Agent, b.Agent) })
@@ -398,10 +419,13 @@ func (s *Budgets) Charge(ctx context.Context, agent, session, run string, used e
 		return err
 	}
 	tokens := int64(used.InputTokens + used.OutputTokens)
+	if tokens > 0 || used.CostUSD > 0 {
+		if err := s.record(ctx, l, session, run, tokens, used.CostUSD); err != nil {
+			return err
+		}
+	}
 	return s.update(ctx, l, agent, session, func(u *Use, _ time.Time) bool {
 		delete(u.Reserved, run)
-		u.Tokens += tokens
-		u.CostUSD += used.CostUSD
 		u.MaxStepTokens = max(u.MaxStepTokens, tokens)
 		u.MaxStepCost = max(u.MaxStepCost, used.CostUSD)
 		return true
@@ -436,6 +460,13 @@ func (s *Budgets) update(ctx context.Context, l Limit, agent, session string, ch
 			u.Session = session
 		}
 		u.roll(l, now)
+		// What the budget used is what its records add up to, whatever
+		// the entry says.
+		t, err := s.spent(ctx, l, session, u.Since)
+		if err != nil {
+			return err
+		}
+		u.Tokens, u.CostUSD = t.tokens, t.costUSD
 		if !change(&u, now) {
 			return nil
 		}
@@ -471,6 +502,24 @@ func (s *Budgets) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 		s.kv = kv
 	}
 	return s.kv, nil
+}
+
+// limitsBucket opens the trust bucket, where the limits are, once.
+func (s *Budgets) limitsBucket(ctx context.Context) (jetstream.KeyValue, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.limitsKV == nil {
+		kv, err := kvstore.Open(ctx, s.b.JetStream(), s.b.Names().Trust)
+		if err != nil {
+			return nil, err
+		}
+		s.limitsKV = kv
+	}
+	return s.limitsKV, nil
+}
+
+func (s *Budgets) limitsErr(ctx context.Context, what string, err error) error {
+	return fmt.Errorf("%w: %s key-value bucket %s: %w", ErrRegistry, what, s.b.Names().Trust, deadline.Err(ctx, err))
 }
 
 func (s *Budgets) bucketErr(ctx context.Context, what string, err error) error {

@@ -29,8 +29,9 @@ type HookSync struct {
 
 	// Owned by the goroutine that applies changes (SyncHooks' caller until
 	// it returns).
-	desired map[string]interceptors.Registration // key → valid entry
-	active  map[string]activeHook                // key → registered on the chain
+	desired  map[string]interceptors.Registration // key → valid entry
+	active   map[string]activeHook                // key → registered on the chain
+	disabled map[string]interceptors.Disabled     // plugins the kill switch turned off
 
 	hooksApplied *kvstore.Progress // registry revision applied
 	trustApplied *kvstore.Progress // trust revision the registrations reflect
@@ -89,6 +90,7 @@ func SyncHooks(ctx context.Context, b *bus.Bus, chain *interceptors.Chain, trust
 		return nil, fmt.Errorf("%w: %w", ErrRegistry, err)
 	}
 	s.bw = bw
+	s.applyKillSwitch()
 	s.hooksApplied, s.trustApplied = kvstore.NewProgress(rev), kvstore.NewProgress(trustRev)
 	go s.follow(trustChanged)
 	return s, nil
@@ -126,6 +128,7 @@ func (s *HookSync) follow(trustChanged <-chan struct{}) {
 				trustChanged = nil
 				continue
 			}
+			s.applyKillSwitch()
 			s.reconcileAll(true)
 			s.trustApplied.Set(rev)
 		}
@@ -135,8 +138,12 @@ func (s *HookSync) follow(trustChanged <-chan struct{}) {
 // applyEntry applies one registry change.
 func (s *HookSync) applyEntry(e jetstream.KeyValueEntry) {
 	key := e.Key()
-	if plugin, ok := disabledPlugin(key); ok {
-		s.applyDisabled(plugin, e)
+	if _, ok := disabledPlugin(key); ok {
+		// Where an older hookbus kept the kill switch: bus.Provision moves
+		// it to the trust bucket, which only the admin writes.
+		if e.Operation() == jetstream.KeyValuePut {
+			s.log.Warn("hookbus hooks: kill-switch entry in the registry bucket ignored (provision again to move it to the trust bucket)", "key", key)
+		}
 		return
 	}
 	if e.Operation() != jetstream.KeyValuePut {
@@ -154,18 +161,23 @@ func (s *HookSync) applyEntry(e jetstream.KeyValueEntry) {
 	s.reconcile(key, false)
 }
 
-// applyDisabled applies a kill-switch change: plugin is disabled while its
-// entry exists.
-func (s *HookSync) applyDisabled(plugin string, e jetstream.KeyValueEntry) {
-	if e.Operation() != jetstream.KeyValuePut {
-		if s.chain.Enable(plugin) {
+// applyKillSwitch makes the chain's disabled plugins those of the trust
+// bucket's kill switch.
+func (s *HookSync) applyKillSwitch() {
+	want := s.trust.Disabled()
+	for plugin, d := range want {
+		if cur, ok := s.disabled[plugin]; ok && cur == d {
+			continue
+		}
+		s.chain.Disable(plugin, d)
+		s.log.Warn("hookbus hooks: plugin disabled", "plugin", plugin, "by", d.By, "at", d.At, "reason", d.Reason)
+	}
+	for plugin := range s.disabled {
+		if _, ok := want[plugin]; !ok && s.chain.Enable(plugin) {
 			s.log.Info("hookbus hooks: plugin enabled", "plugin", plugin)
 		}
-		return
 	}
-	d := decodeDisabled(e.Value())
-	s.chain.Disable(plugin, d)
-	s.log.Warn("hookbus hooks: plugin disabled", "plugin", plugin, "by", d.By, "at", d.At, "reason", d.Reason)
+	s.disabled = want
 }
 
 // reconcileAll reconciles every entry (after a trust change).

@@ -15,21 +15,25 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// The kill switch: an entry "disabled.<plugin>" in the registry bucket
-// turns the plugin off in every loop that follows the registry (SyncHooks),
+// The kill switch: an entry "disabled.<plugin>" in the trust bucket (the
+// operator's bucket, which only the admin writes; bus.Names.Trust) turns
+// the plugin off in every loop that follows the registry (SyncHooks),
 // whatever its registrations; deleting the entry turns it back on (the
 // delete marker's body records who did). Its value is an
 // interceptors.Disabled as JSON:
 //
 //	{"by":"alice","at":"2025-05-01T10:00:00Z","reason":"leaks PII","identity":"alice","via":"nats","channel":"cli"}
 //
-// deploy/nats keeps the loop identity from writing these keys. See
-// docs/PROTOCOL.md, "Kill switch".
+// deploy/nats lets no identity but the admin write that bucket, and the
+// bucket refuses roll-ups (bus.Provision), so no worker can lift it. An
+// entry of an older hookbus in the registry bucket is moved by
+// bus.Provision and ignored by the loops. See docs/PROTOCOL.md, "Kill
+// switch".
 
 // disabledPrefix starts the keys of disabled plugins; no stage starts so.
 const disabledPrefix = "disabled."
 
-// DisabledKey returns the registry key that disables plugin.
+// DisabledKey returns the trust bucket's key that disables plugin.
 func DisabledKey(plugin string) string { return disabledPrefix + plugin }
 
 // disabledPlugin returns the plugin a registry key disables, if it is such a
@@ -64,13 +68,13 @@ func (r *Registry) Disable(ctx context.Context, plugin string, d interceptors.Di
 	}
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.hooksKV(ctx)
+	kv, err := r.trustKV(ctx)
 	if err != nil {
 		return err
 	}
 	key := DisabledKey(plugin)
 	if _, err := kv.Put(ctx, key, value); err != nil {
-		return r.bucketErr(ctx, "put "+key+" in", r.b.Names().Hooks, err)
+		return r.bucketErr(ctx, "put "+key+" in", r.b.Names().Trust, err)
 	}
 	return nil
 }
@@ -90,12 +94,12 @@ func (r *Registry) Enable(ctx context.Context, plugin string, a events.Actor) er
 	}
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.hooksKV(ctx)
+	kv, err := r.trustKV(ctx)
 	if err != nil {
 		return err
 	}
 	record, _ := json.Marshal(Enabled{By: a.Identity, At: time.Now().UTC(), Actor: a}) // cannot fail
-	return kvstore.DeleteWithRecord(ctx, r.b.JetStream(), kv, r.b.Names().Hooks, DisabledKey(plugin), "plugin "+plugin+" is not disabled", record)
+	return kvstore.DeleteWithRecord(ctx, r.b.JetStream(), kv, r.b.Names().Trust, DisabledKey(plugin), "plugin "+plugin+" is not disabled", record)
 }
 
 // Enabled is the body of the delete marker that turns a plugin back on:
@@ -112,7 +116,7 @@ type Enabled struct {
 func (r *Registry) DisabledPlugins(ctx context.Context) (map[string]interceptors.Disabled, error) {
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.hooksKV(ctx)
+	kv, err := r.trustKV(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +127,7 @@ func (r *Registry) DisabledPlugins(ctx context.Context) (map[string]interceptors
 		}
 	})
 	if err != nil {
-		return nil, r.bucketErr(ctx, "list", r.b.Names().Hooks, err)
+		return nil, r.bucketErr(ctx, "list", r.b.Names().Trust, err)
 	}
 	return out, nil
 }

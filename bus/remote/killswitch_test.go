@@ -1,6 +1,7 @@
 package remote_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -32,7 +33,7 @@ func TestWhoAmIAndTheKillSwitchRecord(t *testing.T) {
 	if err := r.Enable(ctx, "pii", events.Actor{Channel: events.ChannelCLI, DeclaredBy: "bob"}); err != nil {
 		t.Fatal(err)
 	}
-	kv, err := b.JetStream().KeyValue(ctx, b.Names().Hooks)
+	kv, err := b.JetStream().KeyValue(ctx, b.Names().Trust)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,4 +52,32 @@ func TestWhoAmIAndTheKillSwitchRecord(t *testing.T) {
 
 func disabledBy(name string) interceptors.Disabled {
 	return interceptors.Disabled{Reason: "leaks", Actor: events.Actor{DeclaredBy: name}}
+}
+
+// The kill switch is in the trust bucket: Provision moves the disabled.*
+// entries an older hookbus kept in the registry bucket (which the workers
+// write) there, and a loop ignores one left in the registry.
+func TestKillSwitchMovedToTheTrustBucket(t *testing.T) {
+	srv, nc := bustest.Start(t)
+	b := bustest.Provision(t, nc)
+	ctx := context.Background()
+	hooks, err := b.JetStream().KeyValue(ctx, b.Names().Hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hooks.Put(ctx, remote.DisabledKey("pii"), []byte(`{"by":"alice","reason":"leaks"}`)); err != nil {
+		t.Fatal(err)
+	}
+	r := remote.NewRegistry(b)
+	if d, err := r.DisabledPlugins(ctx); err != nil || len(d) != 0 {
+		t.Fatalf("before provisioning again: %v, %v (an entry in the registry bucket is not the kill switch)", d, err)
+	}
+	bustest.Provision(t, bustest.Conn(t, srv))
+	if _, err := hooks.Get(ctx, remote.DisabledKey("pii")); err == nil {
+		t.Error("the entry is still in the registry bucket")
+	}
+	d, err := r.DisabledPlugins(ctx)
+	if err != nil || d["pii"].Reason != "leaks" || d["pii"].By != "alice" {
+		t.Fatalf("after provisioning again: %+v, %v", d, err)
+	}
 }

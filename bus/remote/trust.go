@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -78,7 +79,7 @@ func (r *Registry) Granted(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	err = kvstore.ReadAll(ctx, kv, func(e jetstream.KeyValueEntry) {
-		if grants(e.Value()) {
+		if _, ok := disabledPlugin(e.Key()); !ok && grants(e.Value()) {
 			out = append(out, e.Key())
 		}
 	})
@@ -114,9 +115,10 @@ type Trust struct {
 	bw   *kvstore.Watch
 	done chan struct{}
 
-	mu      sync.RWMutex
-	granted map[string]struct{}
-	applied *kvstore.Progress
+	mu       sync.RWMutex
+	granted  map[string]struct{}
+	disabled map[string]interceptors.Disabled // the kill switch
+	applied  *kvstore.Progress
 }
 
 var _ interceptors.Trust = (*Trust)(nil)
@@ -132,7 +134,7 @@ func WatchTrust(ctx context.Context, b *bus.Bus) (*Trust, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Trust{log: b.Logger(), granted: map[string]struct{}{}, done: make(chan struct{})}
+	t := &Trust{log: b.Logger(), granted: map[string]struct{}{}, disabled: map[string]interceptors.Disabled{}, done: make(chan struct{})}
 	bw, rev, err := kvstore.OpenWatch(ctx, kv, b.Names().Trust, t.apply)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrRegistry, err)
@@ -155,6 +157,16 @@ func (t *Trust) follow() {
 }
 
 func (t *Trust) apply(e jetstream.KeyValueEntry) {
+	if plugin, ok := disabledPlugin(e.Key()); ok {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if e.Operation() == jetstream.KeyValuePut {
+			t.disabled[plugin] = decodeDisabled(e.Value())
+		} else {
+			delete(t.disabled, plugin)
+		}
+		return
+	}
 	ok := e.Operation() == jetstream.KeyValuePut && grants(e.Value())
 	if e.Operation() == jetstream.KeyValuePut && !ok {
 		t.log.Warn("hookbus trust: entry grants nothing", "plugin", e.Key(), "value", string(e.Value()))
@@ -175,6 +187,14 @@ func (t *Trust) Privileged(plugin string) bool {
 	defer t.mu.RUnlock()
 	_, ok := t.granted[plugin]
 	return ok
+}
+
+// Disabled returns the plugins the kill switch turns off, as of the last
+// change the watch applied.
+func (t *Trust) Disabled() map[string]interceptors.Disabled {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return maps.Clone(t.disabled)
 }
 
 // Plugins returns the granted plugins, sorted.

@@ -133,6 +133,7 @@ streams: at start it refuses to go on when HOOKBUS_CHECKPOINTS no longer holds t
 		var witnesses witnessFlag
 		fs.Var(&witnesses, "witness", "a witness to cosign each checkpoint: NAME=KEY, its subject name (observer witness --name) and its verifier key or a file holding it; repeatable")
 		durable := fs.String("durable", tlogbus.DefaultDurable, "the name of the checkpointer's durable consumer of the events stream")
+		maxLag := fs.Duration("max-lag", 0, fmt.Sprintf("not ready (/readyz) when a message has waited longer than this for a checkpoint to cover it, or the durable consumer is paused or gone (default %s, or four --interval when longer)", tlogbus.DefaultMaxLag))
 		once := fs.Bool("once", false, "checkpoint what the stream holds now, then exit (an offline --store, a catch-up)")
 		state := fs.String("state", "", "the file where it saves its last checkpoint, on its own disk (default: in --store DIR, else under $XDG_STATE_HOME/hookbus/checkpointer or ~/.local/state/hookbus/checkpointer, named after the log's key)")
 		newLog := fs.String("new-log", "", "start a new log where HOOKBUS_CHECKPOINTS holds no checkpoint although --state holds one: the reason, recorded in the new log's first checkpoint")
@@ -182,6 +183,7 @@ streams: at start it refuses to go on when HOOKBUS_CHECKPOINTS no longer holds t
 			go func() { done <- keepCheckpointing(runCtx, c, &cp, cfg) }()
 			h := health.New()
 			c.HealthChecks(h)
+			h.Add("checkpointing", func(ctx context.Context) error { return cp.Load().Ready(ctx, *maxLag) })
 			adm, err := admin.Serve("observer checkpointer", log, nil, h)
 			if err != nil {
 				cancel()

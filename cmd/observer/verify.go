@@ -49,6 +49,8 @@ truncated, a rewrite re-signed, another stream, is named; it exits 1 then too.`,
 		wkeys := verifiersFlag{witness: true}
 		fs.Var(&wkeys, "witness-key", "with --checkpoint: a witness whose cosignature the checkpoint must carry (its verifier key, or a file); repeatable")
 		quiet := fs.BoolP("quiet", "q", false, "print only the runs that fail")
+		allowMissing := fs.Bool("allow-missing-payloads", false, "with --checkpoint: accept claim-checked events whose large payload is gone from the payloads store (a note instead of a failure); by default verification fails, since what they recorded cannot be read")
+		maxLag := fs.Duration("max-lag", 0, "with --checkpoint: fail when the oldest message no checkpoint covers was stored longer ago than this (the checkpointer stopped, paused or behind); without it the note says how far the checkpoints lag")
 		requireSigned := fs.Bool("require-signed", false, "fail every run whose end is not signed (by a key given with --public-key, when any is given); by default an unsigned run whose record is intact passes")
 		return func(ctx context.Context, args []string) error {
 			if err := cli.NoArgs(nil, args); err != nil {
@@ -82,9 +84,9 @@ truncated, a rewrite re-signed, another stream, is named; it exits 1 then too.`,
 				if err != nil {
 					return err
 				}
-				stream = &tlogbus.VerifyConfig{LogKey: logKey, Witnesses: wkeys.list, Checkpoint: cp}
-			case *cpKey != "" || len(wkeys.list) > 0:
-				return fmt.Errorf("%w: --checkpoint-key and --witness-key go with --checkpoint", cli.ErrUsage)
+				stream = &tlogbus.VerifyConfig{LogKey: logKey, Witnesses: wkeys.list, Checkpoint: cp, AllowMissingPayloads: *allowMissing, MaxLag: *maxLag}
+			case *cpKey != "" || len(wkeys.list) > 0 || *allowMissing || *maxLag != 0:
+				return fmt.Errorf("%w: --checkpoint-key, --witness-key, --allow-missing-payloads and --max-lag go with --checkpoint", cli.ErrUsage)
 			}
 			v := &audit.Verifier{Trust: trust, RequireSigned: *requireSigned}
 			prefix := ff.runPrefix()

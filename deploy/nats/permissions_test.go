@@ -451,12 +451,12 @@ func TestAuditorReadsLargePayloads(t *testing.T) {
 	auditor, _ := f.connect(t, "auditor")
 	ctx := testContext(t)
 
-	obs, err := jetStream(t, loop).ObjectStore(ctx, "hookbus_payloads")
+	lb, err := bus.New(loop)
 	if err != nil {
 		t.Fatal(err)
 	}
 	payload := largePayload()
-	if _, err := obs.PutBytes(ctx, "01JPAYLOAD", payload); err != nil {
+	if err := lb.ClaimCheck().PutData(ctx, "01JPAYLOAD", payload, jetstream.ObjectMeta{Name: "01JPAYLOAD"}); err != nil {
 		t.Fatalf("object put as loop: %v", err)
 	}
 	aobs, err := jetStream(t, auditor).ObjectStore(ctx, "hookbus_payloads")

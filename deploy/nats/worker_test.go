@@ -108,20 +108,22 @@ func TestLoopDoesWhatAWorkerDoes(t *testing.T) {
 	}
 	firstUpdate(t, ctx, trust, grant)
 
-	// Large payloads: put, read back, overwrite (purges the old chunks).
+	// Large payloads: put (as hookbus writes them: once, without a
+	// roll-up), read back with nats.go's object store.
 	obs, err := js.ObjectStore(ctx, "hookbus_payloads")
 	if err != nil {
 		t.Fatalf("object store: %v", err)
 	}
+	lb, err := bus.New(loop)
+	if err != nil {
+		t.Fatal(err)
+	}
 	payload := largePayload()
-	if _, err := obs.PutBytes(ctx, "01JPAYLOAD", payload); err != nil {
+	if err := lb.ClaimCheck().PutData(ctx, "01JPAYLOAD", payload, jetstream.ObjectMeta{Name: "01JPAYLOAD"}); err != nil {
 		t.Fatalf("object put: %v", err)
 	}
 	if got, err := obs.GetBytes(ctx, "01JPAYLOAD"); err != nil || !bytes.Equal(got, payload) {
 		t.Fatalf("object get: %d bytes, %v", len(got), err)
-	}
-	if _, err := obs.PutBytes(ctx, "01JPAYLOAD", payload[:10]); err != nil {
-		t.Fatalf("object overwrite: %v", err)
 	}
 
 	// The run queue: submit, take with the workers' durable, ack.
@@ -147,7 +149,7 @@ func TestLoopDoesWhatAWorkerDoes(t *testing.T) {
 
 	// Wake-ups: schedule one (HOOKBUS_WAKES, message schedules) and take
 	// it when it is due; and who this connection is.
-	lb, err := bus.New(loop, bus.WithDefaultTimeout(wait))
+	lb, err = bus.New(loop, bus.WithDefaultTimeout(wait))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,6 +180,9 @@ func (c *Checkpointer) Run(ctx context.Context) error {
 	}
 	cons, err := c.consumer(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before reading anything: nothing to store
+		}
 		return err
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessages(min(2*c.cfg.Every, 1024)))

@@ -23,4 +23,8 @@ var (
 	// ErrWitness: a witness refused a checkpoint or did not answer
 	// (AskWitness; the checkpointer logs it and goes on).
 	ErrWitness = errors.New("tlogbus: witness")
+	// ErrNotReady: the checkpointer is not keeping the log (Checkpointer.Ready):
+	// its durable consumer is paused or gone, or the stream holds messages
+	// older than the lag allowed that no stored checkpoint covers.
+	ErrNotReady = errors.New("tlogbus: the checkpointer is not keeping up")
 )

@@ -26,6 +26,14 @@ type VerifyConfig struct {
 	Checkpoint []byte
 	// Progress, when set, is called with each message's stream sequence.
 	Progress func(seq uint64)
+	// AllowMissingPayloads makes claim-checked events whose data is gone
+	// a note rather than a failure (tlog.FindPayloadMissing).
+	AllowMissingPayloads bool
+	// MaxLag, when positive, fails the verification (tlog.FindLagging)
+	// when the oldest message no checkpoint covers was stored longer ago.
+	// Either way the note of the messages newer than the checkpoint says
+	// how long the oldest has waited.
+	MaxLag time.Duration
 }
 
 // target opens the checkpoint to prove: the one given, or the latest
@@ -99,9 +107,13 @@ func VerifyStream(ctx context.Context, b *bus.Bus, cfg VerifyConfig) (*tlog.Stre
 	if err != nil {
 		return nil, err
 	}
+	var gone []uint64
 	err = b.ReadStream(ctx, v.Start(), func(m *bus.StoredMessage) error {
 		e, unknown := EntryOf(m)
 		v.Add(m.Seq, e, unknown)
+		if m.DataGone {
+			gone = append(gone, m.Seq)
+		}
 		if cfg.Progress != nil {
 			cfg.Progress(m.Seq)
 		}
@@ -111,8 +123,56 @@ func VerifyStream(ctx context.Context, b *bus.Bus, cfg VerifyConfig) (*tlog.Stre
 		return nil, err
 	}
 	sv := v.Finish()
+	addMissingPayloads(sv, gone, cfg.AllowMissingPayloads)
+	if err := addLag(ctx, b, sv, cfg.MaxLag); err != nil {
+		return nil, err
+	}
 	sv.TrustsServer = trusts
 	return sv, nil
+}
+
+// addLag says in the note of the messages newer than the checkpoint how
+// long the oldest of them has waited for one, and adds a failing
+// tlog.FindLagging finding when that is longer than maxLag (when
+// positive).
+func addLag(ctx context.Context, b *bus.Bus, sv *tlog.StreamVerdict, maxLag time.Duration) error {
+	i := slices.IndexFunc(sv.Findings, func(f tlog.Finding) bool { return f.Kind == tlog.FindUnchecked && f.First > 0 })
+	if i < 0 {
+		return nil
+	}
+	f := &sv.Findings[i]
+	m, err := b.GetStored(ctx, f.First)
+	if err != nil || m == nil {
+		return err
+	}
+	lag := time.Since(m.Time)
+	f.Detail += fmt.Sprintf("; the oldest, seq %d, was stored %s ago (%s): the checkpoints lag that far behind", m.Seq, lag.Round(time.Second), m.Time.UTC().Format(time.RFC3339))
+	if maxLag > 0 && lag > maxLag {
+		sv.Findings = append(sv.Findings, tlog.Finding{Kind: tlog.FindLagging, First: f.First, Last: f.Last, Fails: true,
+			Detail: fmt.Sprintf("the checkpoints lag %s behind the stream, more than the %s allowed: the checkpointer is stopped, paused or behind", lag.Round(time.Millisecond), maxLag)})
+		sv.Intact = sv.OK()
+	}
+	return nil
+}
+
+// addMissingPayloads adds a tlog.FindPayloadMissing finding per run of
+// consecutive sequences in gone (claim-checked events whose data is gone),
+// failing the verification unless allow.
+func addMissingPayloads(sv *tlog.StreamVerdict, gone []uint64, allow bool) {
+	for i := 0; i < len(gone); {
+		j := i
+		for j+1 < len(gone) && gone[j+1] == gone[j]+1 {
+			j++
+		}
+		n := j - i + 1
+		detail := fmt.Sprintf("%d claim-checked events whose data is gone from the payloads store: what they recorded cannot be read", n)
+		if allow {
+			detail += " (accepted: --allow-missing-payloads)"
+		}
+		sv.Findings = append(sv.Findings, tlog.Finding{Kind: tlog.FindPayloadMissing, First: gone[i], Last: gone[j], Detail: detail, Fails: !allow})
+		i = j + 1
+	}
+	sv.Intact = sv.OK()
 }
 
 // newLogs notes the stored checkpoints that start a new log over a

@@ -6,13 +6,11 @@
 package claimcheck
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -60,9 +58,10 @@ type Store struct {
 	timeout    time.Duration // of a put or read made with a ctx without deadline
 	log        *slog.Logger
 
-	mu     sync.Mutex
-	store  jetstream.ObjectStore // opened on first use
-	flight map[string]*putCall   // puts under way, by object name
+	mu        sync.Mutex
+	store     jetstream.ObjectStore // opened on first use
+	objStream jetstream.Stream      // the payloads stream, looked up on first use
+	flight    map[string]*putCall   // puts under way, by object name
 }
 
 type putCall struct {
@@ -203,7 +202,7 @@ func (p *Store) PutData(ctx context.Context, name string, data []byte, meta jets
 	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
 		return wrap(err)
 	}
-	if _, err := obs.Put(ctx, meta, bytes.NewReader(data)); err != nil {
+	if err := putObject(ctx, p.js, p.bucket, meta, data); err != nil {
 		return wrap(err)
 	}
 	p.log.Debug("hookbus: data claim-checked", "bytes", len(data), "object", name, "took", time.Since(start))
@@ -243,26 +242,14 @@ func (p *Store) Fetch(ctx context.Context, e *events.Event) (gone bool, err erro
 	return false, nil
 }
 
-// Get reads the object name whole.
+// Get reads the object name whole: the first description stored under
+// its name (getObject), its chunks, checked against its size and digest.
 func (p *Store) Get(ctx context.Context, name string) ([]byte, error) {
-	obs, err := p.open(ctx)
+	st, err := p.stream(ctx)
 	if err != nil {
 		return nil, err
 	}
-	res, err := obs.Get(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Close()
-	info, err := res.Info()
-	if err != nil {
-		return nil, err
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, info.Size))
-	if _, err := io.Copy(buf, res); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return getObject(ctx, st, p.bucket, name)
 }
 
 // lost reports whether a read error means the object is not there, or not
@@ -271,6 +258,27 @@ func lost(err error) bool {
 	return errors.Is(err, jetstream.ErrObjectNotFound) || errors.Is(err, jetstream.ErrBucketNotFound) ||
 		errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrDigestMismatch) ||
 		errors.Is(err, jetstream.ErrBadObjectMeta)
+}
+
+// stream returns the payloads' stream, looked up once.
+func (p *Store) stream(ctx context.Context) (jetstream.Stream, error) {
+	p.mu.Lock()
+	s := p.objStream
+	p.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	s, err := p.js.Stream(ctx, "OBJ_"+p.bucket)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		err = fmt.Errorf("%w: %w", jetstream.ErrBucketNotFound, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.objStream = s
+	p.mu.Unlock()
+	return s, nil
 }
 
 // open returns the object store, opened once.
