@@ -134,7 +134,7 @@ func (b *Bus) Provision(ctx context.Context) error {
 		if _, err := b.js.CreateOrUpdateKeyValue(ctx, kv); err != nil {
 			return fmt.Errorf("%w: key-value bucket %s: %w", ErrProvision, kv.Bucket, deadline.Err(ctx, err))
 		}
-		if err := b.refuseRollups(ctx, "KV_"+kv.Bucket); err != nil {
+		if err := b.bucketRules(ctx, "KV_"+kv.Bucket); err != nil {
 			return err
 		}
 	}
@@ -201,24 +201,34 @@ func (b *Bus) workersConfig() jetstream.KeyValueConfig {
 	}
 }
 
-// refuseRollups turns roll-ups off on a bucket's stream: a writer of one
-// key could otherwise publish with a Nats-Rollup header and empty the
-// whole bucket (every other key and its history). hookbus never purges a
-// key, so nothing it does needs them. A bucket with per-key TTL markers
-// (the decision cache) keeps them: JetStream needs roll-ups for its
-// markers.
-func (b *Bus) refuseRollups(ctx context.Context, stream string) error {
+// bucketRules sets what Provision keeps on every bucket's stream beyond
+// what the key-value API sets:
+//
+//   - no roll-ups: a writer of one key could otherwise publish with a
+//     Nats-Rollup header and empty the whole bucket (every other key and
+//     its history). hookbus never purges a key, so nothing it does needs
+//     them. A bucket with per-key TTL markers (the decision cache) keeps
+//     them: JetStream needs roll-ups for its markers.
+//   - no direct gets: a direct get is answered by any replica, one behind
+//     the leader among them, so a read of a key could miss its latest
+//     value on a cluster. Without them a get is answered by the stream's
+//     leader (docs/ARCHITECTURE.md, "Reads that see the latest write").
+func (b *Bus) bucketRules(ctx context.Context, stream string) error {
 	st, err := b.js.Stream(ctx, stream)
 	if err != nil {
 		return fmt.Errorf("%w: stream %s: %w", ErrProvision, stream, deadline.Err(ctx, err))
 	}
 	cfg := st.CachedInfo().Config
-	if !cfg.AllowRollup || cfg.SubjectDeleteMarkerTTL > 0 {
+	rollups := cfg.AllowRollup && cfg.SubjectDeleteMarkerTTL == 0
+	if !rollups && !cfg.AllowDirect {
 		return nil
 	}
-	cfg.AllowRollup = false
+	if rollups {
+		cfg.AllowRollup = false
+	}
+	cfg.AllowDirect = false
 	if _, err := b.js.UpdateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("%w: stream %s: refuse roll-ups: %w", ErrProvision, stream, deadline.Err(ctx, err))
+		return fmt.Errorf("%w: stream %s: refuse roll-ups and direct gets: %w", ErrProvision, stream, deadline.Err(ctx, err))
 	}
 	return nil
 }

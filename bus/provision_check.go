@@ -44,6 +44,8 @@ func (b *Bus) CheckProvisioned(ctx context.Context) error {
 			}
 		case err == nil && strings.HasPrefix(name, "KV_") && st.CachedInfo().Config.AllowRollup && st.CachedInfo().Config.SubjectDeleteMarkerTTL == 0:
 			missing = append(missing, name+" (allows roll-ups, which let any writer of one key empty the bucket; provision again)")
+		case err == nil && strings.HasPrefix(name, "KV_") && st.CachedInfo().Config.AllowDirect:
+			missing = append(missing, name+" (allows direct gets, which replicas behind the leader answer; provision again)")
 		case err == nil && name == "OBJ_"+b.names.Payloads && !st.CachedInfo().Config.DenyPurge:
 			missing = append(missing, name+" (allows purges and roll-ups, which let a writer erase large payloads; provision again)")
 		case err == nil:
