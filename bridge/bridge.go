@@ -38,7 +38,7 @@ type Store interface {
 // *interceptors.Chain implements it (kept in step with the registry by
 // remote.SyncHooks).
 type Hooks interface {
-	Matches(stage events.Stage, tool, agent string) int
+	MatchesCall(stage events.Stage, tool string, kind events.Kind, agent string) int
 	Run(ctx context.Context, ev *events.Event) (*interceptors.ChainResult, error)
 }
 
@@ -275,7 +275,7 @@ func (b *Bridge) handle(ctx context.Context, in harness.Input, m *harness.Mapped
 	}
 	out := &harness.Outcome{}
 	if b.cfg.Hooks != nil && m.Stage.Interceptable() {
-		if n := b.cfg.Hooks.Matches(m.Stage, m.Subject, b.cfg.Agent); n > 0 {
+		if n := b.cfg.Hooks.MatchesCall(m.Stage, m.Subject, m.Kind(), b.cfg.Agent); n > 0 {
 			// The interceptors see the event as it will be stored if
 			// nobody else appends first: its run, and its seq once every
 			// matching one has answered (as the loop does).
