@@ -209,3 +209,39 @@ func TestBacktestComparesWithWhatWasRecorded(t *testing.T) {
 		})
 	}
 }
+
+// With Matching, the candidate is sent only the events its registration
+// matches (tool, kind, agent); the others are not matched and never differ,
+// whatever the chain decided on them.
+func TestBacktestSendsOnlyMatchingEvents(t *testing.T) {
+	r := &record{t: t, run: "r1"}
+	shell := events.ToolCall{ID: "c1", Name: "run_shell_command", Arguments: json.RawMessage(`{"command":"rm -rf x","cmd":"rm -rf x"}`)}.WithAction(events.HarnessGemini)
+	read := events.ToolCall{ID: "c2", Name: "Read", Arguments: json.RawMessage(`{"file_path":"rm.txt","cmd":"rm.txt"}`)}.WithAction(events.HarnessClaude)
+	old := events.ToolCall{ID: "c3", Name: "Bash", Arguments: json.RawMessage(`{"cmd":"rm y"}`)} // recorded before actions
+	r.add(events.StageToolBefore, "", shell.Name, events.ToolBefore{Call: shell})
+	r.add(events.StageToolBefore, "", read.Name, events.ToolBefore{Call: read})
+	r.add(events.StageToolBefore, "", old.Name, events.ToolBefore{Call: old})
+	for _, tc := range []struct {
+		reg        interceptors.Registration
+		seen       []string
+		notMatched int
+		differ     int
+	}{
+		{interceptors.Registration{Kinds: "shell"}, []string{"rm -rf x"}, 2, 1},
+		{interceptors.Registration{Tools: "Read|Bash"}, []string{"rm.txt", "rm y"}, 1, 2},
+		{interceptors.Registration{Agents: "b"}, nil, 3, 0},
+		{interceptors.Registration{}, []string{"rm -rf x", "rm.txt", "rm y"}, 0, 3},
+	} {
+		var seen []string
+		bt := backtest.New(events.StageToolBefore, "candidate", candidate(t, &seen), backtest.Matching(tc.reg))
+		for _, e := range r.evs {
+			if err := bt.Add(context.Background(), e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep := bt.Report()
+		if !slices.Equal(seen, tc.seen) || rep.NotMatched != tc.notMatched || rep.Differ != tc.differ || rep.Sent != len(tc.seen) || rep.Scanned != 3 {
+			t.Errorf("%+v: seen %q, report %+v", tc.reg, seen, rep)
+		}
+	}
+}
