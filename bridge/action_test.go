@@ -54,7 +54,7 @@ func TestBridgeMatchesShellKindInEveryHarness(t *testing.T) {
 		h       harness.Protocol
 		raw     []byte
 		tool    string
-		kind    events.Kind
+		kind    events.ActionKind
 		command string
 		denied  bool
 		paths   []string

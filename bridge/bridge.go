@@ -38,7 +38,7 @@ type Store interface {
 // *interceptors.Chain implements it (kept in step with the registry by
 // remote.SyncHooks).
 type Hooks interface {
-	MatchesCall(stage events.Stage, tool string, kind events.Kind, agent string) int
+	MatchesCall(stage events.Stage, tool string, kind events.ActionKind, agent string) int
 	Run(ctx context.Context, ev *events.Event) (*interceptors.ChainResult, error)
 }
 

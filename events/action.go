@@ -6,34 +6,34 @@ import (
 	"strings"
 )
 
-// Kind is what a tool call does, whatever the harness calls the tool: the
+// ActionKind is what a tool call does, whatever the harness calls the tool: the
 // normalized action's kind. A rule written for KindShell holds for Claude
 // Code's Bash, Gemini CLI's run_shell_command, Codex CLI's shell and
 // hookbus' own Bash alike. docs/ACTIONS.md has the table.
-type Kind string
+type ActionKind string
 
 // The kinds.
 const (
-	KindShell      Kind = "shell"       // runs a shell command
-	KindFileRead   Kind = "file.read"   // reads files
-	KindFileWrite  Kind = "file.write"  // creates or overwrites files
-	KindFileEdit   Kind = "file.edit"   // changes part of files
-	KindFileSearch Kind = "file.search" // lists or searches files
-	KindWebFetch   Kind = "web.fetch"   // fetches a URL
-	KindWebSearch  Kind = "web.search"  // searches the web
-	KindMCP        Kind = "mcp"         // calls an MCP server's tool
-	KindAgent      Kind = "agent"       // starts a sub-agent
-	KindOther      Kind = "other"       // anything no table maps
+	KindShell      ActionKind = "shell"       // runs a shell command
+	KindFileRead   ActionKind = "file.read"   // reads files
+	KindFileWrite  ActionKind = "file.write"  // creates or overwrites files
+	KindFileEdit   ActionKind = "file.edit"   // changes part of files
+	KindFileSearch ActionKind = "file.search" // lists or searches files
+	KindWebFetch   ActionKind = "web.fetch"   // fetches a URL
+	KindWebSearch  ActionKind = "web.search"  // searches the web
+	KindMCP        ActionKind = "mcp"         // calls an MCP server's tool
+	KindAgent      ActionKind = "agent"       // starts a sub-agent
+	KindOther      ActionKind = "other"       // anything no table maps
 )
 
-// Kinds returns every kind, KindOther last.
-func Kinds() []Kind {
-	return []Kind{KindShell, KindFileRead, KindFileWrite, KindFileEdit, KindFileSearch,
+// ActionKinds returns every kind, KindOther last.
+func ActionKinds() []ActionKind {
+	return []ActionKind{KindShell, KindFileRead, KindFileWrite, KindFileEdit, KindFileSearch,
 		KindWebFetch, KindWebSearch, KindMCP, KindAgent, KindOther}
 }
 
-// Valid reports whether k is one of Kinds.
-func (k Kind) Valid() bool {
+// Valid reports whether k is one of ActionKinds.
+func (k ActionKind) Valid() bool {
 	switch k {
 	case KindShell, KindFileRead, KindFileWrite, KindFileEdit, KindFileSearch,
 		KindWebFetch, KindWebSearch, KindMCP, KindAgent, KindOther:
@@ -47,7 +47,7 @@ func (k Kind) Valid() bool {
 // as the harness sent them; the action is only added beside them.
 type Action struct {
 	// Kind is what the call does; KindOther for a tool no table maps.
-	Kind Kind `json:"kind"`
+	Kind ActionKind `json:"kind"`
 	// Command is a shell call's command line (an argv is joined with
 	// spaces).
 	Command string `json:"command,omitempty"`
@@ -80,7 +80,7 @@ const (
 
 // toolRule maps one native tool: its kind and the fields it reads.
 type toolRule struct {
-	kind Kind
+	kind ActionKind
 	read func(a *Action, args map[string]json.RawMessage)
 }
 
@@ -298,7 +298,7 @@ func (c ToolCall) WithAction(h Harness) ToolCall {
 }
 
 // Kind returns the kind of c's action; "" when c carries none.
-func (c ToolCall) Kind() Kind {
+func (c ToolCall) Kind() ActionKind {
 	if c.Action == nil {
 		return ""
 	}
@@ -308,11 +308,11 @@ func (c ToolCall) Kind() Kind {
 // CallKind reads the kind of the tool call a tool stage's payload carries
 // (data is the event's data: {"call":{"action":{"kind":...}}}); "" when
 // it carries none.
-func CallKind(data json.RawMessage) Kind {
+func CallKind(data json.RawMessage) ActionKind {
 	var p struct {
 		Call struct {
 			Action *struct {
-				Kind Kind `json:"kind"`
+				Kind ActionKind `json:"kind"`
 			} `json:"action"`
 		} `json:"call"`
 	}

@@ -112,12 +112,12 @@ func TestToolCallCarriesAction(t *testing.T) {
 }
 
 func TestKinds(t *testing.T) {
-	for _, k := range events.Kinds() {
+	for _, k := range events.ActionKinds() {
 		if !k.Valid() {
 			t.Errorf("%q not valid", k)
 		}
 	}
-	if events.Kind("bash").Valid() || events.Kind("").Valid() {
+	if events.ActionKind("bash").Valid() || events.ActionKind("").Valid() {
 		t.Error("a word that is no kind is valid")
 	}
 }

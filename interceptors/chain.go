@@ -49,7 +49,7 @@ type entry struct {
 	kinds         matcher // reg.Kinds, compiled
 }
 
-func (e *entry) matches(tool string, kind events.Kind, agent string) bool {
+func (e *entry) matches(tool string, kind events.ActionKind, agent string) bool {
 	return e.tools.match(tool) && e.kinds.matchKind(kind) && e.agents.match(agent)
 }
 
@@ -202,7 +202,7 @@ func (c *Chain) Matches(stage events.Stage, tool, agent string) int {
 // that match tool, the kind of its call's action and agent: how many
 // interceptors Run calls on such an event when none ends the chain early.
 // It takes no lock and does not allocate.
-func (c *Chain) MatchesCall(stage events.Stage, tool string, kind events.Kind, agent string) int {
+func (c *Chain) MatchesCall(stage events.Stage, tool string, kind events.ActionKind, agent string) int {
 	i := stageIndex(stage)
 	if i < 0 {
 		return 0

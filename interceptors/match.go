@@ -106,8 +106,8 @@ func compileKinds(s string) (matcher, error) {
 		return matcher{}, err
 	}
 	for alt := range strings.SplitSeq(s, "|") {
-		if alt != "" && !strings.ContainsAny(alt, `*?[\`) && !events.Kind(alt).Valid() {
-			return matcher{}, fmt.Errorf("%q is not a kind (want one of %v)", alt, events.Kinds())
+		if alt != "" && !strings.ContainsAny(alt, `*?[\`) && !events.ActionKind(alt).Valid() {
+			return matcher{}, fmt.Errorf("%q is not a kind (want one of %v)", alt, events.ActionKinds())
 		}
 	}
 	return matcher{glob: s, kinds: s != ""}, nil
@@ -115,7 +115,7 @@ func compileKinds(s string) (matcher, error) {
 
 // matchKind reports whether kind matches a compiled Kinds value: the empty
 // value matches anything, a call with no kind matches nothing else.
-func (m matcher) matchKind(kind events.Kind) bool {
+func (m matcher) matchKind(kind events.ActionKind) bool {
 	if !m.kinds {
 		return true
 	}

@@ -53,7 +53,7 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 	var buf [8]*entry
 	var shadows []*entry
 	matched, validators, skips := buf[:0], 0, 0
-	var kind events.Kind
+	var kind events.ActionKind
 	kindRead := false
 	for _, e := range list {
 		if e.kinds.kinds && !kindRead {

@@ -230,7 +230,7 @@ func (r Registration) Matches(tool, agent string) bool {
 // MatchesCall reports whether the registration applies to a call of tool,
 // whose action is of kind (empty: the call has no action), by agent: the
 // Tools, Kinds and Agents matchers all match.
-func (r Registration) MatchesCall(tool string, kind events.Kind, agent string) bool {
+func (r Registration) MatchesCall(tool string, kind events.ActionKind, agent string) bool {
 	t, err := compileMatcher(r.Tools)
 	if err != nil {
 		return false

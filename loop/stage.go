@@ -15,7 +15,7 @@ import (
 type stage struct {
 	stage   events.Stage
 	subject string      // the CloudEvent subject: the tool name on tool stages
-	kind    events.Kind // the kind of a tool stage's call (its action)
+	kind    events.ActionKind // the kind of a tool stage's call (its action)
 	// sync appends the event write-ahead: after every earlier event of
 	// the attempt is stored, and returning once it is.
 	sync bool

@@ -107,7 +107,7 @@ func (m *Mapped) Normalize(h events.Harness) {
 
 // Kind is the kind of the tool call m's payload carries; "" for a payload
 // with no call or a call with no action.
-func (m *Mapped) Kind() events.Kind {
+func (m *Mapped) Kind() events.ActionKind {
 	switch p := m.Payload.(type) {
 	case events.ToolBefore:
 		return p.Call.Kind()
