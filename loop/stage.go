@@ -14,7 +14,7 @@ import (
 // stage is how one stage's event is written.
 type stage struct {
 	stage   events.Stage
-	subject string      // the CloudEvent subject: the tool name on tool stages
+	subject string            // the CloudEvent subject: the tool name on tool stages
 	kind    events.ActionKind // the kind of a tool stage's call (its action)
 	// sync appends the event write-ahead: after every earlier event of
 	// the attempt is stored, and returning once it is.
