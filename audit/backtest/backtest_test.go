@@ -245,3 +245,40 @@ func TestBacktestSendsOnlyMatchingEvents(t *testing.T) {
 		}
 	}
 }
+
+// A call the loop recorded with its action, rewritten by a hook after the
+// candidate, is rebuilt with the action the candidate saw (from the model's
+// call), not the one normalized again after the chain.
+func TestBacktestRebuildsACallWithItsAction(t *testing.T) {
+	r := &record{t: t, run: "r1"}
+	asked := events.ToolCall{ID: "c1", Name: "Bash", Arguments: json.RawMessage(`{"command":"rm -rf /tmp/x"}`)}
+	r.add(events.StageModelResponded, "", "", events.ModelResponded{Message: events.Message{Role: events.RoleAssistant, ToolCalls: []events.ToolCall{asked}}})
+	r.decided(e1, "candidate", "allow", "")
+	r.decided(e1, "sanitizer", "modify", `[{"op":"replace","path":"/call/arguments/command","value":"ls"}]`)
+	stored := events.ToolCall{ID: "c1", Name: "Bash", Arguments: json.RawMessage(`{"command":"ls"}`)}.WithAction(events.HarnessHookbus)
+	r.add(events.StageToolBefore, e1, "Bash", events.ToolBefore{Call: stored})
+
+	var seen []string
+	c := interceptors.NewChain(interceptors.WithTrust(interceptors.NewGrants("candidate")))
+	if _, err := c.Register(interceptors.Registration{Plugin: "candidate", Stage: events.StageToolBefore, Kinds: "shell"},
+		interceptors.Func(func(_ context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
+			tb, err := events.Data[events.ToolBefore](req.Event)
+			if err != nil {
+				return nil, err
+			}
+			seen = append(seen, tb.Call.Action.Command)
+			return &interceptors.Decision{Kind: interceptors.Deny, Reason: "no rm -rf"}, nil
+		})); err != nil {
+		t.Fatal(err)
+	}
+	bt := backtest.New(events.StageToolBefore, "candidate", c, backtest.Matching(interceptors.Registration{Kinds: "shell"}))
+	for _, e := range r.evs {
+		if err := bt.Add(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := bt.Report()
+	if rep.Sent != 1 || rep.NotReconstructible != 0 || rep.Differ != 1 || !slices.Equal(seen, []string{"rm -rf /tmp/x"}) {
+		t.Fatalf("report %+v, candidate saw %q", rep, seen)
+	}
+}
