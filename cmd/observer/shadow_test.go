@@ -184,6 +184,11 @@ func TestShadowRespectsTheCandidatesFilters(t *testing.T) {
 		}
 		return rep
 	}
+	sentTo := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(sent, " ")
+	}
 	subjects := func(rep backtest.Report) string {
 		var s []string
 		for _, d := range rep.Differences {
@@ -193,17 +198,17 @@ func TestShadowRespectsTheCandidatesFilters(t *testing.T) {
 	}
 
 	rep := run()
-	if rep.Scanned != 4 || rep.Sent != 2 || rep.NotMatched != 2 || subjects(rep) != "Bash run_shell_command" || strings.Join(sent, " ") != "Bash run_shell_command" {
-		t.Fatalf("registered kinds shell: report %+v, candidate sent %v", rep, sent)
+	if rep.Scanned != 4 || rep.Sent != 2 || rep.NotMatched != 2 || subjects(rep) != "Bash run_shell_command" || sentTo() != "Bash run_shell_command" {
+		t.Fatalf("registered kinds shell: report %+v, candidate sent %v", rep, sentTo())
 	}
 	// Flags replace the registered filters.
 	rep = run("--kinds", "file.read")
-	if rep.Sent != 2 || rep.NotMatched != 2 || subjects(rep) != "read_file" || strings.Join(sent, " ") != "Read read_file" {
-		t.Fatalf("--kinds file.read: report %+v, candidate sent %v", rep, sent)
+	if rep.Sent != 2 || rep.NotMatched != 2 || subjects(rep) != "read_file" || sentTo() != "Read read_file" {
+		t.Fatalf("--kinds file.read: report %+v, candidate sent %v", rep, sentTo())
 	}
 	rep = run("--kinds", "shell|file.read", "--tools", "Bash|Read")
-	if rep.Sent != 2 || strings.Join(sent, " ") != "Bash Read" {
-		t.Fatalf("--tools Bash|Read: report %+v, candidate sent %v", rep, sent)
+	if rep.Sent != 2 || sentTo() != "Bash Read" {
+		t.Fatalf("--tools Bash|Read: report %+v, candidate sent %v", rep, sentTo())
 	}
 	if code, _, errOut := observe(t, "shadow", "--stage", "tool.before", "--plugin", "no-rm", "--kinds", "bash", "--nats", srv.ClientURL()); code == exitOK || !strings.Contains(errOut, "not a kind") {
 		t.Fatalf("--kinds bash: exit %d\n%s", code, errOut)
