@@ -40,6 +40,10 @@ type orderedRead struct {
 // consumer.
 const readStall = 250 * time.Millisecond
 
+// createTries bounds how often an ordered read asks for its consumer when
+// the server does not create it in time.
+const createTries = 3
+
 // readOrdered reads the events stream with an ordered consumer (Consume:
 // no goroutine hand-off per message) and calls handle for each message
 // of r, in stream order, until handle is done or fails (its error is
@@ -112,7 +116,14 @@ func (b *Bus) readOrdered(ctx context.Context, r orderedRead, handle msgFunc) er
 		return cons, cc, nil
 	}
 
+	// A consumer the server placed on a replica that does not answer in
+	// time (catching up, stopped) is asked for again: the server places
+	// each one anew.
 	cons, cc, err := start(r.from)
+	for try := 1; err != nil && try < createTries && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded); try++ {
+		b.log.Debug("hookbus: ordered consumer not created in time; asking again", "try", try, "error", err)
+		cons, cc, err = start(r.from)
+	}
 	if err != nil {
 		return err
 	}
