@@ -108,6 +108,10 @@ func (b *Before) Of(e *events.Event) []byte {
 		if !ok {
 			return nil
 		}
+		if p.Call.Action != nil {
+			// The loop normalizes the model's call before its hooks see it.
+			c = c.WithAction(events.HarnessHookbus)
+		}
 		v = events.ToolBefore{Call: c}
 	case events.StageToolAfter:
 		p, err := events.Data[events.ToolAfter](e)

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,7 +39,7 @@ type Store interface {
 // *interceptors.Chain implements it (kept in step with the registry by
 // remote.SyncHooks).
 type Hooks interface {
-	Matches(stage events.Stage, tool, agent string) int
+	MatchesCall(stage events.Stage, tool string, kind events.ActionKind, agent string) int
 	Run(ctx context.Context, ev *events.Event) (*interceptors.ChainResult, error)
 }
 
@@ -275,7 +276,7 @@ func (b *Bridge) handle(ctx context.Context, in harness.Input, m *harness.Mapped
 	}
 	out := &harness.Outcome{}
 	if b.cfg.Hooks != nil && m.Stage.Interceptable() {
-		if n := b.cfg.Hooks.Matches(m.Stage, m.Subject, b.cfg.Agent); n > 0 {
+		if n := b.cfg.Hooks.MatchesCall(m.Stage, m.Subject, m.Kind(), b.cfg.Agent); n > 0 {
 			// The interceptors see the event as it will be stored if
 			// nobody else appends first: its run, and its seq once every
 			// matching one has answered (as the loop does).
@@ -286,6 +287,9 @@ func (b *Bridge) handle(ctx context.Context, in harness.Input, m *harness.Mapped
 			}
 			if err := p.decided(out.Chain, b.cfg.Source); err != nil {
 				return nil, err
+			}
+			if m.Stage == events.StageToolBefore && len(out.Chain.Data) > 0 {
+				p.main.Data = renormalize(p.main.Data, events.Harness(b.cfg.Harness.Name()))
 			}
 		}
 	}
@@ -332,3 +336,20 @@ func (b *Bridge) append(ctx context.Context, p *plan, st *state) error {
 // isFenced reports whether err is an append refused because the session
 // changed since it was read.
 func isFenced(err error) bool { return errors.Is(err, bus.ErrFenced) }
+
+// renormalize normalizes a tool.before's call again once the hooks
+// rewrote it, so that the action recorded describes the call as it runs.
+// An MCP call keeps its action (its server and tool do not depend on the
+// arguments); data that does not decode is returned as it is.
+func renormalize(data json.RawMessage, h events.Harness) json.RawMessage {
+	var tb events.ToolBefore
+	if json.Unmarshal(data, &tb) != nil || tb.Call.Action == nil || tb.Call.Action.Kind == events.KindMCP {
+		return data
+	}
+	tb.Call = tb.Call.WithAction(h)
+	out, err := json.Marshal(tb)
+	if err != nil {
+		return data
+	}
+	return out
+}

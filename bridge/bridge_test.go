@@ -135,6 +135,10 @@ func TestRoundTrip(t *testing.T) {
 	if err := evs[5].DecodeData(&tb); err != nil || !strings.Contains(string(tb.Call.Arguments), "ls -la") {
 		t.Fatalf("stored tool.before: %s %v", evs[5].Data, err)
 	}
+	// Its action is the rewritten call's.
+	if a := tb.Call.Action; a == nil || a.Kind != events.KindShell || a.Command != "ls -la" {
+		t.Fatalf("stored tool.before's action: %+v", a)
+	}
 }
 
 // Many bridge invocations at once on one session (Claude Code runs hooks

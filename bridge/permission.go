@@ -183,7 +183,7 @@ func (b *Bridge) toolBefore(ctx context.Context, in harness.Input, st *state, ca
 	if b.cfg.Hooks == nil {
 		return nil, st, nil
 	}
-	n := b.cfg.Hooks.Matches(events.StageToolBefore, call.Name, b.cfg.Agent)
+	n := b.cfg.Hooks.MatchesCall(events.StageToolBefore, call.Name, call.Kind(), b.cfg.Agent)
 	if n == 0 {
 		return nil, st, nil
 	}

@@ -25,4 +25,11 @@
 // line of the table in stage.go. Readers take a payload typed from it:
 //
 //	p, err := events.Data[events.ToolBefore](e) // an error wrapping ErrPayload if e is not a tool.before or does not decode
+//
+// A tool call carries, beside its native name and arguments, its Action:
+// what it does (an ActionKind: shell, file.read, web.fetch, mcp, ...) and
+// the fields rules read (command, paths, url, MCP server and tool), the same
+// for every harness. NewAction holds one table per harness (action.go):
+//
+//	call = call.WithAction(events.HarnessGemini) // run_shell_command -> {"kind":"shell","command":"..."}
 package events

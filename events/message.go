@@ -37,6 +37,10 @@ type ToolCall struct {
 	// Arguments are the model's arguments: a JSON object, or, when a model
 	// wrote arguments that are not JSON, a JSON string holding its text.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Action is the call normalized (its kind and the fields rules read),
+	// set on tool stages' payloads by whoever put the call on the bus;
+	// absent on calls recorded before it existed and in model messages.
+	Action *Action `json:"action,omitempty"`
 }
 
 // ToolResult is what a tool call produced (or what an interceptor put in its

@@ -46,10 +46,11 @@ type entry struct {
 	seq           uint64
 	bound         bool    // ic is ContextBound: called on the chain's goroutine
 	tools, agents matcher // reg.Tools and reg.Agents, compiled
+	kinds         matcher // reg.Kinds, compiled
 }
 
-func (e *entry) matches(tool, agent string) bool {
-	return e.tools.match(tool) && e.agents.match(agent)
+func (e *entry) matches(tool string, kind events.ActionKind, agent string) bool {
+	return e.tools.match(tool) && e.kinds.matchKind(kind) && e.agents.match(agent)
 }
 
 // before reports whether e runs before o: lower Order first, then earlier
@@ -127,6 +128,7 @@ func (c *Chain) Register(reg Registration, ic Interceptor) (unregister func(), e
 	e := &entry{reg: reg.WithDefaults(), ic: ic, seq: c.seq.Add(1), bound: bound}
 	e.tools, _ = compileMatcher(reg.Tools) // checked by Validate
 	e.agents, _ = compileMatcher(reg.Agents)
+	e.kinds, _ = compileKinds(reg.Kinds)
 	list := make([]*entry, 0, len(old[i])+1)
 	at := len(old[i])
 	for j, o := range old[i] {
@@ -183,16 +185,24 @@ func (c *Chain) Registrations(stage events.Stage) []Registration {
 }
 
 // Has reports whether any registration of stage (the parent's included)
-// matches tool and agent: when it does not, the loop skips the stage's
-// interception entirely. It takes no lock and does not allocate.
+// matches tool and agent (Matches): when it does not, the loop skips the
+// stage's interception entirely. It takes no lock and does not allocate.
 func (c *Chain) Has(stage events.Stage, tool, agent string) bool {
 	return c.Matches(stage, tool, agent) > 0
 }
 
 // Matches counts the registrations of stage (the parent's included) that
-// match tool and agent: how many interceptors Run calls on such an event
-// when none ends the chain early. It takes no lock and does not allocate.
+// match tool and agent, for an event whose call carries no action (a
+// registration with Kinds does not count): MatchesCall with no kind.
 func (c *Chain) Matches(stage events.Stage, tool, agent string) int {
+	return c.MatchesCall(stage, tool, "", agent)
+}
+
+// MatchesCall counts the registrations of stage (the parent's included)
+// that match tool, the kind of its call's action and agent: how many
+// interceptors Run calls on such an event when none ends the chain early.
+// It takes no lock and does not allocate.
+func (c *Chain) MatchesCall(stage events.Stage, tool string, kind events.ActionKind, agent string) int {
 	i := stageIndex(stage)
 	if i < 0 {
 		return 0
@@ -200,7 +210,7 @@ func (c *Chain) Matches(stage events.Stage, tool, agent string) int {
 	n := 0
 	for ch := c; ch != nil; ch = ch.parent {
 		for _, e := range (*ch.snap.Load())[i] {
-			if e.matches(tool, agent) {
+			if e.matches(tool, kind, agent) {
 				n++
 			}
 		}

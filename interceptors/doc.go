@@ -9,15 +9,15 @@
 //
 //	chain := interceptors.NewChain(interceptors.WithTrust(interceptors.NewGrants("rewriter")))
 //	unregister, err := chain.Register(interceptors.Registration{
-//		Plugin: "guard", Stage: events.StageToolBefore, Tools: "bash",
+//		Plugin: "guard", Stage: events.StageToolBefore, Kinds: "shell", // every harness's shell tool (docs/ACTIONS.md)
 //	}, interceptors.Func(func(ctx context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
 //		return &interceptors.Decision{Kind: interceptors.Deny, Reason: "no shell"}, nil
 //	}))
 //
-// and the loop, at each stage, asks Has first (free when nothing matches)
-// and then Run:
+// and the loop, at each stage, asks MatchesCall first (free when nothing
+// matches; kind is the kind of a tool stage's call, its action) and then Run:
 //
-//	if chain.Has(ev.Stage, ev.Subject, ev.AgentID) {
+//	if chain.MatchesCall(ev.Stage, ev.Subject, kind, ev.AgentID) > 0 {
 //		out, err := chain.Run(ctx, ev)
 //		// out.Decision, out.Data, out.Reason, out.Mock, out.Context;
 //		// publish each out.Records[i].Audit() as hook.decided / hook.failed

@@ -30,12 +30,13 @@ func TestChainMatchesByKind(t *testing.T) {
 		h          events.Harness
 		name, args string
 		shell      bool
-		files      int // registrations that match
+		files      int // file registrations that match
 	}{
-		{events.HarnessHookbus, "Bash", `{"command":"rm -rf x"}`, true, 1},
-		{events.HarnessClaude, "Bash", `{"command":"rm -rf x"}`, true, 1},
-		{events.HarnessGemini, "run_shell_command", `{"command":"rm -rf x"}`, true, 1},
-		{events.HarnessCodex, "shell", `{"command":["rm","-rf","x"]}`, true, 1},
+		{events.HarnessHookbus, "Bash", `{"command":"rm -rf x"}`, true, 0},
+		{events.HarnessClaude, "Bash", `{"command":"rm -rf x"}`, true, 0},
+		{events.HarnessGemini, "run_shell_command", `{"command":"rm -rf x"}`, true, 0},
+		{events.HarnessCodex, "shell", `{"command":["rm","-rf","x"]}`, true, 0},
+		{events.HarnessCodex, "Bash", `{"command":"rm -rf x"}`, true, 0},
 		{events.HarnessClaude, "Write", `{"file_path":"a"}`, false, 1},
 		{events.HarnessGemini, "write_file", `{"file_path":"a"}`, false, 1},
 		{events.HarnessGemini, "replace", `{"file_path":"a"}`, false, 0}, // a file kind, but not a tool named
@@ -67,10 +68,13 @@ func TestChainMatchesByKind(t *testing.T) {
 	if n := chain.Matches(events.StageToolBefore, "Bash", "a"); n != 0 {
 		t.Errorf("Matches without a kind = %d, want 0", n)
 	}
-	ev, _ := events.New(events.StageToolBefore, events.Meta{Source: "t", AgentID: "a", SessionID: "s", RunID: "r", Subject: "Bash"},
+	ev, err := events.New(events.StageToolBefore, events.Meta{Source: "t", AgentID: "a", SessionID: "s", RunID: "r", Subject: "Bash"},
 		events.ToolBefore{Call: events.ToolCall{ID: "c", Name: "Bash", Arguments: []byte(`{"command":"rm -rf x"}`)}})
-	if out, _ := chain.Run(context.Background(), ev); len(out.Records) != 0 {
-		t.Errorf("a call with no action ran %d interceptors", len(out.Records))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := chain.Run(context.Background(), ev); err != nil || len(out.Records) != 0 {
+		t.Errorf("a call with no action ran %d interceptors (%v)", len(out.Records), err)
 	}
 }
 
@@ -96,5 +100,10 @@ func TestKindsValidation(t *testing.T) {
 	r := interceptors.Registration{Plugin: "p", Stage: events.StageToolBefore, Kinds: "shell", Tools: "Bash|shell"}
 	if !r.MatchesCall("Bash", events.KindShell, "a") || r.MatchesCall("Bash", "", "a") || r.MatchesCall("Read", events.KindShell, "a") || r.Matches("Bash", "a") {
 		t.Error("Registration.MatchesCall does not need both the tool and the kind")
+	}
+	var back interceptors.Registration
+	b, _ := r.MarshalJSON()
+	if err := back.UnmarshalJSON(b); err != nil || back.Kinds != "shell" {
+		t.Errorf("kinds did not round-trip through JSON: %s -> %+v, %v", b, back, err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/hookbus/hookbus/events"
 )
 
 // Matchers (Registration.Tools and Agents) come in two forms:
@@ -24,8 +26,9 @@ const RegexpPrefix = "re:"
 
 // matcher is a compiled Tools or Agents value: a glob, or a regexp.
 type matcher struct {
-	glob string
-	re   *regexp.Regexp
+	glob  string
+	re    *regexp.Regexp
+	kinds bool // a non-empty Kinds value
 }
 
 // compileMatcher compiles s; the error says what is malformed.
@@ -90,4 +93,31 @@ func matchGlob(glob, name string) bool {
 		}
 		rest = tail
 	}
+}
+
+// compileKinds compiles a Kinds value: kinds (events.Kinds) or globs over
+// them, separated by "|". A plain word that is no kind is an error, so that
+// a misspelt kind is refused rather than matching nothing.
+func compileKinds(s string) (matcher, error) {
+	if strings.HasPrefix(s, RegexpPrefix) {
+		return matcher{}, fmt.Errorf("kinds %q: kinds are matched by name or glob, not by regular expression", s)
+	}
+	if err := validateGlob(s); err != nil {
+		return matcher{}, err
+	}
+	for alt := range strings.SplitSeq(s, "|") {
+		if alt != "" && !strings.ContainsAny(alt, `*?[\`) && !events.ActionKind(alt).Valid() {
+			return matcher{}, fmt.Errorf("%q is not a kind (want one of %v)", alt, events.ActionKinds())
+		}
+	}
+	return matcher{glob: s, kinds: s != ""}, nil
+}
+
+// matchKind reports whether kind matches a compiled Kinds value: the empty
+// value matches anything, a call with no kind matches nothing else.
+func (m matcher) matchKind(kind events.ActionKind) bool {
+	if !m.kinds {
+		return true
+	}
+	return kind != "" && matchGlob(m.glob, string(kind))
 }

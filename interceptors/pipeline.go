@@ -10,7 +10,8 @@ import (
 )
 
 // Run runs the registrations of ev's stage that match ev (tool: ev.Subject,
-// agent: ev.AgentID) and returns what they decided. ev is not modified.
+// kind: the kind of the action its call carries, agent: ev.AgentID) and
+// returns what they decided. ev is not modified.
 //
 // Mutating interceptors run one after another in order, each seeing the
 // payload as the previous one left it; the first deny, mock, stop, ask or
@@ -52,8 +53,13 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 	var buf [8]*entry
 	var shadows []*entry
 	matched, validators, skips := buf[:0], 0, 0
+	var kind events.ActionKind
+	kindRead := false
 	for _, e := range list {
-		if !e.matches(ev.Subject, ev.AgentID) {
+		if e.kinds.kinds && !kindRead {
+			kind, kindRead = events.CallKind(ev.Data), true
+		}
+		if !e.matches(ev.Subject, kind, ev.AgentID) {
 			continue
 		}
 		switch _, isOff := off[e.reg.Plugin]; {

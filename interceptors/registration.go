@@ -80,6 +80,13 @@ type Registration struct {
 	// ("re:^mcp__github__"). On subagent.before it matches the called
 	// agent's id (the event's subject). Empty matches every tool.
 	Tools string `json:"tools,omitempty"`
+	// Kinds narrows a tool.before or tool.after registration to calls whose
+	// normalized action (events.Action) is of one of the kinds listed,
+	// separated by | ("shell|file.write"), or matching a glob ("file.*"),
+	// whatever the harness calls the tool. A call with no action matches
+	// no Kinds. With Tools too, a call must match both. Empty matches every
+	// kind.
+	Kinds string `json:"kinds,omitempty"`
 	// Agents narrows the registration to agent ids matching a glob or a
 	// "re:" regular expression, as Tools. Empty matches every agent.
 	Agents string `json:"agents,omitempty"`
@@ -176,6 +183,12 @@ func (r Registration) Validate() error {
 	if _, err := compileMatcher(r.Tools); err != nil {
 		return bad("tools: %v", err)
 	}
+	if r.Kinds != "" && r.Stage != events.StageToolBefore && r.Stage != events.StageToolAfter {
+		return bad("kinds matcher %q applies only on tool.before and tool.after", r.Kinds)
+	}
+	if _, err := compileKinds(r.Kinds); err != nil {
+		return bad("kinds: %v", err)
+	}
 	if _, err := compileMatcher(r.Agents); err != nil {
 		return bad("agents: %v", err)
 	}
@@ -206,11 +219,23 @@ func ToolMatched(stage events.Stage) bool {
 }
 
 // Matches reports whether the registration applies to a call of tool by
-// agent: both matchers match (an empty one matches anything). A malformed
-// matcher matches nothing; Validate reports it. It compiles a regular
-// expression on each call; a Chain compiles them once, at Register.
+// agent: both matchers match (an empty one matches anything) and it has no
+// Kinds. A malformed matcher matches nothing; Validate reports it. It
+// compiles a regular expression on each call; a Chain compiles them once,
+// at Register.
 func (r Registration) Matches(tool, agent string) bool {
+	return r.MatchesCall(tool, "", agent)
+}
+
+// MatchesCall reports whether the registration applies to a call of tool,
+// whose action is of kind (empty: the call has no action), by agent: the
+// Tools, Kinds and Agents matchers all match.
+func (r Registration) MatchesCall(tool string, kind events.ActionKind, agent string) bool {
 	t, err := compileMatcher(r.Tools)
+	if err != nil {
+		return false
+	}
+	k, err := compileKinds(r.Kinds)
 	if err != nil {
 		return false
 	}
@@ -218,5 +243,5 @@ func (r Registration) Matches(tool, agent string) bool {
 	if err != nil {
 		return false
 	}
-	return t.match(tool) && a.match(agent)
+	return t.match(tool) && k.matchKind(kind) && a.match(agent)
 }

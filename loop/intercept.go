@@ -10,10 +10,10 @@ import (
 // Interception is the hook chain as the engine uses it.
 // *interceptors.Chain implements it.
 type Interception interface {
-	// Matches counts the interceptors that match an event of stage (tool,
-	// agent); when none does the engine skips the chain entirely (no round
-	// trip, no allocation).
-	Matches(stage events.Stage, tool, agent string) int
+	// MatchesCall counts the interceptors that match an event of stage
+	// (tool, the kind of its call's action, agent); when none does the
+	// engine skips the chain entirely (no round trip, no allocation).
+	MatchesCall(stage events.Stage, tool string, kind events.ActionKind, agent string) int
 	// Run calls them and returns what they decided. It does not modify ev.
 	Run(ctx context.Context, ev *events.Event) (*interceptors.ChainResult, error)
 }

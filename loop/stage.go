@@ -14,7 +14,8 @@ import (
 // stage is how one stage's event is written.
 type stage struct {
 	stage   events.Stage
-	subject string // the CloudEvent subject: the tool name on tool stages
+	subject string            // the CloudEvent subject: the tool name on tool stages
+	kind    events.ActionKind // the kind of a tool stage's call (its action)
 	// sync appends the event write-ahead: after every earlier event of
 	// the attempt is stored, and returning once it is.
 	sync bool
@@ -42,7 +43,7 @@ func intercepted[P any](ctx context.Context, r *run, st stage, p P, adjust func(
 	}
 	out := allowed
 	if r.hooks != nil {
-		if n := r.hooks.Matches(st.stage, st.subject, r.req.AgentID); n > 0 {
+		if n := r.hooks.MatchesCall(st.stage, st.subject, st.kind, r.req.AgentID); n > 0 {
 			ev.Seq = r.seq + uint64(n) + 1
 			changed := false
 			if out, changed, err = r.intercept(ctx, ev); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -15,7 +16,8 @@ import (
 // callTool runs one tool call through tool.before (write-ahead: the record
 // has it before the tool runs) and tool.after.
 func (r *run) callTool(ctx context.Context, call events.ToolCall) error {
-	tb, out, err := intercepted(ctx, r, stage{stage: events.StageToolBefore, subject: call.Name, sync: true}, events.ToolBefore{Call: call}, nil)
+	call = call.WithAction(events.HarnessHookbus)
+	tb, out, err := intercepted(ctx, r, stage{stage: events.StageToolBefore, subject: call.Name, kind: call.Kind(), sync: true}, events.ToolBefore{Call: call}, refreshAction)
 	if err != nil {
 		return err
 	}
@@ -35,6 +37,15 @@ func (r *run) callTool(ctx context.Context, call events.ToolCall) error {
 		return ctx.Err()
 	}
 	return r.toolAfter(ctx, call, res, true)
+}
+
+// refreshAction normalizes a tool.before's call again once the hooks
+// answered, so that the action recorded and passed on describes the call as
+// it runs (a hook may have rewritten its arguments).
+func refreshAction(p *events.ToolBefore, _ *interceptors.ChainResult) bool {
+	before := p.Call.Action
+	p.Call = p.Call.WithAction(events.HarnessHookbus)
+	return before == nil || !reflect.DeepEqual(*before, *p.Call.Action)
 }
 
 // admit applies what stands between a call's tool.before and its tool, for
@@ -137,13 +148,13 @@ func mocked(call events.ToolCall, m *events.ToolResult) events.ToolResult {
 // run the tool again. Without hooks, tool.after itself is written ahead.
 // The hooks' context is added to the result the model is given.
 func (r *run) toolAfter(ctx context.Context, call events.ToolCall, res events.ToolResult, ran bool) error {
-	hooked := r.hooks != nil && r.hooks.Matches(events.StageToolAfter, call.Name, r.req.AgentID) > 0
+	hooked := r.hooks != nil && r.hooks.MatchesCall(events.StageToolAfter, call.Name, call.Kind(), r.req.AgentID) > 0
 	if ran && hooked {
 		if err := r.emitSync(ctx, events.StageToolResult, events.ToolResultRecord{Call: call, Result: res}, call.Name); err != nil {
 			return err
 		}
 	}
-	ta, out, err := intercepted(ctx, r, stage{stage: events.StageToolAfter, subject: call.Name, sync: ran && !hooked},
+	ta, out, err := intercepted(ctx, r, stage{stage: events.StageToolAfter, subject: call.Name, kind: call.Kind(), sync: ran && !hooked},
 		events.ToolAfter{Call: call, Result: res},
 		func(p *events.ToolAfter, out *interceptors.ChainResult) bool {
 			added := strings.Join(out.Context, "\n")

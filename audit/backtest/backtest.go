@@ -25,13 +25,28 @@ type Backtest struct {
 	cand    Candidate
 	before  audit.Before
 	pending map[string][]events.HookDecided // records on events not read yet, by event id
+	match   *interceptors.Registration      // nil: every event is sent
 	rep     Report
 }
 
+// Option configures a Backtest.
+type Option func(*Backtest)
+
+// Matching sends the candidate only the events reg matches (its Tools,
+// Kinds and Agents: the calls the chain would have called it on); the
+// others are counted as not matched and never differ.
+func Matching(reg interceptors.Registration) Option {
+	return func(bt *Backtest) { bt.match = &reg }
+}
+
 // New returns a backtest of plugin's decisions on stage, asking cand.
-func New(stage events.Stage, plugin string, cand Candidate) *Backtest {
-	return &Backtest{stage: stage, plugin: plugin, cand: cand, pending: map[string][]events.HookDecided{},
+func New(stage events.Stage, plugin string, cand Candidate, opts ...Option) *Backtest {
+	bt := &Backtest{stage: stage, plugin: plugin, cand: cand, pending: map[string][]events.HookDecided{},
 		rep: Report{Stage: stage, Plugin: plugin, Differences: []Difference{}}}
+	for _, o := range opts {
+		o(bt)
+	}
+	return bt
 }
 
 // Stages returns the stages the backtest reads: its stage, the
@@ -65,6 +80,10 @@ func (bt *Backtest) Add(ctx context.Context, e *events.Event) error {
 	bt.rep.Scanned++
 	recs := bt.pending[e.ID]
 	delete(bt.pending, e.ID)
+	if bt.match != nil && !bt.match.MatchesCall(e.Subject, events.CallKind(e.Data), e.AgentID) {
+		bt.rep.NotMatched++
+		return nil
+	}
 	recorded, by, at := recordedFor(recs, bt.plugin)
 	in := input(e, recs, at, bt.before.Of(e))
 	if in == nil {

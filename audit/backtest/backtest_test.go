@@ -209,3 +209,76 @@ func TestBacktestComparesWithWhatWasRecorded(t *testing.T) {
 		})
 	}
 }
+
+// With Matching, the candidate is sent only the events its registration
+// matches (tool, kind, agent); the others are not matched and never differ,
+// whatever the chain decided on them.
+func TestBacktestSendsOnlyMatchingEvents(t *testing.T) {
+	r := &record{t: t, run: "r1"}
+	shell := events.ToolCall{ID: "c1", Name: "run_shell_command", Arguments: json.RawMessage(`{"command":"rm -rf x","cmd":"rm -rf x"}`)}.WithAction(events.HarnessGemini)
+	read := events.ToolCall{ID: "c2", Name: "Read", Arguments: json.RawMessage(`{"file_path":"rm.txt","cmd":"rm.txt"}`)}.WithAction(events.HarnessClaude)
+	old := events.ToolCall{ID: "c3", Name: "Bash", Arguments: json.RawMessage(`{"cmd":"rm y"}`)} // recorded before actions
+	r.add(events.StageToolBefore, "", shell.Name, events.ToolBefore{Call: shell})
+	r.add(events.StageToolBefore, "", read.Name, events.ToolBefore{Call: read})
+	r.add(events.StageToolBefore, "", old.Name, events.ToolBefore{Call: old})
+	for _, tc := range []struct {
+		reg        interceptors.Registration
+		seen       []string
+		notMatched int
+		differ     int
+	}{
+		{interceptors.Registration{Kinds: "shell"}, []string{"rm -rf x"}, 2, 1},
+		{interceptors.Registration{Tools: "Read|Bash"}, []string{"rm.txt", "rm y"}, 1, 2},
+		{interceptors.Registration{Agents: "b"}, nil, 3, 0},
+		{interceptors.Registration{}, []string{"rm -rf x", "rm.txt", "rm y"}, 0, 3},
+	} {
+		var seen []string
+		bt := backtest.New(events.StageToolBefore, "candidate", candidate(t, &seen), backtest.Matching(tc.reg))
+		for _, e := range r.evs {
+			if err := bt.Add(context.Background(), e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep := bt.Report()
+		if !slices.Equal(seen, tc.seen) || rep.NotMatched != tc.notMatched || rep.Differ != tc.differ || rep.Sent != len(tc.seen) || rep.Scanned != 3 {
+			t.Errorf("%+v: seen %q, report %+v", tc.reg, seen, rep)
+		}
+	}
+}
+
+// A call the loop recorded with its action, rewritten by a hook after the
+// candidate, is rebuilt with the action the candidate saw (from the model's
+// call), not the one normalized again after the chain.
+func TestBacktestRebuildsACallWithItsAction(t *testing.T) {
+	r := &record{t: t, run: "r1"}
+	asked := events.ToolCall{ID: "c1", Name: "Bash", Arguments: json.RawMessage(`{"command":"rm -rf /tmp/x"}`)}
+	r.add(events.StageModelResponded, "", "", events.ModelResponded{Message: events.Message{Role: events.RoleAssistant, ToolCalls: []events.ToolCall{asked}}})
+	r.decided(e1, "candidate", "allow", "")
+	r.decided(e1, "sanitizer", "modify", `[{"op":"replace","path":"/call/arguments/command","value":"ls"}]`)
+	stored := events.ToolCall{ID: "c1", Name: "Bash", Arguments: json.RawMessage(`{"command":"ls"}`)}.WithAction(events.HarnessHookbus)
+	r.add(events.StageToolBefore, e1, "Bash", events.ToolBefore{Call: stored})
+
+	var seen []string
+	c := interceptors.NewChain(interceptors.WithTrust(interceptors.NewGrants("candidate")))
+	if _, err := c.Register(interceptors.Registration{Plugin: "candidate", Stage: events.StageToolBefore, Kinds: "shell"},
+		interceptors.Func(func(_ context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
+			tb, err := events.Data[events.ToolBefore](req.Event)
+			if err != nil {
+				return nil, err
+			}
+			seen = append(seen, tb.Call.Action.Command)
+			return &interceptors.Decision{Kind: interceptors.Deny, Reason: "no rm -rf"}, nil
+		})); err != nil {
+		t.Fatal(err)
+	}
+	bt := backtest.New(events.StageToolBefore, "candidate", c, backtest.Matching(interceptors.Registration{Kinds: "shell"}))
+	for _, e := range r.evs {
+		if err := bt.Add(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := bt.Report()
+	if rep.Sent != 1 || rep.NotReconstructible != 0 || rep.Differ != 1 || !slices.Equal(seen, []string{"rm -rf /tmp/x"}) {
+		t.Fatalf("report %+v, candidate saw %q", rep, seen)
+	}
+}

@@ -107,15 +107,27 @@ func replay(doc []byte, recs []events.HookDecided) ([]byte, error) {
 }
 
 // sameData reports whether a rebuilt payload of stage is the stored one,
-// but for what the loop adds after the chain (a tool.after's context).
+// but for what the loop adds after the chain (a tool.after's context, the
+// call's action).
 func sameData(stage events.Stage, rebuilt, stored []byte) bool {
 	var a, b any
-	if stage == events.StageToolAfter {
+	switch stage {
+	case events.StageToolAfter:
 		var x, y events.ToolAfter
 		if json.Unmarshal(rebuilt, &x) != nil || json.Unmarshal(stored, &y) != nil {
 			return false
 		}
 		x.Context, y.Context = "", ""
+		x.Call.Action, y.Call.Action = nil, nil
+		rebuilt, _ = json.Marshal(x)
+		stored, _ = json.Marshal(y)
+	case events.StageToolBefore:
+		// The action is normalized again from the call as the hooks left it.
+		var x, y events.ToolBefore
+		if json.Unmarshal(rebuilt, &x) != nil || json.Unmarshal(stored, &y) != nil {
+			return false
+		}
+		x.Call.Action, y.Call.Action = nil, nil
 		rebuilt, _ = json.Marshal(x)
 		stored, _ = json.Marshal(y)
 	}

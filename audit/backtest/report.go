@@ -15,6 +15,9 @@ type Report struct {
 	Scanned int `json:"scanned"`
 	Sent    int `json:"sent"`
 	Differ  int `json:"differ"`
+	// NotMatched counts the events the candidate's registration does not
+	// match (its tool, kind or agent filter): not sent.
+	NotMatched int `json:"not_matched"`
 	// NotReconstructible counts the events whose input to the candidate
 	// the record does not hold (not sent).
 	NotReconstructible int `json:"not_reconstructible"`

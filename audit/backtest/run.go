@@ -13,7 +13,8 @@ import (
 // Config configures Run.
 type Config struct {
 	// Registration is the candidate: a remote interceptor (Plugin) serving
-	// Stage over NATS, called with Timeout. remote.Register validates it.
+	// Stage over NATS, called with Timeout on the events its Tools, Kinds
+	// and Agents match. remote.Register validates it.
 	Registration interceptors.Registration
 	// Filter selects the events read (agent, session, since, ...); Run
 	// sets its stages (Backtest.Stages).
@@ -24,7 +25,7 @@ type Config struct {
 }
 
 // Run backtests cfg.Registration's plugin on the recorded events the
-// filter selects: each is sent to the plugin as the loop calls it (a
+// filter selects and the registration matches: each is sent to the plugin as the loop calls it (a
 // request to <prefix>.hook.<stage>.<plugin>), and the answers are compared
 // with what was recorded. It returns remote.Register's error for a bad
 // registration (wrapping interceptors.ErrInvalidRegistration or
@@ -35,7 +36,7 @@ func Run(ctx context.Context, b *bus.Bus, cfg Config) (*Report, error) {
 	if _, err := remote.Register(b, chain, reg); err != nil {
 		return nil, err
 	}
-	bt := New(reg.Stage, reg.Plugin, chain)
+	bt := New(reg.Stage, reg.Plugin, chain, Matching(reg))
 	f := cfg.Filter
 	f.Stages = bt.Stages()
 	last := time.Now()

@@ -204,9 +204,9 @@ func hooks(ctx context.Context, r *remote.Registry, sub string, reg interceptors
 
 // hookFlags are the registration flags of add and rm.
 type hookFlags struct {
-	stage, plugin, policy, mode, tools, agents string
-	order                                      int
-	timeout                                    string // a Go duration, as in the registry
+	stage, plugin, policy, mode, tools, kinds, agents string
+	order                                             int
+	timeout                                           string // a Go duration, as in the registry
 }
 
 func (f *hookFlags) register(fs *pflag.FlagSet, add bool) {
@@ -220,6 +220,7 @@ func (f *hookFlags) register(fs *pflag.FlagSet, add bool) {
 	fs.StringVar(&f.policy, "policy", "", "on failure: ignore (fail open, the default) or fail (deny)")
 	fs.StringVar(&f.mode, "mode", "", "mutate (the default), validate (allow or deny only, run in parallel) or shadow (called after the chain, recorded, never applied)")
 	fs.StringVar(&f.tools, "tools", "", "only for tool names matching this glob (fs_*|bash); tool stages only")
+	fs.StringVar(&f.kinds, "kinds", "", "only for calls of these action kinds, whatever the tool's name (shell|file.write, file.*; docs/ACTIONS.md); tool.before and tool.after only")
 	fs.StringVar(&f.agents, "agents", "", "only for agent ids matching this glob")
 }
 
@@ -251,7 +252,7 @@ func (f *hookFlags) registration() (interceptors.Registration, error) {
 	}
 	reg := interceptors.Registration{
 		Plugin: key.Plugin, Stage: key.Stage, Order: f.order, Policy: interceptors.Policy(f.policy),
-		Mode: interceptors.Mode(f.mode), Tools: f.tools, Agents: f.agents,
+		Mode: interceptors.Mode(f.mode), Tools: f.tools, Kinds: f.kinds, Agents: f.agents,
 	}
 	if f.timeout != "" {
 		d, err := time.ParseDuration(f.timeout)
@@ -274,7 +275,16 @@ func (f *hookFlags) registration() (interceptors.Registration, error) {
 func describe(reg interceptors.Registration) string {
 	d := reg.WithDefaults()
 	return fmt.Sprintf("order %d, timeout %s, policy %s, mode %s, tools %s, agents %s",
-		d.Order, d.Timeout, d.Policy, d.Mode, orAny(d.Tools), orAny(d.Agents))
+		d.Order, d.Timeout, d.Policy, d.Mode, toolsOf(d), orAny(d.Agents))
+}
+
+// toolsOf is a registration's tools matcher, and its kinds when it has
+// them ("* (kinds shell)").
+func toolsOf(reg interceptors.Registration) string {
+	if reg.Kinds == "" {
+		return orAny(reg.Tools)
+	}
+	return orAny(reg.Tools) + " (kinds " + reg.Kinds + ")"
 }
 
 func orAny(glob string) string {
@@ -346,7 +356,7 @@ func listHooks(ctx context.Context, r *remote.Registry, w io.Writer, asJSON bool
 				state = "DISABLED"
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-				d.Stage, d.Order, d.Plugin, d.Timeout, d.Policy, d.Mode, orAny(d.Tools), orAny(d.Agents), priv, state)
+				d.Stage, d.Order, d.Plugin, d.Timeout, d.Policy, d.Mode, toolsOf(d), orAny(d.Agents), priv, state)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

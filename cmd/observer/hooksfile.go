@@ -52,19 +52,20 @@ type hookEntry struct {
 	Policy  string `yaml:"policy,omitempty"`
 	Mode    string `yaml:"mode,omitempty"`
 	Tools   string `yaml:"tools,omitempty"`
+	Kinds   string `yaml:"kinds,omitempty"`
 	Agents  string `yaml:"agents,omitempty"`
 }
 
 // registration checks e as observer hooks add checks its flags.
 func (e hookEntry) registration() (interceptors.Registration, error) {
-	f := hookFlags{stage: e.Stage, plugin: e.Plugin, order: e.Order, timeout: e.Timeout, policy: e.Policy, mode: e.Mode, tools: e.Tools, agents: e.Agents}
+	f := hookFlags{stage: e.Stage, plugin: e.Plugin, order: e.Order, timeout: e.Timeout, policy: e.Policy, mode: e.Mode, tools: e.Tools, kinds: e.Kinds, agents: e.Agents}
 	return f.registration()
 }
 
 // entryOf is reg as a hooks file writes it.
 func entryOf(reg interceptors.Registration) hookEntry {
 	e := hookEntry{Stage: string(reg.Stage), Plugin: reg.Plugin, Order: reg.Order, Policy: string(reg.Policy),
-		Mode: string(reg.Mode), Tools: reg.Tools, Agents: reg.Agents}
+		Mode: string(reg.Mode), Tools: reg.Tools, Kinds: reg.Kinds, Agents: reg.Agents}
 	if reg.Timeout != 0 {
 		e.Timeout = reg.Timeout.String()
 	}
@@ -212,6 +213,7 @@ func diffRegistrations(old, reg interceptors.Registration) string {
 		{"policy", string(o.Policy), string(n.Policy)},
 		{"mode", string(o.Mode), string(n.Mode)},
 		{"tools", orAny(o.Tools), orAny(n.Tools)},
+		{"kinds", orAny(o.Kinds), orAny(n.Kinds)},
 		{"agents", orAny(o.Agents), orAny(n.Agents)},
 	} {
 		if f.old != f.new {

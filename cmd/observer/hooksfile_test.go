@@ -56,6 +56,7 @@ const hooksYAML = `hooks:
     agents: ops-*
   - stage: tool.after
     plugin: pii
+    kinds: file.read|web.fetch
   - stage: context.assembled
     plugin: rewriter
 grants: [rewriter]
@@ -75,7 +76,7 @@ func TestHooksApplyAndExport(t *testing.T) {
 	for _, want := range []string{
 		"+ grant rewriter privileged_hooks\n",
 		"+ guard on tool.before (order -5, timeout 2s, policy fail, mode validate, tools bash|fs_*, agents ops-*)\n",
-		"+ pii on tool.after (order 0, timeout 5s, policy ignore, mode mutate, tools *, agents *)\n",
+		"+ pii on tool.after (order 0, timeout 5s, policy ignore, mode mutate, tools * (kinds file.read|web.fetch), agents *)\n",
 		"+ rewriter on context.assembled",
 		"4 to add, 0 to change, 0 to remove, 0 unchanged (dry run: nothing was changed)\n",
 	} {
@@ -93,6 +94,9 @@ func TestHooksApplyAndExport(t *testing.T) {
 	regs, err := r.List(context.Background())
 	if err != nil || len(regs) != 3 {
 		t.Fatalf("after apply: %v %v", regs, err)
+	}
+	if pii, err := r.Get(context.Background(), "tool.after", "pii"); err != nil || pii.Kinds != "file.read|web.fetch" {
+		t.Fatalf("pii as applied: %+v %v", pii, err)
 	}
 	guard, err := r.Get(context.Background(), "tool.before", "guard")
 	if err != nil || guard.Order != -5 || guard.Timeout != 2*time.Second || guard.Policy != interceptors.PolicyFail || guard.Tools != "bash|fs_*" {
@@ -147,6 +151,7 @@ func TestHooksApplyRefusesBadFiles(t *testing.T) {
 		{"hooks:\n  - stage: tool.before\n    plugin: a\n  - stage: tool.before\n    plugin: a\n", "hooks[1] and hooks[2] both register a on tool.before"},
 		{"hooks:\n  - stage: run.completed\n    plugin: a\n", "observe-only"},
 		{"grants: [a, a]\n", "grants lists a twice"},
+		{"hooks:\n  - stage: tool.before\n    plugin: a\n    kinds: bash\n", `"bash" is not a kind`},
 	} {
 		c.fails(exitUsage, tc.want, "apply", "-f", writeHooks(t, "hooks:\n  - stage: intake\n    plugin: first\n"+strings.TrimPrefix(tc.yaml, "hooks:\n")))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/hookbus/hookbus/audit/backtest"
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/internal/cli"
@@ -30,7 +32,10 @@ stream records before the chain (a tool call as the model asked for it, a
 tool's raw result) and the patches of the interceptors before P, and where
 the stream does not record that payload the event is counted as not
 reconstructible and not sent (docs/PROTOCOL.md, "Shadow backtests").
-Progress goes to stderr every second.
+P is sent only the events its registration matches, as the chain calls it:
+its tools, kinds and agents filters as registered on S (observer hooks
+list), or as --tools, --kinds and --agents give them; the others are counted
+as not matched. Progress goes to stderr every second.
 `
 
 func shadowCmd(a *cli.App) *cobra.Command {
@@ -44,6 +49,9 @@ func shadowCmd(a *cli.App) *cobra.Command {
 		fs.StringVar(&o.session, "session", "", "only this session's events")
 		fs.DurationVar(&o.since, "since", 0, "only events newer than this (e.g. 168h)")
 		fs.DurationVar(&o.timeout, "timeout", interceptors.DefaultTimeout, "per-call timeout of the candidate")
+		fs.StringVar(&o.tools, "tools", "", "send only calls of tools matching this (a registration's tools matcher; default: P's registered one)")
+		fs.StringVar(&o.kinds, "kinds", "", "send only calls of these action kinds (\"shell|file.write\"; default: P's registered ones)")
+		fs.StringVar(&o.agents, "agents", "", "send only events of agents matching this (default: P's registered matcher)")
 		o.out.Register(fs, "the report, indented")
 		return func(ctx context.Context, pos []string) error {
 			if len(pos) > 0 {
@@ -57,6 +65,7 @@ func shadowCmd(a *cli.App) *cobra.Command {
 // shadowOptions are the flags of observer shadow.
 type shadowOptions struct {
 	stage, plugin, agent, session string
+	tools, kinds, agents          string // the candidate's filters; empty: as registered
 	since, timeout                time.Duration
 	out                           cli.Output
 }
@@ -71,7 +80,8 @@ func shadow(ctx context.Context, a *cli.App, conn *cli.ConnFlags, o shadowOption
 	if err != nil {
 		return fmt.Errorf("%w: --stage: %v", cli.ErrUsage, err)
 	}
-	reg := interceptors.Registration{Plugin: *plugin, Stage: stage, Timeout: *timeout, Uncapped: true}
+	reg := interceptors.Registration{Plugin: *plugin, Stage: stage, Timeout: *timeout, Uncapped: true,
+		Tools: o.tools, Kinds: o.kinds, Agents: o.agents}
 	if err := reg.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", cli.ErrUsage, err)
 	}
@@ -89,6 +99,9 @@ func shadow(ctx context.Context, a *cli.App, conn *cli.ConnFlags, o shadowOption
 	defer c.Close()
 	gctx, stop := c.Guard(ctx)
 	defer stop()
+	if reg, err = registeredFilters(gctx, c.Bus, reg, o); err != nil {
+		return c.Explain(err)
+	}
 	rep, err := backtest.Run(gctx, c.Bus, backtest.Config{Registration: reg, Filter: f, Progress: func(rep *backtest.Report) {
 		fmt.Fprintf(stderr, "observer shadow: %d %s events read, %d sent, %d differ\n", rep.Scanned, rep.Stage, rep.Sent, rep.Differ)
 	}})
@@ -104,8 +117,8 @@ func shadow(ctx context.Context, a *cli.App, conn *cli.ConnFlags, o shadowOption
 }
 
 func printBacktest(w io.Writer, rep *backtest.Report) error {
-	fmt.Fprintf(w, "%s on %s: %d events read, %d sent, %d differ, %d not reconstructible, %d candidate failures\n",
-		rep.Plugin, rep.Stage, rep.Scanned, rep.Sent, rep.Differ, rep.NotReconstructible, rep.Failed)
+	fmt.Fprintf(w, "%s on %s: %d events read, %d sent, %d differ, %d not reconstructible, %d candidate failures, %d not matched\n",
+		rep.Plugin, rep.Stage, rep.Scanned, rep.Sent, rep.Differ, rep.NotReconstructible, rep.Failed, rep.NotMatched)
 	if len(rep.Differences) == 0 {
 		return nil
 	}
@@ -120,4 +133,27 @@ func printBacktest(w io.Writer, rep *backtest.Report) error {
 			r.EventID, r.Subject, rec, r.Candidate, r.Reason)
 	}
 	return tw.Flush()
+}
+
+// registeredFilters fills the filters of reg the flags left empty from
+// the candidate's registration on its stage, when it has one: the backtest
+// sends it what the chain would have.
+func registeredFilters(ctx context.Context, b *bus.Bus, reg interceptors.Registration, o shadowOptions) (interceptors.Registration, error) {
+	got, err := remote.NewRegistry(b).Get(ctx, reg.Stage, reg.Plugin)
+	switch {
+	case errors.Is(err, remote.ErrNotFound):
+		return reg, nil
+	case err != nil:
+		return reg, err
+	}
+	if o.tools == "" {
+		reg.Tools = got.Tools
+	}
+	if o.kinds == "" {
+		reg.Kinds = got.Kinds
+	}
+	if o.agents == "" {
+		reg.Agents = got.Agents
+	}
+	return reg, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hookbus/hookbus/audit/backtest"
@@ -112,5 +113,104 @@ func TestShadowBacktestListsExactlyTheDifferences(t *testing.T) {
 	_, out, _ = observe(t, "shadow", "--stage", "tool.before", "--plugin", "nobody", "--session", "sr0", "--json", "--nats", srv.ClientURL())
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Failed != 10 || rep.Differences[0].Candidate != "failed:no_responders" {
 		t.Fatalf("unserved candidate: %v %+v", err, rep)
+	}
+}
+
+// observer shadow sends the candidate only the calls its registration's
+// filters match (here the shell kind, whatever the tool's name), as the
+// chain calls it; flags replace the registered filters. The others are
+// counted as not matched, never as differences.
+func TestShadowRespectsTheCandidatesFilters(t *testing.T) {
+	srv, nc := bustest.Start(t, bustest.WithListener())
+	b := bustest.Provision(t, nc)
+	ctx := context.Background()
+	publish := func(st events.Stage, m events.Meta, p any) {
+		t.Helper()
+		e, err := events.New(st, m, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.PublishSync(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := []events.ToolCall{
+		{Name: "Bash", Arguments: json.RawMessage(`{"command":"rm -rf a"}`)},
+		{Name: "run_shell_command", Arguments: json.RawMessage(`{"command":"rm -rf b"}`)},
+		{Name: "Read", Arguments: json.RawMessage(`{"file_path":".env"}`)},
+		{Name: "read_file", Arguments: json.RawMessage(`{"absolute_path":"/p/.env"}`)},
+	}
+	harnesses := []events.Harness{events.HarnessClaude, events.HarnessGemini, events.HarnessClaude, events.HarnessGemini}
+	for i, c := range calls {
+		c.ID = fmt.Sprint("c", i)
+		c = c.WithAction(harnesses[i])
+		m := events.Meta{Source: "test", AgentID: "a", SessionID: "s", RunID: "r", Step: 1, ID: events.NewID(), Subject: c.Name}
+		if c.Name == "Read" { // a guard denied it: the candidate would agree
+			rm := m
+			rm.ID, rm.Subject = events.NewID(), "guard"
+			publish(events.StageHookDecided, rm, events.HookDecided{Plugin: "guard", Stage: events.StageToolBefore, Decision: "deny", EventID: m.ID})
+		}
+		publish(events.StageToolBefore, m, events.ToolBefore{Call: c})
+	}
+	var mu sync.Mutex
+	var sent []string
+	svc, err := remote.Serve(ctx, nc, remote.ServeConfig{Plugin: "no-rm", Stages: []events.Stage{events.StageToolBefore}},
+		interceptors.Func(func(_ context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
+			mu.Lock()
+			sent = append(sent, req.Event.Subject)
+			mu.Unlock()
+			return &interceptors.Decision{Kind: interceptors.Deny, Reason: "denied"}, nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	if err := remote.NewRegistry(b).Put(ctx, interceptors.Registration{Plugin: "no-rm", Stage: events.StageToolBefore, Kinds: "shell"}); err != nil {
+		t.Fatal(err)
+	}
+
+	run := func(args ...string) backtest.Report {
+		t.Helper()
+		mu.Lock()
+		sent = nil
+		mu.Unlock()
+		code, out, errOut := observe(t, append([]string{"shadow", "--stage", "tool.before", "--plugin", "no-rm", "--json", "--nats", srv.ClientURL()}, args...)...)
+		if code != exitOK {
+			t.Fatalf("observer shadow %v: exit %d\n%s", args, code, errOut)
+		}
+		var rep backtest.Report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("report: %v\n%s", err, out)
+		}
+		return rep
+	}
+	sentTo := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(sent, " ")
+	}
+	subjects := func(rep backtest.Report) string {
+		var s []string
+		for _, d := range rep.Differences {
+			s = append(s, d.Subject)
+		}
+		return strings.Join(s, " ")
+	}
+
+	rep := run()
+	if rep.Scanned != 4 || rep.Sent != 2 || rep.NotMatched != 2 || subjects(rep) != "Bash run_shell_command" || sentTo() != "Bash run_shell_command" {
+		t.Fatalf("registered kinds shell: report %+v, candidate sent %v", rep, sentTo())
+	}
+	// Flags replace the registered filters.
+	rep = run("--kinds", "file.read")
+	if rep.Sent != 2 || rep.NotMatched != 2 || subjects(rep) != "read_file" || sentTo() != "Read read_file" {
+		t.Fatalf("--kinds file.read: report %+v, candidate sent %v", rep, sentTo())
+	}
+	rep = run("--kinds", "shell|file.read", "--tools", "Bash|Read")
+	if rep.Sent != 2 || sentTo() != "Bash Read" {
+		t.Fatalf("--tools Bash|Read: report %+v, candidate sent %v", rep, sentTo())
+	}
+	if code, _, errOut := observe(t, "shadow", "--stage", "tool.before", "--plugin", "no-rm", "--kinds", "bash", "--nats", srv.ClientURL()); code == exitOK || !strings.Contains(errOut, "not a kind") {
+		t.Fatalf("--kinds bash: exit %d\n%s", code, errOut)
 	}
 }

@@ -53,7 +53,7 @@ func (in *Input) ToHookbus() (*Mapped, error) {
 		if len(in.ToolInput) > 0 && firstByte(in.ToolInput) != '{' {
 			return nil, bad("tool_input is not a JSON object")
 		}
-		call = events.ToolCall{ID: in.ToolUseID, Name: in.ToolName, Arguments: arguments(in.ToolInput)}
+		call = events.ToolCall{ID: in.ToolUseID, Name: in.ToolName, Arguments: arguments(in.ToolInput)}.WithAction(events.HarnessClaude)
 		m.Subject = in.ToolName
 	}
 	str := func(p *string) string {

@@ -126,6 +126,7 @@ func (c *Input) Map() (*harness.Mapped, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.Normalize(events.HarnessCodex)
 	if rc, ok := m.Payload.(events.RunCompleted); ok {
 		rc.Detail = strings.Replace(rc.Detail, "Claude Code", "Codex CLI", 1)
 		m.Payload = rc

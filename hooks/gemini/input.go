@@ -24,6 +24,8 @@ type Input struct {
 	ToolName     string          `json:"tool_name,omitempty"`
 	ToolInput    json.RawMessage `json:"tool_input,omitempty"`
 	ToolResponse *ToolResponse   `json:"tool_response,omitempty"`
+	// MCPContext names the MCP server and tool of an MCP tool's call.
+	MCPContext *MCPContext `json:"mcp_context,omitempty"`
 
 	// BeforeAgent and AfterAgent.
 	Prompt         *string `json:"prompt,omitempty"`
@@ -36,6 +38,13 @@ type Input struct {
 	Trigger string `json:"trigger,omitempty"`
 
 	raw []byte
+}
+
+// MCPContext is BeforeTool's and AfterTool's mcp_context.
+type MCPContext struct {
+	ServerName string `json:"server_name,omitempty"`
+	ToolName   string `json:"tool_name,omitempty"`
+	URL        string `json:"url,omitempty"`
 }
 
 // ToolResponse is AfterTool's tool_response.
@@ -132,7 +141,11 @@ func (in *Input) Map() (*harness.Mapped, error) {
 		if args[0] != '{' {
 			return nil, bad("tool_input is not a JSON object")
 		}
-		call = events.ToolCall{Name: in.ToolName, Arguments: json.RawMessage(args)}
+		call = events.ToolCall{Name: in.ToolName, Arguments: json.RawMessage(args)}.WithAction(events.HarnessGemini)
+		if mc := in.MCPContext; mc != nil && mc.ServerName != "" && mc.ToolName != "" {
+			a := events.MCPAction(mc.ServerName, mc.ToolName)
+			call.Action = &a
+		}
 		m.Subject = in.ToolName
 	}
 	switch in.HookEventName {

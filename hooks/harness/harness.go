@@ -83,3 +83,40 @@ type Reply struct {
 	Stderr string
 	Exit   int
 }
+
+// Normalize sets the action of the tool call m's payload carries
+// (tool.before, tool.after, tool.failed, approval.requested) as harness h
+// names its tools (events.NewAction). A payload with no call is left as
+// it is.
+func (m *Mapped) Normalize(h events.Harness) {
+	switch p := m.Payload.(type) {
+	case events.ToolBefore:
+		p.Call = p.Call.WithAction(h)
+		m.Payload = p
+	case events.ToolAfter:
+		p.Call = p.Call.WithAction(h)
+		m.Payload = p
+	case events.ToolFailed:
+		p.Call = p.Call.WithAction(h)
+		m.Payload = p
+	case events.ApprovalRequested:
+		p.Call = p.Call.WithAction(h)
+		m.Payload = p
+	}
+}
+
+// Kind is the kind of the tool call m's payload carries; "" for a payload
+// with no call or a call with no action.
+func (m *Mapped) Kind() events.ActionKind {
+	switch p := m.Payload.(type) {
+	case events.ToolBefore:
+		return p.Call.Kind()
+	case events.ToolAfter:
+		return p.Call.Kind()
+	case events.ToolFailed:
+		return p.Call.Kind()
+	case events.ApprovalRequested:
+		return p.Call.Kind()
+	}
+	return ""
+}

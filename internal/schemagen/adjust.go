@@ -99,6 +99,7 @@ func registrationRules(s *jsonschema.Schema) {
 	s.AllOf = []*jsonschema.Schema{
 		{If: when("tools", &jsonschema.Schema{MinLength: &one}), Then: when("stage", &jsonschema.Schema{Enum: anys(toolMatched)})},
 		{If: when("mode", &jsonschema.Schema{Const: string(interceptors.ModeValidate)}), Then: when("stage", &jsonschema.Schema{Enum: anys(denying)})},
+		{If: when("kinds", &jsonschema.Schema{MinLength: &one}), Then: when("stage", &jsonschema.Schema{Enum: anys([]string{string(events.StageToolBefore), string(events.StageToolAfter)})})},
 	}
 }
 

@@ -222,6 +222,7 @@ func (g *gen) extraDef(name string) *jsonschema.Schema {
 // from events' and interceptors' tables and constants.
 var named = map[reflect.Type]func() []string{
 	reflect.TypeFor[events.Stage]():      func() []string { return strs(events.Stages()) },
+	reflect.TypeFor[events.ActionKind](): func() []string { return strs(events.ActionKinds()) },
 	reflect.TypeFor[interceptors.Kind](): events.AllDecisions.Names,
 	reflect.TypeFor[events.Role](): func() []string {
 		return strs([]events.Role{events.RoleSystem, events.RoleUser, events.RoleAssistant, events.RoleTool})

@@ -11,9 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/bridge"
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/hooks/claudecode"
+	"github.com/hookbus/hookbus/hooks/codex"
+	"github.com/hookbus/hookbus/hooks/gemini"
+	"github.com/hookbus/hookbus/hooks/harness"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/scripted"
@@ -61,7 +66,7 @@ func TestDenyRmRfExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hs.Stop()
-	bustest.Eventuallyf(t, 30*time.Second, func() bool { return chain.Has(events.StageToolBefore, "Bash", "ops") }, "the policy's registration synced")
+	bustest.Eventuallyf(t, 30*time.Second, func() bool { return chain.MatchesCall(events.StageToolBefore, "Bash", events.KindShell, "ops") > 0 }, "the policy's registration synced")
 	// Registered, and serving: the registration is written before the service starts.
 	bustest.Eventuallyf(t, 30*time.Second, func() bool {
 		_, err := nc.Request("$SRV.PING.no-rm-rf", nil, time.Second)
@@ -117,6 +122,29 @@ func TestDenyRmRfExample(t *testing.T) {
 	}
 	if !denied || res.Reason != events.ReasonDone {
 		t.Fatalf("run ended %s; a remote deny by no-rm-rf recorded: %v", res.Reason, denied)
+	}
+
+	// The same policy, matching the shell kind, denies rm -rf in Claude
+	// Code, Gemini CLI and Codex CLI through the bridge.
+	for _, tc := range []struct {
+		h   harness.Protocol
+		raw string
+	}{
+		{claudecode.Harness{}, `{"session_id":"c1","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"t1","tool_input":{"command":"rm -rf /"}}`},
+		{gemini.Harness{}, `{"session_id":"g1","cwd":"/tmp","hook_event_name":"BeforeTool","tool_name":"run_shell_command","tool_input":{"command":"rm -rf /"}}`},
+		{codex.Harness{}, `{"session_id":"x1","turn_id":"1","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"shell","tool_use_id":"t1","tool_input":{"command":["bash","-lc","rm -rf /"]}}`},
+	} {
+		br, err := bridge.New(bridge.Config{Store: b, Hooks: chain, Harness: tc.h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply, err := br.Serve(ctx, []byte(tc.raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(reply.Stdout)+reply.Stderr, "rm -rf is not allowed here") {
+			t.Errorf("%s: rm -rf not denied: %s%s", tc.h.Name(), reply.Stdout, reply.Stderr)
+		}
 	}
 }
 

@@ -31,3 +31,4 @@ export {
 } from "./protocol.js";
 export { INTERCEPTABLE_STAGES, PRIVILEGED_STAGES, STAGES, STAGE_DECISIONS, TOOL_MATCHED_STAGES } from "./stages.js";
 export type * from "./schema.js";
+export { ACTION_KINDS } from "./match.js";

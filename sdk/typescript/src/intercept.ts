@@ -38,7 +38,7 @@ export interface InterceptOptions<S extends InterceptableStage> extends Omit<Reg
   connect?: ConnectionOptions;
   /** The subject prefix (default "hookbus"). */
   prefix?: string;
-  /** Also write the registration of each stage into the registry (register), once the service is up, so that loops call the plugin; tools, agents, order, timeout, policy and mode are its fields. The registration stays when the service stops (other instances may serve the plugin): unregister removes it. */
+  /** Also write the registration of each stage into the registry (register), once the service is up, so that loops call the plugin; tools, kinds, agents, order, timeout, policy and mode are its fields. The registration stays when the service stops (other instances may serve the plugin): unregister removes it. */
   register?: boolean;
   /** The service's SemVer version (default "0.0.0"). */
   version?: string;
@@ -125,8 +125,8 @@ function check(plugin: string, stages: string[], handler: unknown): void {
 
 /** pick returns the registration fields of opts. */
 function pick(o: Omit<RegistrationInput, "plugin" | "stage">): Omit<RegistrationInput, "plugin" | "stage"> {
-  const { order, timeout, policy, mode, tools, agents } = o;
-  return { order, timeout, policy, mode, tools, agents };
+  const { order, timeout, policy, mode, tools, kinds, agents } = o;
+  return { order, timeout, policy, mode, tools, kinds, agents };
 }
 
 async function serve<S extends InterceptableStage>(nc: NatsConnection, prefix: string, stages: S[], opts: InterceptOptions<S>): Promise<Service> {

@@ -1,6 +1,28 @@
 // The checks of a registration's matchers (tools, agents), as
 // interceptors.compileMatcher makes them.
 import { HookbusError } from "./errors.js";
+import type { ActionKind } from "./schema.js";
+
+/** The kinds of a tool call's normalized action (docs/ACTIONS.md). */
+export const ACTION_KINDS: readonly ActionKind[] = [
+  "shell", "file.read", "file.write", "file.edit", "file.search", "web.fetch", "web.search", "mcp", "agent", "other",
+];
+
+/**
+ * checkKinds checks a kinds matcher: kinds or globs over them, separated by
+ * "|"; a plain word that is no kind is refused, as Go refuses it.
+ */
+export function checkKinds(s: string): void {
+  if (s.startsWith(REGEXP_PREFIX)) {
+    throw new HookbusError("invalid", `kinds: kinds ${JSON.stringify(s)}: kinds are matched by name or glob, not by regular expression`);
+  }
+  checkMatcher("kinds", s);
+  for (const alt of s === "" ? [] : s.split("|")) {
+    if (!/[*?[\\]/.test(alt) && !(ACTION_KINDS as readonly string[]).includes(alt)) {
+      throw new HookbusError("invalid", `kinds: ${JSON.stringify(alt)} is not a kind (want one of ${ACTION_KINDS.join(", ")})`);
+    }
+  }
+}
 
 /** The prefix of a matcher that is a regular expression. */
 export const REGEXP_PREFIX = "re:";

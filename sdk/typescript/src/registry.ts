@@ -5,9 +5,9 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
 import { HookbusError } from "./errors.js";
 import { formatGoDuration, parseGoDuration } from "./duration.js";
-import { checkMatcher } from "./match.js";
+import { checkKinds, checkMatcher } from "./match.js";
 import { DEFAULT_PREFIX, MAX_TIMEOUT_MS, checkKeyID, checkPrefix, isInterceptable, namesFor, validateID } from "./protocol.js";
-import type { InterceptableStage, Mode, Policy, Registration } from "./schema.js";
+import type { ActionKind, InterceptableStage, Mode, Policy, Registration } from "./schema.js";
 import { PRIVILEGED_STAGES, STAGE_DECISIONS, TOOL_MATCHED_STAGES } from "./stages.js";
 
 /** RegistrationInput is a registration to write: the JSON form's fields, timeout in milliseconds or as a Go duration. */
@@ -26,6 +26,8 @@ export interface RegistrationInput {
   mode?: Mode;
   /** Tool names (tool.before, tool.after; the called agent on subagent.before): globs with "|", or "re:" and a regular expression. */
   tools?: string;
+  /** Action kinds of the call (tool.before, tool.after), whatever the harness names the tool (docs/ACTIONS.md): a list of kinds (["shell", "file.write"]), or kinds and globs ("file.*") separated by "|". With tools too, a call must match both. */
+  kinds?: string | readonly ActionKind[];
   /** Agent ids: globs with "|", or "re:" and a regular expression. */
   agents?: string;
 }
@@ -75,19 +77,25 @@ export function registrationValue(reg: RegistrationInput): { key: string; value:
   if (reg.tools && !TOOL_MATCHED_STAGES.includes(reg.stage)) {
     throw bad(`tools matcher ${JSON.stringify(reg.tools)} applies only on ${TOOL_MATCHED_STAGES.join(", ")}`);
   }
+  const kinds = typeof reg.kinds === "string" || reg.kinds === undefined ? reg.kinds : reg.kinds.join("|");
+  if (kinds && reg.stage !== "tool.before" && reg.stage !== "tool.after") {
+    throw bad(`kinds matcher ${JSON.stringify(kinds)} applies only on tool.before and tool.after`);
+  }
   try {
     checkMatcher("tools", reg.tools ?? "");
+    checkKinds(kinds ?? "");
     checkMatcher("agents", reg.agents ?? "");
   } catch (err) {
     throw bad((err as Error).message);
   }
   checkKeyID(reg.plugin);
-  // Go's field order and omitempty: plugin, stage, order, policy, mode, tools, agents, timeout.
+  // Go's field order and omitempty: plugin, stage, order, policy, mode, tools, kinds, agents, timeout.
   const r: Registration = { plugin: reg.plugin, stage: reg.stage };
   if (reg.order) r.order = reg.order;
   if (reg.policy) r.policy = reg.policy;
   if (reg.mode) r.mode = reg.mode;
   if (reg.tools) r.tools = reg.tools;
+  if (kinds) r.kinds = kinds;
   if (reg.agents) r.agents = reg.agents;
   if (timeout) r.timeout = timeout;
   return { key: `${reg.stage}.${reg.plugin}`, value: goJSON(r), registration: r };

@@ -3,6 +3,23 @@
 /* eslint-disable */
 
 /**
+ * ActionKind is what a tool call does, whatever the harness calls the tool: the normalized action's kind.
+ *
+ * This interface was referenced by `Hookbus`'s JSON-Schema
+ * via the `definition` "ActionKind".
+ */
+export type ActionKind =
+  | "shell"
+  | "file.read"
+  | "file.write"
+  | "file.edit"
+  | "file.search"
+  | "web.fetch"
+  | "web.search"
+  | "mcp"
+  | "agent"
+  | "other";
+/**
  * A hookbus event as a CloudEvent 1.0 in the structured JSON format: the attributes and hookbus' extensions, and data, the stage's payload (payloads/<stage>.schema.json). On the bus an event travels in binary mode (event-headers.schema.json: the same attributes as ce-* headers, the data as the body).
  *
  * This interface was referenced by `Hookbus`'s JSON-Schema
@@ -144,6 +161,39 @@ export interface Hookbus {
   [k: string]: unknown | undefined;
 }
 /**
+ * Action is a tool call normalized: its kind and the fields rules look at, read from the call's native arguments.
+ *
+ * This interface was referenced by `Hookbus`'s JSON-Schema
+ * via the `definition` "Action".
+ */
+export interface Action {
+  kind: ActionKind;
+  /**
+   * command is a shell call's command line (an argv is joined with spaces).
+   */
+  command?: string;
+  /**
+   * paths are the files or directories a file call names (a patch's files, in order).
+   */
+  paths?: string[];
+  /**
+   * url is the URL a web.fetch call fetches (the first one its prompt names).
+   */
+  url?: string;
+  /**
+   * query is a search's pattern or a web search's query.
+   */
+  query?: string;
+  /**
+   * server is an MCP call's server.
+   */
+  server?: string;
+  /**
+   * mcp_tool is an MCP call's tool, as the server names it.
+   */
+  mcp_tool?: string;
+}
+/**
  * ApprovalRequested is the data of approval.requested: a tool call waits for a human. It is the data of CloudEvent type hookbus.approval.requested.
  *
  * This interface was referenced by `Hookbus`'s JSON-Schema
@@ -191,6 +241,7 @@ export interface ToolCall {
    * arguments are the model's arguments: a JSON object, or, when a model wrote arguments that are not JSON, a JSON string holding its text.
    */
   arguments?: unknown;
+  action?: Action;
 }
 /**
  * ApprovalResolved is the data of approval.resolved: the answer to one call's approval, by a person (through any client) or by the expiry. It is the data of CloudEvent type hookbus.approval.resolved.
@@ -838,6 +889,10 @@ export interface Registration1 {
    * tools narrows a tool.before or tool.after registration to tool names matching a glob (path.Match syntax); alternatives are separated by | ("fs_*|bash"). A value starting with "re:" is a Go regular expression that matches anywhere in the name, as Claude Code's matchers do ("re:^mcp__github__"). On subagent.before it matches the called agent's id (the event's subject). Empty matches every tool.
    */
   tools?: string;
+  /**
+   * kinds narrows a tool.before or tool.after registration to calls whose normalized action (events.Action) is of one of the kinds listed, separated by | ("shell|file.write"), or matching a glob ("file.*"), whatever the harness calls the tool. A call with no action matches no Kinds. With Tools too, a call must match both. Empty matches every kind.
+   */
+  kinds?: string;
   /**
    * agents narrows the registration to agent ids matching a glob or a "re:" regular expression, as Tools. Empty matches every agent.
    */
