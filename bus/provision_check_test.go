@@ -90,3 +90,61 @@ func TestOlderProvisioningIsProvisionedAgain(t *testing.T) {
 		t.Fatalf("the older object after provisioning: %q, %v", got, err)
 	}
 }
+
+// Every bucket is answered by its stream's leader: Provision turns direct
+// gets off (a replica behind the leader answers those), a get of a key
+// still works, and a bucket that allows them again is reported not
+// provisioned until Provision turns them off once more.
+func TestBucketsAreReadFromTheLeader(t *testing.T) {
+	_, nc := bustest.Start(t)
+	b, err := bus.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	js := b.JetStream()
+	for name := range js.StreamNames(ctx).Name() {
+		if !strings.HasPrefix(name, "KV_") {
+			continue
+		}
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.CachedInfo().Config.AllowDirect {
+			t.Errorf("%s allows direct gets", name)
+		}
+	}
+	kv, err := js.KeyValue(ctx, b.Names().Agents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := kv.Get(ctx, "k"); err != nil || string(e.Value()) != "v" {
+		t.Fatalf("get from the leader: %v, %v", e, err)
+	}
+	s, err := js.Stream(ctx, "KV_"+b.Names().Agents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.AllowDirect = true
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CheckProvisioned(ctx); !errors.Is(err, bus.ErrNotProvisioned) || !strings.Contains(err.Error(), "direct gets") {
+		t.Fatalf("CheckProvisioned with direct gets = %v", err)
+	}
+	if err := b.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CheckProvisioned(ctx); err != nil {
+		t.Fatalf("CheckProvisioned after Provision = %v", err)
+	}
+}
