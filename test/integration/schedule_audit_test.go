@@ -37,6 +37,8 @@ type schedInput struct {
 	serves   map[string][]string          // worker process → the agents it serves
 	load     *load
 	workers  map[string]*procSlot
+	plugin   string // the guard's plugin name
+	approver string // who the approver's answers are recorded as given by
 }
 
 // schedFigures are what the audit counted.
@@ -52,6 +54,7 @@ type schedFigures struct {
 	Contexts, Sessions, Compactions                         int
 	Verified                                                int
 	HandOffs, Takeovers, Retried                            int
+	TwoUnderOneSeq                                          int            // runs with two events under one seq in their effective record
 	Definitions                                             map[string]int // runs by the definition they started on: "agent digest"
 }
 
@@ -173,6 +176,19 @@ func (a *schedAudit) run(id string, raw []*events.Event) {
 	eff, dropped := effectiveRun(raw)
 	a.effs[id] = eff
 	a.fig.Superseded += dropped
+	// No two events under one seq: an attempt that numbered from a record
+	// missing the latest events stores a second event at a seq taken.
+	under := map[uint64][]*events.Event{}
+	for _, e := range eff {
+		under[e.Seq] = append(under[e.Seq], e)
+	}
+	for _, seq := range slices.Sorted(maps.Keys(under)) {
+		if es := under[seq]; len(es) > 1 {
+			a.fig.TwoUnderOneSeq++
+			bad("%d events under seq %d (%s)\n  %s", len(es), seq, stagesLine(es), seqStages(raw))
+			break
+		}
+	}
 	for i, e := range eff {
 		if e.Seq != uint64(i+1) {
 			bad("effective seqs are not 1..%d (seq %d at %d)\n  %s", len(eff), e.Seq, i+1, seqStages(eff))
@@ -221,12 +237,12 @@ func (a *schedAudit) run(id string, raw []*events.Event) {
 			}
 		case events.StageHookDecided:
 			var p events.HookDecided
-			if e.DecodeData(&p) == nil && p.Plugin == "guard" {
+			if e.DecodeData(&p) == nil && p.Plugin == in.plugin {
 				hooksOn[p.EventID] = append(hooksOn[p.EventID], "decided:"+p.Decision)
 			}
 		case events.StageHookFailed:
 			var p events.HookFailed
-			if e.DecodeData(&p) == nil && p.Plugin == "guard" {
+			if e.DecodeData(&p) == nil && p.Plugin == in.plugin {
 				hooksOn[p.EventID] = append(hooksOn[p.EventID], "failed:"+p.Outcome)
 			}
 		case events.StageToolBefore:
@@ -337,7 +353,7 @@ func (a *schedAudit) run(id string, raw []*events.Event) {
 			bad("call %s (%s): the guard's records on its tool.before %s: %v, want one", cid, name, c.before.ID, h)
 		case h[0] == "failed:"+interceptors.FailedClosed:
 			a.fig.Denied++
-			if c.results > 0 || c.asked || len(c.afters) == 1 && !strings.HasPrefix(c.afters[0].Result.Content, "denied: guard: ") {
+			if c.results > 0 || c.asked || len(c.afters) == 1 && !strings.HasPrefix(c.afters[0].Result.Content, "denied: "+in.plugin+": ") {
 				bad("call %s (%s): the guard failed closed, yet the call went on (%d tool.result, asked %v, after %+v)", cid, name, c.results, c.asked, c.afters)
 			}
 		case h[0] == "decided:allow" || h[0] == "decided:modify":
@@ -428,8 +444,8 @@ func (a *schedAudit) answers(id, cid string, sub *submitted, c *callRecord, reas
 		}
 	case r.DeclaredBy == "second":
 		bad("call %s: the conflicting second answer was recorded: %s", cid, r.Describe())
-	case r.DeclaredBy != "first" || r.Channel != events.ChannelCLI:
-		bad("call %s: answered by %s, not by the approver", cid, r.Describe())
+	case r.DeclaredBy != "first" || r.Channel != events.ChannelCLI || r.Identity != a.in.approver:
+		bad("call %s: answered by %s, not by the approver (%s)", cid, r.Describe(), a.in.approver)
 	default:
 		a.fig.ApprovalsAnswered++
 		if sub != nil && sub.plan == planExpire {
@@ -690,12 +706,12 @@ func (f schedFigures) String() string {
 	for _, k := range slices.Sorted(maps.Keys(f.Outcomes)) {
 		outcomes = append(outcomes, fmt.Sprintf("%s %d", k, f.Outcomes[k]))
 	}
-	return fmt.Sprintf("%d runs (%s; %d not named by an acknowledged submission), %d events, %d attempts (%d resumed), %d superseded events, %d runs stored out of seq order, %d taken over by the other run of their pair;\n"+
+	return fmt.Sprintf("%d runs (%s; %d not named by an acknowledged submission), %d events, %d attempts (%d resumed), %d superseded events, %d runs stored out of seq order, %d runs with two events under one seq, %d taken over by the other run of their pair;\n"+
 		"  %d tool calls: %d denied fail-closed by the guard, %d allowed by it (%d requests in its record), %d outcomes unknown; %d Bash calls, %d Bash results recorded, %d executions counted (%d with their outcome recorded unknown);\n"+
 		"  approvals: %d asked, %d answered by the approver, %d expired, %d conflicting answers refused naming the first and checked against the record;\n"+
 		"  %d compactions; %d contexts and %d sessions checked as conversations; %d runs verified; %d hand-offs between definitions, %d requests handed back to the queue;\n"+
 		"  runs by the definition they started on: %s",
-		f.Runs, strings.Join(outcomes, ", "), f.NotSubmitted, f.Events, f.Attempts, f.Resumed, f.Superseded, f.OutOfOrder, f.Takeovers,
+		f.Runs, strings.Join(outcomes, ", "), f.NotSubmitted, f.Events, f.Attempts, f.Resumed, f.Superseded, f.OutOfOrder, f.TwoUnderOneSeq, f.Takeovers,
 		f.Calls, f.Denied, f.GuardAllowed, f.GuardRequests, f.Unknown, f.BashCalls, f.BashResults, f.Executions, f.Unrecorded,
 		f.ApprovalsAsked, f.ApprovalsAnswered, f.ApprovalsExpired, f.ConflictsChecked,
 		f.Compactions, f.Contexts, f.Sessions, f.Verified, f.HandOffs, f.Retried, sortedCounts(f.Definitions))

@@ -279,10 +279,10 @@ type submitted struct {
 // load is the submitting side of the schedule: lanes of sessions, the
 // approver, and what they did.
 type load struct {
-	url   string
-	admin *bus.Bus
-	tr    *tracker
-	seed  uint64
+	fl   *schedFleet // where and as whom the submissions and answers connect
+	sub  *bus.Bus    // the submissions' bus, as the loop user
+	tr   *tracker
+	seed uint64
 
 	stop   atomic.Bool // no new submissions
 	mu     sync.Mutex
@@ -301,8 +301,8 @@ type load struct {
 	cliSubmit int                   // runs queued by loop submit
 }
 
-func newLoad(url string, admin *bus.Bus, tr *tracker, seed uint64) *load {
-	return &load{url: url, admin: admin, tr: tr, seed: seed, runs: map[string]*submitted{}, answers: map[string]*answering{}}
+func newLoad(fl *schedFleet, sub *bus.Bus, tr *tracker, seed uint64) *load {
+	return &load{fl: fl, sub: sub, tr: tr, seed: seed, runs: map[string]*submitted{}, answers: map[string]*answering{}}
 }
 
 func (l *load) note(format string, args ...any) {
@@ -383,7 +383,7 @@ func (l *load) submit(ctx context.Context, sub *submitted) {
 		l.record(sub)
 		for ctx.Err() == nil {
 			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err := runs.New(l.admin).Submit(sctx, req)
+			err := runs.New(l.sub).Submit(sctx, req)
 			cancel()
 			if err == nil {
 				return
@@ -393,7 +393,8 @@ func (l *load) submit(ctx context.Context, sub *submitted) {
 		return
 	}
 	for ctx.Err() == nil {
-		res, err := runProc(40*time.Second, "loop", "submit", "--nats", l.url, "--agent", sub.agent, "--session", sub.session, prompt)
+		args := append([]string{"submit", "--nats", l.fl.urls(userLoop), "--agent", sub.agent, "--session", sub.session}, l.fl.replicas...)
+		res, err := runProc(40*time.Second, "loop", append(args, prompt)...)
 		if err == nil && res.code == 0 && events.ValidateULID("run", strings.TrimSpace(res.stdout)) == nil {
 			sub.id = strings.TrimSpace(res.stdout)
 			l.mu.Lock()
