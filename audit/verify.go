@@ -27,6 +27,11 @@ const (
 	ProblemAltered = "altered"
 	// ProblemRemoved: the run's seq numbers have a gap.
 	ProblemRemoved = "removed"
+	// ProblemLost: a gap in the run's seq numbers that the run's end
+	// records as never stored (an append lost in a fault, closed over by
+	// the end: events.RunFailed.Lost). A note: the end is part of the
+	// chain it closes, so removing an event later is still removed.
+	ProblemLost = "lost"
 	// ProblemInserted: an event that is not part of the run's chain (a
 	// second event with one seq, or one that links to nothing).
 	ProblemInserted = "inserted"
@@ -102,7 +107,7 @@ func (v *RunVerdict) Has(kind string) bool {
 // fails reports whether a problem of kind fails a run verified by v.
 func (v *Verifier) fails(kind string) bool {
 	switch kind {
-	case ProblemNoEnd:
+	case ProblemNoEnd, ProblemLost:
 		return false
 	case ProblemUnknownSigner:
 		return len(v.Trust) > 0
@@ -252,6 +257,7 @@ func (v *Verifier) verify(all []*events.Event) *RunVerdict {
 			add(ProblemReordered, m.event, 0, "%s stored as seq %d was chained as seq %d", m.event.Stage, m.event.Seq, m.chainedAs)
 		}
 	}
+	lost := declaredLost(chain)
 	var end *events.Event
 	for i, e := range chain {
 		if end != nil {
@@ -262,7 +268,9 @@ func (v *Verifier) verify(all []*events.Event) *RunVerdict {
 		if i > 0 {
 			want = chain[i-1].Seq + 1
 		}
-		if e.Seq != want {
+		if e.Seq != want && lost.covers(want, e.Seq-1) {
+			add(ProblemLost, nil, want, "%s never stored: lost in a fault, as the run's end records", seqRange(want, e.Seq-1))
+		} else if e.Seq != want {
 			if e.Seq-1 == want {
 				add(ProblemRemoved, nil, want, "seq %d is missing: removed", want)
 			} else {
@@ -385,4 +393,52 @@ func isShadow(e *events.Event) bool {
 		return err == nil && p.Outcome == "shadow"
 	}
 	return false
+}
+
+// lostSeqs are the seqs a run's end records as never stored.
+type lostSeqs map[uint64]bool
+
+// declaredLost reads the lost seqs of the run's terminal event in chain
+// (the first one: anything after it is after_end).
+func declaredLost(chain []*events.Event) lostSeqs {
+	for _, e := range chain {
+		if e.Stage == events.StageRunFailed {
+			p, err := events.Data[events.RunFailed](e)
+			if err != nil || len(p.Lost) == 0 {
+				return nil
+			}
+			out := make(lostSeqs, len(p.Lost))
+			for _, s := range p.Lost {
+				if s < e.Seq {
+					out[s] = true
+				}
+			}
+			return out
+		}
+		if e.Stage.Terminal() {
+			return nil
+		}
+	}
+	return nil
+}
+
+// covers reports whether every seq from first to last is declared lost.
+func (l lostSeqs) covers(first, last uint64) bool {
+	if len(l) == 0 || last < first {
+		return false
+	}
+	for s := first; s <= last; s++ {
+		if !l[s] {
+			return false
+		}
+	}
+	return true
+}
+
+// seqRange names seqs first to last.
+func seqRange(first, last uint64) string {
+	if first == last {
+		return fmt.Sprintf("seq %d", first)
+	}
+	return fmt.Sprintf("seqs %d to %d", first, last)
 }

@@ -55,4 +55,10 @@ var (
 	// ErrConsumer is returned by Observe, Replay, Tail and WaitRun when the
 	// JetStream consumer cannot be created or fails.
 	ErrConsumer = errors.New("hookbus: consumer failed")
+	// ErrBehind is returned, with ErrConsumer, by Replay, SessionEvents,
+	// RunEvents and ReadStream when no replica of the events stream
+	// delivered everything the stream's leader had stored when the read
+	// began, for the bus' timeout (a cluster whose replicas are catching
+	// up): the read fails rather than return less. Read again.
+	ErrBehind = errors.New("hookbus: the replica serving the read is behind the stream's leader")
 )

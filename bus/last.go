@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/events"
@@ -80,7 +79,7 @@ func (b *Bus) WaitEvent(ctx context.Context, agent, session string, stage events
 		malformed, unfetched int
 		found                *events.Event
 	)
-	err = b.readOrdered(ctx, filters, jetstream.DeliverAllPolicy, time.Time{}, max(from, 1), func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
+	err = b.readOrdered(ctx, orderedRead{filters: filters, policy: jetstream.DeliverAllPolicy, from: max(from, 1)}, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
 		e := b.decodeMsg(m, meta, &malformed)
 		if e == nil {
 			return false, nil

@@ -16,34 +16,46 @@ import (
 // msgFunc handles one message of an ordered read; done ends the read.
 type msgFunc func(m jetstream.Msg, meta *jetstream.MsgMetadata) (done bool, err error)
 
+// orderedRead is what readOrdered reads: the events stream's messages on
+// filters (every message when empty), from stream sequence from (0: by
+// policy, or from since when set).
+type orderedRead struct {
+	filters []string
+	policy  jetstream.DeliverPolicy
+	since   time.Time
+	from    uint64
+	// until, when set, is a stream sequence the read must reach: one the
+	// stream's leader reported (a read that sees every write stored before
+	// it began). The consumer of an ordered read may be placed on any
+	// replica of the stream, one that is behind the leader among them;
+	// when it goes quiet before until, the read is taken up again from
+	// where it was by a new consumer (the server places it anew), and it
+	// fails with ErrBehind rather than end short. docs/ARCHITECTURE.md
+	// ("Reads that see the latest write") has the rule.
+	until uint64
+}
+
+// readStall is how long an ordered read that has not reached its until
+// waits without a message before it takes the read up again on a new
+// consumer.
+const readStall = 250 * time.Millisecond
+
 // readOrdered reads the events stream with an ordered consumer (Consume:
 // no goroutine hand-off per message) and calls handle for each message
-// matching filters, in stream order, until handle is done or fails (its
-// error is returned), ctx is done (ctx's error), or the read cannot go on
-// (ErrConsumer: connection closed, stream gone). handle is never called
-// after readOrdered returned. The consumer is deleted on return rather than
-// left to the server's 5-minute inactivity clean-up (a worker replays a
-// session at every run).
-func (b *Bus) readOrdered(ctx context.Context, filters []string, policy jetstream.DeliverPolicy, since time.Time, from uint64, handle msgFunc) error {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: policy}
-	if from > 0 {
-		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = from
-	} else if !since.IsZero() {
-		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
-		cfg.OptStartTime = &since
-	}
-	rctx, cancel := b.withTimeout(ctx)
-	cons, err := b.js.OrderedConsumer(rctx, b.names.Events, cfg)
-	err = deadline.Err(rctx, err)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("%w: ordered consumer: %w", ErrConsumer, err)
-	}
-
+// of r, in stream order, until handle is done or fails (its error is
+// returned), ctx is done (ctx's error), or the read cannot go on
+// (ErrConsumer: connection closed, stream gone; with ErrBehind: no replica
+// delivered up to r.until for the bus' timeout). handle is never called
+// after readOrdered returned. The consumer is deleted on return rather
+// than left to the server's 5-minute inactivity clean-up (a worker replays
+// a session at every run).
+func (b *Bus) readOrdered(ctx context.Context, r orderedRead, handle msgFunc) error {
 	var (
 		mu      sync.Mutex // held while handle runs
 		stopped bool
+		gen     int       // the consumer whose messages count
+		pos     uint64    // the stream sequence of the last message handled
+		quiet   time.Time // since when nothing was handled
 		result  = make(chan error, 1)
 	)
 	finish := func(err error) { // mu held
@@ -52,49 +64,148 @@ func (b *Bus) readOrdered(ctx context.Context, filters []string, policy jetstrea
 			result <- err
 		}
 	}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
+	start := func(from uint64) (jetstream.Consumer, jetstream.ConsumeContext, error) {
 		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		meta, err := m.Metadata()
-		if err != nil {
-			finish(fmt.Errorf("%w: %w", ErrConsumer, err))
-			return
-		}
-		if done, err := handle(m, meta); done || err != nil {
-			finish(err)
-		}
-	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrStreamNotFound) {
-			mu.Lock()
-			finish(fmt.Errorf("%w: %w", ErrConsumer, err))
-			mu.Unlock()
-			return
-		}
-		b.log.Debug("hookbus: ordered consumer recovering", "error", err) // it resets itself
-	}))
-	if err != nil {
-		b.deleteOrdered(cons)
-		return fmt.Errorf("%w: ordered consumer: %w", ErrConsumer, err)
-	}
-	var rerr error
-	select {
-	case rerr = <-result:
-	case <-ctx.Done():
-		mu.Lock() // waits for a running handle
-		if stopped {
-			rerr = <-result
-		} else {
-			stopped = true
-			rerr = ctx.Err()
-		}
+		gen++
+		mine := gen
+		quiet = time.Now()
 		mu.Unlock()
+		cons, err := b.orderedConsumer(ctx, r, from)
+		if err != nil {
+			return nil, nil, err
+		}
+		cc, err := cons.Consume(func(m jetstream.Msg) {
+			mu.Lock()
+			defer mu.Unlock()
+			if stopped || gen != mine {
+				return
+			}
+			meta, err := m.Metadata()
+			if err != nil {
+				finish(fmt.Errorf("%w: %w", ErrConsumer, err))
+				return
+			}
+			if meta.Sequence.Stream <= pos {
+				return // handled already, by the consumer this one took over from
+			}
+			pos = meta.Sequence.Stream
+			done, err := handle(m, meta)
+			quiet = time.Now()
+			if done || err != nil {
+				finish(err)
+			}
+		}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrStreamNotFound) {
+				mu.Lock()
+				if gen == mine {
+					finish(fmt.Errorf("%w: %w", ErrConsumer, err))
+				}
+				mu.Unlock()
+				return
+			}
+			b.log.Debug("hookbus: ordered consumer recovering", "error", err) // it resets itself
+		}))
+		if err != nil {
+			b.deleteOrdered(cons)
+			return nil, nil, fmt.Errorf("%w: ordered consumer: %w", ErrConsumer, err)
+		}
+		return cons, cc, nil
 	}
-	cc.Stop()
-	b.deleteOrdered(cons)
-	return rerr
+
+	cons, cc, err := start(r.from)
+	if err != nil {
+		return err
+	}
+	stop := func() {
+		cc.Stop()
+		b.deleteOrdered(cons)
+	}
+	var tick <-chan time.Time
+	if r.until > 0 {
+		t := time.NewTicker(readStall / 2)
+		defer t.Stop()
+		tick = t.C
+	}
+	var (
+		behindSince time.Time // when the read last made progress while behind
+		behindAt    uint64
+		retakes     int
+	)
+	for {
+		select {
+		case rerr := <-result:
+			stop()
+			return rerr
+		case <-ctx.Done():
+			mu.Lock() // waits for a running handle
+			var rerr error
+			if stopped {
+				rerr = <-result
+			} else {
+				stopped = true
+				rerr = ctx.Err()
+			}
+			mu.Unlock()
+			stop()
+			return rerr
+		case now := <-tick:
+			mu.Lock()
+			at, idle := pos, now.Sub(quiet)
+			mu.Unlock()
+			if at >= r.until || idle < readStall {
+				continue
+			}
+			if behindSince.IsZero() || at != behindAt {
+				behindSince, behindAt = now, at
+			}
+			if now.Sub(behindSince) > b.opts.timeout {
+				mu.Lock()
+				finish(fmt.Errorf("%w: %w: read to stream sequence %d of %d in %v, and no replica delivered more", ErrConsumer, ErrBehind, at, r.until, b.opts.timeout))
+				mu.Unlock()
+				continue
+			}
+			// The replica the consumer is on is behind the leader (or
+			// gone quiet): take the read up on a new consumer.
+			retakes++
+			b.log.Debug("hookbus: ordered read behind the stream's leader; reading again from where it was", "at", at, "until", r.until, "retake", retakes)
+			stop()
+			from := r.from
+			if at > 0 {
+				from = at + 1
+			}
+			if cons, cc, err = start(from); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				b.log.Debug("hookbus: ordered read not taken up again", "error", err)
+				if cons, cc, err = start(from); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// orderedConsumer creates an ordered consumer reading r from stream
+// sequence from (0: as r says).
+func (b *Bus) orderedConsumer(ctx context.Context, r orderedRead, from uint64) (jetstream.Consumer, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: r.filters, DeliverPolicy: r.policy}
+	if from > 0 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = from
+	} else if !r.since.IsZero() {
+		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
+		since := r.since
+		cfg.OptStartTime = &since
+	}
+	rctx, cancel := b.withTimeout(ctx)
+	cons, err := b.js.OrderedConsumer(rctx, b.names.Events, cfg)
+	err = deadline.Err(rctx, err)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("%w: ordered consumer: %w", ErrConsumer, err)
+	}
+	return cons, nil
 }
 
 func (b *Bus) deleteOrdered(cons jetstream.Consumer) {

@@ -101,13 +101,14 @@ func (b *Bus) Replay(ctx context.Context, f Filter, fn func(*events.Event) error
 	if err != nil || !ok {
 		return st, err
 	}
-	err = b.readOrdered(ctx, filters, jetstream.DeliverAllPolicy, f.Since, f.From, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
+	r := orderedRead{filters: filters, policy: jetstream.DeliverAllPolicy, since: f.Since, from: f.From, until: last}
+	err = b.readOrdered(ctx, r, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
 		if !f.Until.IsZero() && meta.Timestamp.After(f.Until) {
 			return true, nil // stream order is storage-time order
 		}
 		if meta.Timestamp.Before(f.Since) {
 			st.Filtered++
-			return meta.Sequence.Stream >= last || meta.NumPending == 0, nil
+			return meta.Sequence.Stream >= last, nil
 		}
 		if e := b.decodeMsg(m, meta, &st.Malformed); e != nil {
 			if f.Run != "" && e.RunID != f.Run {
@@ -122,7 +123,7 @@ func (b *Bus) Replay(ctx context.Context, f Filter, fn func(*events.Event) error
 				}
 			}
 		}
-		return meta.Sequence.Stream >= last || meta.NumPending == 0, nil
+		return meta.Sequence.Stream >= last, nil
 	})
 	return st, err
 }
@@ -139,7 +140,7 @@ func (b *Bus) Tail(ctx context.Context, f Filter, fn func(*events.Event) error) 
 		return err
 	}
 	var malformed, unfetched int
-	err = b.readOrdered(ctx, filters, jetstream.DeliverNewPolicy, f.Since, f.From, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
+	err = b.readOrdered(ctx, orderedRead{filters: filters, policy: jetstream.DeliverNewPolicy, since: f.Since, from: f.From}, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
 		if !f.Until.IsZero() && meta.Timestamp.After(f.Until) {
 			return true, nil
 		}
@@ -240,7 +241,7 @@ func (b *Bus) WaitRun(ctx context.Context, agent, session, runID string) (*event
 		malformed, unfetched int
 		found                *events.Event
 	)
-	err = b.readOrdered(ctx, filters, jetstream.DeliverAllPolicy, time.Time{}, 0, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
+	err = b.readOrdered(ctx, orderedRead{filters: filters, policy: jetstream.DeliverAllPolicy}, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
 		if e := b.decodeMsg(m, meta, &malformed); e != nil && e.RunID == runID {
 			found = e
 			return true, b.fill(ctx, e, &unfetched)

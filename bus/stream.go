@@ -102,7 +102,7 @@ func (b *Bus) ReadStream(ctx context.Context, from uint64, fn func(*StoredMessag
 	if st.Msgs == 0 || from > last {
 		return nil
 	}
-	return b.readOrdered(ctx, nil, jetstream.DeliverAllPolicy, time.Time{}, from, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
+	return b.readOrdered(ctx, orderedRead{policy: jetstream.DeliverAllPolicy, from: from, until: last}, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
 		sm := &StoredMessage{Seq: meta.Sequence.Stream, Time: meta.Timestamp, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
 		if err := b.DecodeStored(ctx, sm); err != nil {
 			return true, err
@@ -110,7 +110,7 @@ func (b *Bus) ReadStream(ctx context.Context, from uint64, fn func(*StoredMessag
 		if err := fn(sm); err != nil {
 			return true, err
 		}
-		return meta.Sequence.Stream >= last || meta.NumPending == 0, nil
+		return meta.Sequence.Stream >= last, nil
 	})
 }
 

@@ -381,6 +381,11 @@ type RunFailed struct {
 	Error string `json:"error"`
 	// Steps counts the steps the run took.
 	Steps int `json:"steps"`
+	// Lost lists the run's seqs that were never stored (an append lost in
+	// a fault) when nothing could fill them any more (another run holds
+	// the session): this end closes the run over them, and verification
+	// reports them as lost, not removed.
+	Lost []uint64 `json:"lost,omitempty"`
 }
 
 // HarnessEvent is the data of harness.event: a hook event of a coding

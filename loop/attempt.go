@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hookbus/hookbus/events"
@@ -203,6 +204,12 @@ func (r *run) read(ctx context.Context) (*Session, *runState, error) {
 	evs, err := readRun(ctx, r.eng.cfg.History, r.req.AgentID, r.req.SessionID, r.req.RunID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, err)
+	}
+	if r.claimed && !slices.ContainsFunc(evs, func(e *events.Event) bool { return e.Stored == r.claim }) {
+		// A read after the claim that does not hold it is not the record:
+		// numbering from it would reuse seqs, and a call it does not show
+		// would run again.
+		return nil, nil, fmt.Errorf("%w: read session %s/%s: the read does not hold the attempt's own claim (stream sequence %d): the history read is behind the stream", ErrUnrecorded, r.req.AgentID, r.req.SessionID, r.claim)
 	}
 	sess, st, err := rebuild(evs, r.req.RunID)
 	if err != nil {

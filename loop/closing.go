@@ -54,6 +54,8 @@ type ending struct {
 	// unknown says why the outcome of a call that may have run is not
 	// recorded.
 	unknown string
+	// lost are the run's seqs never stored that the end closes over.
+	lost []uint64
 }
 
 // takenBy makes e the end of run r's session taken over by another run's
@@ -96,8 +98,12 @@ func (r *run) closeRun(ctx context.Context, e ending) (*Result, error) {
 			return res, fmt.Errorf("%w: run %s ended already (%s, seq %d): nothing more is recorded", ErrLostRun, r.req.RunID, rec.ended.Stage, rec.ended.Seq)
 		case rec.resumed != nil:
 			return res, fmt.Errorf("%w: another attempt of run %s claimed its session (stream sequence %d)", ErrLostRun, r.req.RunID, rec.resumed.Stored)
-		case rec.hole != 0:
-			return res, fmt.Errorf("%w: run %s: seq %d is not stored while later ones are: the attempt that resumes the run fills it", ErrUnrecorded, r.req.RunID, rec.hole)
+		case len(rec.lost) > 0 && e.takenOver == nil:
+			return res, fmt.Errorf("%w: run %s: seq %d is not stored while later ones are: the attempt that resumes the run fills it", ErrUnrecorded, r.req.RunID, rec.lost[0])
+		case len(rec.lost) > 0:
+			// Another run holds the session: no attempt of this one can
+			// claim it to fill the gap. The end records what was lost.
+			e.lost = rec.lost
 		}
 		if e.takenOver != nil && rec.takenBy != nil {
 			e.takenBy(r, rec.takenBy)
@@ -142,9 +148,9 @@ type closingRecord struct {
 	// takenBy is the first run.started of another run stored after this
 	// attempt's claim: the run that took the session over.
 	takenBy *events.Event
-	// hole is the first seq of the run missing while a later one is
-	// stored, 0 when there is none.
-	hole uint64
+	// lost are the seqs of the run missing while a later one is stored
+	// (appends lost in a fault), in order.
+	lost []uint64
 }
 
 // readRecord reads the session as a closing must see it.
@@ -181,11 +187,10 @@ func (r *run) readRecord(ctx context.Context) (*closingRecord, error) {
 		if e.RunID != mine || e.Seq == 0 {
 			continue
 		}
-		if prev != 0 && e.Seq != prev+1 {
-			rec.hole = prev + 1
-			break
+		for s := prev + 1; prev != 0 && s < e.Seq; s++ {
+			rec.lost = append(rec.lost, s)
 		}
-		prev = e.Seq
+		prev = max(prev, e.Seq)
 	}
 	return rec, nil
 }
@@ -227,7 +232,7 @@ func (r *run) closingEvents(st *runState, e ending) ([]*events.Event, error) {
 		}
 	}
 	if e.failed {
-		return out, add(events.StageRunFailed, events.RunFailed{Error: e.detail, Steps: r.step}, "", r.step)
+		return out, add(events.StageRunFailed, events.RunFailed{Error: e.detail + lostDetail(e.lost), Steps: r.step, Lost: e.lost}, "", r.step)
 	}
 	rc := events.RunCompleted{Reason: e.reason, Detail: e.detail, Steps: r.step, Usage: r.usage, Events: st.events + len(out)}
 	return out, add(events.StageRunCompleted, rc, "", r.step)
@@ -281,4 +286,15 @@ func (r *run) appendAfter(ctx context.Context, evs []*events.Event, seen uint64)
 		seen = at
 	}
 	return nil
+}
+
+// lostDetail says which seqs an end closes over, for its error text.
+func lostDetail(lost []uint64) string {
+	switch len(lost) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("; seq %d was never stored (an append lost in a fault)", lost[0])
+	}
+	return fmt.Sprintf("; seqs %v were never stored (appends lost in a fault)", lost)
 }

@@ -899,6 +899,10 @@ export interface RunFailed {
    * steps counts the steps the run took.
    */
   steps: number;
+  /**
+   * lost lists the run's seqs that were never stored (an append lost in a fault) when nothing could fill them any more (another run holds the session): this end closes the run over them, and verification reports them as lost, not removed.
+   */
+  lost?: number[];
 }
 /**
  * RunRequest asks a loop worker to run an agent: the JSON body of a message on "<prefix>.run.<agent>" (the HOOKBUS_RUNS work queue).
