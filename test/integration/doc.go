@@ -163,7 +163,10 @@
 //
 //   - event ids are unique; each run has exactly one terminal event in the
 //     stream; its effective record (the supersede rule applied) has no two
-//     events under one seq, has seqs 1..N and ends with it;
+//     events under one seq, has seqs 1..N and ends with it (a run taken
+//     over by the other run of its pair may skip the seqs its run.failed
+//     records as lost: appends lost in a fault that no attempt can fill,
+//     each absent);
 //   - every call has one tool.before and one tool.after (a recorded outcome
 //     unknown has its tool.after), or, asked about, was settled by a
 //     rejection or the run's end while it waited;

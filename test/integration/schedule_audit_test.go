@@ -55,6 +55,7 @@ type schedFigures struct {
 	Verified                                                int
 	HandOffs, Takeovers, Retried                            int
 	TwoUnderOneSeq                                          int            // runs with two events under one seq in their effective record
+	LostRuns, LostSeqs                                      int            // taken-over runs whose end closes over appends lost in a fault, and those seqs
 	Definitions                                             map[string]int // runs by the definition they started on: "agent digest"
 }
 
@@ -189,11 +190,28 @@ func (a *schedAudit) run(id string, raw []*events.Event) {
 			break
 		}
 	}
-	for i, e := range eff {
-		if e.Seq != uint64(i+1) {
-			bad("effective seqs are not 1..%d (seq %d at %d)\n  %s", len(eff), e.Seq, i+1, seqStages(eff))
+	// Seqs 1..N, but for those a taken-over run's end records as never
+	// stored (appends lost in a fault that no attempt of the run can
+	// fill any more: docs/PROTOCOL.md): each of those is absent.
+	lost := lostOf(eff)
+	want := uint64(1)
+	for _, e := range eff {
+		for lost[want] && e.Seq > want {
+			want++
+		}
+		if lost[e.Seq] {
+			bad("seq %d, which its end records as never stored, is stored (%s)\n  %s", e.Seq, e.Stage, seqStages(eff))
 			break
 		}
+		if e.Seq != want {
+			bad("effective seqs are not 1..%d (seq %d where %d was due)\n  %s", len(eff)+len(lost), e.Seq, want, seqStages(eff))
+			break
+		}
+		want++
+	}
+	if len(lost) > 0 {
+		a.fig.LostRuns++
+		a.fig.LostSeqs += len(lost)
 	}
 	var end *events.Event
 	if n := len(eff); n > 0 && (eff[n-1].Stage == events.StageRunCompleted || eff[n-1].Stage == events.StageRunFailed) {
@@ -408,7 +426,24 @@ func (a *schedAudit) outcome(id string, sub *submitted, end *events.Event, rc ev
 	}
 }
 
-var takenOver = regexp.MustCompile(`taken over by run (\S+)`)
+var takenOver = regexp.MustCompile(`taken over by run ([0-9A-Z]{26})`)
+
+// lostOf is the set of seqs a run's end (the last event of its effective
+// record, a run.failed) records as never stored.
+func lostOf(eff []*events.Event) map[uint64]bool {
+	if len(eff) == 0 || eff[len(eff)-1].Stage != events.StageRunFailed {
+		return nil
+	}
+	var p events.RunFailed
+	if eff[len(eff)-1].DecodeData(&p) != nil || len(p.Lost) == 0 {
+		return nil
+	}
+	out := map[uint64]bool{}
+	for _, s := range p.Lost {
+		out[s] = true
+	}
+	return out
+}
 
 // answers checks a call's answers: one at most; one when it was asked
 // about and its run went past it; the approver's (never its conflicting
@@ -706,12 +741,12 @@ func (f schedFigures) String() string {
 	for _, k := range slices.Sorted(maps.Keys(f.Outcomes)) {
 		outcomes = append(outcomes, fmt.Sprintf("%s %d", k, f.Outcomes[k]))
 	}
-	return fmt.Sprintf("%d runs (%s; %d not named by an acknowledged submission), %d events, %d attempts (%d resumed), %d superseded events, %d runs stored out of seq order, %d runs with two events under one seq, %d taken over by the other run of their pair;\n"+
+	return fmt.Sprintf("%d runs (%s; %d not named by an acknowledged submission), %d events, %d attempts (%d resumed), %d superseded events, %d runs stored out of seq order, %d runs with two events under one seq, %d taken over by the other run of their pair (%d closing over %d appends lost in a fault);\n"+
 		"  %d tool calls: %d denied fail-closed by the guard, %d allowed by it (%d requests in its record), %d outcomes unknown; %d Bash calls, %d Bash results recorded, %d executions counted (%d with their outcome recorded unknown);\n"+
 		"  approvals: %d asked, %d answered by the approver, %d expired, %d conflicting answers refused naming the first and checked against the record;\n"+
 		"  %d compactions; %d contexts and %d sessions checked as conversations; %d runs verified; %d hand-offs between definitions, %d requests handed back to the queue;\n"+
 		"  runs by the definition they started on: %s",
-		f.Runs, strings.Join(outcomes, ", "), f.NotSubmitted, f.Events, f.Attempts, f.Resumed, f.Superseded, f.OutOfOrder, f.TwoUnderOneSeq, f.Takeovers,
+		f.Runs, strings.Join(outcomes, ", "), f.NotSubmitted, f.Events, f.Attempts, f.Resumed, f.Superseded, f.OutOfOrder, f.TwoUnderOneSeq, f.Takeovers, f.LostRuns, f.LostSeqs,
 		f.Calls, f.Denied, f.GuardAllowed, f.GuardRequests, f.Unknown, f.BashCalls, f.BashResults, f.Executions, f.Unrecorded,
 		f.ApprovalsAsked, f.ApprovalsAnswered, f.ApprovalsExpired, f.ConflictsChecked,
 		f.Compactions, f.Contexts, f.Sessions, f.Verified, f.HandOffs, f.Retried, sortedCounts(f.Definitions))

@@ -254,10 +254,13 @@ func (f *nodeFaults) deal(ctx context.Context, t *testing.T, kind string) string
 	leader, follower := f.leaderAndFollower(ctx)
 	pause := 500*time.Millisecond + time.Duration(f.rng.Int64N(int64(5*time.Second)))
 	role := func(n string) string {
-		if n == leader {
+		switch {
+		case leader == "":
+			return n + " (events leader unknown)"
+		case n == leader:
 			return n + " (events leader)"
 		}
-		return n
+		return n + " (events follower)"
 	}
 	switch kind {
 	case "kill-leader", "kill-follower":
