@@ -276,12 +276,12 @@ func faultSchedule(t *testing.T, seed uint64, loadFor time.Duration, cluster boo
 	}
 
 	// The faults, until the load has lasted loadFor and submitted minRuns
-	// (at most twice as long).
+	// (a quarter longer at most: the schedule stays within its time).
 	loadStart := time.Now()
 	count := map[string]int{}
 	var deck []string
 	deployedAt := time.Duration(0)
-	for time.Since(loadStart) < loadFor || l.submittedCount() < minRuns && time.Since(loadStart) < 2*loadFor {
+	for time.Since(loadStart) < loadFor || l.submittedCount() < minRuns && time.Since(loadStart) < loadFor+loadFor/4 {
 		if deployedAt == 0 && time.Since(loadStart) >= loadFor/2 {
 			// The deploy: w2 is SIGKILLed and comes back on version 2 of
 			// agent A, made the fleet's (--replace-definition). New runs of
