@@ -188,7 +188,9 @@
 //     guard.log, or a failure with outcome failed_closed after which the
 //     call was denied and did not run;
 //   - a run ended done; rejected only when its plan rejected a call; or
-//     failed only when the other run of its pair took its session over;
+//     failed only when another run of its session took it over: the other
+//     run of its pair, or a run of a loop submit process that failed yet
+//     queued it (its lane then submitted the run again);
 //   - every context.assembled and every rebuilt session is a conversation a
 //     provider accepts (a compaction's summary may be followed by a kept
 //     prompt; in sessions where a run was taken over before its reply, a
@@ -196,7 +198,8 @@
 //   - approvals: each call asked about has at most one approval.resolved,
 //     one unless its run ended while it waited; it is the approver's answer
 //     as given (its note "first", recorded as given by the approver's
-//     user), or an expiry; no conflicting answer was
+//     user), or an expiry; an answer the approver was told is recorded is
+//     the one recorded; no conflicting answer was
 //     accepted or recorded, and each was refused naming the first, whose
 //     answer id is the one recorded;
 //   - observer verify exits 0 and says every run is intact and ended: no

@@ -72,8 +72,11 @@ func (l *load) answer(ctx context.Context, w waiting) {
 		if time.Since(w.asked) < approvalExpiry+2*time.Minute {
 			return
 		}
-		l.note("run %s: calls %v not resolved by their expiry (%v) %v after they were asked; answering them",
-			w.run, w.calls, approvalExpiry, time.Since(w.asked).Round(time.Second))
+		if !a.noted {
+			a.noted = true
+			l.note("run %s: calls %v not resolved by their expiry (%v) %v after they were asked; answering them",
+				w.run, w.calls, approvalExpiry, time.Since(w.asked).Round(time.Second))
+		}
 		p = planApprove
 	}
 	if !w.settled && time.Since(w.asked) < 10*time.Second {
@@ -137,6 +140,10 @@ func (l *load) cli(ctx context.Context, run, call, action, note string, a *answe
 	switch {
 	case err == nil && res.code == 0 && strings.Contains(res.stdout, "recorded"):
 		l.answered++
+		if a.acked == nil {
+			a.acked = map[string]string{}
+		}
+		a.acked[call] = action
 		return true
 	case strings.Contains(s, "answered already: ") && strings.Contains(s, `[note: declared "`+note+`"]`):
 		l.recovered++ // an earlier send of this answer was recorded; its reply was lost

@@ -56,6 +56,7 @@ type schedFigures struct {
 	HandOffs, Takeovers, Retried                            int
 	TwoUnderOneSeq                                          int            // runs with two events under one seq in their effective record
 	LostRuns, LostSeqs                                      int            // taken-over runs whose end closes over appends lost in a fault, and those seqs
+	TakenByUnacked                                          int            // taken over by a run whose loop submit process failed (yet queued it)
 	Definitions                                             map[string]int // runs by the definition they started on: "agent digest"
 }
 
@@ -71,6 +72,7 @@ type schedAudit struct {
 	// its turn may have no reply (conversationError's unanswered).
 	takeovers map[string]bool
 	runDigest map[string]string // run → the definition its first run.started records
+	sessionOf map[string]string // run → "agent/session", as the stream has it
 }
 
 // digestOf reports whether a worker serves agent on definition digest.
@@ -89,7 +91,10 @@ func (a *schedAudit) fail(format string, args ...any) {
 
 // auditSchedule runs every check and returns the failures and figures.
 func auditSchedule(in *schedInput) ([]string, schedFigures) {
-	a := &schedAudit{in: in, agentOf: map[string]string{}, effs: map[string][]*events.Event{}, runDigest: map[string]string{}}
+	a := &schedAudit{in: in, agentOf: map[string]string{}, effs: map[string][]*events.Event{}, runDigest: map[string]string{}, sessionOf: map[string]string{}}
+	for _, e := range in.evs {
+		a.sessionOf[e.RunID] = e.AgentID + "/" + e.SessionID
+	}
 	a.fig.Outcomes, a.fig.Definitions = map[string]int{}, map[string]int{}
 	a.fig.Events = len(in.evs)
 	a.uniqueIDs()
@@ -406,8 +411,13 @@ func (a *schedAudit) outcome(id string, sub *submitted, end *events.Event, rc ev
 		switch {
 		case m == nil:
 			bad("run.failed: %s", p.Error)
-		case a.in.load.runs[m[1]] == nil || a.in.load.runs[m[1]].session != end.SessionID:
+		case a.sessionOf[m[1]] != end.AgentID+"/"+end.SessionID:
 			bad("run.failed %q names a run that is not of its session", p.Error)
+		case a.in.load.runs[m[1]] == nil:
+			// A run of a loop submit process that failed, yet queued it,
+			// while its lane submitted the run again: two runs at once.
+			a.fig.Takeovers++
+			a.fig.TakenByUnacked++
 		case sub != nil && !sub.pair && !a.in.load.runs[m[1]].pair:
 			bad("run.failed %q, but it was alone in its session when it ran", p.Error)
 		default:
@@ -490,6 +500,10 @@ func (a *schedAudit) answers(id, cid string, sub *submitted, c *callRecord, reas
 	ans := a.in.load.answers[id]
 	if ans == nil {
 		return
+	}
+	// An answer the approver was told is recorded is the call's answer.
+	if act, ok := ans.acked[cid]; ok && (r.DeclaredBy != "first" || r.Channel != events.ChannelCLI || r.Action != act) {
+		bad("call %s: the approver's answer (%s) was acknowledged as recorded, the record holds %s", cid, act, r.Describe())
 	}
 	if ans.first == cid && r.Channel != events.ChannelExpiry && r.Action != ans.firstAct {
 		bad("call %s: the approver answered %s first, the record holds %s", cid, ans.firstAct, r.Describe())
@@ -741,12 +755,12 @@ func (f schedFigures) String() string {
 	for _, k := range slices.Sorted(maps.Keys(f.Outcomes)) {
 		outcomes = append(outcomes, fmt.Sprintf("%s %d", k, f.Outcomes[k]))
 	}
-	return fmt.Sprintf("%d runs (%s; %d not named by an acknowledged submission), %d events, %d attempts (%d resumed), %d superseded events, %d runs stored out of seq order, %d runs with two events under one seq, %d taken over by the other run of their pair (%d closing over %d appends lost in a fault);\n"+
+	return fmt.Sprintf("%d runs (%s; %d not named by an acknowledged submission), %d events, %d attempts (%d resumed), %d superseded events, %d runs stored out of seq order, %d runs with two events under one seq, %d taken over by the other run of their pair (%d by a run whose loop submit failed; %d closing over %d appends lost in a fault);\n"+
 		"  %d tool calls: %d denied fail-closed by the guard, %d allowed by it (%d requests in its record), %d outcomes unknown; %d Bash calls, %d Bash results recorded, %d executions counted (%d with their outcome recorded unknown);\n"+
 		"  approvals: %d asked, %d answered by the approver, %d expired, %d conflicting answers refused naming the first and checked against the record;\n"+
 		"  %d compactions; %d contexts and %d sessions checked as conversations; %d runs verified; %d hand-offs between definitions, %d requests handed back to the queue;\n"+
 		"  runs by the definition they started on: %s",
-		f.Runs, strings.Join(outcomes, ", "), f.NotSubmitted, f.Events, f.Attempts, f.Resumed, f.Superseded, f.OutOfOrder, f.TwoUnderOneSeq, f.Takeovers, f.LostRuns, f.LostSeqs,
+		f.Runs, strings.Join(outcomes, ", "), f.NotSubmitted, f.Events, f.Attempts, f.Resumed, f.Superseded, f.OutOfOrder, f.TwoUnderOneSeq, f.Takeovers, f.TakenByUnacked, f.LostRuns, f.LostSeqs,
 		f.Calls, f.Denied, f.GuardAllowed, f.GuardRequests, f.Unknown, f.BashCalls, f.BashResults, f.Executions, f.Unrecorded,
 		f.ApprovalsAsked, f.ApprovalsAnswered, f.ApprovalsExpired, f.ConflictsChecked,
 		f.Compactions, f.Contexts, f.Sessions, f.Verified, f.HandOffs, f.Retried, sortedCounts(f.Definitions))

@@ -449,4 +449,6 @@ type answering struct {
 	next     time.Time // do not try again before
 	lastErr  string
 	gaveUp   bool
+	noted    bool              // the calls' missed expiry is noted (once)
+	acked    map[string]string // call → the action the approver's answer to it was acknowledged (recorded) with
 }
