@@ -431,10 +431,10 @@ func faultSchedule(t *testing.T, seed uint64, loadFor time.Duration, cluster boo
 	}
 	l.mu.Lock()
 	t.Logf("schedule figures (seed %d, %s):\n  %s\n  faults: %s\n  downtime: %s%s\n  submissions: %d runs (%d by loop submit; %d loop submit processes failed), %d stuck;"+
-		" approver: %d answers recorded, %d found recorded after a lost reply, %d found expired first, %d conflicting answers refused, %d tries again\n"+
+		" approver: %d answers recorded, %d found recorded after a lost reply, %d found expired first, %d conflicting answers refused (and %d refused as the first, a reject, had ended the run), %d tries again\n"+
 		"  wall time %v (load %v, drain %v); tracker read errors %d",
 		seed, topology, fig, sortedCounts(count), sortedCounts(downs), nodes, submitted, l.cliSubmit, l.unackd, len(l.stuck),
-		l.answered, l.recovered, l.expiredQ, l.refused, l.retries,
+		l.answered, l.recovered, l.expiredQ, l.refused, l.refusedEnded, l.retries,
 		time.Since(begin).Round(time.Second), loadTime.Round(time.Second), drainTime.Round(time.Second), tr.readErrs)
 	l.mu.Unlock()
 	for _, g := range groupFailures(failures) {

@@ -193,6 +193,13 @@ func (l *load) conflict(ctx context.Context, run, call, first string, a *answeri
 			}
 			l.mu.Unlock()
 			return
+		case first == events.ActionReject && strings.Contains(s, "has ended"):
+			// The first answer ended the run (rejected): refused, and there
+			// is nothing left to name.
+			l.mu.Lock()
+			l.refusedEnded++
+			l.mu.Unlock()
+			return
 		case strings.Contains(s, "answered already") || strings.Contains(s, "has ended"):
 			l.note("run %s call %s: the conflicting answer (%s) was refused without naming the first (%s): %s", run, call, action, first, oneLine(s))
 			return

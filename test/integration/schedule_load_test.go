@@ -291,14 +291,15 @@ type load struct {
 	unackd int      // loop submit processes that failed (their run may be queued)
 	stuck  []string // runs a lane gave up waiting for
 	// The approver's side.
-	answers   map[string]*answering // by run
-	notes     []string              // approval anomalies the audit reports
-	answered  int                   // answers recorded by the approver's first try or a retry
-	recovered int                   // answers whose ack was lost, found recorded by the retry
-	refused   int                   // conflicting second answers refused naming the first
-	expiredQ  int                   // runs the approver found answered by an expiry first
-	retries   int                   // answers tried again after a transient failure
-	cliSubmit int                   // runs queued by loop submit
+	answers      map[string]*answering // by run
+	notes        []string              // approval anomalies the audit reports
+	answered     int                   // answers recorded by the approver's first try or a retry
+	recovered    int                   // answers whose ack was lost, found recorded by the retry
+	refused      int                   // conflicting second answers refused naming the first
+	refusedEnded int                   // conflicting second answers refused because the first, a reject, ended the run
+	expiredQ     int                   // runs the approver found answered by an expiry first
+	retries      int                   // answers tried again after a transient failure
+	cliSubmit    int                   // runs queued by loop submit
 }
 
 func newLoad(fl *schedFleet, sub *bus.Bus, tr *tracker, seed uint64) *load {
