@@ -17,9 +17,10 @@ import (
 // whose identity is not its writer's: identity); a signer not
 // trusted does when the verifier trusts some keys (Verifier.Trust);
 // unsigned, unchained and unverifiable do when it requires signed runs
-// (Verifier.RequireSigned); no_end never does: a run
+// (Verifier.RequireSigned); no_end and lost never do: a run
 // without an end is running, waiting or was cut off, which says nothing
-// about the record's integrity. docs/PROTOCOL.md ("Tamper evidence") has
+// about the record's integrity, and a lost seq is one the run's own end
+// declares never stored. docs/PROTOCOL.md ("Tamper evidence") has
 // the table.
 const (
 	// ProblemAltered: an event's content no longer matches the hash the

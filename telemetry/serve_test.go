@@ -18,7 +18,7 @@ import (
 // names only, and the bearer token when a token file is given; off
 // loopback it needs both.
 func TestServeMetricsGuarded(t *testing.T) {
-	const token = "prometheus-0123456789abcdef"
+	const token = "prometheus-0123456789abcdef0123456789abcdef"
 	file := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(file, []byte(token+" prometheus\n"), 0o600); err != nil {
 		t.Fatal(err)

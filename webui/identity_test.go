@@ -19,8 +19,9 @@ import (
 )
 
 const (
-	aliceToken = "alice-0123456789abcdef"
-	bobToken   = "bob-0123456789abcdef01"
+	aliceToken  = "alice-0123456789abcdef0123456789abcdef"
+	bobToken    = "bob-0123456789abcdef0123456789abcdef01"
+	proxySecret = "proxy-secret-0123456789abcdef0123456789"
 )
 
 // An answer is recorded under the identity the listener authenticated: a
@@ -35,7 +36,7 @@ func TestAnswerRecordsIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs := serveGuarded(t, webui.Config{Bus: b, AllowApprovals: true}, httpauth.Config{Tokens: tokens})
-	proxied := serveGuarded(t, webui.Config{Bus: b, AllowApprovals: true}, httpauth.Config{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	proxied := serveGuarded(t, webui.Config{Bus: b, AllowApprovals: true}, httpauth.Config{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, ProxySecret: []byte(proxySecret)})
 	wait := func() string {
 		t.Helper()
 		req := &events.RunRequest{RunID: events.NewID(), AgentID: "ops", SessionID: "s-" + events.NewID(), Prompt: "what is 6*7?"}
@@ -119,9 +120,17 @@ func TestAnswerRecordsIdentity(t *testing.T) {
 		t.Fatalf("bob's answer recorded as %+v", r)
 	}
 
-	// Behind a trusted proxy: its X-Forwarded-User.
+	// Behind a trusted proxy on the same machine: a local process that
+	// skips the proxy and says X-Forwarded-User answers nothing; the
+	// proxy, sending its secret, says who answers.
 	run = wait()
-	if code, body := answer(c, proxied.URL, run, `{"action":"approve"}`, httpauth.HeaderForwardedUser, "carol", httpauth.HeaderForwardedEmail, "carol@example.com"); code != 200 {
+	if code, body := answer(c, proxied.URL, run, `{"action":"approve"}`, httpauth.HeaderForwardedUser, "ciso"); code != http.StatusUnauthorized {
+		t.Fatalf("an answer as X-Forwarded-User ciso without the proxy's secret: %d %s, want 401", code, body)
+	}
+	if r := resolved(run); r != nil {
+		t.Fatalf("an answer without the proxy's secret was recorded: %+v", r)
+	}
+	if code, body := answer(c, proxied.URL, run, `{"action":"approve"}`, httpauth.HeaderForwardedUser, "carol", httpauth.HeaderForwardedEmail, "carol@example.com", httpauth.HeaderProxySecret, proxySecret); code != 200 {
 		t.Fatalf("carol's answer: %d %s", code, body)
 	}
 	if r := resolved(run); r == nil || r.By != "carol" {

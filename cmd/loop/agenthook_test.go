@@ -126,7 +126,7 @@ func TestGatewayRoutes(t *testing.T) {
 		}
 		hs = append(hs, h)
 	}
-	gw, err := newGateway(f.config(b, hooks, nil), DefaultMaxBody, DefaultMaxBodyTotal, hs...)
+	gw, err := newGateway(f.config(b, hooks, nil), defaultBodyLimits(), hs...)
 	if err != nil {
 		t.Fatal(err)
 	}

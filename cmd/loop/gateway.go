@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/hookbus/hookbus/hooks/harness"
 	"github.com/hookbus/hookbus/internal/cli"
@@ -53,18 +52,25 @@ func gatewayCmd(a *cli.App) *cobra.Command {
 		listen := fs.String("listen", "", "address to listen on for hooks (host:port; required); off loopback give --token-file (or $"+GatewayTokenEnv+") and --public-url")
 		auth := httpauth.Flags{TokenEnv: GatewayTokenEnv}
 		auth.Register(fs)
-		maxBody, maxTotal := byteSize(DefaultMaxBody), byteSize(DefaultMaxBodyTotal)
+		maxBody, maxTotal, perCaller, minRate := byteSize(DefaultMaxBody), byteSize(DefaultMaxBodyTotal), byteSize(DefaultMaxBodyPerCaller), byteSize(DefaultMinBodyRate)
 		fs.Var(&maxBody, "max-body", "the largest hook input taken (413 above it): bytes, or with KiB, MiB, GiB")
-		fs.Var(&maxTotal, "max-body-total", "the most bytes of hook inputs held at once across requests (503 with Retry-After above it)")
+		fs.Var(&maxTotal, "max-body-total", "the most bytes of hook inputs held at once across requests, counted as they arrive (503 with Retry-After above it)")
+		fs.Var(&perCaller, "max-body-per-caller", "the most bytes of hook inputs one caller (a token; on loopback without tokens, the local user) holds at once (503 with Retry-After above it); default half of --max-body-total, at least --max-body")
+		readTimeout := fs.Duration("read-timeout", DefaultReadTimeout, "how long a request's headers, and its body's first bytes, may take (the connection is closed, or 408)")
+		fs.Var(&minRate, "min-body-rate", "after --read-timeout, the slowest a hook input may come, per second (408 below it)")
 		var admin cli.AdminFlags
 		admin.Register(fs, "127.0.0.1:9467", 0, "take no new hook and answer those in flight (default: --timeout)")
 		return func(ctx context.Context, args []string) error {
-			return f.gateway(ctx, a, args, *names, *listen, &auth, &admin, int64(maxBody), int64(maxTotal))
+			limits := bodyLimits{max: int64(maxBody), total: int64(maxTotal), perCaller: int64(perCaller), timeout: *readTimeout, minRate: int64(minRate)}
+			if !fs.Changed("max-body-per-caller") {
+				limits.perCaller = min(max(limits.total/2, limits.max), limits.total)
+			}
+			return f.gateway(ctx, a, args, *names, *listen, &auth, &admin, limits)
 		}
 	})
 }
 
-func (f *bridgeFlags) gateway(ctx context.Context, a *cli.App, args []string, names, listen string, auth *httpauth.Flags, admin *cli.AdminFlags, maxBody, maxTotal int64) error {
+func (f *bridgeFlags) gateway(ctx context.Context, a *cli.App, args []string, names, listen string, auth *httpauth.Flags, admin *cli.AdminFlags, limits bodyLimits) error {
 	stderr := a.Err
 	if err := cli.NoArgs(nil, args); err != nil {
 		return err
@@ -86,16 +92,16 @@ func (f *bridgeFlags) gateway(ctx context.Context, a *cli.App, args []string, na
 	if listen == "" {
 		return fmt.Errorf("%w: loop gateway needs --listen ADDR", cli.ErrUsage)
 	}
-	if maxBody > maxTotal {
-		mb, mt := byteSize(maxBody), byteSize(maxTotal)
-		return fmt.Errorf("%w: --max-body %s is over --max-body-total %s", cli.ErrUsage, &mb, &mt)
+	if err := limits.check(); err != nil {
+		return fmt.Errorf("%w: %w", cli.ErrUsage, err)
 	}
 	drain := admin.Drain
 	if drain <= 0 {
 		drain = f.timeout
 	}
 	log := a.Log.Logger(stderr)
-	ln, err := auth.Listen(listen, httpauth.Options{Name: "loop gateway", Logger: log, ReadTimeout: time.Minute, ShutdownTimeout: drain, Drain: true})
+	ln, err := auth.Listen(listen, httpauth.Options{Name: "loop gateway", Logger: log,
+		ReadHeaderTimeout: limits.timeout, ReadTimeout: limits.slowest(), ShutdownTimeout: drain, Drain: true})
 	if err != nil {
 		if errors.Is(err, httpauth.ErrInvalidConfig) {
 			return fmt.Errorf("%w: %w", cli.ErrUsage, err)
@@ -113,7 +119,7 @@ func (f *bridgeFlags) gateway(ctx context.Context, a *cli.App, args []string, na
 		return err
 	}
 	defer stop()
-	gw, err := newGateway(f.config(c.Bus, hooks, log), maxBody, maxTotal, hs...)
+	gw, err := newGateway(f.config(c.Bus, hooks, log), limits, hs...)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +71,7 @@ func postHook(t *testing.T, url, token, body string) (int, string) {
 	return res.StatusCode, string(out)
 }
 
-const gatewayToken = "gw-token-0123456789abcdef"
+const gatewayToken = "gw-token-0123456789abcdef0123456789abcdef"
 
 // With HOOKBUS_GATEWAY_TOKEN set, a caller without it writes nothing: a
 // forged Stop is refused (401) and the session keeps only what the token's
@@ -131,7 +130,7 @@ func TestGatewayOpenListenRefused(t *testing.T) {
 // 403, naming it, and nothing is written there.
 func TestGatewayAgentTokens(t *testing.T) {
 	nats, b := startBusWithGuard(t)
-	aliceTok, bobTok := "alice-0123456789abcdef", "bob-0123456789abcdef01"
+	aliceTok, bobTok := "alice-0123456789abcdef0123456789abcdef", "bob-0123456789abcdef0123456789abcdef01"
 	file := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(file, []byte("# gateway callers\n"+aliceTok+" alice agents=claude-alice\n"+bobTok+" bob agents=claude-bob\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -171,15 +170,19 @@ func TestGatewayAgentTokens(t *testing.T) {
 }
 
 // Bodies are bounded each (413 without reading, 411 without a length)
-// and in total across requests: with the budget held, another request is
-// 503 with Retry-After before its body is read.
+// and in total across requests, counted as their bytes arrive: a slow
+// body holds what it sent, not what it declared; with the budget held by
+// bytes that came, another request is 503 with Retry-After.
 func TestGatewayBodyBounds(t *testing.T) {
 	_, b := startBusWithGuard(t)
 	f := bridgeFlags{agent: bridge.DefaultAgent, policy: "ignore", timeout: bridge.DefaultTimeout}
-	gw, err := newGateway(f.config(b, nil, nil), 1<<10, 2<<10)
+	limits := defaultBodyLimits()
+	limits.max, limits.perCaller, limits.total = 64<<10, 128<<10, 128<<10
+	gw, err := newGateway(f.config(b, nil, nil), limits)
 	if err != nil {
 		t.Fatal(err)
 	}
+	held := func() int64 { all, _ := gw.budget.Held(""); return all }
 	srv := httptest.NewServer(gw.handler())
 	defer srv.Close()
 	do := func(body io.Reader, length int64) (*http.Response, error) {
@@ -201,16 +204,15 @@ func TestGatewayBodyBounds(t *testing.T) {
 		}
 		return res
 	}
-	if res := send(strings.NewReader(strings.Repeat(" ", 1<<10+1)), 1<<10+1); res.StatusCode != http.StatusRequestEntityTooLarge {
+	if res := send(strings.NewReader(strings.Repeat(" ", 64<<10+1)), 64<<10+1); res.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a body over --max-body: %d", res.StatusCode)
 	}
 	if res := send(io.MultiReader(strings.NewReader("{}")), -1); res.StatusCode != http.StatusLengthRequired {
 		t.Fatalf("a body of unknown length: %d", res.StatusCode)
 	}
-	// Two bodies of 1 KiB, sent slowly, hold the 2 KiB budget.
 	input := func(session string) string {
 		s := hookInput(session, "UserPromptSubmit", `, "prompt": "hello"`)
-		return s + strings.Repeat(" ", 1<<10-len(s))
+		return s + strings.Repeat(" ", 64<<10-len(s))
 	}
 	var pipes []*io.PipeWriter
 	results := make(chan int, 2)
@@ -218,7 +220,7 @@ func TestGatewayBodyBounds(t *testing.T) {
 		pr, pw := io.Pipe()
 		pipes = append(pipes, pw)
 		go func() {
-			res, err := do(pr, 1<<10)
+			res, err := do(pr, 64<<10)
 			if err != nil {
 				results <- 0
 				return
@@ -226,16 +228,36 @@ func TestGatewayBodyBounds(t *testing.T) {
 			results <- res.StatusCode
 		}()
 	}
-	bustest.Eventuallyf(t, 30*time.Second, func() bool { return gw.held.Load() == 2<<10 }, "the two slow bodies to hold the budget (holds %d)", gw.held.Load())
+	// Declared, not sent: the two bodies hold what they sent and at most
+	// a chunk each, for the read under way.
+	if _, err := io.WriteString(pipes[0], "{"); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventuallyf(t, 30*time.Second, func() bool { return held() > 0 }, "the first byte to be read")
+	if h := held(); h > 2*bodyChunk+1 {
+		t.Fatalf("two bodies that sent a byte hold %d bytes, want at most %d", h, 2*bodyChunk+1)
+	}
+	// Sent all but their last byte: they hold the whole budget.
+	bodies := []string{input("slow-0"), input("slow-1")}
+	for i, pw := range pipes {
+		from := 0
+		if i == 0 {
+			from = 1
+		}
+		if _, err := io.WriteString(pw, bodies[i][from:len(bodies[i])-1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bustest.Eventuallyf(t, 30*time.Second, func() bool { return held() == 128<<10 }, "the two slow bodies to hold the budget (holds %d)", held())
 	res := send(strings.NewReader(input("third")[:64]), 64)
 	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
 		t.Fatalf("a body over the budget: %d, Retry-After %q", res.StatusCode, res.Header.Get("Retry-After"))
 	}
-	if gw.held.Load() != 2<<10 {
-		t.Fatalf("the refused body took budget: %d held", gw.held.Load())
+	if h := held(); h != 128<<10 {
+		t.Fatalf("the refused body kept budget: %d held", h)
 	}
 	for i, pw := range pipes {
-		if _, err := io.WriteString(pw, input("slow-"+strconv.Itoa(i))); err != nil {
+		if _, err := io.WriteString(pw, bodies[i][len(bodies[i])-1:]); err != nil {
 			t.Fatal(err)
 		}
 		pw.Close()
@@ -245,10 +267,10 @@ func TestGatewayBodyBounds(t *testing.T) {
 			t.Fatalf("a slow body: %d", code)
 		}
 	}
-	if gw.held.Load() != 0 {
-		t.Fatalf("%d bytes still held after every request ended", gw.held.Load())
+	if h := held(); h != 0 {
+		t.Fatalf("%d bytes still held after every request ended", h)
 	}
-	if res := send(strings.NewReader(input("after")), 1<<10); res.StatusCode != http.StatusOK {
+	if res := send(strings.NewReader(input("after")), 64<<10); res.StatusCode != http.StatusOK {
 		t.Fatalf("after the budget is free: %d", res.StatusCode)
 	}
 }

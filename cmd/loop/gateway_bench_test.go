@@ -34,7 +34,7 @@ func BenchmarkGatewaySession(b *testing.B) {
 		b.StopTimer()
 		bus := bustest.StartBus(b)
 		f := bridgeFlags{policy: "ignore", timeout: bridge.DefaultTimeout}
-		gw, err := newGateway(f.config(bus, interceptors.NewChain(), nil), DefaultMaxBody, DefaultMaxBodyTotal)
+		gw, err := newGateway(f.config(bus, interceptors.NewChain(), nil), defaultBodyLimits())
 		if err != nil {
 			b.Fatal(err)
 		}

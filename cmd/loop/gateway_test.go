@@ -21,7 +21,7 @@ func TestGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	gw, err := newGateway(f.config(b, hooks, nil), DefaultMaxBody, DefaultMaxBodyTotal)
+	gw, err := newGateway(f.config(b, hooks, nil), defaultBodyLimits())
 	if err != nil {
 		t.Fatal(err)
 	}

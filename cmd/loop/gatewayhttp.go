@@ -3,14 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
-
-	"golang.org/x/sync/semaphore"
 
 	"github.com/hookbus/hookbus/bridge"
 	"github.com/hookbus/hookbus/events"
@@ -19,24 +15,15 @@ import (
 	"github.com/hookbus/hookbus/internal/httpauth"
 )
 
-// Bounds of the hook inputs loop gateway reads (--max-body,
-// --max-body-total). Claude Code's hook inputs are small; a tool's
-// output is the largest part.
-const (
-	DefaultMaxBody      = 8 << 20
-	DefaultMaxBodyTotal = 32 << 20
-)
-
 // gateway answers coding agents' hooks over http with the bridge, each
-// harness on its route, reading each body whole only once its bytes fit
-// the budget shared by all requests.
+// harness on its route, reading each body as its bytes fit the budgets
+// (all requests', and the caller's).
 type gateway struct {
-	base    bridge.Config // Agent: the agent of POST /ROUTE when given
-	routes  []route
-	maxBody int64
-	budget  *semaphore.Weighted // bytes of bodies held at once
-	held    atomic.Int64        // what budget holds now
-	log     *slog.Logger
+	base   bridge.Config // Agent: the agent of POST /ROUTE when given
+	routes []route
+	limits bodyLimits
+	budget *byteBudget // bytes of bodies held at once
+	log    *slog.Logger
 }
 
 // route is one harness's path.
@@ -47,11 +34,14 @@ type route struct {
 
 // newGateway returns a gateway of the harnesses hs (Claude Code when none
 // is given).
-func newGateway(base bridge.Config, maxBody, maxTotal int64, hs ...harness.Protocol) (*gateway, error) {
+func newGateway(base bridge.Config, limits bodyLimits, hs ...harness.Protocol) (*gateway, error) {
+	if err := limits.check(); err != nil {
+		return nil, err
+	}
 	if len(hs) == 0 {
 		hs = []harness.Protocol{claudecode.Harness{Options: base.Answer}}
 	}
-	g := &gateway{base: base, maxBody: maxBody, budget: semaphore.NewWeighted(maxTotal), log: base.Logger}
+	g := &gateway{base: base, limits: limits, budget: newByteBudget(limits.total, limits.perCaller), log: base.Logger}
 	for _, h := range hs {
 		cfg := base
 		cfg.Harness = h
@@ -80,7 +70,8 @@ func (g *gateway) handler() http.Handler {
 // serve answers one hook of h: 200 and the harness's output (the outage
 // policy's when hookbus cannot answer in time); 400 for an input that
 // cannot be read (the harness's non-blocking error); 403 for an agent the
-// caller's token is not bound to; 411, 413 or 503 for a body not read.
+// caller's token is not bound to; 408, 411, 413 or 503 for a body not
+// read.
 func (g *gateway) serve(w http.ResponseWriter, r *http.Request, h harness.Protocol) {
 	cfg := g.base
 	cfg.Harness = h
@@ -100,7 +91,7 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request, h harness.Protoc
 		http.Error(w, fmt.Sprintf("the token of %s may write the sessions of agents %s, not of agent %s", id.Name, strings.Join(id.Agents, ", "), cfg.Agent), http.StatusForbidden)
 		return
 	}
-	raw, release, status, err := g.read(r)
+	raw, release, status, err := g.read(w, r, id.Name)
 	if err != nil {
 		g.log.Warn("gateway: hook input not read", "caller", id.Name, "agent", cfg.Agent, "status", status, "err", err)
 		if status == http.StatusServiceUnavailable {
@@ -133,34 +124,6 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request, h harness.Protoc
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(body)
-}
-
-// read reads r's body whole once its Content-Length fits --max-body and
-// the bytes all requests hold fit --max-body-total; release gives the
-// bytes back. A body of unknown length (411), over --max-body (413) or
-// over the budget (503) is not read at all.
-func (g *gateway) read(r *http.Request) (raw []byte, release func(), status int, err error) {
-	n := r.ContentLength
-	switch {
-	case n < 0:
-		return nil, nil, http.StatusLengthRequired, errors.New("send Content-Length: a hook input of unknown length is not read")
-	case n > g.maxBody:
-		return nil, nil, http.StatusRequestEntityTooLarge, fmt.Errorf("a hook input of %d bytes is over --max-body (%d)", n, g.maxBody)
-	}
-	if !g.budget.TryAcquire(n) {
-		return nil, nil, http.StatusServiceUnavailable, fmt.Errorf("the gateway holds %d bytes of hook inputs, the most it holds at once (--max-body-total): try again", g.held.Load())
-	}
-	g.held.Add(n)
-	release = func() {
-		g.held.Add(-n)
-		g.budget.Release(n)
-	}
-	raw = make([]byte, n)
-	if _, err := io.ReadFull(r.Body, raw); err != nil {
-		release()
-		return nil, nil, http.StatusBadRequest, fmt.Errorf("%w: the body ended before its %d bytes: %v", harness.ErrBadInput, n, err)
-	}
-	return raw, release, 0, nil
 }
 
 // byteSize is a flag of bytes: 8388608, 512KiB, 8MiB, 1GiB.

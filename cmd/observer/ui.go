@@ -34,7 +34,7 @@ func uiCmd(a *cli.App) *cobra.Command {
 		conn := cli.ConnFlags{App: a, StoreFallback: true}
 		conn.Register(fs)
 		listen := fs.String("listen", "127.0.0.1:8080", "address the page is served on; off loopback give --token-file or --trusted-proxy, and --public-url")
-		auth := httpauth.Flags{Proxies: true}
+		auth := httpauth.Flags{Proxies: true, Login: true}
 		auth.Register(fs)
 		allow := fs.Bool("allow-approvals", false, "show Approve / Reject buttons and accept the answers they post, recorded under the signed-in identity (default: read-only)")
 		var keys []string

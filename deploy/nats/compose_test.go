@@ -34,8 +34,14 @@ type composeService struct {
 	Command     []string          `yaml:"command"`
 	Environment map[string]string `yaml:"environment"`
 	Volumes     []string          `yaml:"volumes"`
-	Ports       []string          `yaml:"ports"`
-	DependsOn   yaml.Node         `yaml:"depends_on"`
+	Secrets     []struct {
+		Source string `yaml:"source"`
+		Target string `yaml:"target"`
+		UID    string `yaml:"uid"`
+		Mode   int    `yaml:"mode"`
+	} `yaml:"secrets"`
+	Ports     []string  `yaml:"ports"`
+	DependsOn yaml.Node `yaml:"depends_on"`
 }
 
 func (s composeService) flag(name string) string {
@@ -47,28 +53,25 @@ func (s composeService) flag(name string) string {
 	return ""
 }
 
-// user is the NATS user of the service's server URLs (one user for all).
+// user is the NATS user of the service: $NATS_USER of its environment.
+// Its server URLs carry no user or password (a URL shows in ps and in
+// logs).
 func (s composeService) user(t *testing.T, name string) string {
 	t.Helper()
 	servers := s.flag("--nats")
 	if servers == "" {
 		servers = s.flag("--server")
 	}
-	users := map[string]bool{}
 	for _, u := range strings.Split(servers, ",") {
 		p, err := url.Parse(u)
-		if err != nil || p.User == nil {
-			t.Fatalf("service %s: server URL %q", name, u)
+		if err != nil || p.User != nil {
+			t.Fatalf("service %s: server URL %q: give the user and password in NATS_USER and NATS_PASSWORD, not in the URL", name, u)
 		}
-		users[p.User.Username()] = true
 	}
-	if len(users) != 1 {
-		t.Fatalf("service %s connects as %v, want one user", name, users)
+	if s.Environment["NATS_USER"] == "" || s.Environment["NATS_PASSWORD"] == "" {
+		t.Fatalf("service %s: no NATS_USER and NATS_PASSWORD in its environment", name)
 	}
-	for u := range users {
-		return u
-	}
-	return ""
+	return s.Environment["NATS_USER"]
 }
 
 // TestComposeServices: the page, the example interceptor, the exporter and
@@ -133,18 +136,41 @@ func TestComposeServices(t *testing.T) {
 	if ui.flag("--listen") != "0.0.0.0:8080" || ui.flag("--public-url") == "" || !slices.Contains(ui.Ports, "8080:8080") {
 		t.Errorf("ui: %v, ports %v", ui.Command, ui.Ports)
 	}
+	// Its token file: secret ui-tokens, $HOOKBUS_UI_TOKENS of .env, copied
+	// in readable by the image's user only (a token file every user may
+	// read is refused); the placeholder parses.
+	var compose2 struct {
+		Secrets map[string]struct {
+			Environment string `yaml:"environment"`
+		} `yaml:"secrets"`
+	}
+	if err := yaml.Unmarshal(raw, &compose2); err != nil {
+		t.Fatal(err)
+	}
 	mounted := false
-	for _, v := range ui.Volumes {
-		src, dst, _ := strings.Cut(strings.TrimSuffix(v, ":ro"), ":")
-		if dst == ui.flag("--token-file") {
-			mounted = true
-			if _, err := httpauth.LoadTokens(strings.TrimPrefix(src, "./")); err != nil {
-				t.Errorf("ui token file %s: %v", src, err)
-			}
+	for _, sec := range ui.Secrets {
+		if sec.Target != ui.flag("--token-file") {
+			continue
+		}
+		mounted = true
+		if sec.UID != "65532" || sec.Mode&0o077 != 0 {
+			t.Errorf("ui token file %s: uid %s, mode %04o; want the image's user (65532) only", sec.Target, sec.UID, sec.Mode)
+		}
+		env := compose2.Secrets[sec.Source].Environment
+		dotenv, err := os.ReadFile(".env")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(env) + `="([^"]*)"$`).FindSubmatch(dotenv)
+		if env == "" || m == nil {
+			t.Fatalf("ui token file: secret %s from $%q, which .env does not set", sec.Source, env)
+		}
+		if _, err := httpauth.ParseTokens(strings.NewReader(string(m[1])), ".env"); err != nil {
+			t.Errorf("ui token file ($%s): %v", env, err)
 		}
 	}
 	if !mounted {
-		t.Errorf("ui: --token-file %s is not mounted", ui.flag("--token-file"))
+		t.Errorf("ui: --token-file %s is not a secret of the service", ui.flag("--token-file"))
 	}
 
 	// The exporter: OTLP/gRPC to the Jaeger service, by the variables.

@@ -16,6 +16,13 @@
 // in the group when the hook exits are killed too. Output over the cap is
 // cut and said to be.
 //
+// A hook runs outside any sandbox, so the files its command names inside
+// the agent's root (a script at "$CLAUDE_PROJECT_DIR"/.claude/hooks/x.sh,
+// the script an interpreter is given) are pinned when the hook is built,
+// by their SHA-256, or as absent for a script not there yet; a hook whose
+// files changed since does not run (ErrChanged): on a stage that accepts
+// deny it denies, naming the file. See docs/SECURITY.md.
+//
 // Build hooks from a settings file with Factory and claudecode.Register:
 //
 //	transcripts, err := claudecode.NewTranscripts(loop.Conversations{History: history}, "")

@@ -15,4 +15,11 @@ var (
 	// exec-form program that does not exist, say); the chain records it as
 	// a hook.failed of kind "error".
 	ErrStart = errors.New("command hook: cannot start")
+	// ErrChanged is the failure of a hook whose command names a file in the
+	// agent's root that changed since the hook was built (when the worker
+	// started): its content, or that it existed. The hook does not run; on
+	// an event that decides on a stage that accepts deny (PreToolUse,
+	// UserPromptSubmit, SubagentStart) its answer is deny, elsewhere a
+	// hook.failed of kind "error" records it.
+	ErrChanged = errors.New("command hook: a file it runs changed since the worker started")
 )

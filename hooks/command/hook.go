@@ -86,6 +86,7 @@ type Hook struct {
 	async   bool
 	timeout time.Duration // of an async hook, which runs past the chain
 	env     []string
+	pins    []pinned // the files the command names in the root, as the worker found them
 	bg      sync.WaitGroup
 }
 
@@ -107,7 +108,8 @@ func Factory(cfg Config) claudecode.Factory {
 // "args" (a hookbus addition) makes it the exec form: command is the
 // program and args its arguments, with no shell. "async" runs it in the
 // background: the chain does not wait for it and what it answers changes
-// nothing. The error wraps ErrInvalidConfig and names what is wrong.
+// nothing. The files the command names inside the root are pinned now (see
+// Run). The error wraps ErrInvalidConfig and names what is wrong.
 func New(cfg Config, event claudecode.HookEvent, raw json.RawMessage) (*Hook, error) {
 	root, err := proc.Dir(cfg.Root)
 	if err != nil {
@@ -145,6 +147,9 @@ func New(cfg Config, event claudecode.HookEvent, raw json.RawMessage) (*Hook, er
 	}
 	hk := &Hook{cfg: cfg, event: event, command: h.Command, args: h.Args, exec: h.Args != nil,
 		shell: cfg.Shell, async: h.Async, env: env, timeout: claudecode.DefaultCommandTimeout}
+	if hk.pins, err = pins(cfg.Root, h.Command, h.Args, hk.exec, env); err != nil {
+		return nil, err
+	}
 	if h.Timeout != nil && *h.Timeout > 0 {
 		hk.timeout = time.Duration(*h.Timeout * float64(time.Second))
 	}
@@ -177,11 +182,19 @@ func (h *Hook) Intercept(ctx context.Context, req *interceptors.Request) (*inter
 			if err == nil {
 				_, err = claudecode.Decide(h.event, req.Event, r)
 			}
+			if errors.Is(err, ErrChanged) {
+				h.cfg.Logger.Warn("async command hook not run", "plugin", req.Registration.Plugin, "err", err)
+				return
+			}
 			h.cfg.Logger.Debug("async command hook ended", "plugin", req.Registration.Plugin, "exit", r.ExitCode, "err", err)
 		}()
 		return nil, nil
 	}
 	r, err := h.Run(ctx, in)
+	if errors.Is(err, ErrChanged) && h.event.Intercepts() && req.Event.Stage.Accepts().Has(events.DecisionDeny) {
+		return &interceptors.Decision{Kind: interceptors.Deny, Reason: "blocked: " + err.Error(),
+			Annotations: map[string]string{"refused": "changed"}}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -203,8 +216,16 @@ func (h *Hook) input(ctx context.Context, ev *events.Event) (*claudecode.Input, 
 // process group is gone, or once ctx ends: then the group is killed
 // (SIGTERM, then SIGKILL after KillGrace) and the error wraps
 // interceptors.ErrTimeout (ctx's deadline) or ctx's error. A hook that does
-// not start is an error wrapping ErrStart.
+// not start is an error wrapping ErrStart. A hook whose command names a file
+// in the root that is no longer as it was when the hook was built (its
+// content, or whether it exists) does not start: the error wraps ErrChanged
+// and names the file.
 func (h *Hook) Run(ctx context.Context, in *claudecode.Input) (claudecode.Reply, error) {
+	for _, p := range h.pins {
+		if err := p.check(); err != nil {
+			return claudecode.Reply{}, fmt.Errorf("%s: %w", h.describe(), err)
+		}
+	}
 	stdin, err := json.Marshal(in)
 	if err != nil {
 		return claudecode.Reply{}, fmt.Errorf("command hook: input: %w", err)

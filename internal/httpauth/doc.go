@@ -13,17 +13,19 @@
 //     (403): net/http's CrossOriginProtection, and an Origin, when sent,
 //     must be one of the served origins;
 //   - authenticates the caller: a bearer token of the token file
-//     (compared in constant time), the page's login cookie (signed with
-//     HMAC-SHA256 under a key derived with HKDF from a secret drawn at
-//     start, so a restart signs everyone out), or the identity headers
+//     (compared in constant time), the page's login cookie (a random
+//     session id whose session this process keeps in memory: signing out
+//     ends it, a restart signs everyone out), or the identity headers
 //     X-Forwarded-User / X-Forwarded-Email when the peer is a trusted
-//     proxy (headers from any other peer are removed). With no way to
-//     authenticate configured, the listener must be on loopback and every
-//     caller is the local user ("local:<os user>").
+//     proxy that sends the shared proxy secret (from any other peer, or
+//     without the secret, they are removed). With no way to authenticate
+//     configured, the listener must be on loopback and every caller is
+//     the local user ("local:<os user>").
 //
 // The handler reads who called with IdentityOf. Flags registers the
 // listener flags a command takes (--public-url, --token-file,
-// --trusted-proxy, --http-tls-cert, --http-tls-key) and Flags.Listen opens the
+// --trusted-proxy, --trusted-proxy-secret-file, --session-ttl,
+// --http-tls-cert, --http-tls-key) and Flags.Listen opens the
 // listener, refusing a non-loopback address without authentication:
 //
 //	var f httpauth.Flags

@@ -1,6 +1,8 @@
 package httpauth
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,10 +17,16 @@ import (
 )
 
 // The identity headers of an authenticating proxy (oauth2-proxy and
-// others), honoured from Config.TrustedProxies only.
+// others), honoured only from a peer of Config.TrustedProxies that sends
+// the shared secret in HeaderProxySecret.
 const (
 	HeaderForwardedUser  = "X-Forwarded-User"
 	HeaderForwardedEmail = "X-Forwarded-Email"
+	// HeaderProxySecret carries the secret a trusted proxy shares with the
+	// listener (Config.ProxySecret): what vouches for the proxy, since any
+	// process on the proxy's machine has its address. It never reaches
+	// the handler.
+	HeaderProxySecret = "X-Hookbus-Proxy-Secret"
 )
 
 // Config configures a Guard.
@@ -37,8 +45,14 @@ type Config struct {
 	// with Login also the login form).
 	Tokens *Tokens
 	// TrustedProxies are the peers whose X-Forwarded-User and
-	// X-Forwarded-Email headers say who the caller is.
+	// X-Forwarded-Email headers say who the caller is, when they send
+	// ProxySecret.
 	TrustedProxies []netip.Prefix
+	// ProxySecret is the secret a trusted proxy sends in
+	// HeaderProxySecret (required with TrustedProxies; at least
+	// MinSecretLen bytes, ReadSecretFile). It is compared in constant
+	// time.
+	ProxySecret []byte
 	// TLS is set when the listener serves TLS itself (cookies are then
 	// Secure, and the loopback origins https).
 	TLS bool
@@ -47,6 +61,9 @@ type Config struct {
 	Login bool
 	// SessionTTL is how long a login lasts (default DefaultSessionTTL).
 	SessionTTL time.Duration
+	// CookiePath is the path the login cookie is sent for (default "/"):
+	// the path a proxy serves the listener under.
+	CookiePath string
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 	// Probes are paths served to anyone by GET and HEAD, whatever the
@@ -64,13 +81,14 @@ type Guard struct {
 	log      *slog.Logger
 	hosts    *hosts
 	cop      *http.CrossOriginProtection
-	sessions *sessions // nil without Login and tokens
-	required bool      // some way to authenticate is configured
-	local    string    // the identity of a caller when none is
+	sessions *sessions         // nil without Login and tokens
+	required bool              // some way to authenticate is configured
+	local    string            // the identity of a caller when none is
+	secret   [sha256.Size]byte // of ProxySecret
 }
 
 // New returns a Guard. It refuses (ErrInvalidConfig) a config without
-// Addr, and (ErrUnprotected) a non-loopback Addr with no Tokens nor
+// Addr, TrustedProxies without a ProxySecret of MinSecretLen bytes, and (ErrUnprotected) a non-loopback Addr with no Tokens nor
 // TrustedProxies, or with no PublicURLs.
 func New(cfg Config) (*Guard, error) {
 	tcp, ok := cfg.Addr.(*net.TCPAddr)
@@ -81,6 +99,12 @@ func New(cfg Config) (*Guard, error) {
 		required: cfg.Tokens.Len() > 0 || len(cfg.TrustedProxies) > 0}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
+	}
+	if len(cfg.TrustedProxies) > 0 {
+		if len(cfg.ProxySecret) < MinSecretLen {
+			return nil, fmt.Errorf("%w: %s: a trusted proxy must send a secret of at least %d bytes in %s (--trusted-proxy-secret-file): its address alone vouches for nothing, any process on its machine has it", ErrInvalidConfig, cfg.Name, MinSecretLen, HeaderProxySecret)
+		}
+		g.secret = sha256.Sum256(cfg.ProxySecret)
 	}
 	if !tcp.IP.IsLoopback() {
 		if !g.required {
@@ -99,7 +123,7 @@ func New(cfg Config) (*Guard, error) {
 		if ttl <= 0 {
 			ttl = DefaultSessionTTL
 		}
-		s, err := newSessions(ttl)
+		s, err := newSessions(ttl, cfg.CookiePath)
 		if err != nil {
 			return nil, fmt.Errorf("%s: session key: %w", cfg.Name, err)
 		}
@@ -226,8 +250,12 @@ func (g *Guard) authenticate(r *http.Request, trusted bool) (Identity, error) {
 	return Identity{}, fmt.Errorf("%w: %s", errUnauthenticated, strings.Join(ways, ", or "))
 }
 
-// fromTrustedProxy reports whether the request's peer is a trusted proxy.
+// fromTrustedProxy reports whether the request comes from a trusted
+// proxy: a peer of TrustedProxies that sends the proxy secret. The
+// secret's header is removed either way.
 func (g *Guard) fromTrustedProxy(r *http.Request) bool {
+	sent, has := r.Header[http.CanonicalHeaderKey(HeaderProxySecret)]
+	r.Header.Del(HeaderProxySecret)
 	if len(g.cfg.TrustedProxies) == 0 {
 		return false
 	}
@@ -236,10 +264,17 @@ func (g *Guard) fromTrustedProxy(r *http.Request) bool {
 		return false
 	}
 	a := ap.Addr().Unmap()
-	for _, p := range g.cfg.TrustedProxies {
-		if p.Contains(a) {
+	if !slices.ContainsFunc(g.cfg.TrustedProxies, func(p netip.Prefix) bool { return p.Contains(a) }) {
+		return false
+	}
+	if has && len(sent) == 1 {
+		sum := sha256.Sum256([]byte(sent[0]))
+		if subtle.ConstantTimeCompare(sum[:], g.secret[:]) == 1 {
 			return true
 		}
+	}
+	if r.Header.Get(HeaderForwardedUser) != "" || r.Header.Get(HeaderForwardedEmail) != "" {
+		g.log.Warn("httpauth: ignored identity headers from a trusted proxy's address without the proxy secret", "listener", g.cfg.Name, "peer", r.RemoteAddr, "secret_sent", has)
 	}
 	return false
 }
@@ -273,21 +308,58 @@ func (g *Guard) refuseTo(w http.ResponseWriter, code int, msg string, login bool
 	_ = json.NewEncoder(w).Encode(body)
 }
 
+// privateRanges are the networks a trusted proxy's CIDR may span whole:
+// loopback, private (RFC 1918, RFC 6598 shared, IPv6 unique local) and
+// link-local addresses.
+var privateRanges = []netip.Prefix{
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("10.0.0.0/8"),
+	netip.MustParsePrefix("172.16.0.0/12"),
+	netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("169.254.0.0/16"),
+	netip.MustParsePrefix("::1/128"),
+	netip.MustParsePrefix("fc00::/7"),
+	netip.MustParsePrefix("fe80::/10"),
+}
+
+// Narrowest CIDRs of public addresses a --trusted-proxy may name.
+const (
+	minPublicBits4 = 24
+	minPublicBits6 = 64
+)
+
 // ParseTrustedProxy reads a --trusted-proxy: a CIDR (10.0.0.0/8) or one
-// address (a /32 or /128).
+// address (a /32 or /128). It refuses (ErrInvalidConfig) a CIDR wider than
+// the private network it lies in (0.0.0.0/1, 10.0.0.0/7), and one of
+// public addresses wider than a /24 (IPv4) or a /64 (IPv6).
 func ParseTrustedProxy(s string) (netip.Prefix, error) {
-	if p, err := netip.ParsePrefix(s); err == nil {
-		if p.Bits() == 0 {
-			return netip.Prefix{}, fmt.Errorf("%w: trusted proxy %q is every address: anyone could say who they are", ErrInvalidConfig, s)
-		}
-		return p.Masked(), nil
-	}
-	a, err := netip.ParseAddr(s)
+	p, err := netip.ParsePrefix(s)
 	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("%w: trusted proxy %q: give a CIDR (10.1.2.0/24) or an address", ErrInvalidConfig, s)
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("%w: trusted proxy %q: give a CIDR (10.1.2.0/24) or an address", ErrInvalidConfig, s)
+		}
+		a = a.Unmap()
+		return netip.PrefixFrom(a, a.BitLen()), nil
 	}
-	a = a.Unmap()
-	return netip.PrefixFrom(a, a.BitLen()), nil
+	p = p.Masked()
+	if p.Addr().Is4In6() {
+		p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
+	}
+	for _, r := range privateRanges {
+		if r.Bits() <= p.Bits() && r.Contains(p.Addr()) {
+			return p, nil
+		}
+	}
+	least := minPublicBits4
+	if p.Addr().Is6() {
+		least = minPublicBits6
+	}
+	if p.Bits() < least {
+		return netip.Prefix{}, fmt.Errorf("%w: trusted proxy %q is too broad: any of its 2^%d addresses could say who the caller is; name the proxy's own address or a CIDR inside one private network (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7), or of public addresses at most a /%d", ErrInvalidConfig, s, p.Addr().BitLen()-p.Bits(), least)
+	}
+	return p, nil
 }
 
 // isLoopback reports whether a listener address is a loopback one.

@@ -100,8 +100,9 @@ func tokens(t *testing.T, file string) *httpauth.Tokens {
 }
 
 const (
-	aliceToken = "alice-0123456789abcdef"
-	ciToken    = "ci-0123456789abcdef0123"
+	aliceToken  = "alice-0123456789abcdef0123456789abcdef"
+	ciToken     = "ci-0123456789abcdef0123456789abcdef0123"
+	proxySecret = "proxy-secret-0123456789abcdef0123456789"
 )
 
 // Only the loopback names with the listener's port and the public URLs'
@@ -234,10 +235,9 @@ func TestLoginCookie(t *testing.T) {
 	if id := do(t, c, hs, "GET", "/", "", "").identity(t); id["name"] != "alice" || id["method"] != httpauth.MethodSession {
 		t.Fatalf("signed in: %v", id)
 	}
-	// A cookie whose name part is changed is not this server's.
+	// A cookie whose session id is changed is not one of this server's.
 	value := strings.TrimPrefix(strings.Split(set, ";")[0], "hookbus-session=")
-	payload, sig, _ := strings.Cut(value, ".")
-	forged := strings.ToUpper(payload[:4]) + payload[4:] + "." + sig
+	forged := strings.ToLower(value[:4]) + value[4:]
 	if r := do(t, nil, hs, "GET", "/api/x", "", "", "Cookie", "hookbus-session="+forged); r.code != 401 {
 		t.Fatalf("a forged cookie: %d %s", r.code, r.body)
 	}
@@ -247,7 +247,7 @@ func TestLoginCookie(t *testing.T) {
 	if r := do(t, c, hs, "GET", "/api/x", "", ""); r.code != 401 {
 		t.Fatalf("after signing out: %d %s", r.code, r.body)
 	}
-	// Another server's cookie (another key) is nobody here.
+	// Another server's cookie (another process's sessions) is nobody here.
 	other := guarded(t, httpauth.Config{Name: "test", Tokens: tokens(t, aliceToken+" alice\n"), Login: true}, false)
 	if r := do(t, nil, other, "GET", "/api/x", "", "", "Cookie", "hookbus-session="+value); r.code != 401 {
 		t.Fatalf("another server's cookie: %d", r.code)
@@ -265,22 +265,34 @@ func TestLoginCookieOverTLS(t *testing.T) {
 	}
 }
 
-// X-Forwarded-User / -Email say who calls only from a trusted proxy; from
-// any other peer they are removed and the caller must authenticate.
+// X-Forwarded-User / -Email say who calls only from a trusted proxy that
+// sends the proxy secret; from any other peer, or without the secret,
+// they are removed and the caller must authenticate.
 func TestForwardedIdentity(t *testing.T) {
-	trusted := guarded(t, httpauth.Config{Name: "test", TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, false)
-	id := do(t, nil, trusted, "GET", "/", "", "", httpauth.HeaderForwardedUser, "alice", httpauth.HeaderForwardedEmail, "alice@example.com").identity(t)
+	trusted := guarded(t, httpauth.Config{Name: "test", TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, ProxySecret: []byte(proxySecret)}, false)
+	id := do(t, nil, trusted, "GET", "/", "", "", httpauth.HeaderForwardedUser, "alice", httpauth.HeaderForwardedEmail, "alice@example.com", httpauth.HeaderProxySecret, proxySecret).identity(t)
 	if id["name"] != "alice" || id["method"] != httpauth.MethodProxy {
 		t.Fatalf("from the proxy: %v", id)
 	}
-	id = do(t, nil, trusted, "GET", "/", "", "", httpauth.HeaderForwardedEmail, "bob@example.com").identity(t)
+	id = do(t, nil, trusted, "GET", "/", "", "", httpauth.HeaderForwardedEmail, "bob@example.com", httpauth.HeaderProxySecret, proxySecret).identity(t)
 	if id["name"] != "bob@example.com" {
 		t.Fatalf("email only: %v", id)
 	}
-	if r := do(t, nil, trusted, "GET", "/", "", ""); r.code != 401 {
+	if r := do(t, nil, trusted, "GET", "/", "", "", httpauth.HeaderProxySecret, proxySecret); r.code != 401 {
 		t.Fatalf("from the proxy without headers: %d %s", r.code, r.body)
 	}
-	elsewhere := guarded(t, httpauth.Config{Name: "test", TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.9.0.0/16")},
+	// From the proxy's address without the secret (any local process):
+	// nobody, whatever the headers say.
+	for _, sent := range []string{"", "wrong-" + proxySecret, proxySecret[:len(proxySecret)-1]} {
+		hdr := []string{httpauth.HeaderForwardedUser, "ciso"}
+		if sent != "" {
+			hdr = append(hdr, httpauth.HeaderProxySecret, sent)
+		}
+		if r := do(t, nil, trusted, "GET", "/", "", "", hdr...); r.code != 401 || strings.Contains(r.body, "ciso") {
+			t.Fatalf("X-Forwarded-User from the proxy's address with secret %q: %d %s, want 401", sent, r.code, r.body)
+		}
+	}
+	elsewhere := guarded(t, httpauth.Config{Name: "test", TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.9.0.0/16")}, ProxySecret: []byte(proxySecret),
 		Tokens: tokens(t, aliceToken+" alice\n")}, false)
 	if r := do(t, nil, elsewhere, "GET", "/", "", "", httpauth.HeaderForwardedUser, "the-ciso"); r.code != 401 || strings.Contains(r.body, "the-ciso") {
 		t.Fatalf("forwarded headers from an untrusted peer: %d %s, want 401", r.code, r.body)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -26,14 +27,18 @@ type Flags struct {
 	// Proxies registers --trusted-proxy (a page behind an authenticating
 	// proxy); a listener for programs leaves it off.
 	Proxies bool
+	// Login registers --session-ttl (a page's login cookie).
+	Login bool
 	// TokenEnv names an environment variable that may hold one more token
 	// (HOOKBUS_GATEWAY_TOKEN), bound to no agent.
 	TokenEnv string
 
-	publicURLs []string
-	tokenFile  string
-	proxies    []string
-	cert, key  string
+	publicURLs  []string
+	tokenFile   string
+	proxies     []string
+	proxySecret string
+	sessionTTL  time.Duration
+	cert, key   string
 }
 
 // Register defines the flags on fs.
@@ -48,10 +53,14 @@ func (f *Flags) Register(fs *pflag.FlagSet) {
 	}
 	fs.StringVar(&f.tokenFile, f.Prefix+"token-file", "", tokenHelp)
 	if f.Proxies {
-		fs.Func(f.Prefix+"trusted-proxy", "an authenticating proxy's address or CIDR whose X-Forwarded-User / X-Forwarded-Email say who the caller is (oauth2-proxy); repeatable; from any other peer those headers are ignored", func(v string) error {
+		fs.Func(f.Prefix+"trusted-proxy", "an authenticating proxy's address or CIDR whose X-Forwarded-User / X-Forwarded-Email say who the caller is (oauth2-proxy), when it sends the secret of --"+f.Prefix+"trusted-proxy-secret-file; repeatable; from any other peer, or without the secret, those headers are ignored", func(v string) error {
 			f.proxies = append(f.proxies, v)
 			return nil
 		})
+		fs.StringVar(&f.proxySecret, f.Prefix+"trusted-proxy-secret-file", "", "a file holding the secret (at least 32 bytes, mode 0600) the trusted proxy sends in the "+HeaderProxySecret+" header; required with --"+f.Prefix+"trusted-proxy")
+	}
+	if f.Login {
+		fs.DurationVar(&f.sessionTTL, f.Prefix+"session-ttl", DefaultSessionTTL, "how long a sign-in lasts (signing out ends it at once)")
 	}
 	fs.StringVar(&f.cert, f.tlsPrefix()+"tls-cert", "", "serve HTTPS with this certificate (PEM; with --"+f.tlsPrefix()+"tls-key)")
 	fs.StringVar(&f.key, f.tlsPrefix()+"tls-key", "", "the HTTPS certificate's private key (PEM)")
@@ -73,8 +82,12 @@ type Options struct {
 	Login bool
 	// Logger defaults to discarding.
 	Logger *slog.Logger
+	// ReadHeaderTimeout bounds reading a request's headers (default 10 s):
+	// a connection that sends them slower is closed.
+	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a whole request, body included (default:
-	// headers only, 10 s).
+	// headers only). A handler may set its own deadlines
+	// (http.ResponseController).
 	ReadTimeout time.Duration
 	// ShutdownTimeout bounds the graceful stop when Serve's ctx ends
 	// (default 5 s).
@@ -90,7 +103,10 @@ type Options struct {
 // config reads the flags: the tokens, proxies, public URLs and TLS key
 // pair, each error naming its flag.
 func (f *Flags) config(o Options) (Config, *tls.Config, error) {
-	cfg := Config{Name: o.Name, Login: o.Login, Logger: o.Logger, Probes: o.Probes}
+	cfg := Config{Name: o.Name, Login: o.Login, Logger: o.Logger, Probes: o.Probes, SessionTTL: f.sessionTTL}
+	if f.Login && f.sessionTTL <= 0 {
+		return cfg, nil, fmt.Errorf("%w: --%ssession-ttl %s: give a positive duration", ErrInvalidConfig, f.Prefix, f.sessionTTL)
+	}
 	for _, v := range f.publicURLs {
 		u, err := ParsePublicURL(v)
 		if err != nil {
@@ -98,12 +114,25 @@ func (f *Flags) config(o Options) (Config, *tls.Config, error) {
 		}
 		cfg.PublicURLs = append(cfg.PublicURLs, u)
 	}
+	cfg.CookiePath = cookiePath(cfg.PublicURLs)
 	for _, v := range f.proxies {
 		p, err := ParseTrustedProxy(v)
 		if err != nil {
 			return cfg, nil, fmt.Errorf("--%strusted-proxy: %w", f.Prefix, err)
 		}
 		cfg.TrustedProxies = append(cfg.TrustedProxies, p)
+	}
+	switch {
+	case len(f.proxies) > 0 && f.proxySecret == "":
+		return cfg, nil, fmt.Errorf("%w: --%strusted-proxy needs --%strusted-proxy-secret-file FILE, the secret the proxy sends in %s: a proxy's address alone vouches for nothing, since any process on its machine can connect from it", ErrInvalidConfig, f.Prefix, f.Prefix, HeaderProxySecret)
+	case f.proxySecret != "" && len(f.proxies) == 0:
+		return cfg, nil, fmt.Errorf("%w: --%strusted-proxy-secret-file without --%strusted-proxy ADDRESS", ErrInvalidConfig, f.Prefix, f.Prefix)
+	case f.proxySecret != "":
+		sec, err := ReadSecretFile(f.proxySecret)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("--%strusted-proxy-secret-file: %w", f.Prefix, err)
+		}
+		cfg.ProxySecret = sec
 	}
 	if f.tokenFile != "" {
 		t, err := LoadTokens(f.tokenFile)
@@ -208,9 +237,13 @@ func (l *Listener) Serve(ctx context.Context, h http.Handler) error {
 	if l.opts.Drain {
 		base = context.WithoutCancel(ctx)
 	}
+	header := l.opts.ReadHeaderTimeout
+	if header <= 0 {
+		header = 10 * time.Second
+	}
 	srv := &http.Server{
 		Handler:           l.guard.Wrap(h),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: header,
 		ReadTimeout:       l.opts.ReadTimeout,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return base },
@@ -233,4 +266,24 @@ func (l *Listener) Serve(ctx context.Context, h http.Handler) error {
 		return err
 	}
 	return nil
+}
+
+// cookiePath is the path the public URLs share, where a proxy serves the
+// listener under one ("/hookbus/"); "/" otherwise.
+func cookiePath(public []*url.URL) string {
+	p := ""
+	for _, u := range public {
+		q := u.EscapedPath()
+		if !strings.HasSuffix(q, "/") {
+			q += "/"
+		}
+		if p != "" && p != q {
+			return "/"
+		}
+		p = q
+	}
+	if p == "" {
+		return "/"
+	}
+	return p
 }

@@ -73,14 +73,20 @@ func (g *Guard) loginForm(w http.ResponseWriter, code int, msg string) {
 	_ = loginPage.Execute(w, msg)
 }
 
-// logout clears the cookie (POST only: a link cannot sign anyone out).
+// logout ends the session of the request's cookie, here, so that the
+// cookie is refused from then on wherever it was copied, and clears it in
+// the browser (POST only: a link cannot sign anyone out).
 func (g *Guard) logout(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		g.refuse(w, http.StatusMethodNotAllowed, "sign out with POST "+LogoutPath)
 		return
 	}
-	http.SetCookie(w, g.sessions.clear(g.secure(r)))
+	name, c := g.sessions.revoke(r, g.secure(r))
+	if name != "" {
+		g.log.Info("httpauth: signed out", "listener", g.cfg.Name, "name", name, "peer", r.RemoteAddr)
+	}
+	http.SetCookie(w, c)
 	seeOther(w, "login")
 }
 

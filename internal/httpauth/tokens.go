@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"unicode"
@@ -17,7 +18,10 @@ import (
 
 // MinTokenLen is the shortest token accepted (make one with
 // `openssl rand -hex 32`).
-const MinTokenLen = 16
+const MinTokenLen = 32
+
+// MinSecretLen is the shortest proxy secret accepted (ReadSecretFile).
+const MinSecretLen = 32
 
 // Token is what a token file says of one token: who holds it and which
 // agents' sessions it may write.
@@ -41,12 +45,13 @@ type tokenEntry struct {
 	tok Token
 }
 
-// LoadTokens reads a token file (see ParseTokens). A file that others
-// than its owner may read is accepted; keep it 0600.
+// LoadTokens reads a token file (see ParseTokens). It refuses
+// (ErrInvalidConfig) a file every user of the machine may read or write:
+// keep it 0600 (0640 for a group the server's user is in).
 func LoadTokens(path string) (*Tokens, error) {
-	f, err := os.Open(path)
+	f, err := openPrivate(path, "token file")
 	if err != nil {
-		return nil, fmt.Errorf("%w: token file: %v", ErrInvalidConfig, err)
+		return nil, err
 	}
 	defer f.Close()
 	t, err := ParseTokens(f, path)
@@ -178,4 +183,48 @@ func checkName(name string) error {
 		return fmt.Errorf("name %q holds a character that is not printable", name)
 	}
 	return nil
+}
+
+// openPrivate opens a file of secrets, refusing one that every user may
+// read or write (what names it in errors).
+func openPrivate(path, what string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, what, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, what, err)
+	}
+	if m := fi.Mode(); m&0o006 != 0 && m&fs.ModeType == 0 {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s %s may be read or written by every user of this machine (mode %04o): chmod 600 %s", ErrInvalidConfig, what, path, m.Perm(), path)
+	}
+	return f, nil
+}
+
+// ReadSecretFile reads a shared secret (a trusted proxy's,
+// Config.ProxySecret): the file's first line, trimmed. It refuses
+// (ErrInvalidConfig) a file every user may read or write, and a secret
+// shorter than MinSecretLen bytes (make one with `openssl rand -hex 32`).
+func ReadSecretFile(path string) ([]byte, error) {
+	f, err := openPrivate(path, "secret file")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, 4<<10))
+	if err != nil {
+		return nil, fmt.Errorf("%w: secret file %s: %v", ErrInvalidConfig, path, err)
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	line = strings.TrimSpace(line)
+	if len(line) < MinSecretLen {
+		return nil, fmt.Errorf("%w: secret file %s holds a secret of %d bytes, at least %d are needed (make one with openssl rand -hex 32)", ErrInvalidConfig, path, len(line), MinSecretLen)
+	}
+	if strings.IndexFunc(line, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) >= 0 {
+		return nil, fmt.Errorf("%w: secret file %s: the secret holds a space or control character (it goes in a header)", ErrInvalidConfig, path)
+	}
+	return []byte(line), nil
 }

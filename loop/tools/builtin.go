@@ -96,6 +96,9 @@ func ReadFile(root string) loop.Tool {
 			if m, ok := isNotPlain(err); ok {
 				return "", fmt.Errorf("read_file: %w", notRegular(args.Path, m))
 			}
+			if n, ok := isLinked(err); ok {
+				return "", fmt.Errorf("read_file: %w: %s has %d hard links", ErrHardLink, args.Path, n)
+			}
 			if errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes") {
 				return "", fmt.Errorf("%w: %q", ErrPathEscape, args.Path)
 			}

@@ -11,7 +11,8 @@
 //     run's ctx ends. Not idempotent unless BashConfig.Idempotent says so.
 //     Not confined unless BashConfig.Sandbox puts each command under
 //     bubblewrap (the root read-write, the system directories read-only,
-//     nothing else, no network): docs/SECURITY.md.
+//     nothing else, no network, no capability and no uid 0 even for a
+//     root worker): docs/SECURITY.md.
 //   - Read {file_path, offset, limit}: a text file, line-numbered (cat -n).
 //   - Write {file_path, content}: creates or replaces a file, atomically.
 //   - Edit {file_path, old_string, new_string, replace_all}: exact string

@@ -24,6 +24,13 @@ var (
 	// and what it is. Glob and Grep skip such entries when they walk a
 	// directory, and say so in their result.
 	ErrNotRegular = errors.New("tools: not a regular file or directory")
+	// ErrHardLink is returned by Read, Write, Edit, Grep and read_file
+	// for a regular file with more than one hard link, refused without
+	// being read or written: another of its names may be outside the root
+	// (a hard link made inside it to a file elsewhere), and a link says
+	// nothing of where its file lies. The message names the path and the
+	// link count.
+	ErrHardLink = errors.New("tools: file has more than one hard link")
 	// ErrInvalidConfig is returned by NewFS, NewBash, ByName and ByNames
 	// for a configuration they cannot build a tool from.
 	ErrInvalidConfig = errors.New("tools: invalid tool config")

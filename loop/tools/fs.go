@@ -103,7 +103,8 @@ func (f *FS) isEscape(err error) bool {
 
 // wrap turns an error of an os.Root operation on the argument p into the
 // tool's error: ErrPathEscape when the root refused it, ErrNotRegular for
-// a FIFO, device or socket (openPlain), the error itself (still matching
+// a FIFO, device or socket, ErrHardLink for a file of several hard links
+// (openPlain), the error itself (still matching
 // fs.ErrNotExist and the like) otherwise.
 func (f *FS) wrap(p string, err error) error {
 	if f.isEscape(err) {
@@ -111,6 +112,9 @@ func (f *FS) wrap(p string, err error) error {
 	}
 	if m, ok := isNotPlain(err); ok {
 		return notRegular(p, m)
+	}
+	if n, ok := isLinked(err); ok {
+		return fmt.Errorf("%w: %s has %d hard links; the file tools refuse a file with other names, which may lie outside the working directory", ErrHardLink, p, n)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {

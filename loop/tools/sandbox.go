@@ -57,6 +57,16 @@ var etcFiles = [...]string{
 	"bash.bashrc", "profile", "inputrc",
 }
 
+// procCovered are the parts of the sandbox's /proc bound read-only over
+// themselves, when they exist: the kernel's settings (/proc/sys: core_pattern,
+// modprobe, ...), the SysRq trigger and the interfaces to hardware, which
+// check the writer's uid but not its capabilities.
+var procCovered = [...]string{"sys", "sysrq-trigger", "irq", "bus", "fs", "acpi", "scsi", "asound"}
+
+// sandboxUser is the uid and gid a root worker's commands have in the
+// sandbox's user namespace ("nobody" on most systems).
+const sandboxUser = "65534"
+
 // sandbox is a configured bubblewrap: the program and its arguments before
 // the command.
 type sandbox struct {
@@ -90,17 +100,46 @@ func newSandbox(mode, root string, network bool) (*sandbox, error) {
 	if root == "/" {
 		return nil, fmt.Errorf("%w: Bash: sandbox %s: the root is /, so the sandbox would confine nothing", ErrInvalidConfig, mode)
 	}
-	return &sandbox{bwrap: bwrap, args: bwrapArgs(root, network)}, nil
+	noUserns, err := bwrapDisablesUserns(bwrap)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Bash: sandbox %s: %s --help: %v", ErrInvalidConfig, mode, bwrap, err)
+	}
+	asRoot := os.Geteuid() == 0
+	if asRoot && !noUserns {
+		return nil, fmt.Errorf("%w: Bash: sandbox %s: the worker runs as root and this bubblewrap (%s) cannot keep its commands from making user namespaces of their own (--disable-userns, bubblewrap 0.8.0 or later): upgrade bubblewrap, run the worker as a user other than root, or use sandbox: %s",
+			ErrInvalidConfig, mode, bwrap, SandboxNone)
+	}
+	return &sandbox{bwrap: bwrap, args: bwrapArgs(root, network, asRoot, noUserns)}, nil
+}
+
+// bwrapDisablesUserns reports whether bwrap knows --disable-userns
+// (bubblewrap 0.8.0 and later), from its usage text.
+func bwrapDisablesUserns(bwrap string) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), sandboxTrial)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bwrap, "--help").CombinedOutput()
+	if err != nil && len(out) == 0 {
+		return false, err
+	}
+	return bytes.Contains(out, []byte("--disable-userns")), nil
 }
 
 // bwrapArgs builds bubblewrap's arguments: a read-only file system of the
 // system directories and parts of /etc, the root read-write at its own path
-// (the working directory), a private /tmp, a new /proc and a minimal /dev,
-// nothing else; every namespace new (the network too unless network), the
-// sandbox ending with the worker and in a session of its own. See
-// docs/SECURITY.md.
-func bwrapArgs(root string, network bool) []string {
-	a := []string{"--die-with-parent", "--new-session", "--unshare-all"}
+// (the working directory), a private /tmp, a new /proc (its kernel settings
+// read-only) and a minimal /dev, nothing else; every namespace new (the
+// network too unless network), a user namespace always, with no capability
+// in it and, with noUserns, no way to make another; for a worker running as
+// root (asRoot), uid and gid 65534 inside; the sandbox ending with the
+// worker and in a session of its own. See docs/SECURITY.md.
+func bwrapArgs(root string, network, asRoot, noUserns bool) []string {
+	a := []string{"--die-with-parent", "--new-session", "--unshare-all", "--unshare-user", "--cap-drop", "ALL"}
+	if noUserns {
+		a = append(a, "--disable-userns")
+	}
+	if asRoot {
+		a = append(a, "--uid", sandboxUser, "--gid", sandboxUser)
+	}
 	if network {
 		a = append(a, "--share-net")
 	}
@@ -122,8 +161,15 @@ func bwrapArgs(root string, network bool) []string {
 			a = append(a, "--ro-bind", p, p)
 		}
 	}
+	a = append(a, "--proc", "/proc")
+	for _, f := range procCovered {
+		p := filepath.Join("/proc", f)
+		if _, err := os.Lstat(p); err == nil {
+			a = append(a, "--ro-bind", p, p)
+		}
+	}
 	a = append(a,
-		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+		"--dev", "/dev", "--tmpfs", "/tmp",
 		"--bind", root, root, "--chdir", root,
 		"--remount-ro", "/",
 		"--",

@@ -192,7 +192,7 @@ func TestSandboxRequiredWithoutBubblewrap(t *testing.T) {
 func TestSandboxThatDoesNotWorkIsRefusedAtStart(t *testing.T) {
 	skipUnlessUnix(t)
 	dir := t.TempDir()
-	fake := "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n"
+	fake := "#!/bin/sh\n[ \"$1\" = --help ] && echo '    --disable-userns' && exit 0\necho 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n"
 	if err := os.WriteFile(filepath.Join(dir, "bwrap"), []byte(fake), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -205,5 +205,28 @@ func TestSandboxThatDoesNotWorkIsRefusedAtStart(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not say %q: %v", want, err)
 		}
+	}
+}
+
+// A bubblewrap too old to forbid user namespaces inside the sandbox
+// (before 0.8.0, no --disable-userns) is refused for a worker running as
+// root, saying why; another user's commands run in it.
+func TestSandboxTooOldForRoot(t *testing.T) {
+	skipUnlessUnix(t)
+	dir := t.TempDir()
+	fake := "#!/bin/sh\n[ \"$1\" = --help ] && echo 'usage: bwrap [OPTIONS...] [--] COMMAND [ARGS...]' && exit 0\nexit 0\n"
+	if err := os.WriteFile(filepath.Join(dir, "bwrap"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+":/usr/bin:/bin")
+	_, err := tools.NewBash(tools.BashConfig{Root: t.TempDir(), Sandbox: tools.SandboxBubblewrap})
+	if os.Geteuid() != 0 {
+		if err != nil {
+			t.Fatalf("NewBash as uid %d with a bubblewrap without --disable-userns: %v", os.Geteuid(), err)
+		}
+		return
+	}
+	if !errors.Is(err, tools.ErrInvalidConfig) || !strings.Contains(err.Error(), "runs as root") || !strings.Contains(err.Error(), "--disable-userns") {
+		t.Fatalf("NewBash as root with a bubblewrap without --disable-userns = %v; want ErrInvalidConfig saying why", err)
 	}
 }

@@ -72,7 +72,28 @@ func openPlain(r *os.Root, name string, flag int, perm fs.FileMode) (*os.File, f
 		file.Close()
 		return nil, nil, &fs.PathError{Op: "open", Path: name, Err: &notPlainError{fi.Mode()}}
 	}
+	if n := links(fi); fi.Mode().IsRegular() && n > 1 {
+		file.Close()
+		return nil, nil, &fs.PathError{Op: "open", Path: name, Err: &linkedError{n}}
+	}
 	return file, fi, nil
+}
+
+// linkedError is the error of openPlain for a regular file with more than
+// one hard link: its other names may lie outside the root (a hard link
+// made there to a file elsewhere), and nothing in the file says where.
+type linkedError struct{ links uint64 }
+
+func (e *linkedError) Error() string { return fmt.Sprintf("has %d hard links", e.links) }
+
+// isLinked reports whether err is openPlain refusing a hard-linked file,
+// and its link count.
+func isLinked(err error) (uint64, bool) {
+	var le *linkedError
+	if errors.As(err, &le) {
+		return le.links, true
+	}
+	return 0, false
 }
 
 // isNotPlain reports whether err is openPlain refusing a file, and the
