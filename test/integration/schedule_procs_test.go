@@ -193,6 +193,7 @@ func (s *procSlot) start(t *testing.T) {
 		case time.Now().After(deadline):
 			t.Fatalf("%s exited %d while starting, again and again for 90 s:\n%s%s", s.name, p.code, p.stdout.String(), p.stderr.String())
 		}
+		t.Logf("%s exited %d while starting: %s; starting it again", s.name, p.code, oneLine(tail(p.stderr.String(), 300)))
 		time.Sleep(time.Second) // as a supervisor would, before it starts the process again
 	}
 }
