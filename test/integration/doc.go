@@ -150,7 +150,7 @@
 // workers of version 1 and go on only on w1. The draws come from a seed
 // the test logs; HOOKBUS_FAULT_SEED=N deals the same faults again (the
 // timing of the load differs). The load goes on until at least 500 runs
-// were submitted (a quarter longer at most). make test-faults runs one
+// (400 on the cluster) were submitted (a quarter longer at most). make test-faults runs one
 // schedule; HOOKBUS_FAULT_SCHEDULES=N runs N one after another (a subtest
 // each, named by its seed; give go test a -timeout to match).
 //

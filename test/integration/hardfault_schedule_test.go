@@ -39,13 +39,17 @@ const (
 const (
 	schedLoad    = 8 * time.Minute // load and faults
 	schedMinRuns = 500             // runs submitted at least (over schedLoad; proportionally less when shorter)
-	schedLanes   = 6               // sessions in flight per agent
-	schedLease   = "4s"            // the workers' --lease: SIGSTOPs of up to 9 s outlast it
-	schedDelayMS = 300             // the scripted model's time per reply
-	schedDrain   = 10 * time.Minute
-	schedQuorum  = 3 * time.Minute // how long the cluster may take to have every stream whole again once the faults stop
-	schedMaxStop = 9 * time.Second
-	deployed     = "w2v2" // worker w2 after the deploy, as its executions name it
+	// On the cluster every publish waits for two nodes' fsync
+	// (sync_interval always) and the faults leave it without quorum for
+	// tens of seconds: fewer runs.
+	schedMinRunsCluster = 400
+	schedLanes          = 6    // sessions in flight per agent
+	schedLease          = "4s" // the workers' --lease: SIGSTOPs of up to 9 s outlast it
+	schedDelayMS        = 300  // the scripted model's time per reply
+	schedDrain          = 10 * time.Minute
+	schedQuorum         = 3 * time.Minute // how long the cluster may take to have every stream whole again once the faults stop
+	schedMaxStop        = 9 * time.Second
+	deployed            = "w2v2" // worker w2 after the deploy, as its executions name it
 )
 
 // The faults the schedule deals, each in turn from a shuffled deck, so
@@ -191,7 +195,11 @@ func (f *schedFleet) userBus(t *testing.T, user string) *bus.Bus {
 // lasting loadFor, on the deploy cluster or one server.
 func faultSchedule(t *testing.T, seed uint64, loadFor time.Duration, cluster bool) {
 	begin := time.Now()
-	minRuns := max(20, int(int64(schedMinRuns)*int64(loadFor)/int64(schedLoad)))
+	least := schedMinRuns
+	if cluster {
+		least = schedMinRunsCluster
+	}
+	minRuns := max(20, int(int64(least)*int64(loadFor)/int64(schedLoad)))
 	topology := "one nats-server"
 	if cluster {
 		topology = "a 3-node cluster from deploy/nats, R3"
