@@ -58,7 +58,7 @@ func (b *Bus) DecodeStored(ctx context.Context, m *StoredMessage) error {
 // server reports them.
 type StreamState struct {
 	FirstSeq, LastSeq uint64
-	Msgs              uint64
+	Msgs, Bytes       uint64
 	// Now is the server's time when it answered: compare stored times
 	// with it, not with the local clock.
 	Now time.Time
@@ -66,6 +66,11 @@ type StreamState struct {
 	// only ways JetStream itself removes events (the oldest first).
 	MaxAge            time.Duration
 	MaxMsgs, MaxBytes int64
+	// MaxMsgSize is the stream's limit on one message (0: the server's);
+	// DiscardNew is set when the stream refuses new messages at MaxMsgs
+	// and MaxBytes rather than removing the oldest.
+	MaxMsgSize int64
+	DiscardNew bool
 }
 
 // EventsState returns the events stream's state. The error wraps
@@ -82,8 +87,9 @@ func (b *Bus) EventsState(ctx context.Context) (StreamState, error) {
 		return StreamState{}, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, deadline.Err(ctx, err))
 	}
 	return StreamState{
-		FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Msgs: info.State.Msgs, Now: info.TimeStamp,
+		FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Msgs: info.State.Msgs, Bytes: info.State.Bytes, Now: info.TimeStamp,
 		MaxAge: info.Config.MaxAge, MaxMsgs: info.Config.MaxMsgs, MaxBytes: info.Config.MaxBytes,
+		MaxMsgSize: max(int64(info.Config.MaxMsgSize), 0), DiscardNew: info.Config.Discard == jetstream.DiscardNew,
 	}, nil
 }
 
@@ -98,9 +104,14 @@ func (b *Bus) ReadStream(ctx context.Context, from uint64, fn func(*StoredMessag
 	if err != nil {
 		return err
 	}
-	last := st.LastSeq
-	if st.Msgs == 0 || from > last {
+	if st.Msgs == 0 || from > st.LastSeq {
 		return nil
+	}
+	// The last message stored, as the leader has it: the stream's last
+	// sequence may be a deleted message's.
+	last, ok, err := b.lastSeq(ctx, []string{b.subj.AllEvents()}, time.Time{})
+	if err != nil || !ok || from > last {
+		return err
 	}
 	return b.readOrdered(ctx, orderedRead{policy: jetstream.DeliverAllPolicy, from: from, until: last}, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
 		sm := &StoredMessage{Seq: meta.Sequence.Stream, Time: meta.Timestamp, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}

@@ -59,7 +59,9 @@ func (r *run) runCalls(ctx context.Context, calls []events.ToolCall) (waiting bo
 
 // wait ends the attempt with the run waiting for the answers to r.waiting,
 // after everything it wrote is stored, and schedules its wake-up at the
-// first expiry.
+// first expiry. When the wake-up cannot be scheduled, the attempt does not
+// end (ErrUnrecorded): the run is attempted again, and that attempt
+// schedules it.
 func (r *run) wait(ctx context.Context) (*Result, error) {
 	if err := r.eng.cfg.Emitter.Flush(ctx, r.req.RunID); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnrecorded, err)
@@ -75,8 +77,11 @@ func (r *run) wait(ctx context.Context) (*Result, error) {
 	if wk := r.eng.cfg.Queue; wk != nil && !first.IsZero() {
 		wake := events.Wake{RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID, At: first}
 		if err := wk.WakeAt(ctx, wake); err != nil {
-			// The expiry then takes effect at the next wake-up of the run.
-			r.eng.cfg.Logger.Warn("loop: the wake-up at the approval's expiry was not scheduled", "run", r.req.RunID, "at", first, "err", err)
+			// Without it the expiry would never take effect: the attempt
+			// does not end, and the next attempt (the request delivered
+			// again) schedules it.
+			r.eng.cfg.Logger.Warn("loop: the wake-up at the approval's expiry was not scheduled; the run's request goes back to the queue", "run", r.req.RunID, "at", first, "err", err)
+			return nil, fmt.Errorf("%w: the wake-up of run %s at its approvals' expiry %s: %w", ErrUnrecorded, r.req.RunID, first.Format(time.RFC3339), err)
 		}
 	}
 	detail := "waiting for approval of " + strings.Join(ids, ", ")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -56,6 +57,9 @@ type ending struct {
 	unknown string
 	// lost are the run's seqs never stored that the end closes over.
 	lost []uint64
+	// final is set when no attempt of the run will come (its request
+	// dropped): the end closes over seqs never stored too.
+	final bool
 }
 
 // takenBy makes e the end of run r's session taken over by another run's
@@ -98,11 +102,12 @@ func (r *run) closeRun(ctx context.Context, e ending) (*Result, error) {
 			return res, fmt.Errorf("%w: run %s ended already (%s, seq %d): nothing more is recorded", ErrLostRun, r.req.RunID, rec.ended.Stage, rec.ended.Seq)
 		case rec.resumed != nil:
 			return res, fmt.Errorf("%w: another attempt of run %s claimed its session (stream sequence %d)", ErrLostRun, r.req.RunID, rec.resumed.Stored)
-		case len(rec.lost) > 0 && e.takenOver == nil:
+		case len(rec.lost) > 0 && e.takenOver == nil && !e.final:
 			return res, fmt.Errorf("%w: run %s: seq %d is not stored while later ones are: the attempt that resumes the run fills it", ErrUnrecorded, r.req.RunID, rec.lost[0])
 		case len(rec.lost) > 0:
-			// Another run holds the session: no attempt of this one can
-			// claim it to fill the gap. The end records what was lost.
+			// Another run holds the session, or no attempt of this one
+			// will come: nothing can fill the gap. The end records what
+			// was lost.
 			e.lost = rec.lost
 		}
 		if e.takenOver != nil && rec.takenBy != nil {
@@ -297,4 +302,31 @@ func lostDetail(lost []uint64) string {
 		return fmt.Sprintf("; seq %d was never stored (an append lost in a fault)", lost[0])
 	}
 	return fmt.Sprintf("; seqs %v were never stored (appends lost in a fault)", lost)
+}
+
+// Close records the end of req's run, run.failed with detail, without
+// running anything: for a run that will not be attempted again (its
+// request dropped by the queue after its last attempt). Calls under way
+// get their outcome as any closing gives them (see above). It returns an
+// error wrapping ErrLostRun when the run has an end already (nothing
+// written), or ErrUnrecorded when the end could not be recorded (its
+// session cannot be read or written). Seqs of the run never stored (appends
+// lost in a fault) are named by the end (RunFailed.Lost), as when another
+// run took the session over.
+func (e *Engine) Close(ctx context.Context, req *events.RunRequest, detail string) (*Result, error) {
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	rq := *req
+	// No attempt of this one claimed the session: whatever the record
+	// holds is closed, another attempt's run.started included.
+	r := &run{eng: e, req: &rq, seen: math.MaxUint64}
+	rec, err := r.readRecord(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.restore(rec.st)
+	r.step = max(r.step, rec.st.respStep) // the step under way, if any
+	return r.closeRun(ctx, ending{failed: true, detail: detail, final: true,
+		unknown: "the run's attempts ran out before the result was recorded"})
 }

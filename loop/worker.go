@@ -79,3 +79,26 @@ func (w *Worker) Handle(ctx context.Context, req *events.RunRequest) error {
 		return err
 	}
 }
+
+// Close records the end of req's run, run.failed naming cause, when the
+// queue gives its request no more attempts (runs.ConsumerConfig.Close):
+// nobody then waits for a run that will not be attempted again. A run that
+// has an end already is left as it is (nil). It returns an error wrapping
+// ErrUnrecorded when the end could not be recorded.
+func (w *Worker) Close(ctx context.Context, req *events.RunRequest, cause error) error {
+	eng := w.any
+	if eng == nil {
+		if eng = w.engines[req.AgentID]; eng == nil {
+			return fmt.Errorf("%w: no engine for agent %q on this worker", ErrInvalidConfig, req.AgentID)
+		}
+	}
+	res, err := eng.Close(ctx, req, cause.Error())
+	switch {
+	case errors.Is(err, ErrLostRun):
+		return nil // it has an end, or another attempt holds it
+	case err != nil:
+		return err
+	}
+	w.log.Warn("run closed: its request gets no more attempts", "run", res.RunID, "agent", res.AgentID, "session", res.SessionID, "detail", res.Detail)
+	return nil
+}

@@ -28,6 +28,9 @@
 //     replaced, ...).
 //   - Proof, NewProof, VerifyProof: a run's events proven offline.
 //   - Witness: the cosigner's state and rule (AddCheckpoint).
+//   - SaveCheckpoint, ReadSavedCheckpoint: a checkpoint kept in a file
+//     (the checkpointer's state); LogStart: an operator's decision to
+//     start a new log over one, as its first record holds it.
 //
 // Checking a proof needs only the log's verifier key:
 //

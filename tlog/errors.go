@@ -19,6 +19,10 @@ var (
 	// signature does not verify (OpenCheckpoint), or that lacks a
 	// cosignature required (Checkpoint.RequireCosigners, VerifyProof).
 	ErrSignature = errors.New("tlog: signature")
+	// ErrIncomplete: a proof that holds, but not of the whole run: events
+	// left out, entries duplicated, or no end (VerifyProof, which also
+	// returns its result, the findings named).
+	ErrIncomplete = errors.New("tlog: the proof is not of the whole run")
 	// ErrKey: a signer or verifier key that cannot be read (ReadSigner,
 	// ReadVerifier, GenerateKey).
 	ErrKey = errors.New("tlog: key")

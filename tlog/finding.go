@@ -49,6 +49,27 @@ const (
 	FindUnverifiable = "unverifiable"
 	// FindUnchecked: messages newer than the checkpoint (a note).
 	FindUnchecked = "unchecked"
+	// FindTrustsServer: the checkpoint proven is the latest the server
+	// holds, no witness cosigned it and none was saved: whoever runs the
+	// server could have replaced the stream and the checkpoints both (a
+	// note).
+	FindTrustsServer = "trusts_server"
+	// FindNewLog: a stored checkpoint starts a new log over a previous one
+	// its checkpointer had signed, by an operator's decision it records
+	// (a note: compare with the checkpoints kept of the previous log).
+	FindNewLog = "new_log"
+)
+
+// Kinds of Finding of a run's proof (VerifyProof): each fails it.
+const (
+	// FindLeftOut: events of the run are not in the proof (its run
+	// sequence numbers skip, or an event's predecessor is absent).
+	FindLeftOut = "left_out"
+	// FindNoEnd: the proof holds no end of the run (run.completed or
+	// run.failed).
+	FindNoEnd = "no_end"
+	// FindDuplicate: an entry or an event is in the proof more than once.
+	FindDuplicate = "duplicate"
 )
 
 // Finding is one thing a verification of the stream against checkpoints
@@ -78,7 +99,7 @@ func (f Finding) Seqs() string {
 // requires witnesses or not.
 func fails(kind string, witnessed bool) bool {
 	switch kind {
-	case FindExpired, FindUnverifiable, FindUnchecked:
+	case FindExpired, FindUnverifiable, FindUnchecked, FindTrustsServer, FindNewLog:
 		return false
 	case FindUnwitnessed:
 		return witnessed

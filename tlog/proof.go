@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nkeys"
@@ -102,6 +103,22 @@ type ProofResult struct {
 	// Linked is set when every event's predecessor (prevhash) is in the
 	// proof: the events proven are the run's whole chain up to the last.
 	Linked bool `json:"linked"`
+	// Findings say why the proof is not of the whole run (FindLeftOut,
+	// FindNoEnd, FindDuplicate); Complete is set when there is none.
+	Findings []Finding `json:"findings,omitempty"`
+	Complete bool      `json:"complete"`
+}
+
+// Failing returns the findings that fail the proof, less those of the
+// kinds accepted.
+func (r *ProofResult) Failing(accept ...string) []Finding {
+	var out []Finding
+	for _, f := range r.Findings {
+		if !slices.Contains(accept, f.Kind) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // VerifyProof checks a proof offline: the checkpoint's signature by
@@ -133,6 +150,7 @@ func VerifyProof(data []byte, logKey note.Verifier, witnesses ...note.Verifier) 
 		return nil, fmt.Errorf("%w: the proof holds no event", ErrMalformed)
 	}
 	res := &ProofResult{Checkpoint: signed.Checkpoint, Cosigned: signed.Cosigned, Run: p.Run}
+	seen := map[uint64]bool{}
 	for _, e := range p.Entries {
 		info, err := verifyEntry(e, signed)
 		if err != nil {
@@ -141,13 +159,58 @@ func VerifyProof(data []byte, logKey note.Verifier, witnesses ...note.Verifier) 
 		if info.Kind != KindEvent || info.RunID != p.Run {
 			return nil, fmt.Errorf("%w: entry %d: not an event of run %s", ErrProof, e.Index, p.Run)
 		}
+		if seen[e.Index] {
+			res.finding(FindDuplicate, info.Seq, info.Seq, "the entry of seq %d is in the proof more than once", info.Seq)
+			continue
+		}
+		seen[e.Index] = true
 		res.Events = append(res.Events, info)
 	}
 	slices.SortStableFunc(res.Events, func(a, b *LeafInfo) int { return cmp.Or(cmp.Compare(a.RunSeq, b.RunSeq), cmp.Compare(a.Seq, b.Seq)) })
 	if err := res.chain(); err != nil {
 		return nil, err
 	}
+	res.whole()
+	res.Complete = len(res.Findings) == 0
+	if !res.Complete {
+		var kinds []string
+		for _, f := range res.Findings {
+			kinds = append(kinds, f.Kind)
+		}
+		return res, fmt.Errorf("%w: %s", ErrIncomplete, strings.Join(slices.Compact(kinds), ", "))
+	}
 	return res, nil
+}
+
+func (r *ProofResult) finding(kind string, first, last uint64, format string, args ...any) {
+	r.Findings = append(r.Findings, Finding{Kind: kind, First: first, Last: last, Detail: fmt.Sprintf(format, args...), Fails: true})
+}
+
+// whole checks that the events are the run's from its first to its end,
+// each once: run sequence numbers from 1 without a gap or a repeat, each
+// event's predecessor in the proof, an end.
+func (r *ProofResult) whole() {
+	var next uint64 = 1
+	for i, e := range r.Events {
+		switch {
+		case i > 0 && (e.RunSeq == r.Events[i-1].RunSeq || e.EventID == r.Events[i-1].EventID):
+			r.finding(FindDuplicate, e.Seq, e.Seq, "event #%03d is in the proof twice (seqs %d and %d)", e.RunSeq, r.Events[i-1].Seq, e.Seq)
+			continue
+		case e.RunSeq > next:
+			r.finding(FindLeftOut, 0, 0, "the run's events #%03d-#%03d are not in the proof (the next proven is #%03d, seq %d)", next, e.RunSeq-1, e.RunSeq, e.Seq)
+		}
+		next = e.RunSeq + 1
+	}
+	if !r.Linked && !slices.ContainsFunc(r.Findings, func(f Finding) bool { return f.Kind == FindLeftOut }) {
+		r.finding(FindLeftOut, 0, 0, "some events' predecessors (prevhash) are not in the proof")
+	}
+	if !r.Ended {
+		last := "no event"
+		if n := len(r.Events); n > 0 {
+			last = fmt.Sprintf("#%03d, seq %d", r.Events[n-1].RunSeq, r.Events[n-1].Seq)
+		}
+		r.finding(FindNoEnd, 0, 0, "the proof holds no end of the run (its last event is %s): the run had not ended at the checkpoint, or its end was left out", last)
+	}
 }
 
 func verifyEntry(e ProofEntry, signed *Signed) (*LeafInfo, error) {

@@ -102,3 +102,53 @@ func TestProofVerifiesOffline(t *testing.T) {
 		t.Fatalf("a witness required: %v", err)
 	}
 }
+
+// A proof that holds entry by entry but is not of the whole run fails,
+// naming why: an event left out, the end left out, an entry twice.
+func TestProofOfPartOfARunFails(t *testing.T) {
+	log := newTestLog(t, mustKey(t, "log.test/hookbus"))
+	kp, _ := nkeys.CreateAccount()
+	data := provenRun(t, log, kp)
+	edit := func(f func(p *tlog.Proof)) []byte {
+		var p tlog.Proof
+		if err := json.Unmarshal(data, &p); err != nil {
+			t.Fatal(err)
+		}
+		f(&p)
+		out, _ := json.Marshal(p)
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(p *tlog.Proof)
+		want string
+	}{
+		{"EventLeftOut", func(p *tlog.Proof) { p.Entries = append(p.Entries[:1], p.Entries[2:]...) }, tlog.FindLeftOut},
+		{"FirstLeftOut", func(p *tlog.Proof) { p.Entries = p.Entries[1:] }, tlog.FindLeftOut},
+		{"EndLeftOut", func(p *tlog.Proof) { p.Entries = p.Entries[:2] }, tlog.FindNoEnd},
+		{"EntryTwice", func(p *tlog.Proof) { p.Entries = append(p.Entries, p.Entries[1]) }, tlog.FindDuplicate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := tlog.VerifyProof(edit(tc.edit), log.verifier)
+			if !errors.Is(err, tlog.ErrIncomplete) || res == nil || res.Complete {
+				t.Fatalf("want ErrIncomplete, got %v (%+v)", err, res)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("the error does not name %s: %v", tc.want, err)
+			}
+			var kinds []string
+			for _, f := range res.Failing() {
+				kinds = append(kinds, f.Kind)
+				if !f.Fails || f.Detail == "" {
+					t.Fatalf("finding %+v", f)
+				}
+			}
+			if len(kinds) != 1 || kinds[0] != tc.want {
+				t.Fatalf("findings %v, want [%s]", kinds, tc.want)
+			}
+		})
+	}
+	if res, err := tlog.VerifyProof(data, log.verifier); err != nil || !res.Complete || len(res.Findings) != 0 {
+		t.Fatalf("the whole run: %+v %v", res, err)
+	}
+}

@@ -39,6 +39,9 @@ type Record struct {
 	LastTime time.Time `json:"last_time,omitzero"`
 	// Created is when the checkpointer made the checkpoint.
 	Created time.Time `json:"created"`
+	// NewLog, on a log's first checkpoint, is the operator's decision to
+	// start it over a previous log.
+	NewLog *LogStart `json:"new_log,omitempty"`
 }
 
 // RunSpan is a run's events in a window: its ids, the stream sequences of

@@ -14,11 +14,26 @@ import (
 // tells messages JetStream expired from messages removed.
 type StreamState struct {
 	FirstSeq, LastSeq uint64
+	// Bytes is the size of the messages the stream holds, as the server
+	// counts it.
+	Bytes uint64
 	// Now is the server's time (stored times are the server's).
 	Now               time.Time
 	MaxAge            time.Duration
 	MaxMsgs, MaxBytes int64
+	// MaxMsgSize bounds one stored message's size, as the server counts
+	// it (0: DefaultMaxMsgSize).
+	MaxMsgSize int64
+	// DiscardNew is set when the stream refuses new messages at its count
+	// and size limits instead of removing the oldest: then only MaxAge
+	// removes messages.
+	DiscardNew bool
 }
+
+// DefaultMaxMsgSize bounds one stored message's size when StreamState
+// does not: NATS' default max_payload (1 MiB) and room for its subject
+// and the server's framing.
+const DefaultMaxMsgSize = 1<<20 + 4096
 
 // StreamVerdict is the verification of the events stream against a
 // checkpoint and the stored ones.
@@ -45,6 +60,10 @@ type StreamVerdict struct {
 	Findings     []Finding `json:"findings,omitempty"`
 	// Intact is set when no finding fails the verification.
 	Intact bool `json:"intact"`
+	// TrustsServer is set when the checkpoint proven is only the latest
+	// the server holds: no witness' cosignature required, no checkpoint
+	// kept elsewhere given (a FindTrustsServer note says so too).
+	TrustsServer bool `json:"trusts_server"`
 }
 
 // OK reports whether no finding fails the verification.
@@ -94,6 +113,9 @@ type Verification struct {
 
 	missing, altered, inserted, renumbered, unverifiable, shifted ranges
 	unchecked, early, expired                                     ranges
+
+	headFirst uint64 // the stream's first sequence, when messages the tree holds are gone before it
+	past      uint64 // messages read past the stored leaves
 }
 
 // NewVerification starts verifying the stream described by state against
@@ -153,7 +175,7 @@ func NewVerification(l *Log, target *Signed, state StreamState, witnessed bool, 
 		if v.rng, err = NewRange(v.begin, hs); err != nil {
 			return nil, err
 		}
-		v.head(first)
+		v.headFirst = first // accounted for by Finish, once the messages after it are counted
 	}
 	v.verdict.Begin = v.begin
 	v.next = v.begin + 1
@@ -180,30 +202,71 @@ func (v *Verification) consistent(target *Signed) {
 	}
 }
 
-// head accounts for the stream's oldest messages, gone before first:
-// expired when the stream's limits explain it, removed otherwise.
-func (v *Verification) head(first uint64) {
+// head accounts for the stream's oldest messages that the tree holds and
+// that are gone before first: expired when the stream's limits could have
+// removed them, removed otherwise. It returns the ranges of each, in
+// order.
+func (v *Verification) head(first uint64) (expired, removed ranges) {
 	t := v.log.Tree
-	for seq := t.Begin() + 1; seq < first && seq <= t.Size(); seq++ {
+	lo, hi := t.Begin()+1, min(first-1, t.Size())
+	if lo > hi {
+		return nil, nil
+	}
+	// after counts the messages stored after seq: those the tree holds,
+	// and those read past it.
+	after := v.past
+	if v.state.MaxMsgs > 0 {
+		for seq := hi + 1; seq <= t.Size(); seq++ {
+			if ck, _ := t.Leaf(seq - 1); ck != GapHash(seq) {
+				after++
+			}
+		}
+	}
+	largest := uint64(v.state.MaxMsgSize)
+	if largest == 0 {
+		largest = DefaultMaxMsgSize
+	}
+	// bytes bounds the size of the messages stored after seq: those the
+	// stream holds, and each gone one as large as a message may be.
+	bytes := v.state.Bytes
+	gone := make([]bool, hi-lo+1) // by seq-lo: true when expirable
+	msg := make([]bool, hi-lo+1)
+	for seq := hi; seq >= lo; seq-- {
 		ck, _ := t.Leaf(seq - 1)
 		if ck == GapHash(seq) {
 			continue
 		}
-		if v.expirable(seq) {
-			v.expired.add(seq)
-		} else {
-			v.missing.add(seq)
+		msg[seq-lo], gone[seq-lo] = true, v.expirable(seq, after, bytes+largest)
+		after++
+		bytes += largest
+	}
+	for i := range gone {
+		switch {
+		case !msg[i]:
+		case gone[i]:
+			expired.add(lo + uint64(i))
+		default:
+			removed.add(lo + uint64(i))
 		}
 	}
+	return expired, removed
 }
 
 // expirable reports whether JetStream's limits could have removed the
-// message at seq: a count or size limit always could; an age limit could
-// when the window before the message's ended long enough ago.
-func (v *Verification) expirable(seq uint64) bool {
+// message at seq, after which the stream stored after messages, and which
+// with them is at most bytes large: a count limit when at least that many
+// messages came after it; a size limit when they could be more than it;
+// an age limit when the window before the message's ended longer ago than
+// it, by the server's clock.
+func (v *Verification) expirable(seq, after, bytes uint64) bool {
 	st := v.state
-	if st.MaxMsgs > 0 || st.MaxBytes > 0 {
-		return true
+	if !st.DiscardNew {
+		if st.MaxMsgs > 0 && after >= uint64(st.MaxMsgs) {
+			return true
+		}
+		if st.MaxBytes > 0 && bytes > uint64(st.MaxBytes) {
+			return true
+		}
 	}
 	if st.MaxAge <= 0 {
 		return false
@@ -238,6 +301,9 @@ func (v *Verification) Add(seq uint64, e Entry, unknown bool) {
 	if have && ck != chosen {
 		e = e.Complete()
 		hs = e.Hashes(seq)
+	}
+	if t != nil && idx >= t.Size() {
+		v.past++
 	}
 	switch {
 	case !have && t != nil && idx >= t.Size():
@@ -352,6 +418,11 @@ func (v *Verification) Finish() *StreamVerdict {
 		v.missing = append(v.missing, seqRange{max(v.next, reach+1), end})
 	}
 	v.next = max(v.next, end+1)
+	if v.headFirst > 0 {
+		expired, removed := v.head(v.headFirst)
+		v.expired = expired
+		v.missing = append(removed, v.missing...)
+	}
 	f := &v.verdict
 	add := func(kind string, r seqRange, format string, args ...any) {
 		f.Findings = append(f.Findings, Finding{Kind: kind, First: r.first, Last: r.last, Detail: fmt.Sprintf(format, args...)})
@@ -368,7 +439,7 @@ func (v *Verification) Finish() *StreamVerdict {
 	for _, r := range v.missing {
 		switch {
 		case r.last < v.state.FirstSeq:
-			add(FindRemoved, r, "%d checkpointed messages are gone from the stream's start%s, which its retention limits%s do not explain: they were stored too recently", r.count(), v.runs(r), v.limits())
+			add(FindRemoved, r, "%d checkpointed messages are gone from the stream's start%s, which its retention limits%s do not explain: too few messages came after them, or too recently", r.count(), v.runs(r), v.limits())
 		case r.first > v.lastPresent:
 			add(FindTruncated, r, "the stream ends before its last %d checkpointed messages%s", r.count(), v.runs(r))
 		default:
@@ -456,6 +527,9 @@ func (v *Verification) limits() string {
 	}
 	if st.MaxBytes > 0 {
 		l = append(l, fmt.Sprintf("max %d bytes", st.MaxBytes))
+	}
+	if len(l) > 0 && st.DiscardNew && (st.MaxMsgs > 0 || st.MaxBytes > 0) {
+		l = append(l, "discard new")
 	}
 	if len(l) == 0 {
 		return " (none)"

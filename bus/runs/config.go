@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -74,8 +75,22 @@ type ConsumerConfig struct {
 	// worker reports progress every AckWait/3, so a long run keeps its lease.
 	AckWait time.Duration
 	// MaxDeliver bounds the attempts of one request (default 5; -1 forever);
-	// after the last failed attempt the request is dropped, loudly.
+	// after the last failed attempt the request is dropped, loudly, and its
+	// run closed (Close). An attempt that failed only because JetStream was
+	// unavailable is no attempt: it is made again (Outage).
 	MaxDeliver int
+	// Outage is how long an attempt that failed only because JetStream was
+	// unavailable (bus.Unavailable: an election, a node away) is made again
+	// in the same delivery, after a back-off, the request's lease kept:
+	// such failures use up none of MaxDeliver's attempts while they last
+	// less than Outage (default: the bus' outage bound, bus.Bus.Outage;
+	// -1: never made again in place).
+	Outage time.Duration
+	// Close records the end of a run whose request is dropped after its
+	// last attempt, naming why, so that nobody waits for a run that will
+	// not be attempted again (loop.Worker.Close). nil: the request is
+	// dropped with no end recorded (logged).
+	Close Closer
 	// MaxAckPending bounds the requests in flight of each consumer across
 	// the pool (default: the server's, 1000).
 	MaxAckPending int
@@ -87,14 +102,21 @@ type ConsumerConfig struct {
 	Heartbeat time.Duration
 }
 
+// Closer records the end of req's run (run.failed naming cause) when its
+// request is dropped after its last attempt. A nil error means the end is
+// recorded, or the run had one already.
+type Closer func(ctx context.Context, req *events.RunRequest, cause error) error
+
 // ConsumerStats counts what a run consumer did since it started.
 type ConsumerStats struct {
-	Received  uint64 // requests received, redeliveries included
-	Completed uint64 // handled and acknowledged
-	Failed    uint64 // handler errors, handed back to the queue
-	Abandoned uint64 // left to the worker that holds the run now
-	Dropped   uint64 // terminated after the last attempt
-	Malformed uint64 // bodies that are not valid run requests (terminated)
+	Received    uint64 // requests received, redeliveries included
+	Completed   uint64 // handled and acknowledged
+	Failed      uint64 // handler errors, handed back to the queue
+	Abandoned   uint64 // left to the worker that holds the run now
+	Dropped     uint64 // terminated after the last attempt
+	Closed      uint64 // dropped, and their run's end recorded by Close
+	Unavailable uint64 // attempts made again because JetStream was unavailable
+	Malformed   uint64 // bodies that are not valid run requests (terminated)
 	// Refused counts requests whose body names another agent or
 	// definition than the subject they were published on: dead-lettered
 	// and terminated, never run (subject permissions on
@@ -107,7 +129,8 @@ type ConsumerStats struct {
 }
 
 // defaults fills in and checks a config.
-func (cfg *ConsumerConfig) defaults() error {
+// outage is the bus' outage bound, the default of Outage.
+func (cfg *ConsumerConfig) defaults(outage time.Duration) error {
 	if cfg.Durable == "" {
 		cfg.Durable = DefaultDurable
 	}
@@ -122,6 +145,9 @@ func (cfg *ConsumerConfig) defaults() error {
 	}
 	if cfg.PollWait == 0 {
 		cfg.PollWait = DefaultPollWait
+	}
+	if cfg.Outage == 0 {
+		cfg.Outage = outage
 	}
 	if cfg.Heartbeat == 0 {
 		cfg.Heartbeat = DefaultHeartbeat
@@ -141,6 +167,8 @@ func (cfg *ConsumerConfig) defaults() error {
 		return invalid("concurrency %d is negative", cfg.Concurrency)
 	case cfg.AckWait < time.Second:
 		return invalid("run ack wait %v (want >= 1s)", cfg.AckWait)
+	case cfg.Outage < -1:
+		return invalid("outage %v (want -1, or >= 0)", cfg.Outage)
 	case cfg.MaxDeliver < -1:
 		return invalid("max deliver %d (want -1 or > 0)", cfg.MaxDeliver)
 	case cfg.MaxAckPending < 0:

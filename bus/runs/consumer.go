@@ -33,6 +33,7 @@ type Consumer struct {
 	routes *routes
 
 	received, completed, failed, dropped atomic.Uint64
+	closedN, unavailable                 atomic.Uint64
 	malformedN, abandoned, refused       atomic.Uint64
 	handedOff                            atomic.Uint64
 }
@@ -61,7 +62,7 @@ func (q *Queue) Consume(ctx context.Context, cfg ConsumerConfig, handler Handler
 	if handler == nil {
 		return nil, invalid("nil run handler")
 	}
-	if err := cfg.defaults(); err != nil {
+	if err := cfg.defaults(q.b.Outage()); err != nil {
 		return nil, err
 	}
 	dlq, err := q.subj.DeadLetter(cfg.Durable)
@@ -136,7 +137,7 @@ func (rc *Consumer) Routes() []AgentRoute { return rc.routes.snapshot() }
 func (rc *Consumer) Stats() ConsumerStats {
 	return ConsumerStats{
 		Received: rc.received.Load(), Completed: rc.completed.Load(), Failed: rc.failed.Load(),
-		Dropped: rc.dropped.Load(), Malformed: rc.malformedN.Load(), Abandoned: rc.abandoned.Load(),
+		Dropped: rc.dropped.Load(), Closed: rc.closedN.Load(), Unavailable: rc.unavailable.Load(), Malformed: rc.malformedN.Load(), Abandoned: rc.abandoned.Load(),
 		Refused: rc.refused.Load(), HandedOff: rc.handedOff.Load(),
 	}
 }

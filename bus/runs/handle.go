@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/internal/header"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go/jetstream"
@@ -71,10 +72,7 @@ func (rc *Consumer) handle(src *source, m jetstream.Msg) {
 	}
 	meta, err := m.Metadata()
 	if err == nil && rc.cfg.MaxDeliver > 0 && meta.NumDelivered >= uint64(rc.cfg.MaxDeliver) {
-		rc.dropped.Add(1)
-		log.Error("hookbus: run dropped after its last attempt", "run", req.RunID, "agent", req.AgentID,
-			"attempts", meta.NumDelivered, "error", herr)
-		_ = m.TermWithReason("max deliveries: " + header.OneLine(herr.Error(), 200))
+		rc.drop(m, req, meta.NumDelivered, herr)
 		return
 	}
 	rc.failed.Add(1)
@@ -175,7 +173,37 @@ func (rc *Consumer) refuse(m jetstream.Msg, req *events.RunRequest, why error) {
 	}
 }
 
-// run calls the handler while renewing the request's lease.
+// closeTimeout bounds the recording of a dropped run's end (Close).
+const closeTimeout = 30 * time.Second
+
+// drop terminates a request whose last attempt failed, after recording its
+// run's end (Close) so that nobody waits for it.
+func (rc *Consumer) drop(m jetstream.Msg, req *events.RunRequest, attempts uint64, herr error) {
+	log := rc.q.log
+	rc.dropped.Add(1)
+	why := fmt.Errorf("its request was dropped after %d attempts, the last failing with: %w", attempts, herr)
+	closed := "no: no closer"
+	if rc.cfg.Close != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(rc.bgCtx), closeTimeout)
+		err := rc.cfg.Close(ctx, req, why)
+		cancel()
+		if err != nil {
+			closed = "no: " + err.Error()
+		} else {
+			rc.closedN.Add(1)
+			closed = "yes"
+		}
+	}
+	log.Error("hookbus: run dropped after its last attempt", "run", req.RunID, "agent", req.AgentID,
+		"attempts", attempts, "error", herr, "end_recorded", closed)
+	_ = m.TermWithReason("max deliveries: " + header.OneLine(herr.Error(), 200))
+}
+
+// run calls the handler while renewing the request's lease. An attempt
+// that failed only because JetStream was unavailable (bus.Unavailable) is
+// made again in this delivery after a back-off, the lease kept, until
+// Outage passes: an election or a node away uses up none of the request's
+// attempts.
 func (rc *Consumer) run(m jetstream.Msg, req *events.RunRequest) (err error) {
 	done := make(chan struct{})
 	defer close(done)
@@ -193,10 +221,65 @@ func (rc *Consumer) run(m jetstream.Msg, req *events.RunRequest) (err error) {
 			}
 		}
 	}()
+	var until time.Time
+	for try := 1; ; try++ {
+		err = rc.call(req)
+		if !rc.retryInPlace(err) {
+			return err
+		}
+		now := time.Now()
+		if until.IsZero() {
+			until = now.Add(rc.cfg.Outage)
+		}
+		left := until.Sub(now)
+		if left <= 0 {
+			rc.q.log.Warn("hookbus: JetStream still unavailable after the outage bound; the run goes back to the queue",
+				"run", req.RunID, "agent", req.AgentID, "outage", rc.cfg.Outage, "error", err)
+			return err
+		}
+		rc.unavailable.Add(1)
+		delay := min(unavailableBackoff(try), left)
+		rc.q.log.Warn("hookbus: JetStream unavailable: the run's attempt waits and is made again (no attempt used up)",
+			"run", req.RunID, "agent", req.AgentID, "retry_in", delay, "waits_up_to", left.Round(time.Second), "error", err)
+		t := time.NewTimer(delay)
+		select {
+		case <-rc.runCtx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// call calls the handler once; a panic is its error.
+func (rc *Consumer) call(req *events.RunRequest) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("run handler panic: %v", r)
 		}
 	}()
 	return rc.handler(rc.runCtx, req)
+}
+
+// retryInPlace reports whether a handler's error is JetStream being
+// unavailable, and nothing the queue must act on (a run held by another
+// worker, a refusal, a hand-off).
+func (rc *Consumer) retryInPlace(err error) bool {
+	if err == nil || rc.cfg.Outage <= 0 || rc.runCtx.Err() != nil || !bus.Unavailable(err) {
+		return false
+	}
+	var (
+		ab Abandoner
+		rf Refusal
+		ho Handoff
+	)
+	abandoned := errors.As(err, &ab) && ab.Abandoned()
+	refused := errors.As(err, &rf) && rf.Refused()
+	return !abandoned && !refused && !errors.As(err, &ho)
+}
+
+// unavailableBackoff is the wait before the try+1th attempt within one
+// delivery: 1s, 2s, 4s, ... up to 15s.
+func unavailableBackoff(try int) time.Duration {
+	return min(time.Second<<min(try-1, 4), 15*time.Second)
 }

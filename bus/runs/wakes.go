@@ -3,11 +3,13 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/bus/internal/header"
 	"github.com/hookbus/hookbus/bus/internal/wakeup"
@@ -28,19 +30,46 @@ const DueTTL = wakeup.DueTTL
 
 // WakeAt schedules w on <prefix>.wake.<agent>.<run> to be delivered on
 // <prefix>.wake.<agent>.<run>.due at w.At (to the second, never before).
-// A later WakeAt of the same run replaces the earlier. It returns an error
-// wrapping events' errors for bad ids, or ErrPublish.
+// A later WakeAt of the same run replaces the earlier. While JetStream is
+// unavailable (bus.Unavailable: an election, the wakes stream's leader
+// away), the wake-up is sent again with back-off, logged, until it is
+// stored, ctx ends or the bus' outage bound passes (bus.Bus.Outage). It
+// returns an error wrapping events' errors for bad ids, or ErrPublish.
 func (q *Queue) WakeAt(ctx context.Context, w events.Wake) error {
 	msg, at, err := wakeup.Msg(q.subj, w)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := q.withTimeout(ctx)
-	defer cancel()
-	if _, err := q.js.PublishMsg(ctx, msg); err != nil {
-		return fmt.Errorf("%w: wake-up of run %s at %s: %w", ErrPublish, w.RunID, at.Format(time.RFC3339), deadline.Err(ctx, err))
+	var giveUp time.Time
+	for try := 1; ; try++ {
+		rctx, cancel := context.WithTimeout(ctx, q.timeout)
+		_, err := q.js.PublishMsg(rctx, msg)
+		err = deadline.Err(rctx, err)
+		cancel()
+		if err == nil {
+			if try > 1 {
+				q.log.Info("hookbus: wake-up stored after JetStream was unavailable", "run", w.RunID, "at", at, "tries", try)
+			}
+			return nil
+		}
+		now := time.Now()
+		if giveUp.IsZero() {
+			giveUp = now.Add(q.b.Outage())
+		}
+		if !bus.Unavailable(err) || ctx.Err() != nil || !now.Before(giveUp) {
+			return fmt.Errorf("%w: wake-up of run %s at %s (%d tries): %w", ErrPublish, w.RunID, at.Format(time.RFC3339), try, err)
+		}
+		delay := min(unavailableBackoff(try), giveUp.Sub(now))
+		q.log.Warn("hookbus: wake-up not stored, JetStream unavailable: sending it again", "run", w.RunID, "at", at,
+			"retry_in", delay, "waits_up_to", giveUp.Sub(now).Round(time.Second), "error", err)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w: wake-up of run %s at %s (%d tries): %w", ErrPublish, w.RunID, at.Format(time.RFC3339), try, errors.Join(err, ctx.Err()))
+		case <-t.C:
+		}
 	}
-	return nil
 }
 
 // WakeHandler handles a due wake-up. A nil error acknowledges it; an error

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hookbus/hookbus/hooks/harness"
+	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/internal/health"
 	"github.com/hookbus/hookbus/internal/httpauth"
@@ -46,7 +47,7 @@ answers the hooks in flight within --drain-timeout.`
 // posted to it.
 func gatewayCmd(a *cli.App) *cobra.Command {
 	return cli.Command("gateway --listen ADDR [flags]", "Take coding agents' hooks over http, a route per harness (a long-lived gateway)", gatewayLong, func(fs *pflag.FlagSet) cli.Run {
-		f := bridgeFlags{conn: cli.ConnFlags{App: a, NeedsBus: true}}
+		f := bridgeFlags{conn: cli.ConnFlags{App: a, NeedsBus: true, Await: true}}
 		f.register(fs)
 		names := fs.String("harness", strings.Join(harnessNames, ","), "the coding agents to take hooks of, comma-separated: each on its route (claude: POST /claude-code, gemini: /gemini-cli, codex: /codex-cli)")
 		listen := fs.String("listen", "", "address to listen on for hooks (host:port; required); off loopback give --token-file (or $"+GatewayTokenEnv+") and --public-url")
@@ -114,7 +115,14 @@ func (f *bridgeFlags) gateway(ctx context.Context, a *cli.App, args []string, na
 		return err
 	}
 	defer c.Close()
-	hooks, stop, err := syncHooks(ctx, c.Bus, log)
+	var (
+		hooks *interceptors.Chain
+		stop  func()
+	)
+	err = c.Await(ctx, "read the hooks", func(ctx context.Context) (err error) {
+		hooks, stop, err = syncHooks(ctx, c.Bus, log)
+		return err
+	})
 	if err != nil {
 		return err
 	}

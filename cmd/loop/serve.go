@@ -16,6 +16,7 @@ import (
 	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/internal/health"
 	"github.com/hookbus/hookbus/loop"
@@ -37,7 +38,7 @@ worker).`
 
 func serveCmd(a *cli.App) *cobra.Command {
 	return cli.Command("serve [flags]", "Take run requests from the queue (a worker)", serveLong, func(fs *pflag.FlagSet) cli.Run {
-		conn := cli.ConnFlags{App: a, Embeds: true, NeedsBus: true}
+		conn := cli.ConnFlags{App: a, Embeds: true, NeedsBus: true, Await: true}
 		conn.Register(fs)
 		var af agentFlags
 		af.register(fs)
@@ -115,7 +116,14 @@ func serveCmd(a *cli.App) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			hooks, stopHooks, err := syncHooks(ctx, c.Bus, log)
+			var (
+				hooks     *interceptors.Chain
+				stopHooks func()
+			)
+			err = c.Await(ctx, "read the hooks", func(ctx context.Context) (err error) {
+				hooks, stopHooks, err = syncHooks(ctx, c.Bus, log)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -124,7 +132,11 @@ func serveCmd(a *cli.App) *cobra.Command {
 			var metrics http.Handler
 			if admin.Addr != "" {
 				m := telemetry.NewMetrics()
-				follow, err := m.FollowApprovals(ctx, c.Bus)
+				var follow <-chan error
+				err := c.Await(ctx, "follow the approvals", func(ctx context.Context) (err error) {
+					follow, err = m.FollowApprovals(ctx, c.Bus)
+					return err
+				})
 				if err != nil {
 					return fmt.Errorf("metrics: read the approvals: %w", err)
 				}
@@ -163,11 +175,19 @@ func serveCmd(a *cli.App) *cobra.Command {
 					Replace: *replace, Adopt: b.Config.OnDefinitionChange == loop.DefinitionAdopt}
 			}
 			w := loop.NewAgentsWorker(engs, log)
-			rc, err := q.Consume(ctx, runs.ConsumerConfig{Agents: served, Worker: worker.Name, Concurrency: *concurrency, AckWait: *lease}, handle(w.Handle))
+			var rc *runs.Consumer
+			err = c.Await(ctx, "take runs", func(ctx context.Context) (err error) {
+				rc, err = q.Consume(ctx, runs.ConsumerConfig{Agents: served, Worker: worker.Name, Concurrency: *concurrency, AckWait: *lease, Close: w.Close}, handle(w.Handle))
+				return err
+			})
 			if err != nil {
 				return c.Explain(err)
 			}
-			stopResumer, err := startResumer(ctx, c.Bus, served, log)
+			var stopResumer func()
+			err = c.Await(ctx, "resume the runs waiting for approval", func(ctx context.Context) (err error) {
+				stopResumer, err = startResumer(ctx, c.Bus, served, log)
+				return err
+			})
 			if err != nil {
 				rc.Stop()
 				return err

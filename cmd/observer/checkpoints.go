@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/internal/health"
 	"github.com/hookbus/hookbus/tlog"
@@ -115,9 +118,14 @@ func checkpointerCmd(a *cli.App) *cobra.Command {
 the stream's Merkle tree (C2SP tlog-checkpoint) in HOOKBUS_CHECKPOINTS every --every messages or
 --interval, each cosigned by the --witness given that agrees it extends the last one it
 cosigned. Runs until interrupted (then checkpoints what it read). A restart goes on
-from the last checkpoint stored: nothing is lost. One checkpointer per log.`, func(fs *pflag.FlagSet) cli.Run {
+from the last checkpoint stored: nothing is lost. One checkpointer per log.
+
+It saves each checkpoint it stores in --state, a file on its own disk, outside the
+streams: at start it refuses to go on when HOOKBUS_CHECKPOINTS no longer holds that log
+(its checkpoints deleted, or a latest that does not extend the saved one) unless
+--new-log REASON says to start a new log, which the new log's first checkpoint records.`, func(fs *pflag.FlagSet) cli.Run {
 		stderr := a.Err
-		conn := cli.ConnFlags{App: a, StoreFallback: true}
+		conn := cli.ConnFlags{App: a, StoreFallback: true, Await: true}
 		conn.Register(fs)
 		keyFile := fs.String("key", "", "the log's signer key file (observer keygen); its name is the checkpoints' origin (required)")
 		every := fs.Int("every", tlogbus.DefaultEvery, fmt.Sprintf("store a checkpoint after this many new messages (at most %d)", tlog.MaxWindow))
@@ -126,6 +134,8 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 		fs.Var(&witnesses, "witness", "a witness to cosign each checkpoint: NAME=KEY, its subject name (observer witness --name) and its verifier key or a file holding it; repeatable")
 		durable := fs.String("durable", tlogbus.DefaultDurable, "the name of the checkpointer's durable consumer of the events stream")
 		once := fs.Bool("once", false, "checkpoint what the stream holds now, then exit (an offline --store, a catch-up)")
+		state := fs.String("state", "", "the file where it saves its last checkpoint, on its own disk (default: in --store DIR, else under $XDG_STATE_HOME/hookbus/checkpointer or ~/.local/state/hookbus/checkpointer, named after the log's key)")
+		newLog := fs.String("new-log", "", "start a new log where HOOKBUS_CHECKPOINTS holds no checkpoint although --state holds one: the reason, recorded in the new log's first checkpoint")
 		var admin cli.AdminFlags
 		admin.Register(fs, "127.0.0.1:9466", 0, "")
 		return func(ctx context.Context, args []string) error {
@@ -138,6 +148,10 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 			signer, verifier, err := tlog.ReadSigner(*keyFile)
 			if err != nil {
 				return fmt.Errorf("%w: --key: %v", cli.ErrUsage, err)
+			}
+			statePath, err := checkpointerState(*state, conn.Store, verifier)
+			if err != nil {
+				return err
 			}
 			log := a.Log.Logger(stderr)
 			c, err := conn.Open(ctx, "hookbus-checkpointer", log, cli.ProvisionStore)
@@ -152,16 +166,20 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 					return c.Explain(err)
 				}
 			}
-			cp, err := tlogbus.NewCheckpointer(c.Bus, tlogbus.CheckpointerConfig{
+			cfg := tlogbus.CheckpointerConfig{
 				Signer: signer, Verifier: verifier, Every: *every, Interval: *interval, Witnesses: witnesses, Durable: *durable, Logger: log,
-			})
+				State: statePath, NewLog: *newLog,
+			}
+			first, err := tlogbus.NewCheckpointer(c.Bus, cfg)
 			if err != nil {
 				return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 			}
+			var cp atomic.Pointer[tlogbus.Checkpointer]
+			cp.Store(first)
 			runCtx, cancel := context.WithCancel(gctx)
 			defer cancel()
 			done := make(chan error, 1)
-			go func() { done <- cp.Run(runCtx) }()
+			go func() { done <- keepCheckpointing(runCtx, c, &cp, cfg) }()
 			h := health.New()
 			c.HealthChecks(h)
 			adm, err := admin.Serve("observer checkpointer", log, nil, h)
@@ -174,7 +192,7 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 			if adm.URL != "" {
 				a.Log.Say(stderr, "observer checkpointer: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
 			}
-			a.Log.Say(stderr, "checkpointing %s on %s as %s (every %d messages or %s)", c.Bus.Names().Events, c.Where, signer.Name(), *every, *interval)
+			a.Log.Say(stderr, "checkpointing %s on %s as %s (every %d messages or %s), saving its last checkpoint in %s", c.Bus.Names().Events, c.Where, signer.Name(), *every, *interval, statePath)
 			if *once {
 				st, err := c.Bus.EventsState(gctx)
 				if err != nil {
@@ -183,7 +201,7 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 				tick := time.NewTicker(50 * time.Millisecond)
 				defer tick.Stop()
 			wait:
-				for cp.Status().Read < st.LastSeq {
+				for cp.Load().Status().Read < st.LastSeq {
 					select {
 					case err := <-done:
 						return c.Explain(err)
@@ -195,11 +213,33 @@ from the last checkpoint stored: nothing is lost. One checkpointer per log.`, fu
 				cancel()
 			}
 			err = <-done
-			s := cp.Status()
+			s := cp.Load().Status()
 			a.Log.Say(stderr, "checkpointed %d messages (%d checkpoints stored now)", s.Size, s.Checkpoints)
 			return c.Explain(err)
 		}
 	})
+}
+
+// checkpointerState is the checkpointer's state file: the one given, else
+// one named after the log's key in the store directory given, else under
+// the user's state directory.
+func checkpointerState(given, store string, key note.Verifier) (string, error) {
+	if given != "" {
+		return given, nil
+	}
+	name := fmt.Sprintf("%s-%08x.checkpoint", strings.NewReplacer("/", "_", string(os.PathSeparator), "_").Replace(key.Name()), key.KeyHash())
+	if store != "" {
+		return filepath.Join(store, "checkpointer", name), nil
+	}
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("%w: --state: no home directory to keep the checkpointer's state in (%v): give --state FILE", cli.ErrUsage, err)
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "hookbus", "checkpointer", name), nil
 }
 
 // checkpointLine is one stored checkpoint as observer checkpoint shows it.
@@ -212,6 +252,7 @@ type checkpointLine struct {
 	Verified bool               `json:"verified"`
 	Cosigned []tlog.Cosignature `json:"cosigned,omitempty"`
 	Note     string             `json:"note"`
+	NewLog   *tlog.LogStart     `json:"new_log,omitempty"`
 }
 
 // checkpointCmd prints the latest stored checkpoint, or all of them.
@@ -286,6 +327,9 @@ not checked (the lines say so).`, func(fs *pflag.FlagSet) cli.Run {
 					status += ": lines by " + strings.Join(l.Signers, ", ")
 				}
 				fmt.Fprintf(stdout, "%s  size %-8d root %s  %s\n", when(l.Created), l.Size, l.Root, status)
+				if l.NewLog != nil {
+					fmt.Fprintf(stdout, "    a new log over a previous one, by the operator's decision: %q\n", l.NewLog.Reason)
+				}
 			}
 			if !*all {
 				fmt.Fprintf(stdout, "\n%s", lines[0].Note)
@@ -300,7 +344,7 @@ func readLine(r tlogbus.StoredRecord, logKey note.Verifier, witnesses []note.Ver
 	if err := json.Unmarshal(r.Data, &rec); err != nil {
 		return checkpointLine{}, fmt.Errorf("checkpoint record %d: %w: %v", r.Seq, tlog.ErrMalformed, err)
 	}
-	l := checkpointLine{Record: r.Seq, PrevSize: rec.PrevSize, Created: rec.Created, Note: rec.Checkpoint}
+	l := checkpointLine{Record: r.Seq, PrevSize: rec.PrevSize, Created: rec.Created, Note: rec.Checkpoint, NewLog: rec.NewLog}
 	cp, signers, err := tlog.PeekCheckpoint([]byte(rec.Checkpoint))
 	if err != nil {
 		return l, fmt.Errorf("checkpoint record %d: %w", r.Seq, err)
@@ -314,4 +358,37 @@ func readLine(r tlogbus.StoredRecord, logKey note.Verifier, witnesses []note.Ver
 		l.Verified, l.Cosigned = true, s.Cosigned
 	}
 	return l, nil
+}
+
+// keepCheckpointing runs the checkpointer in cp until ctx ends or it fails
+// for a reason other than JetStream being unavailable. When JetStream is
+// unavailable (an election, a node away), it waits until JetStream answers
+// (Conn.Await, saying so) and starts a new checkpointer, which goes on from
+// the last checkpoint stored.
+func keepCheckpointing(ctx context.Context, c *cli.Conn, cp *atomic.Pointer[tlogbus.Checkpointer], cfg tlogbus.CheckpointerConfig) error {
+	for {
+		err := cp.Load().Run(ctx)
+		if err == nil || ctx.Err() != nil || !bus.Unavailable(err) {
+			return err
+		}
+		cfg.Logger.Warn("observer checkpointer: JetStream unavailable: the checkpointer starts again, from the last checkpoint stored, once it answers", "err", err)
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		if werr := c.Await(ctx, "checkpoint", func(ctx context.Context) error {
+			_, err := c.Bus.EventsState(ctx)
+			return err
+		}); werr != nil {
+			return werr
+		}
+		next, nerr := tlogbus.NewCheckpointer(c.Bus, cfg)
+		if nerr != nil {
+			return nerr
+		}
+		cp.Store(next)
+	}
 }

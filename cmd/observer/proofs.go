@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -97,6 +98,13 @@ tlog-proof). observer verify-proof checks it offline; so does any RFC 6962 verif
 				fmt.Fprintf(stderr, "; %d newer events are not covered yet", later)
 			}
 			fmt.Fprintln(stderr)
+			if data, err := json.Marshal(p); err == nil {
+				if res, err := tlog.VerifyProof(data, logKey, wkeys.list...); errors.Is(err, tlog.ErrIncomplete) {
+					for _, f := range res.Findings {
+						fmt.Fprintf(stderr, "note: %s: %s (observer verify-proof fails it%s)\n", f.Kind, f.Detail, map[bool]string{true: " unless --unended"}[f.Kind == tlog.FindNoEnd])
+					}
+				}
+			}
 			return nil
 		}
 	})
@@ -107,7 +115,10 @@ func verifyProofCmd(a *cli.App) *cobra.Command {
 	return cli.Command("verify-proof FILE --key KEY [flags]", "Check a run's proof offline", `Checks a proof written by observer prove, offline (no server, no store): the checkpoint's
 signature by the log's key (and the witnesses' cosignatures), each event's leaf hash and
 inclusion proof against the checkpoint's root, and the run's chain: every event's
-predecessor in the proof, its end's signature. Exits 1 when the proof does not hold.`, func(fs *pflag.FlagSet) cli.Run {
+predecessor in the proof, its end's signature. Exits 1 when the proof does not hold,
+or is not of the whole run: events left out (left_out), an entry or an event twice
+(duplicate), no end of the run (no_end; --unended accepts a run that had not ended at
+the checkpoint, and says so).`, func(fs *pflag.FlagSet) cli.Run {
 		stdout := a.Out
 		key := fs.String("key", "", "the log's verifier key, or a file holding it (required)")
 		wkeys := verifiersFlag{witness: true}
@@ -118,6 +129,7 @@ predecessor in the proof, its end's signature. Exits 1 when the proof does not h
 			return nil
 		})
 		asJSON := fs.Bool("json", false, "the result as JSON (tlog.ProofResult)")
+		unended := fs.Bool("unended", false, "accept a proof without the run's end (a run that had not ended at the checkpoint): no_end is a note, not a failure")
 		return func(ctx context.Context, args []string) error {
 			pos := args
 			if len(pos) != 1 {
@@ -139,8 +151,16 @@ predecessor in the proof, its end's signature. Exits 1 when the proof does not h
 				return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 			}
 			res, err := tlog.VerifyProof(data, logKey, wkeys.list...)
-			if err != nil {
+			if err != nil && !errors.Is(err, tlog.ErrIncomplete) {
 				return fmt.Errorf("the proof does not hold: %w", err)
+			}
+			var accept []string
+			if *unended {
+				accept = append(accept, tlog.FindNoEnd)
+			}
+			failing := res.Failing(accept...)
+			for i := range res.Findings {
+				res.Findings[i].Fails = !slices.Contains(accept, res.Findings[i].Kind)
 			}
 			if *asJSON {
 				enc := json.NewEncoder(stdout)
@@ -149,7 +169,11 @@ predecessor in the proof, its end's signature. Exits 1 when the proof does not h
 					return err
 				}
 			} else {
-				fmt.Fprintf(stdout, "ok  run %s: %d events in %s, under its checkpoint of size %d (root %s)\n", res.Run, len(res.Events), res.Checkpoint.Origin, res.Checkpoint.Size, res.Checkpoint.Root)
+				status := "ok"
+				if len(failing) > 0 {
+					status = "FAILED"
+				}
+				fmt.Fprintf(stdout, "%s  run %s: %d events in %s, under its checkpoint of size %d (root %s)\n", status, res.Run, len(res.Events), res.Checkpoint.Origin, res.Checkpoint.Size, res.Checkpoint.Root)
 				for _, c := range res.Cosigned {
 					fmt.Fprintf(stdout, "    cosigned by %s at %s\n", c.Name, c.Time.Local().Format("2006-01-02 15:04:05"))
 				}
@@ -167,8 +191,22 @@ predecessor in the proof, its end's signature. Exits 1 when the proof does not h
 				if res.Linked {
 					fmt.Fprintln(stdout, "; every event's predecessor is in the proof")
 				} else {
-					fmt.Fprintln(stdout, "; some events' predecessors are not in the proof (events newer than the checkpoint, or left out)")
+					fmt.Fprintln(stdout, "; some events' predecessors are not in the proof")
 				}
+				for _, f := range res.Findings {
+					note := ""
+					if !f.Fails {
+						note = "note: "
+					}
+					fmt.Fprintf(stdout, "    %s%-10s %s\n", note, f.Kind, f.Detail)
+				}
+			}
+			if len(failing) > 0 {
+				var kinds []string
+				for _, f := range failing {
+					kinds = append(kinds, f.Kind)
+				}
+				return fmt.Errorf("the proof is not of the whole run %s: %s", res.Run, strings.Join(slices.Compact(kinds), ", "))
 			}
 			if len(trust) > 0 && !trust[res.Signer] {
 				return fmt.Errorf("the run's end is not signed by a key given with --public-key (signer %q)", res.Signer)

@@ -31,7 +31,7 @@ details. With --metrics it serves /metrics, /healthz and /readyz on another addr
 func uiCmd(a *cli.App) *cobra.Command {
 	return cli.Command("ui [flags]", "Serve the web timeline", uiLong, func(fs *pflag.FlagSet) cli.Run {
 		stdout, stderr := a.Out, a.Err
-		conn := cli.ConnFlags{App: a, StoreFallback: true}
+		conn := cli.ConnFlags{App: a, StoreFallback: true, Await: true}
 		conn.Register(fs)
 		listen := fs.String("listen", "127.0.0.1:8080", "address the page is served on; off loopback give --token-file or --trusted-proxy, and --public-url")
 		auth := httpauth.Flags{Proxies: true, Login: true}

@@ -104,6 +104,9 @@ truncated, a rewrite re-signed, another stream, is named; it exits 1 then too.`,
 				if err == nil && p.drawn {
 					fmt.Fprint(stderr, "\r\033[K")
 				}
+				if err == nil && sv.TrustsServer {
+					fmt.Fprintln(stderr, "warning: no --witness-key and no saved checkpoint: this trusts the server. It proves the stream is the log its checkpoints stream holds now, which whoever runs the server could have replaced along with the stream; give --witness-key, or --checkpoint FILE (a checkpoint kept outside the server: the checkpointer's --state file, a witness' state)")
+				}
 				return err
 			}); err != nil {
 				return err

@@ -163,7 +163,14 @@ func TestChartEverything(t *testing.T) {
 	if *cp.Spec.Replicas != 1 || cp.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		t.Errorf("the checkpointer runs %d replicas (%s): one per log", *cp.Spec.Replicas, cp.Spec.Strategy.Type)
 	}
-	for _, a := range []string{"checkpointer", "--key=/etc/hookbus/log/key", "--every=500", "--interval=10s", "--witness=" + regexp.MustCompile(`witnesses: \[(w1=\S+)\]`).FindStringSubmatch(values)[1]} {
+	if !slices.ContainsFunc(cp.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == fullname+"-checkpointer-state"
+	}) || !slices.ContainsFunc(cp.Spec.Template.Spec.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.MountPath == "/var/lib/hookbus/checkpointer" && !m.ReadOnly
+	}) {
+		t.Errorf("the checkpointer's state is on no volume of its own: %+v", cp.Spec.Template.Spec.Volumes)
+	}
+	for _, a := range []string{"checkpointer", "--key=/etc/hookbus/log/key", "--state=/var/lib/hookbus/checkpointer/log.checkpoint", "--every=500", "--interval=10s", "--witness=" + regexp.MustCompile(`witnesses: \[(w1=\S+)\]`).FindStringSubmatch(values)[1]} {
 		if !slices.Contains(cp.Spec.Template.Spec.Containers[0].Args, a) {
 			t.Errorf("checkpointer args %v lack %s", cp.Spec.Template.Spec.Containers[0].Args, a)
 		}

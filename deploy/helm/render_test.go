@@ -89,6 +89,7 @@ var types = map[string]func() any{
 	"v1/ConfigMap":                            func() any { return &corev1.ConfigMap{} },
 	"v1/Service":                              func() any { return &corev1.Service{} },
 	"v1/ServiceAccount":                       func() any { return &corev1.ServiceAccount{} },
+	"v1/PersistentVolumeClaim":                func() any { return &corev1.PersistentVolumeClaim{} },
 	"apps/v1/Deployment":                      func() any { return &appsv1.Deployment{} },
 	"apps/v1/StatefulSet":                     func() any { return &appsv1.StatefulSet{} },
 	"batch/v1/Job":                            func() any { return &batchv1.Job{} },

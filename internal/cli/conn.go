@@ -63,6 +63,11 @@ type ConnFlags struct {
 	// NeedsBus is set for long-running commands (loop serve, loop
 	// gateway): given no bus, they refuse to start.
 	NeedsBus bool
+	// Await is set for long-running commands (loop serve, loop gateway,
+	// observer ui, observer checkpointer): at start, they wait out
+	// JetStream being unavailable (an election, a node away), saying so,
+	// up to the outage bound (Conn.Await).
+	Await bool
 	// EmbeddedOnly is set for loop server: no --nats nor credentials.
 	EmbeddedOnly bool
 	// DefaultURL is the server of commands that cannot embed when given
@@ -103,6 +108,15 @@ func (c *ConnFlags) Register(fs *pflag.FlagSet) {
 	}
 	fs.StringVar(&c.Prefix, "prefix", events.DefaultPrefix, "subject prefix (when not given: the config file's, else this default)")
 	fs.IntVar(&c.Replicas, "replicas", 1, "stream and bucket replicas when provisioning, 3 on a cluster (when not given: the config file's, else this default)")
+}
+
+// startWait is how long the command waits out JetStream being unavailable
+// at start (Conn.Await): --outage, else bus.DefaultOutageWait.
+func (c *ConnFlags) startWait() time.Duration {
+	if d := c.outage(); d > 0 {
+		return d
+	}
+	return bus.DefaultOutageWait
 }
 
 // outage is how long the command's appends wait out an outage: --outage,
@@ -151,6 +165,9 @@ type Conn struct {
 	// credentials masked) or "store DIR".
 	Where  string
 	denied *denials
+	// outage bounds Await; say reports on the command's stderr.
+	outage time.Duration
+	say    func(format string, args ...any)
 	// attached says why a command that would embed a server attached to
 	// a running one instead ("" when it did not).
 	attached string
@@ -203,7 +220,11 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 	if c.Outage > 0 {
 		opts = append(opts, bus.WithPublishRetry(bus.DefaultAckTimeout, c.Outage))
 	}
-	out := &Conn{denied: &denials{}}
+	out := &Conn{denied: &denials{}, outage: c.startWait(), say: func(string, ...any) {}}
+	if c.App != nil && !c.Quiet {
+		path := CommandPath(ctx, c.App.Name)
+		out.say = func(format string, args ...any) { c.App.Log.Say(c.App.Err, path+": "+format, args...) }
+	}
 	natsOpts := []nats.Option{nats.Name(name), nats.ErrorHandler(out.denied.handler(logger))}
 	if target.store != "" {
 		out.Where = "store " + target.store
@@ -221,9 +242,7 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 			return nil, err
 		}
 		if c.App != nil && !c.Quiet {
-			path := CommandPath(ctx, c.App.Name)
-			say := func(format string, args ...any) { c.App.Log.Say(c.App.Err, path+": "+format, args...) }
-			natsOpts = append(natsOpts, newOutageReporter(say, redact.URL(target.url), c.outage()).options()...)
+			natsOpts = append(natsOpts, newOutageReporter(out.say, redact.URL(target.url), c.outage()).options()...)
 		}
 		nc, err := bus.Connect(target.url, append(natsOpts, authOpts...)...)
 		if err != nil {
@@ -245,12 +264,23 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 		return nil, err
 	}
 	out.Bus = b
+	pctx, stop := out.Guard(ctx)
+	defer stop()
+	if c.Await && target.store == "" {
+		err := out.Await(pctx, "start", func(ctx context.Context) error {
+			_, err := b.JetStream().AccountInfo(ctx)
+			return err
+		})
+		if err != nil {
+			out.Close()
+			return nil, out.Explain(fmt.Errorf("JetStream: %w", err))
+		}
+	}
 	if mode == ReadOnly || mode == ProvisionStore && target.store == "" {
 		return out, nil
 	}
-	pctx, stop := out.Guard(ctx)
-	defer stop()
-	if err := provisionMissing(pctx, b); err != nil {
+	err = out.Await(pctx, "check the streams and buckets", func(ctx context.Context) error { return provisionMissing(ctx, b) })
+	if err != nil {
 		out.Close()
 		return nil, out.Explain(err)
 	}

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/embedded"
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/tlog"
 )
 
 // TestCheckpointsFromTheCommandLine: observer keygen makes a log's key,
@@ -67,6 +69,7 @@ func TestCheckpointsFromTheCommandLine(t *testing.T) {
 	if checked.code != 0 || !strings.Contains(checked.stdout, "ok  run "+first+": 16 events") || !strings.Contains(checked.stdout, "signed by "+pub) {
 		t.Fatalf("verify-proof: %d\n%s%s", checked.code, checked.stdout, checked.stderr)
 	}
+	partialProofs(t, in, filepath.Join(dir, "proof.json"))
 	other := runWith(t, in, "observer", "keygen", "--name", "example.com/hookbus", "--out", "other.key")
 	if r := runWith(t, in, "observer", "verify-proof", "proof.json", "--key", "other.key.pub"); r.code != 1 || !strings.Contains(r.stderr, "signature") {
 		t.Fatalf("verify-proof with another log's key (%s): %d\n%s", other.stdout, r.code, r.stderr)
@@ -82,6 +85,46 @@ func TestCheckpointsFromTheCommandLine(t *testing.T) {
 	failed := runWith(t, in, "observer", verify...)
 	if failed.code != 1 || !strings.Contains(failed.stdout, "FAILED  stream") || !strings.Contains(failed.stdout, "removed        seqs 17-32") || !strings.Contains(failed.stdout, gone) {
 		t.Fatalf("verify --checkpoint after a run was deleted: %d\n%s%s", failed.code, failed.stdout, failed.stderr)
+	}
+}
+
+// partialProofs: a proof with events left out, its end left out or an
+// entry twice makes verify-proof exit 1 naming it; --unended accepts a
+// proof without the run's end, and says so.
+func partialProofs(t *testing.T, in runOpts, whole string) {
+	t.Helper()
+	data, err := os.ReadFile(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		kind string
+		edit func(p *tlog.Proof)
+	}{
+		{tlog.FindLeftOut, func(p *tlog.Proof) { p.Entries = append(p.Entries[:3], p.Entries[5:]...) }},
+		{tlog.FindNoEnd, func(p *tlog.Proof) { p.Entries = p.Entries[:len(p.Entries)-1] }},
+		{tlog.FindDuplicate, func(p *tlog.Proof) { p.Entries = append(p.Entries, p.Entries[2]) }},
+	} {
+		var p tlog.Proof
+		if err := json.Unmarshal(data, &p); err != nil {
+			t.Fatal(err)
+		}
+		tc.edit(&p)
+		out, _ := json.Marshal(p)
+		file := filepath.Join(in.dir, tc.kind+".json")
+		if err := os.WriteFile(file, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := runWith(t, in, "observer", "verify-proof", file, "--key", "log.key.pub")
+		if r.code != 1 || !strings.Contains(r.stderr, "not of the whole run") || !strings.Contains(r.stderr, tc.kind) || !strings.Contains(r.stdout, "FAILED  run") {
+			t.Errorf("verify-proof of a proof with %s: %d\n%s%s", tc.kind, r.code, r.stdout, r.stderr)
+		}
+		if tc.kind == tlog.FindNoEnd {
+			r := runWith(t, in, "observer", "verify-proof", file, "--key", "log.key.pub", "--unended")
+			if r.code != 0 || !strings.Contains(r.stdout, "note: no_end") {
+				t.Errorf("verify-proof --unended: %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+		}
 	}
 }
 

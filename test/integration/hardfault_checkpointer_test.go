@@ -37,7 +37,7 @@ func TestFaultCheckpointerKilled(t *testing.T) {
 	args := loadWorkerArgs(srv.url(), loadScriptFile(t, loadDelayMS), t.TempDir(), "--agent", "load")
 	ws := []*worker{startWorker(t, args...)}
 	checkpointer := func() *faultProc {
-		return startFaultProc(t, "observer", "checkpointer", "--nats", srv.url(), "--key", key, "--every", "25", "--interval", "300ms")
+		return startFaultProc(t, "observer", "checkpointer", "--nats", srv.url(), "--key", key, "--state", filepath.Join(dir, "log.checkpoint"), "--every", "25", "--interval", "300ms")
 	}
 	var lastErr error
 	lastSize := func() uint64 {

@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,44 +14,11 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// startCatchUpCluster starts a 3-node cluster as startNATSCluster does,
-// each node catching a replica up with at most catchUp bytes in flight
-// (JetStream's max_outstanding_catchup): a node that missed a stretch of a
-// stream takes a while to catch up, its cluster state current meanwhile.
-func startCatchUpCluster(t *testing.T, catchUp string) []*natsNode {
-	t.Helper()
-	routes := make([]string, 3)
-	for i := range routes {
-		routes[i] = freeAddr(t)
-	}
-	nodes := make([]*natsNode, 3)
-	for i := range nodes {
-		n := newNATSNode(t, fmt.Sprintf("n%d", i+1), routes[i], routes)
-		conf, err := os.ReadFile(n.conf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		slow := strings.Replace(string(conf), "jetstream {\n", "jetstream {\n  max_outstanding_catchup: "+catchUp+"\n", 1)
-		if slow == string(conf) {
-			t.Fatalf("%s: no jetstream block to set max_outstanding_catchup in:\n%s", n.conf, conf)
-		}
-		if err := os.WriteFile(n.conf, []byte(slow), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		nodes[i] = n
-	}
-	for _, n := range nodes {
-		n.start(t)
-	}
-	return nodes
-}
-
 // A session's reads see every event stored before they began, whichever
 // replica the server serves them from. Three nats-server processes, the
-// events stream R3, catching replicas up slowly (4 KB in flight); one
-// follower is SIGKILLed while 12 MB of a session are written (the leader
-// snapshots its log, so the follower must catch up from the stream), and
-// started again. While it catches up, and a writer goes on appending to
+// events stream R3; one follower is SIGKILLed while 20 MB of a session
+// are written (the leader snapshots its log, so the follower must catch up
+// from the stream), and started again. While it catches up, and a writer goes on appending to
 // the session (each event acknowledged by the leader and the other
 // follower), a reader again and again notes how many events were
 // acknowledged, then reads the session (SessionEvents, as a worker does
@@ -63,7 +28,7 @@ func startCatchUpCluster(t *testing.T, catchUp string) []*natsNode {
 func TestFaultSessionReadsFromASlowFollower(t *testing.T) {
 	hardFaults(t)
 	ctx := testCtx(t, 5*time.Minute)
-	nodes := startCatchUpCluster(t, "4KB")
+	nodes := startNATSCluster(t, 3)
 	urls := clusterURLs(nodes)
 	admin := adminBus(t, ctx, urls, 3)
 	checkProvisionedR3(t, ctx, admin)
@@ -100,7 +65,7 @@ func TestFaultSessionReadsFromASlowFollower(t *testing.T) {
 	// cluster state is current at once (it is small), the stream's
 	// catch-up takes a while.
 	slow.kill(t)
-	for seq := acked.Load() + 1; seq <= 12000; seq++ {
+	for seq := acked.Load() + 1; seq <= 20000; seq++ {
 		if err := writer.Publish(ctx, bustest.SizedEvent(t, agent, session, run, seq, 1024)); err != nil {
 			t.Fatal(err)
 		}
@@ -174,8 +139,7 @@ func TestFaultSessionReadsFromASlowFollower(t *testing.T) {
 }
 
 // Answered approvals always lead to a resumption, whichever replica serves
-// the reads. Three nats-server processes catching replicas up slowly, two
-// workers; 20 runs (a session each) wait for a person's approval of a
+// the reads. Three nats-server processes, two workers; 20 runs (a session each) wait for a person's approval of a
 // call. A follower of the events stream is SIGKILLed while 12 MB are
 // written on other sessions, and started again; while it catches up, all
 // 20 calls are approved (observer approve, processes). Every run resumes,
@@ -185,14 +149,14 @@ func TestFaultSessionReadsFromASlowFollower(t *testing.T) {
 func TestFaultApprovalsResumeWhileAFollowerCatchesUp(t *testing.T) {
 	hardFaults(t)
 	ctx := testCtx(t, 8*time.Minute)
-	nodes := startCatchUpCluster(t, "4KB")
+	nodes := startNATSCluster(t, 3)
 	urls := clusterURLs(nodes)
 	admin := adminBus(t, ctx, urls, 3)
 	checkProvisionedR3(t, ctx, admin)
 	agents := approvalAgents(t, "1h", "deny")
 	ws := []*worker{
-		startWorker(t, "--nats", urls, "--replicas", "3", "--agents", agents, "--agent", "ops"),
-		startWorker(t, "--nats", urls, "--replicas", "3", "--agents", agents, "--agent", "ops"),
+		startWorker(t, "--nats", urls, "--replicas", "3", "--agents", agents),
+		startWorker(t, "--nats", urls, "--replicas", "3", "--agents", agents),
 	}
 	const n = 20
 	ids := submitRuns(t, ctx, admin, "ops", "approve-", "what is 6*7?", n)

@@ -105,7 +105,7 @@ func TestCheckpointerProbesAndJSONLogs(t *testing.T) {
 	if r := run(t, "loop", "run", "--nats", url, "What is 6*7?"); r.code != 0 {
 		t.Fatalf("a run: %d %s", r.code, r.stderr)
 	}
-	cp, out := start(t, "observer", "checkpointer", "--nats", url, "--key", key, "--interval", "100ms", "--metrics", admin, "--log-format", "json")
+	cp, out := start(t, "observer", "checkpointer", "--nats", url, "--key", key, "--state", filepath.Join(filepath.Dir(key), "log.checkpoint"), "--interval", "100ms", "--metrics", admin, "--log-format", "json")
 	waitFor(t, 30*time.Second, func() bool {
 		resp, err := http.Get("http://" + admin + "/readyz")
 		if err != nil {

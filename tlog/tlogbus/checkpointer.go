@@ -56,6 +56,18 @@ type CheckpointerConfig struct {
 	// Durable names the consumer of the events stream (default
 	// "hookbus-checkpointer").
 	Durable string
+	// State is a file, outside the streams the checkpointer reads and
+	// writes, where it saves each checkpoint it stores (a signed note, as
+	// tlog.SaveCheckpoint writes it). At start it checks that the
+	// checkpoints stream still holds that log: when its checkpoints are
+	// gone, or its latest does not extend the saved one, Run refuses to
+	// go on (ErrNewLog) unless NewLog is given. Empty: no file, and the
+	// checkpointer trusts the checkpoints stream.
+	State string
+	// NewLog is the operator's reason to start a new log where the
+	// checkpoints stream holds no checkpoint although State holds one: the
+	// new log's first checkpoint records it (tlog.LogStart).
+	NewLog string
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
@@ -64,10 +76,12 @@ type CheckpointerConfig struct {
 // every message, in stream order, through a durable consumer, appends its
 // leaf to the tree, and stores a checkpoint (a tlog.Record, with the
 // witnesses' cosignatures) in the checkpoints stream every Every messages
-// or Interval. Its state is the last checkpoint stored: a restarted
-// checkpointer goes on from it, and its consumer's acknowledged position
-// never passes it, so a crash loses nothing. Only one checkpointer writes a
-// log: its stores are fenced on the checkpoints stream's last sequence.
+// or Interval. Its state is the last checkpoint stored (and, with
+// CheckpointerConfig.State, saved in a file of its own, which the stored
+// log must extend): a restarted checkpointer goes on from it, and its
+// consumer's acknowledged position never passes it, so a crash loses
+// nothing. Only one checkpointer writes a log: its stores are fenced on
+// the checkpoints stream's last sequence.
 type Checkpointer struct {
 	b   *bus.Bus
 	cfg CheckpointerConfig
@@ -90,6 +104,7 @@ type Checkpointer struct {
 	lastRecSeq uint64    // the last record's checkpoints stream sequence
 	ackable    jetstream.Msg
 	witnessAt  map[string]uint64 // the size each witness last cosigned, as far as known
+	newLog     *tlog.LogStart    // the decision the next checkpoint records
 }
 
 // CheckpointerStatus is what a checkpointer did.
@@ -154,9 +169,10 @@ func (c *Checkpointer) Status() CheckpointerStatus {
 // Run reads the events stream and stores checkpoints until ctx is done,
 // then stores a checkpoint of what it read and returns nil. It returns an
 // error wrapping ErrNoCheckpoints when the checkpoints stream does not
-// exist, ErrDiverged when the events stream no longer holds what the last
-// checkpoint covers (replaced, truncated, rewritten: verify it), ErrFenced
-// when another checkpointer stored a checkpoint meanwhile, or
+// exist, ErrNewLog when it no longer holds the log whose last checkpoint
+// State saved, ErrDiverged when the events stream no longer holds what the
+// last checkpoint covers (replaced, truncated, rewritten: verify it),
+// ErrFenced when another checkpointer stored a checkpoint meanwhile, or
 // bus.ErrConsumer when the stream cannot be read.
 func (c *Checkpointer) Run(ctx context.Context) error {
 	if err := c.load(ctx); err != nil {
@@ -211,24 +227,43 @@ func (c *Checkpointer) Run(ctx context.Context) error {
 	}
 }
 
-// load takes the state of the last checkpoint stored.
+// load takes the state of the last checkpoint stored, once it is known
+// to extend the one saved.
 func (c *Checkpointer) load(ctx context.Context) error {
 	c.rng, _ = tlog.NewRange(0, nil)
+	var saved *tlog.Signed
+	if c.cfg.State != "" {
+		var err error
+		if saved, err = tlog.ReadSavedCheckpoint(c.cfg.State, c.cfg.Verifier); err != nil {
+			return err
+		}
+	}
 	last, err := LastRecord(ctx, c.b)
 	if err != nil {
 		return err
 	}
+	var latest *tlog.Stored
 	if last != nil {
-		s, err := tlog.ParseRecord(last.Data, c.cfg.Verifier)
-		if err != nil {
+		if latest, err = tlog.ParseRecord(last.Data, c.cfg.Verifier); err != nil {
 			return fmt.Errorf("the last checkpoint stored (%s %d) is not one of this log (%s): %w", c.b.Names().Checkpoints, last.Seq, c.cfg.Signer.Name(), err)
 		}
+	}
+	if err := c.against(ctx, saved, latest); err != nil {
+		return err
+	}
+	if latest != nil {
+		s := latest
 		if c.rng, err = tlog.NewRange(s.Size, s.Range); err != nil {
 			return err
 		}
 		c.size, c.prevRange, c.lastRecSeq = s.Size, s.Range, last.Seq
 		if n := len(s.Window); n > 0 {
 			c.prevLeaf = s.Window[n-1]
+		}
+		if c.cfg.State != "" && (saved == nil || saved.Size != s.Size) {
+			if err := tlog.SaveCheckpoint(c.cfg.State, s.Note); err != nil {
+				return fmt.Errorf("save the checkpoint of size %d: %w", s.Size, err)
+			}
 		}
 	}
 	st, err := c.b.EventsState(ctx)
@@ -254,6 +289,67 @@ func (c *Checkpointer) load(ctx context.Context) error {
 	}
 	c.setStatus(func(s *CheckpointerStatus) { s.Size, s.Read = c.size, c.size })
 	return nil
+}
+
+// against checks the latest stored checkpoint against the one saved: it
+// must be the same or extend it. Where the checkpoints stream holds none,
+// a new log starts only by the operator's decision (NewLog), which its
+// first checkpoint records.
+func (c *Checkpointer) against(ctx context.Context, saved *tlog.Signed, latest *tlog.Stored) error {
+	switch {
+	case saved == nil && latest == nil:
+		if c.cfg.NewLog != "" {
+			c.newLog = &tlog.LogStart{Reason: c.cfg.NewLog, Decided: time.Now().UTC()}
+		}
+		return nil
+	case saved == nil:
+		if c.cfg.State != "" {
+			c.log.Warn("checkpointer: no checkpoint saved in its state file: it takes the checkpoints stream's latest as its log's, unchecked", "state", c.cfg.State, "size", latest.Size)
+		}
+		return nil
+	case latest == nil && c.cfg.NewLog == "":
+		return fmt.Errorf("%w: %s holds no checkpoint of %s, but this checkpointer stored the one of size %d (saved in %s): the log it signed is gone (the stream deleted, or replaced): verify the events against the saved checkpoint (observer verify --checkpoint %s); to start a new log over it, give --new-log REASON, which its first checkpoint records",
+			ErrNewLog, c.b.Names().Checkpoints, c.cfg.Signer.Name(), saved.Size, c.cfg.State, c.cfg.State)
+	case latest == nil:
+		c.newLog = &tlog.LogStart{Reason: c.cfg.NewLog, Previous: string(saved.Note), Decided: time.Now().UTC()}
+		c.log.Warn("checkpointer: starting a new log over the one it signed, as the operator decided", "previous_size", saved.Size, "previous_root", saved.Root.String(), "reason", c.cfg.NewLog)
+		return nil
+	}
+	if c.cfg.NewLog != "" {
+		c.log.Warn("checkpointer: --new-log ignored: the checkpoints stream holds a log, which a new one does not replace", "size", latest.Size)
+	}
+	if err := c.extends(ctx, saved, latest); err != nil {
+		return fmt.Errorf("%w: the latest checkpoint stored in %s (size %d) is not of the log this checkpointer signed: %v (its last checkpoint, of size %d, is saved in %s): verify the events against it (observer verify --checkpoint %s); a new log starts only on an empty %s",
+			ErrNewLog, c.b.Names().Checkpoints, latest.Size, err, saved.Size, c.cfg.State, c.cfg.State, c.b.Names().Checkpoints)
+	}
+	return nil
+}
+
+// extends checks that latest is saved or extends it: the same root at the
+// same size, or a consistency proof made from the stored checkpoints'
+// leaves.
+func (c *Checkpointer) extends(ctx context.Context, saved *tlog.Signed, latest *tlog.Stored) error {
+	switch {
+	case latest.Size == saved.Size && latest.Root == saved.Root:
+		return nil
+	case latest.Size == saved.Size:
+		return fmt.Errorf("another root at the same size (%s, saved %s)", latest.Root, saved.Root)
+	case latest.Size < saved.Size:
+		return fmt.Errorf("it is smaller than the saved one (%d): the log was rolled back", saved.Size)
+	}
+	l, err := LoadLog(ctx, c.b, c.cfg.Verifier)
+	if err != nil {
+		return err
+	}
+	top := l.Latest()
+	if l.Tree == nil || top == nil || top.Root != latest.Root || saved.Size < l.Tree.Begin() || top.Size > l.Tree.Size() {
+		return fmt.Errorf("the stored checkpoints do not hold the leaves that prove it extends the saved one")
+	}
+	path, err := l.Tree.ConsistencyProof(saved.Size, top.Size)
+	if err == nil {
+		err = tlog.VerifyConsistency(saved.Size, top.Size, path, saved.Root, top.Root)
+	}
+	return err
 }
 
 // consumer opens the checkpointer's durable consumer, creating it at the
@@ -404,6 +500,9 @@ func (c *Checkpointer) checkpoint(ctx context.Context) error {
 	}
 	signed = c.cosign(ctx, cp, signed)
 	rec := tlog.NewRecord(signed, c.size, rangeHashes(c.rng), c.window, c.gaps, c.runs, c.lastTime)
+	if c.size == 0 {
+		rec.NewLog = c.newLog
+	}
 	data, err := rec.Marshal()
 	if err != nil {
 		return err
@@ -413,6 +512,12 @@ func (c *Checkpointer) checkpoint(ctx context.Context) error {
 		return err
 	}
 	c.log.Info("checkpoint stored", "size", size, "root", cp.Root.String(), "messages", c.counted, "record", seq)
+	c.newLog = nil
+	if c.cfg.State != "" {
+		if err := tlog.SaveCheckpoint(c.cfg.State, signed); err != nil {
+			return fmt.Errorf("the checkpoint of size %d is stored, but not saved in %s: %w", size, c.cfg.State, err)
+		}
+	}
 	c.lastRecSeq, c.size, c.prevRange, c.prevLeaf = seq, size, rangeHashes(c.rng), c.window[len(c.window)-1]
 	c.window, c.counted, c.gaps, c.runs, c.runIndex = nil, 0, nil, nil, map[string]int{}
 	if c.ackable != nil {

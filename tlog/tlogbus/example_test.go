@@ -60,9 +60,10 @@ func ExampleCheckpointer() {
 	_ = s.DeleteMsg(ctx, 2)
 	v, _ = tlogbus.VerifyStream(ctx, b, tlogbus.VerifyConfig{LogKey: verifier})
 	for _, f := range v.Findings {
-		fmt.Println(f.Kind, f.Seqs())
+		fmt.Println(f.Kind, f.Seqs(), f.Fails)
 	}
 	// Output:
 	// checkpoint of size 3 proven: true intact: true
-	// removed seq 2
+	// trusts_server  false
+	// removed seq 2 true
 }

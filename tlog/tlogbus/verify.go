@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
@@ -76,12 +77,24 @@ func VerifyStream(ctx context.Context, b *bus.Bus, cfg VerifyConfig) (*tlog.Stre
 	if err != nil {
 		return nil, err
 	}
+	trusts := cfg.Checkpoint == nil && len(cfg.Witnesses) == 0
+	if trusts {
+		notes = append(notes, tlog.Finding{Kind: tlog.FindTrustsServer,
+			Detail: "no witness and no checkpoint kept elsewhere: this proves the stream is the log the server's checkpoints stream holds now, which whoever runs the server could have replaced with the stream (a new log signed over the old one); give --witness-key, or --checkpoint FILE, a checkpoint kept outside the server (the checkpointer's --state file, a witness' state, an earlier observer checkpoint --note)"})
+	}
+	notes = append(notes, newLogs(l)...)
 	st, err := b.EventsState(ctx)
 	if err != nil {
 		return nil, err
 	}
+	largest := st.MaxMsgSize
+	if largest <= 0 {
+		largest = b.Conn().MaxPayload()
+	}
+	largest += 4096 // its subject and the server's framing
 	v, err := tlog.NewVerification(l, target, tlog.StreamState{
-		FirstSeq: st.FirstSeq, LastSeq: st.LastSeq, Now: st.Now, MaxAge: st.MaxAge, MaxMsgs: st.MaxMsgs, MaxBytes: st.MaxBytes,
+		FirstSeq: st.FirstSeq, LastSeq: st.LastSeq, Bytes: st.Bytes, Now: st.Now,
+		MaxAge: st.MaxAge, MaxMsgs: st.MaxMsgs, MaxBytes: st.MaxBytes, MaxMsgSize: largest, DiscardNew: st.DiscardNew,
 	}, len(cfg.Witnesses) > 0, notes...)
 	if err != nil {
 		return nil, err
@@ -97,7 +110,28 @@ func VerifyStream(ctx context.Context, b *bus.Bus, cfg VerifyConfig) (*tlog.Stre
 	if err != nil {
 		return nil, err
 	}
-	return v.Finish(), nil
+	sv := v.Finish()
+	sv.TrustsServer = trusts
+	return sv, nil
+}
+
+// newLogs notes the stored checkpoints that start a new log over a
+// previous one.
+func newLogs(l *tlog.Log) []tlog.Finding {
+	var out []tlog.Finding
+	for _, s := range l.Checkpoints {
+		d := s.Record.NewLog
+		if d == nil {
+			continue
+		}
+		prev := "none saved"
+		if cp, _, err := tlog.PeekCheckpoint([]byte(d.Previous)); err == nil {
+			prev = fmt.Sprintf("the last it had signed is of size %d, root %s", cp.Size, cp.Root)
+		}
+		out = append(out, tlog.Finding{Kind: tlog.FindNewLog,
+			Detail: fmt.Sprintf("the checkpoint of size %d starts a new log over a previous one (%s), by the operator's decision of %s: %q; prove the previous log's events against its own checkpoints", s.Size, prev, d.Decided.Format(time.RFC3339), d.Reason)})
+	}
+	return out
 }
 
 // Prove writes the proof that run's events are in the log under the
