@@ -86,22 +86,40 @@
 //
 // TestFaultRandomizedSchedule runs a small fleet for 8 minutes
 // (HOOKBUS_FAULT_LOAD changes it) while faults drawn at random hit every
-// component, then audits the whole record. The fleet: one nats-server
-// process (JetStream on a store, started again on it after each SIGKILL);
-// three loop serve workers with a 4 s --lease, serving two agents defined
-// in agent files (worker w1 both, w2 only sched-a, w3 only sched-b), each a
-// scripted model of four steps whose Bash calls append an execution line
-// to calls.log under the workers' root (and print it) naming the worker
-// that ran them (bash.env passes FAULT_WORKER); sched-a compacts its
-// sessions every two or three runs (compaction max_tokens); sched-b's two
-// calculator calls of step 2 each wait for approval (expiry 45 s, then
-// rejected and the run goes on); and a remote interceptor (this test
-// binary started again) registered with observer hooks add --policy fail on tool.before:
-// while it is down every call is denied, never run unchecked. It syncs a
-// line per request it sees to guard.log before it answers, and rewrites
-// each Bash command it allows so that its execution line names the run and
-// the call ("checked RUN CALL"); a command run without it writes
-// "unchecked".
+// component, then audits the whole record. The fleet runs on a 3-node
+// JetStream cluster as production deploys it: three nats-server processes
+// configured by deploy/nats's own files (cluster-n1.conf, cluster-n2.conf,
+// cluster-n3.conf, cluster.conf and accounts.conf, copied into a directory
+// per node with only what cannot be shared on one machine rewritten in
+// cluster.conf: the client, monitoring and cluster listeners go to
+// 127.0.0.1 on free ports, the store directory to the test's, and the
+// routes' host names n1, n2, n3 to 127.0.0.1 and their ports; server
+// names, route credentials, JetStream limits, sync_interval always,
+// accounts, users and permissions are the files'). Every stream and bucket
+// is provisioned R3 as admin; every process connects to all three nodes as
+// its own deploy user, its password (accounts.conf's) in the URLs as
+// cluster.conf shows: the workers, loop submit and the submissions through
+// the bus as loop, the interceptor as plugin-pii (its plugin name), the
+// approver's answers as approver and the conflicting ones as alice, the
+// tracker, observer replay and observer verify as auditor; every command is
+// given --replicas 3. HOOKBUS_FAULT_TOPOLOGY=single runs the schedule on
+// one nats-server process without users instead (JetStream on a store,
+// started again on it after each SIGKILL).
+//
+// On it, three loop serve workers with a 4 s --lease serve two agents
+// defined in agent files (worker w1 both, w2 only sched-a, w3 only
+// sched-b), each a scripted model of four steps whose Bash calls append an
+// execution line to calls.log under the workers' root (and print it)
+// naming the worker that ran them (bash.env passes FAULT_WORKER); sched-a
+// compacts its sessions every two or three runs (compaction max_tokens);
+// sched-b's two calculator calls of step 2 each wait for approval (expiry
+// 45 s, then rejected and the run goes on); and a remote interceptor (this
+// test binary started again) registered with observer hooks add --policy
+// fail on tool.before: while it is down every call is denied, never run
+// unchecked. It syncs a line per request it sees to guard.log before it
+// answers, and rewrites each Bash command it allows so that its execution
+// line names the run and the call ("checked RUN CALL"); a command run
+// without it writes "unchecked".
 //
 // Twelve lanes submit runs (through the bus, or a loop submit process for
 // a quarter): 2 to 5 runs back to back per session, a fifth of them pairs
@@ -110,29 +128,45 @@
 // reject and continue, reject, or let them expire); on a run alone in its
 // session it also gives the first call a conflicting second answer while
 // the other call still waits, which must be refused naming the first.
-// Every 1-4 s a fault is dealt from a shuffled deck of six kinds, so each
-// happens about as often: SIGKILL of a worker, the server or the
-// interceptor, started again after a pause (the server after 1-10 s), or
-// SIGSTOP of one for 1-9 s, then SIGCONT (a worker stopped longer than
-// its lease loses its runs to the others). Halfway through, agent A is
-// deployed anew: w2 is SIGKILLed and comes back (as w2v2) on version 2 of
+// Every 1-4 s a fault is dealt from a shuffled deck, so each kind happens
+// about as often: SIGKILL of a worker or the interceptor, started again
+// after a pause, or SIGSTOP of one for 1-9 s, then SIGCONT (a worker
+// stopped longer than its lease loses its runs to the others); and on the
+// cluster, six node faults: SIGKILL of the events stream's leader, or of
+// one of its followers, started again on its store after 0.5-5.5 s;
+// SIGKILL of two nodes at once (the leader and a follower: no quorum until
+// one is back) and of all three, started again after 0.5-5.5 s; SIGSTOP of
+// a node (the leader half the time) for 10-16 s, past the Raft election
+// timeout; and a slow node, stopped and continued in a duty cycle (0.1-0.8
+// s stopped, 0.1-0.5 s running) for 10-20 s. On one server, SIGKILL of it
+// (started again after 1-10 s) or SIGSTOP for 1-9 s. A worker or the
+// interceptor that exits by itself, while starting or later, is started
+// again before the next fault, as a supervisor would (the audit reports
+// the exit).
+//
+// Halfway through, agent A is deployed anew: w2 is SIGKILLed and comes back (as w2v2) on version 2 of
 // A with --replace-definition, so new runs of A go to it alone, and runs
 // recorded on version 1 (cut off, or delivered to w2v2) are handed to the
 // workers of version 1 and go on only on w1. The draws come from a seed
 // the test logs; HOOKBUS_FAULT_SEED=N deals the same faults again (the
 // timing of the load differs). The load goes on until at least 500 runs
-// were submitted (twice the time at most). make test-faults runs one
+// (400 on the cluster) were submitted (a quarter longer at most). make test-faults runs one
 // schedule; HOOKBUS_FAULT_SCHEDULES=N runs N one after another (a subtest
 // each, named by its seed; give go test a -timeout to match).
 //
-// Then the faults stop, everything drains (every run submitted ends;
-// remaining approvals are answered), and the stream is read back with
-// observer replay --json and observer verify --json. Every run is checked
+// Then the faults stop; on the cluster, every stream must have a leader
+// and two current followers again within 3 minutes; everything drains
+// (every run submitted ends within 10 minutes; remaining approvals are
+// answered), and the stream is read back with observer replay --json and
+// observer verify --json. Every run is checked
 // (auditSchedule), failures collected and grouped before the test fails:
 //
 //   - event ids are unique; each run has exactly one terminal event in the
-//     stream; its effective record (the supersede rule applied) has seqs
-//     1..N and ends with it;
+//     stream; its effective record (the supersede rule applied) has no two
+//     events under one seq, has seqs 1..N and ends with it (a run taken
+//     over by the other run of its pair may skip the seqs its run.failed
+//     records as lost: appends lost in a fault that no attempt can fill,
+//     each absent);
 //   - every call has one tool.before and one tool.after (a recorded outcome
 //     unknown has its tool.after), or, asked about, was settled by a
 //     rejection or the run's end while it waited;
@@ -154,24 +188,32 @@
 //     guard.log, or a failure with outcome failed_closed after which the
 //     call was denied and did not run;
 //   - a run ended done; rejected only when its plan rejected a call; or
-//     failed only when the other run of its pair took its session over;
+//     failed only when another run of its session took it over: the other
+//     run of its pair, or a run of a loop submit process that failed yet
+//     queued it (its lane then submitted the run again);
 //   - every context.assembled and every rebuilt session is a conversation a
 //     provider accepts (a compaction's summary may be followed by a kept
 //     prompt; in sessions where a run was taken over before its reply, a
 //     prompt may follow another);
 //   - approvals: each call asked about has at most one approval.resolved,
 //     one unless its run ended while it waited; it is the approver's answer
-//     as given (its note "first"), or an expiry; no conflicting answer was
+//     as given (its note "first", recorded as given by the approver's
+//     user), or an expiry; an answer the approver was told is recorded is
+//     the one recorded; no conflicting answer was
 //     accepted or recorded, and each was refused naming the first, whose
 //     answer id is the one recorded;
 //   - observer verify exits 0 and says every run is intact and ended: no
-//     false alarm.
+//     false alarm (nothing touches the record);
+//   - no worker or interceptor exited by itself (an exit while starting
+//     included).
 //
 // It logs the seed, every fault as it is dealt, and the figures: runs by
 // outcome, events, attempts, superseded events, compactions, tool calls
 // denied fail-closed, outcomes unknown, Bash executions against recorded
 // results, approvals answered, expired and conflicting answers refused,
-// faults by kind and component, downtime per component, runs by the
+// faults by kind and component, downtime per component (each node's), how
+// long two nodes or more were down at once, how long the cluster took to
+// be whole again, runs by the
 // definition they started on, hand-offs between definitions, requests
 // handed back to the queue, and wall time.
 //

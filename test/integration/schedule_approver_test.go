@@ -72,8 +72,11 @@ func (l *load) answer(ctx context.Context, w waiting) {
 		if time.Since(w.asked) < approvalExpiry+2*time.Minute {
 			return
 		}
-		l.note("run %s: calls %v not resolved by their expiry (%v) %v after they were asked; answering them",
-			w.run, w.calls, approvalExpiry, time.Since(w.asked).Round(time.Second))
+		if !a.noted {
+			a.noted = true
+			l.note("run %s: calls %v not resolved by their expiry (%v) %v after they were asked; answering them",
+				w.run, w.calls, approvalExpiry, time.Since(w.asked).Round(time.Second))
+		}
 		p = planApprove
 	}
 	if !w.settled && time.Since(w.asked) < 10*time.Second {
@@ -109,8 +112,8 @@ func (l *load) answer(ctx context.Context, w waiting) {
 	}
 }
 
-// answerArgs are the observer arguments of an answer.
-func (l *load) answerArgs(run, call, action, note string) []string {
+// answerArgs are the observer arguments of an answer, given as user.
+func (l *load) answerArgs(user, run, call, action, note string) []string {
 	verb := "approve"
 	var extra []string
 	switch action {
@@ -119,7 +122,8 @@ func (l *load) answerArgs(run, call, action, note string) []string {
 	case events.ActionRejectAndContinue:
 		verb, extra = "reject", []string{"--reason", "not now", "--continue"}
 	}
-	return append([]string{verb, run, "--call", call, "--nats", l.url, "--note", note}, extra...)
+	args := append([]string{verb, run, "--call", call, "--nats", l.fl.urls(user), "--note", note}, extra...)
+	return append(args, l.fl.replicas...)
 }
 
 // cli gives one answer; it reports whether the call is answered now (by
@@ -129,13 +133,17 @@ func (l *load) cli(ctx context.Context, run, call, action, note string, a *answe
 	if ctx.Err() != nil {
 		return false
 	}
-	res, err := runProc(40*time.Second, "observer", l.answerArgs(run, call, action, note)...)
+	res, err := runProc(40*time.Second, "observer", l.answerArgs(userApprover, run, call, action, note)...)
 	s := res.stderr
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
 	case err == nil && res.code == 0 && strings.Contains(res.stdout, "recorded"):
 		l.answered++
+		if a.acked == nil {
+			a.acked = map[string]string{}
+		}
+		a.acked[call] = action
 		return true
 	case strings.Contains(s, "answered already: ") && strings.Contains(s, `[note: declared "`+note+`"]`):
 		l.recovered++ // an earlier send of this answer was recorded; its reply was lost
@@ -159,16 +167,18 @@ func (l *load) cli(ctx context.Context, run, call, action, note string, a *answe
 
 var answerIDNamed = regexp.MustCompile(`\(answer ([0-9A-Z]{26})\)`)
 
-// conflict gives call the opposite answer (note "second"), which must be
-// refused naming the first: its action and note, and its answer id.
+// conflict gives call the opposite answer (note "second"), as another
+// person (on the cluster: user alice, the first answers being approver's),
+// which must be refused naming the first: its action, who gave it, its
+// note, and its answer id.
 func (l *load) conflict(ctx context.Context, run, call, first string, a *answering) {
 	action := events.ActionReject
 	if first != events.ActionApprove {
 		action = events.ActionApprove
 	}
-	want := "answered already: " + first + " by anonymous (cli) [note: declared \"first\"]"
+	want := "answered already: " + first + " by " + l.fl.identity(userApprover) + " (cli) [note: declared \"first\"]"
 	for try := 0; try < 30 && ctx.Err() == nil; try++ {
-		res, err := runProc(40*time.Second, "observer", l.answerArgs(run, call, action, "second")...)
+		res, err := runProc(40*time.Second, "observer", l.answerArgs(userSecond, run, call, action, "second")...)
 		s := res.stderr
 		switch {
 		case err == nil && res.code == 0:
@@ -181,6 +191,13 @@ func (l *load) conflict(ctx context.Context, run, call, first string, a *answeri
 			if m := answerIDNamed.FindStringSubmatch(s); m != nil {
 				a.named = m[1]
 			}
+			l.mu.Unlock()
+			return
+		case first == events.ActionReject && strings.Contains(s, "has ended"):
+			// The first answer ended the run (rejected): refused, and there
+			// is nothing left to name.
+			l.mu.Lock()
+			l.refusedEnded++
 			l.mu.Unlock()
 			return
 		case strings.Contains(s, "answered already") || strings.Contains(s, "has ended"):

@@ -37,6 +37,8 @@ type schedInput struct {
 	serves   map[string][]string          // worker process → the agents it serves
 	load     *load
 	workers  map[string]*procSlot
+	plugin   string // the guard's plugin name
+	approver string // who the approver's answers are recorded as given by
 }
 
 // schedFigures are what the audit counted.
@@ -52,6 +54,9 @@ type schedFigures struct {
 	Contexts, Sessions, Compactions                         int
 	Verified                                                int
 	HandOffs, Takeovers, Retried                            int
+	TwoUnderOneSeq                                          int            // runs with two events under one seq in their effective record
+	LostRuns, LostSeqs                                      int            // taken-over runs whose end closes over appends lost in a fault, and those seqs
+	TakenByUnacked                                          int            // taken over by a run whose loop submit process failed (yet queued it)
 	Definitions                                             map[string]int // runs by the definition they started on: "agent digest"
 }
 
@@ -67,6 +72,7 @@ type schedAudit struct {
 	// its turn may have no reply (conversationError's unanswered).
 	takeovers map[string]bool
 	runDigest map[string]string // run → the definition its first run.started records
+	sessionOf map[string]string // run → "agent/session", as the stream has it
 }
 
 // digestOf reports whether a worker serves agent on definition digest.
@@ -85,7 +91,10 @@ func (a *schedAudit) fail(format string, args ...any) {
 
 // auditSchedule runs every check and returns the failures and figures.
 func auditSchedule(in *schedInput) ([]string, schedFigures) {
-	a := &schedAudit{in: in, agentOf: map[string]string{}, effs: map[string][]*events.Event{}, runDigest: map[string]string{}}
+	a := &schedAudit{in: in, agentOf: map[string]string{}, effs: map[string][]*events.Event{}, runDigest: map[string]string{}, sessionOf: map[string]string{}}
+	for _, e := range in.evs {
+		a.sessionOf[e.RunID] = e.AgentID + "/" + e.SessionID
+	}
 	a.fig.Outcomes, a.fig.Definitions = map[string]int{}, map[string]int{}
 	a.fig.Events = len(in.evs)
 	a.uniqueIDs()
@@ -173,11 +182,41 @@ func (a *schedAudit) run(id string, raw []*events.Event) {
 	eff, dropped := effectiveRun(raw)
 	a.effs[id] = eff
 	a.fig.Superseded += dropped
-	for i, e := range eff {
-		if e.Seq != uint64(i+1) {
-			bad("effective seqs are not 1..%d (seq %d at %d)\n  %s", len(eff), e.Seq, i+1, seqStages(eff))
+	// No two events under one seq: an attempt that numbered from a record
+	// missing the latest events stores a second event at a seq taken.
+	under := map[uint64][]*events.Event{}
+	for _, e := range eff {
+		under[e.Seq] = append(under[e.Seq], e)
+	}
+	for _, seq := range slices.Sorted(maps.Keys(under)) {
+		if es := under[seq]; len(es) > 1 {
+			a.fig.TwoUnderOneSeq++
+			bad("%d events under seq %d (%s)\n  %s", len(es), seq, stagesLine(es), seqStages(raw))
 			break
 		}
+	}
+	// Seqs 1..N, but for those a taken-over run's end records as never
+	// stored (appends lost in a fault that no attempt of the run can
+	// fill any more: docs/PROTOCOL.md): each of those is absent.
+	lost := lostOf(eff)
+	want := uint64(1)
+	for _, e := range eff {
+		for lost[want] && e.Seq > want {
+			want++
+		}
+		if lost[e.Seq] {
+			bad("seq %d, which its end records as never stored, is stored (%s)\n  %s", e.Seq, e.Stage, seqStages(eff))
+			break
+		}
+		if e.Seq != want {
+			bad("effective seqs are not 1..%d (seq %d where %d was due)\n  %s", len(eff)+len(lost), e.Seq, want, seqStages(eff))
+			break
+		}
+		want++
+	}
+	if len(lost) > 0 {
+		a.fig.LostRuns++
+		a.fig.LostSeqs += len(lost)
 	}
 	var end *events.Event
 	if n := len(eff); n > 0 && (eff[n-1].Stage == events.StageRunCompleted || eff[n-1].Stage == events.StageRunFailed) {
@@ -221,12 +260,12 @@ func (a *schedAudit) run(id string, raw []*events.Event) {
 			}
 		case events.StageHookDecided:
 			var p events.HookDecided
-			if e.DecodeData(&p) == nil && p.Plugin == "guard" {
+			if e.DecodeData(&p) == nil && p.Plugin == in.plugin {
 				hooksOn[p.EventID] = append(hooksOn[p.EventID], "decided:"+p.Decision)
 			}
 		case events.StageHookFailed:
 			var p events.HookFailed
-			if e.DecodeData(&p) == nil && p.Plugin == "guard" {
+			if e.DecodeData(&p) == nil && p.Plugin == in.plugin {
 				hooksOn[p.EventID] = append(hooksOn[p.EventID], "failed:"+p.Outcome)
 			}
 		case events.StageToolBefore:
@@ -337,7 +376,7 @@ func (a *schedAudit) run(id string, raw []*events.Event) {
 			bad("call %s (%s): the guard's records on its tool.before %s: %v, want one", cid, name, c.before.ID, h)
 		case h[0] == "failed:"+interceptors.FailedClosed:
 			a.fig.Denied++
-			if c.results > 0 || c.asked || len(c.afters) == 1 && !strings.HasPrefix(c.afters[0].Result.Content, "denied: guard: ") {
+			if c.results > 0 || c.asked || len(c.afters) == 1 && !strings.HasPrefix(c.afters[0].Result.Content, "denied: "+in.plugin+": ") {
 				bad("call %s (%s): the guard failed closed, yet the call went on (%d tool.result, asked %v, after %+v)", cid, name, c.results, c.asked, c.afters)
 			}
 		case h[0] == "decided:allow" || h[0] == "decided:modify":
@@ -372,8 +411,13 @@ func (a *schedAudit) outcome(id string, sub *submitted, end *events.Event, rc ev
 		switch {
 		case m == nil:
 			bad("run.failed: %s", p.Error)
-		case a.in.load.runs[m[1]] == nil || a.in.load.runs[m[1]].session != end.SessionID:
+		case a.sessionOf[m[1]] != end.AgentID+"/"+end.SessionID:
 			bad("run.failed %q names a run that is not of its session", p.Error)
+		case a.in.load.runs[m[1]] == nil:
+			// A run of a loop submit process that failed, yet queued it,
+			// while its lane submitted the run again: two runs at once.
+			a.fig.Takeovers++
+			a.fig.TakenByUnacked++
 		case sub != nil && !sub.pair && !a.in.load.runs[m[1]].pair:
 			bad("run.failed %q, but it was alone in its session when it ran", p.Error)
 		default:
@@ -392,7 +436,24 @@ func (a *schedAudit) outcome(id string, sub *submitted, end *events.Event, rc ev
 	}
 }
 
-var takenOver = regexp.MustCompile(`taken over by run (\S+)`)
+var takenOver = regexp.MustCompile(`taken over by run ([0-9A-Z]{26})`)
+
+// lostOf is the set of seqs a run's end (the last event of its effective
+// record, a run.failed) records as never stored.
+func lostOf(eff []*events.Event) map[uint64]bool {
+	if len(eff) == 0 || eff[len(eff)-1].Stage != events.StageRunFailed {
+		return nil
+	}
+	var p events.RunFailed
+	if eff[len(eff)-1].DecodeData(&p) != nil || len(p.Lost) == 0 {
+		return nil
+	}
+	out := map[uint64]bool{}
+	for _, s := range p.Lost {
+		out[s] = true
+	}
+	return out
+}
 
 // answers checks a call's answers: one at most; one when it was asked
 // about and its run went past it; the approver's (never its conflicting
@@ -428,8 +489,8 @@ func (a *schedAudit) answers(id, cid string, sub *submitted, c *callRecord, reas
 		}
 	case r.DeclaredBy == "second":
 		bad("call %s: the conflicting second answer was recorded: %s", cid, r.Describe())
-	case r.DeclaredBy != "first" || r.Channel != events.ChannelCLI:
-		bad("call %s: answered by %s, not by the approver", cid, r.Describe())
+	case r.DeclaredBy != "first" || r.Channel != events.ChannelCLI || r.Identity != a.in.approver:
+		bad("call %s: answered by %s, not by the approver (%s)", cid, r.Describe(), a.in.approver)
 	default:
 		a.fig.ApprovalsAnswered++
 		if sub != nil && sub.plan == planExpire {
@@ -439,6 +500,10 @@ func (a *schedAudit) answers(id, cid string, sub *submitted, c *callRecord, reas
 	ans := a.in.load.answers[id]
 	if ans == nil {
 		return
+	}
+	// An answer the approver was told is recorded is the call's answer.
+	if act, ok := ans.acked[cid]; ok && (r.DeclaredBy != "first" || r.Channel != events.ChannelCLI || r.Action != act) {
+		bad("call %s: the approver's answer (%s) was acknowledged as recorded, the record holds %s", cid, act, r.Describe())
 	}
 	if ans.first == cid && r.Channel != events.ChannelExpiry && r.Action != ans.firstAct {
 		bad("call %s: the approver answered %s first, the record holds %s", cid, ans.firstAct, r.Describe())
@@ -690,12 +755,12 @@ func (f schedFigures) String() string {
 	for _, k := range slices.Sorted(maps.Keys(f.Outcomes)) {
 		outcomes = append(outcomes, fmt.Sprintf("%s %d", k, f.Outcomes[k]))
 	}
-	return fmt.Sprintf("%d runs (%s; %d not named by an acknowledged submission), %d events, %d attempts (%d resumed), %d superseded events, %d runs stored out of seq order, %d taken over by the other run of their pair;\n"+
+	return fmt.Sprintf("%d runs (%s; %d not named by an acknowledged submission), %d events, %d attempts (%d resumed), %d superseded events, %d runs stored out of seq order, %d runs with two events under one seq, %d taken over by the other run of their pair (%d by a run whose loop submit failed; %d closing over %d appends lost in a fault);\n"+
 		"  %d tool calls: %d denied fail-closed by the guard, %d allowed by it (%d requests in its record), %d outcomes unknown; %d Bash calls, %d Bash results recorded, %d executions counted (%d with their outcome recorded unknown);\n"+
 		"  approvals: %d asked, %d answered by the approver, %d expired, %d conflicting answers refused naming the first and checked against the record;\n"+
 		"  %d compactions; %d contexts and %d sessions checked as conversations; %d runs verified; %d hand-offs between definitions, %d requests handed back to the queue;\n"+
 		"  runs by the definition they started on: %s",
-		f.Runs, strings.Join(outcomes, ", "), f.NotSubmitted, f.Events, f.Attempts, f.Resumed, f.Superseded, f.OutOfOrder, f.Takeovers,
+		f.Runs, strings.Join(outcomes, ", "), f.NotSubmitted, f.Events, f.Attempts, f.Resumed, f.Superseded, f.OutOfOrder, f.TwoUnderOneSeq, f.Takeovers, f.TakenByUnacked, f.LostRuns, f.LostSeqs,
 		f.Calls, f.Denied, f.GuardAllowed, f.GuardRequests, f.Unknown, f.BashCalls, f.BashResults, f.Executions, f.Unrecorded,
 		f.ApprovalsAsked, f.ApprovalsAnswered, f.ApprovalsExpired, f.ConflictsChecked,
 		f.Compactions, f.Contexts, f.Sessions, f.Verified, f.HandOffs, f.Retried, sortedCounts(f.Definitions))

@@ -279,10 +279,10 @@ type submitted struct {
 // load is the submitting side of the schedule: lanes of sessions, the
 // approver, and what they did.
 type load struct {
-	url   string
-	admin *bus.Bus
-	tr    *tracker
-	seed  uint64
+	fl   *schedFleet // where and as whom the submissions and answers connect
+	sub  *bus.Bus    // the submissions' bus, as the loop user
+	tr   *tracker
+	seed uint64
 
 	stop   atomic.Bool // no new submissions
 	mu     sync.Mutex
@@ -291,18 +291,19 @@ type load struct {
 	unackd int      // loop submit processes that failed (their run may be queued)
 	stuck  []string // runs a lane gave up waiting for
 	// The approver's side.
-	answers   map[string]*answering // by run
-	notes     []string              // approval anomalies the audit reports
-	answered  int                   // answers recorded by the approver's first try or a retry
-	recovered int                   // answers whose ack was lost, found recorded by the retry
-	refused   int                   // conflicting second answers refused naming the first
-	expiredQ  int                   // runs the approver found answered by an expiry first
-	retries   int                   // answers tried again after a transient failure
-	cliSubmit int                   // runs queued by loop submit
+	answers      map[string]*answering // by run
+	notes        []string              // approval anomalies the audit reports
+	answered     int                   // answers recorded by the approver's first try or a retry
+	recovered    int                   // answers whose ack was lost, found recorded by the retry
+	refused      int                   // conflicting second answers refused naming the first
+	refusedEnded int                   // conflicting second answers refused because the first, a reject, ended the run
+	expiredQ     int                   // runs the approver found answered by an expiry first
+	retries      int                   // answers tried again after a transient failure
+	cliSubmit    int                   // runs queued by loop submit
 }
 
-func newLoad(url string, admin *bus.Bus, tr *tracker, seed uint64) *load {
-	return &load{url: url, admin: admin, tr: tr, seed: seed, runs: map[string]*submitted{}, answers: map[string]*answering{}}
+func newLoad(fl *schedFleet, sub *bus.Bus, tr *tracker, seed uint64) *load {
+	return &load{fl: fl, sub: sub, tr: tr, seed: seed, runs: map[string]*submitted{}, answers: map[string]*answering{}}
 }
 
 func (l *load) note(format string, args ...any) {
@@ -383,7 +384,7 @@ func (l *load) submit(ctx context.Context, sub *submitted) {
 		l.record(sub)
 		for ctx.Err() == nil {
 			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err := runs.New(l.admin).Submit(sctx, req)
+			err := runs.New(l.sub).Submit(sctx, req)
 			cancel()
 			if err == nil {
 				return
@@ -393,7 +394,8 @@ func (l *load) submit(ctx context.Context, sub *submitted) {
 		return
 	}
 	for ctx.Err() == nil {
-		res, err := runProc(40*time.Second, "loop", "submit", "--nats", l.url, "--agent", sub.agent, "--session", sub.session, prompt)
+		args := append([]string{"submit", "--nats", l.fl.urls(userLoop), "--agent", sub.agent, "--session", sub.session}, l.fl.replicas...)
+		res, err := runProc(40*time.Second, "loop", append(args, prompt)...)
 		if err == nil && res.code == 0 && events.ValidateULID("run", strings.TrimSpace(res.stdout)) == nil {
 			sub.id = strings.TrimSpace(res.stdout)
 			l.mu.Lock()
@@ -448,4 +450,6 @@ type answering struct {
 	next     time.Time // do not try again before
 	lastErr  string
 	gaveUp   bool
+	noted    bool              // the calls' missed expiry is noted (once)
+	acked    map[string]string // call → the action the approver's answer to it was acknowledged (recorded) with
 }

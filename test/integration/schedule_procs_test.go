@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
@@ -137,9 +138,10 @@ func (c *component) freeze(t *testing.T, hold time.Duration) {
 	c.addDown(time.Since(begin))
 }
 
-// natsComponent is the schedule's nats-server.
-func natsComponent(n *natsNode) *component {
-	return &component{name: "nats-server", kind: "nats", start: n.start, kill: n.kill, process: func() *os.Process {
+// natsComponent is one of the schedule's nats-server processes, called
+// name.
+func natsComponent(name string, n *natsNode) *component {
+	return &component{name: name, kind: "nats", start: n.start, kill: n.kill, process: func() *os.Process {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		if n.cmd == nil {
@@ -161,22 +163,58 @@ type procSlot struct {
 	procs []*faultProc
 }
 
-// start starts a new incarnation and waits until it serves.
+// start starts a new incarnation and waits until it serves. An
+// incarnation that exits while starting (its output kept: exited reports
+// it) is followed by another, until one serves or 90 s have passed.
 func (s *procSlot) start(t *testing.T) {
 	t.Helper()
-	p := startProcess(t, s.name, s.path, s.env, s.args...)
-	s.mu.Lock()
-	s.cur = p
-	s.procs = append(s.procs, p)
-	s.mu.Unlock()
-	waitFor(t, 90*time.Second, func() bool {
-		select {
-		case <-p.done:
-			t.Fatalf("%s exited %d while starting:\n%s%s", s.name, p.code, p.stdout.String(), p.stderr.String())
-		default:
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		p := startProcess(t, s.name, s.path, s.env, s.args...)
+		s.mu.Lock()
+		s.cur = p
+		s.procs = append(s.procs, p)
+		s.mu.Unlock()
+		exited := false
+		ok := bustest.Poll(context.Background(), time.Until(deadline), 5*time.Millisecond, func() bool {
+			select {
+			case <-p.done:
+				exited = true
+				return true
+			default:
+			}
+			return strings.Contains(p.stderr.String(), s.ready) || strings.Contains(p.stdout.String(), s.ready)
+		})
+		switch {
+		case !ok:
+			t.Fatalf("%s did not serve within 90 s:\n%s", s.name, p.stderr.String())
+		case !exited:
+			return
+		case time.Now().After(deadline):
+			t.Fatalf("%s exited %d while starting, again and again for 90 s:\n%s%s", s.name, p.code, p.stdout.String(), p.stderr.String())
 		}
-		return strings.Contains(p.stderr.String(), s.ready) || strings.Contains(p.stdout.String(), s.ready)
-	}, "%s to serve:\n%s", s.name, lazy(func() string { return p.stderr.String() }))
+		t.Logf("%s exited %d while starting: %s; starting it again", s.name, p.code, oneLine(tail(p.stderr.String(), 300)))
+		time.Sleep(time.Second) // as a supervisor would, before it starts the process again
+	}
+}
+
+// revive starts the slot's process again if the current incarnation
+// exited by itself, and reports whether it did.
+func (s *procSlot) revive(t *testing.T) bool {
+	t.Helper()
+	s.mu.Lock()
+	p := s.cur
+	s.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		s.start(t)
+		return true
+	default:
+		return false
+	}
 }
 
 // kill SIGKILLs the current incarnation and waits for it to be gone.
