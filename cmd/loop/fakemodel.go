@@ -84,7 +84,11 @@ func fakeModel(ctx context.Context, script, listen string, remote bool, stderr i
   loop --model openai:NAME:     OPENAI_BASE_URL=%[1]s/v1 OPENAI_API_KEY=fake
   loop --model anthropic:NAME:  ANTHROPIC_BASE_URL=%[1]s ANTHROPIC_API_KEY=fake
 `, url, len(turns.Turns), script)
-	srv := &http.Server{Handler: fakellm.NewTurnServer(turns, &prefixWriter{prefix: "loop fake-model: ", w: stderr}), ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = fakellm.NewTurnServer(turns, &prefixWriter{prefix: "loop fake-model: ", w: stderr})
+	if !remote {
+		h = loopbackHost(h)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
@@ -112,6 +116,22 @@ func checkLoopback(listen string, remote bool) error {
 		return nil
 	}
 	return fmt.Errorf("%w: --listen %s is not a loopback address: the fake model has no authentication and is a test tool; give --allow-remote to serve it there anyway", cli.ErrUsage, listen)
+}
+
+// loopbackHost answers 421 to a request whose Host is not a loopback name:
+// a web page that rebinds its own name to 127.0.0.1 reaches nothing.
+func loopbackHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			http.Error(w, "loop fake-model serves only loopback names (localhost, 127.0.0.1, [::1])", http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // prefixWriter writes each write (a line) after a prefix, one at a time.

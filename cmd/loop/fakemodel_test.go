@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -96,6 +98,26 @@ func TestFakeModelProviders(t *testing.T) {
 		if err != nil || r.Message.Content != "It is 42." {
 			t.Fatalf("second turn %+v %v", r, err)
 		}
+	}
+	// A web page that rebinds its name to loopback reaches nothing.
+	hreq, err := http.NewRequest("POST", url+"/v1/messages", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hreq.Host = "attacker.example:8790"
+	res, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusMisdirectedRequest {
+		t.Fatalf("a request for another host: %s", res.Status)
+	}
+	// The script is spent: the next call fails at once, not to be retried.
+	_, err = an.Generate(context.Background(), req)
+	var me *loop.ModelError
+	if !errors.As(err, &me) || me.Retryable || me.Status != 501 || !strings.Contains(err.Error(), "no turn left") {
+		t.Fatalf("a call beyond the script: %v", err)
 	}
 	bustest.Eventuallyf(t, 10*time.Second, func() bool {
 		return strings.Contains(stderr.String(), "request 4: anthropic messages claude-sonnet-4-5: turn 4")

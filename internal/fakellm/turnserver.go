@@ -91,7 +91,6 @@ func (s *TurnServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		msg := fmt.Sprintf("request %d (%s %s) has no turn left in the script to answer it", n, r.Method, p)
 		fmt.Fprintf(s.log, "request %d: %s%s %s: no turn left (501)\n", n, api, mode, model)
-		// 501 is not a status a client retries: it stops at once and says why.
 		fail(w, http.StatusNotImplemented, msg)
 		return
 	}
@@ -123,8 +122,11 @@ func (s *TurnServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st.write(w)
 }
 
+// fail answers an error, with x-should-retry: false (honoured by the OpenAI
+// and Anthropic SDKs and loop's providers) so that a client does not retry.
 func fail(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Should-Retry", "false")
 	w.WriteHeader(status)
 	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "fake_model", "message": msg}})
 	_, _ = w.Write(b)
