@@ -22,9 +22,10 @@ import (
 //	    reply: The hook refused, I left it alone.
 //
 // Each request takes the first turn not yet taken whose When is empty or
-// appears in the request's body; the turn is rendered in the shape of the
-// API asked (OpenAI chat or Responses, Anthropic messages, Gemini),
-// streamed when the request streams.
+// appears in the request's body (as sent or in one of its JSON strings);
+// the turn is rendered in the shape of the API asked (OpenAI chat or
+// Responses, Anthropic messages, Gemini), streamed when the request
+// streams.
 type Turns struct {
 	Turns []Turn `yaml:"turns" json:"turns"`
 }

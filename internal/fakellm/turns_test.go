@@ -217,10 +217,13 @@ func TestTurnsWhen(t *testing.T) {
   - when: refused
     reply: The hook refused.
   - reply: First.
+  - when: ls && rm
+    reply: Escaped.
 `)
 	for _, c := range []struct{ body, want string }{
 		{`{"messages":[{"role":"user","content":"hi"}]}`, "First."},
 		{`{"messages":[{"role":"user","content":"the hook refused it"}]}`, "The hook refused."},
+		{`{"messages":[{"role":"user","content":"ls \u0026\u0026 rm"}]}`, "Escaped."},
 	} {
 		res, err := http.Post(url+"/v1/messages", "application/json", strings.NewReader(c.body))
 		if err != nil {

@@ -32,13 +32,31 @@ func NewTurnServer(t *Turns, log io.Writer) *TurnServer {
 	return &TurnServer{turns: t, log: log, taken: make([]bool, len(t.Turns))}
 }
 
-// next takes the first turn not yet taken whose When the body contains.
+// next takes the first turn not yet taken whose When the body contains,
+// as sent or in one of its JSON strings (unescaped: "a && b" matches
+// "a \u0026\u0026 b").
 func (s *TurnServer) next(body []byte) (Turn, int, int, bool) {
+	var texts []string
+	var v any
+	if json.Unmarshal(body, &v) == nil {
+		texts = jsonStrings(v, texts)
+	}
+	contains := func(when string) bool {
+		if strings.Contains(string(body), when) {
+			return true
+		}
+		for _, t := range texts {
+			if strings.Contains(t, when) {
+				return true
+			}
+		}
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.n++
 	for i, t := range s.turns.Turns {
-		if !s.taken[i] && (t.When == "" || strings.Contains(string(body), t.When)) {
+		if !s.taken[i] && (t.When == "" || contains(t.When)) {
 			s.taken[i] = true
 			return t, i + 1, s.n, true
 		}
@@ -46,6 +64,24 @@ func (s *TurnServer) next(body []byte) (Turn, int, int, bool) {
 	return Turn{}, 0, s.n, false
 }
 
+// jsonStrings appends the strings of a decoded JSON value to out.
+func jsonStrings(v any, out []string) []string {
+	switch v := v.(type) {
+	case string:
+		out = append(out, v)
+	case []any:
+		for _, e := range v {
+			out = jsonStrings(e, out)
+		}
+	case map[string]any:
+		for _, e := range v {
+			out = jsonStrings(e, out)
+		}
+	}
+	return out
+}
+
+// ServeHTTP answers one request with the next turn.
 func (s *TurnServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		// A client's connectivity check (Claude Code's HEAD /).
