@@ -32,6 +32,11 @@
 //		fakellm.AnthropicStream("claude-sonnet-4-5", fakellm.Text("Done.")),
 //	}})
 //
+// A script of Turns (ParseTurns, a YAML or JSON file) is for people trying
+// a client without an account: TurnServer, the handler of loop fake-model,
+// answers any of the four APIs from it, each turn (a reply text, a tool
+// call) in the shape of the API asked, streamed when the request streams.
+//
 // Recorded lists the recorded exchanges; New and Close run a server without
 // a *testing.T (for examples).
 package fakellm

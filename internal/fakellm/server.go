@@ -159,7 +159,11 @@ func (st *Step) write(w http.ResponseWriter) {
 		f, _ := w.(http.Flusher)
 		for _, e := range st.Events {
 			var data bytes.Buffer
-			_ = json.Compact(&data, e.Data)
+			if err := json.Compact(&data, e.Data); err != nil {
+				// Not JSON: OpenAI's closing [DONE], sent as it is.
+				data.Reset()
+				data.Write(e.Data)
+			}
 			if e.Event != "" {
 				_, _ = fmt.Fprintf(w, "event: %s\n", e.Event)
 			}
