@@ -163,3 +163,24 @@ func TestFaultDrainHandsBackRunsWaitingForTheModel(t *testing.T) {
 		t.Fatalf("%d model.responded, answer %q; want the resumed attempt's one answer\n%s", n, rc.Answer, seqStages(eff))
 	}
 }
+
+// A second SIGTERM during the drain stops the worker at once: its run in
+// flight is not handed back but ended, recorded as interrupted, its call
+// under way with its outcome unknown.
+func TestFaultDrainSecondSignalInterrupts(t *testing.T) {
+	hardFaults(t)
+	ctx := testCtx(t, 5*time.Minute)
+	r, first, req, _ := drainRun(t, ctx, 30, time.Minute)
+	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, func() bool { return strings.Contains(first.stderr.String(), "loop serve: draining") }, "the worker to drain:\n%s", lazy(first.stderr.String))
+	took := stop(t, first, 30*time.Second)
+	t.Logf("the worker stopped %v after the second SIGTERM (drain timeout 1m)", took.Round(100*time.Millisecond))
+	run := runEventsOf(ctx, r.b, req.RunID)
+	rc := completed(t, checkRun(t, req.RunID, run))
+	failed := payloadsOf[events.ToolFailed](t, run, events.StageToolFailed)
+	if rc.Reason != events.ReasonInterrupted || len(failed) != 1 || !failed[0].Unknown {
+		t.Fatalf("run ended %s (%s), tool.failed %+v; want interrupted, the call's outcome unknown\n%s", rc.Reason, rc.Detail, failed, seqStages(run))
+	}
+}
