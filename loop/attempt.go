@@ -173,6 +173,10 @@ func (r *run) attempt(ctx context.Context) (*Result, error) {
 		return nil, err
 	case errors.As(err, &end) && ctx.Err() == nil:
 		return r.finish(ctx, end.reason, end.detail)
+	case ctx.Err() != nil && handedBack(ctx):
+		// The worker is stopping and hands the run back: nothing is
+		// recorded; another attempt resumes the run from its events.
+		return nil, fmt.Errorf("loop: run %s not ended: %w", r.req.RunID, context.Cause(ctx))
 	case ctx.Err() != nil:
 		// The caller gave up: record it, on a context that still works.
 		return r.closeRun(ctx, ending{reason: events.ReasonInterrupted, detail: ctx.Err().Error(),
@@ -184,6 +188,14 @@ func (r *run) attempt(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	return r.fail(ctx, err)
+}
+
+// handedBack reports whether ctx was cancelled to hand its run back to the
+// queue rather than to end it: its cause (context.Cause) has a HandedBack
+// method reporting true (the run queue's runs.ErrHandedBack).
+func handedBack(ctx context.Context) bool {
+	var hb interface{ HandedBack() bool }
+	return errors.As(context.Cause(ctx), &hb) && hb.HandedBack()
 }
 
 // overtaken ends a run whose session another run claimed after the run's

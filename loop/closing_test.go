@@ -235,6 +235,51 @@ func TestInterruptedRunRecordsItsEnd(t *testing.T) {
 	})
 }
 
+// handBack is a cancellation cause saying the run is handed back, as the
+// run queue's is when a stopping worker gives its runs to other workers.
+type handBack struct{}
+
+func (handBack) Error() string    { return "handed back" }
+func (handBack) HandedBack() bool { return true }
+
+// A run whose context is cancelled to hand it back (its worker stopping)
+// records no end: the call under way gets no outcome, the run no
+// run.completed, and the attempt's error says it is not ended; resumed, it
+// records the call's outcome unknown, never calling the tool again, and
+// ends done.
+func TestHandedBackRunRecordsNoEnd(t *testing.T) {
+	records(t, func(t *testing.T, rec record) {
+		tool := &ctxTool{entered: make(chan struct{})}
+		eng := newEngine(t, rec, loop.Config{Model: scripted.New(oneCallScript), Tools: []loop.Tool{tool}})
+		ctx, cancel := context.WithCancelCause(ctxT(t))
+		req := &events.RunRequest{RunID: events.NewID(), AgentID: "demo", SessionID: "s1", Prompt: "go"}
+		done := goRun(ctx, eng, req)
+		<-tool.entered
+		cancel(handBack{})
+		got := <-done
+		if got.err == nil || !errors.Is(got.err, handBack{}) || (got.res != nil && got.res.Ended) {
+			t.Fatalf("handed-back run: %+v, %v; want no end and the cause", got.res, got.err)
+		}
+		for _, e := range runEvents(allEvents(t, rec), req.RunID) {
+			switch e.Stage {
+			case events.StageRunCompleted, events.StageRunFailed, events.StageToolFailed, events.StageToolAfter:
+				t.Fatalf("a handed-back run recorded %s\n%s", e.Stage, seqLines(runEvents(allEvents(t, rec), req.RunID)))
+			}
+		}
+		again := &ctxTool{entered: make(chan struct{})}
+		eng2 := newEngine(t, rec, loop.Config{Model: scripted.New(oneCallScript), Tools: []loop.Tool{again}})
+		res, err := eng2.Run(ctxT(t), req)
+		if err != nil || res.Reason != events.ReasonDone || !res.Resumed {
+			t.Fatalf("resumed run: %+v, %v; want done", res, err)
+		}
+		select {
+		case <-again.entered:
+			t.Fatal("the resumed run called the tool cut short again")
+		default:
+		}
+	})
+}
+
 // slowTool answers after a pause, so that a run submitted at the same
 // moment on the same session claims it while the tool runs.
 type slowTool struct{ d time.Duration }

@@ -126,6 +126,9 @@ type ConsumerStats struct {
 	// here: runs recorded on another definition (pinned to it), and new
 	// runs taken just as another definition of their agent was registered.
 	HandedOff uint64
+	// HandedBack counts runs in flight handed back to the queue unended
+	// when the worker stopped (HandBack), for another worker to resume.
+	HandedBack uint64
 }
 
 // defaults fills in and checks a config.

@@ -21,21 +21,21 @@ type Consumer struct {
 	id      string // the worker's key in the workers bucket
 	started time.Time
 
-	runCtx   context.Context // cancelled by Stop: the handlers' ctx
-	stopRuns context.CancelFunc
-	bgCtx    context.Context // heartbeats, the registry watch, adoption
-	stopBg   context.CancelFunc
-	fetching atomic.Bool
-	wg       sync.WaitGroup // slots
-	bg       sync.WaitGroup
-	closed   chan struct{}
+	runCtx     context.Context // cancelled by Stop and HandBack: the handlers' ctx
+	cancelRuns context.CancelCauseFunc
+	bgCtx      context.Context // heartbeats, the registry watch, adoption
+	stopBg     context.CancelFunc
+	fetching   atomic.Bool
+	wg         sync.WaitGroup // slots
+	bg         sync.WaitGroup
+	closed     chan struct{}
 
 	routes *routes
 
 	received, completed, failed, dropped atomic.Uint64
 	closedN, unavailable                 atomic.Uint64
 	malformedN, abandoned, refused       atomic.Uint64
-	handedOff                            atomic.Uint64
+	handedOff, handedBack                atomic.Uint64
 }
 
 // Consume starts a worker on the run queue for cfg.Agents: durable pull
@@ -75,11 +75,11 @@ func (q *Queue) Consume(ctx context.Context, cfg ConsumerConfig, handler Handler
 	if err != nil {
 		return nil, err
 	}
-	rc.runCtx, rc.stopRuns = context.WithCancel(context.WithoutCancel(ctx))
+	rc.runCtx, rc.cancelRuns = context.WithCancelCause(context.WithoutCancel(ctx))
 	rc.bgCtx, rc.stopBg = context.WithCancel(context.WithoutCancel(ctx))
 	if err := rc.routes.start(ctx); err != nil {
 		rc.stopBg()
-		rc.stopRuns()
+		rc.cancelRuns(nil)
 		return nil, err
 	}
 	rc.fetching.Store(true)
@@ -89,7 +89,7 @@ func (q *Queue) Consume(ctx context.Context, cfg ConsumerConfig, handler Handler
 	}
 	go func() {
 		rc.wg.Wait()
-		rc.stopRuns()
+		rc.cancelRuns(nil)
 		rc.stopBg()
 		rc.routes.stop()
 		rc.bg.Wait()
@@ -115,12 +115,23 @@ func (q *Queue) Consume(ctx context.Context, cfg ConsumerConfig, handler Handler
 // queue). Closed tells when every handler has returned.
 func (rc *Consumer) Stop() {
 	rc.fetching.Store(false)
-	rc.stopRuns()
+	rc.cancelRuns(nil)
 }
 
 // Drain ends the worker after its running handlers finish; no more
-// requests are pulled.
+// requests are pulled. To bound a drain, call HandBack (or Stop) after it.
 func (rc *Consumer) Drain() { rc.fetching.Store(false) }
+
+// HandBack ends the worker without ending its runs: no more requests are
+// pulled, and running handlers' ctx is cancelled with ErrHandedBack as its
+// cause. A handler that then returns an error has its request queued again
+// at once on its subject, as a hand-off (no delivery attempt used up), so
+// that another worker resumes the run. Closed tells when every handler has
+// returned.
+func (rc *Consumer) HandBack() {
+	rc.fetching.Store(false)
+	rc.cancelRuns(ErrHandedBack)
+}
 
 // Closed is closed once the worker has stopped pulling, every handler has
 // returned and its presence is removed.
@@ -138,7 +149,7 @@ func (rc *Consumer) Stats() ConsumerStats {
 	return ConsumerStats{
 		Received: rc.received.Load(), Completed: rc.completed.Load(), Failed: rc.failed.Load(),
 		Dropped: rc.dropped.Load(), Closed: rc.closedN.Load(), Unavailable: rc.unavailable.Load(), Malformed: rc.malformedN.Load(), Abandoned: rc.abandoned.Load(),
-		Refused: rc.refused.Load(), HandedOff: rc.handedOff.Load(),
+		Refused: rc.refused.Load(), HandedOff: rc.handedOff.Load(), HandedBack: rc.handedBack.Load(),
 	}
 }
 

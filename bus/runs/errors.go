@@ -42,6 +42,23 @@ var (
 	ErrClaimCheck = bus.ErrClaimCheck
 )
 
+// ErrHandedBack is the cause (context.Cause) of a handler's ctx cancelled
+// by Consumer.HandBack: the worker is stopping and hands its runs in flight
+// back to the queue. A handler seeing it should return without ending its
+// run (another worker resumes it); its error then hands the request back at
+// once, using up none of its attempts' back-off. Its HandedBack method
+// reports true, so a handler can match it without importing this package.
+var ErrHandedBack error = handedBack{}
+
+type handedBack struct{}
+
+func (handedBack) Error() string {
+	return "hookbus: the worker is stopping: the run is handed back to the queue for another worker"
+}
+
+// HandedBack reports true: the run is handed back, not ended.
+func (handedBack) HandedBack() bool { return true }
+
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
 }

@@ -44,7 +44,9 @@ func (rc *Consumer) handle(src *source, m jetstream.Msg) {
 	if src.digest == "" && !rc.routes.takesNew(src.agent) {
 		// The agent's registered definition changed after this pull was
 		// made: the request is for the workers of the new one.
-		rc.requeue(m, req, "", "new run of an agent whose registered definition is another now")
+		if rc.requeue(m, req, "", "new run of an agent whose registered definition is another now") {
+			rc.handedOff.Add(1)
+		}
 		return
 	}
 	herr := rc.run(m, req)
@@ -62,12 +64,24 @@ func (rc *Consumer) handle(src *source, m jetstream.Msg) {
 	var ho Handoff
 	if herr != nil && errors.As(herr, &ho) {
 		if d := ho.HandOff(); events.ValidateDigest(d) == nil && d != req.Definition {
-			rc.requeue(m, req, d, herr.Error())
+			if rc.requeue(m, req, d, herr.Error()) {
+				rc.handedOff.Add(1)
+			}
 			return
 		}
 	}
 	if herr == nil {
 		rc.ack(m, req)
+		return
+	}
+	if errors.Is(context.Cause(rc.runCtx), ErrHandedBack) {
+		// The worker is stopping and its run did not end: another worker
+		// resumes it now.
+		// It is queued again on its subject, as a hand-off: being handed
+		// back uses up none of the request's attempts (MaxDeliver).
+		if rc.requeue(m, req, req.Definition, "the worker is stopping: the run is handed back unended, for another worker to resume") {
+			rc.handedBack.Add(1)
+		}
 		return
 	}
 	meta, err := m.Metadata()
@@ -103,13 +117,14 @@ func (rc *Consumer) ack(m jetstream.Msg, req *events.RunRequest) bool {
 // unpinned for "") and acknowledges the original: a hand-off, not a
 // delivery attempt. Its de-duplication id is derived from the original's
 // stream sequence, so a hand-off repeated after a lost ack is queued once.
-// When it cannot be queued the original goes back to the queue.
-func (rc *Consumer) requeue(m jetstream.Msg, req *events.RunRequest, digest, why string) {
+// When it cannot be queued the original goes back to the queue (a nak)
+// and requeue reports false.
+func (rc *Consumer) requeue(m jetstream.Msg, req *events.RunRequest, digest, why string) bool {
 	meta, err := m.Metadata()
 	if err != nil {
 		rc.q.log.Warn("hookbus: run request without metadata; handed back", "run", req.RunID, "error", err)
 		_ = m.NakWithDelay(time.Second)
-		return
+		return false
 	}
 	r := *req
 	r.Definition = digest
@@ -121,7 +136,7 @@ func (rc *Consumer) requeue(m jetstream.Msg, req *events.RunRequest, digest, why
 		rc.failed.Add(1)
 		rc.q.log.Warn("hookbus: run not handed off; handed back to the queue", "run", req.RunID, "to", events.ShortDigest(digest), "error", err)
 		_ = m.NakWithDelay(time.Second)
-		return
+		return false
 	}
 	to := "its agent's new-run queue"
 	if digest != "" {
@@ -134,7 +149,7 @@ func (rc *Consumer) requeue(m jetstream.Msg, req *events.RunRequest, digest, why
 	if err != nil {
 		rc.q.log.Warn("hookbus: ack of a handed-off run failed; its hand-off is queued once", "run", req.RunID, "error", err)
 	}
-	rc.handedOff.Add(1)
+	return true
 }
 
 // decode reads a run request (fetching a claim-checked one).

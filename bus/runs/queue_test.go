@@ -215,6 +215,55 @@ func TestStoppedWorkerHandsRunBack(t *testing.T) {
 	}
 }
 
+// A worker handing its runs back (a stopping worker whose drain timed
+// out) cancels its handlers with ErrHandedBack as the cause and queues the
+// request again, using up none of its attempts: with one attempt allowed,
+// the next worker still gets it.
+func TestHandBackGivesRunToAnotherWorker(t *testing.T) {
+	b := bustest.StartBus(t)
+	ctx := testCtx(t)
+	if err := runs.New(b).Submit(ctx, runReq("support", "r1")); err != nil {
+		t.Fatal(err)
+	}
+	started, cause := make(chan struct{}), make(chan error, 1)
+	cfg := fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support"), MaxDeliver: 1})
+	w1, err := runs.New(b).Consume(ctx, cfg, func(ctx context.Context, _ *events.RunRequest) error {
+		close(started)
+		<-ctx.Done()
+		cause <- context.Cause(ctx)
+		return ctx.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	w1.HandBack()
+	waitRunsClosed(t, w1)
+	if c := <-cause; !errors.Is(c, runs.ErrHandedBack) {
+		t.Fatalf("the handler's cause %v, want ErrHandedBack", c)
+	}
+	if s := w1.Stats(); s.HandedBack != 1 || s.Dropped != 0 {
+		t.Fatalf("stats %+v, want one run handed back, none dropped", s)
+	}
+	done := make(chan string, 1)
+	w2, err := runs.New(b).Consume(ctx, cfg, func(_ context.Context, r *events.RunRequest) error {
+		done <- r.RunID
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	select {
+	case id := <-done:
+		if id != "r1" {
+			t.Fatalf("got run %s", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run not handed to the next worker")
+	}
+}
+
 func TestRunsAgentsFilterAndValidation(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,9 +34,11 @@ goes on with the definition it started on.
 
 A worker needs a bus: --nats URL or --context NAME (or $NATS_URL, $NATS_CONTEXT), or
 --embedded for a single-node server in its own process (its store in --store). Told
-to stop, it drains: it takes no new run, /readyz answers 503, and the runs in flight
-finish within --drain-timeout (those still running then are redelivered to another
-worker).`
+to stop (SIGTERM, Ctrl-C), it drains: it takes no new run, /readyz answers 503, and
+the runs in flight may finish within --drain-timeout; those still running then are
+handed back to the queue unended, and another worker resumes each from its record
+(a tool call cut short is not run again). A second signal stops it at once: its runs
+in flight are then recorded as interrupted.`
 
 func serveCmd(a *cli.App) *cobra.Command {
 	return cli.Command("serve [flags]", "Take run requests from the queue (a worker)", serveLong, func(fs *pflag.FlagSet) cli.Run {
@@ -58,7 +62,7 @@ func serveCmd(a *cli.App) *cobra.Command {
 		lease := fs.Duration("lease", runs.DefaultAckWait, "how long a run may go without a sign of life from its worker before another worker takes it over (the same for every worker of the pool)")
 		cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the worker to FILE when it stops (go tool pprof; make bench-scale uses it)")
 		var admin cli.AdminFlags
-		admin.Register(fs, "127.0.0.1:9464", 30*time.Second, "take no new run and let the runs in flight finish (those still running are then redelivered to another worker)")
+		admin.Register(fs, "127.0.0.1:9464", 30*time.Second, "take no new run and let the runs in flight finish (those still running are then handed back to the queue, for another worker to resume)")
 		return func(ctx context.Context, args []string) error {
 			stderr := a.Err
 			if err := cli.NoArgs(nil, args); err != nil {
@@ -177,7 +181,8 @@ func serveCmd(a *cli.App) *cobra.Command {
 			w := loop.NewAgentsWorker(engs, log)
 			var rc *runs.Consumer
 			err = c.Await(ctx, "take runs", func(ctx context.Context) (err error) {
-				rc, err = q.Consume(ctx, runs.ConsumerConfig{Agents: served, Worker: worker.Name, Concurrency: *concurrency, AckWait: *lease, Close: w.Close}, handle(w.Handle))
+				// The signal does not stop the runs: the drain below does.
+				rc, err = q.Consume(context.WithoutCancel(ctx), runs.ConsumerConfig{Agents: served, Worker: worker.Name, Concurrency: *concurrency, AckWait: *lease, Close: w.Close}, handle(w.Handle))
 				return err
 			})
 			if err != nil {
@@ -204,15 +209,7 @@ func serveCmd(a *cli.App) *cobra.Command {
 			printRoutes(stderr, rc.Routes())
 			a.Log.Say(stderr, "loop serve: taking runs for %s, %d at a time (%s)", describeRoutes(rc.Routes()), *concurrency, c.Where)
 			<-ctx.Done()
-			h.Drain()
-			a.Log.Say(stderr, "loop serve: draining (at most %s)", admin.Drain)
-			rc.Drain()
-			select {
-			case <-rc.Closed():
-				a.Log.Say(stderr, "loop serve: drained")
-			case <-time.After(admin.Drain):
-				a.Log.Say(stderr, "loop serve: runs still in flight after %s; they will be redelivered", admin.Drain)
-			}
+			drain(a, rc, h, admin.Drain)
 			return nil
 		}
 	})
@@ -328,4 +325,50 @@ func thisWorker() *events.Worker {
 		name = "worker"
 	}
 	return &events.Worker{Name: name + ":" + strconv.Itoa(os.Getpid()), Host: host}
+}
+
+// handBackWait bounds the wait for a stopping worker's runs to return once
+// they are handed back (or interrupted): the tools' and the model's calls
+// in flight are cancelled, and an interrupted run's end is recorded. The
+// Helm chart's worker template gives a pod this long after --drain-timeout.
+const handBackWait = 15 * time.Second
+
+// drain stops a worker told to stop: it takes no new run and /readyz
+// answers 503; the runs in flight may finish within timeout, and those
+// still running then are handed back to the queue unended (rc.HandBack),
+// for another worker to resume. A second SIGTERM or interrupt stops the
+// worker at once, its runs in flight recorded as interrupted (rc.Stop).
+func drain(a *cli.App, rc *runs.Consumer, h *health.Health, timeout time.Duration) {
+	stderr := a.Err
+	second := make(chan os.Signal, 1)
+	signal.Notify(second, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(second)
+	h.Drain()
+	began := time.Now()
+	a.Log.Say(stderr, "loop serve: draining (at most %s); a second signal stops at once, interrupting the runs in flight", timeout)
+	rc.Drain()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-rc.Closed():
+		a.Log.Say(stderr, "loop serve: drained in %s", time.Since(began).Round(time.Millisecond))
+		return
+	case <-t.C:
+		a.Log.Say(stderr, "loop serve: runs still in flight after %s: handing them back to the queue for another worker", timeout)
+		rc.HandBack()
+	case <-second:
+		a.Log.Say(stderr, "loop serve: second signal: stopping now, the runs in flight are recorded as interrupted")
+		rc.Stop()
+	}
+	w := time.NewTimer(handBackWait)
+	defer w.Stop()
+	select {
+	case <-rc.Closed():
+		a.Log.Say(stderr, "loop serve: stopped in %s (%d runs handed back)", time.Since(began).Round(time.Millisecond), rc.Stats().HandedBack)
+	case <-second:
+		a.Log.Say(stderr, "loop serve: second signal: stopping now")
+		rc.Stop()
+	case <-w.C:
+		a.Log.Say(stderr, "loop serve: runs still returning after %s; their leases end and other workers take them", handBackWait)
+	}
 }

@@ -348,8 +348,8 @@ func checkRelease(t *testing.T, r *rendered, external []string) {
 		}
 		if strings.HasSuffix(o.name, "-worker") {
 			drain, err := time.ParseDuration(arg(c, "--drain-timeout"))
-			if err != nil || tpl.Spec.TerminationGracePeriodSeconds == nil || time.Duration(*tpl.Spec.TerminationGracePeriodSeconds)*time.Second <= drain {
-				t.Errorf("%s: --drain-timeout %q (%v), termination grace %v: the grace must be longer", where, arg(c, "--drain-timeout"), err, tpl.Spec.TerminationGracePeriodSeconds)
+			if err != nil || tpl.Spec.TerminationGracePeriodSeconds == nil || time.Duration(*tpl.Spec.TerminationGracePeriodSeconds)*time.Second < drain+15*time.Second {
+				t.Errorf("%s: --drain-timeout %q (%v), termination grace %v: the grace must leave 15s to hand runs back", where, arg(c, "--drain-timeout"), err, tpl.Spec.TerminationGracePeriodSeconds)
 			}
 		}
 	}
