@@ -201,9 +201,11 @@ func TestLoopRunInterruptedMidTool(t *testing.T) {
 	}
 }
 
-// loop serve stopped (SIGTERM, and SIGINT) while a run's slow tool runs:
-// the run ends interrupted, its call's outcome recorded unknown; the
-// worker exits within seconds, and observer verify passes the run.
+// loop serve told twice to stop (SIGTERM, and SIGINT) while a run's slow
+// tool runs: the first signal starts the drain (the run would be handed
+// back at its end: TestFaultDrain*), the second stops the worker at once;
+// the run ends interrupted, its call's outcome recorded unknown; the worker
+// exits within seconds, and observer verify passes the run.
 func TestLoopServeInterruptedMidTool(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
@@ -215,8 +217,12 @@ func TestLoopServeInterruptedMidTool(t *testing.T) {
 			if err := w.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
+			waitFor(t, 30*time.Second, func() bool { return strings.Contains(w.stderr.String(), "draining") }, "the worker to drain\n%s", lazy(w.stderr.String))
+			if err := w.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
 			sent := time.Now()
-			res := w.wait(t, 40*time.Second)
+			res := w.wait(t, 20*time.Second)
 			t.Logf("loop serve exited %d, %v after %s", res.code, time.Since(sent).Round(10*time.Millisecond), sig)
 			evs := replayAll(t, r.srv.url())
 			eff, _ := effectiveRun(byRun(evs)[req.RunID])
