@@ -90,10 +90,16 @@ type AnswerResult struct {
 type AnsweredError struct {
 	RunID, CallID string
 	First         events.ApprovalResolved
+	// Ended is the stage of the run's end when the run has ended since.
+	Ended events.Stage
 }
 
 func (e *AnsweredError) Error() string {
-	return fmt.Sprintf("%s: call %s of run %s was answered already: %s", ErrBadAnswer, e.CallID, e.RunID, e.First.Describe())
+	msg := fmt.Sprintf("%s: call %s of run %s was answered already: %s", ErrBadAnswer, e.CallID, e.RunID, e.First.Describe())
+	if e.Ended != "" {
+		msg += fmt.Sprintf("; the run has ended (%s)", e.Ended)
+	}
+	return msg
 }
 
 // Is matches ErrBadAnswer.
@@ -299,6 +305,13 @@ func (a *answering) record(ctx context.Context, plan func(*runState) ([]resoluti
 		case !st.found:
 			return nil, fmt.Errorf("%w: run %s of %s/%s has no events", ErrBadAnswer, a.run, a.agent, a.session)
 		case st.terminal != nil:
+			// A call answered before the run ended: name that answer,
+			// as for a run still going.
+			var first *AnsweredError
+			if _, err := plan(st); errors.As(err, &first) {
+				first.Ended = st.terminal.Stage
+				return st, first
+			}
 			return st, fmt.Errorf("%w: run %s has ended (%s)", ErrBadAnswer, a.run, st.terminal.Stage)
 		}
 		todo, err := plan(st)

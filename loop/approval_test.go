@@ -241,8 +241,10 @@ func TestApprovalsAnsweredOneByOne(t *testing.T) {
 	if err != nil || q.resumes.Load() != 1 || res.Reason != events.ReasonDone || clock.calls.Load() != 1 || calc.calls.Load() != 1 {
 		t.Fatalf("after both answers: %+v, %v; %d resumptions, clock %d, calculator %d", res, err, q.resumes.Load(), clock.calls.Load(), calc.calls.Load())
 	}
-	// Answering an ended run is refused too.
-	if _, err := answerAs(t, j, req, "call_1_2", events.ActionApprove, "bob", ""); !errors.Is(err, loop.ErrBadAnswer) || !strings.Contains(err.Error(), "has ended") {
+	// Answering an ended run is refused too, naming the call's answer.
+	var answered *loop.AnsweredError
+	if _, err := answerAs(t, j, req, "call_1_2", events.ActionApprove, "bob", ""); !errors.Is(err, loop.ErrBadAnswer) || !strings.Contains(err.Error(), "has ended") ||
+		!errors.As(err, &answered) || answered.First.CallID != "call_1_2" || answered.Ended != events.StageRunCompleted {
 		t.Fatalf("answer to an ended run: %v", err)
 	}
 }
