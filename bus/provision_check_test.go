@@ -44,16 +44,7 @@ func TestCheckProvisioned(t *testing.T) {
 // workers write and makes the payloads stream refuse purges, roll-ups and
 // deletes, keeping its objects.
 func TestOlderProvisioningIsProvisionedAgain(t *testing.T) {
-	_, nc := bustest.Start(t)
-	b, err := bus.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := b.Provision(ctx); err != nil {
-		t.Fatal(err)
-	}
+	b, ctx := provisionedBus(t)
 	js := b.JetStream()
 	// As an older hookbus made them.
 	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b.Names().Hooks, History: 5}); err != nil {
@@ -96,16 +87,7 @@ func TestOlderProvisioningIsProvisionedAgain(t *testing.T) {
 // still works, and a bucket that allows them again is reported not
 // provisioned until Provision turns them off once more.
 func TestBucketsAreReadFromTheLeader(t *testing.T) {
-	_, nc := bustest.Start(t)
-	b, err := bus.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := b.Provision(ctx); err != nil {
-		t.Fatal(err)
-	}
+	b, ctx := provisionedBus(t)
 	js := b.JetStream()
 	for name := range js.StreamNames(ctx).Name() {
 		if !strings.HasPrefix(name, "KV_") {
@@ -147,4 +129,21 @@ func TestBucketsAreReadFromTheLeader(t *testing.T) {
 	if err := b.CheckProvisioned(ctx); err != nil {
 		t.Fatalf("CheckProvisioned after Provision = %v", err)
 	}
+}
+
+// provisionedBus is a bus on an embedded server, provisioned, and a
+// context for the test's requests.
+func provisionedBus(t *testing.T) (*bus.Bus, context.Context) {
+	t.Helper()
+	_, nc := bustest.Start(t)
+	b, err := bus.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	if err := b.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return b, ctx
 }
