@@ -25,6 +25,9 @@ type Compiled struct {
 	counterIdx  map[string]int // "counters.NAME" -> index in counters
 	validations []*validation
 	mutations   []*expr
+	// all is every validation as one list, the fast path of a decision
+	// where all hold (nil for fewer than two).
+	all cel.Program
 
 	agents, harnesses, kinds, tools globs
 	stages                          []events.Stage
@@ -144,6 +147,11 @@ func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 		}
 		c.validations = append(c.validations, val)
 	}
+	if len(c.validations) > 1 {
+		if c.all, err = c.compileAll(env); err != nil {
+			return nil, err
+		}
+	}
 	for i, mu := range s.Mutations {
 		e, _, err := c.compile(env, mu.Name, fmt.Sprintf("mutations.%d.expression", i), mu.Expression, patchType)
 		if err != nil {
@@ -156,6 +164,30 @@ func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 			ErrInvalid, p.file, p.firstHistoryLine(), 1, p.Name, ErrNoHistory)
 	}
 	return c, nil
+}
+
+// compileAll compiles the validations as one list of bools: evaluating
+// it costs one program run instead of one per rule. Each validation has
+// been checked on its own; the list is not estimated again, and its run
+// is bounded by the sum of the validations' limits.
+func (c *Compiled) compileAll(env *cel.Env) (cel.Program, error) {
+	var b strings.Builder
+	b.WriteString("[")
+	for i, v := range c.validations {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("(\n")
+		b.WriteString(v.text)
+		b.WriteString("\n)")
+	}
+	b.WriteString("]")
+	ast, iss := env.Compile(b.String())
+	if iss.Err() != nil {
+		return nil, c.p.errAt("validations", "the validations together: %v", iss.Err())
+	}
+	limit := c.opts.costLimit * uint64(len(c.validations))
+	return env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(limit), cel.InterruptCheckFrequency(128))
 }
 
 // Marker types for compile's output check.

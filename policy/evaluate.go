@@ -10,6 +10,7 @@ import (
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/interpreter"
 
 	"github.com/hookbus/hookbus/events"
@@ -88,7 +89,10 @@ func (c *Compiled) Evaluate(ctx context.Context, in *Input) (*Result, error) {
 		message  string
 		last     *expr
 	)
-	for _, v := range c.validations {
+	if c.allHold(a, res) {
+		last = c.validations[len(c.validations)-1].expr
+	}
+	for _, v := range c.validations[len(res.Steps)-len(c.conds):] {
 		last = v.expr
 		ok, err := c.evalBool(a, v.expr, res)
 		if err != nil {
@@ -140,6 +144,35 @@ func (c *Compiled) Evaluate(ctx context.Context, in *Input) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// allHold runs every validation at once (the fast path); when all hold
+// it records their steps and returns true. Otherwise it records nothing:
+// the rules run one by one to say which failed.
+func (c *Compiled) allHold(a *activation, res *Result) bool {
+	if c.all == nil {
+		return false
+	}
+	v, _, err := c.all.ContextEval(a.ctx, a)
+	if err != nil {
+		return false
+	}
+	list, ok := v.(traits.Lister)
+	if !ok || list.Size() != types.Int(len(c.validations)) {
+		return false
+	}
+	for i := range c.validations {
+		if list.Get(types.Int(i)) != types.True {
+			return false
+		}
+	}
+	if res.Steps == nil {
+		res.Steps = make([]Step, 0, len(c.conds)+len(c.validations)+len(c.mutations))
+	}
+	for _, v := range c.validations {
+		res.Steps = append(res.Steps, Step{Rule: v.rule, Expression: v.text, Outcome: OutcomeTrue})
+	}
+	return true
 }
 
 // decide turns what the rules said into the chain's decision, as the
