@@ -71,6 +71,9 @@ func (c *Compiled) Evaluate(ctx context.Context, in *Input) (*Result, error) {
 	if !c.matches(in) {
 		return res, nil
 	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("%w: policy %s: %w", ErrEvaluation, c.p.Name, err)
+	}
 	a := newActivation(ctx, c, in)
 	for _, e := range c.conds {
 		ok, err := c.evalBool(a, e, res)
@@ -194,7 +197,7 @@ func (c *Compiled) decide(stage events.Stage, mode Mode, enforced bool, hit *eve
 			d.Warnings = append(d.Warnings, reason)
 		}
 		return d
-	case !enforced && mode == ModeEnforce: // outside the rollout: recorded only
+	case !enforced && c.p.Spec.Mode == ModeEnforce: // outside the rollout: recorded only
 		return d
 	}
 	// enforce, or audit (a shadow registration: decided, never applied).
