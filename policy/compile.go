@@ -26,8 +26,9 @@ type Compiled struct {
 	validations []*validation
 	mutations   []*expr
 	// all is every validation as one list, the fast path of a decision
-	// where all hold (nil for fewer than two).
-	all cel.Program
+	// where all hold (nil for fewer than two); allFast the same without
+	// cost tracking.
+	all, allFast cel.Program
 
 	agents, harnesses, kinds, tools globs
 	stages                          []events.Stage
@@ -40,7 +41,11 @@ type expr struct {
 	rule string // the rule's name (or the variable's, the counter's)
 	path string // where it is in the document ("validations.0.expression")
 	text string
-	prg  cel.Program
+	prg  cel.Program // with the run-time cost limit
+	// fast is the same without cost tracking, for inputs within the sizes
+	// the estimate assumed (inBounds): its estimate, under the limit,
+	// bounds its cost.
+	fast cel.Program
 	// reads are the fields and variables it reads, each a program
 	// rendering its value for explain.
 	reads []read
@@ -151,7 +156,7 @@ func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 		c.validations = append(c.validations, val)
 	}
 	if len(c.validations) > 1 {
-		if c.all, err = c.compileAll(env); err != nil {
+		if c.all, c.allFast, err = c.compileAll(env); err != nil {
 			return nil, err
 		}
 	}
@@ -169,7 +174,7 @@ func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 // it costs one program run instead of one per rule. Each validation has
 // been checked on its own; the list is not estimated again, and its run
 // is bounded by the sum of the validations' limits.
-func (c *Compiled) compileAll(env *cel.Env) (cel.Program, error) {
+func (c *Compiled) compileAll(env *cel.Env) (tracked, fast cel.Program, err error) {
 	var b strings.Builder
 	b.WriteString("[")
 	for i, v := range c.validations {
@@ -183,10 +188,16 @@ func (c *Compiled) compileAll(env *cel.Env) (cel.Program, error) {
 	b.WriteString("]")
 	ast, iss := env.Compile(b.String())
 	if iss.Err() != nil {
-		return nil, c.p.errAt("validations", "the validations together: %v", iss.Err())
+		return nil, nil, c.p.errAt("validations", "the validations together: %v", iss.Err())
 	}
 	limit := c.opts.costLimit * uint64(len(c.validations))
-	return env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(limit), cel.InterruptCheckFrequency(128))
+	if tracked, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(limit), cel.InterruptCheckFrequency(128)); err != nil {
+		return nil, nil, c.p.errAt("validations", "%v", err)
+	}
+	if fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(128)); err != nil {
+		return nil, nil, c.p.errAt("validations", "%v", err)
+	}
+	return tracked, fast, nil
 }
 
 // Marker types for compile's output check.
@@ -223,7 +234,11 @@ func (c *Compiled) compile(env *cel.Env, rule, path, text string, want *cel.Type
 	if err != nil {
 		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
 	}
-	e := &expr{rule: rule, path: path, text: text, prg: prg}
+	fast, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(128))
+	if err != nil {
+		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
+	}
+	e := &expr{rule: rule, path: path, text: text, prg: prg, fast: fast}
 	for _, name := range readsOf(native) {
 		rast, iss := env.Compile(name)
 		if iss.Err() != nil {
