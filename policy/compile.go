@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -350,6 +351,8 @@ func (c *Compiled) checkHistory(a *celast.AST, path, rule string) error {
 					err = c.errIn(path, rule, loc.Line(), loc.Column(), "%s is a function of the session: write session.%s(...)", call.FunctionName(), call.FunctionName())
 				case c.opts.history == nil:
 					err = fmt.Errorf("%w (%w)", c.errIn(path, rule, loc.Line(), loc.Column(), "session.%s reads the record: compile with a history (WithHistory)", call.FunctionName()), ErrNoHistory)
+				default:
+					err = c.checkHistoryArgs(a, path, rule, call)
 				}
 			}
 		case celast.IdentKind:
@@ -363,6 +366,38 @@ func (c *Compiled) checkHistory(a *celast.AST, path, rule string) error {
 		}
 	}))
 	return err
+}
+
+// checkHistoryArgs refuses a constant kinds or pattern argument of
+// session.count or session.seen that the history would refuse.
+func (c *Compiled) checkHistoryArgs(a *celast.AST, path, rule string, call celast.CallExpr) error {
+	args := call.Args()
+	constant := func(i int) (string, int, int, bool) {
+		if i >= len(args) || args[i].Kind() != celast.LiteralKind {
+			return "", 0, 0, false
+		}
+		s, ok := args[i].AsLiteral().(types.String)
+		loc := a.SourceInfo().GetStartLocation(args[i].ID())
+		return string(s), loc.Line(), loc.Column(), ok
+	}
+	if kinds, line, col, ok := constant(0); ok {
+		if _, err := kindsGlob(kinds); err != nil {
+			return c.errIn(path, rule, line, col, "session.%s: %v (kinds or globs of kinds separated by |: %s)", call.FunctionName(), err, kindList())
+		}
+		for _, k := range strings.Split(kinds, "|") {
+			if !kindGlobMatchesAny(k) {
+				return c.errIn(path, rule, line, col, "session.%s: %q matches no action kind (%s)", call.FunctionName(), k, kindList())
+			}
+		}
+	}
+	if call.FunctionName() == fnSeen {
+		if pattern, line, col, ok := constant(1); ok {
+			if _, err := regexp.Compile(pattern); err != nil {
+				return c.errIn(path, rule, line, col, "session.seen: %v", err)
+			}
+		}
+	}
+	return nil
 }
 
 // readsOf lists the fields and variables an expression reads, as CEL
