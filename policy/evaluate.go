@@ -141,7 +141,9 @@ func (c *Compiled) Evaluate(ctx context.Context, in *Input) (*Result, error) {
 	}
 	res.Hit = hit
 	res.Decision = c.decide(in.Event.Stage, mode, enforced, hit, failed, warnings, patch)
-	if len(c.counters) > 0 && res.Decision.Kind != interceptors.Deny && res.Decision.Kind != interceptors.Ask && res.Decision.Kind != interceptors.Stop {
+	// The counters count the calls the rules let through (in warn and
+	// audit, those they would have): the same count whatever the mode.
+	if len(c.counters) > 0 && (failed == nil || failed.v.Action == ActionWarn) {
 		if err := c.add(a); err != nil {
 			return res, err
 		}
