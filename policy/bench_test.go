@@ -3,8 +3,8 @@ package policy_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
