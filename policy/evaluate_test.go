@@ -229,6 +229,7 @@ match:
   tools: [Edit]
 validations:
 - expression: 'true'
+  action: warn
 `)
 	regs := c.Registrations()
 	if len(regs) != 2 {

@@ -31,6 +31,7 @@ func TestParseRefuses(t *testing.T) {
 		{"bad regexp", "name: p\nmatch:\n  tools: ['re:(']\nvalidations:\n- expression: 'true'\n", `policy p: tools: "re:(" is not a regular expression`},
 		{"kinds off tool stages", "name: p\nmatch:\n  stages: [intake]\n  kinds: [shell]\nvalidations:\n- expression: 'true'\n", `policy p: kinds and tools match tool calls`},
 		{"ask off tool.before", "name: p\nmatch:\n  stages: [intake]\nvalidations:\n- expression: 'true'\n  action: ask\n", `policy p: action ask needs stages that accept ask (intake accepts`},
+		{"deny on tool.after", "name: p\nmatch:\n  stages: [tool.after]\nvalidations:\n- expression: 'true'\n", `f.yaml:5:3: policy p: action deny needs stages that accept deny or stop (tool.after accepts allow, modify): use action warn`},
 		{"mutation on a stage without modify", "name: p\nmatch:\n  stages: [step.started]\nmutations:\n- expression: '[]'\n", `policy p: mutations need stages that accept modify`},
 		{"duplicate rule", "name: p\nvalidations:\n- name: a\n  expression: 'true'\n- name: a\n  expression: 'false'\n", `f.yaml:5:3: policy p: rule "a" is defined twice`},
 		{"variable name", "name: p\nvariables:\n- name: my-var\n  expression: '1'\nvalidations:\n- expression: 'true'\n", `policy p: variable name "my-var" is read in CEL as variables.my-var`},
