@@ -93,29 +93,36 @@ test-faults:
 
 ## e2e: the real coding agents' CLIs, Claude Code, Gemini CLI and Codex CLI (npm packages at the
 ## pinned versions below, each installed into $(E2E_CACHE)/<cli> unless that version is there
-## already), every hook event sent to loop agent-hook, against fake model APIs the tests own
-## (test/e2e/doc.go). A CLI that cannot be installed is reported, and its tests skip, saying so;
-## "make test" skips them all.
+## already, all at once), every hook event sent to loop agent-hook, and OpenCode and Kilo Code with
+## hookbus' plugin posting to loop gateway (with the model provider package their config names),
+## against fake model APIs the tests own (test/e2e/doc.go). A CLI that cannot be installed is
+## reported, and its tests skip, saying so; "make test" skips them all.
 NPM_INSTALL    ?= $(NPM) install --no-audit --no-fund
 E2E_CACHE      ?= $(HOME)/.cache/hookbus
 CLAUDE_VERSION ?= 2.1.332
 GEMINI_VERSION ?= 0.61.0
 CODEX_VERSION  ?= 0.169.0
-E2E_CLIS       := claude=@anthropic-ai/claude-code@$(CLAUDE_VERSION) gemini=@google/gemini-cli@$(GEMINI_VERSION) codex=@openai/codex@$(CODEX_VERSION)
+OPENCODE_VERSION ?= 1.18.33
+KILO_VERSION     ?= 7.7.7
+E2E_PROVIDER     ?= @ai-sdk/openai-compatible@2.0.92
+E2E_CLIS       := claude=@anthropic-ai/claude-code@$(CLAUDE_VERSION) gemini=@google/gemini-cli@$(GEMINI_VERSION) codex=@openai/codex@$(CODEX_VERSION) \
+	opencode=opencode-ai@$(OPENCODE_VERSION) kilo=@kilocode/cli@$(KILO_VERSION)
 E2EFLAGS       ?= -count=1 -timeout 30m -v
 e2e:
-	@for c in $(E2E_CLIS); do \
-	  name=$${c%%=*}; spec=$${c#*=}; pkg=$${spec%@*}; version=$${spec##*@}; dir="$(E2E_CACHE)/$$name"; \
+	@for c in $(E2E_CLIS); do ( \
+	  name=$${c%%=*}; spec=$${c#*=}; pkg=$${spec%@*}; version=$${spec##*@}; dir="$(E2E_CACHE)/$$name"; extra=; \
+	  case $$name in opencode|kilo) extra="$(E2E_PROVIDER)";; esac; \
 	  have=$$(node -p "require('$$dir/node_modules/$$pkg/package.json').version" 2>/dev/null); \
 	  if [ "$$have" = "$$version" ]; then \
 	    echo "e2e: $$spec is in $$dir"; \
-	  elif $(NPM_INSTALL) --prefix "$$dir" "$$spec"; then \
+	  elif mkdir -p "$$dir" && $(NPM_INSTALL) --prefix "$$dir" "$$spec" $$extra >"$$dir.log" 2>&1; then \
 	    echo "e2e: installed $$spec into $$dir"; \
 	  else \
-	    echo "e2e: could not install $$spec into $$dir: its tests will skip, saying so"; \
-	  fi; \
-	done
-	PATH="$(E2E_CACHE)/claude/node_modules/.bin:$(E2E_CACHE)/gemini/node_modules/.bin:$(E2E_CACHE)/codex/node_modules/.bin:$$PATH" \
+	    echo "e2e: could not install $$spec into $$dir (log: $$dir.log): its tests will skip, saying so"; \
+	  fi ) & \
+	done; wait
+	cd sdk/opencode-plugin && node --test
+	PATH="$(E2E_CACHE)/claude/node_modules/.bin:$(E2E_CACHE)/gemini/node_modules/.bin:$(E2E_CACHE)/codex/node_modules/.bin:$(E2E_CACHE)/opencode/node_modules/.bin:$(E2E_CACHE)/kilo/node_modules/.bin:$$PATH" \
 	  $(GO) test $(E2EFLAGS) ./test/e2e
 
 vet:
