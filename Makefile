@@ -137,10 +137,12 @@ unit:
 BENCHES   := 'Benchmark(RemoteRoundTrip|RawRequestReply|RemoteChain3|RawRequestReply3|ChainOneInterceptor|BareFuncWithTimeout|Publish|RawPublishAsync|Replay|RawOrderedConsumer|PublishCheckpointed)$$'
 
 ## bench: benchmarks against raw nats.go in the same run, then the ratio table (publish_checkpointed:
-## the publish benchmark with a checkpointer following the stream).
+## the publish benchmark with a checkpointer following the stream); then a command hook's cost per event
+## (hookbus-hook, an exec of the real binary, p50/p99) next to the gateway's (an http hook's).
 bench:
 	$(GO) test -run '^$$' -bench $(BENCHES) -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./bus ./bus/remote ./interceptors ./tlog/tlogbus | tee bench.txt
 	$(GO) run ./internal/benchreport < bench.txt
+	$(GO) test -run '^$$' -bench 'HookClient$$' -benchtime 1x -count $(BENCHCOUNT) ./cmd/loop | tee bench-hook.txt
 
 ## bench-tlog: the transparency log's costs on a stream of 100,000 1 KiB events: verifying it against
 ## its checkpoints (observer verify --checkpoint), checkpointing it from scratch, a run's proof size.
@@ -167,4 +169,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf $(BIN) bench.txt bench-scale.txt sdk/typescript/dist sdk/typescript/build
+	rm -rf $(BIN) bench.txt bench-hook.txt bench-scale.txt sdk/typescript/dist sdk/typescript/build
