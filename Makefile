@@ -18,11 +18,11 @@ all: build
 ## them): a few minutes with no output on a cold Go cache, so it says so before it starts.
 build:
 	@echo "== go build -o $(BIN)/ ./cmd/loop ./cmd/observer   (the first build compiles every dependency, the NATS server among them: a few minutes without output; later builds take seconds)"
-	$(GO) build -o $(BIN)/ ./cmd/loop ./cmd/observer
+	$(GO) build -o $(BIN)/ ./cmd/loop ./cmd/observer ./cmd/hookbus-hook
 
 ## install: loop and observer on your PATH ($(go env GOPATH)/bin), for loop and observer without bin/.
 install:
-	$(GO) install ./cmd/loop ./cmd/observer
+	$(GO) install ./cmd/loop ./cmd/observer ./cmd/hookbus-hook
 
 ## run: a demo agent run on the embedded default (store ./.hookbus), every stage traced, an in-process hook at work, then its replay.
 run: build
