@@ -217,14 +217,17 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 
 // trust says whether the CLI trusts the project, where it has trust.
 func (d *doctor) trust(row cliRow, hooks []found) {
+	if row.note != "" {
+		d.line("note", "%s", row.note)
+	}
 	st := row.trust(d.env)
 	switch {
 	case !st.applies:
 		d.line("ok", "trust: %s has no project trust; its hooks run everywhere", row.title)
 	case st.trusted:
 		d.line("ok", "trust: the project is trusted (%s)", st.where)
-	case row.name == "claude" && !slices.ContainsFunc(hooks, func(h found) bool { return h.scope == "project" || h.scope == "local" }):
-		d.line("note", "trust: the project is not trusted (%s); the hooks are the user's, which Claude Code runs anyway", st.where)
+	case !row.trustAll && !slices.ContainsFunc(hooks, func(h found) bool { return h.scope == "project" || h.scope == "local" }):
+		d.line("note", "trust: the project is not trusted (%s); the hookbus hooks are not the project's, which %s runs anyway", st.where, row.title)
 	default:
 		d.line("PROBLEM", "project untrusted: %s does not trust %s (%s), and runs none of its hooks there", row.title, d.env.project, st.where)
 	}

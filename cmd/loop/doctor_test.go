@@ -19,7 +19,7 @@ type doctorSetup struct {
 	// hooks writes the settings sending every event to hook.
 	hooks func(t *testing.T, home, project, hook string)
 	// trust marks the project trusted; nil for a CLI without trust.
-	trust func(t *testing.T, home, project string)
+	trust  func(t *testing.T, home, project string)
 	plugin bool
 }
 
@@ -75,13 +75,15 @@ var doctorSetups = []doctorSetup{
 			writeTestFile(t, filepath.Join(home, ".gemini", "trustedFolders.json"), fmt.Sprintf(`{%q:"TRUST_FOLDER"}`, project))
 		}},
 	{name: "codex",
-		hooks: func(t *testing.T, home, _, hook string) {
-			writeTestFile(t, filepath.Join(home, ".codex", "hooks.json"), settingsJSON(t, rowOf(t, "codex"), hook))
+		hooks: func(t *testing.T, _, project, hook string) {
+			writeTestFile(t, filepath.Join(project, ".codex", "hooks.json"), settingsJSON(t, rowOf(t, "codex"), hook))
 		},
 		trust: func(t *testing.T, home, project string) {
 			writeTestFile(t, filepath.Join(home, ".codex", "config.toml"), fmt.Sprintf("model = \"x\"\n\n[projects.%q]\ntrust_level = \"trusted\"\n", project))
 		}},
-	{name: "opencode", plugin: true, hooks: func(t *testing.T, _, project, _ string) { copyPlugin(t, filepath.Join(project, ".opencode", "plugins")) }},
+	{name: "opencode", plugin: true, hooks: func(t *testing.T, _, project, _ string) {
+		copyPlugin(t, filepath.Join(project, ".opencode", "plugins"))
+	}},
 	{name: "kilo", plugin: true, hooks: func(t *testing.T, _, project, _ string) { copyPlugin(t, filepath.Join(project, ".kilo", "plugins")) }},
 }
 

@@ -49,8 +49,12 @@ type cliRow struct {
 	files func(e doctorEnv) []settingsFile
 	// plugin: its hooks are hookbus' plugin file, not a hooks table.
 	plugin bool
-	// trust reads its trust store for the project.
-	trust func(e doctorEnv) trustState
+	// trust reads its trust store for the project; trustAll: an untrusted
+	// project runs none of its hooks, else only the project's own.
+	trust    func(e doctorEnv) trustState
+	trustAll bool
+	// note is what loop doctor cannot check of it, said as a note.
+	note string
 }
 
 // cliRows are the CLIs loop doctor knows, by --harness name.
@@ -75,7 +79,7 @@ func cliRows() []cliRow {
 					{"system", "/etc/gemini-cli/settings.json"},
 				}
 			},
-			trust: geminiTrust},
+			trust: geminiTrust, trustAll: true},
 		{name: codex.HarnessName, title: "Codex CLI", route: "/codex-cli", events: codex.Events(),
 			files: func(e doctorEnv) []settingsFile {
 				return []settingsFile{
@@ -83,7 +87,8 @@ func cliRows() []cliRow {
 					{"project", filepath.Join(e.project, ".codex", "hooks.json")},
 				}
 			},
-			trust: codexTrust},
+			trust: codexTrust,
+			note:  "Codex CLI also runs a hook only once a person has trusted it (/hooks in its TUI; headless: codex exec --dangerously-bypass-hook-trust), which loop doctor cannot see"},
 		{name: opencode.OpenCode.Name(), title: "OpenCode", route: "/" + opencode.OpenCode.Agent(), events: opencode.Hooks(), plugin: true,
 			files: func(e doctorEnv) []settingsFile {
 				return pluginFiles(e, filepath.Join(e.home, ".config", "opencode", "plugins"), filepath.Join(e.project, ".opencode", "plugins"))
