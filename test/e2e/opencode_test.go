@@ -43,11 +43,12 @@ var (
 
 // OpenCode and Kilo Code with hookbus' plugin posting to one loop gateway:
 // the guard, registered on the shell kind (OpenCode's bash mapped by the
-// action table), denies the model's rm -rf; the directory survives, the
+// action table), rewrites the model's touch original.txt (the CLI runs
+// touch rewritten.txt) and denies its rm -rf; the directory survives, the
 // model is told the guard's reason (the plugin's thrown error), and the
 // session is in the stream under the CLI's own session id. Each CLI takes
-// 35-45 s to start: it runs once, both CLIs at the same time.
-func TestPluginDenies(t *testing.T) {
+// 20-45 s to start: it runs once, both CLIs at the same time.
+func TestPluginDeniesAndRewrites(t *testing.T) {
 	for _, c := range []pluginCLI{opencodeCLI, kiloCLI} {
 		t.Run(c.name, func(t *testing.T) {
 			bin, err := exec.LookPath(c.bin)
@@ -57,10 +58,14 @@ func TestPluginDenies(t *testing.T) {
 			t.Parallel()
 			url := startKindBus(t)
 			gw := startGateway(t, url, c.name)
+			// The model creates original.txt (the guard rewrites it to
+			// rewritten.txt), then removes victim (the guard denies it).
 			fake := startTurns(t, &fakellm.Turns{Turns: []fakellm.Turn{
 				{When: denyReason, Reply: "The hook refused: I left victim alone."},
-				{When: "Remove the victim directory", Reply: "Removing it.",
+				{When: "call_01Touch", Reply: "Now removing it.",
 					Tool: &fakellm.ToolCall{ID: "call_01Deny", Name: "bash", Arguments: map[string]any{"command": "rm -rf victim", "description": "Remove victim"}}},
+				{When: "remove the victim directory", Reply: "Creating it first.",
+					Tool: &fakellm.ToolCall{ID: "call_01Touch", Name: "bash", Arguments: map[string]any{"command": "touch original.txt", "description": "Create original.txt"}}},
 				{Reply: "Done."}, {Reply: "Done."}, {Reply: "Done."},
 			}})
 			project, home := t.TempDir(), t.TempDir()
@@ -80,9 +85,9 @@ func TestPluginDenies(t *testing.T) {
 				"autoupdate": false, "share": "disabled",
 				"permission": map[string]any{"bash": "allow", "edit": "allow"},
 			})
-			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, "run", "--format", "json", "--title", "e2e", "--model", "fake/fake-model", "Remove the victim directory.")
+			cmd := exec.CommandContext(ctx, bin, "run", "--format", "json", "--title", "e2e", "--model", "fake/fake-model", "Create original.txt, then remove the victim directory.")
 			cmd.Dir = project
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home,
 				"HOOKBUS_GATEWAY_URL=" + gw + c.route + "/" + c.agent, "HOOKBUS_POLICY=fail",
@@ -96,13 +101,19 @@ func TestPluginDenies(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(project, "victim", "keep.txt")); err != nil {
 				t.Fatalf("the rm -rf ran: %v\nstdout %s", err, stdout.String())
 			}
+			if _, err := os.Stat(filepath.Join(project, "rewritten.txt")); err != nil {
+				t.Fatalf("the rewritten command did not run: %v\nstdout %s", err, stdout.String())
+			}
+			if _, err := os.Stat(filepath.Join(project, "original.txt")); err == nil {
+				t.Fatal("the model's command ran, not the rewritten one")
+			}
 			if !fake.saw(denyReason) {
 				t.Fatalf("the model was not told the guard's reason; requests:\n%s\nstdout %s\nstderr %s", fake.bodies(), stdout.String(), stderr.String())
 			}
 			session := sessionID(t, stdout.Bytes())
 			h := &harness{agent: c.agent}
 			replay := h.replay(t, url, session)
-			for _, want := range []string{"run.started", "intake", "tool.before", "hook.decided", denyReason} {
+			for _, want := range []string{"run.started", "intake", "tool.before", "hook.decided", "rewritten.txt", "tool.after", denyReason} {
 				if !strings.Contains(replay, want) {
 					t.Fatalf("observer replay of session %s lacks %q:\n%s", session, want, replay)
 				}
