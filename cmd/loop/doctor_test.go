@@ -184,6 +184,28 @@ func TestDoctor(t *testing.T) {
 			}
 		})
 	}
+	t.Run("claude_http", func(t *testing.T) {
+		// Claude Code's http hooks to the gateway, failing closed, the
+		// token from the environment; then with a token the gateway refuses.
+		hooks := map[string]any{}
+		for _, ev := range rowOf(t, "claude").events {
+			hooks[ev] = []any{map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "http", "url": gw + GatewayPath,
+				"headers": map[string]string{"Authorization": "Bearer $HOOKBUS_GATEWAY_TOKEN"}, "allowedEnvVars": []string{"HOOKBUS_GATEWAY_TOKEN"}, "onFailure": "block"}}}}
+		}
+		b, _ := json.Marshal(map[string]any{"hooks": hooks})
+		home, project := t.TempDir(), t.TempDir()
+		writeTestFile(t, filepath.Join(home, ".claude", "settings.json"), string(b))
+		t.Setenv("HOOKBUS_GATEWAY_TOKEN", gatewayToken)
+		code, stdout, stderr := runDoctor(t, home, project, "--harness", "claude", "--probe", "--nats", natsURL)
+		if code != 0 || !strings.Contains(stdout, "ok       fail-closed: http hook") || !strings.Contains(stdout, "ok       gateway: ") ||
+			!strings.Contains(stdout, "note     trust: the project is not trusted") || !strings.Contains(stdout, "recorded: run.started") {
+			t.Fatalf("http hooks: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+		}
+		t.Setenv("HOOKBUS_GATEWAY_TOKEN", "not-the-token-0123456789")
+		if code, stdout, _ := runDoctor(t, home, project, "--harness", "claude"); code != 1 || !strings.Contains(stdout, "PROBLEM  bad token") {
+			t.Fatalf("http hooks, bad token: exit %d\nstdout %s", code, stdout)
+		}
+	})
 	if code, _, stderr := runDoctor(t, t.TempDir(), t.TempDir(), "--harness", "vim"); code != 2 || !strings.Contains(stderr, `--harness "vim"`) {
 		t.Errorf("unknown harness: exit %d, stderr %s", code, stderr)
 	}
