@@ -263,6 +263,14 @@ func (h found) describe() string {
 // agent-hook with its credentials, or the gateway of an http hook,
 // hookbus-hook or the plugin with its token.
 func (d *doctor) reach(ctx context.Context, row cliRow, h found) {
+	if h.entry.Command != "" {
+		if bin := commandBinary(h.entry.Command); bin != "" {
+			if _, err := exec.LookPath(bin); err != nil {
+				d.line("PROBLEM", "hook command missing: %s: %v", bin, err)
+				return
+			}
+		}
+	}
 	if u, token, ok := d.gatewayOf(row, h); ok {
 		d.checkGateway(ctx, u, token)
 		return
@@ -398,6 +406,18 @@ func agentHookFlags(command string) (*bridgeFlags, string, error) {
 		return nil, "", err
 	}
 	return &f, f.agent, nil
+}
+
+// commandBinary is the program a hook command runs: its first word after
+// any NAME=VALUE assignments ("" for none).
+func commandBinary(command string) string {
+	for _, w := range shellWords(command) {
+		if name, _, ok := strings.Cut(w, "="); ok && name != "" && !strings.ContainsAny(name, "/ ") {
+			continue
+		}
+		return w
+	}
+	return ""
 }
 
 // shellWords splits a command line as sh does for plain words and quotes.

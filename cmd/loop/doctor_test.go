@@ -149,7 +149,15 @@ func TestDoctor(t *testing.T) {
 			}{
 				{what: "hooks missing", problem: "hooks missing", trusted: true},
 				{what: "bus down", hook: loopCommand(t) + " agent-hook --harness " + s.name + " --nats " + down, trusted: true, problem: "bus down"},
-				{what: "bad token", hook: "hookbus-hook " + gw + row.route, trusted: true, env: map[string]string{"HOOKBUS_GATEWAY_TOKEN": "not-the-token-0123456789"}, problem: "bad token"},
+				{what: "bad token", hook: hookClient(t) + " " + gw + row.route, trusted: true, env: map[string]string{"HOOKBUS_GATEWAY_TOKEN": "not-the-token-0123456789"}, problem: "bad token"},
+			}
+			if !s.plugin {
+				broken = append(broken, struct {
+					what, hook string
+					trusted    bool
+					env        map[string]string
+					problem    string
+				}{what: "command missing", hook: "/nonexistent/bin/loop agent-hook --harness " + s.name, trusted: true, problem: "hook command missing"})
 			}
 			if s.trust != nil {
 				broken = append(broken, struct {
