@@ -28,8 +28,8 @@ var (
 	hookClientErr  error
 )
 
-// hookClient builds cmd/hookbus-hook once per test binary and returns its
-// path.
+// hookClient builds cmd/hookbus-hook once per test binary (without cgo,
+// as make build does) and returns its path.
 func hookClient(tb testing.TB) string {
 	tb.Helper()
 	hookClientOnce.Do(func() {
@@ -39,7 +39,10 @@ func hookClient(tb testing.TB) string {
 			return
 		}
 		hookClientBin = filepath.Join(dir, "hookbus-hook")
-		out, err := exec.Command("go", "build", "-o", hookClientBin, "github.com/hookbus/hookbus/cmd/hookbus-hook").CombinedOutput()
+		// Built as make build builds it: static, loading no libc.
+		cmd := exec.Command("go", "build", "-o", hookClientBin, "github.com/hookbus/hookbus/cmd/hookbus-hook")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			hookClientErr = fmt.Errorf("go build ./cmd/hookbus-hook: %v\n%s", err, out)
 		}
