@@ -76,6 +76,9 @@ const (
 	HarnessClaude  Harness = "claude"
 	HarnessGemini  Harness = "gemini"
 	HarnessCodex   Harness = "codex"
+	// OpenCode and Kilo Code (its fork) name their tools alike.
+	HarnessOpenCode Harness = "opencode"
+	HarnessKilo     Harness = "kilo"
 )
 
 // toolRule maps one native tool: its kind and the fields it reads.
@@ -176,6 +179,8 @@ func table(h Harness) map[string]toolRule {
 		return geminiTools
 	case HarnessCodex:
 		return codexTools
+	case HarnessOpenCode, HarnessKilo:
+		return opencodeTools
 	}
 	return nil
 }

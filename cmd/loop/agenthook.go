@@ -15,6 +15,7 @@ import (
 	"github.com/hookbus/hookbus/hooks/codex"
 	"github.com/hookbus/hookbus/hooks/gemini"
 	"github.com/hookbus/hookbus/hooks/harness"
+	"github.com/hookbus/hookbus/hooks/opencode"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/spf13/cobra"
@@ -27,7 +28,7 @@ const maxHookInput = 64 << 20
 
 // Harnesses are the coding agents loop agent-hook and loop gateway speak
 // to, by --harness name.
-var harnessNames = []string{claudecode.HarnessName, gemini.HarnessName, codex.HarnessName}
+var harnessNames = []string{claudecode.HarnessName, gemini.HarnessName, codex.HarnessName, opencode.OpenCode.Name(), opencode.Kilo.Name()}
 
 // harnessOf returns the harness named name; approve is Claude Code's
 // --approve-modified.
@@ -39,6 +40,10 @@ func harnessOf(name string, approve bool) (harness.Protocol, error) {
 		return gemini.Harness{}, nil
 	case codex.HarnessName:
 		return codex.Harness{}, nil
+	case opencode.OpenCode.Name():
+		return opencode.OpenCode, nil
+	case opencode.Kilo.Name():
+		return opencode.Kilo, nil
 	}
 	return nil, fmt.Errorf("%w: --harness %q: give %s", cli.ErrUsage, name, strings.Join(harnessNames, ", "))
 }

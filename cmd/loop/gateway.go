@@ -27,7 +27,9 @@ const GatewayTokenEnv = "HOOKBUS_GATEWAY_TOKEN"
 const gatewayLong = `Takes coding agents' hooks over http, each harness on its route: Claude
 Code's http hooks on POST http://ADDR` + GatewayPath + ` (configure it for every
 event, matcher "*"), Gemini CLI's on /gemini-cli and Codex CLI's on
-/codex-cli (from a command hook that posts its stdin). Each is recorded and
+/codex-cli (from a command hook that posts its stdin), OpenCode's and Kilo
+Code's on /opencode and /kilo-code (from hookbus' plugin,
+docs/OPENCODE.md). Each is recorded and
 decided as loop agent-hook does, on one connection for a whole fleet. POST
 /ROUTE/AGENT records under agent AGENT instead of --agent (or the harness's
 own agent id).
@@ -49,7 +51,7 @@ func gatewayCmd(a *cli.App) *cobra.Command {
 	return cli.Command("gateway --listen ADDR [flags]", "Take coding agents' hooks over http, a route per harness (a long-lived gateway)", gatewayLong, func(fs *pflag.FlagSet) cli.Run {
 		f := bridgeFlags{conn: cli.ConnFlags{App: a, NeedsBus: true, Await: true}}
 		f.register(fs)
-		names := fs.String("harness", strings.Join(harnessNames, ","), "the coding agents to take hooks of, comma-separated: each on its route (claude: POST /claude-code, gemini: /gemini-cli, codex: /codex-cli)")
+		names := fs.String("harness", strings.Join(harnessNames, ","), "the coding agents to take hooks of, comma-separated: each on its route (claude: POST /claude-code, gemini: /gemini-cli, codex: /codex-cli, opencode: /opencode, kilo: /kilo-code)")
 		listen := fs.String("listen", "", "address to listen on for hooks (host:port; required); off loopback give --token-file (or $"+GatewayTokenEnv+") and --public-url")
 		auth := httpauth.Flags{TokenEnv: GatewayTokenEnv}
 		auth.Register(fs)

@@ -15,6 +15,13 @@
 //   - Codex CLI (npm @openai/codex): the OpenAI Responses API as a model
 //     provider in $CODEX_HOME/config.toml (wire_api = "responses"); hooks in
 //     $CODEX_HOME/hooks.json, trusted by --dangerously-bypass-hook-trust.
+//   - OpenCode (npm opencode-ai) and Kilo Code (npm @kilocode/cli): an
+//     @ai-sdk/openai-compatible provider at the fake (OpenAI chat
+//     completions, internal/fakellm's TurnServer) in the project's
+//     opencode.json or kilo.json; hookbus' plugin (sdk/opencode-plugin) in
+//     .opencode/plugins or .kilo/plugins posting to loop gateway; the guard
+//     registered on the shell kind. Each starts slowly, so each runs once
+//     (rewrite and deny in one session), both at the same time.
 //
 // Each CLI's settings send every hook event it offers to loop agent-hook
 // --harness claude|gemini|codex. For each CLI the tests check that the

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hookbus/hookbus/hooks/claudecode"
+	"github.com/hookbus/hookbus/hooks/codex"
+	"github.com/hookbus/hookbus/hooks/gemini"
+	"github.com/hookbus/hookbus/hooks/opencode"
+)
+
+// doctorEnv is where loop doctor looks: the user's home, the project, the
+// environment the coding agent would run with.
+type doctorEnv struct {
+	home, project string
+	getenv        func(string) string
+}
+
+// settingsFile is one file a CLI reads its hooks (or plugins) from.
+type settingsFile struct {
+	scope string // user, project, local, managed, system
+	path  string
+}
+
+// trustState is what a CLI's own trust store says of the project.
+type trustState struct {
+	applies bool   // the CLI has trust
+	trusted bool   // the project is trusted
+	where   string // the file or variable that says so
+}
+
+// cliRow is one coding agent's CLI as loop doctor reads it: where its
+// settings are, which hook events it offers, how it trusts a project. One
+// row per CLI: another CLI is one more row.
+type cliRow struct {
+	name, title string
+	// route is loop gateway's route for it; agent its default agent id.
+	route string
+	// events are the hook events it offers (or, for a plugin, the hooks
+	// the plugin posts).
+	events []string
+	// files are where it reads hooks, in its order.
+	files func(e doctorEnv) []settingsFile
+	// plugin: its hooks are hookbus' plugin file, not a hooks table.
+	plugin bool
+	// trust reads its trust store for the project; trustAll: an untrusted
+	// project runs none of its hooks, else only the project's own.
+	trust    func(e doctorEnv) trustState
+	trustAll bool
+	// note is what loop doctor cannot check of it, said as a note.
+	note string
+}
+
+// cliRows are the CLIs loop doctor knows, by --harness name.
+func cliRows() []cliRow {
+	none := func(doctorEnv) trustState { return trustState{} }
+	return []cliRow{
+		{name: claudecode.HarnessName, title: "Claude Code", route: GatewayPath, events: claudeEvents(),
+			files: func(e doctorEnv) []settingsFile {
+				return []settingsFile{
+					{"user", filepath.Join(e.home, ".claude", "settings.json")},
+					{"project", filepath.Join(e.project, ".claude", "settings.json")},
+					{"local", filepath.Join(e.project, ".claude", "settings.local.json")},
+					{"managed", "/etc/claude-code/managed-settings.json"},
+				}
+			},
+			trust: claudeTrust},
+		{name: gemini.HarnessName, title: "Gemini CLI", route: "/gemini-cli", events: gemini.Events(),
+			files: func(e doctorEnv) []settingsFile {
+				return []settingsFile{
+					{"user", filepath.Join(e.home, ".gemini", "settings.json")},
+					{"project", filepath.Join(e.project, ".gemini", "settings.json")},
+					{"system", "/etc/gemini-cli/settings.json"},
+				}
+			},
+			trust: geminiTrust, trustAll: true},
+		{name: codex.HarnessName, title: "Codex CLI", route: "/codex-cli", events: codex.Events(),
+			files: func(e doctorEnv) []settingsFile {
+				return []settingsFile{
+					{"user", filepath.Join(codexHome(e), "hooks.json")},
+					{"project", filepath.Join(e.project, ".codex", "hooks.json")},
+				}
+			},
+			trust: codexTrust,
+			note:  "Codex CLI also runs a hook only once a person has trusted it (/hooks in its TUI; headless: codex exec --dangerously-bypass-hook-trust), which loop doctor cannot see"},
+		{name: opencode.OpenCode.Name(), title: "OpenCode", route: "/" + opencode.OpenCode.Agent(), events: opencode.Hooks(), plugin: true,
+			files: func(e doctorEnv) []settingsFile {
+				return pluginFiles(e, filepath.Join(e.home, ".config", "opencode", "plugins"), filepath.Join(e.project, ".opencode", "plugins"))
+			},
+			trust: none},
+		{name: opencode.Kilo.Name(), title: "Kilo Code", route: "/" + opencode.Kilo.Agent(), events: opencode.Hooks(), plugin: true,
+			files: func(e doctorEnv) []settingsFile {
+				return pluginFiles(e, filepath.Join(e.home, ".config", "kilo", "plugins"), filepath.Join(e.project, ".kilo", "plugins"))
+			},
+			trust: none},
+	}
+}
+
+func codexHome(e doctorEnv) string {
+	if h := e.getenv("CODEX_HOME"); h != "" {
+		return h
+	}
+	return filepath.Join(e.home, ".codex")
+}
+
+// pluginFiles are the plugin files of the user's and the project's plugin
+// directories (the directory itself when it has none).
+func pluginFiles(_ doctorEnv, user, project string) []settingsFile {
+	var out []settingsFile
+	for _, d := range []settingsFile{{"user", user}, {"project", project}} {
+		ents, err := os.ReadDir(d.path)
+		n := 0
+		for _, ent := range ents {
+			if ext := filepath.Ext(ent.Name()); !ent.IsDir() && (ext == ".js" || ext == ".ts" || ext == ".mjs") {
+				out = append(out, settingsFile{d.scope, filepath.Join(d.path, ent.Name())})
+				n++
+			}
+		}
+		if err != nil || n == 0 {
+			out = append(out, settingsFile{d.scope, d.path})
+		}
+	}
+	return out
+}
+
+// hookEntry is one hook a settings file gives an event.
+type hookEntry struct {
+	Type      string            `json:"type"`
+	Command   string            `json:"command"`
+	URL       string            `json:"url"`
+	Headers   map[string]string `json:"headers"`
+	OnFailure string            `json:"onFailure"`
+}
+
+// hookTable reads the hooks object of a settings file (Claude Code's
+// shape, which Gemini CLI's and Codex CLI's share): event to its hooks.
+// A file that is not there gives nil and no error.
+func hookTable(path string) (map[string][]hookEntry, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Hooks map[string][]struct {
+			Matcher string      `json:"matcher"`
+			Hooks   []hookEntry `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	out := map[string][]hookEntry{}
+	for ev, groups := range doc.Hooks {
+		for _, g := range groups {
+			out[ev] = append(out[ev], g.Hooks...)
+		}
+	}
+	return out, nil
+}
+
+// isHookbus reports whether a hook sends the event to hookbus: loop
+// agent-hook or claude-hook, hookbus-hook, or an http hook on a gateway
+// route.
+func (h hookEntry) isHookbus(rows []cliRow) bool {
+	switch {
+	case h.Command != "":
+		return strings.Contains(h.Command, "agent-hook") || strings.Contains(h.Command, "claude-hook") || strings.Contains(h.Command, "hookbus-hook")
+	case h.URL != "":
+		for _, r := range rows {
+			if strings.Contains(h.URL, r.route) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isHookbusPlugin reports whether a plugin file is hookbus' plugin.
+func isHookbusPlugin(path string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && bytes.Contains(b, []byte("HookbusPlugin"))
+}
+
+// claudeTrust reads ~/.claude.json: projects[PATH].hasTrustDialogAccepted.
+func claudeTrust(e doctorEnv) trustState {
+	path := filepath.Join(e.home, ".claude.json")
+	st := trustState{applies: true, where: path}
+	var doc struct {
+		Projects map[string]struct {
+			Accepted bool `json:"hasTrustDialogAccepted"`
+		} `json:"projects"`
+	}
+	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &doc) == nil {
+		st.trusted = doc.Projects[e.project].Accepted
+	}
+	return st
+}
+
+// geminiTrust reads ~/.gemini/trustedFolders.json (the project, or a
+// parent with TRUST_PARENT or TRUST_FOLDER on an ancestor), or
+// GEMINI_CLI_TRUST_WORKSPACE=true.
+func geminiTrust(e doctorEnv) trustState {
+	if e.getenv("GEMINI_CLI_TRUST_WORKSPACE") == "true" {
+		return trustState{applies: true, trusted: true, where: "GEMINI_CLI_TRUST_WORKSPACE=true"}
+	}
+	path := filepath.Join(e.home, ".gemini", "trustedFolders.json")
+	st := trustState{applies: true, where: path}
+	var folders map[string]string
+	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &folders) == nil {
+		for dir, level := range folders {
+			rel, err := filepath.Rel(dir, e.project)
+			inside := err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+			switch {
+			case level == "TRUST_FOLDER" && inside:
+				st.trusted = true
+			case level == "TRUST_PARENT" && inside:
+				st.trusted = true
+			}
+		}
+	}
+	return st
+}
+
+// codexTrust reads $CODEX_HOME/config.toml: [projects."PATH"] trust_level
+// = "trusted".
+func codexTrust(e doctorEnv) trustState {
+	path := filepath.Join(codexHome(e), "config.toml")
+	st := trustState{applies: true, where: path}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return st
+	}
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			in = line == `[projects."`+e.project+`"]` || line == `[projects.'`+e.project+`']`
+			continue
+		}
+		if in && strings.ReplaceAll(line, " ", "") == `trust_level="trusted"` {
+			st.trusted = true
+		}
+	}
+	return st
+}
+
+func claudeEvents() []string {
+	var out []string
+	for _, e := range claudecode.Events() {
+		out = append(out, string(e))
+	}
+	return out
+}
