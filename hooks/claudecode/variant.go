@@ -2,7 +2,6 @@ package claudecode
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -171,27 +170,6 @@ func (n *nativeInput) Answer(*harness.Outcome) (*harness.Reply, error) {
 }
 func (n *nativeInput) Outage(interceptors.Policy, error) *harness.Reply {
 	return &harness.Reply{}
-}
-
-// NativeFields reads an input in a schema of camelCase fields: its event
-// from the first of eventKeys present, its session from the first of
-// sessionKeys. ok is false when either is missing.
-func NativeFields(raw []byte, eventKeys, sessionKeys []string) (event, session string, ok bool) {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return "", "", false
-	}
-	pick := func(keys []string) string {
-		for _, k := range keys {
-			var s string
-			if json.Unmarshal(m[k], &s) == nil && s != "" {
-				return s
-			}
-		}
-		return ""
-	}
-	event, session = pick(eventKeys), pick(sessionKeys)
-	return event, session, event != "" && session != ""
 }
 
 // Title is Product: the agent's name in the record's words.

@@ -52,13 +52,42 @@ func Harness() claudecode.Variant {
 	return claudecode.Variant{
 		HarnessName: HarnessName, DefaultAgent: DefaultAgent, Product: "GitHub Copilot CLI",
 		Tools: events.HarnessCopilot, Table: table, DefaultLimit: DefaultHookLimit,
-		Fix: toolResult,
-		Native: func(raw []byte) (string, string, bool) {
-			return claudecode.NativeFields(raw, []string{"hookName", "hookEventName"}, []string{"sessionId"})
-		},
+		Fix:    toolResult,
+		Native: native,
 		// A rewritten call runs only when the answer allows it.
 		Options: claudecode.AnswerOptions{ApproveModified: true},
 	}
+}
+
+// native reads an input in Copilot CLI's own schema: its session
+// (sessionId) and its event, named by hookName where it has one, else
+// known by the fields it carries (its camelCase events name none).
+func native(raw []byte) (event, session string, ok bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return "", "", false
+	}
+	_ = json.Unmarshal(m["sessionId"], &session)
+	_ = json.Unmarshal(m["hookName"], &event)
+	if session == "" {
+		return "", "", false
+	}
+	for _, f := range []struct{ field, event string }{
+		{"toolResult", "postToolUse"}, {"toolArgs", "preToolUse"}, {"stopReason", "agentStop"},
+		{"prompt", "userPromptSubmitted"}, {"initialPrompt", "sessionStart"}, {"source", "sessionStart"},
+		{"error", "errorOccurred"}, {"reason", "sessionEnd"},
+	} {
+		if event != "" {
+			break
+		}
+		if _, ok := m[f.field]; ok {
+			event = f.event
+		}
+	}
+	if event == "" {
+		event = "unnamed"
+	}
+	return event, session, true
 }
 
 // toolResult reads PostToolUse's tool_result ({"result_type",
