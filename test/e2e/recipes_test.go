@@ -389,6 +389,101 @@ func testRecipeDenies(t *testing.T, r *recipe) {
 	t.Logf("session %s:\n%s", session, replay)
 }
 
+// claudeCodeDoc is the page of Claude Code's, Gemini CLI's and Codex CLI's
+// recipes.
+const claudeCodeDoc = "../../docs/CLAUDE_CODE.md"
+
+// Gemini CLI with the page's hooks (the least a session needs), the API
+// key's auth and the fake as its Gemini API.
+var geminiRecipe = &recipe{
+	name: "gemini", bin: "gemini", pkg: "@google/gemini-cli", agent: "gemini-cli",
+	tool: func(c string) string {
+		return fmt.Sprintf("{name: run_shell_command, arguments: {command: %s, description: Remove victim}}", c)
+	},
+	configure: func(t *testing.T, home, _ string, fill func(string) string) {
+		var settings map[string]any
+		if err := json.Unmarshal([]byte(fill(snippet(t, claudeCodeDoc, "gemini-hooks"))), &settings); err != nil {
+			t.Fatalf("%s's gemini-hooks snippet: %v", claudeCodeDoc, err)
+		}
+		settings["security"] = map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}}
+		settings["general"] = map[string]any{"enableAutoUpdate": false, "enableAutoUpdateNotification": false}
+		settings["privacy"] = map[string]any{"usageStatisticsEnabled": false}
+		writeJSON(t, filepath.Join(home, ".gemini", "settings.json"), settings)
+	},
+	args: func(prompt string) []string { return []string{"-p", prompt, "--yolo", "-m", geminiModel, "-o", "json"} },
+	env: func(_, fakeURL string) []string {
+		return []string{"GEMINI_API_KEY=fake-gemini-key", "GOOGLE_GEMINI_BASE_URL=" + fakeURL, "GEMINI_CLI_TRUST_WORKSPACE=true"}
+	},
+	session: func(stdout []byte) string {
+		var r struct {
+			SessionID string `json:"session_id"`
+		}
+		_ = json.Unmarshal(stdout, &r)
+		return r.SessionID
+	},
+}
+
+// Codex CLI with the page's hooks and the fake as its provider.
+var codexRecipe = &recipe{
+	name: "codex", bin: "codex", pkg: "@openai/codex", agent: "codex-cli",
+	tool: func(c string) string { return fmt.Sprintf("{name: exec_command, arguments: {cmd: %s}}", c) },
+	configure: func(t *testing.T, home, _ string, fill func(string) string) {
+		dir := filepath.Join(home, ".codex")
+		writeFile(t, filepath.Join(dir, "hooks.json"), fill(snippet(t, claudeCodeDoc, "codex-hooks")))
+		writeFile(t, filepath.Join(dir, "config.toml"), fill(`model = "`+codexModel+`"
+model_provider = "fake"
+
+[model_providers.fake]
+name = "fake"
+base_url = "`+docFakeURL+`/v1"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+`))
+	},
+	args: func(prompt string) []string {
+		return []string{"exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--dangerously-bypass-hook-trust", "--json", prompt}
+	},
+	env:     func(home, _ string) []string { return []string{"CODEX_HOME=" + filepath.Join(home, ".codex")} },
+	session: func(stdout []byte) string { return jsonLineField(stdout, "thread.started", "thread_id") },
+}
+
+// Gemini CLI's and Codex CLI's snippets of docs/CLAUDE_CODE.md, copied as
+// written, record a whole session: its prompt, the guard's deny, and its
+// end (a session that never ends stays running in the record).
+func TestGeminiRecipeEnds(t *testing.T) { testRecipeEnds(t, geminiRecipe) }
+func TestCodexRecipeEnds(t *testing.T)  { testRecipeEnds(t, codexRecipe) }
+
+func testRecipeEnds(t *testing.T, r *recipe) {
+	url, _ := startBus(t)
+	project, session, fake := runRecipe(t, r, url)
+	if _, err := os.Stat(filepath.Join(project, "victim", "keep.txt")); err != nil {
+		t.Fatalf("the rm -rf ran: %v", err)
+	}
+	told := false
+	for _, body := range fake.requests(t) {
+		told = told || strings.Contains(body, denyReason)
+	}
+	if !told {
+		t.Fatalf("no request to the model carries the guard's reason %q", denyReason)
+	}
+	replay := (&harness{agent: r.agent}).replay(t, url, session)
+	for _, want := range []string{"run.started", "intake", "Remove the victim directory.", "hook.decided", "run.completed"} {
+		if !strings.Contains(replay, want) {
+			t.Fatalf("observer replay of session %s lacks %q:\n%s", session, want, replay)
+		}
+	}
+	t.Logf("session %s:\n%s", session, replay)
+}
+
 func TestCopilotRecipeDenies(t *testing.T) { testRecipeDenies(t, copilotRecipe) }
 func TestQwenRecipeDenies(t *testing.T)    { testRecipeDenies(t, qwenRecipe) }
 func TestFactoryRecipeDenies(t *testing.T) { testRecipeDenies(t, factoryRecipe) }
