@@ -48,7 +48,7 @@ func fakeModelCmd(a *cli.App) *cobra.Command {
 	return cli.Command("fake-model --script FILE [--listen ADDR]", "Serve a scripted fake model (OpenAI, Anthropic, Gemini APIs) to try CLIs and providers without a key", fakeModelLong, func(fs *pflag.FlagSet) cli.Run {
 		script := fs.String("script", "", "the script `FILE` of turns (YAML or JSON)")
 		listen := fs.String("listen", "127.0.0.1:8790", "the `ADDR`ess to listen on (port 0: any free port)")
-		record := fs.String("record", "", "write each request received to `FILE` as a line of JSON (created, or truncated)")
+		record := fs.String("record", "", "write each request received to `FILE` as a line of JSON (created readable by you only, or truncated)")
 		remote := fs.Bool("allow-remote", false, "listen on an address other than loopback: anyone who reaches it can use the fake")
 		return func(ctx context.Context, args []string) error {
 			if err := cli.NoArgs(nil, args); err != nil {
@@ -77,7 +77,7 @@ func fakeModel(ctx context.Context, script, listen, record string, remote bool, 
 	}
 	ts := fakellm.NewTurnServer(turns, &prefixWriter{prefix: "loop fake-model: ", w: stderr})
 	if record != "" {
-		f, err := os.Create(record)
+		f, err := os.OpenFile(record, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 		if err != nil {
 			return err
 		}
