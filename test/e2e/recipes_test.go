@@ -484,6 +484,82 @@ func testRecipeEnds(t *testing.T, r *recipe) {
 	t.Logf("session %s:\n%s", session, replay)
 }
 
+// startGateway starts loop gateway on a free loopback port for the bus at
+// natsURL; it returns the gateway's base URL (with a trailing slash).
+func startGateway(t *testing.T, natsURL string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binaries(t), "loop"), "gateway", "--listen", "127.0.0.1:0", "--nats", natsURL, "--timeout", "20s")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	found := make(chan string, 1)
+	var log bytes.Buffer
+	var mu sync.Mutex
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			mu.Lock()
+			log.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if _, rest, ok := strings.Cut(sc.Text(), "loop gateway: hooks on "); ok {
+				if base, _, ok := strings.Cut(rest, "claude-code"); ok {
+					found <- base
+				}
+			}
+		}
+	}()
+	select {
+	case base := <-found:
+		return base
+	case <-time.After(60 * time.Second):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("loop gateway did not say where it listens:\n%s", log.String())
+		return ""
+	}
+}
+
+// Qwen Code's http hooks, as the page gives them, to loop gateway: no
+// process per event, the same deny, the reason reaching the model, the
+// session recorded.
+func TestQwenRecipeGatewayDenies(t *testing.T) {
+	url, _ := startBus(t)
+	if _, err := exec.LookPath(qwenRecipe.bin); err != nil {
+		t.Skipf("%s (%s) is not on PATH: \"make e2e\" installs it from npm and runs these tests with it", qwenRecipe.bin, qwenRecipe.pkg)
+	}
+	base := startGateway(t, url)
+	r := *qwenRecipe
+	r.configure = func(t *testing.T, home, _ string, fill func(string) string) {
+		s := strings.ReplaceAll(fill(snippet(t, codingAgentsDoc, "qwen-http-hooks")), "http://127.0.0.1:8480/", base)
+		writeFile(t, filepath.Join(home, ".qwen", "settings.json"), s)
+	}
+	project, session, fake := runRecipe(t, &r, url)
+	if _, err := os.Stat(filepath.Join(project, "victim", "keep.txt")); err != nil {
+		t.Fatalf("the rm -rf ran: %v", err)
+	}
+	told := false
+	for _, body := range fake.requests(t) {
+		told = told || strings.Contains(body, denyReason)
+	}
+	if !told {
+		t.Fatalf("no request to the model carries the guard's reason %q", denyReason)
+	}
+	replay := (&harness{agent: r.agent}).replay(t, url, session)
+	for _, want := range []string{"run.started", "intake", "hook.decided", denyReason, "run.completed"} {
+		if !strings.Contains(replay, want) {
+			t.Fatalf("observer replay of session %s lacks %q:\n%s", session, want, replay)
+		}
+	}
+}
+
 func TestCopilotRecipeDenies(t *testing.T) { testRecipeDenies(t, copilotRecipe) }
 func TestQwenRecipeDenies(t *testing.T)    { testRecipeDenies(t, qwenRecipe) }
 func TestFactoryRecipeDenies(t *testing.T) { testRecipeDenies(t, factoryRecipe) }
