@@ -456,9 +456,33 @@ apps = false
 	session: func(stdout []byte) string { return jsonLineField(stdout, "thread.started", "thread_id") },
 }
 
-// Gemini CLI's and Codex CLI's snippets of docs/CLAUDE_CODE.md, copied as
+// Claude Code with the page's hooks, the fake as its Anthropic API.
+var claudeRecipe = &recipe{
+	name: "claude", bin: "claude", pkg: "@anthropic-ai/claude-code", agent: "claude-code",
+	tool: func(c string) string {
+		return fmt.Sprintf("{name: Bash, arguments: {command: %s, description: Remove victim}}", c)
+	},
+	configure: func(t *testing.T, _, project string, fill func(string) string) {
+		writeFile(t, filepath.Join(project, ".claude", "settings.json"), fill(snippet(t, claudeCodeDoc, "claude-hooks")))
+	},
+	args: func(prompt string) []string {
+		return []string{"-p", prompt, "--output-format", "json", "--allowedTools", "Bash"}
+	},
+	env: func(_, fakeURL string) []string {
+		return []string{"ANTHROPIC_API_KEY=sk-ant-fake", "ANTHROPIC_BASE_URL=" + fakeURL,
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"}
+	},
+	session: func(stdout []byte) string {
+		var r result
+		_ = json.Unmarshal(stdout, &r)
+		return r.SessionID
+	},
+}
+
+// Claude Code's, Gemini CLI's and Codex CLI's snippets of docs/CLAUDE_CODE.md, copied as
 // written, record a whole session: its prompt, the guard's deny, and its
 // end (a session that never ends stays running in the record).
+func TestClaudeRecipeEnds(t *testing.T) { testRecipeEnds(t, claudeRecipe) }
 func TestGeminiRecipeEnds(t *testing.T) { testRecipeEnds(t, geminiRecipe) }
 func TestCodexRecipeEnds(t *testing.T)  { testRecipeEnds(t, codexRecipe) }
 
