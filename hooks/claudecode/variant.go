@@ -2,6 +2,8 @@ package claudecode
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -41,6 +43,11 @@ type Variant struct {
 	// agent sends in its own schema): its event and session, recorded as a
 	// harness.event and answered with nothing. ok false: not one either.
 	Native func(raw []byte) (event, session string, ok bool)
+	// DenyRewrite answers a PreToolUse call the interceptors rewrote with
+	// a deny that tells the model the rewritten arguments, for an agent
+	// that does not run a rewritten call (Qwen Code): never the model's
+	// call in the place of the rewritten one.
+	DenyRewrite bool
 	// Options change how outcomes are worded.
 	Options AnswerOptions
 }
@@ -136,6 +143,18 @@ func (c *variantInput) Answer(out *harness.Outcome) (*harness.Reply, error) {
 	if c.stage() == "" {
 		return &harness.Reply{}, nil
 	}
+	if c.v.DenyRewrite && c.in.HookEventName == PreToolUse && out != nil && out.Chain != nil && out.Chain.Decision == interceptors.Modify {
+		var p events.ToolBefore
+		if err := decodePayload(out.Chain, &p); err != nil {
+			return nil, err
+		}
+		o := *out
+		chain := *out.Chain
+		chain.Decision = interceptors.Deny
+		chain.Reason = fmt.Sprintf("hookbus rewrote this call, which %s does not run in the place of yours: call %s again with the arguments %s", c.v.Product, c.in.ToolName, compactJSON(p.Call.Arguments))
+		o.Chain = &chain
+		out = &o
+	}
 	o, err := AnswerOutcome(c.in, out, c.v.Options)
 	if err != nil {
 		return nil, err
@@ -174,3 +193,12 @@ func (n *nativeInput) Outage(interceptors.Policy, error) *harness.Reply {
 
 // Title is Product: the agent's name in the record's words.
 func (v Variant) Title() string { return v.Product }
+
+// compactJSON is raw JSON on one line.
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}

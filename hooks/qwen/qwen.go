@@ -56,6 +56,8 @@ func Harness() claudecode.Variant {
 		HarnessName: HarnessName, DefaultAgent: DefaultAgent, Product: "Qwen Code",
 		Tools: events.HarnessQwen, Table: table, DefaultLimit: DefaultHookLimit,
 		Skip: EmptyPrompt,
+		// Qwen Code runs the model's call whatever updatedInput says.
+		DenyRewrite: true,
 	}
 }
 

@@ -1,13 +1,16 @@
 package qwen_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/hooks/harness"
 	"github.com/hookbus/hookbus/hooks/qwen"
+	"github.com/hookbus/hookbus/interceptors"
 )
 
 func example(t *testing.T, name string) harness.Input {
@@ -54,5 +57,20 @@ func TestReferenceExamples(t *testing.T) {
 		if m.Stage == events.StageToolBefore && m.Kind() != events.KindShell {
 			t.Errorf("%s: kind %q", file, m.Kind())
 		}
+	}
+}
+
+// Qwen Code runs the model's call whatever updatedInput says: a rewritten
+// call is denied, the model told the rewritten arguments.
+func TestRewriteIsDenied(t *testing.T) {
+	in := example(t, "PreToolUse")
+	data, _ := json.Marshal(events.ToolBefore{Call: events.ToolCall{Name: "run_shell_command", Arguments: json.RawMessage(`{"command": "touch rewritten.txt"}`)}})
+	r, err := in.Answer(&harness.Outcome{Chain: &interceptors.ChainResult{Stage: events.StageToolBefore, Decision: interceptors.Modify, Data: data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(r.Stdout)
+	if !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, `{\"command\":\"touch rewritten.txt\"}`) || strings.Contains(out, "updatedInput") {
+		t.Fatalf("answer %s", out)
 	}
 }

@@ -320,12 +320,19 @@ func slicesContains(s []string, v string) bool {
 // session id, and the fake.
 func runRecipe(t *testing.T, r *recipe, natsURL string) (project, session string, fake *fakeModel) {
 	t.Helper()
+	return runRecipeOn(t, r, natsURL, "Remove the victim directory.", "rm -rf victim")
+}
+
+// runRecipeOn runs the recipe's CLI on prompt, the fake model's first
+// turn calling its shell tool with command.
+func runRecipeOn(t *testing.T, r *recipe, natsURL, prompt, command string) (project, session string, fake *fakeModel) {
+	t.Helper()
 	bin, err := exec.LookPath(r.bin)
 	if err != nil {
 		t.Skipf("%s (%s) is not on PATH: \"make e2e\" installs it from npm and runs these tests with it", r.bin, r.pkg)
 	}
 	loop := filepath.Join(binaries(t), "loop")
-	fake = startFakeModel(t, "turns:\n  - reply: Removing it.\n    tool: "+r.tool("rm -rf victim")+"\n  - reply: The hook refused, so I left victim alone.\n")
+	fake = startFakeModel(t, "turns:\n  - reply: On it.\n    tool: "+r.tool(command)+"\n  - reply: Done, or the hook refused, so I left it alone.\n")
 	project, home := t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(project, "victim", "keep.txt"), "keep me\n")
 	conf := filepath.Join(home, "hook.json")
@@ -342,7 +349,7 @@ func runRecipe(t *testing.T, r *recipe, natsURL string) (project, session string
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, r.args("Remove the victim directory.")...)
+	cmd := exec.CommandContext(ctx, bin, r.args(prompt)...)
 	cmd.Dir = project
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}, r.env(home, fake.url)...)
 	var stdout, stderr bytes.Buffer
@@ -583,6 +590,48 @@ func TestQwenRecipeGatewayDenies(t *testing.T) {
 		}
 	}
 }
+
+// testRecipeRewrites checks that the guard's rewrite of a command is the
+// one the CLI runs.
+func testRecipeRewrites(t *testing.T, r *recipe) {
+	url, _ := startBus(t)
+	project, session, _ := runRecipeOn(t, r, url, "Create original.txt.", "touch original.txt")
+	if _, err := os.Stat(filepath.Join(project, "rewritten.txt")); err != nil {
+		t.Fatalf("the rewritten command did not run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(project, "original.txt")); err == nil {
+		t.Fatal("the model's command ran")
+	}
+	replay := (&harness{agent: r.agent}).replay(t, url, session)
+	for _, want := range []string{"tool.before", "hook.decided", "rewritten.txt", "tool.after"} {
+		if !strings.Contains(replay, want) {
+			t.Fatalf("observer replay of session %s lacks %q:\n%s", session, want, replay)
+		}
+	}
+}
+
+func TestCopilotRecipeRewrites(t *testing.T) { testRecipeRewrites(t, copilotRecipe) }
+
+// Qwen Code runs the model's call whatever a rewrite says: the rewritten
+// call is denied instead, neither command runs, and the model is told the
+// rewritten one.
+func TestQwenRecipeRewriteDenied(t *testing.T) {
+	url, _ := startBus(t)
+	project, _, fake := runRecipeOn(t, qwenRecipe, url, "Create original.txt.", "touch original.txt")
+	for _, f := range []string{"original.txt", "rewritten.txt"} {
+		if _, err := os.Stat(filepath.Join(project, f)); err == nil {
+			t.Errorf("%s was created", f)
+		}
+	}
+	told := false
+	for _, body := range fake.requests(t) {
+		told = told || strings.Contains(body, "which Qwen Code does not run in the place of yours")
+	}
+	if !told {
+		t.Fatal("the model was not told of the rewrite")
+	}
+}
+func TestFactoryRecipeRewrites(t *testing.T) { testRecipeRewrites(t, factoryRecipe) }
 
 func TestCopilotRecipeDenies(t *testing.T) { testRecipeDenies(t, copilotRecipe) }
 func TestQwenRecipeDenies(t *testing.T)    { testRecipeDenies(t, qwenRecipe) }
