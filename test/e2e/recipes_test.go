@@ -153,8 +153,6 @@ func (f *fakeModel) requests(t *testing.T) []string {
 	return out
 }
 
-const hookNames = "SessionStart UserPromptSubmit PreToolUse PostToolUse Stop SessionEnd"
-
 var copilotRecipe = &recipe{
 	name: "copilot", bin: "copilot", pkg: "@github/copilot", agent: "copilot-cli",
 	tool: func(c string) string {
