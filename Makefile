@@ -94,38 +94,50 @@ FAULTFLAGS ?= -count=1 -timeout 50m -v
 test-faults:
 	HOOKBUS_FAULTS=1 $(GO) test $(FAULTFLAGS) -run '^TestFault' ./test/integration
 
-## e2e: the real coding agents' CLIs, Claude Code, Gemini CLI and Codex CLI (npm packages at the
-## pinned versions below, each installed into $(E2E_CACHE)/<cli> unless that version is there
-## already, all at once), every hook event sent to loop agent-hook, and OpenCode and Kilo Code with
-## hookbus' plugin posting to loop gateway (with the model provider package their config names),
-## against fake model APIs the tests own (test/e2e/doc.go). A CLI that cannot be installed is
-## reported, and its tests skip, saying so; "make test" skips them all.
+## e2e: the real coding agents' CLIs, Claude Code, Gemini CLI, Codex CLI, GitHub Copilot CLI, Qwen
+## Code, Factory Droid and Cline (npm packages at the pinned versions below, installed in parallel,
+## each into $(E2E_CACHE)/<cli> unless that version is there already; a spec may name several
+## packages, comma-separated), every hook event sent to loop agent-hook, and OpenCode and Kilo Code
+## with hookbus' plugin posting to loop gateway (with the model provider package their config
+## names), against fake model APIs (the newer CLIs against a loop fake-model process, as a user runs
+## them; test/e2e/doc.go). A CLI that cannot be installed is reported, and its tests skip, saying
+## so; "make test" skips them all.
 NPM_INSTALL    ?= $(NPM) install --no-audit --no-fund
 E2E_CACHE      ?= $(HOME)/.cache/hookbus
 CLAUDE_VERSION ?= 2.1.332
 GEMINI_VERSION ?= 0.61.0
 CODEX_VERSION  ?= 0.169.0
+COPILOT_VERSION ?= 1.0.102
+QWEN_VERSION   ?= 0.24.4
+FACTORY_VERSION ?= 0.225.1
+FACTORY_BIN_VERSION ?= 0.225.2
+CLINE_VERSION  ?= 3.0.65
 OPENCODE_VERSION ?= 1.18.33
 KILO_VERSION     ?= 7.7.7
 E2E_PROVIDER     ?= @ai-sdk/openai-compatible@2.0.92
-E2E_CLIS       := claude=@anthropic-ai/claude-code@$(CLAUDE_VERSION) gemini=@google/gemini-cli@$(GEMINI_VERSION) codex=@openai/codex@$(CODEX_VERSION) \
-	opencode=opencode-ai@$(OPENCODE_VERSION) kilo=@kilocode/cli@$(KILO_VERSION)
+E2E_CLIS       := claude=@anthropic-ai/claude-code@$(CLAUDE_VERSION) gemini=@google/gemini-cli@$(GEMINI_VERSION) codex=@openai/codex@$(CODEX_VERSION)
+E2E_CLIS       += copilot=@github/copilot@$(COPILOT_VERSION) qwen=@qwen-code/qwen-code@$(QWEN_VERSION) \
+                  factory=@factory/cli@$(FACTORY_VERSION),@factory/cli-linux-x64@$(FACTORY_BIN_VERSION) cline=cline@$(CLINE_VERSION) \
+                  opencode=opencode-ai@$(OPENCODE_VERSION),$(E2E_PROVIDER) kilo=@kilocode/cli@$(KILO_VERSION),$(E2E_PROVIDER)
 E2EFLAGS       ?= -count=1 -timeout 30m -v
+e2e_space      := $(subst ,, )
+E2E_PATH        = $(subst $(e2e_space),,$(foreach c,$(E2E_CLIS),$(E2E_CACHE)/$(firstword $(subst =, ,$(c)))/node_modules/.bin:))
 e2e:
-	@for c in $(E2E_CLIS); do ( \
-	  name=$${c%%=*}; spec=$${c#*=}; pkg=$${spec%@*}; version=$${spec##*@}; dir="$(E2E_CACHE)/$$name"; extra=; \
-	  case $$name in opencode|kilo) extra="$(E2E_PROVIDER)";; esac; \
+	@mkdir -p "$(E2E_CACHE)"; for c in $(E2E_CLIS); do \
+	  name=$${c%%=*}; specs=$$(echo "$${c#*=}" | tr , ' '); spec=$${specs%% *}; pkg=$${spec%@*}; version=$${spec##*@}; dir="$(E2E_CACHE)/$$name"; \
 	  have=$$(node -p "require('$$dir/node_modules/$$pkg/package.json').version" 2>/dev/null); \
 	  if [ "$$have" = "$$version" ]; then \
-	    echo "e2e: $$spec is in $$dir"; \
-	  elif mkdir -p "$$dir" && $(NPM_INSTALL) --prefix "$$dir" "$$spec" $$extra >"$$dir.log" 2>&1; then \
-	    echo "e2e: installed $$spec into $$dir"; \
-	  else \
-	    echo "e2e: could not install $$spec into $$dir (log: $$dir.log): its tests will skip, saying so"; \
-	  fi ) & \
+	    echo "e2e: $$specs is in $$dir"; \
+	  else ( start=$$(date +%s); \
+	    if $(NPM_INSTALL) --prefix "$$dir" $$specs >"$$dir.log" 2>&1; then \
+	      echo "e2e: installed $$specs into $$dir in $$(( $$(date +%s) - start ))s"; \
+	    else \
+	      echo "e2e: could not install $$specs into $$dir (see $$dir.log): its tests will skip, saying so"; \
+	    fi ) & \
+	  fi; \
 	done; wait
 	cd sdk/opencode-plugin && node --test
-	PATH="$(E2E_CACHE)/claude/node_modules/.bin:$(E2E_CACHE)/gemini/node_modules/.bin:$(E2E_CACHE)/codex/node_modules/.bin:$(E2E_CACHE)/opencode/node_modules/.bin:$(E2E_CACHE)/kilo/node_modules/.bin:$$PATH" \
+	PATH="$(E2E_PATH)$$PATH" \
 	  $(GO) test $(E2EFLAGS) ./test/e2e
 
 vet:

@@ -213,6 +213,9 @@ func (p *plan) assign(st *state) []*events.Event {
 
 // title names the bridge's harness in the record's words.
 func (b *Bridge) title() string {
+	if t, ok := b.cfg.Harness.(interface{ Title() string }); ok {
+		return t.Title()
+	}
 	switch b.cfg.Harness.Name() {
 	case "gemini":
 		return "Gemini CLI"

@@ -79,6 +79,10 @@ const (
 	// OpenCode and Kilo Code (its fork) name their tools alike.
 	HarnessOpenCode Harness = "opencode"
 	HarnessKilo     Harness = "kilo"
+	HarnessCopilot  Harness = "copilot"
+	HarnessQwen     Harness = "qwen"
+	HarnessFactory  Harness = "factory"
+	HarnessCline    Harness = "cline"
 )
 
 // toolRule maps one native tool: its kind and the fields it reads.
@@ -104,7 +108,27 @@ var (
 	}
 	query = func(a *Action, m map[string]json.RawMessage) { a.Query = str(m["query"]) }
 	patch = func(a *Action, m map[string]json.RawMessage) { a.Paths = patchPaths(m) }
-	none  = func(*Action, map[string]json.RawMessage) {}
+	// Cline's calls hold lists: commands, files and requests.
+	commands = func(a *Action, m map[string]json.RawMessage) {
+		var cmds []string
+		_ = json.Unmarshal(m["commands"], &cmds)
+		a.Command = strings.Join(cmds, "\n")
+	}
+	files    = func(a *Action, m map[string]json.RawMessage) { a.Paths = objectField(m["files"], "path") }
+	requests = func(a *Action, m map[string]json.RawMessage) {
+		if urls := objectField(m["requests"], "url"); len(urls) > 0 {
+			a.URL = urls[0]
+		}
+	}
+	queries = func(a *Action, m map[string]json.RawMessage) {
+		a.Query = strings.Join(objectField(m["queries"], "query"), "\n")
+	}
+	globs = func(a *Action, m map[string]json.RawMessage) {
+		a.Query = strings.Join(strs(m, "patterns", "pattern"), " ")
+		a.Paths = strs(m, "folder", "paths", "path")
+	}
+	dirPath = func(a *Action, m map[string]json.RawMessage) { a.Paths = strs(m, "directory_path", "path") }
+	none    = func(*Action, map[string]json.RawMessage) {}
 )
 
 // The tables: one per harness, native tool name to rule. MCP tools
@@ -167,6 +191,67 @@ var (
 		"unified_exec":   {KindShell, shellCmd},
 		"container.exec": {KindShell, shellCmd},
 	}
+	// GitHub Copilot CLI: its own names (camelCase hooks) and the Claude
+	// Code names its PascalCase hooks give some of them.
+	copilotTools = map[string]toolRule{
+		"bash":      {KindShell, shell},
+		"Bash":      {KindShell, shell},
+		"read_bash": {KindShell, none},
+		"view":      {KindFileRead, filePath},
+		"Read":      {KindFileRead, filePath},
+		"create":    {KindFileWrite, filePath},
+		"Write":     {KindFileWrite, filePath},
+		"edit":      {KindFileEdit, filePath},
+		"Edit":      {KindFileEdit, filePath},
+		"glob":      {KindFileSearch, globs},
+		"Glob":      {KindFileSearch, globs},
+		"grep":      {KindFileSearch, globs},
+		"Grep":      {KindFileSearch, globs},
+		"web_fetch": {KindWebFetch, fetchURL},
+		"WebFetch":  {KindWebFetch, fetchURL},
+		"task":      {KindAgent, none},
+		"Task":      {KindAgent, none},
+	}
+	qwenTools = map[string]toolRule{
+		"run_shell_command":   {KindShell, shell},
+		"read_file":           {KindFileRead, filePath},
+		"read_many_files":     {KindFileRead, manyPaths},
+		"write_file":          {KindFileWrite, filePath},
+		"edit":                {KindFileEdit, filePath},
+		"replace":             {KindFileEdit, filePath},
+		"notebook_edit":       {KindFileEdit, notebook},
+		"glob":                {KindFileSearch, search},
+		"grep_search":         {KindFileSearch, search},
+		"search_file_content": {KindFileSearch, search},
+		"list_directory":      {KindFileSearch, manyPaths},
+		"web_fetch":           {KindWebFetch, fetchIn},
+		"web_search":          {KindWebSearch, query},
+		"agent":               {KindAgent, none},
+		"task":                {KindAgent, none},
+	}
+	factoryTools = map[string]toolRule{
+		"Execute":    {KindShell, shell},
+		"Read":       {KindFileRead, filePath},
+		"Create":     {KindFileWrite, filePath},
+		"Edit":       {KindFileEdit, filePath},
+		"MultiEdit":  {KindFileEdit, filePath},
+		"ApplyPatch": {KindFileEdit, patch},
+		"Grep":       {KindFileSearch, search},
+		"Glob":       {KindFileSearch, globs},
+		"LS":         {KindFileSearch, dirPath},
+		"FetchUrl":   {KindWebFetch, fetchURL},
+		"WebSearch":  {KindWebSearch, query},
+		"Task":       {KindAgent, none},
+	}
+	clineTools = map[string]toolRule{
+		"run_commands":      {KindShell, commands},
+		"execute_command":   {KindShell, shell},
+		"read_files":        {KindFileRead, files},
+		"editor":            {KindFileEdit, filePath},
+		"search_codebase":   {KindFileSearch, queries},
+		"fetch_web_content": {KindWebFetch, requests},
+		"spawn_agent":       {KindAgent, none},
+	}
 )
 
 func table(h Harness) map[string]toolRule {
@@ -181,6 +266,14 @@ func table(h Harness) map[string]toolRule {
 		return codexTools
 	case HarnessOpenCode, HarnessKilo:
 		return opencodeTools
+	case HarnessCopilot:
+		return copilotTools
+	case HarnessQwen:
+		return qwenTools
+	case HarnessFactory:
+		return factoryTools
+	case HarnessCline:
+		return clineTools
 	}
 	return nil
 }
@@ -269,6 +362,29 @@ func strs(m map[string]json.RawMessage, keys ...string) []string {
 		return nil
 	}
 	return list
+}
+
+// objectField reads a list of strings, or of objects, as the strings or
+// each object's field key.
+func objectField(raw json.RawMessage, key string) []string {
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range list {
+		if s := str(e); s != "" {
+			out = append(out, s)
+			continue
+		}
+		var o map[string]json.RawMessage
+		if json.Unmarshal(e, &o) == nil {
+			if s := str(o[key]); s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
 
 // patchPaths lists the files an apply_patch patch names, wherever its

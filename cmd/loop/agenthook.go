@@ -12,10 +12,14 @@ import (
 	"github.com/hookbus/hookbus/bridge"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/hooks/claudecode"
+	"github.com/hookbus/hookbus/hooks/cline"
 	"github.com/hookbus/hookbus/hooks/codex"
+	"github.com/hookbus/hookbus/hooks/copilot"
+	"github.com/hookbus/hookbus/hooks/factory"
 	"github.com/hookbus/hookbus/hooks/gemini"
 	"github.com/hookbus/hookbus/hooks/harness"
 	"github.com/hookbus/hookbus/hooks/opencode"
+	"github.com/hookbus/hookbus/hooks/qwen"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/spf13/cobra"
@@ -28,7 +32,9 @@ const maxHookInput = 64 << 20
 
 // Harnesses are the coding agents loop agent-hook and loop gateway speak
 // to, by --harness name.
-var harnessNames = []string{claudecode.HarnessName, gemini.HarnessName, codex.HarnessName, opencode.OpenCode.Name(), opencode.Kilo.Name()}
+var harnessNames = []string{claudecode.HarnessName, gemini.HarnessName, codex.HarnessName,
+	copilot.HarnessName, qwen.HarnessName, factory.HarnessName, cline.HarnessName,
+	opencode.OpenCode.Name(), opencode.Kilo.Name()}
 
 // harnessOf returns the harness named name; approve is Claude Code's
 // --approve-modified.
@@ -44,6 +50,14 @@ func harnessOf(name string, approve bool) (harness.Protocol, error) {
 		return opencode.OpenCode, nil
 	case opencode.Kilo.Name():
 		return opencode.Kilo, nil
+	case copilot.HarnessName:
+		return copilot.Harness(), nil
+	case qwen.HarnessName:
+		return qwen.Harness(), nil
+	case factory.HarnessName:
+		return factory.Harness(), nil
+	case cline.HarnessName:
+		return cline.Harness{}, nil
 	}
 	return nil, fmt.Errorf("%w: --harness %q: give %s", cli.ErrUsage, name, strings.Join(harnessNames, ", "))
 }
@@ -63,7 +77,7 @@ type bridgeFlags struct {
 func (f *bridgeFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
 	f.conn.Register(fs)
-	fs.StringVar(&f.agent, "agent", "", "the agent id the sessions are recorded under (default: the harness's, claude-code, gemini-cli or codex-cli)")
+	fs.StringVar(&f.agent, "agent", "", "the agent id the sessions are recorded under (default: the harness's, claude-code, gemini-cli, codex-cli, copilot-cli, qwen-code, factory-droid or cline)")
 	fs.StringVar(&f.policy, "policy", string(interceptors.PolicyIgnore), "when NATS is away or slow: ignore (the event proceeds, with a warning) or fail (tool calls and prompts are blocked, permission requests denied)")
 	fs.DurationVar(&f.timeout, "timeout", bridge.DefaultTimeout, "the most one event may take, answer included (a permission request's wait for a person too): keep it under the hook's timeout in the coding agent's settings; an event the agent waits less for is answered within that")
 	fs.BoolVar(&f.approve, "approve-modified", false, "Claude Code: answer a tool call the interceptors rewrote with permissionDecision allow (else Claude Code's own permission rules still apply to it); Codex CLI always gets it")
@@ -116,7 +130,7 @@ PermissionRequest) is recorded as an approval and answered when a person
 answers it (observer approve|reject, the web page). It answers within
 --timeout, and within the agent's own limit for the event (Claude Code's
 SessionEnd: 1.5 s), whatever happens: when NATS is away or slow, by
---policy. docs/CLAUDE_CODE.md has each agent's settings snippet and trust
+--policy. docs/CODING_AGENTS.md has each agent's settings snippet and trust
 step.
 
 --config FILE is a JSON object of these flags' values (not the hookbus
@@ -133,9 +147,9 @@ only with -v.`
 // agentHookCmd is loop agent-hook: one hook event of a coding agent, read
 // on stdin, recorded and decided on the bus, answered on stdout.
 func agentHookCmd(a *cli.App) *cobra.Command {
-	return cli.Command("agent-hook --harness claude|gemini|codex [flags]", "Answer one hook event of a coding agent: Claude Code, Gemini CLI, Codex CLI (a command hook)", agentHookLong, func(fs *pflag.FlagSet) cli.Run {
+	return cli.Command("agent-hook --harness claude|gemini|codex|copilot|qwen|factory|cline [flags]", "Answer one hook event of a coding agent: Claude Code, Gemini CLI, Codex CLI, GitHub Copilot CLI, Qwen Code, Factory Droid, Cline (a command hook)", agentHookLong, func(fs *pflag.FlagSet) cli.Run {
 		var f bridgeFlags
-		name := fs.String("harness", "", "the coding agent: claude (Claude Code), gemini (Gemini CLI) or codex (Codex CLI)")
+		name := fs.String("harness", "", "the coding agent: claude (Claude Code), gemini (Gemini CLI), codex (Codex CLI), copilot (GitHub Copilot CLI), qwen (Qwen Code), factory (Factory Droid) or cline (Cline)")
 		f.register(fs)
 		f.registerFile(fs)
 		return func(ctx context.Context, args []string) error {

@@ -35,7 +35,9 @@ The script (YAML or JSON) is a list of turns, each a reply text, a tool call, or
 Each request takes the first turn not yet taken whose "when" it contains; when none is
 left it is answered 501, which no client retries. A mistake in the script is refused
 with its file:line. It prints the environment to set for each client, and a line for
-each request it answers.
+each request it answers. --record FILE writes each request, as received, to FILE as a line
+of JSON ({"n", "method", "path", "api", "turn", "body"}): what a CLI sent its model, e.g.
+the tool result that tells the model a hook's reason.
 
 It has no authentication and serves anyone who reaches it: it listens on loopback,
 and refuses another address unless --allow-remote. It is a test tool, not a proxy.
@@ -46,6 +48,7 @@ func fakeModelCmd(a *cli.App) *cobra.Command {
 	return cli.Command("fake-model --script FILE [--listen ADDR]", "Serve a scripted fake model (OpenAI, Anthropic, Gemini APIs) to try CLIs and providers without a key", fakeModelLong, func(fs *pflag.FlagSet) cli.Run {
 		script := fs.String("script", "", "the script `FILE` of turns (YAML or JSON)")
 		listen := fs.String("listen", "127.0.0.1:8790", "the `ADDR`ess to listen on (port 0: any free port)")
+		record := fs.String("record", "", "write each request received to `FILE` as a line of JSON (created readable by you only, or truncated)")
 		remote := fs.Bool("allow-remote", false, "listen on an address other than loopback: anyone who reaches it can use the fake")
 		return func(ctx context.Context, args []string) error {
 			if err := cli.NoArgs(nil, args); err != nil {
@@ -54,13 +57,13 @@ func fakeModelCmd(a *cli.App) *cobra.Command {
 			if *script == "" {
 				return fmt.Errorf("%w: give the script of turns with --script FILE", cli.ErrUsage)
 			}
-			return fakeModel(ctx, *script, *listen, *remote, a.Err)
+			return fakeModel(ctx, *script, *listen, *record, *remote, a.Err)
 		}
 	})
 }
 
 // fakeModel serves the script on listen until ctx ends.
-func fakeModel(ctx context.Context, script, listen string, remote bool, stderr io.Writer) error {
+func fakeModel(ctx context.Context, script, listen, record string, remote bool, stderr io.Writer) error {
 	b, err := os.ReadFile(script)
 	if err != nil {
 		return err
@@ -71,6 +74,15 @@ func fakeModel(ctx context.Context, script, listen string, remote bool, stderr i
 	}
 	if err := checkLoopback(listen, remote); err != nil {
 		return err
+	}
+	ts := fakellm.NewTurnServer(turns, &prefixWriter{prefix: "loop fake-model: ", w: stderr})
+	if record != "" {
+		f, err := os.OpenFile(record, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		ts.RecordTo(f)
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -84,7 +96,7 @@ func fakeModel(ctx context.Context, script, listen string, remote bool, stderr i
   loop --model openai:NAME:     OPENAI_BASE_URL=%[1]s/v1 OPENAI_API_KEY=fake
   loop --model anthropic:NAME:  ANTHROPIC_BASE_URL=%[1]s ANTHROPIC_API_KEY=fake
 `, url, len(turns.Turns), script)
-	var h http.Handler = fakellm.NewTurnServer(turns, &prefixWriter{prefix: "loop fake-model: ", w: stderr})
+	var h http.Handler = ts
 	if !remote {
 		h = loopbackHost(h)
 	}

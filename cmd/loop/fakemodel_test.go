@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -154,5 +155,47 @@ func TestFakeModelRefuses(t *testing.T) {
 	}
 	if f := fakeModelCmd(nil).Flags().Lookup("listen"); f == nil || !strings.HasPrefix(f.DefValue, "127.0.0.1:") {
 		t.Errorf("the default --listen is not loopback: %+v", f)
+	}
+}
+
+// --record writes each request, as received, to the file as a line of
+// JSON: the API it was read as, the turn that answered it, and the body,
+// in which a client's tool result (a hook's reason) can be read.
+func TestFakeModelRecords(t *testing.T) {
+	record := filepath.Join(t.TempDir(), "requests.jsonl")
+	url, _ := startFakeModel(t, "turns:\n  - reply: Hello.\n", "--listen", "127.0.0.1:0", "--record", record)
+	for _, body := range []string{`{"model":"m","messages":[{"role":"tool","content":"denied: no rm -rf"}]}`, `{"model":"m"}`} {
+		resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	b, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines recorded:\n%s", len(lines), b)
+	}
+	var first, second struct {
+		N    int             `json:"n"`
+		Path string          `json:"path"`
+		API  string          `json:"api"`
+		Turn int             `json:"turn"`
+		Body json.RawMessage `json:"body"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &second); err != nil {
+		t.Fatal(err)
+	}
+	if first.N != 1 || first.Path != "/v1/chat/completions" || first.API != "openai chat" || first.Turn != 1 || !strings.Contains(string(first.Body), "denied: no rm -rf") {
+		t.Errorf("first request recorded as %s", lines[0])
+	}
+	if second.N != 2 || second.Turn != 0 {
+		t.Errorf("a request no turn answered recorded as %s", lines[1])
 	}
 }

@@ -10,7 +10,7 @@ import (
 // Protocol reads one harness's hook inputs.
 type Protocol interface {
 	// Name is the harness's name on the command line (loop agent-hook
-	// --harness): claude, gemini or codex.
+	// --harness): claude, gemini, codex, copilot, qwen, factory or cline.
 	Name() string
 	// Agent is the agent id its sessions are recorded under by default
 	// (claude-code, gemini-cli, codex-cli).

@@ -16,8 +16,9 @@ import (
 // to its log for each request it answers. Its methods are safe for
 // concurrent use.
 type TurnServer struct {
-	turns *Turns
-	log   io.Writer
+	turns  *Turns
+	log    io.Writer
+	record io.Writer // nil: no record
 
 	mu    sync.Mutex
 	taken []bool
@@ -30,6 +31,51 @@ func NewTurnServer(t *Turns, log io.Writer) *TurnServer {
 		log = io.Discard
 	}
 	return &TurnServer{turns: t, log: log, taken: make([]bool, len(t.Turns))}
+}
+
+// RecordTo makes s write each request it receives to w as one line of
+// JSON (a RecordedRequest), before it answers it, and returns s. Writes
+// are serialized.
+func (s *TurnServer) RecordTo(w io.Writer) *TurnServer {
+	s.record = w
+	return s
+}
+
+// RecordedRequest is one line of a TurnServer's record (loop fake-model
+// --record): a request as received, and the turn that answered it.
+type RecordedRequest struct {
+	// N counts the requests received, from 1.
+	N      int    `json:"n"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	// API is the model API the request was read as ("openai chat",
+	// "openai responses", "anthropic messages", "gemini"); "" for a
+	// request no API this fake serves.
+	API string `json:"api,omitempty"`
+	// Turn is the script's turn that answered it, from 1; 0 when none did.
+	Turn int `json:"turn"`
+	// Body is the request's body: as received when it is JSON, else as a
+	// JSON string.
+	Body json.RawMessage `json:"body"`
+}
+
+// write records one request; a failed write is logged, never an answer's
+// failure.
+func (s *TurnServer) write(r RecordedRequest, body []byte) {
+	if s.record == nil {
+		return
+	}
+	if json.Valid(body) {
+		r.Body = body
+	} else {
+		r.Body = mustJSON(string(body))
+	}
+	b := mustJSON(r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.record.Write(append(b, '\n')); err != nil {
+		fmt.Fprintf(s.log, "request %d: not recorded: %v\n", r.N, err)
+	}
 }
 
 // next takes the first turn not yet taken whose When the body contains,
@@ -81,6 +127,14 @@ func jsonStrings(v any, out []string) []string {
 	return out
 }
 
+// count counts a request no turn is taken for.
+func (s *TurnServer) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	return s.n
+}
+
 // ServeHTTP answers one request with the next turn.
 func (s *TurnServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
@@ -115,11 +169,13 @@ func (s *TurnServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		model = "fake-model"
 	}
 	if api == "" {
+		s.write(RecordedRequest{N: s.count(), Method: r.Method, Path: p}, body)
 		fmt.Fprintf(s.log, "%s %s: not a model API this fake serves (404)\n", r.Method, p)
 		fail(w, http.StatusNotFound, fmt.Sprintf("fake-model serves POST %s, %s, %s and /v1beta/models/MODEL:generateContent|streamGenerateContent, not %s %s", PathOpenAI, PathResponses, PathAnthropic, r.Method, p))
 		return
 	}
 	turn, i, n, ok := s.next(body)
+	s.write(RecordedRequest{N: n, Method: r.Method, Path: p, API: api, Turn: i}, body)
 	mode := ""
 	if stream {
 		mode = ", stream"

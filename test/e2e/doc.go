@@ -31,6 +31,26 @@
 // for Claude Code also that a permission prompt waits for observer
 // approve. Other tests drive loop claude-hook, Claude Code's own bridge.
 //
+// The recipes of docs/CODING_AGENTS.md are run as written (recipes_test.go):
+// each CLI's settings snippet is read from the page (the fenced block after
+// its "<!-- e2e:NAME -->" marker), with the test's loop and connection in
+// place of the page's, and the CLI runs against a loop fake-model process
+// (its --record file shows what the CLI told the model):
+//
+//   - GitHub Copilot CLI (npm @github/copilot): COPILOT_OFFLINE with
+//     COPILOT_PROVIDER_BASE_URL; hooks in the project's .github/hooks,
+//     trusted by --trust-folder.
+//   - Qwen Code (npm @qwen-code/qwen-code): --auth-type openai with
+//     OPENAI_BASE_URL; hooks in ~/.qwen/settings.json.
+//   - Factory Droid (npm @factory/cli and @factory/cli-linux-x64): the fake
+//     as a custom model in ~/.factory/settings.json, droid exec -m
+//     custom:fake-0; hooks in the same file.
+//   - Cline (npm cline): cline auth -p openai-compatible; its hook script
+//     installed as each event's file in ~/.cline/hooks. Cline leaves a hub
+//     daemon in a process group of its own: the test stops it.
+//   - Gemini CLI and Codex CLI with docs/CLAUDE_CODE.md's snippets, which
+//     must record a whole session, its prompt and its end.
+//
 // "make e2e" installs the CLIs at pinned versions into
 // $(HOME)/.cache/hookbus/<cli> and runs these tests with them on PATH; a
 // CLI that is not there ("make test") skips its tests, saying so. Nothing

@@ -57,9 +57,10 @@ func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n"
 const denyReason = "hookbus guard: no rm -rf in this repository"
 
 // shellTools are the shell tools of the CLIs the tests drive, as their
-// hooks name them: Claude Code's and Codex CLI's Bash, Gemini CLI's
-// run_shell_command.
-const shellTools = "Bash|run_shell_command"
+// hooks name them: Claude Code's, Codex CLI's and Copilot CLI's Bash,
+// Gemini CLI's and Qwen Code's run_shell_command, Factory Droid's Execute,
+// Cline's run_commands.
+const shellTools = "Bash|run_shell_command|Execute|run_commands"
 
 // guard is the remote interceptor of the tests, on tool.before (the
 // shellTools): it denies commands with rm -rf, and rewrites
@@ -73,6 +74,9 @@ func guard(_ context.Context, req *interceptors.Request) (*interceptors.Decision
 		Command string `json:"command"`
 	}
 	_ = json.Unmarshal(p.Call.Arguments, &args)
+	if a := p.Call.Action; a != nil && a.Command != "" {
+		args.Command = a.Command // a CLI whose shell tool takes a list (Cline's commands)
+	}
 	switch {
 	case strings.Contains(args.Command, "rm -rf"):
 		return &interceptors.Decision{Kind: interceptors.Deny, Reason: denyReason}, nil
