@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -25,6 +26,10 @@ type Compiled struct {
 	counterIdx  map[string]int // "counters.NAME" -> index in counters
 	validations []*validation
 	mutations   []*expr
+	// all is every validation as one list, the fast path of a decision
+	// where all hold (nil for fewer than two); allFast the same without
+	// cost tracking.
+	all, allFast cel.Program
 
 	agents, harnesses, kinds, tools globs
 	stages                          []events.Stage
@@ -37,7 +42,11 @@ type expr struct {
 	rule string // the rule's name (or the variable's, the counter's)
 	path string // where it is in the document ("validations.0.expression")
 	text string
-	prg  cel.Program
+	prg  cel.Program // with the run-time cost limit
+	// fast is the same without cost tracking, for inputs within the sizes
+	// the estimate assumed (inBounds): its estimate, under the limit,
+	// bounds its cost.
+	fast cel.Program
 	// reads are the fields and variables it reads, each a program
 	// rendering its value for explain.
 	reads []read
@@ -107,6 +116,9 @@ func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 	}
 	if len(s.Counters) > 0 {
 		c.history = true
+		if c.opts.history == nil {
+			return nil, fmt.Errorf("%w (%w)", p.errAt("counters", "counters are kept in the record: compile with a history (WithHistory)"), ErrNoHistory)
+		}
 	}
 	for i := range s.Counters {
 		cn := &s.Counters[i]
@@ -144,6 +156,11 @@ func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 		}
 		c.validations = append(c.validations, val)
 	}
+	if len(c.validations) > 1 {
+		if c.all, c.allFast, err = c.compileAll(env); err != nil {
+			return nil, err
+		}
+	}
 	for i, mu := range s.Mutations {
 		e, _, err := c.compile(env, mu.Name, fmt.Sprintf("mutations.%d.expression", i), mu.Expression, patchType)
 		if err != nil {
@@ -151,11 +168,37 @@ func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 		}
 		c.mutations = append(c.mutations, e)
 	}
-	if c.history && c.opts.history == nil {
-		return nil, fmt.Errorf("%w: %s:%d:%d: policy %s: %w (it reads session.count, session.seen or counters)",
-			ErrInvalid, p.file, p.firstHistoryLine(), 1, p.Name, ErrNoHistory)
-	}
 	return c, nil
+}
+
+// compileAll compiles the validations as one list of bools: evaluating
+// it costs one program run instead of one per rule. Each validation has
+// been checked on its own; the list is not estimated again, and its run
+// is bounded by the sum of the validations' limits.
+func (c *Compiled) compileAll(env *cel.Env) (tracked, fast cel.Program, err error) {
+	var b strings.Builder
+	b.WriteString("[")
+	for i, v := range c.validations {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("(\n")
+		b.WriteString(v.text)
+		b.WriteString("\n)")
+	}
+	b.WriteString("]")
+	ast, iss := env.Compile(b.String())
+	if iss.Err() != nil {
+		return nil, nil, c.p.errAt("validations", "the validations together: %v", iss.Err())
+	}
+	limit := c.opts.costLimit * uint64(len(c.validations))
+	if tracked, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(limit), cel.InterruptCheckFrequency(128)); err != nil {
+		return nil, nil, c.p.errAt("validations", "%v", err)
+	}
+	if fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(128)); err != nil {
+		return nil, nil, c.p.errAt("validations", "%v", err)
+	}
+	return tracked, fast, nil
 }
 
 // Marker types for compile's output check.
@@ -185,14 +228,18 @@ func (c *Compiled) compile(env *cel.Env, rule, path, text string, want *cel.Type
 		return nil, nil, c.errIn(path, rule, 0, 0, "cannot estimate the cost: %v", err)
 	}
 	if est.Max > c.opts.costLimit {
-		return nil, nil, c.errIn(path, rule, 0, 0, "%v: estimated cost %d exceeds the limit %d (bound a comprehension, or match fewer values with a cheaper test)",
-			ErrCostLimit, est.Max, c.opts.costLimit)
+		return nil, nil, fmt.Errorf("%w (%w)", c.errIn(path, rule, 0, 0, "estimated cost %d exceeds the limit %d (bound a comprehension, or match fewer values with a cheaper test)",
+			est.Max, c.opts.costLimit), ErrCostLimit)
 	}
 	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(c.opts.costLimit), cel.InterruptCheckFrequency(128))
 	if err != nil {
 		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
 	}
-	e := &expr{rule: rule, path: path, text: text, prg: prg}
+	fast, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(128))
+	if err != nil {
+		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
+	}
+	e := &expr{rule: rule, path: path, text: text, prg: prg, fast: fast}
 	for _, name := range readsOf(native) {
 		rast, iss := env.Compile(name)
 		if iss.Err() != nil {
@@ -297,11 +344,15 @@ func (c *Compiled) checkHistory(a *celast.AST, path, rule string) error {
 			call := e.AsCall()
 			if (call.FunctionName() == fnCount || call.FunctionName() == fnSeen) && call.IsMemberFunction() {
 				c.history = true
-				if t := call.Target(); t.Kind() != celast.IdentKind || t.AsIdent() != varSession {
-					if err == nil {
-						loc := a.SourceInfo().GetStartLocation(e.ID())
-						err = c.errIn(path, rule, loc.Line(), loc.Column(), "%s is a function of the session: write session.%s(...)", call.FunctionName(), call.FunctionName())
-					}
+				loc := a.SourceInfo().GetStartLocation(e.ID())
+				switch t := call.Target(); {
+				case err != nil:
+				case t.Kind() != celast.IdentKind || t.AsIdent() != varSession:
+					err = c.errIn(path, rule, loc.Line(), loc.Column(), "%s is a function of the session: write session.%s(...)", call.FunctionName(), call.FunctionName())
+				case c.opts.history == nil:
+					err = fmt.Errorf("%w (%w)", c.errIn(path, rule, loc.Line(), loc.Column(), "session.%s reads the record: compile with a history (WithHistory)", call.FunctionName()), ErrNoHistory)
+				default:
+					err = c.checkHistoryArgs(a, path, rule, call)
 				}
 			}
 		case celast.IdentKind:
@@ -317,21 +368,36 @@ func (c *Compiled) checkHistory(a *celast.AST, path, rule string) error {
 	return err
 }
 
-// firstHistoryLine is the line of the policy's first counter or history
-// call, for ErrNoHistory.
-func (p *Policy) firstHistoryLine() int {
-	if n := p.node("counters"); n != nil {
-		return n.Line
+// checkHistoryArgs refuses a constant kinds or pattern argument of
+// session.count or session.seen that the history would refuse.
+func (c *Compiled) checkHistoryArgs(a *celast.AST, path, rule string, call celast.CallExpr) error {
+	args := call.Args()
+	constant := func(i int) (string, int, int, bool) {
+		if i >= len(args) || args[i].Kind() != celast.LiteralKind {
+			return "", 0, 0, false
+		}
+		s, ok := args[i].AsLiteral().(types.String)
+		loc := a.SourceInfo().GetStartLocation(args[i].ID())
+		return string(s), loc.Line(), loc.Column(), ok
 	}
-	for path, ps := range p.pos {
-		if strings.HasPrefix(path, "validations") || strings.HasPrefix(path, "matchConditions") || strings.HasPrefix(path, "variables") || strings.HasPrefix(path, "mutations") {
-			_ = ps
+	if kinds, line, col, ok := constant(0); ok {
+		if _, err := kindsGlob(kinds); err != nil {
+			return c.errIn(path, rule, line, col, "session.%s: %v (kinds or globs of kinds separated by |: %s)", call.FunctionName(), err, kindList())
+		}
+		for _, k := range strings.Split(kinds, "|") {
+			if !kindGlobMatchesAny(k) {
+				return c.errIn(path, rule, line, col, "session.%s: %q matches no action kind (%s)", call.FunctionName(), k, kindList())
+			}
 		}
 	}
-	if p.root != nil {
-		return p.root.Line
+	if call.FunctionName() == fnSeen {
+		if pattern, line, col, ok := constant(1); ok {
+			if _, err := regexp.Compile(pattern); err != nil {
+				return c.errIn(path, rule, line, col, "session.seen: %v", err)
+			}
+		}
 	}
-	return 1
+	return nil
 }
 
 // readsOf lists the fields and variables an expression reads, as CEL

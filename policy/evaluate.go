@@ -10,6 +10,7 @@ import (
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/interpreter"
 
 	"github.com/hookbus/hookbus/events"
@@ -70,6 +71,9 @@ func (c *Compiled) Evaluate(ctx context.Context, in *Input) (*Result, error) {
 	if !c.matches(in) {
 		return res, nil
 	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("%w: policy %s: %w", ErrEvaluation, c.p.Name, err)
+	}
 	a := newActivation(ctx, c, in)
 	for _, e := range c.conds {
 		ok, err := c.evalBool(a, e, res)
@@ -88,7 +92,10 @@ func (c *Compiled) Evaluate(ctx context.Context, in *Input) (*Result, error) {
 		message  string
 		last     *expr
 	)
-	for _, v := range c.validations {
+	if c.allHold(a, res) {
+		last = c.validations[len(c.validations)-1].expr
+	}
+	for _, v := range c.validations[len(res.Steps)-len(c.conds):] {
 		last = v.expr
 		ok, err := c.evalBool(a, v.expr, res)
 		if err != nil {
@@ -134,12 +141,47 @@ func (c *Compiled) Evaluate(ctx context.Context, in *Input) (*Result, error) {
 	}
 	res.Hit = hit
 	res.Decision = c.decide(in.Event.Stage, mode, enforced, hit, failed, warnings, patch)
-	if len(c.counters) > 0 && res.Decision.Kind != interceptors.Deny && res.Decision.Kind != interceptors.Ask && res.Decision.Kind != interceptors.Stop {
+	// The counters count the calls the rules let through (in warn and
+	// audit, those they would have): the same count whatever the mode.
+	if len(c.counters) > 0 && (failed == nil || failed.v.Action == ActionWarn) {
 		if err := c.add(a); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
+}
+
+// allHold runs every validation at once (the fast path); when all hold
+// it records their steps and returns true. Otherwise it records nothing:
+// the rules run one by one to say which failed.
+func (c *Compiled) allHold(a *activation, res *Result) bool {
+	if c.all == nil {
+		return false
+	}
+	all := c.all
+	if a.fast {
+		all = c.allFast
+	}
+	v, _, err := all.ContextEval(a.ctx, a)
+	if err != nil {
+		return false
+	}
+	list, ok := v.(traits.Lister)
+	if !ok || list.Size() != types.Int(len(c.validations)) {
+		return false
+	}
+	for i := range c.validations {
+		if list.Get(types.Int(i)) != types.True {
+			return false
+		}
+	}
+	if res.Steps == nil {
+		res.Steps = make([]Step, 0, len(c.conds)+len(c.validations)+len(c.mutations))
+	}
+	for _, v := range c.validations {
+		res.Steps = append(res.Steps, Step{Rule: v.rule, Expression: v.text, Outcome: OutcomeTrue})
+	}
+	return true
 }
 
 // decide turns what the rules said into the chain's decision, as the
@@ -161,7 +203,7 @@ func (c *Compiled) decide(stage events.Stage, mode Mode, enforced bool, hit *eve
 			d.Warnings = append(d.Warnings, reason)
 		}
 		return d
-	case !enforced && mode == ModeEnforce: // outside the rollout: recorded only
+	case !enforced && c.p.Spec.Mode == ModeEnforce: // outside the rollout: recorded only
 		return d
 	}
 	// enforce, or audit (a shadow registration: decided, never applied).
@@ -249,7 +291,7 @@ func InRollout(name, session string, percent int) bool {
 
 // evalBool runs a bool expression and records its step.
 func (c *Compiled) evalBool(a *activation, e *expr, res *Result) (bool, error) {
-	v, _, err := e.prg.ContextEval(a.ctx, a)
+	v, err := e.run(a)
 	if err == nil {
 		if b, ok := v.(types.Bool); ok {
 			res.Steps = append(res.Steps, Step{Rule: e.rule, Expression: e.text, Outcome: outcome(bool(b))})
@@ -288,7 +330,7 @@ func isCostLimit(err error) bool {
 // value, else its message, else its name and expression.
 func (c *Compiled) message(a *activation, v *validation) string {
 	if v.message != nil {
-		if out, _, err := v.message.prg.ContextEval(a.ctx, a); err == nil {
+		if out, err := v.message.run(a); err == nil {
 			if s, ok := out.(types.String); ok && s != "" {
 				return string(s)
 			}
@@ -302,7 +344,7 @@ func (c *Compiled) message(a *activation, v *validation) string {
 
 // evalPatch runs a mutation and reads its JSON Patch.
 func (c *Compiled) evalPatch(a *activation, e *expr, res *Result) ([]interceptors.PatchOp, error) {
-	v, _, err := e.prg.ContextEval(a.ctx, a)
+	v, err := e.run(a)
 	if err != nil {
 		return nil, c.failed(a, e, res, err)
 	}
@@ -328,7 +370,7 @@ func (c *Compiled) add(a *activation) error {
 		if err != nil {
 			return fmt.Errorf("%w: policy %s: counter %s: key: %w", ErrEvaluation, c.p.Name, cn.c.Name, err)
 		}
-		v, _, err := cn.value.prg.ContextEval(a.ctx, a)
+		v, err := cn.value.run(a)
 		if err != nil {
 			return fmt.Errorf("%w: policy %s: counter %s: value: %w", ErrEvaluation, c.p.Name, cn.c.Name, err)
 		}
