@@ -41,8 +41,8 @@ func New(b *bus.Bus, opts ...Option) *History {
 // s.Event (its stream sequence, Stored, or the call recorded under its id;
 // every call recorded so far when it is not recorded, as when a worker or
 // the bridge decides it) within
-// window before s.Event's time (the History's clock when it has none;
-// the whole session for a window of 0). kinds is one or more action
+// window before s.Event's time (the History's clock when it has none),
+// as policy.Memory counts. kinds is one or more action
 // kinds separated by '|', each a kind ("shell"), a group ("file.*") or
 // "*".
 //
@@ -66,11 +66,7 @@ func (h *History) SessionCount(ctx context.Context, s policy.Scope, kinds string
 		return 0, err
 	}
 	defer ss.mu.Unlock()
-	var since time.Time
-	if window > 0 {
-		since = h.at(s).Add(-window)
-	}
-	return ss.count(kinds, ss.bound(s.Event), since)
+	return ss.count(kinds, ss.bound(s.Event), h.at(s).Add(-window))
 }
 
 // SessionSeen reports whether a tool call of the session of kinds (as in

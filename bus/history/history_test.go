@@ -16,6 +16,9 @@ import (
 
 var t0 = time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
 
+// all is a window that holds every call of the tests' sessions.
+const all = 100 * 365 * 24 * time.Hour
+
 func TestSessionAnswersAcrossRuns(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
@@ -39,12 +42,12 @@ func TestSessionAnswersAcrossRuns(t *testing.T) {
 		window time.Duration
 		want   int64
 	}{
-		{"shell", 0, 3},
-		{"file.*", 0, 2},
-		{"web.fetch|web.search", 0, 1},
-		{"*", 0, 6},
-		{"shell|file.read", 0, 4},
-		{"mcp", 0, 0},
+		{"shell", all, 3},
+		{"file.*", all, 2},
+		{"web.fetch|web.search", all, 1},
+		{"*", all, 6},
+		{"shell|file.read", all, 4},
+		{"mcp", all, 0},
 		{"shell", 3 * time.Second, 1},     // the last two seconds hold "go test"
 		{"*", 3500 * time.Millisecond, 3}, // go test, edit and the fetch
 	} {
@@ -55,11 +58,11 @@ func TestSessionAnswersAcrossRuns(t *testing.T) {
 	}
 	// Before a stored event: only what came before it.
 	before := policy.Scope{Agent: "coder", Session: "s1", Event: mid}
-	if got, err := h.SessionCount(ctx, before, "shell", 0); err != nil || got != 1 {
+	if got, err := h.SessionCount(ctx, before, "shell", all); err != nil || got != 1 {
 		t.Errorf("count before the third call = %d, %v; want 1", got, err)
 	}
 	byID := policy.Scope{Agent: "coder", Session: "s1", Event: &events.Event{ID: mid.ID}}
-	if got, err := h.SessionCount(ctx, byID, "shell", 0); err != nil || got != 1 {
+	if got, err := h.SessionCount(ctx, byID, "shell", all); err != nil || got != 1 {
 		t.Errorf("count before the third call, named by its id = %d, %v; want 1", got, err)
 	}
 	for _, c := range []struct {
@@ -90,7 +93,7 @@ func TestSessionCaughtUpAfterAnotherWriter(t *testing.T) {
 	ctx := testCtx(t)
 	scope := policy.Scope{Agent: "coder", Session: "s1"}
 	h := history.New(b1)
-	if n, err := h.SessionCount(ctx, scope, "shell", 0); err != nil || n != 0 {
+	if n, err := h.SessionCount(ctx, scope, "shell", all); err != nil || n != 0 {
 		t.Fatalf("count of an empty session = %d, %v", n, err)
 	}
 	if seen, err := h.SessionSeen(ctx, scope, "file.read", `\.env$`); err != nil || seen {
@@ -99,12 +102,12 @@ func TestSessionCaughtUpAfterAnotherWriter(t *testing.T) {
 	r := newRecorder(b2, "coder", "s1", t0) // another worker, its own connection
 	r.call(t, "r1", shell("ls"))
 	r.call(t, "r1", shell("pwd"))
-	if n, err := h.SessionCount(ctx, scope, "shell", 0); err != nil || n != 2 {
+	if n, err := h.SessionCount(ctx, scope, "shell", all); err != nil || n != 2 {
 		t.Fatalf("count after another writer = %d, %v; want 2", n, err)
 	}
 	r.call(t, "r2", read("/home/u/.env"))
 	r.call(t, "r2", shell("cat x"))
-	if n, err := h.SessionCount(ctx, scope, "shell", 0); err != nil || n != 3 {
+	if n, err := h.SessionCount(ctx, scope, "shell", all); err != nil || n != 3 {
 		t.Fatalf("count caught up = %d, %v; want 3", n, err)
 	}
 	if seen, err := h.SessionSeen(ctx, scope, "file.read", `\.env$`); err != nil || !seen {
@@ -129,12 +132,12 @@ func TestRestartedWorkerSeesTheSameCounts(t *testing.T) {
 		}
 	}
 	scope := policy.Scope{Agent: "coder", Session: "s1"}
-	if n, err := first.SessionCount(ctx, scope, "shell", 0); err != nil || n != 5 {
+	if n, err := first.SessionCount(ctx, scope, "shell", all); err != nil || n != 5 {
 		t.Fatalf("count = %d, %v", n, err)
 	}
 	// The worker restarts: a new connection, a new History, nothing cached.
 	restarted := history.New(bustest.Provision(t, bustest.Conn(t, srv)), history.WithClock(c.Now))
-	if n, err := restarted.SessionCount(ctx, scope, "shell", 0); err != nil || n != 5 {
+	if n, err := restarted.SessionCount(ctx, scope, "shell", all); err != nil || n != 5 {
 		t.Errorf("count after a restart = %d, %v; want 5", n, err)
 	}
 	if v, err := restarted.Counter(ctx, key); err != nil || v != 7 {
@@ -229,7 +232,7 @@ func TestBusDownIsUnavailable(t *testing.T) {
 	h := history.New(b, history.WithClock(func() time.Time { return t0 }))
 	scope := policy.Scope{Agent: "coder", Session: "s1"}
 	key := policy.CounterKey{Policy: "rate", Counter: "shell", Key: "coder", Window: time.Hour}
-	if n, err := h.SessionCount(ctx, scope, "shell", 0); err != nil || n != 1 {
+	if n, err := h.SessionCount(ctx, scope, "shell", all); err != nil || n != 1 {
 		t.Fatalf("count = %d, %v", n, err)
 	}
 	if _, err := h.Counter(ctx, key); err != nil {
@@ -249,7 +252,7 @@ func TestBusDownIsUnavailable(t *testing.T) {
 			t.Errorf("%s with the bus down: %v; want ErrUnavailable", what, err)
 		}
 	}
-	_, err := h.SessionCount(down(), scope, "shell", 0)
+	_, err := h.SessionCount(down(), scope, "shell", all)
 	check("SessionCount", err)
 	_, err = h.SessionSeen(down(), scope, "shell", "ls")
 	check("SessionSeen", err)
@@ -258,7 +261,7 @@ func TestBusDownIsUnavailable(t *testing.T) {
 	check("Add", h.Add(down(), key, 1))
 	// A closed connection says so at once.
 	nc.Close()
-	_, err = h.SessionCount(ctx, scope, "shell", 0)
+	_, err = h.SessionCount(ctx, scope, "shell", all)
 	check("SessionCount on a closed connection", err)
 	_, err = h.Counter(ctx, key)
 	check("Counter on a closed connection", err)
@@ -273,11 +276,11 @@ func TestBadQuestionsAreInvalid(t *testing.T) {
 	scope := policy.Scope{Agent: "coder", Session: "s1"}
 	key := policy.CounterKey{Policy: "rate", Counter: "shell", Key: "coder", Window: time.Hour}
 	for name, err := range map[string]error{
-		"unknown kind":  second(h.SessionCount(ctx, scope, "shel", 0)),
-		"unknown group": second(h.SessionCount(ctx, scope, "net.*", 0)),
+		"unknown kind":  second(h.SessionCount(ctx, scope, "shel", all)),
+		"unknown group": second(h.SessionCount(ctx, scope, "net.*", all)),
 		"empty kinds":   second(h.SessionSeen(ctx, scope, "", "x")),
 		"bad pattern":   second(h.SessionSeen(ctx, scope, "shell", "(")),
-		"bad session":   second(h.SessionCount(ctx, policy.Scope{Agent: "coder", Session: "a.b"}, "shell", 0)),
+		"bad session":   second(h.SessionCount(ctx, policy.Scope{Agent: "coder", Session: "a.b"}, "shell", all)),
 		"negative":      second(h.SessionCount(ctx, scope, "shell", -time.Second)),
 		"no window":     second(h.Counter(ctx, policy.CounterKey{Policy: "rate", Counter: "shell", Key: "k"})),
 		"long window":   second(h.Counter(ctx, policy.CounterKey{Policy: "rate", Counter: "shell", Key: "k", Window: 40 * 24 * time.Hour})),
@@ -354,12 +357,12 @@ func TestDroppedSessionIsReadAgain(t *testing.T) {
 		session string
 		n       int64
 	}{{"s1", 1}, {"s2", 2}, {"s1", 1}, {"s2", 2}} {
-		if n, err := h.SessionCount(ctx, policy.Scope{Agent: "coder", Session: want.session}, "shell", 0); err != nil || n != want.n {
+		if n, err := h.SessionCount(ctx, policy.Scope{Agent: "coder", Session: want.session}, "shell", all); err != nil || n != want.n {
 			t.Errorf("count of %s = %d, %v; want %d", want.session, n, err, want.n)
 		}
 	}
 	a.call(t, "r1", shell("make"))
-	if n, err := h.SessionCount(ctx, policy.Scope{Agent: "coder", Session: "s1"}, "shell", 0); err != nil || n != 2 {
+	if n, err := h.SessionCount(ctx, policy.Scope{Agent: "coder", Session: "s1"}, "shell", all); err != nil || n != 2 {
 		t.Errorf("count of s1 read again = %d, %v; want 2", n, err)
 	}
 }

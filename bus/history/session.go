@@ -142,7 +142,7 @@ func (s *session) fold(e *events.Event) {
 }
 
 // count answers session.count: the calls of kinds stored before stream
-// sequence before, at or after since (every call when since is zero).
+// sequence before, at or after since.
 func (s *session) count(expr string, before uint64, since time.Time) (int64, error) {
 	m, ok := s.counts[expr]
 	if !ok {
@@ -165,10 +165,7 @@ func (s *session) count(expr string, before uint64, since time.Time) (int64, err
 		}
 	}
 	hi := sort.Search(len(m.matched), func(i int) bool { return s.calls[m.matched[i]].seq >= before })
-	lo := 0
-	if !since.IsZero() {
-		lo = sort.Search(hi, func(i int) bool { return !s.calls[m.matched[i]].at.Before(since) })
-	}
+	lo := sort.Search(hi, func(i int) bool { return !s.calls[m.matched[i]].at.Before(since) })
 	return int64(hi - lo), nil
 }
 
