@@ -141,7 +141,9 @@ func (c *Compiled) Evaluate(ctx context.Context, in *Input) (*Result, error) {
 	}
 	res.Hit = hit
 	res.Decision = c.decide(in.Event.Stage, mode, enforced, hit, failed, warnings, patch)
-	if len(c.counters) > 0 && res.Decision.Kind != interceptors.Deny && res.Decision.Kind != interceptors.Ask && res.Decision.Kind != interceptors.Stop {
+	// The counters count the calls the rules let through (in warn and
+	// audit, those they would have): the same count whatever the mode.
+	if len(c.counters) > 0 && (failed == nil || failed.v.Action == ActionWarn) {
 		if err := c.add(a); err != nil {
 			return res, err
 		}
@@ -156,7 +158,11 @@ func (c *Compiled) allHold(a *activation, res *Result) bool {
 	if c.all == nil {
 		return false
 	}
-	v, _, err := c.all.ContextEval(a.ctx, a)
+	all := c.all
+	if a.fast {
+		all = c.allFast
+	}
+	v, _, err := all.ContextEval(a.ctx, a)
 	if err != nil {
 		return false
 	}
@@ -285,7 +291,7 @@ func InRollout(name, session string, percent int) bool {
 
 // evalBool runs a bool expression and records its step.
 func (c *Compiled) evalBool(a *activation, e *expr, res *Result) (bool, error) {
-	v, _, err := e.prg.ContextEval(a.ctx, a)
+	v, err := e.run(a)
 	if err == nil {
 		if b, ok := v.(types.Bool); ok {
 			res.Steps = append(res.Steps, Step{Rule: e.rule, Expression: e.text, Outcome: outcome(bool(b))})
@@ -324,7 +330,7 @@ func isCostLimit(err error) bool {
 // value, else its message, else its name and expression.
 func (c *Compiled) message(a *activation, v *validation) string {
 	if v.message != nil {
-		if out, _, err := v.message.prg.ContextEval(a.ctx, a); err == nil {
+		if out, err := v.message.run(a); err == nil {
 			if s, ok := out.(types.String); ok && s != "" {
 				return string(s)
 			}
@@ -338,7 +344,7 @@ func (c *Compiled) message(a *activation, v *validation) string {
 
 // evalPatch runs a mutation and reads its JSON Patch.
 func (c *Compiled) evalPatch(a *activation, e *expr, res *Result) ([]interceptors.PatchOp, error) {
-	v, _, err := e.prg.ContextEval(a.ctx, a)
+	v, err := e.run(a)
 	if err != nil {
 		return nil, c.failed(a, e, res, err)
 	}
@@ -364,7 +370,7 @@ func (c *Compiled) add(a *activation) error {
 		if err != nil {
 			return fmt.Errorf("%w: policy %s: counter %s: key: %w", ErrEvaluation, c.p.Name, cn.c.Name, err)
 		}
-		v, _, err := cn.value.prg.ContextEval(a.ctx, a)
+		v, err := cn.value.run(a)
 		if err != nil {
 			return fmt.Errorf("%w: policy %s: counter %s: value: %w", ErrEvaluation, c.p.Name, cn.c.Name, err)
 		}

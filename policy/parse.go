@@ -448,8 +448,12 @@ func (p *Policy) checkMatch() error {
 	if !tools && (len(m.Kinds) > 0 || len(m.Tools) > 0) {
 		return p.errAt("match", "kinds and tools match tool calls: they need stage tool.before or tool.after")
 	}
-	for field, list := range map[string][]string{"agents": m.Agents, "harnesses": m.Harnesses, "kinds": m.Kinds, "tools": m.Tools} {
-		for i, g := range list {
+	for _, f := range []struct {
+		field string
+		list  []string
+	}{{"agents", m.Agents}, {"harnesses", m.Harnesses}, {"kinds", m.Kinds}, {"tools", m.Tools}} {
+		field := f.field
+		for i, g := range f.list {
 			if _, err := compileGlob(g); err != nil {
 				return p.errAt(fmt.Sprintf("match.%s.%d", field, i), "%s: %v", field, err)
 			}
