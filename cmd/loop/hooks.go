@@ -6,6 +6,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/budgets"
+	"github.com/hookbus/hookbus/bus/history"
 	"github.com/hookbus/hookbus/bus/policies"
 	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/interceptors"
@@ -40,10 +41,10 @@ func syncHooks(ctx context.Context, b *bus.Bus, log *slog.Logger) (*interceptors
 	return chain, func() { ps.Stop(); hs.Stop(); trust.Stop() }, nil
 }
 
-// policyHistory is what the policies' history functions and counters read.
-// None yet: a policy that reads them is not loaded, and the worker's log
-// says why.
-func policyHistory(*bus.Bus) policy.History { return nil }
+// policyHistory is what the policies' history functions and counters read:
+// the record and the counters stream, shared by every worker and the
+// bridge (bus/history).
+func policyHistory(b *bus.Bus) policy.History { return history.New(b) }
 
 // sharedBudget returns the fleet's shared budgets ("observer budgets set"),
 // or nil, with a warning, on a bus provisioned without their bucket.
