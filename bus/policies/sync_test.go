@@ -1,6 +1,7 @@
 package policies_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -166,5 +167,42 @@ validations:
 	}, policy.NewMemory())
 	if got := h.sync.Loaded(); got["shell-rate"] == "" {
 		t.Fatalf("loaded with a history: %v\n%s", got, h.log)
+	}
+}
+
+// ForStages loads only the policies of the stages a process decides on:
+// the others are not compiled.
+func TestSyncForStages(t *testing.T) {
+	after := `name: after-warn
+match:
+  stages: [tool.after]
+validations:
+- expression: 'true'
+  action: warn
+`
+	var loaded map[string]string
+	e := newEnv(t, func(st *policies.Store) {
+		for _, src := range []string{denyRm("no rm -rf"), after} {
+			if _, _, err := st.Put(testCtx(t), parse(t, src), events.Actor{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}, nil)
+	if got := e.sync.Loaded(); len(got) != 2 {
+		t.Fatalf("without ForStages: %v", got)
+	}
+	for stage, want := range map[events.Stage]string{events.StageToolBefore: "no-rm-rf", events.StageToolAfter: "after-warn"} {
+		s, err := policies.Sync(testCtx(t), e.b, interceptors.NewChain(), nil, policies.ForStages(stage))
+		if err != nil {
+			t.Fatal(err)
+		}
+		loaded = s.Loaded()
+		s.Stop()
+		if len(loaded) != 1 || loaded[want] == "" {
+			t.Fatalf("ForStages(%s): %v, want %s only", stage, loaded, want)
+		}
+	}
+	if _, err := policies.Sync(testCtx(t), e.b, interceptors.NewChain(), nil, policies.ForStages(events.StageRunCompleted)); !errors.Is(err, policies.ErrInvalidOption) {
+		t.Fatalf("ForStages(run.completed): %v", err)
 	}
 }
