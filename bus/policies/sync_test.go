@@ -206,3 +206,50 @@ validations:
 		t.Fatalf("ForStages(run.completed): %v", err)
 	}
 }
+
+// The kill switch turns a policy off as it does any plugin ("observer
+// hooks disable policy-NAME"): its calls are skipped, recorded as such,
+// until it is enabled again.
+func TestKillSwitchTurnsAPolicyOff(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	ctx := testCtx(t)
+	trust, err := remote.WatchTrust(ctx, e.b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer trust.Stop()
+	chain := interceptors.NewChain(interceptors.WithTrust(trust))
+	hs, err := remote.SyncHooks(ctx, e.b, chain, trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hs.Stop()
+	s, err := policies.Sync(ctx, e.b, chain, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	e.chain, e.sync = chain, s
+	e.put(t, denyRm("no rm -rf"))
+	e.synced(t)
+	denied(t, e.decide(t, "rm -rf x"))
+
+	reg := remote.NewRegistry(e.b)
+	if err := reg.Disable(ctx, "policy-no-rm-rf", interceptors.Disabled{Reason: "too strict"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := hs.Synced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out := e.decide(t, "rm -rf x")
+	if out.Decision == interceptors.Deny || len(out.Records) != 1 || out.Records[0].Decision != interceptors.Skipped {
+		t.Fatalf("disabled policy: %s, %+v", out.Decision, out.Records)
+	}
+	if err := reg.Enable(ctx, "policy-no-rm-rf", events.Actor{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := hs.Synced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	denied(t, e.decide(t, "rm -rf x"))
+}
