@@ -129,7 +129,7 @@ unit:
 
 BENCHES   := 'Benchmark(RemoteRoundTrip|RawRequestReply|RemoteChain3|RawRequestReply3|ChainOneInterceptor|BareFuncWithTimeout|Publish|RawPublishAsync|Replay|RawOrderedConsumer|PublishCheckpointed)$$'
 
-POLICYBENCHES := 'Benchmark(Evaluate|Temporal)$$'
+POLICYBENCHES := 'Benchmark(Decision|Temporal)$$'
 
 ## bench: benchmarks against raw nats.go in the same run, then the ratio table (publish_checkpointed:
 ## the publish benchmark with a checkpointer following the stream); then policy evaluation: one

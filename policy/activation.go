@@ -31,6 +31,16 @@ type activation struct {
 	// fast: the inputs are within the sizes the cost estimates assumed,
 	// so expressions run without cost tracking (inBounds).
 	fast bool
+	// steps: the evaluation records its Steps (Evaluate; the chain's
+	// calls do not).
+	steps bool
+}
+
+// step records s when the evaluation records steps.
+func (a *activation) step(res *Result, s Step) {
+	if a.steps {
+		res.Steps = append(res.Steps, s)
+	}
 }
 
 func newActivation(ctx context.Context, c *Compiled, in *Input) *activation {

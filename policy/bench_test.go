@@ -3,8 +3,8 @@ package policy_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/policy"
 )
 
@@ -73,8 +74,29 @@ func threadCPU() time.Duration {
 	return time.Duration(ts.Nano())
 }
 
-// BenchmarkEvaluate is one decision of a policy of 1, 10 and 100 rules
-// on a shell call (every rule evaluated).
+// BenchmarkDecision is one decision as the chain asks it of a policy of
+// 1, 10 and 100 rules on a shell call (every rule evaluated): the
+// interceptor reads the input from the event and evaluates.
+func BenchmarkDecision(b *testing.B) {
+	for _, n := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
+			c := compile(b, rulesPolicy(n))
+			ev := toolBefore(b, events.HarnessClaude, "a", "s1", "Bash", `{"command":"git status && ls -la /tmp"}`)
+			req := &interceptors.Request{Stage: ev.Stage, Event: ev}
+			ic := c.Interceptor()
+			ctx := context.Background()
+			measure(b, func() {
+				d, err := ic.Intercept(ctx, req)
+				if err != nil || d == nil || d.Kind != interceptors.Allow {
+					b.Fatalf("%v %+v", err, d)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkEvaluate is the same evaluation with its steps recorded, as
+// explain asks it.
 func BenchmarkEvaluate(b *testing.B) {
 	for _, n := range []int{1, 10, 100} {
 		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
@@ -87,7 +109,7 @@ func BenchmarkEvaluate(b *testing.B) {
 			ctx := context.Background()
 			measure(b, func() {
 				res, err := c.Evaluate(ctx, in)
-				if err != nil || res.Decision == nil || res.Decision.Kind != "allow" {
+				if err != nil || res.Decision == nil || res.Decision.Kind != "allow" || len(res.Steps) != n {
 					b.Fatalf("%v %+v", err, res)
 				}
 			})

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -72,7 +71,8 @@ type counter struct {
 // (docs/POLICIES.md lists the variables and functions), refuses one whose
 // estimated cost exceeds the limit, and prepares them to run. Errors wrap
 // ErrInvalid (and ErrNoHistory, ErrCostLimit) and start
-// "file:line:column:" at the expression's place in the file.
+// "file:line:column:" at the expression's place in the file. p comes from
+// Parse, which checked its other fields and applied the defaults.
 func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 	c := &Compiled{p: p, opts: options{costLimit: DefaultCostLimit},
 		varIndex: map[string]int{}, counterIdx: map[string]int{}}
@@ -192,10 +192,10 @@ func (c *Compiled) compileAll(env *cel.Env) (tracked, fast cel.Program, err erro
 		return nil, nil, c.p.errAt("validations", "the validations together: %v", iss.Err())
 	}
 	limit := c.opts.costLimit * uint64(len(c.validations))
-	if tracked, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(limit), cel.InterruptCheckFrequency(128)); err != nil {
+	if tracked, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.CostLimit(limit), cel.InterruptCheckFrequency(128)); err != nil {
 		return nil, nil, c.p.errAt("validations", "%v", err)
 	}
-	if fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(128)); err != nil {
+	if fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.InterruptCheckFrequency(128)); err != nil {
 		return nil, nil, c.p.errAt("validations", "%v", err)
 	}
 	return tracked, fast, nil
@@ -210,7 +210,6 @@ var (
 // compile checks one expression and plans it. want is the output type it
 // must have (nil: any; dyn always passes, checked when it runs).
 func (c *Compiled) compile(env *cel.Env, rule, path, text string, want *cel.Type) (*expr, *cel.Type, error) {
-	p := c.p
 	ast, iss := env.Compile(text)
 	if iss.Err() != nil {
 		return nil, nil, c.celErrors(path, rule, iss)
@@ -231,11 +230,11 @@ func (c *Compiled) compile(env *cel.Env, rule, path, text string, want *cel.Type
 		return nil, nil, fmt.Errorf("%w (%w)", c.errIn(path, rule, 0, 0, "estimated cost %d exceeds the limit %d (bound a comprehension, or match fewer values with a cheaper test)",
 			est.Max, c.opts.costLimit), ErrCostLimit)
 	}
-	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(c.opts.costLimit), cel.InterruptCheckFrequency(128))
+	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.CostLimit(c.opts.costLimit), cel.InterruptCheckFrequency(128))
 	if err != nil {
 		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
 	}
-	fast, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(128))
+	fast, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.InterruptCheckFrequency(128))
 	if err != nil {
 		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
 	}
@@ -251,7 +250,6 @@ func (c *Compiled) compile(env *cel.Env, rule, path, text string, want *cel.Type
 		}
 		e.reads = append(e.reads, read{name: name, prg: rprg})
 	}
-	_ = p
 	return e, out, nil
 }
 
@@ -465,5 +463,3 @@ func rootName(n string) bool {
 
 // Policy returns the policy c was compiled from.
 func (c *Compiled) Policy() *Policy { return c.p }
-
-var _ = errors.Is

@@ -22,9 +22,9 @@ const (
 
 func policyRows() []policyRow {
 	return []policyRow{
-		{"policy_rules_1", "BenchmarkEvaluate/rules=1", ""},
-		{"policy_rules_10", "BenchmarkEvaluate/rules=10", ""},
-		{"policy_rules_100", "BenchmarkEvaluate/rules=100", "p50 ≤ 20 µs, p99 ≤ 100 µs"},
+		{"policy_rules_1", "BenchmarkDecision/rules=1", ""},
+		{"policy_rules_10", "BenchmarkDecision/rules=10", ""},
+		{"policy_rules_100", "BenchmarkDecision/rules=100", "p50 ≤ 20 µs, p99 ≤ 100 µs"},
 		{"policy_temporal_10", "BenchmarkTemporal/session=10", ""},
 		{"policy_temporal_10000", "BenchmarkTemporal/session=10000", fmt.Sprintf("p50 ≤ %.1f × temporal_10's", flatTarget)},
 	}
