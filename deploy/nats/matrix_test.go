@@ -70,12 +70,14 @@ var surfaces = []surface{
 	{"read the run queue's consumers", "pub", "$JS.API.CONSUMER.INFO.HOOKBUS_RUNS.workers", "", []string{"loop", "auditor"}},
 
 	// The registry and the operator's bucket (trust grants, the kill
-	// switch, budget limits).
+	// switch, budget limits, policies).
 	{"register an interceptor", "pub", "$KV.hookbus_hooks.tool.before.plugin-pii", "", []string{"loop"}},
 	{"kill switch where an older hookbus kept it", "pub", "$KV.hookbus_hooks.disabled.plugin-pii", "", nil},
 	{"grant privileged_hooks", "pub", "$KV.hookbus_trust.plugin-pii", "", nil},
 	{"disable a plugin", "pub", "$KV.hookbus_trust.disabled.plugin-pii", "", nil},
 	{"set a budget limit", "pub", "$KV.hookbus_trust.limit.demo", "", nil},
+	{"apply a policy", "pub", "$KV.hookbus_trust.policy.no-rm-rf", "", nil},
+	{"record a policy's test", "pub", "$KV.hookbus_trust.policytest.no-rm-rf", "", nil},
 	{"read the operator's bucket", "pub", "$JS.API.DIRECT.GET.KV_hookbus_trust", "", []string{"loop", "auditor"}},
 	{"purge the registry", "pub", "$JS.API.STREAM.PURGE.KV_hookbus_hooks", "", nil},
 	{"purge the operator's bucket", "pub", "$JS.API.STREAM.PURGE.KV_hookbus_trust", "", nil},
@@ -88,6 +90,13 @@ var surfaces = []surface{
 	{"read what budgets used", "pub", "$JS.API.STREAM.INFO.HOOKBUS_USAGE", "", []string{"loop", "auditor"}},
 	{"purge what budgets used", "pub", "$JS.API.STREAM.PURGE.HOOKBUS_USAGE", "", nil},
 	{"delete a usage record", "pub", "$JS.API.STREAM.MSG.DELETE.HOOKBUS_USAGE", "", nil},
+
+	// Policies' fleet-wide counters.
+	{"add to a policy's counter", "pub", "hookbus.cnt.rate.shell.0a1b.300000.5", "", []string{"loop"}},
+	{"read a policy's counter", "pub", "$JS.API.STREAM.MSG.GET.HOOKBUS_COUNTERS", "", []string{"loop", "auditor"}},
+	{"read the counters stream", "pub", "$JS.API.STREAM.INFO.HOOKBUS_COUNTERS", "", []string{"loop", "auditor"}},
+	{"purge the counters", "pub", "$JS.API.STREAM.PURGE.HOOKBUS_COUNTERS", "", nil},
+	{"delete a counter", "pub", "$JS.API.STREAM.MSG.DELETE.HOOKBUS_COUNTERS", "", nil},
 	{"purge the budgets bucket", "pub", "$JS.API.STREAM.PURGE.KV_hookbus_budgets", "", nil},
 
 	// The decision cache and the fleet.
