@@ -126,6 +126,9 @@ type HookCall struct {
 	Reason    string `json:"reason,omitempty"`
 	LatencyUS int64  `json:"latency_us"`
 	Remote    bool   `json:"remote,omitempty"`
+	// Shadow marks a shadow decision: recorded, never applied (a shadow
+	// registration, a policy in audit mode or outside its rollout).
+	Shadow bool `json:"shadow,omitempty"`
 	// Patch is the RFC 6902 patch the decision applied; Changes is the
 	// same as a diff of the payload.
 	Patch       json.RawMessage   `json:"patch,omitempty"`
