@@ -439,6 +439,9 @@ type HookDecided struct {
 	// applied (docs/PROTOCOL.md, "Shadow mode"). Readers that rebuild runs
 	// ignore it.
 	Shadow bool `json:"shadow,omitempty"`
+	// Policy is set when the decision is a policy's (docs/POLICIES.md):
+	// which policy, version and rule, and what it saw.
+	Policy *PolicyHit `json:"policy,omitempty"`
 }
 
 // Failure kinds of hook.failed.

@@ -63,6 +63,9 @@ type Decision struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Annotations are recorded in hook.decided.
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// Policy says which policy decided and why, for a policy's decision
+	// (package policy); it is recorded in hook.decided.
+	Policy *events.PolicyHit `json:"policy,omitempty"`
 }
 
 // MockResult is the Data of a mock decision: the tool result given in place

@@ -256,6 +256,7 @@ func (c *Chain) settle(ctx context.Context, out *ChainResult, p *pending, res re
 		return Allow, nil, data
 	}
 	rec.Decision, rec.Reason, rec.Warnings, rec.Annotations, rec.Context = dec.Kind, dec.Reason, dec.Warnings, dec.Annotations, dec.Context
+	rec.Policy = policyOf(reg, dec)
 	switch {
 	case dec.Kind == Modify && dec.Data != nil:
 		rec.Patch, err = Diff(data, next)

@@ -72,6 +72,8 @@ type CallRecord struct {
 	// Shadow marks the call of a shadow registration: recorded, never
 	// applied.
 	Shadow bool
+	// Policy is the policy hit the decision carried (Decision.Policy).
+	Policy *events.PolicyHit
 }
 
 // Audit returns the stage and payload of the audit event that records r:
@@ -93,6 +95,7 @@ func (r *CallRecord) HookDecided() events.HookDecided {
 		Plugin: r.Plugin, Stage: r.Stage, Decision: string(r.Decision), Reason: r.Reason,
 		LatencyUS: r.Latency.Microseconds(), Remote: r.Remote, Warnings: r.Warnings,
 		Annotations: r.Annotations, EventID: r.EventID, Result: r.Mock, Context: r.Context, Shadow: r.Shadow,
+		Policy: r.Policy,
 	}
 	if r.Patch != nil {
 		d.Patch, _ = json.Marshal(r.Patch) // PatchOps always marshal
@@ -114,4 +117,13 @@ func (r *CallRecord) HookFailed() events.HookFailed {
 		f.Error = r.Failure.Err.Error()
 	}
 	return f
+}
+
+// policyOf is the policy hit a call's record keeps: the decision's, from
+// an in-process interceptor only (a remote one cannot speak for a policy).
+func policyOf(reg *Registration, d *Decision) *events.PolicyHit {
+	if reg.Remote {
+		return nil
+	}
+	return d.Policy
 }

@@ -66,7 +66,7 @@ func (c *Chain) shadowRecord(ctx context.Context, e *entry, res result, ev *even
 		rec.Decision = Allow
 		return rec
 	}
-	rec.Decision, rec.Reason, rec.Warnings, rec.Annotations = dec.Kind, dec.Reason, dec.Warnings, dec.Annotations
+	rec.Decision, rec.Reason, rec.Warnings, rec.Annotations, rec.Policy = dec.Kind, dec.Reason, dec.Warnings, dec.Annotations, policyOf(reg, dec)
 	switch {
 	case dec.Kind == Modify && dec.Data != nil:
 		rec.Patch, _ = Diff(ev.Data, next)

@@ -28,7 +28,7 @@ type layer struct {
 var layers = []layer{
 	{"the vocabulary, and helpers beneath everything else", []string{"events", "internal/proc", "internal/redact", "internal/deadlinectx", "bus/internal"}},
 	{"the decision model and the chain", []string{"interceptors"}},
-	{"the transport and the engine, neither importing the other", []string{"bus", "loop"}},
+	{"the transport, the engine and the policies, none importing another", []string{"bus", "loop", "policy"}},
 	{"their parts, and the hook kinds", []string{"bus/*", "loop/*", "hooks"}},
 	{"assemblies and readers of the record", []string{"agents", "bridge", "audit", "telemetry", "webui", "tlog", "internal"}},
 	{"the commands, and the tests and deployments that run them", []string{"cmd", "deploy", "sdk", "test"}},

@@ -617,6 +617,53 @@ export interface Decision1 {
   annotations?: {
     [k: string]: string | undefined;
   };
+  policy?: PolicyHit;
+}
+/**
+ * PolicyHit is what a policy (docs/POLICIES.md) decided on one event and why: it rides on the interceptor's decision into hook.decided, so that the record says which policy, which version of it and which rule decided, and what the rule saw.
+ *
+ * This interface was referenced by `Hookbus`'s JSON-Schema
+ * via the `definition` "PolicyHit".
+ */
+export interface PolicyHit {
+  /**
+   * name is the policy's name.
+   */
+  name: string;
+  /**
+   * version is the policy's version: "sha256:" and the first 16 hex digits of the digest of its canonical form.
+   */
+  version: string;
+  /**
+   * rule is the rule that decided (a validation's or mutation's name); empty when every rule held.
+   */
+  rule?: string;
+  /**
+   * mode is how the policy applied to this event: enforce, warn or audit (a session outside the policy's rollout is audit).
+   */
+  mode: string;
+  /**
+   * action is what the policy decided: deny, ask, warn, mutate or allow.
+   */
+  action: string;
+  /**
+   * message is the rule's message.
+   */
+  message?: string;
+  /**
+   * expression is the rule's CEL expression.
+   */
+  expression?: string;
+  /**
+   * values are the fields and variables the expression read, rendered short, by name ("action.command": "\"rm -rf /\"").
+   */
+  values?: {
+    [k: string]: string | undefined;
+  };
+  /**
+   * enforced is false when the decision was only recorded: in audit and warn modes and outside the rollout.
+   */
+  enforced: boolean;
 }
 /**
  * Definition names the agent definition a run ran on: the digest of what defines the agent (its model, prompt, tools, hooks and settings; see docs/PROTOCOL.md, "Agent definitions"), and the definition's name and version as its author wrote them.
@@ -714,6 +761,7 @@ export interface HookDecided {
    * shadow marks the decision of a shadow registration: recorded, never applied (docs/PROTOCOL.md, "Shadow mode"). Readers that rebuild runs ignore it.
    */
   shadow?: boolean;
+  policy?: PolicyHit;
 }
 /**
  * ToolResult is what a tool call produced (or what an interceptor put in its place).

@@ -1,0 +1,212 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"cel.dev/cel-go/common/functions"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/interpreter"
+)
+
+// activation is what one evaluation's expressions read: each value is
+// built when first read and kept for the rest of the evaluation
+// (variables and counters included: a variable is evaluated at most once).
+type activation struct {
+	c     *Compiled
+	ctx   context.Context
+	in    *Input
+	scope Scope
+
+	event, call, action, payload ref.Val
+	vars                         []ref.Val
+	counters                     []ref.Val
+	histErr                      error // the first error of the history
+}
+
+func newActivation(ctx context.Context, c *Compiled, in *Input) *activation {
+	a := &activation{c: c, ctx: ctx, in: in}
+	if ev := in.Event; ev != nil {
+		a.scope = Scope{Agent: ev.AgentID, Session: ev.SessionID, Event: ev}
+	}
+	if len(c.vars) > 0 {
+		a.vars = make([]ref.Val, len(c.vars))
+	}
+	if len(c.counters) > 0 {
+		a.counters = make([]ref.Val, len(c.counters))
+	}
+	return a
+}
+
+// Parent implements interpreter.Activation: there is none.
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+// ResolveName implements interpreter.Activation.
+func (a *activation) ResolveName(name string) (any, bool) {
+	ev := a.in.Event
+	switch name {
+	case varAgent:
+		return types.String(ev.AgentID), true
+	case varSession:
+		return types.String(ev.SessionID), true
+	case varRun:
+		return types.String(ev.RunID), true
+	case varHarness:
+		return types.String(a.in.Harness), true
+	case varIdentity:
+		return types.String(a.in.Identity), true
+	case varEvent:
+		if a.event == nil {
+			a.event = a.c.adapter.NativeToValue(&eventVar{Stage: string(ev.Stage), ID: ev.ID, Source: ev.Source,
+				Agent: ev.AgentID, Session: ev.SessionID, Run: ev.RunID, Step: int64(ev.Step), Subject: ev.Subject, Time: ev.Time})
+		}
+		return a.event, true
+	case varCall:
+		if a.call == nil {
+			cv := &callVar{Arguments: map[string]any{}}
+			if c := a.in.Call; c != nil {
+				cv.ID, cv.Name = c.ID, c.Name
+				var args map[string]any
+				if json.Unmarshal(c.Arguments, &args) == nil && args != nil {
+					cv.Arguments = args
+				}
+			}
+			a.call = a.c.adapter.NativeToValue(cv)
+		}
+		return a.call, true
+	case varAction:
+		if a.action == nil {
+			av := &actionVar{Paths: []string{}}
+			if c := a.in.Call; c != nil && c.Action != nil {
+				x := c.Action
+				av.Kind, av.Command, av.URL, av.Query, av.Server, av.MCPTool = string(x.Kind), x.Command, x.URL, x.Query, x.Server, x.MCPTool
+				if x.Paths != nil {
+					av.Paths = x.Paths
+				}
+			}
+			a.action = a.c.adapter.NativeToValue(av)
+		}
+		return a.action, true
+	case varPayload:
+		if a.payload == nil {
+			m := map[string]any{}
+			_ = json.Unmarshal(ev.Data, &m) // not an object: empty
+			if m == nil {
+				m = map[string]any{}
+			}
+			a.payload = a.c.adapter.NativeToValue(m)
+		}
+		return a.payload, true
+	}
+	if i, ok := a.c.varIndex[name]; ok {
+		if a.vars[i] == nil {
+			a.vars[i] = a.eval(a.c.vars[i])
+		}
+		return a.vars[i], true
+	}
+	if i, ok := a.c.counterIdx[name]; ok {
+		if a.counters[i] == nil {
+			a.counters[i] = a.counter(i)
+		}
+		return a.counters[i], true
+	}
+	return nil, false
+}
+
+// eval runs e in this activation; an error is a CEL error value.
+func (a *activation) eval(e *expr) ref.Val {
+	v, _, err := e.prg.ContextEval(a.ctx, a)
+	if err != nil {
+		return types.WrapErr(err)
+	}
+	return v
+}
+
+// counterKey evaluates counter i's key.
+func (a *activation) counterKey(i int) (CounterKey, error) {
+	cn := a.c.counters[i]
+	v, _, err := cn.key.prg.ContextEval(a.ctx, a)
+	if err != nil {
+		return CounterKey{}, err
+	}
+	key, ok := v.(types.String)
+	if !ok {
+		return CounterKey{}, errNotString(cn.key, v)
+	}
+	return CounterKey{Policy: a.c.p.Name, Counter: cn.c.Name, Key: string(key), Window: cn.c.Window}, nil
+}
+
+func (a *activation) counter(i int) ref.Val {
+	k, err := a.counterKey(i)
+	if err != nil {
+		return types.WrapErr(err)
+	}
+	sum, err := a.c.opts.history.Counter(a.ctx, k)
+	if err != nil {
+		a.noteHistory(err)
+		return types.WrapErr(err)
+	}
+	return types.Double(sum)
+}
+
+func (a *activation) noteHistory(err error) {
+	if a.histErr == nil {
+		a.histErr = err
+	}
+}
+
+// ResolveFunction implements interpreter.FunctionActivation: the
+// session's history functions, answered for this evaluation's scope.
+func (a *activation) ResolveFunction(name string) (functions.LateBoundOp, bool) {
+	switch name {
+	case fnCount:
+		return a.sessionCount, true
+	case fnSeen:
+		return a.sessionSeen, true
+	}
+	return nil, false
+}
+
+func (a *activation) sessionScope(receiver ref.Val) Scope {
+	s := a.scope
+	if id, ok := receiver.(types.String); ok {
+		s.Session = string(id)
+	}
+	return s
+}
+
+func (a *activation) sessionCount(_ string, args ...ref.Val) ref.Val {
+	if len(args) != 3 {
+		return types.NewErr("session.count(kinds, window): bad arguments")
+	}
+	kinds, ok1 := args[1].(types.String)
+	window, ok2 := args[2].(types.Duration)
+	if !ok1 || !ok2 {
+		return types.NewErr("session.count(kinds, window): bad arguments")
+	}
+	n, err := a.c.opts.history.SessionCount(a.ctx, a.sessionScope(args[0]), string(kinds), time.Duration(window.Duration))
+	if err != nil {
+		a.noteHistory(err)
+		return types.WrapErr(err)
+	}
+	return types.Int(n)
+}
+
+func (a *activation) sessionSeen(_ string, args ...ref.Val) ref.Val {
+	if len(args) != 3 {
+		return types.NewErr("session.seen(kinds, pattern): bad arguments")
+	}
+	kinds, ok1 := args[1].(types.String)
+	pattern, ok2 := args[2].(types.String)
+	if !ok1 || !ok2 {
+		return types.NewErr("session.seen(kinds, pattern): bad arguments")
+	}
+	ok, err := a.c.opts.history.SessionSeen(a.ctx, a.sessionScope(args[0]), string(kinds), string(pattern))
+	if err != nil {
+		a.noteHistory(err)
+		return types.WrapErr(err)
+	}
+	return types.Bool(ok)
+}

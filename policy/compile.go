@@ -1,0 +1,403 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/types"
+
+	"github.com/hookbus/hookbus/events"
+)
+
+// Compiled is a policy checked and ready to evaluate. It is safe for
+// concurrent use.
+type Compiled struct {
+	p    *Policy
+	opts options
+
+	conds       []*expr
+	vars        []*expr
+	varIndex    map[string]int // "variables.NAME" -> index in vars
+	counters    []*counter
+	counterIdx  map[string]int // "counters.NAME" -> index in counters
+	validations []*validation
+	mutations   []*expr
+
+	agents, harnesses, kinds, tools globs
+	stages                          []events.Stage
+	history                         bool // some expression reads the history
+	adapter                         types.Adapter
+}
+
+// expr is one compiled expression.
+type expr struct {
+	rule string // the rule's name (or the variable's, the counter's)
+	path string // where it is in the document ("validations.0.expression")
+	text string
+	prg  cel.Program
+	// reads are the fields and variables it reads, each a program
+	// rendering its value for explain.
+	reads []read
+}
+
+type read struct {
+	name string
+	prg  cel.Program
+}
+
+type validation struct {
+	*expr
+	v       *Validation
+	message *expr // messageExpression, or nil
+}
+
+type counter struct {
+	c          *Counter
+	key, value *expr
+}
+
+// Compile type-checks every expression of p in the policy's environment
+// (docs/POLICIES.md lists the variables and functions), refuses one whose
+// estimated cost exceeds the limit, and prepares them to run. Errors wrap
+// ErrInvalid (and ErrNoHistory, ErrCostLimit) and start
+// "file:line:column:" at the expression's place in the file.
+func Compile(p *Policy, opts ...Option) (*Compiled, error) {
+	c := &Compiled{p: p, opts: options{costLimit: DefaultCostLimit},
+		varIndex: map[string]int{}, counterIdx: map[string]int{}}
+	for _, o := range opts {
+		if err := o(&c.opts); err != nil {
+			return nil, err
+		}
+	}
+	if p.pos == nil {
+		p.pos = map[string]pos{}
+	}
+	s := &p.Spec
+	m := s.Match
+	c.agents, c.harnesses, c.kinds, c.tools = compileGlobs(m.Agents), compileGlobs(m.Harnesses), compileGlobs(m.Kinds), compileGlobs(m.Tools)
+	c.stages = m.Stages
+	if len(c.stages) == 0 {
+		c.stages = []events.Stage{events.StageToolBefore}
+	}
+
+	env, err := baseEnv()
+	if err != nil {
+		return nil, fmt.Errorf("policy: environment: %w", err)
+	}
+	c.adapter = env.CELTypeAdapter()
+	for i, v := range s.Variables {
+		e, out, err := c.compile(env, v.Name, fmt.Sprintf("variables.%d.expression", i), v.Expression, nil)
+		if err != nil {
+			return nil, err
+		}
+		c.varIndex[prefixVar+v.Name] = len(c.vars)
+		c.vars = append(c.vars, e)
+		if env, err = env.Extend(cel.Variable(prefixVar+v.Name, out)); err != nil {
+			return nil, p.errAt(fmt.Sprintf("variables.%d", i), "%v", err)
+		}
+	}
+	for i := range s.Counters {
+		cn := &s.Counters[i]
+		if env, err = env.Extend(cel.Variable(prefixCount+cn.Name, cel.DoubleType)); err != nil {
+			return nil, p.errAt(fmt.Sprintf("counters.%d", i), "%v", err)
+		}
+	}
+	if len(s.Counters) > 0 {
+		c.history = true
+	}
+	for i := range s.Counters {
+		cn := &s.Counters[i]
+		at := fmt.Sprintf("counters.%d.", i)
+		key, _, err := c.compile(env, cn.Name, at+"key", cn.Key, cel.StringType)
+		if err != nil {
+			return nil, err
+		}
+		value, _, err := c.compile(env, cn.Name, at+"value", cn.Value, numberType)
+		if err != nil {
+			return nil, err
+		}
+		c.counterIdx[prefixCount+cn.Name] = len(c.counters)
+		c.counters = append(c.counters, &counter{c: cn, key: key, value: value})
+	}
+	for i, mc := range s.MatchConditions {
+		e, _, err := c.compile(env, mc.Name, fmt.Sprintf("matchConditions.%d.expression", i), mc.Expression, cel.BoolType)
+		if err != nil {
+			return nil, err
+		}
+		c.conds = append(c.conds, e)
+	}
+	for i := range s.Validations {
+		v := &s.Validations[i]
+		at := fmt.Sprintf("validations.%d.", i)
+		e, _, err := c.compile(env, v.Name, at+"expression", v.Expression, cel.BoolType)
+		if err != nil {
+			return nil, err
+		}
+		val := &validation{expr: e, v: v}
+		if v.MessageExpression != "" {
+			if val.message, _, err = c.compile(env, v.Name, at+"messageExpression", v.MessageExpression, cel.StringType); err != nil {
+				return nil, err
+			}
+		}
+		c.validations = append(c.validations, val)
+	}
+	for i, mu := range s.Mutations {
+		e, _, err := c.compile(env, mu.Name, fmt.Sprintf("mutations.%d.expression", i), mu.Expression, patchType)
+		if err != nil {
+			return nil, err
+		}
+		c.mutations = append(c.mutations, e)
+	}
+	if c.history && c.opts.history == nil {
+		return nil, fmt.Errorf("%w: %s:%d:%d: policy %s: %w (it reads session.count, session.seen or counters)",
+			ErrInvalid, p.file, p.firstHistoryLine(), 1, p.Name, ErrNoHistory)
+	}
+	return c, nil
+}
+
+// Marker types for compile's output check.
+var (
+	numberType = cel.DoubleType // int, uint and double are accepted
+	patchType  = cel.ListType(cel.DynType)
+)
+
+// compile checks one expression and plans it. want is the output type it
+// must have (nil: any; dyn always passes, checked when it runs).
+func (c *Compiled) compile(env *cel.Env, rule, path, text string, want *cel.Type) (*expr, *cel.Type, error) {
+	p := c.p
+	ast, iss := env.Compile(text)
+	if iss.Err() != nil {
+		return nil, nil, c.celErrors(path, rule, iss)
+	}
+	out := ast.OutputType()
+	if want != nil && !outputOK(out, want) {
+		return nil, nil, c.errIn(path, rule, 0, 0, "the expression is %s; it must be %s", typeName(out), wantName(want))
+	}
+	native := ast.NativeRep()
+	if err := c.checkHistory(native, path, rule); err != nil {
+		return nil, nil, err
+	}
+	est, err := env.EstimateCost(ast, sizes{})
+	if err != nil {
+		return nil, nil, c.errIn(path, rule, 0, 0, "cannot estimate the cost: %v", err)
+	}
+	if est.Max > c.opts.costLimit {
+		return nil, nil, c.errIn(path, rule, 0, 0, "%v: estimated cost %d exceeds the limit %d (bound a comprehension, or match fewer values with a cheaper test)",
+			ErrCostLimit, est.Max, c.opts.costLimit)
+	}
+	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(c.opts.costLimit), cel.InterruptCheckFrequency(128))
+	if err != nil {
+		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
+	}
+	e := &expr{rule: rule, path: path, text: text, prg: prg}
+	for _, name := range readsOf(native) {
+		rast, iss := env.Compile(name)
+		if iss.Err() != nil {
+			continue
+		}
+		rprg, err := env.Program(rast, cel.CostLimit(c.opts.costLimit))
+		if err != nil {
+			continue
+		}
+		e.reads = append(e.reads, read{name: name, prg: rprg})
+	}
+	_ = p
+	return e, out, nil
+}
+
+func outputOK(out, want *cel.Type) bool {
+	if out.Kind() == types.DynKind {
+		return true
+	}
+	switch want {
+	case numberType:
+		k := out.Kind()
+		return k == types.IntKind || k == types.UintKind || k == types.DoubleKind
+	case patchType:
+		return out.Kind() == types.ListKind
+	}
+	return out.IsExactType(want)
+}
+
+func wantName(t *cel.Type) string {
+	switch t {
+	case numberType:
+		return "a number"
+	case patchType:
+		return `a list of JSON Patch operations ([{"op": "replace", "path": "/call/arguments/command", "value": ...}])`
+	}
+	return typeName(t)
+}
+
+func typeName(t *cel.Type) string {
+	if t == nil {
+		return "untyped"
+	}
+	return "of type " + t.String()
+}
+
+// celErrors is CEL's issues placed in the file.
+func (c *Compiled) celErrors(path, rule string, iss *cel.Issues) error {
+	var msgs []string
+	for _, e := range iss.Errors() {
+		line, col := 0, 0
+		if e.Location != nil {
+			line, col = e.Location.Line(), e.Location.Column()
+		}
+		msgs = append(msgs, c.errIn(path, rule, line, col, "%s", e.Message).Error())
+	}
+	if len(msgs) == 0 {
+		return c.errIn(path, rule, 0, 0, "%v", iss.Err())
+	}
+	// One error, its message the first; the others follow on their lines.
+	first := strings.TrimPrefix(msgs[0], ErrInvalid.Error()+": ")
+	for _, m := range msgs[1:] {
+		first += "\n" + strings.TrimPrefix(m, ErrInvalid.Error()+": ")
+	}
+	return fmt.Errorf("%w: %s", ErrInvalid, first)
+}
+
+// errIn is an ErrInvalid error at CEL's location (line 1-based, column
+// 0-based; 0, 0 for the expression's start) within the expression at path.
+func (c *Compiled) errIn(path, rule string, line, col int, format string, args ...any) error {
+	p := c.p
+	ps := p.pos[path]
+	l, cl := ps.at(line, col)
+	what := strings.SplitN(path, ".", 2)[0]
+	msg := fmt.Sprintf(format, args...)
+	return fmt.Errorf("%w: %s:%d:%d: policy %s: %s %s: %s", ErrInvalid, p.file, l, cl, p.Name, singular(what), rule, msg)
+}
+
+func singular(section string) string {
+	switch section {
+	case "matchConditions":
+		return "matchCondition"
+	case "variables":
+		return "variable"
+	case "counters":
+		return "counter"
+	case "validations":
+		return "validation"
+	case "mutations":
+		return "mutation"
+	}
+	return section
+}
+
+// checkHistory notes whether the expression reads the history, and
+// refuses count and seen on anything but session.
+func (c *Compiled) checkHistory(a *celast.AST, path, rule string) error {
+	var err error
+	celast.PreOrderVisit(a.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		switch e.Kind() {
+		case celast.CallKind:
+			call := e.AsCall()
+			if (call.FunctionName() == fnCount || call.FunctionName() == fnSeen) && call.IsMemberFunction() {
+				c.history = true
+				if t := call.Target(); t.Kind() != celast.IdentKind || t.AsIdent() != varSession {
+					if err == nil {
+						loc := a.SourceInfo().GetStartLocation(e.ID())
+						err = c.errIn(path, rule, loc.Line(), loc.Column(), "%s is a function of the session: write session.%s(...)", call.FunctionName(), call.FunctionName())
+					}
+				}
+			}
+		case celast.IdentKind:
+			if strings.HasPrefix(e.AsIdent(), prefixCount) {
+				c.history = true
+			}
+		case celast.SelectKind:
+			if op := e.AsSelect().Operand(); op.Kind() == celast.IdentKind && op.AsIdent()+"." == prefixCount {
+				c.history = true
+			}
+		}
+	}))
+	return err
+}
+
+// firstHistoryLine is the line of the policy's first counter or history
+// call, for ErrNoHistory.
+func (p *Policy) firstHistoryLine() int {
+	if n := p.node("counters"); n != nil {
+		return n.Line
+	}
+	for path, ps := range p.pos {
+		if strings.HasPrefix(path, "validations") || strings.HasPrefix(path, "matchConditions") || strings.HasPrefix(path, "variables") || strings.HasPrefix(path, "mutations") {
+			_ = ps
+		}
+	}
+	if p.root != nil {
+		return p.root.Line
+	}
+	return 1
+}
+
+// readsOf lists the fields and variables an expression reads, as CEL
+// text ("action.command", "variables.cmd", "agent"), the longest select
+// chains only.
+func readsOf(a *celast.AST) []string {
+	refs := a.ReferenceMap()
+	var out []string
+	seen := map[string]bool{}
+	add := func(s string) {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	var chain func(e celast.Expr) string
+	chain = func(e celast.Expr) string {
+		switch e.Kind() {
+		case celast.IdentKind:
+			if r, ok := refs[e.ID()]; ok && len(r.OverloadIDs) == 0 && rootName(r.Name) {
+				return r.Name
+			}
+		case celast.SelectKind:
+			if r, ok := refs[e.ID()]; ok && len(r.OverloadIDs) == 0 && rootName(r.Name) {
+				return r.Name // a qualified name: variables.cmd
+			}
+			s := e.AsSelect()
+			if s.IsTestOnly() {
+				return ""
+			}
+			if base := chain(s.Operand()); base != "" {
+				return base + "." + s.FieldName()
+			}
+		}
+		return ""
+	}
+	celast.PreOrderVisit(a.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if name := chain(e); name != "" {
+			add(name)
+		}
+	}))
+	// Keep the longest chains: drop "action" when "action.command" is read.
+	var keep []string
+	for _, s := range out {
+		longer := false
+		for _, o := range out {
+			if o != s && strings.HasPrefix(o, s+".") {
+				longer = true
+			}
+		}
+		if !longer {
+			keep = append(keep, s)
+		}
+	}
+	return keep
+}
+
+func rootName(n string) bool {
+	switch n {
+	case varEvent, varCall, varAction, varPayload, varAgent, varSession, varRun, varHarness, varIdentity:
+		return true
+	}
+	return strings.HasPrefix(n, prefixVar) || strings.HasPrefix(n, prefixCount)
+}
+
+// Policy returns the policy c was compiled from.
+func (c *Compiled) Policy() *Policy { return c.p }
+
+var _ = errors.Is
