@@ -139,8 +139,11 @@ type HookCall struct {
 	Result *events.ToolResult `json:"result,omitempty"`
 	// Failure is set for a hook.failed.
 	Failure *HookFailure `json:"failure,omitempty"`
-	Seq     uint64       `json:"seq"`
-	Time    time.Time    `json:"time"`
+	// Policy is set for a policy's decision: its name, version, the rule
+	// that decided, its mode, the expression and the values it saw.
+	Policy *events.PolicyHit `json:"policy,omitempty"`
+	Seq    uint64            `json:"seq"`
+	Time   time.Time         `json:"time"`
 }
 
 // HookFailure is how an interceptor call failed.

@@ -39,7 +39,8 @@ type tested struct {
 	counts map[[2]string]*Count // by agent, harness
 
 	mu      sync.Mutex
-	decided map[string]*interceptors.Decision // the policy's decision, by event id, until compared
+	decided map[string]*interceptors.Decision // the policy's decision when it applied, by event id, until compared
+	applied int
 }
 
 // Option configures a Test.
@@ -130,11 +131,13 @@ func (t *Test) prepare(p *policy.Policy) (*tested, error) {
 	tp.rep.Plugin = tp.plugin
 	chain := interceptors.NewChain(interceptors.WithTrust(interceptors.NewGrants(tp.plugin)))
 	ic := c.Interceptor()
-	watch := interceptors.Func(func(ctx context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
+	watch := interceptors.BoundFunc(func(ctx context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
 		d, err := ic.Intercept(ctx, req)
-		tp.mu.Lock()
-		tp.decided[req.Event.ID] = d
-		tp.mu.Unlock()
+		if err != nil || d != nil { // nil: its match or a match condition left the call out
+			tp.mu.Lock()
+			tp.decided[req.Event.ID] = d
+			tp.mu.Unlock()
+		}
 		return d, err
 	})
 	for _, reg := range regs {
@@ -164,7 +167,7 @@ func (t *Test) Add(ctx context.Context, e *events.Event) error {
 			return nil
 		}
 	}
-	h := HarnessOf(e)
+	h := policy.HarnessOf(e)
 	if t.harness != "" {
 		if ok, _ := path.Match(t.harness, string(h)); !ok {
 			return nil
@@ -180,10 +183,11 @@ func (t *Test) Add(ctx context.Context, e *events.Event) error {
 			}
 		}
 		tp.mu.Lock()
-		_, sent := tp.decided[e.ID]
+		_, applied := tp.decided[e.ID]
 		delete(tp.decided, e.ID)
 		tp.mu.Unlock()
-		if sent {
+		if applied {
+			tp.applied++
 			tp.count(e.AgentID, t.currentH).Calls++
 		}
 	}
@@ -227,7 +231,7 @@ func (t *Test) flip(tp *tested, d backtest.Difference) {
 			f.Message = dec.Policy.Message
 		}
 	}
-	f.Enforced = tp.p.Spec.Mode == policy.ModeEnforce && policy.InRollout(tp.p, e.SessionID)
+	f.Enforced = tp.p.Spec.Mode == policy.ModeEnforce && policy.InRollout(tp.p.Name, e.SessionID, tp.p.Spec.Rollout)
 	tp.rep.Flips = append(tp.rep.Flips, f)
 	tp.count(d.Agent, t.currentH).add(kind)
 }
@@ -272,11 +276,11 @@ func (t *Test) Report() *Report {
 		for _, bt := range tp.bts {
 			br := bt.Report()
 			pr.Calls += br.Scanned
-			pr.Matched += br.Sent
-			pr.NotMatched += br.NotMatched
+			pr.Sent += br.Sent
 			pr.NotReconstructible += br.NotReconstructible
 			pr.Failed += br.Failed
 		}
+		pr.Matched = tp.applied
 		pr.Flips = slices.Clone(tp.rep.Flips)
 		pr.Counts = make([]Count, 0, len(tp.counts))
 		for _, c := range tp.counts {

@@ -109,11 +109,10 @@ func TestPolicyTestReportsTheFlipsExactly(t *testing.T) {
 	if f := shell.Flips[2]; f.Recorded != "deny" || f.RecordedBy != "policy-no-destructive-shell" || f.Decision != "allow" || f.Harness != "claude" {
 		t.Fatalf("the lifted deny %+v", f)
 	}
-	// Per agent and harness: every shell call the policy was sent (the
-	// ci- agent's too: its match condition excludes it inside), and the
-	// flips among them.
+	// Per agent and harness: every shell call the policy applied to (not
+	// the ci- agent's: its match condition leaves it out), and the flips
+	// among them.
 	wantCounts := []policytest.Count{
-		{Agent: "ci-runner", Harness: "hookbus", Calls: 1},
 		{Agent: "claude-code", Harness: "claude", Calls: 2, Allowed: 1},
 		{Agent: "codex-cli", Harness: "codex", Calls: 3, Denied: 1},
 		{Agent: "demo", Harness: "hookbus", Calls: 3, Denied: 1, Asked: 1},
@@ -123,11 +122,11 @@ func TestPolicyTestReportsTheFlipsExactly(t *testing.T) {
 		t.Fatalf("counts\n%+v\nwant\n%+v", shell.Counts, wantCounts)
 	}
 	// Its match (kinds: shell) sends it the 12 shell calls, not the read
-	// or the fetches.
-	if shell.Calls != len(audittest.FleetCalls) || shell.Matched != 12 || shell.NotMatched != 3 || shell.Failed != 0 || shell.Mode != "audit" || shell.Rollout != 100 {
+	// or the fetches; it applies to those not of a ci- agent.
+	if shell.Calls != len(audittest.FleetCalls) || shell.Sent != 12 || shell.Matched != 11 || shell.Failed != 0 || shell.Mode != "audit" || shell.Rollout != 100 {
 		t.Fatalf("no-destructive-shell report %+v", shell)
 	}
-	if npm := rep.Policies[2]; len(npm.Flips) != 1 || npm.Flips[0].Harness != "claude" {
+	if npm := rep.Policies[2]; npm.Sent != 12 || npm.Matched != 1 || len(npm.Flips) != 1 || npm.Flips[0].Harness != "claude" {
 		t.Fatalf("quiet-npm rewrites Claude Code's npm install only: %+v", npm)
 	}
 }

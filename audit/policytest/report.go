@@ -66,13 +66,14 @@ type PolicyReport struct {
 	Rollout int    `json:"rollout"`
 	// Plugin is the name the chain records its decisions under.
 	Plugin string `json:"plugin"`
-	// Calls counts the events of the policy's stages read; Matched those
-	// its match (stages, agents, kinds, tools) sent it; NotMatched the
-	// others; NotReconstructible those whose input the record does not
-	// hold (not sent); Failed its failed evaluations.
+	// Calls counts the events of the policy's stages read; Sent those
+	// the chain called it on (its agents, kinds and tools matched, its
+	// input rebuilt); Matched those it applied to (its harnesses and
+	// match conditions too); NotReconstructible those whose input the
+	// record does not hold (not sent); Failed its failed evaluations.
 	Calls              int `json:"calls"`
+	Sent               int `json:"sent"`
 	Matched            int `json:"matched"`
-	NotMatched         int `json:"not_matched"`
 	NotReconstructible int `json:"not_reconstructible"`
 	Failed             int `json:"failed"`
 	// Counts are the flips per agent and harness, sorted by agent then
@@ -86,7 +87,7 @@ type PolicyReport struct {
 type Count struct {
 	Agent   string `json:"agent"`
 	Harness string `json:"harness"`
-	// Calls counts the agent's calls on the harness the policy was sent.
+	// Calls counts the agent's calls on the harness the policy applied to.
 	Calls     int `json:"calls"`
 	Denied    int `json:"denied"`
 	Allowed   int `json:"allowed"`
