@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,7 +80,7 @@ func (r *Registry) Granted(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	err = kvstore.ReadAll(ctx, kv, func(e jetstream.KeyValueEntry) {
-		if _, ok := disabledPlugin(e.Key()); !ok && grants(e.Value()) {
+		if !strings.Contains(e.Key(), ".") && grants(e.Value()) { // a plugin id holds no '.'
 			out = append(out, e.Key())
 		}
 	})
@@ -166,6 +167,9 @@ func (t *Trust) apply(e jetstream.KeyValueEntry) {
 			delete(t.disabled, plugin)
 		}
 		return
+	}
+	if strings.Contains(e.Key(), ".") {
+		return // not a plugin id: another operator decision (budget limits, policies)
 	}
 	ok := e.Operation() == jetstream.KeyValuePut && grants(e.Value())
 	if e.Operation() == jetstream.KeyValuePut && !ok {

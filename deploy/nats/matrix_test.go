@@ -70,12 +70,14 @@ var surfaces = []surface{
 	{"read the run queue's consumers", "pub", "$JS.API.CONSUMER.INFO.HOOKBUS_RUNS.workers", "", []string{"loop", "auditor"}},
 
 	// The registry and the operator's bucket (trust grants, the kill
-	// switch, budget limits).
+	// switch, budget limits, policies).
 	{"register an interceptor", "pub", "$KV.hookbus_hooks.tool.before.plugin-pii", "", []string{"loop"}},
 	{"kill switch where an older hookbus kept it", "pub", "$KV.hookbus_hooks.disabled.plugin-pii", "", nil},
 	{"grant privileged_hooks", "pub", "$KV.hookbus_trust.plugin-pii", "", nil},
 	{"disable a plugin", "pub", "$KV.hookbus_trust.disabled.plugin-pii", "", nil},
 	{"set a budget limit", "pub", "$KV.hookbus_trust.limit.demo", "", nil},
+	{"apply a policy", "pub", "$KV.hookbus_trust.policy.no-rm-rf", "", nil},
+	{"record a policy's test", "pub", "$KV.hookbus_trust.policytest.no-rm-rf", "", nil},
 	{"read the operator's bucket", "pub", "$JS.API.DIRECT.GET.KV_hookbus_trust", "", []string{"loop", "auditor"}},
 	{"purge the registry", "pub", "$JS.API.STREAM.PURGE.KV_hookbus_hooks", "", nil},
 	{"purge the operator's bucket", "pub", "$JS.API.STREAM.PURGE.KV_hookbus_trust", "", nil},
