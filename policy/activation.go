@@ -21,6 +21,7 @@ type activation struct {
 	scope Scope
 
 	event, call, action, payload ref.Val
+	strs                         [5]ref.Val // agent, session, run, harness, identity
 	vars                         []ref.Val
 	counters                     []ref.Val
 	histErr                      error // the first error of the history
@@ -48,15 +49,15 @@ func (a *activation) ResolveName(name string) (any, bool) {
 	ev := a.in.Event
 	switch name {
 	case varAgent:
-		return types.String(ev.AgentID), true
+		return a.str(0, ev.AgentID), true
 	case varSession:
-		return types.String(ev.SessionID), true
+		return a.str(1, ev.SessionID), true
 	case varRun:
-		return types.String(ev.RunID), true
+		return a.str(2, ev.RunID), true
 	case varHarness:
-		return types.String(a.in.Harness), true
+		return a.str(3, a.in.Harness), true
 	case varIdentity:
-		return types.String(a.in.Identity), true
+		return a.str(4, a.in.Identity), true
 	case varEvent:
 		if a.event == nil {
 			a.event = a.c.adapter.NativeToValue(&eventVar{Stage: string(ev.Stage), ID: ev.ID, Source: ev.Source,
@@ -113,6 +114,14 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.counters[i], true
 	}
 	return nil, false
+}
+
+// str is a string variable, boxed once per evaluation.
+func (a *activation) str(i int, s string) ref.Val {
+	if a.strs[i] == nil {
+		a.strs[i] = types.String(s)
+	}
+	return a.strs[i]
 }
 
 // eval runs e in this activation; an error is a CEL error value.

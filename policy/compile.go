@@ -25,6 +25,9 @@ type Compiled struct {
 	counterIdx  map[string]int // "counters.NAME" -> index in counters
 	validations []*validation
 	mutations   []*expr
+	// all is every validation as one list, the fast path of a decision
+	// where all hold (nil for fewer than two).
+	all cel.Program
 
 	agents, harnesses, kinds, tools globs
 	stages                          []events.Stage
@@ -107,6 +110,9 @@ func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 	}
 	if len(s.Counters) > 0 {
 		c.history = true
+		if c.opts.history == nil {
+			return nil, fmt.Errorf("%w (%w)", p.errAt("counters", "counters are kept in the record: compile with a history (WithHistory)"), ErrNoHistory)
+		}
 	}
 	for i := range s.Counters {
 		cn := &s.Counters[i]
@@ -144,6 +150,11 @@ func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 		}
 		c.validations = append(c.validations, val)
 	}
+	if len(c.validations) > 1 {
+		if c.all, err = c.compileAll(env); err != nil {
+			return nil, err
+		}
+	}
 	for i, mu := range s.Mutations {
 		e, _, err := c.compile(env, mu.Name, fmt.Sprintf("mutations.%d.expression", i), mu.Expression, patchType)
 		if err != nil {
@@ -151,11 +162,31 @@ func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 		}
 		c.mutations = append(c.mutations, e)
 	}
-	if c.history && c.opts.history == nil {
-		return nil, fmt.Errorf("%w: %s:%d:%d: policy %s: %w (it reads session.count, session.seen or counters)",
-			ErrInvalid, p.file, p.firstHistoryLine(), 1, p.Name, ErrNoHistory)
-	}
 	return c, nil
+}
+
+// compileAll compiles the validations as one list of bools: evaluating
+// it costs one program run instead of one per rule. Each validation has
+// been checked on its own; the list is not estimated again, and its run
+// is bounded by the sum of the validations' limits.
+func (c *Compiled) compileAll(env *cel.Env) (cel.Program, error) {
+	var b strings.Builder
+	b.WriteString("[")
+	for i, v := range c.validations {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("(\n")
+		b.WriteString(v.text)
+		b.WriteString("\n)")
+	}
+	b.WriteString("]")
+	ast, iss := env.Compile(b.String())
+	if iss.Err() != nil {
+		return nil, c.p.errAt("validations", "the validations together: %v", iss.Err())
+	}
+	limit := c.opts.costLimit * uint64(len(c.validations))
+	return env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(limit), cel.InterruptCheckFrequency(128))
 }
 
 // Marker types for compile's output check.
@@ -185,8 +216,8 @@ func (c *Compiled) compile(env *cel.Env, rule, path, text string, want *cel.Type
 		return nil, nil, c.errIn(path, rule, 0, 0, "cannot estimate the cost: %v", err)
 	}
 	if est.Max > c.opts.costLimit {
-		return nil, nil, c.errIn(path, rule, 0, 0, "%v: estimated cost %d exceeds the limit %d (bound a comprehension, or match fewer values with a cheaper test)",
-			ErrCostLimit, est.Max, c.opts.costLimit)
+		return nil, nil, fmt.Errorf("%w (%w)", c.errIn(path, rule, 0, 0, "estimated cost %d exceeds the limit %d (bound a comprehension, or match fewer values with a cheaper test)",
+			est.Max, c.opts.costLimit), ErrCostLimit)
 	}
 	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(c.opts.costLimit), cel.InterruptCheckFrequency(128))
 	if err != nil {
@@ -297,11 +328,13 @@ func (c *Compiled) checkHistory(a *celast.AST, path, rule string) error {
 			call := e.AsCall()
 			if (call.FunctionName() == fnCount || call.FunctionName() == fnSeen) && call.IsMemberFunction() {
 				c.history = true
-				if t := call.Target(); t.Kind() != celast.IdentKind || t.AsIdent() != varSession {
-					if err == nil {
-						loc := a.SourceInfo().GetStartLocation(e.ID())
-						err = c.errIn(path, rule, loc.Line(), loc.Column(), "%s is a function of the session: write session.%s(...)", call.FunctionName(), call.FunctionName())
-					}
+				loc := a.SourceInfo().GetStartLocation(e.ID())
+				switch t := call.Target(); {
+				case err != nil:
+				case t.Kind() != celast.IdentKind || t.AsIdent() != varSession:
+					err = c.errIn(path, rule, loc.Line(), loc.Column(), "%s is a function of the session: write session.%s(...)", call.FunctionName(), call.FunctionName())
+				case c.opts.history == nil:
+					err = fmt.Errorf("%w (%w)", c.errIn(path, rule, loc.Line(), loc.Column(), "session.%s reads the record: compile with a history (WithHistory)", call.FunctionName()), ErrNoHistory)
 				}
 			}
 		case celast.IdentKind:
@@ -315,23 +348,6 @@ func (c *Compiled) checkHistory(a *celast.AST, path, rule string) error {
 		}
 	}))
 	return err
-}
-
-// firstHistoryLine is the line of the policy's first counter or history
-// call, for ErrNoHistory.
-func (p *Policy) firstHistoryLine() int {
-	if n := p.node("counters"); n != nil {
-		return n.Line
-	}
-	for path, ps := range p.pos {
-		if strings.HasPrefix(path, "validations") || strings.HasPrefix(path, "matchConditions") || strings.HasPrefix(path, "variables") || strings.HasPrefix(path, "mutations") {
-			_ = ps
-		}
-	}
-	if p.root != nil {
-		return p.root.Line
-	}
-	return 1
 }
 
 // readsOf lists the fields and variables an expression reads, as CEL

@@ -106,11 +106,19 @@ func baseEnv() (*cel.Env, error) {
 type sizes struct{}
 
 func (sizes) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
+	s := func(max uint64) *cost.SizeEstimate { e := cost.RangedSizeEstimate(0, max); return &e }
 	p := n.Path()
 	if len(p) == 0 {
+		// A value inside the input reached by index (call.arguments.x[1]):
+		// no larger than the input's largest value.
+		if t := n.Type(); t != nil {
+			switch t.Kind() {
+			case types.DynKind, types.StringKind, types.BytesKind, types.ListKind, types.MapKind:
+				return s(maxStrSize)
+			}
+		}
 		return nil
 	}
-	s := func(max uint64) *cost.SizeEstimate { e := cost.RangedSizeEstimate(0, max); return &e }
 	last := p[len(p)-1]
 	switch {
 	case len(p) == 2 && p[0] == varAction && p[1] == "paths":
@@ -122,7 +130,7 @@ func (sizes) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	}
 	if t := n.Type(); t != nil {
 		switch t.Kind() {
-		case types.StringKind, types.BytesKind:
+		case types.StringKind, types.BytesKind, types.DynKind:
 			return s(maxStrSize)
 		case types.ListKind, types.MapKind:
 			return s(maxValueSize)

@@ -10,6 +10,7 @@ import (
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/interpreter"
 
 	"github.com/hookbus/hookbus/events"
@@ -70,6 +71,9 @@ func (c *Compiled) Evaluate(ctx context.Context, in *Input) (*Result, error) {
 	if !c.matches(in) {
 		return res, nil
 	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("%w: policy %s: %w", ErrEvaluation, c.p.Name, err)
+	}
 	a := newActivation(ctx, c, in)
 	for _, e := range c.conds {
 		ok, err := c.evalBool(a, e, res)
@@ -88,7 +92,10 @@ func (c *Compiled) Evaluate(ctx context.Context, in *Input) (*Result, error) {
 		message  string
 		last     *expr
 	)
-	for _, v := range c.validations {
+	if c.allHold(a, res) {
+		last = c.validations[len(c.validations)-1].expr
+	}
+	for _, v := range c.validations[len(res.Steps)-len(c.conds):] {
 		last = v.expr
 		ok, err := c.evalBool(a, v.expr, res)
 		if err != nil {
@@ -142,6 +149,35 @@ func (c *Compiled) Evaluate(ctx context.Context, in *Input) (*Result, error) {
 	return res, nil
 }
 
+// allHold runs every validation at once (the fast path); when all hold
+// it records their steps and returns true. Otherwise it records nothing:
+// the rules run one by one to say which failed.
+func (c *Compiled) allHold(a *activation, res *Result) bool {
+	if c.all == nil {
+		return false
+	}
+	v, _, err := c.all.ContextEval(a.ctx, a)
+	if err != nil {
+		return false
+	}
+	list, ok := v.(traits.Lister)
+	if !ok || list.Size() != types.Int(len(c.validations)) {
+		return false
+	}
+	for i := range c.validations {
+		if list.Get(types.Int(i)) != types.True {
+			return false
+		}
+	}
+	if res.Steps == nil {
+		res.Steps = make([]Step, 0, len(c.conds)+len(c.validations)+len(c.mutations))
+	}
+	for _, v := range c.validations {
+		res.Steps = append(res.Steps, Step{Rule: v.rule, Expression: v.text, Outcome: OutcomeTrue})
+	}
+	return true
+}
+
 // decide turns what the rules said into the chain's decision, as the
 // mode says.
 func (c *Compiled) decide(stage events.Stage, mode Mode, enforced bool, hit *events.PolicyHit, failed *validation,
@@ -161,7 +197,7 @@ func (c *Compiled) decide(stage events.Stage, mode Mode, enforced bool, hit *eve
 			d.Warnings = append(d.Warnings, reason)
 		}
 		return d
-	case !enforced && mode == ModeEnforce: // outside the rollout: recorded only
+	case !enforced && c.p.Spec.Mode == ModeEnforce: // outside the rollout: recorded only
 		return d
 	}
 	// enforce, or audit (a shadow registration: decided, never applied).

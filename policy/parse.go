@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -140,6 +141,10 @@ func parseDocument(file string, ch chunk) (*Policy, error) {
 // its place in the file.
 func yamlError(file string, firstLine int, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0] // "line 2: cannot unmarshal ..."
+	}
 	line := 0
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
@@ -147,6 +152,7 @@ func yamlError(file string, firstLine int, err error) error {
 			line += firstLine - 1
 		}
 		msg = yamlLineRE.ReplaceAllStringFunc(msg, func(string) string { return "line " + strconv.Itoa(line) })
+		msg = strings.TrimPrefix(msg, "line "+strconv.Itoa(line)+": ")
 		return fmt.Errorf("%w: %s:%d:1: %s", ErrInvalid, file, line, msg)
 	}
 	return fmt.Errorf("%w: %s: %s", ErrInvalid, file, msg)

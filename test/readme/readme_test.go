@@ -42,6 +42,10 @@ var wrappers = []wrapper{
 		match:  `guard, err := prompt.New(prompt.Config{`,
 		params: "b *bus.Bus, chain *interceptors.Chain, haiku, model loop.Model",
 	},
+	{ // docs/POLICIES.md, In Go: a policy file in a chain
+		match:  `ps, err := policy.Parse("no-rm.yaml", src)`,
+		params: "src []byte, chain *interceptors.Chain",
+	},
 	{ // docs/HOOKS.md, Remote interceptors: remote.Serve
 		match:  `remote.ServeConfig{Plugin: "guard"`,
 		params: "ctx context.Context",
@@ -60,6 +64,7 @@ var imports = map[string]string{
 	"events":       "github.com/hookbus/hookbus/events",
 	"interceptors": "github.com/hookbus/hookbus/interceptors",
 	"loop":         "github.com/hookbus/hookbus/loop",
+	"policy":       "github.com/hookbus/hookbus/policy",
 	"scripted":     "github.com/hookbus/hookbus/loop/scripted",
 	"tools":        "github.com/hookbus/hookbus/loop/tools",
 	"prompt":       "github.com/hookbus/hookbus/hooks/prompt",
