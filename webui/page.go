@@ -51,7 +51,7 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 		d.Data, err = s.statsView(withDefaultWindow(r))
 	case q.Get("view") == ViewPolicies:
 		d.View = ViewPolicies
-		//POLICIES d.Data, err = s.policiesView(withDefaultWindow(r))
+		d.Data, err = s.policiesView(withDefaultWindow(r))
 	default:
 		d.Data, err = s.runsView(withDefaultWindow(r))
 	}
