@@ -663,18 +663,40 @@ const modeNote = {
   audit: "audit: recorded as a shadow decision, never applied",
 };
 
-function countChips(counts, classes, none) {
+function countChips(counts, classes, none, cls) {
   const keys = Object.keys(counts || {}).filter((k) => counts[k]);
   if (keys.length === 0) return h("span", { class: "muted" }, none);
-  return h("span", { class: "chips" }, keys.map((k) => h("span", { class: "chip " + (classes[k] || ""), title: counts[k] + " " + k }, k + " " + counts[k])));
+  return h("span", { class: "chips" }, keys.map((k) => h("span", { class: "chip " + (classes[k] || cls || ""), title: counts[k] + " " + k }, k + " " + counts[k])));
 }
 
 function rolloutMeter(p) {
-  if (!p.stored) return h("span", { class: "muted" }, "—");
+  if (!p.stored) return null;
+  if (p.mode !== "enforce") return h("span", { class: "rollout muted", title: modeNote[p.mode] }, "not enforced");
   const pct = p.rollout;
   return h("span", { class: "rollout", title: pct + "% of sessions enforced; the others audited" },
-    h("span", { class: "meter", role: "img", "aria-label": pct + " percent of sessions" }, h("span", { class: "meter-fill", style: { width: pct + "%" } })),
-    h("span", {}, pct + "% of sessions"));
+    h("span", { class: "meter", role: "img", "aria-label": "enforced in " + pct + " percent of sessions" }, h("span", { class: "meter-fill", style: { width: pct + "%" } })),
+    h("span", {}, "enforced in " + pct + "% of sessions"));
+}
+
+const sum = (o) => Object.values(o || {}).reduce((a, b) => a + b, 0);
+
+// policySummary is one line per policy, linked to its card: what it is,
+// what it did, what it would have, what its last test found.
+function policySummary(list) {
+  return h("table", { class: "policy-summary" }, h("caption", { class: "visually-hidden" }, "Policies at a glance"),
+    h("thead", {}, h("tr", {}, ["Policy", "Mode", "Enforced hits", "Would-be hits", "Last test"].map((c) => h("th", { scope: "col" }, c)))),
+    h("tbody", {}, list.map((p) => {
+      const hits = p.hits || {};
+      const pr = p.test && p.test.policies && p.test.policies[0];
+      return h("tr", { dataset: { summary: p.name } },
+        h("td", {}, h("a", { href: "#policy-" + p.name }, h("b", {}, p.name))),
+        h("td", {}, p.stored ? h("span", { class: "pill mode-" + p.mode, title: modeNote[p.mode] }, p.mode) : h("span", { class: "pill status-stopped" }, "deleted"),
+          p.stored && p.mode === "enforce" && p.rollout < 100 ? h("span", { class: "muted small" }, " " + p.rollout + "%") : null),
+        h("td", { class: "num" }, sum(hits.enforced) || h("span", { class: "muted" }, "0")),
+        h("td", { class: "num" }, sum(hits.would_hit) || h("span", { class: "muted" }, "0")),
+        h("td", {}, pr ? [h("b", {}, pr.flips.length === 1 ? "1 flip" : pr.flips.length + " flips"), " ", countChips(flipSummary(pr), flipClass, ""), h("span", { class: "muted small" }, " ", age(p.test.time), " ago")]
+          : h("span", { class: "muted" }, "never tested")));
+    })));
 }
 
 function flipSummary(pr) {
@@ -731,7 +753,7 @@ function policyCard(p) {
     h("div", { class: "policy-hits" },
       h("div", {}, h("h3", {}, "Enforced"), countChips(hits.enforced, actionClass, "no enforced decision in this window")),
       h("div", {}, h("h3", {}, "Would have hit"), h("div", { class: "muted small" }, "audit, warn, outside the rollout"), countChips(hits.would_hit, actionClass, "none in this window")),
-      h("div", {}, h("h3", {}, "By rule"), countChips(hits.rules, {}, "—"))),
+      h("div", {}, h("h3", {}, "By rule"), countChips(hits.rules, {}, "—", "rule"))),
     testSection(p));
 }
 
@@ -741,13 +763,17 @@ async function showPolicies(main, params, data, stale) {
   if (stale()) return;
   const sel = field("Window", h("select", { name: "since", id: "policies-since", onchange: (e) => { location.search = "?" + new URLSearchParams({ view: "policies", since: e.target.value }).toString(); } },
     windows.map(([v, l]) => h("option", { value: v, selected: since === v }, l))), "head-field");
-  main.replaceChildren(h("div", { class: "page-head" }, h("h1", {}, "Policies"), h("span", { class: "muted" }, "each policy, what it decided, what it would have, and its last test"), sel),
-    data.no_store ? h("p", { class: "warn" }, data.no_store + ": only the policies' decisions the record holds are shown.") : null,
-    (data.unreadable || []).length ? h("div", { class: "warn" }, h("b", {}, "Not readable: "), data.unreadable.join("; ")) : null,
-    data.policies.length === 0
-      ? empty("No policy is stored and none decided anything in this window", "Apply one with ", h("code", {}, "observer policy apply -f FILE"),
-        " after testing it against history with ", h("code", {}, "observer policy test -f FILE"), " (docs/POLICIES.md).")
-      : h("div", { class: "policy-list" }, data.policies.map(policyCard)));
+  const parts = [h("div", { class: "page-head" }, h("h1", {}, "Policies"), h("span", { class: "muted" }, "each policy, what it decided, what it would have, and its last test"), sel)];
+  if (data.no_store) parts.push(h("p", { class: "warn" }, data.no_store + ": only the policies' decisions the record holds are shown."));
+  if ((data.unreadable || []).length) parts.push(h("div", { class: "warn" }, h("b", {}, "Not readable: "), data.unreadable.join("; ")));
+  if (data.truncated) parts.push(h("p", { class: "warn" }, "The window holds more events than one page reads: the hits count only part of them. Narrow the window."));
+  if (data.policies.length === 0) {
+    parts.push(empty("No policy is stored and none decided anything in this window", "Test one against history with ", h("code", {}, "observer policy test -f FILE"),
+      ", then apply it with ", h("code", {}, "observer policy apply -f FILE"), " (docs/POLICIES.md)."));
+  } else {
+    parts.push(policySummary(data.policies), h("div", { class: "policy-list" }, data.policies.map(policyCard)));
+  }
+  main.replaceChildren(...parts);
 }
 
 function header(config) {
