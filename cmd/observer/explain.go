@@ -89,7 +89,7 @@ func explainCmd(a *cli.App) *cobra.Command {
 
 // printExplain writes the calls of v as text.
 func printExplain(w io.Writer, v *explainView) {
-	fmt.Fprintf(w, "run %s  %s/%s: %d calls\n", v.Run, v.Agent, v.Session, len(v.Calls))
+	fmt.Fprintf(w, "run %s  %s/%s: %s\n", v.Run, v.Agent, v.Session, calls(len(v.Calls)))
 	for _, c := range v.Calls {
 		fmt.Fprintln(w)
 		head := fmt.Sprintf("%s #%03d", c.Stage, c.Seq)

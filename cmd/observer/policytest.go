@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -50,7 +51,8 @@ func policyTestCmd(a *cli.App) *cobra.Command {
 		conn.Register(fs)
 		var o policyTestOptions
 		fs.StringVarP(&o.file, "file", "f", "", "the policy file (YAML, one or more documents; - for stdin); required")
-		fs.DurationVar(&o.since, "since", 7*24*time.Hour, "only calls newer than this (e.g. 24h, 168h); 0: all the record holds")
+		o.since = 7 * 24 * time.Hour
+		fs.Var((*ageFlag)(&o.since), "since", "only calls newer than this (7d, 24h, 90m); 0: all the record holds")
 		fs.StringVar(&o.agent, "agent", "", "only the calls of agents matching this glob (e.g. \"ci-*\")")
 		fs.StringVar(&o.harness, "harness", "", "only the calls of this harness: hookbus, claude, gemini or codex (a glob)")
 		fs.BoolVar(&o.failOnFlips, "fail-on-flips", false, fmt.Sprintf("exit %d when any call would change", exitFlips))
@@ -267,3 +269,33 @@ func calls(n int) string {
 	}
 	return fmt.Sprintf("%d calls", n)
 }
+
+// ageFlag is a --since that takes days ("7d") as well as a Go duration.
+type ageFlag time.Duration
+
+func (a *ageFlag) String() string {
+	d := time.Duration(*a)
+	if d > 0 && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
+func (a *ageFlag) Set(s string) error {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%q is not a number of days", s)
+		}
+		*a = ageFlag(time.Duration(n) * 24 * time.Hour)
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*a = ageFlag(d)
+	return nil
+}
+
+func (a *ageFlag) Type() string { return "duration" }
