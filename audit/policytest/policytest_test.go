@@ -152,3 +152,36 @@ func TestPolicyTestNarrowsToAgentsAndHarnesses(t *testing.T) {
 		t.Fatal("a bad glob is accepted")
 	}
 }
+
+// A policy enforced in part of the sessions is tested in all of them; each
+// flip says whether the policy as written enforces it in its session (its
+// rollout, stable per session), and an audit or warn policy enforces none.
+func TestPolicyTestSaysWhatTheRolloutEnforces(t *testing.T) {
+	ps := fleetPolicies(t)
+	shell := *ps[0]
+	shell.Spec.Mode, shell.Spec.Rollout = policy.ModeEnforce, 50
+	rep := test(t, []*policy.Policy{&shell})
+	flips := rep.Policies[0].Flips
+	if len(flips) != 5 {
+		t.Fatalf("a partial rollout changes what is tested: %d flips", len(flips))
+	}
+	in, out := 0, 0
+	for _, f := range flips {
+		if f.Enforced != policy.InRollout(shell.Name, f.Session, 50) {
+			t.Fatalf("flip in session %s says enforced %v", f.Session, f.Enforced)
+		}
+		if f.Enforced {
+			in++
+		} else {
+			out++
+		}
+	}
+	if in == 0 || out == 0 {
+		t.Fatalf("%d flips enforced, %d outside the rollout: the sessions should fall on both sides", in, out)
+	}
+	for _, f := range test(t, ps).Policies[0].Flips {
+		if f.Enforced {
+			t.Fatalf("an audit policy enforces %+v", f)
+		}
+	}
+}
