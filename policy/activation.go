@@ -8,7 +8,10 @@ import (
 	"cel.dev/cel-go/common/functions"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/interpreter"
+
+	"github.com/hookbus/hookbus/events"
 )
 
 // activation is what one evaluation's expressions read: each value is
@@ -25,10 +28,23 @@ type activation struct {
 	vars                         []ref.Val
 	counters                     []ref.Val
 	histErr                      error // the first error of the history
+	// fast: the inputs are within the sizes the cost estimates assumed,
+	// so expressions run without cost tracking (inBounds).
+	fast bool
+	// steps: the evaluation records its Steps (Evaluate; the chain's
+	// calls do not).
+	steps bool
+}
+
+// step records s when the evaluation records steps.
+func (a *activation) step(res *Result, s Step) {
+	if a.steps {
+		res.Steps = append(res.Steps, s)
+	}
 }
 
 func newActivation(ctx context.Context, c *Compiled, in *Input) *activation {
-	a := &activation{c: c, ctx: ctx, in: in}
+	a := &activation{c: c, ctx: ctx, in: in, fast: inBounds(in)}
 	if ev := in.Event; ev != nil {
 		a.scope = Scope{Agent: ev.AgentID, Session: ev.SessionID, Event: ev}
 	}
@@ -60,34 +76,33 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.str(4, a.in.Identity), true
 	case varEvent:
 		if a.event == nil {
-			a.event = a.c.adapter.NativeToValue(&eventVar{Stage: string(ev.Stage), ID: ev.ID, Source: ev.Source,
-				Agent: ev.AgentID, Session: ev.SessionID, Run: ev.RunID, Step: int64(ev.Step), Subject: ev.Subject, Time: ev.Time})
+			a.event = &object{def: eventDef, vals: []ref.Val{types.String(ev.Stage), types.String(ev.ID), types.String(ev.Source),
+				a.str(0, ev.AgentID), a.str(1, ev.SessionID), a.str(2, ev.RunID), types.Int(ev.Step), types.String(ev.Subject), timestamp(ev.Time)}}
 		}
 		return a.event, true
 	case varCall:
 		if a.call == nil {
-			cv := &callVar{Arguments: map[string]any{}}
+			var id, name string
+			var args map[string]any
 			if c := a.in.Call; c != nil {
-				cv.ID, cv.Name = c.ID, c.Name
-				var args map[string]any
-				if json.Unmarshal(c.Arguments, &args) == nil && args != nil {
-					cv.Arguments = args
-				}
+				id, name = c.ID, c.Name
+				_ = json.Unmarshal(c.Arguments, &args) // not an object: no arguments
 			}
-			a.call = a.c.adapter.NativeToValue(cv)
+			if args == nil {
+				args = map[string]any{}
+			}
+			a.call = &object{def: callDef, vals: []ref.Val{types.String(id), types.String(name), a.c.adapter.NativeToValue(args)}}
 		}
 		return a.call, true
 	case varAction:
 		if a.action == nil {
-			av := &actionVar{Paths: []string{}}
+			var x events.Action
 			if c := a.in.Call; c != nil && c.Action != nil {
-				x := c.Action
-				av.Kind, av.Command, av.URL, av.Query, av.Server, av.MCPTool = string(x.Kind), x.Command, x.URL, x.Query, x.Server, x.MCPTool
-				if x.Paths != nil {
-					av.Paths = x.Paths
-				}
+				x = *c.Action
 			}
-			a.action = a.c.adapter.NativeToValue(av)
+			a.action = &object{def: actionDef, vals: []ref.Val{types.String(x.Kind), types.String(x.Command),
+				types.NewStringList(a.c.adapter, x.Paths), types.String(x.URL), types.String(x.Query),
+				types.String(x.Server), types.String(x.MCPTool)}}
 		}
 		return a.action, true
 	case varPayload:
@@ -104,6 +119,9 @@ func (a *activation) ResolveName(name string) (any, bool) {
 	if i, ok := a.c.varIndex[name]; ok {
 		if a.vars[i] == nil {
 			a.vars[i] = a.eval(a.c.vars[i])
+			if a.fast && !valueInBounds(a.vars[i]) {
+				a.fast = false // what reads it may cost more than estimated
+			}
 		}
 		return a.vars[i], true
 	}
@@ -126,7 +144,7 @@ func (a *activation) str(i int, s string) ref.Val {
 
 // eval runs e in this activation; an error is a CEL error value.
 func (a *activation) eval(e *expr) ref.Val {
-	v, _, err := e.prg.ContextEval(a.ctx, a)
+	v, err := e.run(a)
 	if err != nil {
 		return types.WrapErr(err)
 	}
@@ -136,7 +154,7 @@ func (a *activation) eval(e *expr) ref.Val {
 // counterKey evaluates counter i's key.
 func (a *activation) counterKey(i int) (CounterKey, error) {
 	cn := a.c.counters[i]
-	v, _, err := cn.key.prg.ContextEval(a.ctx, a)
+	v, err := cn.key.run(a)
 	if err != nil {
 		return CounterKey{}, err
 	}
@@ -218,4 +236,55 @@ func (a *activation) sessionSeen(_ string, args ...ref.Val) ref.Val {
 		return types.WrapErr(err)
 	}
 	return types.Bool(ok)
+}
+
+// run evaluates e in a: without cost tracking when a's inputs are within
+// the estimate's bounds.
+func (e *expr) run(a *activation) (ref.Val, error) {
+	p := e.prg
+	if a.fast {
+		p = e.fast
+	}
+	v, _, err := p.ContextEval(a.ctx, a)
+	return v, err
+}
+
+// inBounds reports whether what in holds is within the sizes the cost
+// estimates assume (sizes): then each expression's cost is bounded by its
+// estimate, which Compile held under the limit.
+func inBounds(in *Input) bool {
+	ev := in.Event
+	if len(ev.Data) > maxStrSize || len(in.Identity) > maxStrSize || len(in.Harness) > maxStrSize ||
+		len(ev.Source) > maxStrSize || len(ev.Subject) > maxStrSize || len(ev.ID) > maxStrSize ||
+		len(ev.AgentID) > maxStrSize || len(ev.SessionID) > maxStrSize || len(ev.RunID) > maxStrSize {
+		return false
+	}
+	if c := in.Call; c != nil && c.Action != nil {
+		x := c.Action
+		if len(x.Command) > maxStrSize || len(x.URL) > maxStrSize || len(x.Query) > maxStrSize ||
+			len(x.Server) > maxStrSize || len(x.MCPTool) > maxStrSize || len(x.Paths) > maxListSize {
+			return false
+		}
+		for _, p := range x.Paths {
+			if len(p) > maxPathSize {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// valueInBounds reports whether a variable's value is within the sizes
+// the estimates of the expressions reading it assumed.
+func valueInBounds(v ref.Val) bool {
+	switch x := v.(type) {
+	case types.String:
+		return len(x) <= maxStrSize
+	case types.Bytes:
+		return len(x) <= maxStrSize
+	case traits.Sizer:
+		n, ok := x.Size().(types.Int)
+		return ok && n <= maxValueSize
+	}
+	return true
 }

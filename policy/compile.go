@@ -1,8 +1,8 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -26,8 +26,9 @@ type Compiled struct {
 	validations []*validation
 	mutations   []*expr
 	// all is every validation as one list, the fast path of a decision
-	// where all hold (nil for fewer than two).
-	all cel.Program
+	// where all hold (nil for fewer than two); allFast the same without
+	// cost tracking.
+	all, allFast cel.Program
 
 	agents, harnesses, kinds, tools globs
 	stages                          []events.Stage
@@ -40,7 +41,11 @@ type expr struct {
 	rule string // the rule's name (or the variable's, the counter's)
 	path string // where it is in the document ("validations.0.expression")
 	text string
-	prg  cel.Program
+	prg  cel.Program // with the run-time cost limit
+	// fast is the same without cost tracking, for inputs within the sizes
+	// the estimate assumed (inBounds): its estimate, under the limit,
+	// bounds its cost.
+	fast cel.Program
 	// reads are the fields and variables it reads, each a program
 	// rendering its value for explain.
 	reads []read
@@ -66,7 +71,8 @@ type counter struct {
 // (docs/POLICIES.md lists the variables and functions), refuses one whose
 // estimated cost exceeds the limit, and prepares them to run. Errors wrap
 // ErrInvalid (and ErrNoHistory, ErrCostLimit) and start
-// "file:line:column:" at the expression's place in the file.
+// "file:line:column:" at the expression's place in the file. p comes from
+// Parse, which checked its other fields and applied the defaults.
 func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 	c := &Compiled{p: p, opts: options{costLimit: DefaultCostLimit},
 		varIndex: map[string]int{}, counterIdx: map[string]int{}}
@@ -151,7 +157,7 @@ func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 		c.validations = append(c.validations, val)
 	}
 	if len(c.validations) > 1 {
-		if c.all, err = c.compileAll(env); err != nil {
+		if c.all, c.allFast, err = c.compileAll(env); err != nil {
 			return nil, err
 		}
 	}
@@ -169,7 +175,7 @@ func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 // it costs one program run instead of one per rule. Each validation has
 // been checked on its own; the list is not estimated again, and its run
 // is bounded by the sum of the validations' limits.
-func (c *Compiled) compileAll(env *cel.Env) (cel.Program, error) {
+func (c *Compiled) compileAll(env *cel.Env) (tracked, fast cel.Program, err error) {
 	var b strings.Builder
 	b.WriteString("[")
 	for i, v := range c.validations {
@@ -183,10 +189,16 @@ func (c *Compiled) compileAll(env *cel.Env) (cel.Program, error) {
 	b.WriteString("]")
 	ast, iss := env.Compile(b.String())
 	if iss.Err() != nil {
-		return nil, c.p.errAt("validations", "the validations together: %v", iss.Err())
+		return nil, nil, c.p.errAt("validations", "the validations together: %v", iss.Err())
 	}
 	limit := c.opts.costLimit * uint64(len(c.validations))
-	return env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(limit), cel.InterruptCheckFrequency(128))
+	if tracked, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(limit), cel.InterruptCheckFrequency(128)); err != nil {
+		return nil, nil, c.p.errAt("validations", "%v", err)
+	}
+	if fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(128)); err != nil {
+		return nil, nil, c.p.errAt("validations", "%v", err)
+	}
+	return tracked, fast, nil
 }
 
 // Marker types for compile's output check.
@@ -198,7 +210,6 @@ var (
 // compile checks one expression and plans it. want is the output type it
 // must have (nil: any; dyn always passes, checked when it runs).
 func (c *Compiled) compile(env *cel.Env, rule, path, text string, want *cel.Type) (*expr, *cel.Type, error) {
-	p := c.p
 	ast, iss := env.Compile(text)
 	if iss.Err() != nil {
 		return nil, nil, c.celErrors(path, rule, iss)
@@ -223,7 +234,11 @@ func (c *Compiled) compile(env *cel.Env, rule, path, text string, want *cel.Type
 	if err != nil {
 		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
 	}
-	e := &expr{rule: rule, path: path, text: text, prg: prg}
+	fast, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(128))
+	if err != nil {
+		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
+	}
+	e := &expr{rule: rule, path: path, text: text, prg: prg, fast: fast}
 	for _, name := range readsOf(native) {
 		rast, iss := env.Compile(name)
 		if iss.Err() != nil {
@@ -235,7 +250,6 @@ func (c *Compiled) compile(env *cel.Env, rule, path, text string, want *cel.Type
 		}
 		e.reads = append(e.reads, read{name: name, prg: rprg})
 	}
-	_ = p
 	return e, out, nil
 }
 
@@ -335,6 +349,8 @@ func (c *Compiled) checkHistory(a *celast.AST, path, rule string) error {
 					err = c.errIn(path, rule, loc.Line(), loc.Column(), "%s is a function of the session: write session.%s(...)", call.FunctionName(), call.FunctionName())
 				case c.opts.history == nil:
 					err = fmt.Errorf("%w (%w)", c.errIn(path, rule, loc.Line(), loc.Column(), "session.%s reads the record: compile with a history (WithHistory)", call.FunctionName()), ErrNoHistory)
+				default:
+					err = c.checkHistoryArgs(a, path, rule, call)
 				}
 			}
 		case celast.IdentKind:
@@ -348,6 +364,38 @@ func (c *Compiled) checkHistory(a *celast.AST, path, rule string) error {
 		}
 	}))
 	return err
+}
+
+// checkHistoryArgs refuses a constant kinds or pattern argument of
+// session.count or session.seen that the history would refuse.
+func (c *Compiled) checkHistoryArgs(a *celast.AST, path, rule string, call celast.CallExpr) error {
+	args := call.Args()
+	constant := func(i int) (string, int, int, bool) {
+		if i >= len(args) || args[i].Kind() != celast.LiteralKind {
+			return "", 0, 0, false
+		}
+		s, ok := args[i].AsLiteral().(types.String)
+		loc := a.SourceInfo().GetStartLocation(args[i].ID())
+		return string(s), loc.Line(), loc.Column(), ok
+	}
+	if kinds, line, col, ok := constant(0); ok {
+		if _, err := kindsGlob(kinds); err != nil {
+			return c.errIn(path, rule, line, col, "session.%s: %v (kinds or globs of kinds separated by |: %s)", call.FunctionName(), err, kindList())
+		}
+		for _, k := range strings.Split(kinds, "|") {
+			if !kindGlobMatchesAny(k) {
+				return c.errIn(path, rule, line, col, "session.%s: %q matches no action kind (%s)", call.FunctionName(), k, kindList())
+			}
+		}
+	}
+	if call.FunctionName() == fnSeen {
+		if pattern, line, col, ok := constant(1); ok {
+			if _, err := regexp.Compile(pattern); err != nil {
+				return c.errIn(path, rule, line, col, "session.seen: %v", err)
+			}
+		}
+	}
+	return nil
 }
 
 // readsOf lists the fields and variables an expression reads, as CEL
@@ -415,5 +463,3 @@ func rootName(n string) bool {
 
 // Policy returns the policy c was compiled from.
 func (c *Compiled) Policy() *Policy { return c.p }
-
-var _ = errors.Is

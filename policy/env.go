@@ -1,50 +1,11 @@
 package policy
 
 import (
-	"time"
-
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/ext"
 )
-
-// The CEL view of what a policy reads. Field names are those of the
-// events' JSON (docs/POLICIES.md lists them); a field not listed is a type
-// error at Compile.
-
-// eventVar is the CEL type hookbus.Event: the event being decided.
-type eventVar struct {
-	Stage   string    `cel:"stage"`
-	ID      string    `cel:"id"`
-	Source  string    `cel:"source"`
-	Agent   string    `cel:"agent"`
-	Session string    `cel:"session"`
-	Run     string    `cel:"run"`
-	Step    int64     `cel:"step"`
-	Subject string    `cel:"subject"`
-	Time    time.Time `cel:"time"`
-}
-
-// callVar is the CEL type hookbus.Call: the tool call (events.ToolCall),
-// its arguments as a map.
-type callVar struct {
-	ID        string         `cel:"id"`
-	Name      string         `cel:"name"`
-	Arguments map[string]any `cel:"arguments"`
-}
-
-// actionVar is the CEL type hookbus.Action: the call normalized
-// (events.Action).
-type actionVar struct {
-	Kind    string   `cel:"kind"`
-	Command string   `cel:"command"`
-	Paths   []string `cel:"paths"`
-	URL     string   `cel:"url"`
-	Query   string   `cel:"query"`
-	Server  string   `cel:"server"`
-	MCPTool string   `cel:"mcp_tool"`
-}
 
 // The names CEL expressions read.
 const (
@@ -74,11 +35,6 @@ const (
 // (variables and counters are added per policy).
 func baseEnv() (*cel.Env, error) {
 	return cel.NewEnv(
-		ext.NativeTypes(
-			types.NativeTypeFor[eventVar](types.NativeTypeAlias("hookbus.Event"), types.ParseStructTags(true)),
-			types.NativeTypeFor[callVar](types.NativeTypeAlias("hookbus.Call"), types.ParseStructTags(true)),
-			types.NativeTypeFor[actionVar](types.NativeTypeAlias("hookbus.Action"), types.ParseStructTags(true)),
-		),
 		cel.Variable(varEvent, cel.ObjectType("hookbus.Event")),
 		cel.Variable(varCall, cel.ObjectType("hookbus.Call")),
 		cel.Variable(varAction, cel.ObjectType("hookbus.Action")),
@@ -98,6 +54,7 @@ func baseEnv() (*cel.Env, error) {
 		ext.Lists(),
 		ext.Sets(),
 		ext.Math(),
+		withObjects(), // last: the libraries above register types of their own
 	)
 }
 
@@ -108,9 +65,10 @@ type sizes struct{}
 func (sizes) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	s := func(max uint64) *cost.SizeEstimate { e := cost.RangedSizeEstimate(0, max); return &e }
 	p := n.Path()
-	if len(p) == 0 {
-		// A value inside the input reached by index (call.arguments.x[1]):
-		// no larger than the input's largest value.
+	switch {
+	case len(p) == 0:
+		// A value reached by index (call.arguments.x[1]): no larger than
+		// the input it comes from.
 		if t := n.Type(); t != nil {
 			switch t.Kind() {
 			case types.DynKind, types.StringKind, types.BytesKind, types.ListKind, types.MapKind:
@@ -118,15 +76,15 @@ func (sizes) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 			}
 		}
 		return nil
-	}
-	last := p[len(p)-1]
-	switch {
-	case len(p) == 2 && p[0] == varAction && p[1] == "paths":
+	case p[0] == varPayload || p[0] == varCall:
+		// Anything in the payload: its JSON is at most maxStrSize bytes
+		// on the fast path (inBounds), so no string is longer and no list
+		// or map has more entries.
+		return s(maxStrSize)
+	case p[0] == varAction && len(p) == 2 && p[1] == "paths":
 		return s(maxListSize)
-	case len(p) == 3 && p[0] == varAction && p[1] == "paths":
+	case p[0] == varAction && len(p) == 3 && p[1] == "paths":
 		return s(maxPathSize)
-	case len(p) >= 2 && (p[0] == varPayload || p[0] == varCall) && (last == "@keys" || last == "@values" || last == "@items"):
-		return s(maxValueSize)
 	}
 	if t := n.Type(); t != nil {
 		switch t.Kind() {

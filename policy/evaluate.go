@@ -64,6 +64,12 @@ const (
 // or ctx ending) returns the Result so far and an error wrapping
 // ErrEvaluation; the chain applies the policy's failurePolicy.
 func (c *Compiled) Evaluate(ctx context.Context, in *Input) (*Result, error) {
+	return c.evaluate(ctx, in, true)
+}
+
+// evaluate is Evaluate; without steps (what the chain calls) it records
+// no Steps, only the hit.
+func (c *Compiled) evaluate(ctx context.Context, in *Input, steps bool) (*Result, error) {
 	if in == nil || in.Event == nil {
 		return nil, fmt.Errorf("%w: no event", ErrEvaluation)
 	}
@@ -75,6 +81,7 @@ func (c *Compiled) Evaluate(ctx context.Context, in *Input) (*Result, error) {
 		return res, fmt.Errorf("%w: policy %s: %w", ErrEvaluation, c.p.Name, err)
 	}
 	a := newActivation(ctx, c, in)
+	a.steps = steps
 	for _, e := range c.conds {
 		ok, err := c.evalBool(a, e, res)
 		if err != nil {
@@ -92,10 +99,11 @@ func (c *Compiled) Evaluate(ctx context.Context, in *Input) (*Result, error) {
 		message  string
 		last     *expr
 	)
+	rest := c.validations
 	if c.allHold(a, res) {
-		last = c.validations[len(c.validations)-1].expr
+		last, rest = c.validations[len(c.validations)-1].expr, nil
 	}
-	for _, v := range c.validations[len(res.Steps)-len(c.conds):] {
+	for _, v := range rest {
 		last = v.expr
 		ok, err := c.evalBool(a, v.expr, res)
 		if err != nil {
@@ -106,7 +114,9 @@ func (c *Compiled) Evaluate(ctx context.Context, in *Input) (*Result, error) {
 			continue
 		}
 		msg := c.message(a, v)
-		res.Steps[len(res.Steps)-1].Outcome = OutcomeFalse + ": " + msg
+		if a.steps {
+			res.Steps[len(res.Steps)-1].Outcome = OutcomeFalse + ": " + msg
+		}
 		if v.v.Action == ActionWarn {
 			warnings = append(warnings, msg)
 			if failed == nil || failed.v.Action == ActionWarn {
@@ -141,7 +151,9 @@ func (c *Compiled) Evaluate(ctx context.Context, in *Input) (*Result, error) {
 	}
 	res.Hit = hit
 	res.Decision = c.decide(in.Event.Stage, mode, enforced, hit, failed, warnings, patch)
-	if len(c.counters) > 0 && res.Decision.Kind != interceptors.Deny && res.Decision.Kind != interceptors.Ask && res.Decision.Kind != interceptors.Stop {
+	// The counters count the calls the rules let through (in warn and
+	// audit, those they would have): the same count whatever the mode.
+	if len(c.counters) > 0 && (failed == nil || failed.v.Action == ActionWarn) {
 		if err := c.add(a); err != nil {
 			return res, err
 		}
@@ -156,7 +168,11 @@ func (c *Compiled) allHold(a *activation, res *Result) bool {
 	if c.all == nil {
 		return false
 	}
-	v, _, err := c.all.ContextEval(a.ctx, a)
+	all := c.all
+	if a.fast {
+		all = c.allFast
+	}
+	v, _, err := all.ContextEval(a.ctx, a)
 	if err != nil {
 		return false
 	}
@@ -168,6 +184,9 @@ func (c *Compiled) allHold(a *activation, res *Result) bool {
 		if list.Get(types.Int(i)) != types.True {
 			return false
 		}
+	}
+	if !a.steps {
+		return true
 	}
 	if res.Steps == nil {
 		res.Steps = make([]Step, 0, len(c.conds)+len(c.validations)+len(c.mutations))
@@ -285,10 +304,10 @@ func InRollout(name, session string, percent int) bool {
 
 // evalBool runs a bool expression and records its step.
 func (c *Compiled) evalBool(a *activation, e *expr, res *Result) (bool, error) {
-	v, _, err := e.prg.ContextEval(a.ctx, a)
+	v, err := e.run(a)
 	if err == nil {
 		if b, ok := v.(types.Bool); ok {
-			res.Steps = append(res.Steps, Step{Rule: e.rule, Expression: e.text, Outcome: outcome(bool(b))})
+			a.step(res, Step{Rule: e.rule, Expression: e.text, Outcome: outcome(bool(b))})
 			return bool(b), nil
 		}
 		err = fmt.Errorf("the expression gave %s, not a bool", v.Type().TypeName())
@@ -311,7 +330,7 @@ func (c *Compiled) failed(a *activation, e *expr, res *Result, err error) error 
 	case isCostLimit(err):
 		err = fmt.Errorf("%w: %v", ErrCostLimit, err)
 	}
-	res.Steps = append(res.Steps, Step{Rule: e.rule, Expression: e.text, Outcome: "error: " + err.Error()})
+	a.step(res, Step{Rule: e.rule, Expression: e.text, Outcome: "error: " + err.Error()})
 	return fmt.Errorf("%w: policy %s: %s: %w", ErrEvaluation, c.p.Name, e.rule, err)
 }
 
@@ -324,7 +343,7 @@ func isCostLimit(err error) bool {
 // value, else its message, else its name and expression.
 func (c *Compiled) message(a *activation, v *validation) string {
 	if v.message != nil {
-		if out, _, err := v.message.prg.ContextEval(a.ctx, a); err == nil {
+		if out, err := v.message.run(a); err == nil {
 			if s, ok := out.(types.String); ok && s != "" {
 				return string(s)
 			}
@@ -338,7 +357,7 @@ func (c *Compiled) message(a *activation, v *validation) string {
 
 // evalPatch runs a mutation and reads its JSON Patch.
 func (c *Compiled) evalPatch(a *activation, e *expr, res *Result) ([]interceptors.PatchOp, error) {
-	v, _, err := e.prg.ContextEval(a.ctx, a)
+	v, err := e.run(a)
 	if err != nil {
 		return nil, c.failed(a, e, res, err)
 	}
@@ -353,7 +372,9 @@ func (c *Compiled) evalPatch(a *activation, e *expr, res *Result) ([]interceptor
 	if err := (&interceptors.Decision{Kind: interceptors.Modify, Patch: ops}).Validate(events.StageToolBefore); err != nil && len(ops) > 0 {
 		return nil, c.failed(a, e, res, fmt.Errorf("the patch is malformed: %v", strings.TrimPrefix(err.Error(), interceptors.ErrBadReply.Error()+": ")))
 	}
-	res.Steps = append(res.Steps, Step{Rule: e.rule, Expression: e.text, Outcome: fmt.Sprintf("patch: %d operations", len(ops))})
+	if a.steps {
+		a.step(res, Step{Rule: e.rule, Expression: e.text, Outcome: fmt.Sprintf("patch: %d operations", len(ops))})
+	}
 	return ops, nil
 }
 
@@ -364,7 +385,7 @@ func (c *Compiled) add(a *activation) error {
 		if err != nil {
 			return fmt.Errorf("%w: policy %s: counter %s: key: %w", ErrEvaluation, c.p.Name, cn.c.Name, err)
 		}
-		v, _, err := cn.value.prg.ContextEval(a.ctx, a)
+		v, err := cn.value.run(a)
 		if err != nil {
 			return fmt.Errorf("%w: policy %s: counter %s: value: %w", ErrEvaluation, c.p.Name, cn.c.Name, err)
 		}

@@ -229,6 +229,7 @@ match:
   tools: [Edit]
 validations:
 - expression: 'true'
+  action: warn
 `)
 	regs := c.Registrations()
 	if len(regs) != 2 {
@@ -262,5 +263,64 @@ validations:
 	_, err := ic.Intercept(ctx, &interceptors.Request{Stage: ev.Stage, Event: ev})
 	if err == nil || !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
+	}
+}
+
+// A policy in warn mode whose expression fails lets the call through with
+// the failure as a warning, whatever its failure policy.
+func TestWarnModeFailure(t *testing.T) {
+	c := compile(t, strings.Replace(fmt.Sprintf(failing, "fail"), "name: needs-key\n", "name: needs-key\nmode: warn\n", 1))
+	out, err := chainFor(t, c).Run(context.Background(), toolBefore(t, events.HarnessClaude, "a", "s1", "Bash", `{"command":"ls"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := out.Records[0]
+	if out.Decision != interceptors.Allow || rec.Failure != nil || len(rec.Warnings) != 1 || !strings.Contains(rec.Warnings[0], "no such key: mode") {
+		t.Errorf("decision %s, record %+v", out.Decision, rec)
+	}
+}
+
+// One compiled policy decides for many goroutines at once, sharing its
+// history.
+func TestConcurrentEvaluate(t *testing.T) {
+	mem := policy.NewMemory()
+	c := compile(t, `
+name: limit
+match:
+  kinds: [shell]
+counters:
+- name: n
+  key: agent
+  window: 1h
+validations:
+- expression: counters.n < 1000.0 && !session.seen("file.read", "\\.env$")
+`, policy.WithHistory(mem))
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for i := range 100 {
+				ev := toolBefore(t, events.HarnessHookbus, "a", fmt.Sprintf("s%d", g), "Bash", `{"command":"ls"}`)
+				mem.Record(ev)
+				in, _ := policy.InputFrom(ev, "")
+				res, err := c.Evaluate(context.Background(), in)
+				if err == nil && res.Decision.Kind != interceptors.Allow {
+					err = fmt.Errorf("call %d: %s", i, res.Decision.Kind)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := policy.CounterKey{Policy: "limit", Counter: "n", Key: "a", Window: time.Hour}
+	if n, _ := mem.Counter(context.Background(), k); n != 400 {
+		t.Errorf("counted %v, want 400", n)
 	}
 }

@@ -45,7 +45,8 @@ func (c *Compiled) Registrations() []interceptors.Registration {
 
 // Interceptor returns what the chain calls for the policy's
 // registrations: it evaluates in process, on the chain's goroutine, and
-// returns once ctx is done (interceptors.BoundFunc). The caller's
+// returns once ctx is done (interceptors.BoundFunc). It records no
+// Steps (the hit says which rule decided and what it read). The caller's
 // identity is not known to the chain; a harness that knows it evaluates
 // with Evaluate and an Input of its own.
 //
@@ -59,7 +60,7 @@ func (c *Compiled) Interceptor() interceptors.Interceptor {
 		if err != nil {
 			return nil, err
 		}
-		res, err := c.Evaluate(ctx, in)
+		res, err := c.evaluate(ctx, in, false)
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 				err = fmt.Errorf("%w (%w)", err, ctxErr)

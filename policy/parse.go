@@ -237,10 +237,20 @@ func (k *keys) known() string {
 // the document's start when there is none).
 func (p *Policy) errAt(path string, format string, args ...any) error {
 	line, col := 1, 1
-	if n := p.node(path); n != nil {
-		line, col = n.Line, n.Column
-	} else if p.root != nil {
+	if p.root != nil {
 		line, col = p.root.Line, p.root.Column
+	}
+	// The node at path, or the nearest one above it that is written.
+	for at := path; at != ""; {
+		if n := p.node(at); n != nil {
+			line, col = n.Line, n.Column
+			break
+		}
+		i := strings.LastIndex(at, ".")
+		if i < 0 {
+			break
+		}
+		at = at[:i]
 	}
 	return fmt.Errorf("%w: %s:%d:%d: policy %s: %s", ErrInvalid, p.file, line, col, p.Name, fmt.Sprintf(format, args...))
 }
@@ -381,11 +391,13 @@ func (p *Policy) check() error {
 		default:
 			return p.errAt(at+".action", "action %q (want %s, %s or %s)", v.Action, ActionDeny, ActionAsk, ActionWarn)
 		}
-		if v.Action == ActionAsk {
-			for _, st := range s.Match.Stages {
-				if !st.Accepts().Has(events.DecisionAsk) {
-					return p.errAt(at+".action", "action ask needs stages that accept ask (%s accepts %s)", st, st.Accepts())
-				}
+		for _, st := range s.Match.Stages {
+			acc := st.Accepts()
+			switch {
+			case v.Action == ActionAsk && !acc.Has(events.DecisionAsk):
+				return p.errAt(at+".action", "action ask needs stages that accept ask (%s accepts %s)", st, acc)
+			case v.Action == ActionDeny && !acc.Has(events.DecisionDeny) && !acc.Has(events.DecisionStop):
+				return p.errAt(at+".action", "action deny needs stages that accept deny or stop (%s accepts %s): use action warn", st, acc)
 			}
 		}
 	}
@@ -448,8 +460,12 @@ func (p *Policy) checkMatch() error {
 	if !tools && (len(m.Kinds) > 0 || len(m.Tools) > 0) {
 		return p.errAt("match", "kinds and tools match tool calls: they need stage tool.before or tool.after")
 	}
-	for field, list := range map[string][]string{"agents": m.Agents, "harnesses": m.Harnesses, "kinds": m.Kinds, "tools": m.Tools} {
-		for i, g := range list {
+	for _, f := range []struct {
+		field string
+		list  []string
+	}{{"agents", m.Agents}, {"harnesses", m.Harnesses}, {"kinds", m.Kinds}, {"tools", m.Tools}} {
+		field := f.field
+		for i, g := range f.list {
 			if _, err := compileGlob(g); err != nil {
 				return p.errAt(fmt.Sprintf("match.%s.%d", field, i), "%s: %v", field, err)
 			}

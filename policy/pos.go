@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -120,18 +121,9 @@ func rawOffset(raw string, style yaml.Style, n int) int {
 				i += 2
 			}
 		default:
-			_, size := decodeRune(raw[i:])
+			_, size := utf8.DecodeRuneInString(raw[i:])
 			i += size
 		}
 	}
 	return i
-}
-
-func decodeRune(s string) (rune, int) {
-	for i, r := range s {
-		if i == 0 {
-			return r, len(string(r))
-		}
-	}
-	return 0, 1
 }

@@ -7,4 +7,8 @@
 // same work; with -count > 1 the median of the runs is used. A row whose
 // benchmarks are missing from the input is reported as missing, and the
 // command exits 1.
+//
+// A second table gives policy evaluation (package policy): one decision's
+// p50 and p99 at 1, 10 and 100 rules, and a temporal rule's in sessions
+// of 10 and 10,000 calls.
 package main

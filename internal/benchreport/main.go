@@ -39,7 +39,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
-	if !report(os.Stdout, results) {
+	ok := report(os.Stdout, results)
+	if !reportPolicy(os.Stdout, results) {
+		ok = false
+	}
+	if !ok {
 		os.Exit(1)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
+	"github.com/hookbus/hookbus/policy"
 	"github.com/invopop/jsonschema"
 )
 
@@ -19,6 +20,10 @@ var adjustments = map[string]func(*jsonschema.Schema){
 		ref(s, "decision", "Kind")
 		prop(s, "patch").Type = "array"
 		prop(s, "patch").Items = &jsonschema.Schema{Ref: "#/$defs/PatchOp"}
+	},
+	"PolicyHit": func(s *jsonschema.Schema) {
+		enum(s, "mode", string(policy.ModeEnforce), string(policy.ModeWarn), string(policy.ModeAudit))
+		enum(s, "action", string(policy.ActionDeny), string(policy.ActionAsk), string(policy.ActionWarn), policy.HitMutate, policy.HitAllow)
 	},
 	"HookFailed": func(s *jsonschema.Schema) {
 		enum(s, "kind", events.FailTimeout, events.FailNoResponders, events.FailBadReply, events.FailError, events.FailPanic)

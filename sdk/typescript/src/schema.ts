@@ -641,11 +641,11 @@ export interface PolicyHit {
   /**
    * mode is how the policy applied to this event: enforce, warn or audit (a session outside the policy's rollout is audit).
    */
-  mode: string;
+  mode: "enforce" | "warn" | "audit";
   /**
    * action is what the policy decided: deny, ask, warn, mutate or allow.
    */
-  action: string;
+  action: "deny" | "ask" | "warn" | "mutate" | "allow";
   /**
    * message is the rule's message.
    */
