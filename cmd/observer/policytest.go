@@ -188,6 +188,14 @@ func printPolicyTest(w io.Writer, rep *policytest.Report) error {
 		return err
 	}
 	if rep.Flips() == 0 {
+		read := 0
+		for _, p := range rep.Policies {
+			read += p.Calls
+		}
+		if read == 0 {
+			fmt.Fprintln(w, "\nNo recorded call was read: widen --since (0 reads all the record holds), or check --agent and --harness.")
+			return nil
+		}
 		fmt.Fprintln(w, "\nNo call would change.")
 		return nil
 	}

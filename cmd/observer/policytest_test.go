@@ -89,8 +89,12 @@ func TestPolicyTestCommand(t *testing.T) {
 		t.Fatalf("--harness codex: exit %d\n%s\n%s", code, out, errOut)
 	}
 	code, out, errOut = observe(t, "policy", "test", "-f", fleetYAML, "--since", "0", "--agent", "nobody", "--fail-on-flips", "--no-store", "--nats", url)
-	if code != exitOK || !strings.Contains(out, "No call would change.") {
+	if code != exitOK || !strings.Contains(out, "No recorded call was read") {
 		t.Fatalf("--agent nobody: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = observe(t, "policy", "test", "-f", fleetYAML, "--since", "0", "--agent", "ci-*", "--fail-on-flips", "--no-store", "--nats", url)
+	if code != exitOK || !strings.Contains(out, "No call would change.") {
+		t.Fatalf("--agent ci-* (its match condition leaves the ci- agent out): exit %d\n%s\n%s", code, out, errOut)
 	}
 	if code, _, errOut := observe(t, "policy", "test", "--nats", url); code != exitUsage || !strings.Contains(errOut, "-f FILE") {
 		t.Fatalf("no file: exit %d %s", code, errOut)
