@@ -1,7 +1,6 @@
 package webui_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"slices"
@@ -139,6 +138,13 @@ func TestPoliciesView(t *testing.T) {
 		t.Fatalf("quiet-npm %+v", npm)
 	}
 
+	// The page inlines the view.
+	d, raw, _ := pageData(t, url+"/?view=policies", 200)
+	var inlined webui.PoliciesView
+	if err := json.Unmarshal(raw, &inlined); err != nil || d.View != webui.ViewPolicies || len(inlined.Policies) != 4 || inlined.Policies[0].Hits == nil || inlined.Policies[0].Test == nil {
+		t.Fatalf("GET /?view=policies: view %q, %+v (%v)", d.View, inlined, err)
+	}
+
 	// Without a store the view says so and shows the record's hits.
 	url = serveGuarded(t, webui.Config{Bus: bustest.StartBus(t)}, httpauth.Config{}).URL
 	getJSON(t, url+"/api/policies", 200, &v)
@@ -175,5 +181,3 @@ func TestBrowserPolicies(t *testing.T) {
 	br.axe("the policies")
 	br.do("open a flip's run", chromedp.Click(chromedp.CSS(`section[data-policy="no-exfil"] tr[data-flip] a`)), chromedp.WaitVisible(chromedp.CSS(".timeline")))
 }
-
-var _ = context.Background
