@@ -177,6 +177,11 @@ func TestBrowserPolicies(t *testing.T) {
 	if n := eval[int](br, `document.querySelectorAll('section[data-policy="no-exfil"] tr[data-flip] a[href*="run=01KFZCC"]').length`); n != 1 {
 		t.Fatalf("no-exfil's flip links %d runs", n)
 	}
+	br.do("open no-destructive-shell's latest decisions", chromedp.Click(chromedp.CSS(`section[data-policy="no-destructive-shell"] .latest-hits summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`section[data-policy="no-destructive-shell"] .latest-hits tr[data-hit]`)))
+	if hits := eval[[]string](br, `[...document.querySelectorAll('section[data-policy="no-destructive-shell"] .latest-hits tr[data-hit]')].map(e => e.dataset.hit)`); !slices.Equal(hits, []string{"deny", "ask", "deny"}) {
+		t.Fatalf("latest decisions %v, newest first", hits)
+	}
 	br.shot("policies")
 	br.axe("the policies")
 	br.do("open a flip's run", chromedp.Click(chromedp.CSS(`section[data-policy="no-exfil"] tr[data-flip] a`)), chromedp.WaitVisible(chromedp.CSS(".timeline")))

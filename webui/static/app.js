@@ -741,6 +741,23 @@ function testSection(p) {
   return h("div", { class: "policy-test" }, h("h3", {}, "Last test against history"), head, perAgent, flips);
 }
 
+// latestHits lists a policy's newest decisions that did something (an
+// allow with every rule holding is counted, not listed), linked to their
+// runs.
+function latestHits(list) {
+  const shown = list.filter((x) => x.action !== "allow").slice(0, 5);
+  if (shown.length === 0) return null;
+  return h("details", { class: "latest-hits" }, h("summary", {}, "Latest decisions (" + shown.length + ")"),
+    h("table", {}, h("caption", { class: "visually-hidden" }, "Latest decisions"),
+      h("thead", {}, h("tr", {}, ["Time", "Agent", "Run", "Rule", "Decided", "Applied", "Message"].map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, shown.map((x) => h("tr", { dataset: { hit: x.action } },
+        h("td", { class: "nowrap" }, timeEl(x.time)), h("td", {}, x.agent),
+        h("td", {}, h("a", { href: runHref(x.run, x.agent, x.session), title: "run " + x.run }, short(x.run))),
+        h("td", {}, h("b", {}, x.rule || "—")), h("td", {}, h("span", { class: "pill " + (actionClass[x.action] || "") }, x.action)),
+        h("td", {}, x.enforced ? "enforced" : h("span", { class: "muted" }, "recorded only")),
+        h("td", { class: "muted small" }, x.message || ""))))));
+}
+
 function policyCard(p) {
   const hits = p.hits || { enforced: {}, would_hit: {}, rules: {}, latest: [] };
   return h("section", { class: "policy", dataset: { policy: p.name, mode: p.mode || "" }, "aria-labelledby": "policy-" + p.name },
@@ -754,6 +771,7 @@ function policyCard(p) {
       h("div", {}, h("h3", {}, "Enforced"), countChips(hits.enforced, actionClass, "no enforced decision in this window")),
       h("div", {}, h("h3", {}, "Would have hit"), h("div", { class: "muted small" }, "audit, warn, outside the rollout"), countChips(hits.would_hit, actionClass, "none in this window")),
       h("div", {}, h("h3", {}, "By rule"), countChips(hits.rules, {}, "—", "rule"))),
+    latestHits(hits.latest || []),
     testSection(p));
 }
 
