@@ -192,10 +192,10 @@ func (c *Compiled) compileAll(env *cel.Env) (tracked, fast cel.Program, err erro
 		return nil, nil, c.p.errAt("validations", "the validations together: %v", iss.Err())
 	}
 	limit := c.opts.costLimit * uint64(len(c.validations))
-	if tracked, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(limit), cel.InterruptCheckFrequency(128)); err != nil {
+	if tracked, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.CostLimit(limit), cel.InterruptCheckFrequency(128)); err != nil {
 		return nil, nil, c.p.errAt("validations", "%v", err)
 	}
-	if fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(128)); err != nil {
+	if fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.InterruptCheckFrequency(128)); err != nil {
 		return nil, nil, c.p.errAt("validations", "%v", err)
 	}
 	return tracked, fast, nil
@@ -230,11 +230,11 @@ func (c *Compiled) compile(env *cel.Env, rule, path, text string, want *cel.Type
 		return nil, nil, fmt.Errorf("%w (%w)", c.errIn(path, rule, 0, 0, "estimated cost %d exceeds the limit %d (bound a comprehension, or match fewer values with a cheaper test)",
 			est.Max, c.opts.costLimit), ErrCostLimit)
 	}
-	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(c.opts.costLimit), cel.InterruptCheckFrequency(128))
+	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.CostLimit(c.opts.costLimit), cel.InterruptCheckFrequency(128))
 	if err != nil {
 		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
 	}
-	fast, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(128))
+	fast, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.InterruptCheckFrequency(128))
 	if err != nil {
 		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
 	}

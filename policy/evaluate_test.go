@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -322,5 +323,28 @@ validations:
 	k := policy.CounterKey{Policy: "limit", Counter: "n", Key: "a", Window: time.Hour}
 	if n, _ := mem.Counter(context.Background(), k); n != 400 {
 		t.Errorf("counted %v, want 400", n)
+	}
+}
+
+// A regular expression decides the same whether the input is within the
+// estimate's bounds (no cost tracking) or not (tracked), in both forms of
+// matches.
+func TestMatchesTrackedAndNot(t *testing.T) {
+	c := compile(t, `
+name: rm
+validations:
+- expression: '!action.command.matches("rm\\s+-rf") && !matches(action.command, "mkfs")'
+`)
+	long := strings.Repeat("echo x; ", 3000) // over 16 KiB: tracked
+	for _, cmd := range []string{"ls", "rm -rf /", "mkfs /dev/sda", long + "ls", long + "rm -rf /", long + "mkfs"} {
+		want := interceptors.Deny
+		if strings.HasSuffix(cmd, "ls") {
+			want = interceptors.Allow
+		}
+		q, _ := json.Marshal(cmd)
+		res := evaluate(t, c, toolBefore(t, events.HarnessHookbus, "a", "s1", "Bash", `{"command":`+string(q)+`}`))
+		if res.Decision.Kind != want {
+			t.Errorf("%.20q (%d bytes): %s, want %s", cmd, len(cmd), res.Decision.Kind, want)
+		}
 	}
 }

@@ -117,6 +117,9 @@ func parseDocument(file string, ch chunk) (*Policy, error) {
 	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
 		return nil, nil
 	}
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%w: %s:%d:%d: a policy document is a mapping (name:, match:, validations:, ...)", ErrInvalid, file, root.Line, root.Column)
+	}
 	p := &Policy{Source: bytes.TrimSpace(ch.text), file: file, root: root, pos: map[string]pos{}}
 	p.Source = append(p.Source, '\n')
 	if err := checkKeys(file, root, documentKeys, ""); err != nil {
@@ -145,13 +148,16 @@ func yamlError(file string, firstLine int, err error) error {
 	if errors.As(err, &te) && len(te.Errors) > 0 {
 		msg = te.Errors[0] // "line 2: cannot unmarshal ..."
 	}
-	line := 0
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		if firstLine > 0 {
-			line += firstLine - 1
-		}
-		msg = yamlLineRE.ReplaceAllStringFunc(msg, func(string) string { return "line " + strconv.Itoa(line) })
+		// Each line number counted in the file.
+		msg = yamlLineRE.ReplaceAllStringFunc(msg, func(s string) string {
+			n, _ := strconv.Atoi(strings.TrimPrefix(s, "line "))
+			if firstLine > 0 {
+				n += firstLine - 1
+			}
+			return "line " + strconv.Itoa(n)
+		})
+		line, _ := strconv.Atoi(yamlLineRE.FindStringSubmatch(msg)[1])
 		msg = strings.TrimPrefix(msg, "line "+strconv.Itoa(line)+": ")
 		return fmt.Errorf("%w: %s:%d:1: %s", ErrInvalid, file, line, msg)
 	}
@@ -252,7 +258,11 @@ func (p *Policy) errAt(path string, format string, args ...any) error {
 		}
 		at = at[:i]
 	}
-	return fmt.Errorf("%w: %s:%d:%d: policy %s: %s", ErrInvalid, p.file, line, col, p.Name, fmt.Sprintf(format, args...))
+	who := "policy " + p.Name
+	if p.Name == "" {
+		who = "policy"
+	}
+	return fmt.Errorf("%w: %s:%d:%d: %s: %s", ErrInvalid, p.file, line, col, who, fmt.Sprintf(format, args...))
 }
 
 // node finds the value under a dotted path ("validations.2.expression")
@@ -289,7 +299,7 @@ func (p *Policy) node(path string) *yaml.Node {
 // defaults.
 func (p *Policy) check() error {
 	s := &p.Spec
-	if err := events.ValidateID("policy name", p.Name); err != nil {
+	if err := events.ValidateID("policy", p.Name); err != nil {
 		return p.errAt("name", "%v", err)
 	}
 	switch s.Mode {
@@ -316,7 +326,7 @@ func (p *Policy) check() error {
 	}
 	names := map[string]string{}
 	unique := func(kind, path, name string) error {
-		if err := events.ValidateID(kind+" name", name); err != nil {
+		if err := events.ValidateID(kind, name); err != nil {
 			return p.errAt(path, "%v", err)
 		}
 		if strings.ContainsAny(name, "-.") && (kind == "variable" || kind == "counter") {
