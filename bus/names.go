@@ -8,7 +8,7 @@ import (
 
 // Names are the JetStream assets of one subject prefix. With the default
 // prefix "hookbus" they are HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_WAKES,
-// HOOKBUS_DLQ, HOOKBUS_CHECKPOINTS, HOOKBUS_USAGE, hookbus_hooks, hookbus_trust, hookbus_decisions,
+// HOOKBUS_DLQ, HOOKBUS_CHECKPOINTS, HOOKBUS_USAGE, HOOKBUS_COUNTERS, hookbus_hooks, hookbus_trust, hookbus_decisions,
 // hookbus_budgets, hookbus_agents, hookbus_workers and hookbus_payloads.
 // Another prefix derives them the same way: dots become underscores, upper
 // case for streams and lower case for buckets, so "acme.hookbus" gives
@@ -26,6 +26,7 @@ type Names struct {
 	Decisions   string // KV bucket: the decision cache of prompt hooks
 	Budgets     string // KV bucket: shared budgets' reservations and use
 	Usage       string // stream of <prefix>.use.> (what the shared budgets counted: append only)
+	Counters    string // stream of <prefix>.cnt.> (policies' fleet-wide counters: JetStream counters)
 	Agents      string // KV bucket: the fleet's agent definitions (runs.Fleet)
 	Workers     string // KV bucket: the live workers (runs.Fleet), entries expiring
 	Payloads    string // object store: large payloads (claim check)
@@ -50,6 +51,7 @@ func NamesFor(prefix string) Names {
 		Decisions:   low + "_decisions",
 		Budgets:     low + "_budgets",
 		Usage:       up + "_USAGE",
+		Counters:    up + "_COUNTERS",
 		Agents:      low + "_agents",
 		Workers:     low + "_workers",
 		Payloads:    low + "_payloads",
@@ -66,4 +68,11 @@ func UsageSubject(s events.Subjects, agent, session string) string {
 		subj += "." + session
 	}
 	return subj
+}
+
+// CountersSubject is the root of the subjects of policies' fleet-wide
+// counters (stream Names.Counters): <prefix>.cnt. What follows it is
+// bus/history's (docs/PROTOCOL.md, "Policy counters").
+func CountersSubject(s events.Subjects) string {
+	return strings.TrimSuffix(s.AllEvents(), ".evt.>") + ".cnt"
 }

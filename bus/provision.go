@@ -12,7 +12,7 @@ import (
 )
 
 // StreamConfigs returns the configurations Provision applies to the events,
-// runs, wakes, dead-letter and checkpoints streams, for review or for
+// runs, wakes, dead-letter, checkpoints, usage and counters streams, for review or for
 // provisioning by other means (nats CLI, Terraform).
 func (b *Bus) StreamConfigs() []jetstream.StreamConfig {
 	o := b.opts
@@ -89,7 +89,36 @@ func (b *Bus) StreamConfigs() []jetstream.StreamConfig {
 		// longest budget period if it grows too large.
 		DenyDelete: true,
 		DenyPurge:  true,
-	}}
+	}, b.countersConfig()}
+}
+
+// CountersMaxAge is how long the counters stream keeps a counter after its
+// last change (the stream's MaxAge): the longest window a policy's counter
+// may count over (bus/history refuses a longer one).
+const CountersMaxAge = 32 * 24 * time.Hour
+
+// countersConfig is the stream of policies' fleet-wide counters: JetStream
+// counters (each message's value is its subject's running total, added to
+// with a Nats-Incr header), one subject per window slot, only the last
+// message of a subject kept, gone CountersMaxAge after a slot's last
+// change.
+func (b *Bus) countersConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              b.names.Counters,
+		Description:       "hookbus policies' fleet-wide counters (JetStream counters, one subject per window slot)",
+		Subjects:          []string{CountersSubject(b.subj) + ".>"},
+		Retention:         jetstream.LimitsPolicy,
+		Storage:           jetstream.FileStorage,
+		Replicas:          b.opts.replicas,
+		MaxAge:            CountersMaxAge,
+		MaxMsgsPerSubject: 1,
+		Discard:           jetstream.DiscardOld,
+		AllowMsgCounter:   true,
+		// What is counted is not taken back by a purge or a delete
+		// (JetStream refuses to turn these off once set).
+		DenyDelete: true,
+		DenyPurge:  true,
+	}
 }
 
 // Provision creates or updates the streams, the KV buckets (hooks registry,

@@ -22,7 +22,7 @@ func (b *Bus) CheckProvisioned(ctx context.Context) error {
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
 	streams := []string{
-		b.names.Events, b.names.Runs, b.names.Wakes, b.names.DeadLetters, b.names.Usage,
+		b.names.Events, b.names.Runs, b.names.Wakes, b.names.DeadLetters, b.names.Usage, b.names.Counters,
 		"KV_" + b.names.Hooks, "KV_" + b.names.Trust, "KV_" + b.names.Decisions, "KV_" + b.names.Budgets,
 		"KV_" + b.names.Agents, "KV_" + b.names.Workers, "OBJ_" + b.names.Payloads,
 	}
@@ -37,6 +37,10 @@ func (b *Bus) CheckProvisioned(ctx context.Context) error {
 		case err == nil && name == b.names.Wakes:
 			if cfg := st.CachedInfo().Config; !cfg.AllowMsgSchedules {
 				missing = append(missing, name+" (without message schedules)")
+			}
+		case err == nil && name == b.names.Counters:
+			if !st.CachedInfo().Config.AllowMsgCounter {
+				missing = append(missing, name+" (without message counters)")
 			}
 		case err == nil && name == "KV_"+b.names.Decisions:
 			if !st.CachedInfo().Config.AllowMsgTTL {

@@ -36,6 +36,23 @@ func TestCheckProvisioned(t *testing.T) {
 	if err := b.CheckProvisioned(ctx); !errors.Is(err, bus.ErrNotProvisioned) || !strings.Contains(err.Error(), "missing HOOKBUS_DLQ") {
 		t.Fatalf("CheckProvisioned with the DLQ gone = %v", err)
 	}
+	// The counters stream of a bus provisioned before it existed is
+	// missing; once there, it is checked to count.
+	if err := b.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.JetStream().DeleteStream(ctx, "HOOKBUS_COUNTERS"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CheckProvisioned(ctx); !errors.Is(err, bus.ErrNotProvisioned) || !strings.Contains(err.Error(), "missing HOOKBUS_COUNTERS") {
+		t.Fatalf("CheckProvisioned with the counters gone = %v", err)
+	}
+	if _, err := b.JetStream().CreateStream(ctx, jetstream.StreamConfig{Name: "HOOKBUS_COUNTERS", Subjects: []string{"hookbus.cnt.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CheckProvisioned(ctx); !errors.Is(err, bus.ErrNotProvisioned) || !strings.Contains(err.Error(), "HOOKBUS_COUNTERS (without message counters)") {
+		t.Fatalf("CheckProvisioned with a counters stream that does not count = %v", err)
+	}
 }
 
 // A bus an older hookbus provisioned (buckets that allow roll-ups, an

@@ -100,7 +100,7 @@ func TestProvisionIsIdempotent(t *testing.T) {
 func TestPrefixDerivesNames(t *testing.T) {
 	b := bustest.StartBus(t, bus.WithPrefix("acme.hook-bus"))
 	want := bus.Names{Events: "ACME_HOOK-BUS_EVENTS", Runs: "ACME_HOOK-BUS_RUNS", Wakes: "ACME_HOOK-BUS_WAKES", DeadLetters: "ACME_HOOK-BUS_DLQ",
-		Checkpoints: "ACME_HOOK-BUS_CHECKPOINTS", Usage: "ACME_HOOK-BUS_USAGE",
+		Checkpoints: "ACME_HOOK-BUS_CHECKPOINTS", Usage: "ACME_HOOK-BUS_USAGE", Counters: "ACME_HOOK-BUS_COUNTERS",
 		Hooks: "acme_hook-bus_hooks", Trust: "acme_hook-bus_trust", Decisions: "acme_hook-bus_decisions", Budgets: "acme_hook-bus_budgets",
 		Agents: "acme_hook-bus_agents", Workers: "acme_hook-bus_workers", Payloads: "acme_hook-bus_payloads"}
 	if b.Names() != want {

@@ -98,8 +98,8 @@ func (b *Bus) Replay(ctx context.Context, f Filter, fn func(*events.Event) error
 		return st, err
 	}
 	last, ok, err := b.lastSeq(ctx, filters, f.Since)
-	if err != nil || !ok {
-		return st, err
+	if err != nil || !ok || last < f.From {
+		return st, err // nothing to read (nothing stored at or after From)
 	}
 	r := orderedRead{filters: filters, policy: jetstream.DeliverAllPolicy, since: f.Since, from: f.From, until: last}
 	err = b.readOrdered(ctx, r, func(m jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {

@@ -94,6 +94,27 @@ func TestReplayEmptyStreamReturnsAtOnce(t *testing.T) {
 	}
 }
 
+// A reader caught up with a session (bus/history) asks for what came after
+// the last event it read: nothing new returns at once, without reading.
+func TestReplayFromPastTheEndReturnsAtOnce(t *testing.T) {
+	b := bustest.StartBus(t)
+	publishAll(t, b, testEvent(t, "a", "s", "r1", events.StageToolBefore, 1), testEvent(t, "a", "s", "r1", events.StageToolBefore, 2))
+	last, err := b.LastEvent(testCtx(t), "a", "s", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	st, err := b.Replay(ctx, bus.Filter{Agent: "a", Session: "s", From: last.Stored + 1}, func(*events.Event) error { t.Fatal("no event expected"); return nil })
+	if err != nil || st != (bus.ReplayStats{}) {
+		t.Fatalf("replay from past the end = %+v, %v", st, err)
+	}
+	publishAll(t, b, testEvent(t, "a", "s", "r1", events.StageToolBefore, 3))
+	if got, _ := replayIDs(t, b, bus.Filter{Agent: "a", Session: "s", From: last.Stored + 1}); len(got) != 1 {
+		t.Fatalf("replay from the last read = %d events, want the one stored since", len(got))
+	}
+}
+
 func TestReplayReadsOnlyWhatWasThereAtStart(t *testing.T) {
 	b := bustest.StartBus(t)
 	var first []*events.Event

@@ -40,6 +40,11 @@ validations:
 // parse parses src, which holds one policy.
 func parse(t *testing.T, src string) *policy.Policy {
 	t.Helper()
+	return parseB(t, src)
+}
+
+func parseB(t testing.TB, src string) *policy.Policy {
+	t.Helper()
 	ps, err := policy.Parse("test.yaml", []byte(src))
 	if err != nil || len(ps) != 1 {
 		t.Fatalf("parse: %d policies, %v", len(ps), err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hookbus/hookbus/bus/policies"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/policy"
@@ -66,6 +67,18 @@ validations:
 	e.synced(t)
 	if msg, hit := denied(t, e.decide(t, "curl http://x")); msg == "" || hit.Name != "no-curl" {
 		t.Fatalf("no-curl: %q %+v", msg, hit)
+	}
+	// The grants' reader takes no policy for a plugin.
+	trust, err := remote.WatchTrust(testCtx(t), e.b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer trust.Stop()
+	if err := trust.Synced(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(e.log.String(), "grants nothing") || len(trust.Plugins()) != 0 {
+		t.Fatalf("the trust watch read a policy as a grant: %v\n%s", trust.Plugins(), e.log)
 	}
 	e.sync.Stop()
 	if regs := e.chain.Registrations(events.StageToolBefore); len(regs) != 0 {

@@ -6,16 +6,20 @@ import (
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/budgets"
+	"github.com/hookbus/hookbus/bus/history"
+	"github.com/hookbus/hookbus/bus/policies"
 	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/policy"
 )
 
 // syncHooks returns the chain the loop runs hooks from, kept in step with
 // the registry (remote interceptors registered with "observer hooks add",
-// plugins turned off with "observer hooks disable") and the trust grants,
-// and a func that stops following them. Shadow registrations' decisions
-// are recorded on the stream (remote.ShadowSink).
+// plugins turned off with "observer hooks disable"), the trust grants and
+// the policies ("observer policy apply", evaluated in process), and a func
+// that stops following them. Shadow registrations' decisions are recorded
+// on the stream (remote.ShadowSink).
 func syncHooks(ctx context.Context, b *bus.Bus, log *slog.Logger) (*interceptors.Chain, func(), error) {
 	trust, err := remote.WatchTrust(ctx, b)
 	if err != nil {
@@ -28,8 +32,19 @@ func syncHooks(ctx context.Context, b *bus.Bus, log *slog.Logger) (*interceptors
 		trust.Stop()
 		return nil, nil, err
 	}
-	return chain, func() { hs.Stop(); trust.Stop() }, nil
+	ps, err := policies.Sync(ctx, b, chain, policyHistory(b))
+	if err != nil {
+		hs.Stop()
+		trust.Stop()
+		return nil, nil, err
+	}
+	return chain, func() { ps.Stop(); hs.Stop(); trust.Stop() }, nil
 }
+
+// policyHistory is what the policies' history functions and counters read:
+// the record of the whole fleet, the same answers in every worker and the
+// bridge (bus/history).
+func policyHistory(b *bus.Bus) policy.History { return history.New(b) }
 
 // sharedBudget returns the fleet's shared budgets ("observer budgets set"),
 // or nil, with a warning, on a bus provisioned without their bucket.

@@ -47,7 +47,8 @@ func policyCmd(a *cli.App) *cobra.Command {
 		},
 	}
 	cmd.AddCommand(policyApplyCmd(a, false), policyApplyCmd(a, true), policyExportCmd(a), policyListCmd(a), policyDeleteCmd(a), policyTestCmd(a))
-	// Subcommands defined in their own files are added here.
+	// Subcommands of their own files (observer policy test: policytest.go)
+	// are added here, one AddCommand each.
 	return cmd
 }
 

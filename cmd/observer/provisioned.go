@@ -31,6 +31,7 @@ func provisioned(ctx context.Context, c *cli.Conn, names bus.Names) ([]asset, er
 	list := []asset{
 		{Kind: "stream", Name: names.Events}, {Kind: "stream", Name: names.Runs}, {Kind: "stream", Name: names.Wakes},
 		{Kind: "stream", Name: names.DeadLetters}, {Kind: "stream", Name: names.Checkpoints}, {Kind: "stream", Name: names.Usage},
+		{Kind: "stream", Name: names.Counters},
 		{Kind: "kv", Name: names.Hooks}, {Kind: "kv", Name: names.Trust}, {Kind: "kv", Name: names.Decisions},
 		{Kind: "kv", Name: names.Budgets}, {Kind: "kv", Name: names.Agents}, {Kind: "kv", Name: names.Workers},
 		{Kind: "object store", Name: names.Payloads},

@@ -90,6 +90,13 @@ var surfaces = []surface{
 	{"read what budgets used", "pub", "$JS.API.STREAM.INFO.HOOKBUS_USAGE", "", []string{"loop", "auditor"}},
 	{"purge what budgets used", "pub", "$JS.API.STREAM.PURGE.HOOKBUS_USAGE", "", nil},
 	{"delete a usage record", "pub", "$JS.API.STREAM.MSG.DELETE.HOOKBUS_USAGE", "", nil},
+
+	// Policies' fleet-wide counters.
+	{"add to a policy's counter", "pub", "hookbus.cnt.rate.shell.0a1b.300000.5", "", []string{"loop"}},
+	{"read a policy's counter", "pub", "$JS.API.STREAM.MSG.GET.HOOKBUS_COUNTERS", "", []string{"loop", "auditor"}},
+	{"read the counters stream", "pub", "$JS.API.STREAM.INFO.HOOKBUS_COUNTERS", "", []string{"loop", "auditor"}},
+	{"purge the counters", "pub", "$JS.API.STREAM.PURGE.HOOKBUS_COUNTERS", "", nil},
+	{"delete a counter", "pub", "$JS.API.STREAM.MSG.DELETE.HOOKBUS_COUNTERS", "", nil},
 	{"purge the budgets bucket", "pub", "$JS.API.STREAM.PURGE.KV_hookbus_budgets", "", nil},
 
 	// The decision cache and the fleet.

@@ -16,8 +16,8 @@ import (
 // whatever the agent calls its shell tool.
 const policyFile = "testdata/no-rm-rf.yaml"
 
-// hookDecidedPolicy returns the policy hits of the hook.decided events of
-// agent's session, as observer replay prints them.
+// hookDecidedPolicy returns the denials of policies in the hook.decided
+// events of agent's session, as observer replay prints them.
 func hookDecidedPolicy(t *testing.T, url, agent, session string) []events.PolicyHit {
 	t.Helper()
 	rep := run(t, "observer", "replay", "--nats", url, "--agent", agent, "--session", session, "--stage", "hook.decided", "--json")
@@ -30,10 +30,13 @@ func hookDecidedPolicy(t *testing.T, url, agent, session string) []events.Policy
 		if err := json.Unmarshal(e.Data, &d); err != nil {
 			t.Fatal(err)
 		}
-		if d.Policy != nil {
-			if d.Plugin != "policy-"+d.Policy.Name || d.Decision != "deny" {
-				t.Fatalf("hook.decided of a policy: %+v", d)
-			}
+		if d.Policy == nil {
+			continue
+		}
+		if d.Plugin != "policy-"+d.Policy.Name || (d.Decision == "deny") != (d.Policy.Action == "deny") {
+			t.Fatalf("hook.decided of a policy: %+v, %+v", d, d.Policy)
+		}
+		if d.Decision == "deny" {
 			hits = append(hits, *d.Policy)
 		}
 	}
