@@ -64,6 +64,20 @@ func TestExplainListsEachCallsDecisions(t *testing.T) {
 	if cs := deny.Call("call_1_1"); len(cs) != 1 || len(cs[0].Hooks) != 0 || cs[0].Outcome != "allow" {
 		t.Fatalf("a call nothing matched: %+v", cs)
 	}
+
+	// A hook that failed closed on the model's reply: its failure, and
+	// the chain's deny.
+	failed := audit.NewExplain("01KDYCK359A800000000000011")
+	for _, e := range evs {
+		failed.Add(e)
+	}
+	cs = failed.Call("01KDYCK35E8M00000000000016")
+	if len(cs) != 1 || cs[0].Stage != "model.responded" || len(cs[0].Hooks) != 1 || cs[0].Outcome != "deny" || cs[0].By != "checker" {
+		t.Fatalf("the reply a hook failed closed on: %+v", cs)
+	}
+	if f := cs[0].Hooks[0].Failure; f == nil || f.Kind != "error" || f.Outcome != audit.OutcomeFailedClosed || cs[0].Hooks[0].Shadow {
+		t.Fatalf("the failure %+v", cs[0].Hooks[0])
+	}
 }
 
 // recordChain records what a loop would for a tool call decided by chain:
