@@ -64,12 +64,20 @@ const (
 // or ctx ending) returns the Result so far and an error wrapping
 // ErrEvaluation; the chain applies the policy's failurePolicy.
 func (c *Compiled) Evaluate(ctx context.Context, in *Input) (*Result, error) {
-	return c.evaluate(ctx, in, true)
+	return c.evaluate(ctx, in, evalSteps)
 }
+
+// How evaluate runs.
+type evalMode int
+
+const (
+	evalSteps     evalMode = 1 << iota // record the Steps (Evaluate)
+	evalReference                      // rule by rule, costs tracked: what the fast paths must agree with
+)
 
 // evaluate is Evaluate; without steps (what the chain calls) it records
 // no Steps, only the hit.
-func (c *Compiled) evaluate(ctx context.Context, in *Input, steps bool) (*Result, error) {
+func (c *Compiled) evaluate(ctx context.Context, in *Input, how evalMode) (*Result, error) {
 	if in == nil || in.Event == nil {
 		return nil, fmt.Errorf("%w: no event", ErrEvaluation)
 	}
@@ -81,7 +89,10 @@ func (c *Compiled) evaluate(ctx context.Context, in *Input, steps bool) (*Result
 		return res, fmt.Errorf("%w: policy %s: %w", ErrEvaluation, c.p.Name, err)
 	}
 	a := newActivation(ctx, c, in)
-	a.steps = steps
+	a.steps = how&evalSteps != 0
+	if how&evalReference != 0 {
+		a.fast = false
+	}
 	for _, e := range c.conds {
 		ok, err := c.evalBool(a, e, res)
 		if err != nil {
@@ -100,7 +111,7 @@ func (c *Compiled) evaluate(ctx context.Context, in *Input, steps bool) (*Result
 		last     *expr
 	)
 	rest := c.validations
-	if c.allHold(a, res) {
+	if how&evalReference == 0 && c.allHold(a, res) {
 		last, rest = c.validations[len(c.validations)-1].expr, nil
 	}
 	for _, v := range rest {

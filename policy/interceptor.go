@@ -60,7 +60,7 @@ func (c *Compiled) Interceptor() interceptors.Interceptor {
 		if err != nil {
 			return nil, err
 		}
-		res, err := c.evaluate(ctx, in, false)
+		res, err := c.evaluate(ctx, in, 0)
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 				err = fmt.Errorf("%w (%w)", err, ctxErr)
