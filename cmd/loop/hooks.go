@@ -42,7 +42,7 @@ func syncHooks(ctx context.Context, b *bus.Bus, log *slog.Logger) (*interceptors
 }
 
 // policyHistory is what the policies' history functions and counters read:
-// the record of the whole fleet, the same answers in every worker and the
+// the record and the counters stream, shared by every worker and the
 // bridge (bus/history).
 func policyHistory(b *bus.Bus) policy.History { return history.New(b) }
 
