@@ -13,7 +13,8 @@
 // enforced already, else the chain's outcome. Its input is the event as the
 // policy saw it, rebuilt by package audit/backtest (the fold observer
 // shadow uses), and its session rules read a policy.Memory fed with the
-// record in order: each call sees the calls of its session before it.
+// record in order: each call sees the calls of its session before it. Its
+// counters start empty and run on the recorded time of each call.
 //
 //	ps, err := policy.Parse("no-rm.yaml", src)
 //	t, err := policytest.New(ps)

@@ -19,7 +19,7 @@ import (
 // decisions with those recorded. Feed it the events of Stages in stream
 // order (Add); Report says what it found so far.
 type Test struct {
-	mem      *policy.Memory
+	mem      *replayHistory
 	tests    []*tested
 	agent    string // a glob of agent ids; "": any
 	harness  string // a glob of harnesses; "": any
@@ -87,7 +87,8 @@ func New(ps []*policy.Policy, opts ...Option) (*Test, error) {
 	if len(ps) == 0 {
 		return nil, fmt.Errorf("%w: no policy to test", ErrInvalid)
 	}
-	t := &Test{mem: policy.NewMemory()}
+	t := &Test{}
+	t.mem = newReplayHistory(t.clock)
 	for _, o := range opts {
 		if err := o(t); err != nil {
 			return nil, err
@@ -149,6 +150,15 @@ func (t *Test) prepare(p *policy.Policy) (*tested, error) {
 			backtest.OnDifference(func(d backtest.Difference) { t.flip(tp, d) })))
 	}
 	return tp, nil
+}
+
+// clock is the recorded time of the event Add is folding: the time the
+// counters' windows run on.
+func (t *Test) clock() time.Time {
+	if t.current == nil || t.current.Time.IsZero() {
+		return time.Now()
+	}
+	return t.current.Time
 }
 
 // Stages returns the stages the test reads: those of the policies' stages,

@@ -185,3 +185,34 @@ func TestPolicyTestSaysWhatTheRolloutEnforces(t *testing.T) {
 		}
 	}
 }
+
+// A counter's window runs on the recorded time of the calls replayed, not
+// the wall clock: hookbus' agent made its three shell calls 3 seconds
+// apart, so a limit of 2 in 4 seconds never holds it back, while a limit
+// of 2 an hour denies the third (the replay itself takes no time at all).
+func TestPolicyTestCountsOnRecordedTime(t *testing.T) {
+	limit := func(window string) []*policy.Policy {
+		src := `name: rate
+match: {agents: [demo], kinds: [shell]}
+counters:
+- name: shell
+  key: agent
+  window: ` + window + `
+validations:
+- name: at-most-2
+  expression: counters.shell < 2.0
+  message: too many shell calls
+`
+		ps, err := policy.Parse("rate.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ps
+	}
+	if got := flipsOf(test(t, limit("4s"))); len(got) != 0 {
+		t.Fatalf("a 4s window: %+v", got)
+	}
+	if got, want := flipsOf(test(t, limit("1h"))), []flip{{"rate", policytest.FlipDenied, 2, "at-most-2", true}}; !slices.Equal(got, want) {
+		t.Fatalf("a 1h window: %+v, want %+v", got, want)
+	}
+}
