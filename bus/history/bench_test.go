@@ -2,7 +2,9 @@ package history_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/bus/history"
@@ -32,12 +34,15 @@ func BenchmarkSessionSeen(b *testing.B) {
 				b.Fatalf("seen = %v, %v", seen, err)
 			}
 			b.ReportAllocs()
-			b.ResetTimer()
+			var lat []time.Duration
 			for b.Loop() {
+				start := time.Now()
 				if _, err := h.SessionSeen(ctx, scope, "file.read", `(^|/)\.env$`); err != nil {
 					b.Fatal(err)
 				}
+				lat = append(lat, time.Since(start))
 			}
+			reportLatency(b, lat)
 		})
 	}
 }
@@ -48,14 +53,28 @@ func BenchmarkCounter(b *testing.B) {
 	bb := bustest.StartBus(b)
 	ctx := testCtx(b)
 	h := history.New(bb)
-	key := policy.CounterKey{Policy: "rate", Counter: "shell", Key: "coder", Window: 3600e9}
+	key := policy.CounterKey{Policy: "rate", Counter: "shell", Key: "coder", Window: time.Hour}
 	if err := h.Add(ctx, key, 1); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	var lat []time.Duration
 	for b.Loop() {
+		start := time.Now()
 		if _, err := h.Counter(ctx, key); err != nil {
 			b.Fatal(err)
 		}
+		lat = append(lat, time.Since(start))
 	}
+	reportLatency(b, lat)
+}
+
+// reportLatency reports the median and 99th percentile of one question.
+func reportLatency(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/bus/internal/kvstore"
+	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/policy"
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,12 +24,13 @@ import (
 // happen, so no decision waits on a lookup. Make one with Sync and Stop it
 // when done.
 type Syncer struct {
-	b     *bus.Bus
-	chain *interceptors.Chain
-	opts  []policy.Option
-	log   *slog.Logger
-	bw    *kvstore.Watch
-	done  chan struct{}
+	b      *bus.Bus
+	chain  *interceptors.Chain
+	opts   []policy.Option
+	stages []events.Stage // when set, only the policies matching one of them
+	log    *slog.Logger
+	bw     *kvstore.Watch
+	done   chan struct{}
 
 	applied *kvstore.Progress // trust bucket revision applied
 
@@ -91,9 +93,15 @@ func (*slot) BoundByContext() {}
 // Sync returns once the stored policies are applied; ctx bounds that
 // load. The error wraps ErrInvalidOption for a nil chain, or ErrRegistry
 // when the bucket cannot be read.
-func Sync(ctx context.Context, b *bus.Bus, chain *interceptors.Chain, hist policy.History) (*Syncer, error) {
+func Sync(ctx context.Context, b *bus.Bus, chain *interceptors.Chain, hist policy.History, opts ...SyncOption) (*Syncer, error) {
 	if chain == nil {
 		return nil, invalid("sync policies: nil chain")
+	}
+	var o syncOptions
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
 	}
 	ctx, cancel := deadline.Default(ctx, b.Timeout())
 	defer cancel()
@@ -101,7 +109,7 @@ func Sync(ctx context.Context, b *bus.Bus, chain *interceptors.Chain, hist polic
 	if err != nil {
 		return nil, err
 	}
-	s := &Syncer{b: b, chain: chain, log: b.Logger(), done: make(chan struct{}), active: map[string]*entry{}}
+	s := &Syncer{b: b, chain: chain, log: b.Logger(), done: make(chan struct{}), active: map[string]*entry{}, stages: o.stages}
 	if hist != nil {
 		s.opts = []policy.Option{policy.WithHistory(hist)}
 	}
@@ -145,6 +153,10 @@ func (s *Syncer) apply(e jetstream.KeyValueEntry) {
 		return
 	}
 	c, err := s.compile(e)
+	if err == nil && c == nil { // not for the stages this sync serves
+		s.remove(name)
+		return
+	}
 	if err != nil {
 		attrs := []any{"policy", name, "revision", e.Revision(), "err", err}
 		if cur, ok := s.active[name]; ok {
@@ -168,11 +180,27 @@ func (s *Syncer) compile(e jetstream.KeyValueEntry) (*policy.Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !s.wanted(p) {
+		return nil, nil
+	}
 	c, err := policy.Compile(p, s.opts...)
 	if errors.Is(err, policy.ErrNoHistory) {
 		return nil, fmt.Errorf("%w (this process has no record of past events to answer from)", err)
 	}
 	return c, err
+}
+
+// wanted reports whether p matches a stage the sync serves.
+func (s *Syncer) wanted(p *policy.Policy) bool {
+	if len(s.stages) == 0 {
+		return true
+	}
+	for _, st := range p.Spec.Match.Stages {
+		if slices.Contains(s.stages, st) {
+			return true
+		}
+	}
+	return false
 }
 
 // install registers c, or puts it in force in place of the version loaded

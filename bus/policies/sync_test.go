@@ -1,6 +1,7 @@
 package policies_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -167,4 +168,88 @@ validations:
 	if got := h.sync.Loaded(); got["shell-rate"] == "" {
 		t.Fatalf("loaded with a history: %v\n%s", got, h.log)
 	}
+}
+
+// ForStages loads only the policies of the stages a process decides on:
+// the others are not compiled.
+func TestSyncForStages(t *testing.T) {
+	after := `name: after-warn
+match:
+  stages: [tool.after]
+validations:
+- expression: 'true'
+  action: warn
+`
+	var loaded map[string]string
+	e := newEnv(t, func(st *policies.Store) {
+		for _, src := range []string{denyRm("no rm -rf"), after} {
+			if _, _, err := st.Put(testCtx(t), parse(t, src), events.Actor{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}, nil)
+	if got := e.sync.Loaded(); len(got) != 2 {
+		t.Fatalf("without ForStages: %v", got)
+	}
+	for stage, want := range map[events.Stage]string{events.StageToolBefore: "no-rm-rf", events.StageToolAfter: "after-warn"} {
+		s, err := policies.Sync(testCtx(t), e.b, interceptors.NewChain(), nil, policies.ForStages(stage))
+		if err != nil {
+			t.Fatal(err)
+		}
+		loaded = s.Loaded()
+		s.Stop()
+		if len(loaded) != 1 || loaded[want] == "" {
+			t.Fatalf("ForStages(%s): %v, want %s only", stage, loaded, want)
+		}
+	}
+	if _, err := policies.Sync(testCtx(t), e.b, interceptors.NewChain(), nil, policies.ForStages(events.StageRunCompleted)); !errors.Is(err, policies.ErrInvalidOption) {
+		t.Fatalf("ForStages(run.completed): %v", err)
+	}
+}
+
+// The kill switch turns a policy off as it does any plugin ("observer
+// hooks disable policy-NAME"): its calls are skipped, recorded as such,
+// until it is enabled again.
+func TestKillSwitchTurnsAPolicyOff(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	ctx := testCtx(t)
+	trust, err := remote.WatchTrust(ctx, e.b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer trust.Stop()
+	chain := interceptors.NewChain(interceptors.WithTrust(trust))
+	hs, err := remote.SyncHooks(ctx, e.b, chain, trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hs.Stop()
+	s, err := policies.Sync(ctx, e.b, chain, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	e.chain, e.sync = chain, s
+	e.put(t, denyRm("no rm -rf"))
+	e.synced(t)
+	denied(t, e.decide(t, "rm -rf x"))
+
+	reg := remote.NewRegistry(e.b)
+	if err := reg.Disable(ctx, "policy-no-rm-rf", interceptors.Disabled{Reason: "too strict"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := hs.Synced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out := e.decide(t, "rm -rf x")
+	if out.Decision == interceptors.Deny || len(out.Records) != 1 || out.Records[0].Decision != interceptors.Skipped {
+		t.Fatalf("disabled policy: %s, %+v", out.Decision, out.Records)
+	}
+	if err := reg.Enable(ctx, "policy-no-rm-rf", events.Actor{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := hs.Synced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	denied(t, e.decide(t, "rm -rf x"))
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bridge"
+	"github.com/hookbus/hookbus/bus/policies"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/hooks/claudecode"
 	"github.com/hookbus/hookbus/hooks/codex"
@@ -235,8 +236,9 @@ func (f *bridgeFlags) handle(ctx context.Context, h harness.Protocol, in harness
 	}
 	defer c.Close()
 	var hooks bridge.Hooks
-	if intercepted(in) {
-		chain, stop, err := syncHooks(ctx, c.Bus, log)
+	if stage, ok := intercepted(in); ok {
+		// One event: compile only the policies of its stage.
+		chain, stop, err := syncHooks(ctx, c.Bus, log, policies.ForStages(stage))
 		if err != nil {
 			err = fmt.Errorf("%w: %w", bridge.ErrUnrecorded, err)
 			return in.Outage(interceptors.Policy(f.policy), err), err
@@ -253,17 +255,20 @@ func (f *bridgeFlags) handle(ctx context.Context, h harness.Protocol, in harness
 	return br.HandleInput(ctx, in)
 }
 
-// intercepted reports whether interceptors may decide on in: its stage
-// accepts them, or it is a permission request (the tool.before
-// interceptors of its call may deny it). Reading the registry costs a
-// process a round trip or two; events recorded as a harness.event, and
-// observe-only stages, skip it.
-func intercepted(in harness.Input) bool {
+// intercepted reports whether interceptors may decide on in, and the
+// stage whose interceptors do: its own when it accepts them, tool.before
+// for a permission request (the tool.before interceptors of its call may
+// deny it). Reading the registry costs a process a round trip or two;
+// events recorded as a harness.event, and observe-only stages, skip it.
+func intercepted(in harness.Input) (events.Stage, bool) {
 	m, err := in.Map()
-	if err != nil || m == nil {
-		return false
+	switch {
+	case err != nil || m == nil:
+		return "", false
+	case m.Stage == events.StageApprovalRequested:
+		return events.StageToolBefore, true
 	}
-	return m.Stage.Interceptable() || m.Stage == events.StageApprovalRequested
+	return m.Stage, m.Stage.Interceptable()
 }
 
 // badInput reports a hook input that cannot be read: under policy ignore

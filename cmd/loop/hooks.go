@@ -19,8 +19,9 @@ import (
 // plugins turned off with "observer hooks disable"), the trust grants and
 // the policies ("observer policy apply", evaluated in process), and a func
 // that stops following them. Shadow registrations' decisions are recorded
-// on the stream (remote.ShadowSink).
-func syncHooks(ctx context.Context, b *bus.Bus, log *slog.Logger) (*interceptors.Chain, func(), error) {
+// on the stream (remote.ShadowSink). opts narrow the policies loaded (a
+// process deciding on one event loads those of its stage).
+func syncHooks(ctx context.Context, b *bus.Bus, log *slog.Logger, opts ...policies.SyncOption) (*interceptors.Chain, func(), error) {
 	trust, err := remote.WatchTrust(ctx, b)
 	if err != nil {
 		return nil, nil, err
@@ -32,7 +33,7 @@ func syncHooks(ctx context.Context, b *bus.Bus, log *slog.Logger) (*interceptors
 		trust.Stop()
 		return nil, nil, err
 	}
-	ps, err := policies.Sync(ctx, b, chain, policyHistory(b))
+	ps, err := policies.Sync(ctx, b, chain, policyHistory(b), opts...)
 	if err != nil {
 		hs.Stop()
 		trust.Stop()
