@@ -391,13 +391,13 @@ func hookCall(e *events.Event) (*HookCall, string) {
 			return nil, ""
 		}
 		return &HookCall{Plugin: p.Plugin, Stage: p.Stage, Decision: p.Decision, Reason: p.Reason, LatencyUS: p.LatencyUS,
-			Remote: p.Remote, Patch: p.Patch, Warnings: p.Warnings, Annotations: p.Annotations, Result: p.Result, Seq: e.Seq, Time: e.Time}, p.EventID
+			Remote: p.Remote, Shadow: p.Shadow, Policy: p.Policy, Patch: p.Patch, Warnings: p.Warnings, Annotations: p.Annotations, Result: p.Result, Seq: e.Seq, Time: e.Time}, p.EventID
 	case events.StageHookFailed:
 		p, err := events.Data[events.HookFailed](e)
 		if err != nil {
 			return nil, ""
 		}
-		return &HookCall{Plugin: p.Plugin, Stage: p.Stage, Decision: "failed", LatencyUS: p.LatencyUS, Seq: e.Seq, Time: e.Time,
+		return &HookCall{Plugin: p.Plugin, Stage: p.Stage, Decision: "failed", LatencyUS: p.LatencyUS, Seq: e.Seq, Time: e.Time, Shadow: p.Outcome == OutcomeShadow,
 			Failure: &HookFailure{Kind: p.Kind, Error: p.Error, Policy: p.Policy, Outcome: p.Outcome}}, p.EventID
 	}
 	return nil, ""

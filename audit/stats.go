@@ -15,6 +15,9 @@ var StatsStages = events.StagesOf(events.GroupHook)
 const (
 	OutcomeFailedOpen   = "failed_open"
 	OutcomeFailedClosed = "failed_closed"
+	// OutcomeShadow: a shadow registration's call failed; nothing was
+	// applied.
+	OutcomeShadow = "shadow"
 )
 
 // PluginStats is what one plugin did on one stage.

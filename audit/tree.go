@@ -126,6 +126,9 @@ type HookCall struct {
 	Reason    string `json:"reason,omitempty"`
 	LatencyUS int64  `json:"latency_us"`
 	Remote    bool   `json:"remote,omitempty"`
+	// Shadow marks a shadow decision: recorded, never applied (a shadow
+	// registration, a policy in audit mode or outside its rollout).
+	Shadow bool `json:"shadow,omitempty"`
 	// Patch is the RFC 6902 patch the decision applied; Changes is the
 	// same as a diff of the payload.
 	Patch       json.RawMessage   `json:"patch,omitempty"`
@@ -136,8 +139,11 @@ type HookCall struct {
 	Result *events.ToolResult `json:"result,omitempty"`
 	// Failure is set for a hook.failed.
 	Failure *HookFailure `json:"failure,omitempty"`
-	Seq     uint64       `json:"seq"`
-	Time    time.Time    `json:"time"`
+	// Policy is set for a policy's decision: its name, version, the rule
+	// that decided, its mode, the expression and the values it saw.
+	Policy *events.PolicyHit `json:"policy,omitempty"`
+	Seq    uint64            `json:"seq"`
+	Time   time.Time         `json:"time"`
 }
 
 // HookFailure is how an interceptor call failed.

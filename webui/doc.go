@@ -5,7 +5,9 @@
 // diff), child runs nested under the call that started them, live updates
 // while a run goes, per-plugin stats, and the tool calls waiting for a
 // human, with Approve / Reject / Reject-and-continue buttons when the
-// server allows answers. A run's page says whether its record verifies
+// server allows answers, and the policies (Config.Policies): each with its
+// mode and rollout, its enforced and would-be hits, and its last test
+// against history. A run's page says whether its record verifies
 // (audit.Verifier: its hash chain, and its end signed by a key of
 // Config.Trust), or what was removed, inserted, altered or reordered, by
 // the rule observer verify's exit code follows (audit.Problem.Fails).

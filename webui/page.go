@@ -7,7 +7,7 @@ import (
 )
 
 // Views of the page (PageData.View), chosen by the query of GET /: view=
-// approvals or plugins, run=ID for a run's timeline, else the runs list
+// approvals, plugins or policies, run=ID for a run's timeline, else the runs list
 // (its filters: agent, session, status, q, since). The same query, sent to
 // the JSON endpoints, reads the same data.
 const (
@@ -15,6 +15,7 @@ const (
 	ViewRun       = "run"
 	ViewApprovals = "approvals"
 	ViewPlugins   = "plugins"
+	ViewPolicies  = "policies"
 )
 
 // PageData is the page's first view, inlined in the HTML of GET / (a
@@ -25,7 +26,7 @@ type PageData struct {
 	Config ConfigView `json:"config"`
 	View   string     `json:"view"`
 	// Data is what the view's endpoint replies (RunsView, RunView,
-	// ApprovalsView, StatsView); Error, instead, what it failed with.
+	// ApprovalsView, StatsView, PoliciesView); Error, instead, what it failed with.
 	Data  any    `json:"data,omitempty"`
 	Error string `json:"error,omitempty"`
 }
@@ -48,6 +49,9 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 	case q.Get("view") == ViewPlugins:
 		d.View = ViewPlugins
 		d.Data, err = s.statsView(withDefaultWindow(r))
+	case q.Get("view") == ViewPolicies:
+		d.View = ViewPolicies
+		d.Data, err = s.policiesView(withDefaultWindow(r))
 	default:
 		d.Data, err = s.runsView(withDefaultWindow(r))
 	}

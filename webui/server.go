@@ -81,6 +81,11 @@ type Config struct {
 	// the plugins page says which remote plugins are registered and which
 	// were removed from it (StatsView.Registry).
 	Registry Registry
+	// Policies, when set, is the policy store (policies.New): the
+	// policies view lists each stored policy with its mode, rollout and
+	// last test (observer policy test). Without it the view shows only the
+	// policies' hits the record holds.
+	Policies Policies
 }
 
 // Fleet is what the page reads of the fleet: the live workers
@@ -153,6 +158,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST /api/runs/{run}/answer", s.handleAnswer)
 	s.mux.HandleFunc("GET /api/approvals", s.handleApprovals)
 	s.mux.HandleFunc("GET /api/stats", s.handleStats)
+	s.mux.HandleFunc("GET /api/policies", s.handlePolicies)
 	s.mux.HandleFunc("GET /api/live", s.handleLive)
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("%w: no endpoint %s %s (see docs/PROTOCOL.md, \"The web page\")", ErrNotFound, r.Method, r.URL.Path))

@@ -26,6 +26,7 @@ type Backtest struct {
 	before  audit.Before
 	pending map[string][]events.HookDecided // records on events not read yet, by event id
 	match   *interceptors.Registration      // nil: every event is sent
+	onDiff  func(Difference)
 	rep     Report
 }
 
@@ -37,6 +38,12 @@ type Option func(*Backtest)
 // others are counted as not matched and never differ.
 func Matching(reg interceptors.Registration) Option {
 	return func(bt *Backtest) { bt.match = &reg }
+}
+
+// OnDifference calls fn with each difference as Add finds it (Report
+// lists them all too).
+func OnDifference(fn func(Difference)) Option {
+	return func(bt *Backtest) { bt.onDiff = fn }
 }
 
 // New returns a backtest of plugin's decisions on stage, asking cand.
@@ -101,10 +108,14 @@ func (bt *Backtest) Add(ctx context.Context, e *events.Event) error {
 	}
 	if cand != recorded {
 		bt.rep.Differ++
-		bt.rep.Differences = append(bt.rep.Differences, Difference{
+		d := Difference{
 			EventID: e.ID, Time: e.Time, Agent: e.AgentID, Session: e.SessionID, Run: e.RunID, Subject: e.Subject,
 			Recorded: recorded, RecordedBy: by, Candidate: cand, Reason: reason,
-		})
+		}
+		bt.rep.Differences = append(bt.rep.Differences, d)
+		if bt.onDiff != nil {
+			bt.onDiff(d)
+		}
 	}
 	return nil
 }

@@ -233,13 +233,18 @@ func TestBacktestSendsOnlyMatchingEvents(t *testing.T) {
 		{interceptors.Registration{}, []string{"rm -rf x", "rm.txt", "rm y"}, 0, 3},
 	} {
 		var seen []string
-		bt := backtest.New(events.StageToolBefore, "candidate", candidate(t, &seen), backtest.Matching(tc.reg))
+		var found []backtest.Difference
+		bt := backtest.New(events.StageToolBefore, "candidate", candidate(t, &seen), backtest.Matching(tc.reg),
+			backtest.OnDifference(func(d backtest.Difference) { found = append(found, d) }))
 		for _, e := range r.evs {
 			if err := bt.Add(context.Background(), e); err != nil {
 				t.Fatal(err)
 			}
 		}
 		rep := bt.Report()
+		if !slices.Equal(found, rep.Differences) {
+			t.Errorf("%+v: OnDifference was given %+v, the report lists %+v", tc.reg, found, rep.Differences)
+		}
 		if !slices.Equal(seen, tc.seen) || rep.NotMatched != tc.notMatched || rep.Differ != tc.differ || rep.Sent != len(tc.seen) || rep.Scanned != 3 {
 			t.Errorf("%+v: seen %q, report %+v", tc.reg, seen, rep)
 		}

@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func newRoot(a *cli.App) *cobra.Command {
 	root := a.NewRoot("read and manage a hookbus: runs, hooks, approvals, budgets, audits", long)
 	root.AddCommand(
-		replayCmd(a, false), replayCmd(a, true), sessionsCmd(a), runsCmd(a), showCmd(a), statsCmd(a),
+		replayCmd(a, false), replayCmd(a, true), sessionsCmd(a), runsCmd(a), showCmd(a), explainCmd(a), statsCmd(a),
 		hooksCmd(a), policyCmd(a), budgetsCmd(a), shadowCmd(a), provisionCmd(a),
 		verifyCmd(a), checkpointerCmd(a), checkpointCmd(a), proveCmd(a), verifyProofCmd(a), witnessCmd(a), keygenCmd(a),
 		approvalsCmd(a), answerCmd(a, "approve"), answerCmd(a, "reject"),

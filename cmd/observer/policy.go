@@ -46,7 +46,7 @@ func policyCmd(a *cli.App) *cobra.Command {
 			return fmt.Errorf("%w: want a subcommand: apply, lint, export, list, delete", cli.ErrUsage)
 		},
 	}
-	cmd.AddCommand(policyApplyCmd(a, false), policyApplyCmd(a, true), policyExportCmd(a), policyListCmd(a), policyDeleteCmd(a))
+	cmd.AddCommand(policyApplyCmd(a, false), policyApplyCmd(a, true), policyExportCmd(a), policyListCmd(a), policyDeleteCmd(a), policyTestCmd(a))
 	// Subcommands of their own files (observer policy test: policytest.go)
 	// are added here, one AddCommand each.
 	return cmd

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/policies"
 	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/bus/runs"
 
@@ -72,7 +73,7 @@ func uiCmd(a *cli.App) *cobra.Command {
 			}
 			defer c.Close()
 			srv, err := webui.New(webui.Config{Bus: c.Bus, AllowApprovals: *allow, Where: c.Where, Logger: log, Trust: trust, RequireSigned: *requireSigned,
-				Fleet: runs.NewFleet(c.Bus), Lease: *lease, Registry: remote.NewRegistry(c.Bus)})
+				Fleet: runs.NewFleet(c.Bus), Lease: *lease, Registry: remote.NewRegistry(c.Bus), Policies: policies.New(c.Bus)})
 			if err != nil {
 				return err
 			}

@@ -2,7 +2,7 @@
 // package webui (docs/PROTOCOL.md, "The web page"). No framework, no build.
 //
 // Each view is a URL of its own (the query of "/": ?run=ID, ?view=approvals,
-// ?view=plugins, else the runs list and its filters), and the server inlines
+// ?view=plugins, ?view=policies, else the runs list and its filters), and the server inlines
 // the first view's data in the page (script#page-data), so the page shows
 // content as it loads; live updates then read the JSON endpoints.
 "use strict";
@@ -170,7 +170,7 @@ function legacyHash() {
   const parts = path.split("/");
   const p = new URLSearchParams(query || "");
   if (parts[0] === "run" && parts[1]) { p.set("run", parts[1]); return "?" + p.toString(); }
-  if (parts[0] === "approvals" || parts[0] === "plugins") p.set("view", parts[0]);
+  if (parts[0] === "approvals" || parts[0] === "plugins" || parts[0] === "policies") p.set("view", parts[0]);
   const s = p.toString();
   return s ? "?" + s : location.pathname;
 }
@@ -179,7 +179,7 @@ function currentView() {
   const params = new URLSearchParams(location.search);
   let view = "runs";
   if (params.get("run")) view = "run";
-  else if (params.get("view") === "approvals" || params.get("view") === "plugins") view = params.get("view");
+  else if (["approvals", "plugins", "policies"].includes(params.get("view"))) view = params.get("view");
   return { view, params };
 }
 
@@ -196,7 +196,7 @@ async function show(data) {
   // A read that ends after a newer one began is dropped.
   const mine = ++state.seq;
   const stale = () => mine !== state.seq;
-  const what = { run: "the run", approvals: "the approvals", plugins: "the plugins", runs: "the runs" }[view];
+  const what = { run: "the run", approvals: "the approvals", plugins: "the plugins", policies: "the policies", runs: "the runs" }[view];
   try {
     if (data && data.error) throw new Error(data.error);
     const d = data ? data.data : null;
@@ -204,6 +204,7 @@ async function show(data) {
       case "run": await showRun(main, params, d, stale); break;
       case "approvals": await showApprovals(main, d, stale); break;
       case "plugins": await showPlugins(main, params, d, stale); break;
+      case "policies": await showPolicies(main, params, d, stale); break;
       default: await showRuns(main, params, d, stale);
     }
   } catch (err) {
@@ -648,6 +649,149 @@ async function showPlugins(main, params, data, stale) {
         " and serve it (README, \"Three terminals\"), or widen the window.")
       : h("table", { class: "plugins" }, h("caption", { class: "visually-hidden" }, "Plugins"),
         h("thead", {}, h("tr", {}, ["Plugin", "Calls", "Runs", "Decisions", "Failures", "p50", "p99", "max"].map((c) => h("th", { scope: "col" }, c)))), h("tbody", {}, rows)));
+}
+
+// --- policies ---
+// The classes of a policy's actions and of a test's flips: a policy's deny
+// looks like an interceptor's.
+const actionClass = { deny: "dec-deny", ask: "dec-ask", mutate: "dec-modify", warn: "dec-warn", allow: "dec-allow" };
+const flipClass = { denied: "dec-deny", allowed: "dec-allow", rewritten: "dec-modify", asked: "dec-ask", failed: "dec-fail" };
+const flipOrder = ["denied", "allowed", "rewritten", "asked", "failed"];
+const modeNote = {
+  enforce: "enforced: its decisions are applied",
+  warn: "warn: recorded, the call goes on with a warning",
+  audit: "audit: recorded as a shadow decision, never applied",
+};
+
+function countChips(counts, classes, none, cls) {
+  const keys = Object.keys(counts || {}).filter((k) => counts[k]);
+  if (keys.length === 0) return h("span", { class: "muted" }, none);
+  return h("span", { class: "chips" }, keys.map((k) => h("span", { class: "chip " + (classes[k] || cls || ""), title: counts[k] + " " + k }, k + " " + counts[k])));
+}
+
+function rolloutMeter(p) {
+  if (!p.stored) return null;
+  if (p.mode !== "enforce") return h("span", { class: "rollout muted", title: modeNote[p.mode] }, "not enforced");
+  const pct = p.rollout;
+  return h("span", { class: "rollout", title: pct + "% of sessions enforced; the others audited" },
+    h("span", { class: "meter", role: "img", "aria-label": "enforced in " + pct + " percent of sessions" }, h("span", { class: "meter-fill", style: { width: pct + "%" } })),
+    h("span", {}, "enforced in " + pct + "% of sessions"));
+}
+
+const sum = (o) => Object.values(o || {}).reduce((a, b) => a + b, 0);
+
+// policySummary is one line per policy, linked to its card: what it is,
+// what it did, what it would have, what its last test found.
+function policySummary(list) {
+  return h("table", { class: "policy-summary" }, h("caption", { class: "visually-hidden" }, "Policies at a glance"),
+    h("thead", {}, h("tr", {}, ["Policy", "Mode", "Enforced hits", "Would-be hits", "Last test"].map((c) => h("th", { scope: "col" }, c)))),
+    h("tbody", {}, list.map((p) => {
+      const hits = p.hits || {};
+      const pr = p.test && p.test.policies && p.test.policies[0];
+      return h("tr", { dataset: { summary: p.name } },
+        h("td", {}, h("a", { href: "#policy-" + p.name }, h("b", {}, p.name))),
+        h("td", {}, p.stored ? h("span", { class: "pill mode-" + p.mode, title: modeNote[p.mode] }, p.mode) : h("span", { class: "pill status-stopped" }, "deleted"),
+          p.stored && p.mode === "enforce" && p.rollout < 100 ? h("span", { class: "muted small" }, " " + p.rollout + "%") : null),
+        h("td", { class: "num" }, sum(hits.enforced) || h("span", { class: "muted" }, "0")),
+        h("td", { class: "num" }, sum(hits.would_hit) || h("span", { class: "muted" }, "0")),
+        h("td", {}, pr ? [h("b", {}, pr.flips.length === 1 ? "1 flip" : pr.flips.length + " flips"), " ", countChips(flipSummary(pr), flipClass, ""), h("span", { class: "muted small" }, " ", age(p.test.time), " ago")]
+          : h("span", { class: "muted" }, "never tested")));
+    })));
+}
+
+function flipSummary(pr) {
+  const n = {};
+  for (const f of pr.flips) n[f.kind] = (n[f.kind] || 0) + 1;
+  return n;
+}
+
+function actionWords(a) {
+  if (!a) return "";
+  const what = a.command || a.url || (a.paths || []).join(" ") || (a.server ? a.server + "/" + a.mcp_tool : "");
+  return a.kind + (what ? " " + what : "");
+}
+
+function testSection(p) {
+  if (!p.test || !p.test.policies || p.test.policies.length === 0) {
+    return h("div", { class: "policy-test" }, h("h3", {}, "Last test against history"),
+      h("p", { class: "muted" }, "Never tested. Run ", h("code", {}, "observer policy test -f FILE"), " to replay the recorded calls of every harness through it."));
+  }
+  const t = p.test, pr = t.policies[0];
+  const stale = p.version && pr.version !== p.version;
+  const head = h("p", { class: "test-head" }, "Tested ", timeEl(t.time), " on ", String(pr.calls), " calls (", String(pr.matched), " matched",
+    t.since ? ", since " + localTime(t.since) : "", t.agent ? ", agents " + t.agent : "", t.harness ? ", harness " + t.harness : "", "): ",
+    h("b", {}, pr.flips.length === 0 ? "no call would change" : pr.flips.length + (pr.flips.length === 1 ? " call would change" : " calls would change")), " ",
+    countChips(flipSummary(pr), flipClass, ""),
+    stale ? h("span", { class: "warn small" }, " tested version " + pr.version.slice(0, 15) + "…, not the stored one: test it again") : null);
+  const counts = pr.counts.filter((c) => c.denied + c.allowed + c.rewritten + c.asked + c.failed > 0);
+  const perAgent = counts.length === 0 ? null : h("table", { class: "policy-counts" }, h("caption", { class: "visually-hidden" }, "Flips per agent and harness"),
+    h("thead", {}, h("tr", {}, ["Agent", "Harness", "Calls", ...flipOrder].map((c) => h("th", { scope: "col" }, c)))),
+    h("tbody", {}, counts.map((c) => h("tr", { dataset: { agent: c.agent, harness: c.harness } }, h("td", {}, c.agent), h("td", {}, h("span", { class: "harness" }, c.harness)),
+      h("td", { class: "num" }, c.calls), flipOrder.map((k) => h("td", { class: "num" + (c[k] ? " " + flipClass[k] : "") }, c[k] || ""))))));
+  const flips = pr.flips.length === 0 ? null : h("table", { class: "flips" }, h("caption", { class: "visually-hidden" }, "Calls that would change"),
+    h("thead", {}, h("tr", {}, ["Would be", "Agent", "Harness", "Call", "Action", "Was", "Rule", "Enforced"].map((c) => h("th", { scope: "col" }, c)))),
+    h("tbody", {}, pr.flips.map((f) => h("tr", { dataset: { flip: f.kind, event: f.event_id } },
+      h("td", {}, h("span", { class: "pill " + flipClass[f.kind] }, f.kind)),
+      h("td", {}, f.agent), h("td", {}, h("span", { class: "harness" }, f.harness)),
+      h("td", {}, h("a", { href: runHref(f.run, f.agent, f.session), title: "run " + f.run }, f.tool || f.stage), h("div", { class: "muted small mono" }, f.call_id || f.event_id)),
+      h("td", { class: "action" }, h("code", {}, actionWords(f.action))),
+      h("td", {}, decisionPill(f.recorded), f.recorded_by ? h("div", { class: "muted small" }, "by " + f.recorded_by) : null),
+      h("td", {}, h("b", {}, f.rule || "—"), f.message ? h("div", { class: "muted small" }, f.message) : null),
+      h("td", {}, f.enforced ? "yes" : h("span", { class: "muted", title: "the policy as written would only record it (" + p.mode + (p.rollout < 100 ? ", rollout " + p.rollout + "%" : "") + ")" }, "no, recorded only"))))));
+  return h("div", { class: "policy-test" }, h("h3", {}, "Last test against history"), head, perAgent, flips);
+}
+
+// latestHits lists a policy's newest decisions that did something (an
+// allow with every rule holding is counted, not listed), linked to their
+// runs.
+function latestHits(list) {
+  const shown = list.filter((x) => x.action !== "allow").slice(0, 5);
+  if (shown.length === 0) return null;
+  return h("details", { class: "latest-hits" }, h("summary", {}, "Latest decisions (" + shown.length + ")"),
+    h("table", {}, h("caption", { class: "visually-hidden" }, "Latest decisions"),
+      h("thead", {}, h("tr", {}, ["Time", "Agent", "Run", "Rule", "Decided", "Applied", "Message"].map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, shown.map((x) => h("tr", { dataset: { hit: x.action } },
+        h("td", { class: "nowrap" }, timeEl(x.time)), h("td", {}, x.agent),
+        h("td", {}, h("a", { href: runHref(x.run, x.agent, x.session), title: "run " + x.run }, short(x.run))),
+        h("td", {}, h("b", {}, x.rule || "—")), h("td", {}, h("span", { class: "pill " + (actionClass[x.action] || "") }, x.action)),
+        h("td", {}, x.enforced ? "enforced" : h("span", { class: "muted" }, "recorded only")),
+        h("td", { class: "muted small" }, x.message || ""))))));
+}
+
+function policyCard(p) {
+  const hits = p.hits || { enforced: {}, would_hit: {}, rules: {}, latest: [] };
+  return h("section", { class: "policy", dataset: { policy: p.name, mode: p.mode || "" }, "aria-labelledby": "policy-" + p.name },
+    h("div", { class: "policy-head" },
+      h("h2", { id: "policy-" + p.name }, p.name),
+      p.stored ? h("span", { class: "pill mode-" + p.mode, title: modeNote[p.mode] }, p.mode) : h("span", { class: "pill status-stopped", title: "no longer in the policy store: its past decisions stay in the record" }, "deleted"),
+      rolloutMeter(p),
+      p.version ? h("code", { class: "version", title: p.version }, p.version.slice(0, 15) + "…") : null,
+      p.applied_by ? h("span", { class: "muted small" }, "applied by ", p.applied_by, " ", timeEl(p.applied_at)) : null),
+    h("div", { class: "policy-hits" },
+      h("div", {}, h("h3", {}, "Enforced"), countChips(hits.enforced, actionClass, "no enforced decision in this window")),
+      h("div", {}, h("h3", {}, "Would have hit"), h("div", { class: "muted small" }, "audit, warn, outside the rollout"), countChips(hits.would_hit, actionClass, "none in this window")),
+      h("div", {}, h("h3", {}, "By rule"), countChips(hits.rules, {}, "—", "rule"))),
+    latestHits(hits.latest || []),
+    testSection(p));
+}
+
+async function showPolicies(main, params, data, stale) {
+  const since = params.has("since") ? params.get("since") : "7d";
+  data = data || await api("api/policies" + "?" + new URLSearchParams({ since }).toString());
+  if (stale()) return;
+  const sel = field("Window", h("select", { name: "since", id: "policies-since", onchange: (e) => { location.search = "?" + new URLSearchParams({ view: "policies", since: e.target.value }).toString(); } },
+    windows.map(([v, l]) => h("option", { value: v, selected: since === v }, l))), "head-field");
+  const parts = [h("div", { class: "page-head" }, h("h1", {}, "Policies"), h("span", { class: "muted" }, "each policy, what it decided, what it would have, and its last test"), sel)];
+  if (data.no_store) parts.push(h("p", { class: "warn" }, data.no_store + ": only the policies' decisions the record holds are shown."));
+  if ((data.unreadable || []).length) parts.push(h("div", { class: "warn" }, h("b", {}, "Not readable: "), data.unreadable.join("; ")));
+  if (data.truncated) parts.push(h("p", { class: "warn" }, "The window holds more events than one page reads: the hits count only part of them. Narrow the window."));
+  if (data.policies.length === 0) {
+    parts.push(empty("No policy is stored and none decided anything in this window", "Test one against history with ", h("code", {}, "observer policy test -f FILE"),
+      ", then apply it with ", h("code", {}, "observer policy apply -f FILE"), " (docs/POLICIES.md)."));
+  } else {
+    parts.push(policySummary(data.policies), h("div", { class: "policy-list" }, data.policies.map(policyCard)));
+  }
+  main.replaceChildren(...parts);
 }
 
 function header(config) {
