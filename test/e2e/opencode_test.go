@@ -57,7 +57,7 @@ func TestPluginDeniesAndRewrites(t *testing.T) {
 			}
 			t.Parallel()
 			url := startKindBus(t)
-			gw := startGateway(t, url, c.name)
+			gw := startHarnessGateway(t, url, c.name)
 			// The model creates original.txt (the guard rewrites it to
 			// rewritten.txt), then removes victim (the guard denies it).
 			fake := startTurns(t, &fakellm.Turns{Turns: []fakellm.Turn{
@@ -140,9 +140,9 @@ func startKindBus(t *testing.T) string {
 	return srv.ClientURL()
 }
 
-// startGateway runs loop gateway for harness on natsURL until the test
+// startHarnessGateway runs loop gateway for harness on natsURL until the test
 // ends and returns its base URL, once it answers.
-func startGateway(t *testing.T, natsURL, harness string) string {
+func startHarnessGateway(t *testing.T, natsURL, harness string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
