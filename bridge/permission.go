@@ -18,7 +18,7 @@ import (
 // Bounds of the time a permission request keeps, at the end of its
 // deadline, to record its expiry and answer.
 const (
-	minReserve = 200 * time.Millisecond
+	minReserve = 500 * time.Millisecond
 	maxReserve = 2 * time.Second
 )
 

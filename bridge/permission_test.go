@@ -151,7 +151,7 @@ func TestPermissionExpired(t *testing.T) {
 		{interceptors.PolicyIgnore, `"systemMessage":"hookbus: nobody answered this permission request in time`},
 	} {
 		b := bustest.StartBus(t)
-		br, err := bridge.New(bridge.Config{Store: b, Policy: tc.policy, Timeout: 2 * time.Second})
+		br, err := bridge.New(bridge.Config{Store: b, Policy: tc.policy, Timeout: 3 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
