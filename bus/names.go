@@ -28,6 +28,7 @@ type Names struct {
 	Usage       string // stream of <prefix>.use.> (what the shared budgets counted: append only)
 	Agents      string // KV bucket: the fleet's agent definitions (runs.Fleet)
 	Workers     string // KV bucket: the live workers (runs.Fleet), entries expiring
+	Leases      string // KV bucket: the leases of live plugins (remote.Lease), entries expiring
 	Payloads    string // object store: large payloads (claim check)
 }
 
@@ -52,6 +53,7 @@ func NamesFor(prefix string) Names {
 		Usage:       up + "_USAGE",
 		Agents:      low + "_agents",
 		Workers:     low + "_workers",
+		Leases:      low + "_leases",
 		Payloads:    low + "_payloads",
 	}
 }
