@@ -36,7 +36,8 @@ type HookSync struct {
 	leased   map[string]bool                      // key → its entry is leased
 	live     map[string]map[string]bool           // plugin → the instances holding a lease
 
-	hooksApplied *kvstore.Progress // registry revision applied
+	hooksApplied  *kvstore.Progress // registry revision applied
+	leasesApplied *kvstore.Progress // leases revision applied
 	trustApplied *kvstore.Progress // trust revision the registrations reflect
 
 	stopping   atomic.Bool
@@ -93,7 +94,7 @@ func SyncHooks(ctx context.Context, b *bus.Bus, chain *interceptors.Chain, trust
 	}
 	// The leases first: a leased registration is called only while its
 	// plugin holds one.
-	lw, _, err := kvstore.OpenWatch(ctx, leases, b.Names().Leases, func(e jetstream.KeyValueEntry) { s.applyLease(e, true) })
+	lw, lrev, err := kvstore.OpenWatch(ctx, leases, b.Names().Leases, func(e jetstream.KeyValueEntry) { s.applyLease(e, true) })
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrRegistry, err)
 	}
@@ -108,6 +109,7 @@ func SyncHooks(ctx context.Context, b *bus.Bus, chain *interceptors.Chain, trust
 	s.bw = bw
 	s.applyKillSwitch()
 	s.hooksApplied, s.trustApplied = kvstore.NewProgress(rev), kvstore.NewProgress(trustRev)
+	s.leasesApplied = kvstore.NewProgress(lrev)
 	go s.follow(trustChanged)
 	return s, nil
 }
@@ -123,11 +125,13 @@ func (s *HookSync) follow(trustChanged <-chan struct{}) {
 				if !s.stopping.Load() {
 					s.log.Warn("hookbus hooks: leases watch ended; leased registrations stay as they are", "bucket", s.lw.Bucket())
 				}
+				s.leasesApplied.End(fmt.Errorf("%w: watch of key-value bucket %s ended", ErrRegistry, s.lw.Bucket()))
 				leases = nil
 				continue
 			}
 			if e != nil {
 				s.applyLease(e, false)
+				s.leasesApplied.Set(e.Revision())
 			}
 		case e, ok := <-s.bw.Updates():
 			if !ok {
@@ -321,11 +325,18 @@ func (s *HookSync) Synced(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: key-value bucket %s: %w", ErrRegistry, s.bw.Bucket(), deadline.Err(ctx, err))
 	}
+	leases, err := kvstore.LastRevision(ctx, s.lw.KV())
+	if err != nil {
+		return fmt.Errorf("%w: key-value bucket %s: %w", ErrRegistry, s.lw.Bucket(), deadline.Err(ctx, err))
+	}
 	if err := s.trust.Synced(ctx); err != nil {
 		return err
 	}
 	trustRev, _, _ := s.trust.applied.State()
 	if err := s.hooksApplied.Wait(ctx, hooks); err != nil {
+		return err
+	}
+	if err := s.leasesApplied.Wait(ctx, leases); err != nil {
 		return err
 	}
 	return s.trustApplied.Wait(ctx, trustRev)
