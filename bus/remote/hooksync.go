@@ -38,7 +38,7 @@ type HookSync struct {
 
 	hooksApplied  *kvstore.Progress // registry revision applied
 	leasesApplied *kvstore.Progress // leases revision applied
-	trustApplied *kvstore.Progress // trust revision the registrations reflect
+	trustApplied  *kvstore.Progress // trust revision the registrations reflect
 
 	stopping   atomic.Bool
 	unregister sync.Once

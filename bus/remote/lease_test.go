@@ -3,9 +3,9 @@ package remote_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
-	"log/slog"
 	"testing"
 
 	"github.com/hookbus/hookbus/bus"

@@ -30,8 +30,8 @@ import (
 //
 // A grant's key is the plugin and its value {"privileged_hooks":true}.
 type Registry struct {
-	b     *bus.Bus
-	mu    sync.Mutex
+	b      *bus.Bus
+	mu     sync.Mutex
 	hooks  jetstream.KeyValue
 	trust  jetstream.KeyValue
 	leases jetstream.KeyValue
