@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
@@ -246,8 +247,15 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 		}
 		nc, err := bus.Connect(target.url, append(natsOpts, authOpts...)...)
 		if err != nil {
-			if target.byDefault {
+			switch {
+			case target.byDefault:
 				err = fmt.Errorf("%w (no server listens at %s: start one with \"loop server\", or give --nats URL)", err, target.url)
+			case errors.Is(err, nats.ErrNoServers):
+				err = fmt.Errorf("%w (no server answers at %s: start one there, \"loop server --listen HOST:PORT\" for a development bus, or give --nats the address of yours)", err, redact.URL(target.url))
+			case errors.Is(err, nats.ErrAuthorization) && auth.empty() && !strings.Contains(target.url, "@"):
+				err = fmt.Errorf("%w (the server at %s wants credentials and none were given: set them with --creds, --nkey, --user and --password, or --token, or $NATS_CREDS, $NATS_USER/$NATS_PASSWORD, ...; or a NATS context, --context)", err, redact.URL(target.url))
+			case errors.Is(err, nats.ErrAuthorization):
+				err = fmt.Errorf("%w (the server at %s refused the credentials given: check them (--creds, --nkey, --user and --password, --token, the URL's user, or the NATS context), or the server's users)", err, redact.URL(target.url))
 			}
 			if target.context != nil {
 				err = fmt.Errorf("%w (NATS context %s, %s)", err, target.context.Name, target.context.Path)
