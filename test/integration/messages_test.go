@@ -1,11 +1,16 @@
 package integration
 
 import (
+	"context"
+	"net"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Ctrl-C on loop submit --wait stops the waiting, not the run: it says so.
@@ -22,5 +27,34 @@ func TestSubmitWaitInterrupted(t *testing.T) {
 	_ = sub.Wait()
 	if s := out.String(); !strings.Contains(s, "stopped waiting; run ") || !strings.Contains(s, "goes on") || !strings.Contains(s, "--session later") {
 		t.Fatalf("submit --wait interrupted:\n%s", s)
+	}
+}
+
+// loop run (as make run runs it) on an address held by something that is
+// not a hookbus bus says so, and provisions nothing into it.
+func TestRunOnSomebodyElsesPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r := run(t, "loop", "run", "--store", filepath.Join(t.TempDir(), "s"), "--listen", ln.Addr().String(), "hi")
+	if r.code == 0 || !strings.Contains(r.stderr, "not a NATS server listens there") || !strings.Contains(r.stderr, "LISTEN=") {
+		t.Fatalf("loop run on a port that is not NATS: %d\n%s", r.code, r.stderr)
+	}
+
+	srv, nc := bustest.Start(t, bustest.WithListener())
+	addr := strings.TrimPrefix(srv.ClientURL(), "nats://")
+	r = run(t, "loop", "run", "--store", filepath.Join(t.TempDir(), "s"), "--listen", addr, "hi")
+	if r.code == 0 || !strings.Contains(r.stderr, "it is not a hookbus bus") || !strings.Contains(r.stderr, "observer provision --nats") {
+		t.Fatalf("loop run on a NATS server that is not a hookbus bus: %d\n%s", r.code, r.stderr)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams := js.StreamNames(context.Background())
+	for name := range streams.Name() {
+		t.Fatalf("stream %s provisioned into somebody else's server", name)
 	}
 }
