@@ -414,8 +414,13 @@ func TestAChangedDefinitionSaysHowToReplace(t *testing.T) {
 		t.Fatalf("observer runs --queued: exit %d\n%s\n%s", q.code, q.stdout, q.stderr)
 	}
 
-	startWorker(t, "--nats", srv.url(), "--agents", changed, "--replace-definition")
+	replacer := startWorker(t, "--nats", srv.url(), "--agents", changed, "--replace-definition")
 	waitEvery(t, 60*time.Second, 200*time.Millisecond, func() bool {
 		return stageCount(replayRun(t, ctx, admin, runID), events.StageRunCompleted) == 1
 	}, "the stranded run to run once a worker replaces the definition")
+	// observer runs names the worker it ran in.
+	list := run(t, "observer", "runs", "--nats", srv.url(), "--session", "stranded")
+	if list.code != 0 || !strings.Contains(list.stdout, "WORKER") || !strings.Contains(list.stdout, fmt.Sprintf(":%d ", replacer.cmd.Process.Pid)) {
+		t.Fatalf("observer runs: %d\n%s\n%s", list.code, list.stdout, list.stderr)
+	}
 }
