@@ -58,3 +58,33 @@ func TestRunOnSomebodyElsesPort(t *testing.T) {
 		t.Fatalf("stream %s provisioned into somebody else's server", name)
 	}
 }
+
+// observer approve on a coding agent's permission request says the answer
+// goes to the agent's waiting hook, not that a worker resumes anything.
+func TestApproveCodingAgentRequest(t *testing.T) {
+	addr := freeAddr(t)
+	url := "nats://" + addr
+	_, srvOut := start(t, "loop", "server", "--store", filepath.Join(t.TempDir(), "store"), "--listen", addr)
+	waitFor(t, 30*time.Second, func() bool { return strings.Contains(srvOut.String(), "listening on "+url) }, "loop server: %s", srvOut)
+	perm := `{"session_id": "cc-perm", "transcript_path": "/tmp/t.jsonl", "cwd": "/tmp", "permission_mode": "default", "hook_event_name": "PermissionRequest", "tool_name": "Bash", "tool_input": {"command": "ls"}}`
+	done := make(chan result, 1)
+	go func() { done <- agentHookProc(t, perm, "--harness", "claude", "--nats", url, "--timeout", "50s") }()
+	var runID string
+	waitFor(t, 30*time.Second, func() bool {
+		r := run(t, "observer", "approvals", "--nats", url, "--json")
+		i := strings.Index(r.stdout, `"RunID":"`)
+		if i < 0 {
+			return false
+		}
+		runID = r.stdout[i+len(`"RunID":"`):]
+		runID = runID[:strings.Index(runID, `"`)]
+		return true
+	}, "the permission request to wait for an answer")
+	ok := run(t, "observer", "approve", runID, "--nats", url)
+	if ok.code != 0 || strings.Contains(ok.stdout, "worker") || !strings.Contains(ok.stdout, "the coding agent that asked") {
+		t.Fatalf("observer approve: %d\n%s\n%s", ok.code, ok.stdout, ok.stderr)
+	}
+	if r := <-done; r.code != 0 || !strings.Contains(r.stdout, "allow") {
+		t.Fatalf("the hook's answer: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
