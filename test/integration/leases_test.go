@@ -13,10 +13,10 @@ import (
 	"github.com/hookbus/hookbus/bus/bustest"
 )
 
-// fewSeconds bounds how long a dead plugin or worker may still count as
+// liveness bounds how long a dead plugin or worker may still count as
 // live: its lease or presence lapses within bus.LeaseTTL (4 s); the rest is
 // slack for a loaded machine.
-const fewSeconds = 10 * time.Second
+const liveness = 10 * time.Second
 
 // startLeasedInterceptor starts an interceptor process that registers
 // itself on tool.before for tools, with a lease.
@@ -98,7 +98,7 @@ func TestLeasedPluginRegistrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = guard.Wait()
-	waitFor(t, fewSeconds, func() bool {
+	waitFor(t, liveness, func() bool {
 		_, leased := leaseStates(t, url)
 		return leased["tool.before.guard"] == "gone"
 	}, "guard to list as gone after SIGKILL")
@@ -148,7 +148,7 @@ func TestKilledWorkerLeavesFleet(t *testing.T) {
 	}
 	_ = worker.Wait()
 	// The worker's presence lapses while the submitter waits; it says so.
-	r := run(t, "loop", "submit", "--nats", url, "--wait", "--timeout", fewSeconds.String(), "hello")
+	r := run(t, "loop", "submit", "--nats", url, "--wait", "--timeout", liveness.String(), "hello")
 	if !strings.Contains(r.stderr, "no worker serves agent demo") {
 		t.Fatalf("loop submit --wait after the worker was killed: %d %s", r.code, r.stderr)
 	}

@@ -404,7 +404,7 @@ func TestAChangedDefinitionSaysHowToReplace(t *testing.T) {
 	changed := opsAgents(t, "    version: \"1\"\n    max_steps: 7\n")
 	startWorker(t, "--nats", srv.url(), "--agents", changed)
 
-	sub := run(t, "loop", "submit", "--nats", srv.url(), "--agent", "ops", "--session", "stranded", "--wait", "--timeout", fewSeconds.String(), "anyone?")
+	sub := run(t, "loop", "submit", "--nats", srv.url(), "--agent", "ops", "--session", "stranded", "--wait", "--timeout", liveness.String(), "anyone?")
 	if sub.code == 0 || !strings.Contains(sub.stderr, "the one registered") || !strings.Contains(sub.stderr, "loop serve --replace-definition") {
 		t.Fatalf("submit --wait with only a changed definition live: exit %d\n%s", sub.code, sub.stderr)
 	}
