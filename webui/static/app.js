@@ -424,7 +424,7 @@ function attemptsView(list) {
       fact("definition", a.definition ? definitionName(a.definition) : h("span", { class: "muted" }, "none")),
       a.previous ? fact("adopted from", definitionName(a.previous)) : null,
       // A coding agent's run (no worker, no definition) has no model of hookbus' to name.
-      a.models.length || a.worker || a.definition ? fact(a.models.length > 1 ? "models" : "model", a.models.length ? a.models.join(", ") : h("span", { class: "muted" }, "no reply yet")) : null)))));
+      a.models.length || a.worker || a.definition ? fact(a.models.length > 1 ? "models" : "model", a.models.length ? a.models.join(", ") : h("span", { class: "muted" }, "no reply yet")) : null))));
 }
 
 function renderRun(main) {
