@@ -37,9 +37,9 @@ run: build
 	@echo
 	@echo "== the hook: hook.decided shows demo-redactor's patch; tool.result keeps the raw clock for auditors"
 	@echo "== a remote hook plugs in the same way, from another process: README.md, \"Three terminals\":"
-	@echo "   $(BIN)/loop server                      # terminal 1: a bus that stays up"
-	@echo "   $(BIN)/observer hooks add --stage tool.before --plugin freeze && nats reply 'hookbus.hook.tool.before.freeze' '{\"decision\":\"deny\",\"reason\":\"deploy freeze\"}' --queue freeze   # terminal 2"
-	@echo "   $(BIN)/loop run --nats nats://127.0.0.1:4222 --trace \"What is 6*7?\"   # terminal 3"
+	@echo "   $(BIN)/loop server --listen $(LISTEN)   # terminal 1: a bus that stays up"
+	@echo "   $(BIN)/observer hooks add --nats nats://$(LISTEN) --stage tool.before --plugin freeze && nats --server nats://$(LISTEN) reply 'hookbus.hook.tool.before.freeze' '{\"decision\":\"deny\",\"reason\":\"deploy freeze\"}' --queue freeze   # terminal 2"
+	@echo "   $(BIN)/loop run --nats nats://$(LISTEN) --trace \"What is 6*7?\"   # terminal 3"
 
 ## browser: install Debian's chromium for the web page's browser tests (skipped when a browser is
 ## already on PATH or $CHROME_PATH is set; needs root or sudo).

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -252,7 +253,7 @@ func Parse(data []byte, name string) (*File, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(f); err != nil {
-		return nil, fmt.Errorf("%w: %s: %s", ErrInvalid, name, describe(err))
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, describe(err, name, &doc))
 	}
 	if len(f.Agents) == 0 {
 		return nil, fmt.Errorf("%w: %s:%d: agents: the list is empty", ErrInvalid, name, list.Line)
@@ -278,22 +279,90 @@ func Parse(data []byte, name string) (*File, error) {
 	return f, nil
 }
 
-// describe words yaml's decoding errors for a person: "line 7: field
-// tool is not a field of an agent".
-func describe(err error) string {
+// describe words yaml's decoding errors of file name (its document doc)
+// for a person, each with its place as file:line and the field it is about:
+// "ops.yaml:7: tool: is not a field of an agent", "ops.yaml:4: max_steps:
+// expected a number, not the string `ten`".
+func describe(err error, name string, doc *yaml.Node) string {
 	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return err.Error()
+	list := []string{strings.TrimPrefix(err.Error(), "yaml: ")}
+	if errors.As(err, &te) {
+		list = te.Errors
 	}
-	msgs := make([]string, len(te.Errors))
-	for i, m := range te.Errors {
+	msgs := make([]string, len(list))
+	for i, m := range list {
+		line := 0
+		if rest, ok := strings.CutPrefix(m, "line "); ok {
+			if j := strings.Index(rest, ": "); j > 0 {
+				if n, err := strconv.Atoi(rest[:j]); err == nil {
+					line, m = n, rest[j+2:]
+				}
+			}
+		}
 		m = strings.Replace(m, "not found in type agents.Agent", "is not a field of an agent", 1)
 		m = strings.Replace(m, "not found in type agents.", "is not a field of ", 1)
-		m = strings.Replace(m, "cannot unmarshal !!map into []", "expected a list, not a mapping, for []", 1)
-		m = strings.Replace(m, "cannot unmarshal !!str", "expected another type than the string", 1)
-		msgs[i] = m
+		if what, into, ok := strings.Cut(strings.TrimPrefix(m, "cannot unmarshal "), " into "); ok && strings.HasPrefix(m, "cannot unmarshal ") {
+			m = "expected " + goKind(into) + ", not " + yamlKind(what)
+		}
+		where := name
+		if line > 0 {
+			where = fmt.Sprintf("%s:%d", name, line)
+			if f := fieldAt(doc, line); f != "" && !strings.HasPrefix(m, "field ") {
+				m = f + ": " + m
+			}
+		}
+		msgs[i] = where + ": " + m
 	}
 	return strings.Join(msgs, "; ")
+}
+
+// goKind says what a Go type of the agent file holds, for people.
+func goKind(t string) string {
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["):
+		return "a mapping"
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"), strings.HasPrefix(t, "float"):
+		return "a number"
+	case t == "bool":
+		return "true or false"
+	case t == "string":
+		return "a string"
+	}
+	return "a value of another type (" + t + ")"
+}
+
+// yamlKind says what a YAML node of a type error is: "the string `ten`".
+func yamlKind(s string) string {
+	for tag, kind := range map[string]string{"!!str": "the string", "!!int": "the number", "!!float": "the number", "!!bool": "the boolean",
+		"!!map": "a mapping", "!!seq": "a list", "!!null": "nothing"} {
+		if rest, ok := strings.CutPrefix(s, tag); ok {
+			return kind + rest
+		}
+	}
+	return s
+}
+
+// fieldAt names the mapping key on line (the outermost one there: tools of
+// "tools: {Bash: true}"), "" when none is.
+func fieldAt(n *yaml.Node, line int) string {
+	if n == nil {
+		return ""
+	}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Line == line {
+				return n.Content[i].Value // the outermost key on the line
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if f := fieldAt(c, line); f != "" {
+			return f
+		}
+	}
+	return ""
 }
 
 // mapValue returns the value of key in mapping n, or nil.

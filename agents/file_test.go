@@ -60,16 +60,16 @@ func TestParseNamesTheLineAndField(t *testing.T) {
 		name, file string
 		want       []string
 	}{
-		{"unknown field", "agents:\n  - id: a\n    model: scripted:demo\n    tool: [Bash]\n", []string{"line 4", "field tool is not a field of an agent"}},
+		{"unknown field", "agents:\n  - id: a\n    model: scripted:demo\n    tool: [Bash]\n", []string{"agents.yaml:4: field tool is not a field of an agent"}},
 		{"unknown tool", "agents:\n  - id: a\n    model: scripted:demo\n    tools: [Bash, Bsh]\n", []string{"agents.yaml:4", `agent "a": tools: unknown tool "Bsh"`, "known: "}},
 		{"unknown provider", "agents:\n  - id: a\n    model: gemini:pro\n", []string{"agents.yaml:3", `unknown model provider "gemini"`}},
 		{"no provider", "agents:\n  - id: a\n    model: gpt-4\n", []string{"agents.yaml:3", "not provider:name"}},
 		{"no model", "agents:\n  - id: a\n", []string{"agents.yaml:2", "model: no model"}},
 		{"bad id", "agents:\n  - id: a.b\n    model: scripted:demo\n", []string{"agents.yaml:2", "id:", `"a.b"`}},
 		{"duplicate id", "agents:\n  - id: a\n    model: scripted:demo\n  - id: a\n    model: scripted:demo\n", []string{"agents.yaml:4", "also defined on line 2"}},
-		{"bad duration", "agents:\n  - id: a\n    model: scripted:demo\n    model_timeout: soon\n", []string{"line 4", `"soon" is not a duration`}},
-		{"wrong type", "agents:\n  - id: a\n    model: scripted:demo\n    max_steps: many\n", []string{"line 4"}},
-		{"a map for a list", "agents:\n  - id: a\n    model: scripted:demo\n    tools: {Bash: true}\n", []string{"line 4", "expected a list"}},
+		{"bad duration", "agents:\n  - id: a\n    model: scripted:demo\n    model_timeout: soon\n", []string{"agents.yaml:4: model_timeout: ", `"soon" is not a duration`}},
+		{"wrong type", "agents:\n  - id: a\n    model: scripted:demo\n    max_steps: many\n", []string{"agents.yaml:4: max_steps: expected a number, not the string `many`"}},
+		{"a map for a list", "agents:\n  - id: a\n    model: scripted:demo\n    tools: {Bash: true}\n", []string{"agents.yaml:4: tools: expected a list"}},
 		{"agents not a list", "agents: {id: a}\n", []string{"agents.yaml:1", "agents: expected a list"}},
 		{"no agents", "agents: []\n", []string{"the list is empty"}},
 		{"not yaml", "agents: [\n", []string{"agents.yaml"}},

@@ -22,7 +22,7 @@ import (
 func syntaxError(data []byte, name string, err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
-		return fmt.Errorf("%w: %s: %s", ErrInvalid, name, describe(err))
+		return fmt.Errorf("%w: %s", ErrInvalid, describe(err, name, nil))
 	}
 	problem := yamlProblem(err)
 	line, col := locate(data, problem)

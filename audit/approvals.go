@@ -14,6 +14,10 @@ var ApprovalStages = append(events.StagesOf(events.GroupApproval), events.Termin
 // Approval is one tool call that waited (or waits) for a human.
 type Approval struct {
 	AgentID, SessionID, RunID string
+	// Source is the request's CloudEvent source: "hookbus/loop" for an
+	// engine's run, the bridge's ("hookbus/claude-code", ...) for a coding
+	// agent's permission request.
+	Source string
 	// Requested is the request, RequestedAt its event's time.
 	Requested   events.ApprovalRequested
 	RequestedAt time.Time
@@ -54,7 +58,7 @@ func (as *Approvals) Add(e *events.Event) {
 		if _, ok := as.byKey[k]; ok {
 			return
 		}
-		as.byKey[k] = &Approval{AgentID: e.AgentID, SessionID: e.SessionID, RunID: e.RunID, Requested: p, RequestedAt: e.Time, RunEnded: as.ended[e.RunID]}
+		as.byKey[k] = &Approval{AgentID: e.AgentID, SessionID: e.SessionID, RunID: e.RunID, Source: e.Source, Requested: p, RequestedAt: e.Time, RunEnded: as.ended[e.RunID]}
 		as.order = append(as.order, k)
 	case e.Stage == events.StageApprovalResolved:
 		p, err := events.Data[events.ApprovalResolved](e)

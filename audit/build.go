@@ -154,7 +154,13 @@ func (b *runBuilder) runItem(e *events.Event, p any) *Item {
 	case *events.Intake:
 		it = &Item{Kind: KindIntake, Text: "intake " + quote(p.Prompt)}
 	case *events.RunStarted:
-		text := fmt.Sprintf("started: history %d messages, max %d steps", p.HistoryMessages, p.MaxSteps)
+		text := "started"
+		if p.HistoryMessages > 0 || p.MaxSteps > 0 {
+			text = fmt.Sprintf("started: history %d messages", p.HistoryMessages)
+		}
+		if p.MaxSteps > 0 { // a coding agent's run has no step limit of hookbus'
+			text += fmt.Sprintf(", max %d steps", p.MaxSteps)
+		}
 		if p.Resumed {
 			text = "resumed (a later attempt)"
 		}
@@ -173,7 +179,10 @@ func (b *runBuilder) runItem(e *events.Event, p any) *Item {
 		if p.Answer != "" {
 			text += " " + quote(p.Answer)
 		}
-		it = &Item{Kind: KindEnd, Text: text + fmt.Sprintf(" [%d steps, %s]", p.Steps, tokens(p.Usage))}
+		if p.Steps > 0 || p.Usage != (events.Usage{}) { // a coding agent's run counts neither
+			text += fmt.Sprintf(" [%d steps, %s]", p.Steps, tokens(p.Usage))
+		}
+		it = &Item{Kind: KindEnd, Text: text}
 	case *events.RunFailed:
 		it = &Item{Kind: KindEnd, Text: "end: failed: " + p.Error}
 	default:

@@ -54,6 +54,10 @@ type RunSummary struct {
 	// max_steps, cost_limit, interrupted), or StatusFailed, StatusWaiting
 	// or StatusUnfinished.
 	Status string `json:"status"`
+	// Worker names the worker the run's last attempt ran in (run.started's
+	// worker: host:pid, or its configured name); empty for a run no worker
+	// ran (a coding agent's session, loop run).
+	Worker string `json:"worker,omitempty"`
 	// Detail says why: run.completed's detail, run.failed's error.
 	Detail string `json:"detail,omitempty"`
 	Answer string `json:"answer,omitempty"`
@@ -102,9 +106,12 @@ func (r *runState) add(e *events.Event) {
 		}
 	case events.StageRunStarted:
 		r.Attempts++
-		if r.Prompt == "" {
-			if p, err := events.Data[events.RunStarted](e); err == nil {
+		if p, err := events.Data[events.RunStarted](e); err == nil {
+			if r.Prompt == "" {
 				r.Prompt = p.Prompt
+			}
+			if p.Worker != nil {
+				r.Worker = p.Worker.Name
 			}
 		}
 	case events.StageStepCompleted:

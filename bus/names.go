@@ -29,6 +29,7 @@ type Names struct {
 	Counters    string // stream of <prefix>.cnt.> (policies' fleet-wide counters: JetStream counters)
 	Agents      string // KV bucket: the fleet's agent definitions (runs.Fleet)
 	Workers     string // KV bucket: the live workers (runs.Fleet), entries expiring
+	Leases      string // KV bucket: the leases of live plugins (remote.Lease), entries expiring
 	Payloads    string // object store: large payloads (claim check)
 }
 
@@ -54,6 +55,7 @@ func NamesFor(prefix string) Names {
 		Counters:    up + "_COUNTERS",
 		Agents:      low + "_agents",
 		Workers:     low + "_workers",
+		Leases:      low + "_leases",
 		Payloads:    low + "_payloads",
 	}
 }

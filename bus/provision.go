@@ -159,7 +159,7 @@ func (b *Bus) Provision(ctx context.Context) error {
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    b.opts.replicas,
-	}, b.decisionCacheConfig(), b.agentsConfig(), b.workersConfig()} {
+	}, b.decisionCacheConfig(), b.agentsConfig(), b.workersConfig(), b.leasesConfig()} {
 		if _, err := b.js.CreateOrUpdateKeyValue(ctx, kv); err != nil {
 			return fmt.Errorf("%w: key-value bucket %s: %w", ErrProvision, kv.Bucket, deadline.Err(ctx, err))
 		}
@@ -204,8 +204,17 @@ func (b *Bus) decisionCacheConfig() jetstream.KeyValueConfig {
 
 // PresenceTTL is how long the workers bucket keeps a worker's entry after
 // its last heartbeat (the bucket's max age): a worker of bus/runs that dies
-// leaves the fleet by itself.
-const PresenceTTL = 15 * time.Second
+// leaves the fleet by itself, within PresenceTTL.
+const PresenceTTL = 4 * time.Second
+
+// LeaseTTL is how long the leases bucket keeps a plugin instance's lease
+// after its last renewal (the bucket's max age): the registrations of a
+// plugin that dies stop being called within LeaseTTL (bus/remote.Lease).
+const LeaseTTL = 4 * time.Second
+
+// LeaseMarkerTTL is how long the leases bucket keeps the marker of an
+// expired lease, which is how watchers learn that a lease ended.
+const LeaseMarkerTTL = time.Minute
 
 // agentsConfig is the bucket of the fleet's agent definitions.
 func (b *Bus) agentsConfig() jetstream.KeyValueConfig {
@@ -227,6 +236,20 @@ func (b *Bus) workersConfig() jetstream.KeyValueConfig {
 		Storage:     jetstream.FileStorage,
 		Replicas:    b.opts.replicas,
 		TTL:         PresenceTTL,
+	}
+}
+
+// leasesConfig is the bucket of the live plugins' leases: an entry expires
+// LeaseTTL after its last write, leaving a marker that watchers see.
+func (b *Bus) leasesConfig() jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:         b.names.Leases,
+		Description:    "hookbus leases of live plugins: a leased registration is called while its plugin renews one (entries expire without a renewal)",
+		History:        1,
+		Storage:        jetstream.FileStorage,
+		Replicas:       b.opts.replicas,
+		TTL:            LeaseTTL,
+		LimitMarkerTTL: LeaseMarkerTTL,
 	}
 }
 

@@ -24,7 +24,7 @@ func (b *Bus) CheckProvisioned(ctx context.Context) error {
 	streams := []string{
 		b.names.Events, b.names.Runs, b.names.Wakes, b.names.DeadLetters, b.names.Usage, b.names.Counters,
 		"KV_" + b.names.Hooks, "KV_" + b.names.Trust, "KV_" + b.names.Decisions, "KV_" + b.names.Budgets,
-		"KV_" + b.names.Agents, "KV_" + b.names.Workers, "OBJ_" + b.names.Payloads,
+		"KV_" + b.names.Agents, "KV_" + b.names.Workers, "KV_" + b.names.Leases, "OBJ_" + b.names.Payloads,
 	}
 	var missing []string
 	for _, name := range streams {
@@ -42,7 +42,7 @@ func (b *Bus) CheckProvisioned(ctx context.Context) error {
 			if !st.CachedInfo().Config.AllowMsgCounter {
 				missing = append(missing, name+" (without message counters)")
 			}
-		case err == nil && name == "KV_"+b.names.Decisions:
+		case err == nil && (name == "KV_"+b.names.Decisions || name == "KV_"+b.names.Leases):
 			if !st.CachedInfo().Config.AllowMsgTTL {
 				missing = append(missing, name+" (without per-key TTLs)")
 			}

@@ -87,7 +87,7 @@ func TestProvisionIsIdempotent(t *testing.T) {
 	if c := cps.CachedInfo().Config; c.Subjects[0] != "hookbus.checkpoint" || !c.DenyDelete || !c.DenyPurge || c.MaxAge != 0 {
 		t.Errorf("checkpoints stream config = %+v, want no limits, no delete, no purge", c)
 	}
-	for _, kv := range []string{"hookbus_hooks", "hookbus_trust", "hookbus_decisions", "hookbus_budgets", "hookbus_agents", "hookbus_workers"} {
+	for _, kv := range []string{"hookbus_hooks", "hookbus_trust", "hookbus_decisions", "hookbus_budgets", "hookbus_agents", "hookbus_workers", "hookbus_leases"} {
 		if _, err := b.JetStream().KeyValue(ctx, kv); err != nil {
 			t.Errorf("kv %s: %v", kv, err)
 		}
@@ -102,7 +102,7 @@ func TestPrefixDerivesNames(t *testing.T) {
 	want := bus.Names{Events: "ACME_HOOK-BUS_EVENTS", Runs: "ACME_HOOK-BUS_RUNS", Wakes: "ACME_HOOK-BUS_WAKES", DeadLetters: "ACME_HOOK-BUS_DLQ",
 		Checkpoints: "ACME_HOOK-BUS_CHECKPOINTS", Usage: "ACME_HOOK-BUS_USAGE", Counters: "ACME_HOOK-BUS_COUNTERS",
 		Hooks: "acme_hook-bus_hooks", Trust: "acme_hook-bus_trust", Decisions: "acme_hook-bus_decisions", Budgets: "acme_hook-bus_budgets",
-		Agents: "acme_hook-bus_agents", Workers: "acme_hook-bus_workers", Payloads: "acme_hook-bus_payloads"}
+		Agents: "acme_hook-bus_agents", Workers: "acme_hook-bus_workers", Leases: "acme_hook-bus_leases", Payloads: "acme_hook-bus_payloads"}
 	if b.Names() != want {
 		t.Fatalf("names = %+v, want %+v", b.Names(), want)
 	}

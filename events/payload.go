@@ -355,6 +355,10 @@ const (
 	ReasonMaxSteps    = "max_steps"
 	ReasonCostLimit   = "cost_limit"
 	ReasonInterrupted = "interrupted"
+	// ReasonIdle ends a coding agent's run whose session was silent for
+	// longer than the idle time of the process that closed it (its hooks
+	// missed the session's end).
+	ReasonIdle = "idle"
 )
 
 // RunCompleted is the data of run.completed, the terminal event of a run

@@ -16,6 +16,10 @@ const (
 	// PluginRemoved: a remote plugin the registry no longer holds: no loop
 	// calls it any more; its past decisions stay in the record.
 	PluginRemoved = "removed"
+	// PluginGone: a plugin that registered itself with a lease and no
+	// longer renews it (its process died): no loop calls it; observer
+	// hooks prune removes its registrations.
+	PluginGone = "gone"
 	// PluginInProcess: a plugin only ever called in a loop's own process
 	// (a hook of an agent file, a library's chain), which the registry
 	// does not list.
@@ -46,18 +50,21 @@ func (s *Server) registryStates(ctx context.Context, plugins []audit.PluginTotal
 	if s.cfg.Registry == nil || len(plugins) == 0 {
 		return nil
 	}
-	regs, err := s.cfg.Registry.List(ctx)
+	regs, err := s.cfg.Registry.Entries(ctx)
 	if err != nil {
 		s.log.Warn("webui: the interceptor registry could not be read; the plugins page says nothing of it", "err", err)
 		return nil
 	}
-	registered := map[string]bool{}
+	registered, live := map[string]bool{}, map[string]bool{}
 	for _, r := range regs {
 		registered[r.Plugin] = true
+		live[r.Plugin] = live[r.Plugin] || !r.Gone
 	}
 	out := make(map[string]string, len(plugins))
 	for _, p := range plugins {
 		switch {
+		case registered[p.Plugin] && !live[p.Plugin]:
+			out[p.Plugin] = PluginGone
 		case registered[p.Plugin]:
 			out[p.Plugin] = PluginRegistered
 		case remote[p.Plugin]:

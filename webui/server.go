@@ -15,9 +15,9 @@ import (
 
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/internal/httpauth"
 	"github.com/hookbus/hookbus/loop"
 )
@@ -97,7 +97,9 @@ type Fleet interface {
 // Registry is what the page reads of the interceptor registry
 // (*remote.Registry).
 type Registry interface {
-	List(ctx context.Context) ([]interceptors.Registration, error)
+	// Entries lists the registrations, with their leases: a plugin whose
+	// lease lapsed is shown gone.
+	Entries(ctx context.Context) ([]remote.Entry, error)
 }
 
 // Server serves the page and its JSON API (see the package doc). It is an
@@ -262,7 +264,8 @@ type StatsView struct {
 	// Registry says of each plugin listed whether it is in the
 	// interceptor registry now (Config.Registry; absent without one):
 	// PluginRegistered, PluginRemoved (a remote plugin no longer
-	// registered: no loop calls it any more) or PluginInProcess (only ever
+	// registered: no loop calls it any more), PluginGone (registered with a
+	// lease its process no longer renews) or PluginInProcess (only ever
 	// called in a loop's own process, which the registry does not list).
 	Registry  map[string]string `json:"registry,omitempty"`
 	Truncated bool              `json:"truncated,omitempty"`

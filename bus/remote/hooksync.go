@@ -25,6 +25,7 @@ type HookSync struct {
 	trust *Trust
 	log   *slog.Logger
 	bw    *kvstore.Watch
+	lw    *kvstore.Watch // the leases bucket
 	done  chan struct{}
 
 	// Owned by the goroutine that applies changes (SyncHooks' caller until
@@ -32,9 +33,12 @@ type HookSync struct {
 	desired  map[string]interceptors.Registration // key → valid entry
 	active   map[string]activeHook                // key → registered on the chain
 	disabled map[string]interceptors.Disabled     // plugins the kill switch turned off
+	leased   map[string]bool                      // key → its entry is leased
+	live     map[string]map[string]bool           // plugin → the instances holding a lease
 
-	hooksApplied *kvstore.Progress // registry revision applied
-	trustApplied *kvstore.Progress // trust revision the registrations reflect
+	hooksApplied  *kvstore.Progress // registry revision applied
+	leasesApplied *kvstore.Progress // leases revision applied
+	trustApplied  *kvstore.Progress // trust revision the registrations reflect
 
 	stopping   atomic.Bool
 	unregister sync.Once
@@ -82,16 +86,30 @@ func SyncHooks(ctx context.Context, b *bus.Bus, chain *interceptors.Chain, trust
 	s := &HookSync{
 		b: b, chain: chain, trust: trust, log: b.Logger(), done: make(chan struct{}),
 		desired: map[string]interceptors.Registration{}, active: map[string]activeHook{},
+		leased: map[string]bool{}, live: map[string]map[string]bool{},
 	}
+	leases, err := kvstore.Open(ctx, b.JetStream(), b.Names().Leases)
+	if err != nil {
+		return nil, err
+	}
+	// The leases first: a leased registration is called only while its
+	// plugin holds one.
+	lw, lrev, err := kvstore.OpenWatch(ctx, leases, b.Names().Leases, func(e jetstream.KeyValueEntry) { s.applyLease(e, true) })
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRegistry, err)
+	}
+	s.lw = lw
 	trustRev, trustChanged, _ := trust.applied.State()
 	bw, rev, err := kvstore.OpenWatch(ctx, kv, b.Names().Hooks, s.applyEntry)
 	if err != nil {
+		lw.Stop()
 		s.unregisterAll()
 		return nil, fmt.Errorf("%w: %w", ErrRegistry, err)
 	}
 	s.bw = bw
 	s.applyKillSwitch()
 	s.hooksApplied, s.trustApplied = kvstore.NewProgress(rev), kvstore.NewProgress(trustRev)
+	s.leasesApplied = kvstore.NewProgress(lrev)
 	go s.follow(trustChanged)
 	return s, nil
 }
@@ -99,8 +117,22 @@ func SyncHooks(ctx context.Context, b *bus.Bus, chain *interceptors.Chain, trust
 // follow applies registry and trust changes until the watch ends.
 func (s *HookSync) follow(trustChanged <-chan struct{}) {
 	defer close(s.done)
+	leases := s.lw.Updates()
 	for {
 		select {
+		case e, ok := <-leases:
+			if !ok {
+				if !s.stopping.Load() {
+					s.log.Warn("hookbus hooks: leases watch ended; leased registrations stay as they are", "bucket", s.lw.Bucket())
+				}
+				s.leasesApplied.End(fmt.Errorf("%w: watch of key-value bucket %s ended", ErrRegistry, s.lw.Bucket()))
+				leases = nil
+				continue
+			}
+			if e != nil {
+				s.applyLease(e, false)
+				s.leasesApplied.Set(e.Revision())
+			}
 		case e, ok := <-s.bw.Updates():
 			if !ok {
 				// Stopped, or the connection closed: the registrations stay
@@ -148,9 +180,11 @@ func (s *HookSync) applyEntry(e jetstream.KeyValueEntry) {
 	}
 	if e.Operation() != jetstream.KeyValuePut {
 		delete(s.desired, key)
+		delete(s.leased, key)
 		s.reconcile(key, false)
 		return
 	}
+	s.leased[key] = leasedEntry(e.Value())
 	reg, err := decodeEntry(key, e.Value())
 	if err != nil {
 		s.log.Warn("hookbus hooks: registry entry skipped", "key", key, "revision", e.Revision(), "err", err)
@@ -159,6 +193,51 @@ func (s *HookSync) applyEntry(e jetstream.KeyValueEntry) {
 		s.desired[key] = reg
 	}
 	s.reconcile(key, false)
+}
+
+// applyLease applies one change of the leases bucket: a plugin that holds
+// its first lease has its leased registrations registered, one whose last
+// lease ended (released, or expired: the plugin died) unregistered.
+func (s *HookSync) applyLease(e jetstream.KeyValueEntry, initial bool) {
+	info, ok := decodeLease(e.Key(), e.Value())
+	if !ok {
+		return
+	}
+	held := s.live[info.Plugin]
+	before := len(held)
+	if e.Operation() == jetstream.KeyValuePut {
+		if held == nil {
+			held = map[string]bool{}
+			s.live[info.Plugin] = held
+		}
+		held[info.Instance] = true
+	} else {
+		delete(held, info.Instance)
+		if len(held) == 0 {
+			delete(s.live, info.Plugin)
+		}
+	}
+	after := len(held)
+	if initial || (before == 0) == (after == 0) {
+		return
+	}
+	if after == 0 {
+		how := "released"
+		if e.Operation() == jetstream.KeyValuePurge {
+			how = "expired (the plugin stopped renewing it)"
+		}
+		s.log.Info("hookbus hooks: plugin gone: its last lease "+how+"; its leased registrations are no longer called", "plugin", info.Plugin)
+	}
+	for key, reg := range s.desired {
+		if reg.Plugin == info.Plugin && s.leased[key] {
+			s.reconcile(key, false)
+		}
+	}
+	for key, a := range s.active {
+		if _, ok := s.desired[key]; !ok && a.reg.Plugin == info.Plugin {
+			s.reconcile(key, false)
+		}
+	}
 }
 
 // applyKillSwitch makes the chain's disabled plugins those of the trust
@@ -197,6 +276,9 @@ func (s *HookSync) reconcileAll(trustChange bool) {
 // trustChange quiets the warnings that a registry change already gave.
 func (s *HookSync) reconcile(key string, trustChange bool) {
 	want, ok := s.desired[key]
+	if ok && s.leased[key] && len(s.live[want.Plugin]) == 0 {
+		ok = false // its plugin is gone (or not yet leased)
+	}
 	if ok && want.Stage.Privileged() && !s.trust.Privileged(want.Plugin) {
 		if !trustChange {
 			s.log.Warn("hookbus hooks: registration skipped until granted", "key", key,
@@ -243,11 +325,18 @@ func (s *HookSync) Synced(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: key-value bucket %s: %w", ErrRegistry, s.bw.Bucket(), deadline.Err(ctx, err))
 	}
+	leases, err := kvstore.LastRevision(ctx, s.lw.KV())
+	if err != nil {
+		return fmt.Errorf("%w: key-value bucket %s: %w", ErrRegistry, s.lw.Bucket(), deadline.Err(ctx, err))
+	}
 	if err := s.trust.Synced(ctx); err != nil {
 		return err
 	}
 	trustRev, _, _ := s.trust.applied.State()
 	if err := s.hooksApplied.Wait(ctx, hooks); err != nil {
+		return err
+	}
+	if err := s.leasesApplied.Wait(ctx, leases); err != nil {
 		return err
 	}
 	return s.trustApplied.Wait(ctx, trustRev)
@@ -258,6 +347,7 @@ func (s *HookSync) Synced(ctx context.Context) error {
 func (s *HookSync) Stop() {
 	s.stopping.Store(true)
 	s.bw.Stop()
+	s.lw.Stop()
 	<-s.done
 	s.unregister.Do(s.unregisterAll) // the follower is gone: s.active is ours
 }

@@ -30,10 +30,11 @@ import (
 //
 // A grant's key is the plugin and its value {"privileged_hooks":true}.
 type Registry struct {
-	b     *bus.Bus
-	mu    sync.Mutex
-	hooks jetstream.KeyValue
-	trust jetstream.KeyValue
+	b      *bus.Bus
+	mu     sync.Mutex
+	hooks  jetstream.KeyValue
+	trust  jetstream.KeyValue
+	leases jetstream.KeyValue
 }
 
 // NewRegistry returns the registry of b's buckets. It does no I/O.
@@ -51,7 +52,15 @@ func RegistryKey(stage events.Stage, plugin string) string { return string(stage
 // refused: only code registering in-process interceptors may set it, never
 // the registry. Remote is cleared (the transport sets it). Bucket failures
 // wrap ErrRegistry.
+//
+// A registration Put writes has no lease: it stays until it is deleted
+// (Hold writes registrations that live while their plugin does).
 func (r *Registry) Put(ctx context.Context, reg interceptors.Registration) error {
+	return r.put(ctx, reg, false)
+}
+
+// put writes reg, marked leased or not.
+func (r *Registry) put(ctx context.Context, reg interceptors.Registration, leased bool) error {
 	if err := checkEntry(reg); err != nil {
 		return err
 	}
@@ -75,6 +84,9 @@ func (r *Registry) Put(ctx context.Context, reg interceptors.Registration) error
 	value, err := json.Marshal(reg)
 	if err != nil {
 		return fmt.Errorf("%w: plugin %s on %s: %v", interceptors.ErrInvalidRegistration, reg.Plugin, reg.Stage, err)
+	}
+	if leased {
+		value = markLeased(value)
 	}
 	kv, err := r.hooksKV(ctx)
 	if err != nil {
@@ -147,18 +159,35 @@ func (r *Registry) deleteKey(ctx context.Context, kv jetstream.KeyValue, bucket,
 
 // List returns every registration, in run order: by stage (in the order of
 // events.Stages), then Order, then when the entry was last written. An
-// entry that does not parse is left out and logged. Bucket failures wrap
-// ErrRegistry.
+// entry that does not parse is left out and logged. Leased registrations
+// whose plugin is gone are listed too (Entries tells them apart). Bucket
+// failures wrap ErrRegistry.
 func (r *Registry) List(ctx context.Context) ([]interceptors.Registration, error) {
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.hooksKV(ctx)
+	all, err := r.list(ctx)
 	if err != nil {
 		return nil, err
 	}
-	type listed struct {
-		reg interceptors.Registration
-		rev uint64
+	out := make([]interceptors.Registration, len(all))
+	for i, l := range all {
+		out[i] = l.reg
+	}
+	return out, nil
+}
+
+// listed is a registry entry as list reads it.
+type listed struct {
+	reg    interceptors.Registration
+	rev    uint64
+	leased bool
+}
+
+// list reads every valid registration, in run order.
+func (r *Registry) list(ctx context.Context) ([]listed, error) {
+	kv, err := r.hooksKV(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var all []listed
 	err = kvstore.ReadAll(ctx, kv, func(e jetstream.KeyValueEntry) {
@@ -170,7 +199,7 @@ func (r *Registry) List(ctx context.Context) ([]interceptors.Registration, error
 			r.b.Logger().Warn("hookbus registry: entry skipped", "bucket", r.b.Names().Hooks, "key", e.Key(), "err", err)
 			return
 		}
-		all = append(all, listed{reg, e.Revision()})
+		all = append(all, listed{reg, e.Revision(), leasedEntry(e.Value())})
 	})
 	if err != nil {
 		return nil, r.bucketErr(ctx, "list", r.b.Names().Hooks, err)
@@ -179,11 +208,7 @@ func (r *Registry) List(ctx context.Context) ([]interceptors.Registration, error
 		return cmp.Or(cmp.Compare(stageRank(a.reg.Stage), stageRank(b.reg.Stage)),
 			cmp.Compare(a.reg.Order, b.reg.Order), cmp.Compare(a.rev, b.rev))
 	})
-	out := make([]interceptors.Registration, len(all))
-	for i, l := range all {
-		out[i] = l.reg
-	}
-	return out, nil
+	return all, nil
 }
 
 func stageRank(st events.Stage) int {

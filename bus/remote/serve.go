@@ -47,6 +47,13 @@ type ServeConfig struct {
 	// "hookbus.protocol" (the wire protocol version, "1") and
 	// "hookbus.prefix".
 	Metadata map[string]string
+	// Register, when set, are the plugin's registrations, written into the
+	// registry once the service is up and kept while it serves: Serve holds
+	// a lease for them (Registry.Hold), so that loops stop calling the
+	// plugin within seconds when its process dies, and Stop removes them
+	// (unless another instance of the plugin still serves). Plugin may be
+	// left empty (it is the config's); each Stage must be one served.
+	Register []interceptors.Registration
 	// Logger receives panics (with their stack) and reply failures; the
 	// default discards.
 	Logger *slog.Logger
@@ -61,6 +68,7 @@ type Service struct {
 	pay    *claimcheck.Store // fetches claim-checked request data
 	ctx    context.Context   // parent of every call's ctx: Serve's, without its cancellation
 	unhook func() bool       // stops the Stop-on-ctx-done hook
+	lease  *Lease            // the registrations' lease (ServeConfig.Register)
 }
 
 // Serve serves ic as a nats.go micro service: service name cfg.Plugin, one
@@ -147,6 +155,16 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServeConfig, ic interceptors.
 		_ = s.Stop()
 		return nil, err
 	}
+	if len(cfg.Register) > 0 {
+		b, err := bus.New(nc, bus.WithPrefix(subj.Prefix), bus.WithLogger(s.log))
+		if err == nil {
+			s.lease, err = NewRegistry(b).Hold(s.ctx, cfg.Plugin, cfg.Register...)
+		}
+		if err != nil {
+			_ = s.Stop()
+			return nil, fmt.Errorf("serve plugin %s: register: %w", cfg.Plugin, err)
+		}
+	}
 	s.unhook = context.AfterFunc(ctx, func() { _ = s.Stop() })
 	return s, nil
 }
@@ -171,6 +189,19 @@ func (cfg *ServeConfig) check(nc *nats.Conn, ic interceptors.Interceptor) (event
 	}
 	if len(cfg.Stages) == 0 {
 		return events.Subjects{}, invalid("serve plugin %s: no stages", cfg.Plugin)
+	}
+	cfg.Register = slices.Clone(cfg.Register) // the caller's stay as they are
+	for i := range cfg.Register {
+		reg := &cfg.Register[i]
+		if reg.Plugin == "" {
+			reg.Plugin = cfg.Plugin
+		}
+		switch {
+		case reg.Plugin != cfg.Plugin:
+			return events.Subjects{}, invalid("serve plugin %s: Register[%d] is a registration of plugin %q", cfg.Plugin, i, reg.Plugin)
+		case !slices.Contains(cfg.Stages, reg.Stage):
+			return events.Subjects{}, invalid("serve plugin %s: Register[%d] is on stage %q, which is not served (Stages)", cfg.Plugin, i, string(reg.Stage))
+		}
 	}
 	for i, st := range cfg.Stages {
 		switch {
@@ -242,14 +273,24 @@ func refused(nc *nats.Conn, subj events.Subjects, plugin string, stages []events
 // Stop stops the service: its subscriptions are drained, so the server
 // sends it no more requests and those it already has are answered (each
 // within its deadline). It is idempotent.
+//
+// With ServeConfig.Register, its lease is released first, and its
+// registrations removed unless another instance of the plugin holds a
+// lease: loops stop calling the plugin before it stops answering.
 func (s *Service) Stop() error {
 	if s.unhook != nil {
 		s.unhook()
 	}
-	if err := s.svc.Stop(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		return fmt.Errorf("stop plugin %s: %w", s.plugin, err)
+	var released error
+	if s.lease != nil {
+		if err := s.lease.Release(context.Background()); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			released = fmt.Errorf("stop plugin %s: %w", s.plugin, err)
+		}
 	}
-	return nil
+	if err := s.svc.Stop(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		return errors.Join(released, fmt.Errorf("stop plugin %s: %w", s.plugin, err))
+	}
+	return released
 }
 
 // Stopped reports whether the service stopped (Stop, its ctx ended, or the

@@ -31,7 +31,7 @@ import (
 //     last write: a worker that dies leaves the bucket by itself.
 
 // DefaultHeartbeat is how often a worker writes its presence.
-const DefaultHeartbeat = 5 * time.Second
+const DefaultHeartbeat = time.Second
 
 // AgentDefinition is an agent's registered definition: the one its new runs
 // run on.

@@ -3,6 +3,8 @@ package runs
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/hookbus/hookbus/events"
 )
@@ -56,9 +58,32 @@ func (v *FleetView) WaitingFor(agent, digest string) string {
 	case digest != "":
 		return fmt.Sprintf("no worker has definition %s of agent %s", events.ShortDigest(digest), agent)
 	case v.Definitions[agent] != nil:
-		return fmt.Sprintf("no worker has definition %s of agent %s, the one registered", v.Definitions[agent].Short(), agent)
+		return fmt.Sprintf("no live worker has definition %s of agent %s, the one registered; the live ones run %s and take only runs recorded on it: "+
+			"restart one with loop serve --replace-definition to make its definition the fleet's (or start a worker with the registered one)",
+			v.Definitions[agent].Short(), agent, strings.Join(v.servedDefinitions(agent), ", "))
 	}
 	return "no worker takes new runs of agent " + agent
+}
+
+// servedDefinitions lists the definitions the live workers serve agent on
+// (short forms, each once).
+func (v *FleetView) servedDefinitions(agent string) []string {
+	var out []string
+	for _, w := range v.Workers {
+		for _, r := range w.Agents {
+			if r.Agent != agent {
+				continue
+			}
+			d := "no definition"
+			if r.Definition != nil {
+				d = r.Definition.String()
+			}
+			if !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
 }
 
 // Serving lists the names of the live workers that take agent's new runs.

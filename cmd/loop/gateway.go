@@ -63,17 +63,22 @@ func gatewayCmd(a *cli.App) *cobra.Command {
 		fs.Var(&minRate, "min-body-rate", "after --read-timeout, the slowest a hook input may come, per second (408 below it)")
 		var admin cli.AdminFlags
 		admin.Register(fs, "127.0.0.1:9467", 0, "take no new hook and answer those in flight (default: --timeout)")
+		var idle closeIdleFlags
+		idle.register(fs, 0, " (loop close-idle)")
 		return func(ctx context.Context, args []string) error {
+			if err := idle.check(); err != nil {
+				return err
+			}
 			limits := bodyLimits{max: int64(maxBody), total: int64(maxTotal), perCaller: int64(perCaller), timeout: *readTimeout, minRate: int64(minRate)}
 			if !fs.Changed("max-body-per-caller") {
 				limits.perCaller = min(max(limits.total/2, limits.max), limits.total)
 			}
-			return f.gateway(ctx, a, args, *names, *listen, &auth, &admin, limits)
+			return f.gateway(ctx, a, args, *names, *listen, &auth, &admin, limits, &idle)
 		}
 	})
 }
 
-func (f *bridgeFlags) gateway(ctx context.Context, a *cli.App, args []string, names, listen string, auth *httpauth.Flags, admin *cli.AdminFlags, limits bodyLimits) error {
+func (f *bridgeFlags) gateway(ctx context.Context, a *cli.App, args []string, names, listen string, auth *httpauth.Flags, admin *cli.AdminFlags, limits bodyLimits, idle *closeIdleFlags) error {
 	stderr := a.Err
 	if err := cli.NoArgs(nil, args); err != nil {
 		return err
@@ -140,6 +145,7 @@ func (f *bridgeFlags) gateway(ctx context.Context, a *cli.App, args []string, na
 		return err
 	}
 	defer adm.Stop()
+	idle.start(ctx, c, log)
 	var routes []string
 	for _, r := range gw.routes {
 		routes = append(routes, ln.URL()+r.path[1:])

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -89,7 +90,7 @@ func TestGatewayNeedsToken(t *testing.T) {
 	}
 	forged := hookInput("victim", "Stop", `, "stop_hook_active": false, "last_assistant_message": "FORGED ANSWER"`)
 	for _, token := range []string{"", "not-the-token-0123456789"} {
-		if code, body := postHook(t, url, token, forged); code != http.StatusUnauthorized {
+		if code, body := postHook(t, url, token, forged); code != http.StatusUnauthorized || !json.Valid([]byte(body)) || !strings.Contains(body, `"error"`) {
 			t.Errorf("a forged Stop with token %q: %d %s, want 401", token, code, body)
 		}
 	}
@@ -150,7 +151,7 @@ func TestGatewayAgentTokens(t *testing.T) {
 		if u == url {
 			agent = "claude-code"
 		}
-		if code != http.StatusForbidden || !strings.Contains(body, "agent "+agent) || !strings.Contains(body, "alice") {
+		if code != http.StatusForbidden || !strings.Contains(body, "agent "+agent) || !strings.Contains(body, "alice") || !json.Valid([]byte(body)) || !strings.HasPrefix(body, `{"error":`) {
 			t.Errorf("alice's Stop to %s: %d %s, want 403 naming alice and agent %s", u, code, body, agent)
 		}
 	}

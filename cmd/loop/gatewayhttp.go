@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -82,13 +83,13 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request, h harness.Protoc
 		cfg.Agent = a
 	}
 	if err := events.ValidateID("agent", cfg.Agent); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		httpError(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	id, _ := httpauth.IdentityOf(r.Context())
 	if !id.MayWrite(cfg.Agent) {
 		g.log.Warn("gateway: refused a write to another agent", "caller", id.Name, "agent", cfg.Agent, "peer", r.RemoteAddr)
-		http.Error(w, fmt.Sprintf("the token of %s may write the sessions of agents %s, not of agent %s", id.Name, strings.Join(id.Agents, ", "), cfg.Agent), http.StatusForbidden)
+		httpError(w, fmt.Sprintf("the token of %s may write the sessions of agents %s, not of agent %s", id.Name, strings.Join(id.Agents, ", "), cfg.Agent), http.StatusForbidden)
 		return
 	}
 	raw, release, status, err := g.read(w, r, id.Name)
@@ -97,13 +98,13 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request, h harness.Protoc
 		if status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "1")
 		}
-		http.Error(w, err.Error(), status)
+		httpError(w, err.Error(), status)
 		return
 	}
 	defer release()
 	br, err := bridge.New(cfg)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		httpError(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	out, err := br.Serve(r.Context(), raw)
@@ -112,7 +113,7 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request, h harness.Protoc
 		if !errors.Is(err, harness.ErrBadInput) {
 			status = http.StatusInternalServerError
 		}
-		http.Error(w, err.Error(), status)
+		httpError(w, err.Error(), status)
 		return
 	}
 	if err != nil {
@@ -161,4 +162,16 @@ func (b *byteSize) Set(s string) error {
 	}
 	*b = byteSize(n << shift)
 	return nil
+}
+
+// httpError answers code with {"error": msg}, as the listener's own
+// refusals (401, 403 of httpauth) do: every error of the gateway is JSON.
+func httpError(w http.ResponseWriter, msg string, code int) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(struct {
+		Error string `json:"error"`
+	}{msg})
 }

@@ -66,6 +66,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // newRoot is the loop command and its subcommands.
 func newRoot(a *cli.App) *cobra.Command {
 	root := a.NewRoot("the hookbus agent loop: runs, workers, the embedded server", long)
-	root.AddCommand(runCmd(a), serveCmd(a), submitCmd(a), compactCmd(a), serverCmd(a), keygenCmd(a), agentHookCmd(a), claudeHookCmd(a), gatewayCmd(a), doctorCmd(a), fakeModelCmd(a))
+	root.AddCommand(runCmd(a), serveCmd(a), submitCmd(a), compactCmd(a), serverCmd(a), keygenCmd(a), agentHookCmd(a), claudeHookCmd(a), gatewayCmd(a), doctorCmd(a), fakeModelCmd(a), closeIdleCmd(a))
 	return root
 }

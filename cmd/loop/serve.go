@@ -288,6 +288,11 @@ func submit(ctx context.Context, a *cli.App, pos []string, fs *pflag.FlagSet, co
 	end, err := c.Bus.WaitRun(wctx, req.AgentID, req.SessionID, req.RunID)
 	stopWatch()
 	why := <-waitingFor
+	if err != nil && ctx.Err() != nil {
+		// Interrupted: the run is not, it belongs to the workers now.
+		return exitFailure, fmt.Errorf("stopped waiting; run %s goes on (queued until a worker takes it, then to its end): observer show %s prints it, observer tail --session %s follows it",
+			req.RunID, req.RunID, req.SessionID)
+	}
 	if err != nil {
 		if why != "" {
 			err = fmt.Errorf("%w (%s; the request stays queued)", err, why)

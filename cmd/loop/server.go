@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/internal/health"
@@ -24,12 +25,17 @@ func serverCmd(a *cli.App) *cobra.Command {
 		conn.Register(fs)
 		var admin cli.AdminFlags
 		admin.Register(fs, "127.0.0.1:9466", 0, "")
+		var idle closeIdleFlags
+		idle.register(fs, time.Hour, "; loop close-idle does the same on any bus")
 		return func(ctx context.Context, args []string) error {
 			stderr := a.Err
 			if err := cli.NoArgs(nil, args); err != nil {
 				return err
 			}
 			if err := admin.Check(); err != nil {
+				return err
+			}
+			if err := idle.check(); err != nil {
 				return err
 			}
 			if conn.Listen == "none" || conn.Listen == "" {
@@ -54,6 +60,7 @@ func serverCmd(a *cli.App) *cobra.Command {
 				return err
 			}
 			defer adm.Stop()
+			idle.start(ctx, c, log)
 			url := c.Embedded.ClientURL()
 			a.Log.Say(stderr, "loop server: listening on %s (store %s); attach with --nats %s; interrupt to stop", url, c.Embedded.StoreDir(), url)
 			if adm.URL != "" {

@@ -151,7 +151,7 @@ func answerCmd(a *cli.App, verb string) *cobra.Command {
 	if verb == "reject" {
 		use, short = "reject [flags] RUN --reason TEXT", "Reject a run's tool calls waiting for a human"
 	}
-	return cli.Command(use, short, `Answers a run's tool calls waiting for approval. RUN is a run id or a unique prefix of one. The answer is recorded at once in the run's record (approval.resolved, on this connection's NATS user's subject): the first answer to a call wins, a later one is refused naming it. A worker (loop serve) then resumes the run, now or when one starts.`,
+	return cli.Command(use, short, `Answers a run's tool calls waiting for approval. RUN is a run id or a unique prefix of one. The answer is recorded at once in the run's record (approval.resolved, on this connection's NATS user's subject): the first answer to a call wins, a later one is refused naming it. A worker (loop serve) then resumes the run, now or when one starts; a coding agent's permission request is answered to its waiting hook instead.`,
 		func(fs *pflag.FlagSet) cli.Run {
 			o := answerOptions{verb: verb, conn: cli.ConnFlags{App: a}}
 			o.conn.Register(fs)
@@ -255,6 +255,17 @@ func (o *answerOptions) answer(ctx context.Context, a *cli.App, pos []string) er
 		fmt.Fprintf(stdout, "run %s still waits for an answer to %s\n", run, strings.Join(ids, ", "))
 		return nil
 	}
+	if bridged(mine[0]) {
+		fmt.Fprintf(stdout, "run %s: answered; the coding agent that asked (%s) has the answer if its hook still waits for it, otherwise it asked its own user\n", run, mine[0].AgentID)
+		return nil
+	}
 	fmt.Fprintf(stdout, "run %s: every call of its step is answered; a worker (loop serve) resumes it, now or when one starts\n", run)
 	return nil
+}
+
+// bridged reports whether a is a coding agent's permission request (the
+// bridge recorded it): its answer goes to the agent's waiting hook, no
+// worker resumes anything.
+func bridged(a *audit.Approval) bool {
+	return strings.HasPrefix(a.Source, "hookbus/") && a.Source != loop.DefaultSource
 }

@@ -36,20 +36,27 @@ the NATS user of the connection, as the server authenticated it; --note
 shadow registers a plugin that is called after the chain, off the run's path:
 its decisions are recorded (hook.decided with "shadow": true), never applied.
 
+A plugin served with a lease (remote.Serve's Register, the TypeScript SDK's
+intercept with register) holds its registrations while it lives: list shows
+them "leased", and "GONE" once the plugin stopped renewing its lease (it
+died): loops no longer call them, and prune removes them. A plugin that
+stops cleanly removes its own.
+
 apply makes the registry match a file (hooks as code: adds, updates and
-removes registrations, and grants when the file lists them); --dry-run prints
+removes registrations, leaving leased ones to their plugins, and grants when
+the file lists them); --dry-run prints
 the changes without making them. export writes the registry in that format.
 Changes apply to running loops at once.`
 
 // hookSubcommands are observer hooks' subcommands, in the order the help
 // lists them.
-var hookSubcommands = []string{"list", "add", "rm", "grant", "revoke", "disable", "enable", "apply", "export"}
+var hookSubcommands = []string{"list", "add", "rm", "grant", "revoke", "disable", "enable", "apply", "export", "prune"}
 
 // hooksCmd is "observer hooks SUBCOMMAND ...".
 func hooksCmd(a *cli.App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "hooks SUBCOMMAND [flags]",
-		Short: "The registry of remote interceptors: list, add, rm, grant, revoke, disable, enable, apply, export",
+		Short: "The registry of remote interceptors: list, add, rm, grant, revoke, disable, enable, apply, export, prune",
 		Long:  hooksLong,
 		// A subcommand's flags may come first: every argument is this
 		// command's to read when no subcommand matched.
@@ -70,7 +77,7 @@ func hooksCmd(a *cli.App) *cobra.Command {
 	for _, sub := range hookSubcommands[:7] {
 		cmd.AddCommand(hookSub(a, sub))
 	}
-	cmd.AddCommand(hooksApplyCmd(a), hooksExportCmd(a))
+	cmd.AddCommand(hooksApplyCmd(a), hooksExportCmd(a), hookSub(a, "prune"))
 	return cmd
 }
 
@@ -83,6 +90,7 @@ var hookShort = map[string][2]string{
 	"revoke":  {"revoke PLUGIN [flags]", "Withdraw a plugin's privileged_hooks"},
 	"disable": {"disable PLUGIN [--reason TEXT] [flags]", "Turn a plugin off everywhere within a second (the kill switch)"},
 	"enable":  {"enable PLUGIN [flags]", "Turn a disabled plugin back on"},
+	"prune":   {"prune [flags]", "Remove the registrations of plugins gone (leased by a plugin that no longer renews its lease)"},
 }
 
 // hookSub is one of observer hooks' imperative subcommands.
@@ -198,6 +206,17 @@ func hooks(ctx context.Context, r *remote.Registry, sub string, reg interceptors
 			return err
 		}
 		fmt.Fprintf(stdout, "enabled %s\n", plugin)
+	case "prune":
+		pruned, err := r.Prune(ctx)
+		for _, reg := range pruned {
+			fmt.Fprintf(stdout, "removed %s from %s (its plugin is gone)\n", reg.Plugin, reg.Stage)
+		}
+		if err != nil {
+			return err
+		}
+		if len(pruned) == 0 {
+			fmt.Fprintln(stdout, "nothing to prune: every leased registration's plugin is live")
+		}
 	}
 	return nil
 }
@@ -305,6 +324,10 @@ type hookList struct {
 	// Unreadable are the entries that hold no valid registration, with
 	// why (observer hooks rm removes them).
 	Unreadable map[string]string `json:"unreadable,omitempty"`
+	// Leased are the registrations their plugin holds with a lease, by key
+	// ("<stage>.<plugin>"): "live" while a plugin instance renews it,
+	// "gone" when none does (not called; observer hooks prune removes it).
+	Leased map[string]string `json:"leased,omitempty"`
 }
 
 // listHooks prints the registry as a table, in run order, then the grants
@@ -319,6 +342,12 @@ func listHooks(ctx context.Context, r *remote.Registry, w io.Writer, asJSON bool
 		l := hookList{Granted: granted, Disabled: disabled, Hooks: make([]interceptors.Registration, len(regs))}
 		for i, reg := range regs {
 			l.Hooks[i] = reg.WithDefaults()
+			if e := st.entries[i]; e.Leased {
+				if l.Leased == nil {
+					l.Leased = map[string]string{}
+				}
+				l.Leased[remote.RegistryKey(reg.Stage, reg.Plugin)] = leaseState(e)
+			}
 		}
 		for _, u := range bad {
 			if l.Unreadable == nil {
@@ -342,7 +371,7 @@ func listHooks(ctx context.Context, r *remote.Registry, w io.Writer, asJSON bool
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "STAGE\tORDER\tPLUGIN\tTIMEOUT\tPOLICY\tMODE\tTOOLS\tAGENTS\tPRIVILEGED\tSTATE")
-		for _, reg := range regs {
+		for i, reg := range regs {
 			d := reg.WithDefaults()
 			priv := "no"
 			switch {
@@ -352,6 +381,11 @@ func listHooks(ctx context.Context, r *remote.Registry, w io.Writer, asJSON bool
 				priv = "yes (NOT granted: not called)"
 			}
 			state := "enabled"
+			if e := st.entries[i]; e.Gone {
+				state = "GONE (its plugin's lease lapsed: not called; observer hooks prune removes it)"
+			} else if e.Leased {
+				state = fmt.Sprintf("enabled, leased (%d live)", len(e.Instances))
+			}
 			if _, ok := disabled[d.Plugin]; ok {
 				state = "DISABLED"
 			}
@@ -374,6 +408,14 @@ func listHooks(ctx context.Context, r *remote.Registry, w io.Writer, asJSON bool
 		fmt.Fprintln(w, "privileged_hooks granted to: "+strings.Join(granted, ", "))
 	}
 	return nil
+}
+
+// leaseState is a leased registration's state in observer hooks list.
+func leaseState(e remote.Entry) string {
+	if e.Gone {
+		return "gone"
+	}
+	return "live"
 }
 
 // describeDisabled says who disabled plugin, when and why.
@@ -399,6 +441,7 @@ func describeDisabled(plugin string, d interceptors.Disabled) string {
 // the entries that do not read.
 type registryState struct {
 	regs     []interceptors.Registration
+	entries  []remote.Entry // regs with their leases
 	granted  []string
 	disabled map[string]interceptors.Disabled
 	bad      []remote.Unreadable
@@ -406,8 +449,11 @@ type registryState struct {
 
 // readRegistry reads the registry whole.
 func readRegistry(ctx context.Context, r *remote.Registry) (st registryState, err error) {
-	if st.regs, err = r.List(ctx); err != nil {
+	if st.entries, err = r.Entries(ctx); err != nil {
 		return st, err
+	}
+	for _, e := range st.entries {
+		st.regs = append(st.regs, e.Registration)
 	}
 	if st.granted, err = r.Granted(ctx); err != nil {
 		return st, err

@@ -140,9 +140,19 @@ type hooksPlan struct {
 // planHooks compares the registry with the file's registrations and
 // grants (nil: leave grants alone).
 func planHooks(ctx context.Context, r *remote.Registry, want []interceptors.Registration, grants *[]string) (*hooksPlan, error) {
-	have, err := r.List(ctx)
+	entries, err := r.Entries(ctx)
 	if err != nil {
 		return nil, err
+	}
+	// A leased registration is its plugin's, alive while the plugin is: a
+	// file leaves it alone unless it names it (then it is kept as code).
+	var have []interceptors.Registration
+	leased := map[string]bool{}
+	for _, e := range entries {
+		if e.Leased {
+			leased[remote.RegistryKey(e.Stage, e.Plugin)] = true
+		}
+		have = append(have, e.Registration)
 	}
 	bad, err := r.Unreadable(ctx)
 	if err != nil {
@@ -180,12 +190,14 @@ func planHooks(ctx context.Context, r *remote.Registry, want []interceptors.Regi
 			puts = append(puts, hooksChange{"+", fmt.Sprintf("%s on %s (%s)", reg.Plugin, reg.Stage, describe(reg)), putHook(reg)})
 		case old.WithDefaults() != reg.WithDefaults():
 			puts = append(puts, hooksChange{"~", fmt.Sprintf("%s on %s: %s", reg.Plugin, reg.Stage, diffRegistrations(old, reg)), putHook(reg)})
+		case leased[key]:
+			puts = append(puts, hooksChange{"~", fmt.Sprintf("%s on %s: kept without its plugin's lease", reg.Plugin, reg.Stage), putHook(reg)})
 		default:
 			p.unchanged++
 		}
 	}
 	for _, reg := range have {
-		if key := remote.RegistryKey(reg.Stage, reg.Plugin); !wanted[key] {
+		if key := remote.RegistryKey(reg.Stage, reg.Plugin); !wanted[key] && !leased[key] {
 			removes = append(removes, hooksChange{"-", fmt.Sprintf("%s on %s (%s)", reg.Plugin, reg.Stage, describe(reg)),
 				func(ctx context.Context, r *remote.Registry) error { return r.Delete(ctx, reg.Stage, reg.Plugin) }})
 		}
@@ -343,9 +355,17 @@ func exportHooks(ctx context.Context, r *remote.Registry, w, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	regs, granted, bad := st.regs, st.granted, st.bad
+	granted, bad := st.granted, st.bad
 	for _, u := range bad {
 		fmt.Fprintf(stderr, "left out: entry %s, which does not read (%v)\n", u.Key, u.Err)
+	}
+	var regs []interceptors.Registration
+	for i, reg := range st.regs {
+		if st.entries[i].Leased {
+			fmt.Fprintf(stderr, "left out: %s on %s, registered by its plugin with a lease (it lives while the plugin does)\n", reg.Plugin, reg.Stage)
+			continue
+		}
+		regs = append(regs, reg)
 	}
 	f := hooksFile{Hooks: make([]hookEntry, len(regs)), Grants: &granted}
 	if granted == nil {

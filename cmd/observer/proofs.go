@@ -85,6 +85,10 @@ tlog-proof). observer verify-proof checks it offline; so does any RFC 6962 verif
 				return err
 			}
 			p, later, err := tlogbus.Prove(gctx, c.Bus, run, tlogbus.VerifyConfig{LogKey: logKey, Witnesses: wkeys.list, Checkpoint: cp})
+			if errors.Is(err, tlogbus.ErrNoCheckpoints) && later > 0 {
+				return fmt.Errorf("run %s is newer than the checkpoint: its %d events were stored after it. A running checkpointer (observer checkpointer) signs the next one within its --interval (%s by default, and at once every --every events); prove the run again then (observer checkpoint lists the stored checkpoints): %w",
+					run, later, tlogbus.DefaultInterval, err)
+			}
 			if err != nil {
 				return c.Explain(err)
 			}

@@ -34,6 +34,7 @@ func provisioned(ctx context.Context, c *cli.Conn, names bus.Names) ([]asset, er
 		{Kind: "stream", Name: names.Counters},
 		{Kind: "kv", Name: names.Hooks}, {Kind: "kv", Name: names.Trust}, {Kind: "kv", Name: names.Decisions},
 		{Kind: "kv", Name: names.Budgets}, {Kind: "kv", Name: names.Agents}, {Kind: "kv", Name: names.Workers},
+		{Kind: "kv", Name: names.Leases},
 		{Kind: "object store", Name: names.Payloads},
 	}
 	out := list[:0]

@@ -32,7 +32,7 @@ func TestProvisionOutput(t *testing.T) {
 	for _, a := range doc.Assets {
 		byName[a.Name] = a
 	}
-	if len(doc.Assets) != 14 || byName["HOOKBUS_EVENTS"] != (asset{Kind: "stream", Name: "HOOKBUS_EVENTS", Replicas: 1, MaxAge: "720h0m0s"}) ||
+	if len(doc.Assets) != 15 || byName["HOOKBUS_EVENTS"] != (asset{Kind: "stream", Name: "HOOKBUS_EVENTS", Replicas: 1, MaxAge: "720h0m0s"}) ||
 		byName["hookbus_hooks"].Kind != "kv" || byName["hookbus_payloads"].Kind != "object store" ||
 		byName["HOOKBUS_COUNTERS"] != (asset{Kind: "stream", Name: "HOOKBUS_COUNTERS", Replicas: 1, MaxAge: "768h0m0s"}) {
 		t.Fatalf("assets: %+v", doc.Assets)

@@ -100,14 +100,18 @@ then the requests still on the run queue, and what each waits for ("no worker se
 
 func printRuns(w io.Writer, list []audit.RunSummary) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tAGENT\tSESSION\tSTART\tDURATION\tSTEPS\tSTATUS\tTOKENS\tCALLED BY")
+	fmt.Fprintln(tw, "RUN\tAGENT\tSESSION\tSTART\tDURATION\tSTEPS\tSTATUS\tTOKENS\tWORKER\tCALLED BY")
 	for _, r := range list {
 		parent := "-"
 		if r.Parent != nil {
 			parent = "run " + shortRun(r.Parent.RunID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", shortRun(r.RunID), r.AgentID, r.SessionID,
-			when(r.Start), duration(r.Duration()), r.Steps, r.Status, tokens(r.Usage), parent)
+		worker := r.Worker
+		if worker == "" {
+			worker = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", shortRun(r.RunID), r.AgentID, r.SessionID,
+			when(r.Start), duration(r.Duration()), r.Steps, r.Status, tokens(r.Usage), worker, parent)
 	}
 	return tw.Flush()
 }

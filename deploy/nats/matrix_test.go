@@ -103,6 +103,8 @@ var surfaces = []surface{
 	{"cache a prompt hook's decision", "pub", "$KV.hookbus_decisions.k", "", []string{"loop"}},
 	{"register an agent definition", "pub", "$KV.hookbus_agents.demo", "", []string{"loop"}},
 	{"announce a worker", "pub", "$KV.hookbus_workers.w1", "", []string{"loop"}},
+	{"renew a plugin's lease", "pub", "$KV.hookbus_leases.guard.i1", "", []string{"loop"}},
+	{"read the plugins' leases", "pub", "$JS.API.STREAM.INFO.KV_hookbus_leases", "", []string{"loop", "auditor"}},
 
 	// Large payloads.
 	{"store a large payload", "pub", "$O.hookbus_payloads.C.x", "", []string{"loop"}},

@@ -73,6 +73,9 @@ func unknownCommand(cmd *cobra.Command, args []string) error {
 		return fmt.Errorf("%w: want a command (%s)", ErrUsage, strings.Join(subcommands(cmd), ", "))
 	}
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 		msg += " (did you mean " + strings.Join(s, " or ") + "?)"
 	}
@@ -123,6 +126,9 @@ func FlagError(cmd *cobra.Command, err error) error {
 			msg = fmt.Sprintf("flag provided but not defined: -%s (arguments that start with - go after --: %s [flags] -- ARGS)", short, cmd.CommandPath())
 		} else {
 			msg = "flag provided but not defined: -" + notExist.GetSpecifiedName()
+			if s := flagSuggestions(cmd, notExist.GetSpecifiedName()); len(s) > 0 {
+				msg += " (did you mean --" + strings.Join(s, " or --") + "?)"
+			}
 		}
 	case errors.As(err, &invalid):
 		msg = fmt.Sprintf("invalid value %q for flag --%s: %v", invalid.GetValue(), invalid.GetFlag().Name, errors.Unwrap(invalid))
@@ -178,4 +184,44 @@ func CommandPath(ctx context.Context, def string) string {
 		return p
 	}
 	return def
+}
+
+// flagSuggestions lists cmd's flags whose names are within two edits of
+// name, or start with it.
+func flagSuggestions(cmd *cobra.Command, name string) []string {
+	var out []string
+	seen := map[string]bool{}
+	visit := func(f *pflag.Flag) {
+		if f.Hidden || seen[f.Name] {
+			return
+		}
+		seen[f.Name] = true
+		if editDistance(name, f.Name) <= 2 || len(name) > 1 && strings.HasPrefix(f.Name, name) {
+			out = append(out, f.Name)
+		}
+	}
+	cmd.Flags().VisitAll(visit)
+	cmd.InheritedFlags().VisitAll(visit)
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
@@ -228,7 +229,7 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 	natsOpts := []nats.Option{nats.Name(name), nats.ErrorHandler(out.denied.handler(logger))}
 	if target.store != "" {
 		out.Where = "store " + target.store
-		if err := c.openStore(ctx, target, logger, out, natsOpts); err != nil {
+		if err := c.openStore(ctx, target, logger, out, natsOpts, opts); err != nil {
 			return nil, err
 		}
 	} else {
@@ -246,8 +247,15 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 		}
 		nc, err := bus.Connect(target.url, append(natsOpts, authOpts...)...)
 		if err != nil {
-			if target.byDefault {
+			switch {
+			case target.byDefault:
 				err = fmt.Errorf("%w (no server listens at %s: start one with \"loop server\", or give --nats URL)", err, target.url)
+			case errors.Is(err, nats.ErrNoServers):
+				err = fmt.Errorf("%w (no server answers at %s: start one there, \"loop server --listen HOST:PORT\" for a development bus, or give --nats the address of yours)", err, redact.URL(target.url))
+			case errors.Is(err, nats.ErrAuthorization) && auth.empty() && !strings.Contains(target.url, "@"):
+				err = fmt.Errorf("%w (the server at %s wants credentials and none were given: set them with --creds, --nkey, --user and --password, or --token, or $NATS_CREDS, $NATS_USER/$NATS_PASSWORD, ...; or a NATS context, --context)", err, redact.URL(target.url))
+			case errors.Is(err, nats.ErrAuthorization):
+				err = fmt.Errorf("%w (the server at %s refused the credentials given: check them (--creds, --nkey, --user and --password, --token, the URL's user, or the NATS context), or the server's users)", err, redact.URL(target.url))
 			}
 			if target.context != nil {
 				err = fmt.Errorf("%w (NATS context %s, %s)", err, target.context.Name, target.context.Path)
@@ -292,7 +300,7 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 // in-process. A command that attaches (loop run) connects instead to the
 // server that holds the listen address or the store, when one answers
 // there.
-func (c *ConnFlags) openStore(ctx context.Context, target target, logger *slog.Logger, out *Conn, natsOpts []nats.Option) error {
+func (c *ConnFlags) openStore(ctx context.Context, target target, logger *slog.Logger, out *Conn, natsOpts []nats.Option, busOpts []bus.Option) error {
 	var err error
 	listen := c.Listen
 	if listen == "none" {
@@ -302,10 +310,18 @@ func (c *ConnFlags) openStore(ctx context.Context, target target, logger *slog.L
 		out.Embedded, err = embedded.Start(ctx, embedded.Config{StoreDir: target.store, Listen: listen, Logger: logger})
 		if (errors.Is(err, embedded.ErrAddrInUse) || errors.Is(err, embedded.ErrStoreLocked)) && c.Attach && listen != "" {
 			url := "nats://" + listen
-			if nc, cerr := bus.Connect(url, natsOpts...); cerr == nil {
+			nc, cerr := bus.Connect(url, natsOpts...)
+			if cerr == nil {
+				if perr := hookbusBus(ctx, nc, busOpts); perr != nil {
+					nc.Close()
+					return fmt.Errorf("a NATS server listens on %s, but it is not a hookbus bus (%v): give this command another --listen (make run LISTEN=127.0.0.1:4223), or, if that server is yours, provision it first (observer provision --nats %s)", listen, perr, url)
+				}
 				out.NC, out.Embedded, out.Where = nc, nil, nc.ConnectedUrlRedacted()
 				out.attached = fmt.Sprintf("a server already listens on %s: attached to it instead of starting one on --store %s", listen, target.store)
 				return nil
+			}
+			if errors.Is(err, embedded.ErrAddrInUse) {
+				return fmt.Errorf("%w (something that is not a NATS server listens there (%v): give this command another --listen, e.g. make run LISTEN=127.0.0.1:4223, or --listen none)", err, cerr)
 			}
 		}
 		if errors.Is(err, embedded.ErrAddrInUse) {
@@ -325,6 +341,19 @@ func (c *ConnFlags) openStore(ctx context.Context, target target, logger *slog.L
 		return err
 	}
 	return nil
+}
+
+// hookbusBus checks that the server nc reaches holds a provisioned hookbus
+// bus (of opts' prefix), so that a command does not provision
+// hookbus' streams into somebody else's server.
+func hookbusBus(ctx context.Context, nc *nats.Conn, opts []bus.Option) error {
+	b, err := bus.New(nc, opts...)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return b.CheckProvisioned(ctx)
 }
 
 // announce says on the App's stderr which bus the command uses, and why.

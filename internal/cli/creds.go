@@ -175,3 +175,7 @@ func (c Credentials) flagNames() string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// empty reports whether no credential is set (a client certificate
+// counts).
+func (c Credentials) empty() bool { return len(c.given()) == 0 && c.TLSCert == "" }

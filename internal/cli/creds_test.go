@@ -46,8 +46,14 @@ func TestCredentialsConnect(t *testing.T) {
 			t.Fatalf("Where shows the password: %s", c.Where)
 		}
 		t.Setenv("NATS_PASSWORD", "wrong-pw")
-		if _, err := openWith(t, "--nats", url); err == nil || !strings.Contains(err.Error(), "Authorization Violation") || strings.Contains(err.Error(), "wrong-pw") {
+		if _, err := openWith(t, "--nats", url); err == nil || !strings.Contains(err.Error(), "Authorization Violation") || strings.Contains(err.Error(), "wrong-pw") ||
+			!strings.Contains(err.Error(), "refused the credentials given") {
 			t.Fatalf("a wrong password: %v", err)
+		}
+		t.Setenv("NATS_USER", "")
+		t.Setenv("NATS_PASSWORD", "")
+		if _, err := openWith(t, "--nats", url); err == nil || !strings.Contains(err.Error(), "wants credentials and none were given") || !strings.Contains(err.Error(), "--creds") {
+			t.Fatalf("no credentials: %v", err)
 		}
 	})
 	t.Run("token", func(t *testing.T) {
@@ -117,5 +123,13 @@ func TestCredentialsMistakes(t *testing.T) {
 	t.Setenv("NATS_PASSWORD", "pw")
 	if _, err := openWith(t, "--store", t.TempDir()); errors.Is(err, ErrUsage) {
 		t.Fatalf("a store with $NATS_USER set: %v", err)
+	}
+}
+
+// No server at the address given: the error names it and how to start one.
+func TestNoServerNamesTheAddress(t *testing.T) {
+	_, err := openWith(t, "--nats", "nats://127.0.0.1:1")
+	if err == nil || !strings.Contains(err.Error(), "no server answers at nats://127.0.0.1:1") || !strings.Contains(err.Error(), "loop server --listen") {
+		t.Fatalf("no server: %v", err)
 	}
 }

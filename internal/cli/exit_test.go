@@ -74,6 +74,12 @@ func TestParse(t *testing.T) {
 	if code, _, _, _, errOut := app(t, "fly"); code != ExitUsage || !strings.Contains(errOut, `unknown command "fly" for "loop"`) {
 		t.Fatalf("an unknown command: %d %q", code, errOut)
 	}
+	if code, _, _, _, errOut := app(t, "rnu"); code != ExitUsage || !strings.Contains(errOut, "(did you mean run?)") {
+		t.Fatalf("a mistyped command: %d %q", code, errOut)
+	}
+	if code, _, _, _, errOut := app(t, "run", "--sesion", "x"); code != ExitUsage || !strings.Contains(errOut, "(did you mean --session?)") {
+		t.Fatalf("a mistyped flag: %d %q", code, errOut)
+	}
 	if code, _, _, _, errOut := app(t); code != ExitUsage || !strings.Contains(errOut, "Usage:") {
 		t.Fatalf("no command: %d %q", code, errOut)
 	}

@@ -14,7 +14,7 @@ import (
 var adjustments = map[string]func(*jsonschema.Schema){
 	"RunCompleted": func(s *jsonschema.Schema) {
 		enum(s, "reason", events.ReasonDone, events.ReasonDenied, events.ReasonStopped, events.ReasonRejected,
-			events.ReasonMaxSteps, events.ReasonCostLimit, events.ReasonInterrupted)
+			events.ReasonMaxSteps, events.ReasonCostLimit, events.ReasonInterrupted, events.ReasonIdle)
 	},
 	"HookDecided": func(s *jsonschema.Schema) {
 		ref(s, "decision", "Kind")

@@ -174,3 +174,29 @@ func deleteRun(t *testing.T, store, run string) {
 		}
 	}
 }
+
+// observer prove of a run stored after the latest checkpoint says so, and
+// when the next checkpoint comes.
+func TestProveARunNewerThanTheCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	in := runOpts{dir: dir}
+	if r := runWith(t, in, "loop", "run", "--embedded", "--listen", "none", "What time is it?"); r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	store := filepath.Join(dir, ".hookbus")
+	if key := runWith(t, in, "observer", "keygen", "--name", "example.com/hookbus", "--out", "log.key"); key.code != 0 {
+		t.Fatalf("keygen: %d %s", key.code, key.stderr)
+	}
+	if cp := runWith(t, in, "observer", "checkpointer", "--store", store, "--key", "log.key", "--once"); cp.code != 0 {
+		t.Fatalf("checkpointer: %d\n%s", cp.code, cp.stderr)
+	}
+	if r := runWith(t, in, "loop", "run", "--embedded", "--listen", "none", "--session", "later", "What time is it?"); r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	runs := strings.Split(strings.TrimSpace(runWith(t, in, "observer", "runs", "--store", store, "--session", "later", "--json").stdout), "\n")
+	newer := runIDOf(t, runs[0])
+	r := runWith(t, in, "observer", "prove", "--store", store, "--key", "log.key.pub", newer)
+	if r.code != 1 || !strings.Contains(r.stderr, "is newer than the checkpoint") || !strings.Contains(r.stderr, "--interval (10s by default") {
+		t.Fatalf("prove of a run newer than the checkpoint: %d\n%s", r.code, r.stderr)
+	}
+}

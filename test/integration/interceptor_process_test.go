@@ -23,6 +23,7 @@ const (
 	envInterceptor = "HOOKBUS_TEST_INTERCEPTOR" // the behaviour: deny-calculator
 	envNATS        = "HOOKBUS_TEST_NATS"
 	envPlugin      = "HOOKBUS_TEST_PLUGIN"
+	envLease       = "HOOKBUS_TEST_LEASE" // registrations the process holds with a lease: its tools matcher
 )
 
 // interceptorProcess serves one interceptor over NATS until it is killed.
@@ -67,7 +68,11 @@ func interceptorProcess() int {
 		}
 		ic, stage, plugin = b.ic, b.stage, b.plugin
 	}
-	svc, err := remote.Serve(ctx, nc, remote.ServeConfig{Plugin: plugin, Stages: []events.Stage{stage}}, ic)
+	cfg := remote.ServeConfig{Plugin: plugin, Stages: []events.Stage{stage}}
+	if tools, ok := os.LookupEnv(envLease); ok {
+		cfg.Register = []interceptors.Registration{{Stage: stage, Tools: tools}}
+	}
+	svc, err := remote.Serve(ctx, nc, cfg, ic)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "interceptor:", err)
 		return 1

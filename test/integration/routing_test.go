@@ -389,3 +389,40 @@ func TestAResumedRunKeepsItsDefinition(t *testing.T) {
 		})
 	}
 }
+
+// A deploy that changes an agent's definition while no worker of the
+// registered one is left: the new worker takes none of the agent's new
+// runs (its definition is not the fleet's), and loop submit --wait and
+// observer runs --queued say so and name the command that resolves it;
+// started with it, the new worker runs the queued run.
+func TestAChangedDefinitionSaysHowToReplace(t *testing.T) {
+	ctx := testCtx(t, 3*time.Minute)
+	srv := startNATS(t)
+	admin := adminBus(t, ctx, srv.url(), 1)
+	old := startWorker(t, "--nats", srv.url(), "--agents", opsAgents(t, "    version: \"1\"\n"))
+	old.kill(t)
+	changed := opsAgents(t, "    version: \"1\"\n    max_steps: 7\n")
+	second := startWorker(t, "--nats", srv.url(), "--agents", changed)
+
+	sub := run(t, "loop", "submit", "--nats", srv.url(), "--agent", "ops", "--session", "stranded", "--wait", "--timeout", liveness.String(), "anyone?")
+	if sub.code == 0 || !strings.Contains(sub.stderr, "the one registered") || !strings.Contains(sub.stderr, "loop serve --replace-definition") {
+		t.Fatalf("submit --wait with only a changed definition live: exit %d\n%s", sub.code, sub.stderr)
+	}
+	runID := runIDFrom(t, sub.stderr)
+	q := run(t, "observer", "runs", "--queued", "--nats", srv.url())
+	if q.code != 0 || !strings.Contains(q.stdout, shortID(runID)) || !strings.Contains(q.stdout, "loop serve --replace-definition") {
+		t.Fatalf("observer runs --queued: exit %d\n%s\n%s", q.code, q.stdout, q.stderr)
+	}
+
+	replacer := startWorker(t, "--nats", srv.url(), "--agents", changed, "--replace-definition")
+	waitEvery(t, 60*time.Second, 200*time.Millisecond, func() bool {
+		return stageCount(replayRun(t, ctx, admin, runID), events.StageRunCompleted) == 1
+	}, "the stranded run to run once a worker replaces the definition")
+	// observer runs names the worker it ran in: either, once the
+	// definition they share is the fleet's.
+	list := run(t, "observer", "runs", "--nats", srv.url(), "--session", "stranded")
+	if list.code != 0 || !strings.Contains(list.stdout, "WORKER") || !strings.Contains(list.stdout, fmt.Sprintf(":%d ", replacer.cmd.Process.Pid)) &&
+		!strings.Contains(list.stdout, fmt.Sprintf(":%d ", second.cmd.Process.Pid)) {
+		t.Fatalf("observer runs: %d\n%s\n%s", list.code, list.stdout, list.stderr)
+	}
+}

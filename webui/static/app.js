@@ -424,7 +424,8 @@ function attemptsView(list) {
       fact("worker", a.worker ? workerName(a.worker) : h("span", { class: "muted" }, "not recorded")),
       fact("definition", a.definition ? definitionName(a.definition) : h("span", { class: "muted" }, "none")),
       a.previous ? fact("adopted from", definitionName(a.previous)) : null,
-      fact(a.models.length > 1 ? "models" : "model", a.models.length ? a.models.join(", ") : h("span", { class: "muted" }, "no reply yet"))))));
+      // A coding agent's run (no worker, no definition) has no model of hookbus' to name.
+      a.models.length || a.worker || a.definition ? fact(a.models.length > 1 ? "models" : "model", a.models.length ? a.models.join(", ") : h("span", { class: "muted" }, "no reply yet")) : null))));
 }
 
 function renderRun(main) {
@@ -619,6 +620,7 @@ async function showApprovals(main, data, stale) {
 const registryNote = {
   registered: ["registered", "in the interceptor registry: loops call it"],
   removed: ["removed from the registry", "no longer in the interceptor registry: no loop calls it any more; its past decisions stay in the record"],
+  gone: ["gone", "registered with a lease it no longer renews (its process stopped): no loop calls it; observer hooks prune removes its registrations"],
   in_process: ["in-process", "called inside a loop's own process (an agent file's hook, a library's chain): the registry does not list it"],
 };
 
@@ -633,7 +635,7 @@ async function showPlugins(main, params, data, stale) {
     const bar = h("div", { class: "bar", role: "img", "aria-label": kinds.filter((k) => p.decisions[k]).map((k) => p.decisions[k] + " " + k).join(", ") + (fails ? ", " + fails + " failed" : "") },
       kinds.filter((k) => p.decisions[k]).map((k) => h("span", { class: "seg dec-" + k, style: { flexGrow: String(p.decisions[k]) } })),
       fails ? h("span", { class: "seg dec-fail", style: { flexGrow: String(fails) } }) : null);
-    return h("tr", { dataset: { plugin: p.plugin, registry: data.registry ? data.registry[p.plugin] : "" }, class: data.registry && data.registry[p.plugin] === "removed" ? "removed" : null },
+    return h("tr", { dataset: { plugin: p.plugin, registry: data.registry ? data.registry[p.plugin] : "" }, class: data.registry && (data.registry[p.plugin] === "removed" || data.registry[p.plugin] === "gone") ? "removed" : null },
       h("td", {}, h("b", {}, p.plugin), reg ? h("span", { class: "reg reg-" + data.registry[p.plugin], title: reg[1] }, reg[0]) : null,
         h("div", { class: "muted small" }, p.stages.join(", "))),
       h("td", { class: "num" }, p.calls), h("td", { class: "num" }, p.runs),

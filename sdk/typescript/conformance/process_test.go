@@ -47,6 +47,7 @@ type tsProcess struct {
 	t   testing.TB
 	nc  *nats.Conn // the test's control connection
 	out *bustest.Buffer
+	cmd *exec.Cmd
 }
 
 // startTS starts the TypeScript side against the server at url (env adds
@@ -57,6 +58,7 @@ func startTS(t testing.TB, url string, nc *nats.Conn, env ...string) *tsProcess 
 	node, server := needSDK(t)
 	p := &tsProcess{t: t, nc: nc, out: &bustest.Buffer{}}
 	cmd := exec.Command(node, server, url)
+	p.cmd = cmd
 	cmd.Dir = sdkDir()
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = p.out

@@ -4,7 +4,7 @@
 // bus.Serve (sdk/typescript/conformance/conformance_test.go starts it).
 //
 // Control requests (JSON) on conformance.<verb>:
-//   serve      {plugin, stages, prefix?, handler?}  serve a plugin; handler "bridge" (the default) asks the
+//   serve      {plugin, stages, prefix?, handler?, register?}  serve a plugin (register: with its registrations, leased); handler "bridge" (the default) asks the
 //              Go test for each decision on conformance.call.<plugin>, so the suite's own Go interceptor decides
 //              while this SDK does everything else; "allow" allows at once (round-trip figures)
 //   stop       {plugin, stages}                     stop it
@@ -28,6 +28,7 @@ type Control = {
   prefix?: string;
   handler?: "bridge" | "allow";
   registration?: RegistrationInput;
+  register?: boolean;
   /** Serve on a connection of its own, as this user (intercept connects, and closes it on stop). */
   user?: string;
   pass?: string;
@@ -44,6 +45,7 @@ async function control(verb: string, req: Control): Promise<void> {
         plugin,
         stage: req.stages!,
         prefix: req.prefix,
+        register: req.register,
         handler: req.handler === "allow" ? () => null : async (r) => {
           // The Go side rebuilds the event from what this SDK decoded, and answers.
           const reply = await nc.request(

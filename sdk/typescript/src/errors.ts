@@ -7,7 +7,9 @@ export type ErrorKind =
   /** No such registration. */
   | "not_found"
   /** The registry or trust bucket could not be read or written. */
-  | "registry";
+  | "registry"
+  /** No NATS server answered at the address intercept connects to. */
+  | "connection";
 
 /** HookbusError is every error the SDK itself raises; kind says which. */
 export class HookbusError extends Error {

@@ -13,6 +13,7 @@ export { intercept, type Handler, type InterceptOptions, type Interceptor } from
 export type { InterceptRequest, RequestOf, EventAttributes } from "./request.js";
 export { allow, ask, bareAllow, continueWith, deny, mock, patch, replace, stop, type Answer, type DecisionFor } from "./decision.js";
 export { register, registrationValue, unregister, type RegistrationInput, type RegistryOptions } from "./registry.js";
+export { holdLease, LEASE_RENEWAL_MS, type Lease } from "./lease.js";
 export { HookbusError, isHookbusError, type ErrorKind } from "./errors.js";
 export { formatGoDuration, parseGoDuration } from "./duration.js";
 export {

@@ -18,6 +18,7 @@ import {
   validateID,
 } from "./protocol.js";
 import { register, type RegistrationInput } from "./registry.js";
+import { holdLease, type Lease } from "./lease.js";
 import { decodeEvent, requestDeadline, traceparentOf, type InterceptRequest } from "./request.js";
 import type { InterceptableStage } from "./schema.js";
 
@@ -38,7 +39,7 @@ export interface InterceptOptions<S extends InterceptableStage> extends Omit<Reg
   connect?: ConnectionOptions;
   /** The subject prefix (default "hookbus"). */
   prefix?: string;
-  /** Also write the registration of each stage into the registry (register), once the service is up, so that loops call the plugin; tools, kinds, agents, order, timeout, policy and mode are its fields. The registration stays when the service stops (other instances may serve the plugin): unregister removes it. */
+  /** Also write the registration of each stage into the registry (register), once the service is up, so that loops call the plugin; tools, kinds, agents, order, timeout, policy and mode are its fields. The registrations are held with a lease, renewed while the plugin serves (holdLease): stop removes them (unless another instance still serves the plugin), and if the process dies loops stop calling it within seconds (observer hooks prune removes what is left). */
   register?: boolean;
   /** The service's SemVer version (default "0.0.0"). */
   version?: string;
@@ -46,8 +47,8 @@ export interface InterceptOptions<S extends InterceptableStage> extends Omit<Reg
   description?: string;
   /** Annotates the service in $SRV.INFO; hookbus.protocol and hookbus.prefix are added. */
   metadata?: Record<string, string>;
-  /** Told of handler failures and replies that could not be sent; default: none. */
-  logger?: { warn(msg: string, ...args: unknown[]): void };
+  /** Told of handler failures and replies that could not be sent, and (info) of the service starting and of the connection lost and regained; default: those lines on stderr, handler failures not at all. */
+  logger?: { warn(msg: string, ...args: unknown[]): void; info?(msg: string): void };
 }
 
 /** Interceptor is a served plugin. Stop it when done. */
@@ -87,23 +88,46 @@ export async function intercept<S extends InterceptableStage>(opts: InterceptOpt
   const prefix = checkPrefix(opts.prefix ?? DEFAULT_PREFIX);
   check(opts.plugin, stages, opts.handler);
   const own = !opts.nc;
-  const nc = opts.nc ?? (await connect(opts.connect ?? { servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" }));
+  const info = (msg: string) => (opts.logger ? opts.logger.info?.(msg) : console.error(msg));
+  const servers = opts.connect?.servers ?? process.env.NATS_URL ?? "nats://127.0.0.1:4222";
+  let nc: NatsConnection;
+  if (opts.nc) {
+    nc = opts.nc;
+  } else {
+    try {
+      nc = await connect({ ...opts.connect, servers });
+    } catch (err) {
+      throw new HookbusError("connection", `plugin ${opts.plugin}: no NATS server at ${String(servers)} (${(err as Error).message}): start one (loop server, or make run), or point NATS_URL at yours`, { cause: err });
+    }
+  }
   let service: Service | undefined;
+  let lease: Lease | undefined;
   try {
     service = await serve(nc, prefix, stages, opts);
     // Registered once served: a loop never calls a plugin nobody serves yet.
+    // The lease first: a loop never sees the registrations without it.
     if (opts.register) {
+      lease = await holdLease(nc, opts.plugin, { prefix, onError: (err) => opts.logger?.warn(`hookbus: plugin ${opts.plugin}: lease not renewed; loops stop calling the plugin if it lapses`, err) });
       for (const stage of stages) {
-        await register(nc, { ...pick(opts), plugin: opts.plugin, stage }, { prefix });
+        await register(nc, { ...pick(opts), plugin: opts.plugin, stage }, { prefix, lease: true });
       }
     }
   } catch (err) {
+    await lease?.release(stages).catch(() => undefined);
     await service?.stop();
     if (own) await nc.close();
     throw err;
   }
+  info(`hookbus: plugin ${opts.plugin} serving ${stages.join(", ")} on ${nc.getServer()}${opts.register ? " (registered, with a lease)" : ""}`);
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect") info(`hookbus: plugin ${opts.plugin}: connection to ${nc.getServer()} lost; reconnecting`);
+      if (s.type === "reconnect") info(`hookbus: plugin ${opts.plugin}: reconnected to ${nc.getServer()}`);
+    }
+  })();
   const svc = service;
   const stop = async () => {
+    if (lease && !nc.isClosed()) await lease.release(stages).catch((err: Error) => opts.logger?.warn(`hookbus: plugin ${opts.plugin}: lease not released`, err));
     await svc.stop();
     if (own && !nc.isClosed()) await nc.drain();
   };

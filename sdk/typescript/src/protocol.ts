@@ -87,12 +87,14 @@ export interface Names {
   trust: string;
   /** The claim-checked payloads (object store). */
   payloads: string;
+  /** The leases of live plugins (KV): a leased registration is called while its plugin renews one. */
+  leases: string;
 }
 
 /** namesFor returns the asset names of a prefix: "acme.hookbus" gives acme_hookbus_hooks. */
 export function namesFor(prefix: string): Names {
   const low = (prefix || DEFAULT_PREFIX).replaceAll(".", "_").toLowerCase();
-  return { hooks: `${low}_hooks`, trust: `${low}_trust`, payloads: `${low}_payloads` };
+  return { hooks: `${low}_hooks`, trust: `${low}_trust`, payloads: `${low}_payloads`, leases: `${low}_leases` };
 }
 
 /** validServiceName reports whether s can be a micro service name: letters, digits, '-' and '_'. */

@@ -36,6 +36,8 @@ export interface RegistrationInput {
 export interface RegistryOptions {
   /** The subject prefix whose buckets are used (default "hookbus"). */
   prefix?: string;
+  /** Write the registration as leased ("lease":true): loops call it only while its plugin holds a lease (holdLease; intercept with register does both). */
+  lease?: boolean;
 }
 
 /**
@@ -121,7 +123,8 @@ export async function register(nc: NatsConnection, reg: RegistrationInput, opts:
   }
   const kv = await bucket(nc, names.hooks);
   try {
-    await kv.put(key, value);
+    // The lease mark comes first, as Go's Registry.Hold writes it.
+    await kv.put(key, opts.lease ? '{"lease":true,' + value.slice(1) : value);
   } catch (err) {
     throw new HookbusError("registry", `put ${key} in key-value bucket ${names.hooks}: ${(err as Error).message}`, { cause: err });
   }
@@ -167,7 +170,7 @@ async function granted(nc: NatsConnection, trust: string, plugin: string): Promi
   }
 }
 
-async function bucket(nc: NatsConnection, name: string): Promise<KV> {
+export async function bucket(nc: NatsConnection, name: string): Promise<KV> {
   try {
     return await new Kvm(nc).open(name);
   } catch (err) {

@@ -968,7 +968,7 @@ export interface RunCompleted {
   /**
    * reason is how the run ended: done, denied, stopped, rejected, max_steps, cost_limit or interrupted.
    */
-  reason: "done" | "denied" | "stopped" | "rejected" | "max_steps" | "cost_limit" | "interrupted";
+  reason: "done" | "denied" | "stopped" | "rejected" | "max_steps" | "cost_limit" | "interrupted" | "idle";
   /**
    * answer is the model's final answer.
    */
