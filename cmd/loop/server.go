@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hookbus/hookbus/internal/cli"
-	"github.com/hookbus/hookbus/internal/health"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/health"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
