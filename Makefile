@@ -73,7 +73,7 @@ sdk-ts:
 ## schemas: the JSON Schemas (docs/schema) and the AsyncAPI document (docs/asyncapi.yaml) from the Go
 ## types, then the TypeScript SDK's types from the schemas (needs make sdk-ts first).
 schemas:
-	$(GO) generate ./internal/schemagen
+	$(GO) generate ./cmd/internal/schemagen
 	cd sdk/typescript && $(NPM) run gen
 
 ## ui: the web timeline over the demo's store (make run first): http://127.0.0.1:8080/
@@ -161,7 +161,7 @@ POLICYBENCHES := 'Benchmark(Decision|Temporal)$$'
 bench:
 	$(GO) test -run '^$$' -bench $(BENCHES) -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./bus ./bus/remote ./interceptors ./tlog/tlogbus | tee bench.txt
 	$(GO) test -run '^$$' -bench $(POLICYBENCHES) -benchtime 20000x -count $(BENCHCOUNT) ./policy | tee -a bench.txt
-	$(GO) run ./internal/benchreport < bench.txt
+	$(GO) run ./cmd/internal/benchreport < bench.txt
 	$(GO) test -run '^$$' -bench 'HookClient$$' -benchtime 1x -count $(BENCHCOUNT) ./cmd/loop | tee bench-hook.txt
 
 ## bench-tlog: the transparency log's costs on a stream of 100,000 1 KiB events: verifying it against
@@ -172,10 +172,10 @@ bench-tlog:
 ## bench-scale: hookbus under load, worker, interceptor and nats-server each a process (a few minutes):
 ## latency at 10/100/1,000 runs in flight, cost per event at saturation vs raw JetStream async
 ## publish, 1 vs 2 workers, and the worker's CPU profile. SCALEFLAGS passes flags (go run
-## ./internal/benchscale -h lists them), e.g. SCALEFLAGS='--levels 10,100 --window 10s'.
+## ./cmd/internal/benchscale -h lists them), e.g. SCALEFLAGS='--levels 10,100 --window 10s'.
 SCALEFLAGS ?=
 bench-scale: build
-	$(GO) build -o $(BIN)/ ./internal/benchscale
+	$(GO) build -o $(BIN)/ ./cmd/internal/benchscale
 	$(BIN)/benchscale --loop $(BIN)/loop --go $(GO) $(SCALEFLAGS) | tee bench-scale.txt
 
 ## fuzz: a short run of every fuzz target (FUZZTIME each).

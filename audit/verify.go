@@ -221,26 +221,7 @@ func (v *Verifier) verify(all []*events.Event) *RunVerdict {
 		h := e.ChainHash()
 		hashes[e], byHash[h] = h, e
 	}
-	// Seq order; of two events with one seq, the one that links in stays
-	// in the chain, the other is inserted.
-	sort.SliceStable(evs, func(i, j int) bool {
-		return cmp.Or(cmp.Compare(evs[i].Seq, evs[j].Seq), cmp.Compare(v.pos[evs[i]], v.pos[evs[j]])) < 0
-	})
-	var chain []*events.Event
-	for i := 0; i < len(evs); i++ {
-		e := evs[i]
-		if len(chain) > 0 && chain[len(chain)-1].Seq == e.Seq {
-			prev := chain[len(chain)-1]
-			keep, extra := prev, e
-			if links(e, chain[:len(chain)-1], hashes) && !links(prev, chain[:len(chain)-1], hashes) {
-				keep, extra = e, prev
-			}
-			chain[len(chain)-1] = keep
-			add(ProblemInserted, extra, 0, "a second %s with seq %d, not in the run's chain", extra.Stage, extra.Seq)
-			continue
-		}
-		chain = append(chain, e)
-	}
+	chain := v.chainOf(evs, hashes, add)
 	chained := len(chain) < 2
 	for _, e := range chain[min(1, len(chain)):] {
 		chained = chained || e.PrevHash != ""
@@ -305,6 +286,43 @@ func (v *Verifier) verify(all []*events.Event) *RunVerdict {
 		return v.judged(res)
 	}
 	res.Ended, res.Signer = true, end.Signer
+	v.checkSignature(end, hashes[end], add)
+	sortProblems(res)
+	return v.judged(res)
+}
+
+// problemFunc adds a problem to a run's verdict: of event e (nil: none),
+// or at seq.
+type problemFunc func(kind string, e *events.Event, seq uint64, format string, args ...any)
+
+// chainOf puts a run's events in seq order; of two events with one seq,
+// the one that links in stays in the chain, the other is reported
+// inserted.
+func (v *Verifier) chainOf(evs []*events.Event, hashes map[*events.Event]string, add problemFunc) []*events.Event {
+	sort.SliceStable(evs, func(i, j int) bool {
+		return cmp.Or(cmp.Compare(evs[i].Seq, evs[j].Seq), cmp.Compare(v.pos[evs[i]], v.pos[evs[j]])) < 0
+	})
+	var chain []*events.Event
+	for i := 0; i < len(evs); i++ {
+		e := evs[i]
+		if len(chain) > 0 && chain[len(chain)-1].Seq == e.Seq {
+			prev := chain[len(chain)-1]
+			keep, extra := prev, e
+			if links(e, chain[:len(chain)-1], hashes) && !links(prev, chain[:len(chain)-1], hashes) {
+				keep, extra = e, prev
+			}
+			chain[len(chain)-1] = keep
+			add(ProblemInserted, extra, 0, "a second %s with seq %d, not in the run's chain", extra.Stage, extra.Seq)
+			continue
+		}
+		chain = append(chain, e)
+	}
+	return chain
+}
+
+// checkSignature checks the signature of the run's end over its chain
+// hash, and that its signer is trusted.
+func (v *Verifier) checkSignature(end *events.Event, hash string, add problemFunc) {
 	switch {
 	case end.Signature == "" || end.Signer == "":
 		add(ProblemUnsigned, end, 0, "the run's end is not signed")
@@ -314,14 +332,12 @@ func (v *Verifier) verify(all []*events.Event) *RunVerdict {
 		switch {
 		case err != nil || kerr != nil:
 			add(ProblemBadSignature, end, 0, "the signature or signer cannot be read")
-		case pub.Verify([]byte(hashes[end]), sig) != nil:
+		case pub.Verify([]byte(hash), sig) != nil:
 			add(ProblemBadSignature, end, 0, "the signature by %s does not verify: the run's chain was changed after it was signed", end.Signer)
 		case !v.Trust[end.Signer]:
 			add(ProblemUnknownSigner, end, 0, "signed by %s, a key not trusted (give it with --public-key)", end.Signer)
 		}
 	}
-	sortProblems(res)
-	return v.judged(res)
 }
 
 func sortProblems(res *RunVerdict) {

@@ -90,7 +90,7 @@ type stageSpec struct {
 }
 
 // stageTable is the one list of stages, in the order a run meets them
-// (DESIGN.md's stage table). Everything else about stages (Stages, Valid,
+// (docs/PROTOCOL.md, "Stages"). Everything else about stages (Stages, Valid,
 // Group, Interceptable, Privileged, Failed, Terminal, Accepts, PayloadFor,
 // Data, StageFromType, the interceptable index) is read from it: a new
 // stage is one line here and its payload type. It is never written.

@@ -253,8 +253,7 @@ func stageIndex(s events.Stage) int { return s.InterceptIndex() }
 
 // RegisterFunc registers fn as plugin's interceptor on stage with the
 // default registration (order 0, 5s timeout, policy ignore, mode mutate,
-// every tool and agent): the seeds' registerLoopHook(hookName, handler).
-// For anything else (matchers, a policy, builtin) use Register. Errors are
+// every tool and agent). For anything else (matchers, a policy, builtin) use Register. Errors are
 // Register's.
 func (c *Chain) RegisterFunc(stage events.Stage, plugin string, fn Func) (unregister func(), err error) {
 	return c.Register(Registration{Plugin: plugin, Stage: stage}, fn)

@@ -28,7 +28,7 @@
 // when; an interceptor sees a request and answers a decision, and never
 // calls the rest of the chain or wraps it.
 //
-// Semantics (DESIGN.md, "Interception semantics"): mutating interceptors run
+// Semantics (docs/PROTOCOL.md, "Interception"): mutating interceptors run
 // one after another by Order, then registration order, each seeing the
 // payload as the previous one left it; the first deny, mock, stop, ask or
 // continue ends them. Validating interceptors (allow or deny only) then run
@@ -47,8 +47,8 @@
 // A decision's JSON form is the wire reply of remote interceptors; see
 // Decision and ParseDecision. Which decisions a stage accepts is StageKinds.
 //
-// Per-run registrations (the seeds' per-operation hooks) go on a Child
-// chain, which runs its parent's registrations with its own.
+// Registrations that hold for one run only (an agent's own hooks) go on a
+// Child chain, which runs its parent's registrations with its own.
 //
 // Package interceptorstest is the conformance suite every implementation of
 // interception (in-process, over NATS) passes.

@@ -84,10 +84,30 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 		out.Records = []CallRecord{} // shadows only: no records, as ever
 	}
 
-	cur := ev // what interceptors see; replaced by a copy when the payload changes
-	ended := false
+	cur, ended, err := c.mutate(ctx, ev, out, matched, skips > 0, off)
+	if err != nil {
+		return out, err
+	}
+	if validators > 0 && (!ended || out.Decision == Ask) {
+		if err := c.validate(ctx, out, matched, validators, cur, off); err != nil {
+			return out, err
+		}
+	}
+	if len(shadows) > 0 {
+		out.Shadow = c.shadowStarter(ctx, shadows, cur)
+	}
+	return out, nil
+}
+
+// mutate calls the matched mutating interceptors in order on ev, each on
+// the payload as the previous one left it, until one ends the chain
+// (ended), folding their records and decisions into out; the disabled
+// ones (anyOff: some are) get a Skipped record. It returns the event as
+// the last of them left it, and an error only when ctx ends first.
+func (c *Chain) mutate(ctx context.Context, ev *events.Event, out *ChainResult, matched []*entry, anyOff bool, off map[string]Disabled) (cur *events.Event, ended bool, err error) {
+	cur = ev // what interceptors see; replaced by a copy when the payload changes
 	for _, e := range matched {
-		if skips > 0 {
+		if anyOff {
 			if d, isOff := off[e.reg.Plugin]; isOff {
 				out.Records = append(out.Records, skipped(e, out.EventID, d))
 				continue
@@ -97,7 +117,7 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return out, interrupted(ev, err)
+			return cur, ended, interrupted(ev, err)
 		}
 		var p *pending
 		var res result
@@ -108,7 +128,7 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 			res = p.wait(ctx)
 		}
 		if res.err != nil && ctx.Err() != nil {
-			return out, interrupted(ev, ctx.Err())
+			return cur, ended, interrupted(ev, ctx.Err())
 		}
 		kind, dec, data := c.settle(ctx, out, p, res, cur.Data)
 		switch {
@@ -128,15 +148,7 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 			break
 		}
 	}
-	if validators > 0 && (!ended || out.Decision == Ask) {
-		if err := c.validate(ctx, out, matched, validators, cur, off); err != nil {
-			return out, err
-		}
-	}
-	if len(shadows) > 0 {
-		out.Shadow = c.shadowStarter(ctx, shadows, cur)
-	}
-	return out, nil
+	return cur, ended, nil
 }
 
 // newResult returns the allow of ev with room for n records; the result of

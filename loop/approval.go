@@ -40,23 +40,6 @@ func (r *run) requestApproval(ctx context.Context, call events.ToolCall, plugin,
 	return errAwaitApproval
 }
 
-// runCalls runs a step's calls in order; waiting reports whether any of
-// them waits for approval (the others ran).
-func (r *run) runCalls(ctx context.Context, calls []events.ToolCall) (waiting bool, err error) {
-	for _, c := range calls {
-		err := r.callTool(ctx, c)
-		switch {
-		case errors.Is(err, errChildWaiting):
-			waiting, r.childWaiting = true, true
-		case errors.Is(err, errAwaitApproval):
-			waiting = true
-		case err != nil:
-			return false, err
-		}
-	}
-	return waiting, nil
-}
-
 // wait ends the attempt with the run waiting for the answers to r.waiting,
 // after everything it wrote is stored, and schedules its wake-up at the
 // first expiry. When the wake-up cannot be scheduled, the attempt does not

@@ -293,24 +293,34 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{cfg: cfg, tools: make(map[string]Tool, len(cfg.Tools))}
-	for _, t := range cfg.Tools {
+	if err := e.indexTools(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// indexTools names the engine's tools and their specs, with the Task tool
+// when it has sub-agents. An error wraps ErrInvalidConfig: a tool with no
+// name, two with one name, or a tool named as the Task tool.
+func (e *Engine) indexTools() error {
+	for _, t := range e.cfg.Tools {
 		spec := t.Spec()
 		if spec.Name == "" {
-			return nil, fmt.Errorf("%w: a tool has no name", ErrInvalidConfig)
+			return fmt.Errorf("%w: a tool has no name", ErrInvalidConfig)
 		}
 		if _, dup := e.tools[spec.Name]; dup {
-			return nil, fmt.Errorf("%w: two tools named %q", ErrInvalidConfig, spec.Name)
+			return fmt.Errorf("%w: two tools named %q", ErrInvalidConfig, spec.Name)
 		}
 		e.tools[spec.Name] = t
 		e.specs = append(e.specs, spec)
 	}
-	if len(cfg.Subagents) > 0 {
+	if len(e.cfg.Subagents) > 0 {
 		if _, dup := e.tools[TaskTool]; dup {
-			return nil, fmt.Errorf("%w: a tool named %q and sub-agents (the %s tool calls them)", ErrInvalidConfig, TaskTool, TaskTool)
+			return fmt.Errorf("%w: a tool named %q and sub-agents (the %s tool calls them)", ErrInvalidConfig, TaskTool, TaskTool)
 		}
-		e.specs = append(e.specs, taskSpec(cfg.Subagents))
+		e.specs = append(e.specs, taskSpec(e.cfg.Subagents))
 	}
-	return e, nil
+	return nil
 }
 
 // Result is how a run ended.

@@ -3,6 +3,7 @@ package loop
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"runtime/debug"
@@ -12,6 +13,23 @@ import (
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
+
+// runCalls runs a step's calls in order; waiting reports whether any of
+// them waits for approval (the others ran).
+func (r *run) runCalls(ctx context.Context, calls []events.ToolCall) (waiting bool, err error) {
+	for _, c := range calls {
+		err := r.callTool(ctx, c)
+		switch {
+		case errors.Is(err, errChildWaiting):
+			waiting, r.childWaiting = true, true
+		case errors.Is(err, errAwaitApproval):
+			waiting = true
+		case err != nil:
+			return false, err
+		}
+	}
+	return waiting, nil
+}
 
 // callTool runs one tool call through tool.before (write-ahead: the record
 // has it before the tool runs) and tool.after.

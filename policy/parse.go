@@ -324,27 +324,49 @@ func (p *Policy) check() error {
 	if err := p.checkMatch(); err != nil {
 		return err
 	}
-	names := map[string]string{}
-	unique := func(kind, path, name string) error {
-		if err := events.ValidateID(kind, name); err != nil {
-			return p.errAt(path, "%v", err)
-		}
-		if strings.ContainsAny(name, "-.") && (kind == "variable" || kind == "counter") {
-			return p.errAt(path, "%s name %q is read in CEL as %ss.%s: use letters, digits and _ only", kind, name, kind, name)
-		}
-		key := kind + ":" + name
-		if _, dup := names[key]; dup {
-			return p.errAt(path, "%s %q is defined twice", kind, name)
-		}
-		names[key] = path
-		return nil
+	names := defined{}
+	if err := p.checkInputs(names); err != nil {
+		return err
 	}
+	if err := p.checkRules(names); err != nil {
+		return err
+	}
+	if len(s.Validations) == 0 && len(s.Mutations) == 0 {
+		return p.errAt("", "no validations and no mutations: the policy would do nothing")
+	}
+	return nil
+}
+
+// defined are the names a policy defines, by kind: each is defined once.
+type defined map[string]string
+
+// add defines kind's name at path: a valid id, readable in CEL where it is
+// read there, and not defined before.
+func (names defined) add(p *Policy, kind, path, name string) error {
+	if err := events.ValidateID(kind, name); err != nil {
+		return p.errAt(path, "%v", err)
+	}
+	if strings.ContainsAny(name, "-.") && (kind == "variable" || kind == "counter") {
+		return p.errAt(path, "%s name %q is read in CEL as %ss.%s: use letters, digits and _ only", kind, name, kind, name)
+	}
+	key := kind + ":" + name
+	if _, dup := names[key]; dup {
+		return p.errAt(path, "%s %q is defined twice", kind, name)
+	}
+	names[key] = path
+	return nil
+}
+
+// checkInputs validates what the rules read (match conditions, variables
+// and counters) and applies their defaults.
+func (p *Policy) checkInputs(names defined) error {
+	s := &p.Spec
 	for i := range s.MatchConditions {
 		c := &s.MatchConditions[i]
 		if c.Name == "" {
 			c.Name = fmt.Sprintf("condition-%d", i+1)
 		}
-		if err := unique("matchCondition", fmt.Sprintf("matchConditions.%d", i), c.Name); err != nil {
+		if err := names.add(p, "matchCondition", fmt.Sprintf("matchConditions.%d", i), c.Name); err != nil {
 			return err
 		}
 		if err := p.need(fmt.Sprintf("matchConditions.%d", i), "expression", c.Expression); err != nil {
@@ -356,7 +378,7 @@ func (p *Policy) check() error {
 		if err := p.need(at, "name", v.Name); err != nil {
 			return err
 		}
-		if err := unique("variable", at+".name", v.Name); err != nil {
+		if err := names.add(p, "variable", at+".name", v.Name); err != nil {
 			return err
 		}
 		if err := p.need(at, "expression", v.Expression); err != nil {
@@ -369,7 +391,7 @@ func (p *Policy) check() error {
 		if err := p.need(at, "name", c.Name); err != nil {
 			return err
 		}
-		if err := unique("counter", at+".name", c.Name); err != nil {
+		if err := names.add(p, "counter", at+".name", c.Name); err != nil {
 			return err
 		}
 		if err := p.need(at, "key", c.Key); err != nil {
@@ -382,13 +404,20 @@ func (p *Policy) check() error {
 			return p.errAt(at, "counter %s needs a positive window (a Go duration: \"1h\", \"24h\")", c.Name)
 		}
 	}
+	return nil
+}
+
+// checkRules validates the validations and mutations against the stages
+// the policy matches, and applies their defaults.
+func (p *Policy) checkRules(names defined) error {
+	s := &p.Spec
 	for i := range s.Validations {
 		v := &s.Validations[i]
 		at := fmt.Sprintf("validations.%d", i)
 		if v.Name == "" {
 			v.Name = fmt.Sprintf("validation-%d", i+1)
 		}
-		if err := unique("rule", at, v.Name); err != nil {
+		if err := names.add(p, "rule", at, v.Name); err != nil {
 			return err
 		}
 		if err := p.need(at, "expression", v.Expression); err != nil {
@@ -417,7 +446,7 @@ func (p *Policy) check() error {
 		if m.Name == "" {
 			m.Name = fmt.Sprintf("mutation-%d", i+1)
 		}
-		if err := unique("rule", at, m.Name); err != nil {
+		if err := names.add(p, "rule", at, m.Name); err != nil {
 			return err
 		}
 		if err := p.need(at, "expression", m.Expression); err != nil {
@@ -428,9 +457,6 @@ func (p *Policy) check() error {
 				return p.errAt(at, "mutations need stages that accept modify (%s accepts %s)", st, st.Accepts())
 			}
 		}
-	}
-	if len(s.Validations) == 0 && len(s.Mutations) == 0 {
-		return p.errAt("", "no validations and no mutations: the policy would do nothing")
 	}
 	return nil
 }

@@ -8,19 +8,30 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/loop"
 )
 
-// Emitter wraps a worker's loop.Emitter: every event the engine appends is
+// Emitter is how the engine appends to the log: loop.Emitter's methods,
+// which *bus.Bus implements. Declared here so that telemetry needs no
+// engine to wrap one.
+type Emitter interface {
+	Append(ctx context.Context, e *events.Event, claim uint64) error
+	AppendSync(ctx context.Context, e *events.Event, claim uint64) error
+	Claim(ctx context.Context, e *events.Event, last uint64) (uint64, error)
+	Reclaim(ctx context.Context, e *events.Event, last, seen uint64) (uint64, error)
+	AppendAfter(ctx context.Context, e *events.Event, seen uint64) (uint64, error)
+	Flush(ctx context.Context, runID string) error
+}
+
+// Emitter wraps a worker's Emitter: every event the engine appends is
 // observed (Metrics.Observe) and the appends the engine waits for are
 // timed (hookbus_publish_duration_seconds). A worker's metrics are fed by
 // its own events this way, with no consumer of its own and no call site
 // of the engine instrumented.
-func (m *Metrics) Emitter(inner loop.Emitter) loop.Emitter { return &emitter{m: m, inner: inner} }
+func (m *Metrics) Emitter(inner Emitter) Emitter { return &emitter{m: m, inner: inner} }
 
 type emitter struct {
 	m     *Metrics
-	inner loop.Emitter
+	inner Emitter
 }
 
 func (em *emitter) Append(ctx context.Context, e *events.Event, claim uint64) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookbus/hookbus/bridge"
 	"github.com/hookbus/hookbus/bus/policies"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/hooks/claudecode"
 	"github.com/hookbus/hookbus/hooks/cline"
@@ -22,7 +23,6 @@ import (
 	"github.com/hookbus/hookbus/hooks/opencode"
 	"github.com/hookbus/hookbus/hooks/qwen"
 	"github.com/hookbus/hookbus/interceptors"
-	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )

@@ -11,6 +11,7 @@ import (
 	"github.com/hookbus/hookbus/events"
 
 	"github.com/hookbus/hookbus/agents"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/hooks/agenthook"
 	"github.com/hookbus/hookbus/hooks/claudecode"
 	"github.com/hookbus/hookbus/hooks/command"
@@ -18,7 +19,6 @@ import (
 	"github.com/hookbus/hookbus/hooks/mcptool"
 	"github.com/hookbus/hookbus/hooks/prompt"
 	"github.com/hookbus/hookbus/interceptors"
-	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/loop"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/internal/cli"
 )
 
 // loopRun runs "loop ARGS..." in process and returns its exit code,

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookbus/hookbus/internal/cli"
-	"github.com/hookbus/hookbus/internal/clidoc"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/clidoc"
 )
 
 var updateDoc = flag.Bool("update", false, "rewrite the loop section of docs/COMMANDS.md from the commands")

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/spf13/pflag"
 )
 

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hookbus/hookbus/cmd/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/health"
 	"github.com/hookbus/hookbus/hooks/harness"
 	"github.com/hookbus/hookbus/interceptors"
-	"github.com/hookbus/hookbus/internal/cli"
-	"github.com/hookbus/hookbus/internal/health"
 	"github.com/hookbus/hookbus/internal/httpauth"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"

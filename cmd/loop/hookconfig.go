@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/spf13/pflag"
 )
 

@@ -101,7 +101,7 @@ func TestServerProbesAndMetrics(t *testing.T) {
 // A worker serves its probes beside its metrics: ready once it takes runs
 // (its consumer bound); told to stop, it drains within --drain-timeout
 // and says so, in JSON with --log-format json. (That /readyz fails while
-// draining is internal/health's TestProbes.)
+// draining is cmd/internal/health's TestProbes.)
 func TestServeProbesDrainAndJSONLogs(t *testing.T) {
 	srv, _ := bustest.Start(t, bustest.WithListener())
 	admin := freeAddr(t)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/spf13/pflag"
 )
 

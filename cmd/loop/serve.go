@@ -17,10 +17,10 @@ import (
 
 	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/bus/runs"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/health"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
-	"github.com/hookbus/hookbus/internal/cli"
-	"github.com/hookbus/hookbus/internal/health"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/telemetry"
 )

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hookbus/hookbus/internal/cli"
-	"github.com/hookbus/hookbus/internal/health"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/health"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus/budgets"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )

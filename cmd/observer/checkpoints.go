@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
-	"github.com/hookbus/hookbus/internal/cli"
-	"github.com/hookbus/hookbus/internal/health"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/health"
 	"github.com/hookbus/hookbus/tlog"
 	"github.com/hookbus/hookbus/tlog/tlogbus"
 	"github.com/spf13/cobra"

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookbus/hookbus/internal/cli"
-	"github.com/hookbus/hookbus/internal/clidoc"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/clidoc"
 )
 
 // docs/COMMANDS.md holds every observer command and flag (-update

@@ -16,9 +16,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
-	"github.com/hookbus/hookbus/internal/cli"
 )
 
 // hooksFile is the registry as code: what observer hooks apply makes the

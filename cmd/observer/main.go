@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/internal/redact"
 	"github.com/hookbus/hookbus/telemetry"
 )

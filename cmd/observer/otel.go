@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/health"
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/internal/cli"
-	"github.com/hookbus/hookbus/internal/health"
 	"github.com/hookbus/hookbus/telemetry"
 	"github.com/hookbus/hookbus/telemetry/otlp"
 	"github.com/spf13/cobra"

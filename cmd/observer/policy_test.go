@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus/bustest"
-	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 )
 
 // policyRun runs "observer policy ARGS" in-process.

@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/tlog"
 	"github.com/hookbus/hookbus/tlog/tlogbus"
 	"github.com/spf13/cobra"

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/hookbus/hookbus/bus"
-	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/nats-io/nats.go/jetstream"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus/runs"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/internal/cli"
 )
 
 // queuedRun is a request on the run queue as observer runs --queued shows

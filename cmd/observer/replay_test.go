@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 )
 
 func TestPickRun(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/hookbus/hookbus/audit"
-	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )

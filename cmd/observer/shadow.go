@@ -12,9 +12,9 @@ import (
 	"github.com/hookbus/hookbus/audit/backtest"
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
-	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )

@@ -10,8 +10,8 @@ import (
 	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/bus/runs"
 
-	"github.com/hookbus/hookbus/internal/cli"
-	"github.com/hookbus/hookbus/internal/health"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/health"
 	"github.com/hookbus/hookbus/internal/httpauth"
 	"github.com/hookbus/hookbus/webui"
 	"github.com/spf13/cobra"

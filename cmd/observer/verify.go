@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/hookbus/hookbus/audit"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/internal/cli"
 	"github.com/hookbus/hookbus/tlog"
 	"github.com/hookbus/hookbus/tlog/tlogbus"
 	"github.com/nats-io/nkeys"

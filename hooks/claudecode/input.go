@@ -126,11 +126,19 @@ func NewInput(event HookEvent, ev *events.Event, env Env) (*Input, error) {
 	if ev.ParentRunID != "" { // a sub-agent's run: its tool events say so
 		in.AgentID, in.AgentType = ev.RunID, ev.AgentID
 	}
+	if err := in.fill(event, ev, env); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// fill sets what the input of event's hooks says of ev, by its stage.
+func (in *Input) fill(event HookEvent, ev *events.Event, env Env) error {
 	switch ev.Stage {
 	case events.StageIntake:
 		p, err := data[events.Intake](ev)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if event == SessionStart {
 			in.Source, in.Model = SourceStartup, env.Model
@@ -143,36 +151,93 @@ func NewInput(event HookEvent, ev *events.Event, env Env) (*Input, error) {
 	case events.StageRunStarted:
 		p, err := data[events.RunStarted](ev)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		in.Source, in.Model = SourceStartup, env.Model
 		if p.HistoryMessages > 0 || p.Resumed {
 			in.Source = SourceResume
 		}
+	case events.StageToolBefore, events.StageToolAfter, events.StageToolFailed, events.StageApprovalRequested:
+		return in.fillCall(event, ev)
+	case events.StageSubagentBefore:
+		p, err := data[events.SubagentBefore](ev)
+		if err != nil {
+			return err
+		}
+		in.AgentID, in.AgentType = p.RunID, p.AgentID
+	case events.StageSubagentAfter:
+		p, err := data[events.SubagentAfter](ev)
+		if err != nil {
+			return err
+		}
+		in.AgentID, in.AgentType = p.RunID, p.AgentID
+		in.StopHookActive, in.LastAssistantMessage = new(bool), &p.Answer
+		in.AgentTranscriptPath = env.AgentTranscriptPath
+	case events.StageSubagentFailed:
+		p, err := data[events.SubagentFailed](ev)
+		if err != nil {
+			return err
+		}
+		empty := ""
+		in.AgentID, in.AgentType = p.RunID, p.AgentID
+		in.StopHookActive, in.LastAssistantMessage = new(bool), &empty
+		in.AgentTranscriptPath = env.AgentTranscriptPath
+	case events.StageCompactBefore:
+		p, err := data[events.CompactBefore](ev)
+		if err != nil {
+			return err
+		}
+		empty := ""
+		in.Trigger, in.CustomInstructions = trigger(p.Manual), &empty
+	case events.StageCompactAfter:
+		p, err := data[events.CompactAfter](ev)
+		if err != nil {
+			return err
+		}
+		// compact.after does not say what asked for the compaction: a
+		// manual one is its own run (loop compact), which has no prompt.
+		in.Trigger, in.CompactSummary = TriggerAuto, &p.Summary
+	case events.StageStop:
+		p, err := data[events.Stop](ev)
+		if err != nil {
+			return err
+		}
+		active := p.Continues > 0
+		in.StopHookActive, in.LastAssistantMessage = &active, &p.Answer
+	case events.StageRunCompleted, events.StageRunFailed:
+		in.Reason = EndReasonOther
+	}
+	return nil
+}
+
+// fillCall sets what the input says of a tool call's event: the call, its
+// result or failure, or its wait for approval.
+func (in *Input) fillCall(event HookEvent, ev *events.Event) error {
+	switch ev.Stage {
 	case events.StageToolBefore:
 		p, err := data[events.ToolBefore](ev)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		in.setCall(p.Call)
 	case events.StageToolAfter:
 		p, err := data[events.ToolAfter](ev)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		in.setCall(p.Call)
 		in.ToolResponse = ToolResponse(p.Call, p.Result)
 	case events.StageToolFailed:
 		p, err := data[events.ToolFailed](ev)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		in.setCall(p.Call)
 		in.Error, in.IsInterrupt = p.Error, new(bool)
 	case events.StageApprovalRequested:
 		p, err := data[events.ApprovalRequested](ev)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if event == Notification {
 			in.NotificationType, in.Title = NoticePermission, "Permission needed"
@@ -183,55 +248,8 @@ func NewInput(event HookEvent, ev *events.Event, env Env) (*Input, error) {
 			break
 		}
 		in.ToolName, in.ToolInput = p.Call.Name, arguments(p.Call.Arguments)
-	case events.StageSubagentBefore:
-		p, err := data[events.SubagentBefore](ev)
-		if err != nil {
-			return nil, err
-		}
-		in.AgentID, in.AgentType = p.RunID, p.AgentID
-	case events.StageSubagentAfter:
-		p, err := data[events.SubagentAfter](ev)
-		if err != nil {
-			return nil, err
-		}
-		in.AgentID, in.AgentType = p.RunID, p.AgentID
-		in.StopHookActive, in.LastAssistantMessage = new(bool), &p.Answer
-		in.AgentTranscriptPath = env.AgentTranscriptPath
-	case events.StageSubagentFailed:
-		p, err := data[events.SubagentFailed](ev)
-		if err != nil {
-			return nil, err
-		}
-		empty := ""
-		in.AgentID, in.AgentType = p.RunID, p.AgentID
-		in.StopHookActive, in.LastAssistantMessage = new(bool), &empty
-		in.AgentTranscriptPath = env.AgentTranscriptPath
-	case events.StageCompactBefore:
-		p, err := data[events.CompactBefore](ev)
-		if err != nil {
-			return nil, err
-		}
-		empty := ""
-		in.Trigger, in.CustomInstructions = trigger(p.Manual), &empty
-	case events.StageCompactAfter:
-		p, err := data[events.CompactAfter](ev)
-		if err != nil {
-			return nil, err
-		}
-		// compact.after does not say what asked for the compaction: a
-		// manual one is its own run (loop compact), which has no prompt.
-		in.Trigger, in.CompactSummary = TriggerAuto, &p.Summary
-	case events.StageStop:
-		p, err := data[events.Stop](ev)
-		if err != nil {
-			return nil, err
-		}
-		active := p.Continues > 0
-		in.StopHookActive, in.LastAssistantMessage = &active, &p.Answer
-	case events.StageRunCompleted, events.StageRunFailed:
-		in.Reason = EndReasonOther
 	}
-	return in, nil
+	return nil
 }
 
 // data decodes ev's payload as T, with an error wrapping events.ErrPayload

@@ -233,35 +233,10 @@ func (h *Hook) Run(ctx context.Context, in *claudecode.Input) (claudecode.Reply,
 	if err := ctx.Err(); err != nil {
 		return claudecode.Reply{}, err
 	}
-	var cmd *exec.Cmd
-	if h.exec {
-		cmd = exec.Command(h.command, h.args...)
-	} else {
-		cmd = exec.Command(h.shell, "-c", h.command)
-	}
-	// The pipes are ours, not exec's, so that waiting for the hook does not
-	// wait for processes it left behind holding them.
-	outR, outW, err := os.Pipe()
+	cmd, outR, errR, err := h.start(stdin)
 	if err != nil {
-		return claudecode.Reply{}, fmt.Errorf("command hook: %w", err)
+		return claudecode.Reply{}, err
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return claudecode.Reply{}, fmt.Errorf("command hook: %w", err)
-	}
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = h.cfg.Root, h.env, outW, errW
-	cmd.Stdin = bytes.NewReader(stdin)
-	proc.SetGroup(cmd)
-	if err := cmd.Start(); err != nil {
-		for _, f := range []*os.File{outR, outW, errR, errW} {
-			f.Close()
-		}
-		return claudecode.Reply{}, fmt.Errorf("%w: %s: %v", ErrStart, h.describe(), err)
-	}
-	outW.Close()
-	errW.Close()
 	stdout := &capBuffer{max: h.cfg.MaxOutput}
 	stderr := &capBuffer{max: h.cfg.MaxOutput}
 	var copied sync.WaitGroup
@@ -320,6 +295,40 @@ func (h *Hook) Run(ctx context.Context, in *claudecode.Input) (claudecode.Reply,
 		return r, fmt.Errorf("command hook %s: %w", h.describe(), werr)
 	}
 	return r, nil
+}
+
+// start starts the hook's command in a process group of its own, with
+// stdin as its input, and returns the read ends of its stdout and stderr.
+// The pipes are ours, not exec's, so that waiting for the hook does not
+// wait for processes it left behind holding them.
+func (h *Hook) start(stdin []byte) (cmd *exec.Cmd, outR, errR *os.File, err error) {
+	if h.exec {
+		cmd = exec.Command(h.command, h.args...)
+	} else {
+		cmd = exec.Command(h.shell, "-c", h.command)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("command hook: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, nil, nil, fmt.Errorf("command hook: %w", err)
+	}
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = h.cfg.Root, h.env, outW, errW
+	cmd.Stdin = bytes.NewReader(stdin)
+	proc.SetGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		for _, f := range []*os.File{outR, outW, errR, errW} {
+			f.Close()
+		}
+		return nil, nil, nil, fmt.Errorf("%w: %s: %v", ErrStart, h.describe(), err)
+	}
+	outW.Close()
+	errW.Close()
+	return cmd, outR, errR, nil
 }
 
 // describe names the hook's command in errors.

@@ -170,7 +170,7 @@ func testPrivilegedRejected(h *harness) {
 
 func allow0(context.Context, *interceptors.Request) (*interceptors.Decision, error) { return nil, nil }
 
-// rewritePrompt is the seed's "onContextAssembled can modify the prompt".
+// rewritePrompt rewrites the prompt at context.assembled.
 func rewritePrompt(_ context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
 	return &interceptors.Decision{Kind: interceptors.Modify, Patch: []interceptors.PatchOp{
 		{Op: "replace", Path: "/messages/0/content", Value: json.RawMessage(`"You are terse."`)},

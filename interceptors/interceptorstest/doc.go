@@ -1,6 +1,6 @@
-// Package interceptorstest is the conformance suite of interception: the
-// seed's hook tests, written once, that every way of running an interceptor
-// passes. In-process interceptors run it in package interceptors' own tests;
+// Package interceptorstest is the conformance suite of interception: what
+// an interceptor may do at each stage, and how the chain calls it, written
+// once, that every way of running an interceptor passes. In-process interceptors run it in package interceptors' own tests;
 // the NATS implementation in bus runs it by serving each interceptor as a
 // remote service and registering a remote client in its place:
 //

@@ -1,5 +1,5 @@
 // Package schematest holds hookbus' wire messages to the JSON Schemas of
-// docs/schema (draft 2020-12, written by internal/schemagen), with an
+// docs/schema (draft 2020-12, written by cmd/internal/schemagen), with an
 // independent validator (santhosh-tekuri/jsonschema), for tests:
 //
 //	s := schematest.Load(t)

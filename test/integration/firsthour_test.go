@@ -111,7 +111,7 @@ func TestThreeTerminals(t *testing.T) {
 // The rule of the default bus is wired into the observer commands that
 // use it, and their help says so. (Whether 127.0.0.1:4222 is free is not
 // the test's to choose, so the rule's two cases are proved in
-// internal/cli, TestDefaultServerElseStore, on addresses the test owns; the
+// cmd/internal/cli, TestDefaultServerElseStore, on addresses the test owns; the
 // help text is derived from the same ConnFlags setting.)
 func TestObserverStatesTheDefaultRule(t *testing.T) {
 	for _, c := range [][]string{{"replay", "--help"}, {"hooks", "list", "--help"}, {"provision", "--help"}} {

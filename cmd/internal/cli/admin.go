@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/hookbus/hookbus/internal/health"
+	"github.com/hookbus/hookbus/cmd/internal/health"
 	"github.com/hookbus/hookbus/internal/httpauth"
 	"github.com/hookbus/hookbus/telemetry"
 	"github.com/nats-io/nats.go/jetstream"

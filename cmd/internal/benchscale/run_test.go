@@ -29,7 +29,7 @@ func TestBenchSmall(t *testing.T) {
 		t.Skip("builds cmd/loop and runs processes")
 	}
 	bin := filepath.Join(t.TempDir(), "loop")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/loop")
+	build := exec.Command("go", "build", "-o", bin, "../../loop")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/loop: %v\n%s", err, out)
 	}

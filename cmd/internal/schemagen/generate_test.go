@@ -14,11 +14,11 @@ import (
 )
 
 // regenerate says how to bring docs/schema up to date.
-const regenerate = "regenerate with: go generate ./internal/schemagen (then cd sdk/typescript && npm run gen, for the TypeScript types)"
+const regenerate = "regenerate with: go generate ./cmd/internal/schemagen (then cd sdk/typescript && npm run gen, for the TypeScript types)"
 
 // docs/schema is what the Go types give now.
 func TestSchemasInSync(t *testing.T) {
-	root := filepath.Join("..", "..")
+	root := filepath.Join("..", "..", "..")
 	want, err := Generate(root)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func TestSchemasInSync(t *testing.T) {
 
 // docs/asyncapi.yaml is what the Go types give now.
 func TestAsyncAPIInSync(t *testing.T) {
-	root := filepath.Join("..", "..")
+	root := filepath.Join("..", "..", "..")
 	want, err := GenerateAsyncAPI(root)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func TestEnvelopeNamesEveryAttribute(t *testing.T) {
 // properties lists the top-level properties of a generated schema.
 func properties(t *testing.T, file string) []string {
 	t.Helper()
-	files, err := Generate(filepath.Join("..", ".."))
+	files, err := Generate(filepath.Join("..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 // docs/asyncapi.yaml, the AsyncAPI 3.0 document of every subject (its
 // addresses built by events.Subjects), with those schemas as payloads.
 //
-//	go generate ./internal/schemagen   # or: go run ./internal/schemagen -root .
+//	go generate ./cmd/internal/schemagen   # or: go run ./cmd/internal/schemagen -root .
 //
 // Descriptions are the Go doc comments of the types and fields; enums
 // (stages, decisions, reasons, failure kinds) come from the tables and
@@ -17,4 +17,4 @@
 // a subject the document lacks. docs/schema/README.md lists the files.
 package main
 
-//go:generate go run . -root ../..
+//go:generate go run . -root ../../..

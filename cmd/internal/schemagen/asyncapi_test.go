@@ -15,7 +15,7 @@ import (
 // addresses returns the channel addresses of docs/asyncapi.yaml.
 func addresses(t *testing.T) map[string]bool {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", AsyncAPIFile))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", AsyncAPIFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func addresses(t *testing.T) map[string]bool {
 // Every subject events.Subjects builds, and every form its doc comment
 // lists, is a channel of docs/asyncapi.yaml.
 func TestAsyncAPIHasEverySubject(t *testing.T) {
-	root := filepath.Join("..", "..")
+	root := filepath.Join("..", "..", "..")
 	have := addresses(t)
 	forms, err := subjectForms(root)
 	if err != nil {
@@ -54,7 +54,7 @@ func TestAsyncAPIHasEverySubject(t *testing.T) {
 	}
 	for _, f := range forms {
 		if !have[f.address] {
-			t.Errorf("%s (events.Subjects.%s) is not a channel of %s: add it to internal/schemagen/asyncapi.go; %s", f.address, f.method, AsyncAPIFile, regenerate)
+			t.Errorf("%s (events.Subjects.%s) is not a channel of %s: add it to cmd/internal/schemagen/asyncapi.go; %s", f.address, f.method, AsyncAPIFile, regenerate)
 		}
 	}
 	listed, err := docForms(root)
@@ -66,7 +66,7 @@ func TestAsyncAPIHasEverySubject(t *testing.T) {
 	}
 	for _, f := range listed {
 		if !have[f] {
-			t.Errorf("%s (listed in events.Subjects' doc comment) is not a channel of %s: add it to internal/schemagen/asyncapi.go; %s", f, AsyncAPIFile, regenerate)
+			t.Errorf("%s (listed in events.Subjects' doc comment) is not a channel of %s: add it to cmd/internal/schemagen/asyncapi.go; %s", f, AsyncAPIFile, regenerate)
 		}
 	}
 }
@@ -79,11 +79,11 @@ func TestAsyncAPIParses(t *testing.T) {
 	if err != nil {
 		t.Skip("skipped: node is not on PATH (the AsyncAPI reference parser is a Node.js package)")
 	}
-	sdk := filepath.Join("..", "..", "sdk", "typescript")
+	sdk := filepath.Join("..", "..", "..", "sdk", "typescript")
 	if _, err := os.Stat(filepath.Join(sdk, "node_modules", "@asyncapi", "parser")); err != nil {
 		t.Skip("skipped: @asyncapi/parser is not installed: run make sdk-ts (npm ci in sdk/typescript)")
 	}
-	doc, err := filepath.Abs(filepath.Join("..", "..", AsyncAPIFile))
+	doc, err := filepath.Abs(filepath.Join("..", "..", "..", AsyncAPIFile))
 	if err != nil {
 		t.Fatal(err)
 	}

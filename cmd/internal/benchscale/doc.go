@@ -24,7 +24,7 @@
 //
 // Start with "make bench-scale" (it builds bin/loop first), or:
 //
-//	go build -o bin/ ./cmd/loop && go run ./internal/benchscale --loop bin/loop
+//	go build -o bin/ ./cmd/loop && go run ./cmd/internal/benchscale --loop bin/loop
 //
 // CPU is read from /proc/<pid>/stat (Linux); "machine" is the busy share of
 // every core from /proc/stat, other processes included.

@@ -69,7 +69,7 @@ func subjectForms(root string) ([]subjectForm, error) {
 			}
 			res := m.Func.Call(args)
 			if err, _ := res[1].Interface().(error); err != nil {
-				return nil, fmt.Errorf("events.Subjects.%s with placeholders %v: %v (teach internal/schemagen a placeholder it accepts)", m.Name, names, err)
+				return nil, fmt.Errorf("events.Subjects.%s with placeholders %v: %v (teach cmd/internal/schemagen a placeholder it accepts)", m.Name, names, err)
 			}
 			addr := unplaceholder(res[0].String())
 			if strings.ContainsAny(addr, "*>") {
