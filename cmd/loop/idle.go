@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bridge"
-	"github.com/hookbus/hookbus/internal/cli"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
