@@ -17,7 +17,8 @@ type Input struct {
 	// Call is the tool call the payload carries (tool stages), or nil.
 	Call *events.ToolCall
 	// Harness names who put the call on the bus (events.Harness: hookbus,
-	// claude, gemini, codex).
+	// claude, gemini, codex, copilot, qwen, factory, cline, opencode,
+	// kilo).
 	Harness string
 	// Identity is the caller's authenticated identity, when known.
 	Identity string
@@ -40,7 +41,8 @@ func HarnessOf(ev *events.Event) events.Harness {
 		return h
 	}
 	if rest, ok := strings.CutPrefix(ev.Source, "hookbus/"); ok {
-		for _, h := range []events.Harness{events.HarnessClaude, events.HarnessGemini, events.HarnessCodex} {
+		for _, h := range []events.Harness{events.HarnessClaude, events.HarnessGemini, events.HarnessCodex, events.HarnessCopilot,
+			events.HarnessQwen, events.HarnessFactory, events.HarnessCline, events.HarnessOpenCode, events.HarnessKilo} {
 			if strings.HasPrefix(rest, string(h)) {
 				return h
 			}

@@ -151,7 +151,7 @@ func (d *doctor) settings(row cliRow) []found {
 			}
 			continue
 		}
-		table, err := hookTable(f.path)
+		table, err := row.readHooks(f.path)
 		switch {
 		case err != nil:
 			d.line("PROBLEM", "%s settings %s: %v (%s reads none of its hooks)", f.scope, f.path, err, row.title)
@@ -228,6 +228,8 @@ func (d *doctor) trust(row cliRow, hooks []found) {
 		d.line("ok", "trust: the project is trusted (%s)", st.where)
 	case !row.trustAll && !slices.ContainsFunc(hooks, func(h found) bool { return h.scope == "project" || h.scope == "local" }):
 		d.line("note", "trust: the project is not trusted (%s); the hookbus hooks are not the project's, which %s runs anyway", st.where, row.title)
+	case row.trustFlag != "":
+		d.line("note", "trust: %s does not trust %s (%s): it runs none of its hooks there unless run with %s", row.title, d.env.project, st.where, row.trustFlag)
 	default:
 		d.line("PROBLEM", "project untrusted: %s does not trust %s (%s), and runs none of its hooks there", row.title, d.env.project, st.where)
 	}

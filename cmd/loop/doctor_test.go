@@ -21,6 +21,9 @@ type doctorSetup struct {
 	// trust marks the project trusted; nil for a CLI without trust.
 	trust  func(t *testing.T, home, project string)
 	plugin bool
+	// trustFlag: an untrusted project is a note (the CLI may be run with
+	// its flag that trusts it), not a problem.
+	trustFlag bool
 }
 
 func writeTestFile(t *testing.T, path, content string) {
@@ -85,6 +88,46 @@ var doctorSetups = []doctorSetup{
 		copyPlugin(t, filepath.Join(project, ".opencode", "plugins"))
 	}},
 	{name: "kilo", plugin: true, hooks: func(t *testing.T, _, project, _ string) { copyPlugin(t, filepath.Join(project, ".kilo", "plugins")) }},
+	{name: "copilot", trustFlag: true,
+		hooks: func(t *testing.T, _, project, hook string) {
+			hooks := map[string]any{}
+			for _, ev := range rowOf(t, "copilot").events {
+				hooks[ev] = []any{map[string]any{"type": "command", "bash": hook, "timeoutSec": 30}}
+			}
+			b, _ := json.Marshal(map[string]any{"version": 1, "hooks": hooks})
+			writeTestFile(t, filepath.Join(project, ".github", "hooks", "hookbus.json"), string(b))
+		},
+		trust: func(t *testing.T, home, project string) {
+			writeTestFile(t, filepath.Join(home, ".copilot", "config.json"), fmt.Sprintf(`{"trusted_folders":[%q]}`, project))
+		}},
+	{name: "qwen",
+		hooks: func(t *testing.T, home, _, hook string) {
+			// Folder trust on, as a user may set it.
+			var settings map[string]any
+			if err := json.Unmarshal([]byte(settingsJSON(t, rowOf(t, "qwen"), hook)), &settings); err != nil {
+				t.Fatal(err)
+			}
+			settings["security"] = map[string]any{"folderTrust": map[string]any{"enabled": true}}
+			b, _ := json.Marshal(settings)
+			writeTestFile(t, filepath.Join(home, ".qwen", "settings.json"), string(b))
+		},
+		trust: func(t *testing.T, home, project string) {
+			writeTestFile(t, filepath.Join(home, ".qwen", "trustedFolders.json"), fmt.Sprintf(`{%q:"TRUST_FOLDER"}`, project))
+		}},
+	{name: "factory",
+		hooks: func(t *testing.T, home, _, hook string) {
+			writeTestFile(t, filepath.Join(home, ".factory", "settings.json"), settingsJSON(t, rowOf(t, "factory"), hook))
+		}},
+	{name: "cline",
+		hooks: func(t *testing.T, home, _, hook string) {
+			for _, ev := range rowOf(t, "cline").events {
+				p := filepath.Join(home, ".cline", "hooks", ev)
+				writeTestFile(t, p, "#!/bin/sh\nexec "+hook+"\n")
+				if err := os.Chmod(p, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
 }
 
 func copyPlugin(t *testing.T, dir string) {
@@ -102,12 +145,16 @@ func runDoctor(t *testing.T, home, project string, args ...string) (int, string,
 	t.Setenv("HOME", home)
 	t.Setenv("CODEX_HOME", "")
 	t.Setenv("GEMINI_CLI_TRUST_WORKSPACE", "")
+	for _, v := range []string{"COPILOT_HOME", "COPILOT_ALLOW_ALL", "QWEN_CODE_SYSTEM_SETTINGS_PATH", "QWEN_CODE_TRUSTED_FOLDERS_PATH"} {
+		t.Setenv(v, "")
+	}
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), append([]string{"doctor", "--project", project, "--wait", "3s"}, args...), strings.NewReader(""), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
-// loop doctor, for each CLI, on a correct setup (no problem, and the
+// loop doctor, for each CLI (Claude Code, Gemini CLI, Codex CLI, OpenCode,
+// Kilo Code, Copilot CLI, Qwen Code, Factory Droid, Cline), on a correct setup (no problem, and the
 // probe recorded on the bus) and on broken ones, each problem named:
 // hooks missing, the project untrusted, a bad token, the bus (or the
 // gateway) down.
@@ -159,7 +206,14 @@ func TestDoctor(t *testing.T) {
 					problem    string
 				}{what: "command missing", hook: "/nonexistent/bin/loop agent-hook --harness " + s.name, trusted: true, problem: "hook command missing"})
 			}
-			if s.trust != nil {
+			if s.trust != nil && s.trustFlag {
+				home, project := setup(t, hook, false)
+				code, stdout, stderr := runDoctor(t, home, project, "--harness", s.name)
+				if code != 0 || !strings.Contains(stdout, "note     trust: ") || !strings.Contains(stdout, "unless run with --trust-folder") {
+					t.Fatalf("untrusted project: exit %d, want 0 and a note\nstdout %s\nstderr %s", code, stdout, stderr)
+				}
+			}
+			if s.trust != nil && !s.trustFlag {
 				broken = append(broken, struct {
 					what, hook string
 					trusted    bool

@@ -26,6 +26,9 @@ func (d *doctor) runProbe(ctx context.Context, row cliRow, hooks []found, fs *pf
 	session := fmt.Sprintf("hookbus-doctor-%d", time.Now().UnixNano())
 	input := fmt.Appendf(nil, `{"hook_event_name":"SessionStart","session_id":%q,"transcript_path":"","cwd":%q,"source":"startup","timestamp":%q}`,
 		session, d.env.project, time.Now().UTC().Format(time.RFC3339))
+	if row.probe != nil {
+		input = row.probe(session, d.env.project, time.Now())
+	}
 	agent := rowAgent(row)
 	conn := &d.conn
 	if u, token, ok := d.gatewayOf(row, h); ok {

@@ -54,7 +54,7 @@ func policyTestCmd(a *cli.App) *cobra.Command {
 		o.since = 7 * 24 * time.Hour
 		fs.Var((*ageFlag)(&o.since), "since", "only calls newer than this (7d, 24h, 90m); 0: all the record holds")
 		fs.StringVar(&o.agent, "agent", "", "only the calls of agents matching this glob (e.g. \"ci-*\")")
-		fs.StringVar(&o.harness, "harness", "", "only the calls of this harness: hookbus, claude, gemini or codex (a glob)")
+		fs.StringVar(&o.harness, "harness", "", "only the calls of this harness: hookbus, claude, gemini, codex, copilot, qwen, factory, cline, opencode or kilo (a glob)")
 		fs.BoolVar(&o.failOnFlips, "fail-on-flips", false, fmt.Sprintf("exit %d when any call would change", exitFlips))
 		fs.BoolVar(&o.noStore, "no-store", false, "do not store the result for the web page")
 		o.out.Register(fs, "the report (policytest.Report), indented", cli.OutputText, cli.OutputJSON)

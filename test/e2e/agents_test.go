@@ -13,19 +13,27 @@ import (
 )
 
 // Each coding agent's CLI with hookbus as its hook backend (loop
-// agent-hook for every event): the guard, a remote interceptor, denies the
-// model's rm -rf; the directory survives, the CLI tells the model the
-// guard's reason, and the session is in the stream under the CLI's own
-// session id.
-func TestAgentHookDenies(t *testing.T) {
+// agent-hook for every event), in one session: the guard, a remote
+// interceptor, rewrites the model's touch original.txt (the CLI runs touch
+// rewritten.txt, not the model's command), then denies its rm -rf; the
+// directory survives, the CLI tells the model the guard's reason, and the
+// session is in the stream under the CLI's own session id.
+func TestAgentHookRewritesAndDenies(t *testing.T) {
 	for _, h := range harnesses {
 		t.Run(h.name, func(t *testing.T) {
 			h.lookPath(t)
 			url, _ := startBus(t)
 			victim := func(project string) { writeFile(t, filepath.Join(project, "victim", "keep.txt"), "keep me\n") }
-			out := h.run(t, h.hookCommand(t, url), victim, "Remove the victim directory.", runOpts{},
+			out := h.run(t, h.hookCommand(t, url), victim, "Create original.txt, then remove the victim directory.", runOpts{},
+				h.turn(fakellm.Text("Creating it."), h.shell("call_01Touch", "touch original.txt")),
 				h.turn(fakellm.Text("Removing it."), h.shell("call_01Deny", "rm -rf victim")),
 				h.turn(fakellm.Text("The hook refused: I left victim alone.")))
+			if _, err := os.Stat(filepath.Join(out.project, "rewritten.txt")); err != nil {
+				t.Fatalf("the rewritten command did not run: %v (the model was told %s)", err, h.toolOutput(t, out.reqs, "call_01Touch"))
+			}
+			if _, err := os.Stat(filepath.Join(out.project, "original.txt")); err == nil {
+				t.Fatal("the model's command ran")
+			}
 			if _, err := os.Stat(filepath.Join(out.project, "victim", "keep.txt")); err != nil {
 				t.Fatalf("the rm -rf ran: %v", err)
 			}
@@ -33,33 +41,7 @@ func TestAgentHookDenies(t *testing.T) {
 				t.Fatalf("the model was told %s, not the guard's reason", got)
 			}
 			replay := h.replay(t, url, out.session)
-			for _, want := range []string{"tool.before", "hook.decided", denyReason} {
-				if !strings.Contains(replay, want) {
-					t.Fatalf("observer replay of session %s lacks %q:\n%s", out.session, want, replay)
-				}
-			}
-		})
-	}
-}
-
-// The guard rewrites a command: the CLI runs the rewritten one, not the
-// model's.
-func TestAgentHookRewrites(t *testing.T) {
-	for _, h := range harnesses {
-		t.Run(h.name, func(t *testing.T) {
-			h.lookPath(t)
-			url, _ := startBus(t)
-			out := h.run(t, h.hookCommand(t, url), nil, "Create original.txt.", runOpts{},
-				h.turn(h.shell("call_01Touch", "touch original.txt")),
-				h.turn(fakellm.Text("Done.")))
-			if _, err := os.Stat(filepath.Join(out.project, "rewritten.txt")); err != nil {
-				t.Fatalf("the rewritten command did not run: %v (the model was told %s)", err, h.toolOutput(t, out.reqs, "call_01Touch"))
-			}
-			if _, err := os.Stat(filepath.Join(out.project, "original.txt")); err == nil {
-				t.Fatal("the model's command ran")
-			}
-			replay := h.replay(t, url, out.session)
-			for _, want := range []string{"tool.before", "hook.decided", "rewritten.txt", "tool.after"} {
+			for _, want := range []string{"tool.before", "hook.decided", "rewritten.txt", "tool.after", denyReason} {
 				if !strings.Contains(replay, want) {
 					t.Fatalf("observer replay of session %s lacks %q:\n%s", out.session, want, replay)
 				}

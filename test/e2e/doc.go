@@ -19,17 +19,29 @@
 //     @ai-sdk/openai-compatible provider at the fake (OpenAI chat
 //     completions, internal/fakellm's TurnServer) in the project's
 //     opencode.json or kilo.json; hookbus' plugin (sdk/opencode-plugin) in
-//     .opencode/plugins or .kilo/plugins posting to loop gateway; the guard
-//     registered on the shell kind. Each starts slowly, so each runs once
-//     (rewrite and deny in one session), both at the same time.
+//     .opencode/plugins or .kilo/plugins posting to loop gateway; a
+//     rewriting guard registered on the shell kind. Each starts slowly, so
+//     each runs once in the suite (in TestPolicyEveryAgent: the guard's
+//     rewrite and the policy's deny in one session).
 //
 // Each CLI's settings send every hook event it offers to loop agent-hook
-// --harness claude|gemini|codex. For each CLI the tests check that the
+// --harness claude|gemini|codex. For each CLI the tests check, in one
+// session, that the rewritten command is the one that runs and that the
 // guard's deny keeps the directory and reaches the model (read from what
-// the fake received), that the rewritten command is the one that runs, and
-// that observer replay shows the session under the CLI's own session id;
-// for Claude Code also that a permission prompt waits for observer
-// approve. Other tests drive loop claude-hook, Claude Code's own bridge.
+// the fake received), and that observer replay shows the session under
+// the CLI's own session id; for Claude Code also that a permission prompt
+// waits for observer approve. Other tests drive loop claude-hook, Claude
+// Code's own bridge.
+//
+// One policy for every agent (policy_test.go): a CEL policy file applied
+// with observer policy apply, and no interceptor of the tests' deciding,
+// denies rm -rf in hookbus' own agent (loop run against loop fake-model)
+// and in each CLI above and below, wired as their tests wire them; each
+// model is told the policy's message and hook.decided names the policy,
+// its version and rule. Then observer policy test over the sessions: the
+// policy as applied changes nothing, its next version (which also denies
+// touch) flips exactly each session's touch, by run and call id, per
+// agent and harness. The CLIs run at once, four at a time.
 //
 // The recipes of docs/CODING_AGENTS.md are run as written (recipes_test.go):
 // each CLI's settings snippet is read from the page (the fenced block after

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -297,11 +298,13 @@ func (h *harness) start(t *testing.T, hook string, setup func(project string), p
 }
 
 // geminiFunctionResponse is the response Gemini CLI sent the model for
-// its call of run_shell_command (Gemini's calls have no id of the model's:
-// id is unused, the first response to the shell tool is the one).
+// its last call of run_shell_command (Gemini's calls have no id of the
+// model's: id is unused, the last response to the shell tool in the last
+// request holding one is the one).
 func geminiFunctionResponse(t *testing.T, reqs []fakellm.Request, _ string) string {
 	t.Helper()
-	for _, r := range reqs {
+	for _, r := range slices.Backward(reqs) {
+		last := ""
 		var body struct {
 			Contents []struct {
 				Parts []struct {
@@ -316,9 +319,12 @@ func geminiFunctionResponse(t *testing.T, reqs []fakellm.Request, _ string) stri
 		for _, c := range body.Contents {
 			for _, p := range c.Parts {
 				if p.FunctionResponse != nil && p.FunctionResponse.Name == "run_shell_command" {
-					return string(p.FunctionResponse.Response)
+					last = string(p.FunctionResponse.Response)
 				}
 			}
+		}
+		if last != "" {
+			return last
 		}
 	}
 	t.Fatalf("no functionResponse of run_shell_command in %d requests", len(reqs))

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
@@ -41,103 +42,100 @@ var (
 		config: "kilo.json", plugins: ".kilo/plugins"}
 )
 
-// OpenCode and Kilo Code with hookbus' plugin posting to one loop gateway:
-// the guard, registered on the shell kind (OpenCode's bash mapped by the
-// action table), rewrites the model's touch original.txt (the CLI runs
-// touch rewritten.txt) and denies its rm -rf; the directory survives, the
-// model is told the guard's reason (the plugin's thrown error), and the
-// session is in the stream under the CLI's own session id. Each CLI takes
-// 20-45 s to start: it runs once, both CLIs at the same time.
-func TestPluginDeniesAndRewrites(t *testing.T) {
-	for _, c := range []pluginCLI{opencodeCLI, kiloCLI} {
-		t.Run(c.name, func(t *testing.T) {
-			bin, err := exec.LookPath(c.bin)
-			if err != nil {
-				t.Skipf("%s (%s) is not on PATH: \"make e2e\" installs it from npm and runs these tests with it", c.bin, c.pkg)
-			}
-			t.Parallel()
-			url := startKindBus(t)
-			gw := startHarnessGateway(t, url, c.name)
-			// The model creates original.txt (the guard rewrites it to
-			// rewritten.txt), then removes victim (the guard denies it).
-			fake := startTurns(t, &fakellm.Turns{Turns: []fakellm.Turn{
-				{When: denyReason, Reply: "The hook refused: I left victim alone."},
-				{When: "call_01Touch", Reply: "Now removing it.",
-					Tool: &fakellm.ToolCall{ID: "call_01Deny", Name: "bash", Arguments: map[string]any{"command": "rm -rf victim", "description": "Remove victim"}}},
-				{When: "remove the victim directory", Reply: "Creating it first.",
-					Tool: &fakellm.ToolCall{ID: "call_01Touch", Name: "bash", Arguments: map[string]any{"command": "touch original.txt", "description": "Create original.txt"}}},
-				{Reply: "Done."}, {Reply: "Done."}, {Reply: "Done."},
-			}})
-			project, home := t.TempDir(), t.TempDir()
-			writeFile(t, filepath.Join(project, "victim", "keep.txt"), "keep me\n")
-			plugin, err := os.ReadFile(filepath.Join("..", "..", "sdk", "opencode-plugin", "hookbus.js"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			writeFile(t, filepath.Join(project, c.plugins, "hookbus.js"), string(plugin))
-			writeJSON(t, filepath.Join(project, c.config), map[string]any{
-				"provider": map[string]any{"fake": map[string]any{
-					"npm": "@ai-sdk/openai-compatible", "name": "Fake",
-					"options": map[string]any{"baseURL": fake.URL + "/v1", "apiKey": "fake-key"},
-					"models":  map[string]any{"fake-model": map[string]any{"name": "Fake model"}},
-				}},
-				"model": "fake/fake-model", "small_model": "fake/fake-model",
-				"autoupdate": false, "share": "disabled",
-				"permission": map[string]any{"bash": "allow", "edit": "allow"},
-			})
-			ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, "run", "--format", "json", "--title", "e2e", "--model", "fake/fake-model", "Create original.txt, then remove the victim directory.")
-			cmd.Dir = project
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home,
-				"HOOKBUS_GATEWAY_URL=" + gw + c.route + "/" + c.agent, "HOOKBUS_POLICY=fail",
-				"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
-				"KILO_DISABLE_AUTOUPDATE=1", "KILO_DISABLE_MODELS_FETCH=1", "KILO_TELEMETRY_DISABLED=1"}
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("%s: %v\nstdout %s\nstderr %s", c.bin, err, stdout.String(), stderr.String())
-			}
-			if _, err := os.Stat(filepath.Join(project, "victim", "keep.txt")); err != nil {
-				t.Fatalf("the rm -rf ran: %v\nstdout %s", err, stdout.String())
-			}
-			if _, err := os.Stat(filepath.Join(project, "rewritten.txt")); err != nil {
-				t.Fatalf("the rewritten command did not run: %v\nstdout %s", err, stdout.String())
-			}
-			if _, err := os.Stat(filepath.Join(project, "original.txt")); err == nil {
-				t.Fatal("the model's command ran, not the rewritten one")
-			}
-			if !fake.saw(denyReason) {
-				t.Fatalf("the model was not told the guard's reason; requests:\n%s\nstdout %s\nstderr %s", fake.bodies(), stdout.String(), stderr.String())
-			}
-			session := sessionID(t, stdout.Bytes())
-			h := &harness{agent: c.agent}
-			replay := h.replay(t, url, session)
-			for _, want := range []string{"run.started", "intake", "tool.before", "hook.decided", "rewritten.txt", "tool.after", denyReason} {
-				if !strings.Contains(replay, want) {
-					t.Fatalf("observer replay of session %s lacks %q:\n%s", session, want, replay)
-				}
-			}
-		})
-	}
+// pluginRun is what a run of OpenCode or Kilo Code left.
+type pluginRun struct {
+	project, session, stdout string
+	fake                     *turnsServer
 }
 
-// startKindBus starts a NATS server other processes reach, with guard
-// registered on tool.before for calls of the shell kind, whatever the
-// tool's name; it returns the server's URL.
-func startKindBus(t *testing.T) string {
+// runPlugin runs OpenCode or Kilo Code with hookbus' plugin posting to a
+// loop gateway on natsURL, in a new project with a victim directory: the
+// model creates original.txt (the rewriting guard makes it rewritten.txt),
+// then removes victim; it answers once the model is told deny. Each CLI
+// takes 20-45 s to start: the suite runs each once (TestPolicyEveryAgent).
+func runPlugin(t *testing.T, c pluginCLI, natsURL, deny string) *pluginRun {
+	t.Helper()
+	bin, err := exec.LookPath(c.bin)
+	if err != nil {
+		t.Skipf("%s (%s) is not on PATH: \"make e2e\" installs it from npm and runs these tests with it", c.bin, c.pkg)
+	}
+	gw := startHarnessGateway(t, natsURL, c.name)
+	fake := startTurns(t, &fakellm.Turns{Turns: []fakellm.Turn{
+		{When: deny, Reply: "The hook refused: I left victim alone."},
+		{When: "call_01Touch", Reply: "Now removing it.",
+			Tool: &fakellm.ToolCall{ID: "call_01Deny", Name: "bash", Arguments: map[string]any{"command": "rm -rf victim", "description": "Remove victim"}}},
+		{When: "remove the victim directory", Reply: "Creating it first.",
+			Tool: &fakellm.ToolCall{ID: "call_01Touch", Name: "bash", Arguments: map[string]any{"command": "touch original.txt", "description": "Create original.txt"}}},
+		{Reply: "Done."}, {Reply: "Done."}, {Reply: "Done."},
+	}})
+	project, home := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(project, "victim", "keep.txt"), "keep me\n")
+	plugin, err := os.ReadFile(filepath.Join("..", "..", "sdk", "opencode-plugin", "hookbus.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(project, c.plugins, "hookbus.js"), string(plugin))
+	writeJSON(t, filepath.Join(project, c.config), map[string]any{
+		"provider": map[string]any{"fake": map[string]any{
+			"npm": "@ai-sdk/openai-compatible", "name": "Fake",
+			"options": map[string]any{"baseURL": fake.URL + "/v1", "apiKey": "fake-key"},
+			"models":  map[string]any{"fake-model": map[string]any{"name": "Fake model"}},
+		}},
+		"model": "fake/fake-model", "small_model": "fake/fake-model",
+		"autoupdate": false, "share": "disabled",
+		"permission": map[string]any{"bash": "allow", "edit": "allow"},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", "--format", "json", "--title", "e2e", "--model", "fake/fake-model", "Create original.txt, then remove the victim directory.")
+	cmd.Dir = project
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home,
+		"HOOKBUS_GATEWAY_URL=" + gw + c.route + "/" + c.agent, "HOOKBUS_POLICY=fail",
+		"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+		"KILO_DISABLE_AUTOUPDATE=1", "KILO_DISABLE_MODELS_FETCH=1", "KILO_TELEMETRY_DISABLED=1"}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v\nstdout %s\nstderr %s", c.bin, err, stdout.String(), stderr.String())
+	}
+	t.Logf("%s ran in %s", c.bin, time.Since(start).Round(time.Millisecond))
+	if _, err := os.Stat(filepath.Join(project, "rewritten.txt")); err != nil {
+		t.Fatalf("the rewritten command did not run: %v\nstdout %s", err, stdout.String())
+	}
+	if _, err := os.Stat(filepath.Join(project, "original.txt")); err == nil {
+		t.Fatal("the model's command ran, not the rewritten one")
+	}
+	return &pluginRun{project: project, session: sessionID(t, stdout.Bytes()), stdout: stdout.String(), fake: fake}
+}
+
+// startKindBus starts a NATS server other processes reach, with
+// rewriter (the guard without its deny) registered on tool.before for
+// calls of the shell kind, whatever the tool's name; it returns the
+// server's URL and the bus.
+func startKindBus(t *testing.T) (string, *bus.Bus) {
 	t.Helper()
 	srv, nc := bustest.Start(t, bustest.WithListener())
 	b := bustest.Provision(t, nc)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := remote.NewRegistry(b).Put(ctx, interceptors.Registration{Plugin: "guard", Stage: events.StageToolBefore, Kinds: "shell"}); err != nil {
+	if err := remote.NewRegistry(b).Put(ctx, interceptors.Registration{Plugin: "rewriter", Stage: events.StageToolBefore, Kinds: "shell"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := remote.Serve(ctx, nc, remote.ServeConfig{Plugin: "guard", Stages: []events.Stage{events.StageToolBefore}}, interceptors.Func(guard)); err != nil {
+	if _, err := remote.Serve(ctx, nc, remote.ServeConfig{Plugin: "rewriter", Stages: []events.Stage{events.StageToolBefore}}, interceptors.Func(rewriter)); err != nil {
 		t.Fatal(err)
 	}
-	return srv.ClientURL()
+	return srv.ClientURL(), b
+}
+
+// rewriter is guard without its deny: it rewrites "touch original.txt" to
+// "touch rewritten.txt" and lets every other call through.
+func rewriter(ctx context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
+	d, err := guard(ctx, req)
+	if d != nil && d.Kind == interceptors.Deny {
+		return nil, err
+	}
+	return d, err
 }
 
 // startHarnessGateway runs loop gateway for harness on natsURL until the test

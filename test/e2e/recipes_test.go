@@ -325,12 +325,19 @@ func runRecipe(t *testing.T, r *recipe, natsURL string) (project, session string
 // turn calling its shell tool with command.
 func runRecipeOn(t *testing.T, r *recipe, natsURL, prompt, command string) (project, session string, fake *fakeModel) {
 	t.Helper()
+	return runRecipeScript(t, r, natsURL, prompt, "turns:\n  - reply: On it.\n    tool: "+r.tool(command)+"\n  - reply: Done, or the hook refused, so I left it alone.\n")
+}
+
+// runRecipeScript runs the recipe's CLI on prompt, in a new project with a
+// victim directory, against a loop fake-model serving script (YAML turns).
+func runRecipeScript(t *testing.T, r *recipe, natsURL, prompt, script string) (project, session string, fake *fakeModel) {
+	t.Helper()
 	bin, err := exec.LookPath(r.bin)
 	if err != nil {
 		t.Skipf("%s (%s) is not on PATH: \"make e2e\" installs it from npm and runs these tests with it", r.bin, r.pkg)
 	}
 	loop := filepath.Join(binaries(t), "loop")
-	fake = startFakeModel(t, "turns:\n  - reply: On it.\n    tool: "+r.tool(command)+"\n  - reply: Done, or the hook refused, so I left it alone.\n")
+	fake = startFakeModel(t, script)
 	project, home := t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(project, "victim", "keep.txt"), "keep me\n")
 	conf := filepath.Join(home, "hook.json")
@@ -362,36 +369,6 @@ func runRecipeOn(t *testing.T, r *recipe, natsURL, prompt, command string) (proj
 		t.Fatalf("%s's output names no session:\n%s\nstderr %s", r.bin, stdout.String(), stderr.String())
 	}
 	return project, session, fake
-}
-
-// testRecipeDenies checks one CLI's recipe: the guard denies the model's
-// rm -rf, the directory survives, the fake model's record shows the
-// guard's reason reaching the model, and observer replay shows the
-// session, under the CLI's session id, with the decision.
-func testRecipeDenies(t *testing.T, r *recipe) {
-	url, _ := startBus(t)
-	project, session, fake := runRecipe(t, r, url)
-	if _, err := os.Stat(filepath.Join(project, "victim", "keep.txt")); err != nil {
-		t.Fatalf("the rm -rf ran: %v", err)
-	}
-	reqs := fake.requests(t)
-	told := false
-	for _, body := range reqs {
-		if strings.Contains(body, denyReason) {
-			told = true
-		}
-	}
-	if !told {
-		t.Fatalf("no request of %d to the model carries the guard's reason %q:\n%s", len(reqs), denyReason, strings.Join(reqs, "\n"))
-	}
-	h := &harness{agent: r.agent}
-	replay := h.replay(t, url, session)
-	for _, want := range []string{"run.started", "tool.before", "hook.decided", denyReason} {
-		if !strings.Contains(replay, want) {
-			t.Fatalf("observer replay of session %s lacks %q:\n%s", session, want, replay)
-		}
-	}
-	t.Logf("session %s:\n%s", session, replay)
 }
 
 // claudeCodeDoc is the page of Claude Code's, Gemini CLI's and Codex CLI's
@@ -631,7 +608,6 @@ func TestQwenRecipeRewriteDenied(t *testing.T) {
 }
 func TestFactoryRecipeRewrites(t *testing.T) { testRecipeRewrites(t, factoryRecipe) }
 
-func TestCopilotRecipeDenies(t *testing.T) { testRecipeDenies(t, copilotRecipe) }
-func TestQwenRecipeDenies(t *testing.T)    { testRecipeDenies(t, qwenRecipe) }
-func TestFactoryRecipeDenies(t *testing.T) { testRecipeDenies(t, factoryRecipe) }
-func TestClineRecipeDenies(t *testing.T)   { testRecipeDenies(t, clineRecipe) }
+// Each recipe's deny (the directory surviving, the reason reaching the
+// model, the session recorded under the CLI's id) is checked by
+// TestPolicyEveryAgent, which runs every CLI once under one policy.
