@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -71,7 +72,9 @@ func TestGatewayOpenCode(t *testing.T) {
 		if code, body := post(route.path, ls); code != http.StatusOK || body != "" {
 			t.Fatalf("%s allow: %d %q", route.path, code, body)
 		}
-		if code, body := post(route.path, hookInput("ses_1", "Notification", "")); code != http.StatusBadRequest || !strings.Contains(body, `posts no "Notification"`) {
+		code, body := post(route.path, hookInput("ses_1", "Notification", ""))
+		var refused struct{ Error string }
+		if code != http.StatusBadRequest || json.Unmarshal([]byte(body), &refused) != nil || !strings.Contains(refused.Error, `posts no "Notification"`) {
 			t.Fatalf("%s bad input: %d %s", route.path, code, body)
 		}
 		evs, err := b.SessionEvents(t.Context(), route.agent, "ses_1")
