@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
@@ -67,8 +68,12 @@ type Service struct {
 	log    *slog.Logger
 	pay    *claimcheck.Store // fetches claim-checked request data
 	ctx    context.Context   // parent of every call's ctx: Serve's, without its cancellation
-	unhook func() bool       // stops the Stop-on-ctx-done hook
 	lease  *Lease            // the registrations' lease (ServeConfig.Register)
+
+	mu      sync.Mutex
+	unhook  func() bool // stops the Stop-on-ctx-done hook
+	stopped sync.Once
+	stopErr error
 }
 
 // Serve serves ic as a nats.go micro service: service name cfg.Plugin, one
@@ -165,7 +170,10 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServeConfig, ic interceptors.
 			return nil, fmt.Errorf("serve plugin %s: register: %w", cfg.Plugin, err)
 		}
 	}
-	s.unhook = context.AfterFunc(ctx, func() { _ = s.Stop() })
+	unhook := context.AfterFunc(ctx, func() { _ = s.Stop() })
+	s.mu.Lock()
+	s.unhook = unhook
+	s.mu.Unlock()
 	return s, nil
 }
 
@@ -278,8 +286,18 @@ func refused(nc *nats.Conn, subj events.Subjects, plugin string, stages []events
 // registrations removed unless another instance of the plugin holds a
 // lease: loops stop calling the plugin before it stops answering.
 func (s *Service) Stop() error {
-	if s.unhook != nil {
-		s.unhook()
+	s.stopped.Do(func() { s.stopErr = s.stop() })
+	return s.stopErr
+}
+
+// stop is Stop's one run; the Stop-on-ctx-done hook may call Stop while
+// Serve returns, or beside its caller's Stop.
+func (s *Service) stop() error {
+	s.mu.Lock()
+	unhook := s.unhook
+	s.mu.Unlock()
+	if unhook != nil {
+		unhook()
 	}
 	var released error
 	if s.lease != nil {

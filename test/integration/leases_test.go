@@ -118,7 +118,7 @@ func TestLeasedPluginRegistrations(t *testing.T) {
 	}
 
 	// Stopped cleanly: unregistered by itself.
-	polite, _ := startLeasedInterceptor(t, url, "polite", "clock")
+	polite, politeOut := startLeasedInterceptor(t, url, "polite", "clock")
 	if keys, _ := leaseStates(t, url); !strings.Contains(strings.Join(keys, " "), "tool.before.polite") {
 		t.Fatalf("registrations %v, want polite", keys)
 	}
@@ -126,7 +126,7 @@ func TestLeasedPluginRegistrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := polite.Wait(); err != nil {
-		t.Fatalf("polite did not stop cleanly: %v", err)
+		t.Fatalf("polite did not stop cleanly: %v\n%s", err, politeOut)
 	}
 	keys, _ := leaseStates(t, url)
 	if got := strings.Join(keys, " "); got != "tool.before.coded" {
