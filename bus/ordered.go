@@ -209,7 +209,10 @@ func (b *Bus) orderedConsumer(ctx context.Context, r orderedRead, from uint64) (
 		since := r.since
 		cfg.OptStartTime = &since
 	}
-	rctx, cancel := b.withTimeout(ctx)
+	// The bus' timeout bounds each request, whatever ctx's deadline: the
+	// server may place the consumer on a replica that never answers (one
+	// catching up with the leader), and readOrdered asks again.
+	rctx, cancel := context.WithTimeout(ctx, b.opts.timeout)
 	cons, err := b.js.OrderedConsumer(rctx, b.names.Events, cfg)
 	err = deadline.Err(rctx, err)
 	cancel()

@@ -20,6 +20,11 @@ type RunRequest struct {
 	// Resume asks a worker to go on with a run that exists (a waiting run
 	// whose approvals are all answered); Prompt is empty then.
 	Resume bool `json:"resume,omitempty"`
+	// ResumeAfter, on a resumption, is the events stream sequence of the
+	// answer that left nothing of the run waiting: an attempt whose read
+	// of the session does not hold it reads a stale replica and hands the
+	// request back rather than take the run for still waiting.
+	ResumeAfter uint64 `json:"resume_after,omitempty"`
 	// Compact asks for a run that only compacts the session's conversation
 	// (loop compact); Prompt is empty then.
 	Compact bool `json:"compact,omitempty"`

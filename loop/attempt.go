@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/hookbus/hookbus/events"
@@ -217,11 +216,16 @@ func (r *run) read(ctx context.Context) (*Session, *runState, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, err)
 	}
-	if r.claimed && !slices.ContainsFunc(evs, func(e *events.Event) bool { return e.Stored == r.claim }) {
-		// A read after the claim that does not hold it is not the record:
-		// numbering from it would reuse seqs, and a call it does not show
-		// would run again.
-		return nil, nil, fmt.Errorf("%w: read session %s/%s: the read does not hold the attempt's own claim (stream sequence %d): the history read is behind the stream", ErrUnrecorded, r.req.AgentID, r.req.SessionID, r.claim)
+	// A read that does not hold what is known stored is not the record:
+	// after the claim, numbering from it would reuse seqs, and a call it
+	// does not show would run again; on a resumption, the run would be
+	// taken for still waiting for the answer that resumed it.
+	anchor, what := r.req.ResumeAfter, "the answer that resumed the run"
+	if r.claimed {
+		anchor, what = r.claim, "the attempt's own claim"
+	}
+	if err := holds(evs, anchor, what); err != nil {
+		return nil, nil, fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, err)
 	}
 	sess, st, err := rebuild(evs, r.req.RunID)
 	if err != nil {

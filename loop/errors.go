@@ -28,6 +28,11 @@ var (
 	// attempt claimed the session): the run was not ended, and it resumes
 	// from its events when it is run again.
 	ErrUnrecorded = errors.New("loop: the run's events could not be recorded")
+	// ErrStaleRead is returned (with ErrUnrecorded) when a read of a
+	// session lacks an event known to be stored (the attempt's claim, the
+	// answer that resumed the run): the replica that served it is behind
+	// the stream. The request is handed back and read again.
+	ErrStaleRead = errors.New("loop: the session read is behind the stream")
 	// ErrCorruptSession is returned when a session's events cannot be
 	// rebuilt into a conversation.
 	ErrCorruptSession = errors.New("loop: session events cannot be rebuilt")

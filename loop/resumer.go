@@ -43,9 +43,12 @@ func (r *Resumer) log() *slog.Logger {
 // Resume) is pinned to the definition the run's record names
 // (RecordedDefinition: RunRequest.Definition), so only workers holding
 // that definition take it, and is queued with the de-duplication id
-// "resume.<run>.<e's id>", so handling e again queues it once. Any other event is left alone. A nil error means nothing is left
-// to do for e; an error (the session or the queue cannot be reached) asks
-// for e again.
+// "resume.<run>.<e's id>", so handling e again queues it once. Any other
+// event is left alone. A read of the session that does not hold e is
+// behind the stream (a replica catching up): it is not taken for the
+// record. A nil error means nothing is left to do for e; an error (the
+// session or the queue cannot be reached, the read behind) asks for e
+// again.
 func (r *Resumer) Resolved(ctx context.Context, e *events.Event) error {
 	if e.Stage != events.StageApprovalResolved {
 		return nil
@@ -55,6 +58,9 @@ func (r *Resumer) Resolved(ctx context.Context, e *events.Event) error {
 	}
 	evs, err := readRun(ctx, r.History, e.AgentID, e.SessionID, e.RunID)
 	if err != nil {
+		return fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, e.AgentID, e.SessionID, err)
+	}
+	if err := holds(evs, e.Stored, "the answer "+e.ID); err != nil {
 		return fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, e.AgentID, e.SessionID, err)
 	}
 	_, st, err := rebuild(evs, e.RunID)
@@ -73,7 +79,7 @@ func (r *Resumer) Resolved(ctx context.Context, e *events.Event) error {
 	}
 	req := &events.RunRequest{RunID: e.RunID, AgentID: e.AgentID, SessionID: e.SessionID, Resume: true,
 		ParentAgentID: e.ParentAgentID, ParentSessionID: e.ParentSessionID, ParentRunID: e.ParentRunID,
-		Definition: st.definitionDigest()}
+		Definition: st.definitionDigest(), ResumeAfter: e.Stored}
 	if err := r.Queue.Resume(ctx, req, "resume."+e.RunID+"."+e.ID); err != nil {
 		return fmt.Errorf("%w: queue the resumption of run %s: %w", ErrUnrecorded, e.RunID, err)
 	}

@@ -3,6 +3,7 @@ package loop
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/hookbus/hookbus/events"
@@ -39,4 +40,15 @@ func readRun(ctx context.Context, h History, agent, session, run string) ([]*eve
 	out := slices.Concat(own, evs)
 	slices.SortStableFunc(out, func(a, b *events.Event) int { return cmp.Compare(a.Stored, b.Stored) })
 	return slices.CompactFunc(out, func(a, b *events.Event) bool { return a.Stored == b.Stored && a.ID == b.ID }), nil
+}
+
+// holds returns nil when evs, a read of a session, holds the event stored
+// at stream sequence at (what, e.g. "the answer X", names it), or at is 0;
+// otherwise an error wrapping ErrStaleRead: the read came from a replica
+// behind the stream, and what it shows is not the record.
+func holds(evs []*events.Event, at uint64, what string) error {
+	if at == 0 || slices.ContainsFunc(evs, func(e *events.Event) bool { return e.Stored == at }) {
+		return nil
+	}
+	return fmt.Errorf("%w: it does not hold %s (stream sequence %d)", ErrStaleRead, what, at)
 }

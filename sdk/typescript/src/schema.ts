@@ -1030,6 +1030,10 @@ export interface RunRequest {
    */
   resume?: boolean;
   /**
+   * ResumeAfter, on a resumption, is the events stream sequence of the answer that left nothing of the run waiting: an attempt whose read of the session does not hold it reads a stale replica and hands the request back rather than take the run for still waiting.
+   */
+  resume_after?: number;
+  /**
    * compact asks for a run that only compacts the session's conversation (loop compact); Prompt is empty then.
    */
   compact?: boolean;
