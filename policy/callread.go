@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/hookbus/hookbus/events"
@@ -254,11 +256,66 @@ func (r *jsonReader) str(s string) (string, bool) {
 		start := r.i - len(v) + 1
 		return s[start : start+len(body)], true
 	}
-	var out string
-	if err := json.Unmarshal(v, &out); err != nil {
-		return "", false
+	return unquote(body), true
+}
+
+// unquote is a JSON string's body with its escapes read, as encoding/json
+// reads it: a lone surrogate, or a byte that is not UTF-8, is U+FFFD.
+// body is valid JSON (events.ValidJSON).
+func unquote(body []byte) string {
+	b := make([]byte, 0, len(body)+utf8.UTFMax)
+	for i := 0; i < len(body); {
+		switch c := body[i]; {
+		case c == '\\':
+			switch e := body[i+1]; e {
+			case 'u':
+				r := hex4(body[i+2:])
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if i+6 <= len(body) && body[i] == '\\' && body[i+1] == 'u' {
+						if d := utf16.DecodeRune(r, hex4(body[i+2:])); d != unicode.ReplacementChar {
+							b = utf8.AppendRune(b, d)
+							i += 6
+							continue
+						}
+					}
+					r = unicode.ReplacementChar
+				}
+				b = utf8.AppendRune(b, r)
+			default:
+				b = append(b, unescaped[e])
+				i += 2
+			}
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			i++
+		default:
+			r, n := utf8.DecodeRune(body[i:])
+			b = utf8.AppendRune(b, r)
+			i += n
+		}
 	}
-	return out, true
+	return string(b)
+}
+
+// unescaped is what each one-letter escape stands for.
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// hex4 reads the 4 hex digits of a \u escape.
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 // action reads the call's action object.

@@ -39,7 +39,7 @@ type regexMatch struct {
 	pattern types.String
 	re      *regexp.Regexp
 	// prefix is the text a string must start with to match ("rm" of
-	// "^rm\\s"), or "": most strings are refused without running re.
+	// "^rm\s"), or "": most strings are refused without running re.
 	prefix string
 }
 
@@ -78,7 +78,7 @@ func (m *regexMatch) match(v ref.Val, frame *interpreter.ExecutionFrame) ref.Val
 }
 
 // anchoredPrefix is the literal text every match of pattern starts with
-// when it matches only at the start of the text ("rm -rf" of "^rm -rf\\b"),
+// when it matches only at the start of the text ("rm -rf" of "^rm -rf\b"),
 // else "". A literal with U+FFFD is left out: the expression matches it
 // on any byte that is not UTF-8.
 func anchoredPrefix(pattern string) string {
