@@ -171,22 +171,22 @@ func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 	return c, nil
 }
 
-// compileAll compiles the validations as one list of bools: evaluating
-// it costs one program run instead of one per rule. Each validation has
-// been checked on its own; the list is not estimated again, and its run
-// is bounded by the sum of the validations' limits.
+// compileAll compiles the validations as one conjunction: evaluating it
+// costs one program run instead of one per rule, and it is true exactly
+// when every validation is (CEL's && is false or an error otherwise).
+// Each validation has been checked on its own; the conjunction is not
+// estimated again, and its run is bounded by the sum of the validations'
+// limits.
 func (c *Compiled) compileAll(env *cel.Env) (tracked, fast cel.Program, err error) {
 	var b strings.Builder
-	b.WriteString("[")
 	for i, v := range c.validations {
 		if i > 0 {
-			b.WriteString(",")
+			b.WriteString(" && ")
 		}
 		b.WriteString("(\n")
 		b.WriteString(v.text)
 		b.WriteString("\n)")
 	}
-	b.WriteString("]")
 	ast, iss := env.Compile(b.String())
 	if iss.Err() != nil {
 		return nil, nil, c.p.errAt("validations", "the validations together: %v", iss.Err())

@@ -10,7 +10,6 @@ import (
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
-	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/interpreter"
 
 	"github.com/hookbus/hookbus/events"
@@ -183,18 +182,8 @@ func (c *Compiled) allHold(a *activation, res *Result) bool {
 	if a.fast {
 		all = c.allFast
 	}
-	v, _, err := all.ContextEval(a.ctx, a)
-	if err != nil {
+	if v, _, err := all.ContextEval(a.ctx, a); err != nil || v != types.True {
 		return false
-	}
-	list, ok := v.(traits.Lister)
-	if !ok || list.Size() != types.Int(len(c.validations)) {
-		return false
-	}
-	for i := range c.validations {
-		if list.Get(types.Int(i)) != types.True {
-			return false
-		}
 	}
 	if !a.steps {
 		return true
