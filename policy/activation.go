@@ -34,6 +34,9 @@ type activation struct {
 	// steps: the evaluation records its Steps (Evaluate; the chain's
 	// calls do not).
 	steps bool
+	// reference: every expression and every value explain renders is
+	// run as a program, costs tracked (what the fast paths agree with).
+	reference bool
 }
 
 // step records s when the evaluation records steps.

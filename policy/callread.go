@@ -151,15 +151,19 @@ func (r *jsonReader) skip() {
 }
 
 // stringEnd is the index after the closing quote of the string whose body
-// starts at i.
+// starts at i: the first quote not escaped (after an even number of
+// backslashes).
 func stringEnd(b []byte, i int) int {
 	for {
-		j := bytes.IndexAny(b[i:], `"\`)
-		i += j
-		if b[i] == '"' {
+		i += bytes.IndexByte(b[i:], '"')
+		n := 0
+		for b[i-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
 			return i + 1
 		}
-		i += 2 // an escape: the byte after the backslash is never the closing quote
+		i++
 	}
 }
 

@@ -54,6 +54,38 @@ type expr struct {
 type read struct {
 	name string
 	prg  cel.Program
+	// root and field, when the read is a variable ("agent",
+	// "variables.cmd") or a field of an object ("action.command"): the
+	// value is taken from the activation as the program would read it.
+	root  string
+	field int // the object's field, or -1 for the variable itself
+}
+
+// directRead is how a read of name takes its value from the activation
+// without running a program: ok is false for a read that needs one
+// (a key of a map: call.arguments.command, payload.usage).
+func directRead(name string) (root string, field int, ok bool) {
+	if rootName(name) {
+		return name, -1, true
+	}
+	root, f, _ := strings.Cut(name, ".")
+	var def *objDef
+	switch root {
+	case varEvent:
+		def = eventDef
+	case varCall:
+		def = callDef
+	case varAction:
+		def = actionDef
+	default:
+		return "", 0, false
+	}
+	for i, n := range def.names {
+		if n == f {
+			return root, i, true
+		}
+	}
+	return "", 0, false
 }
 
 type validation struct {
@@ -248,7 +280,11 @@ func (c *Compiled) compile(env *cel.Env, rule, path, text string, want *cel.Type
 		if err != nil {
 			continue
 		}
-		e.reads = append(e.reads, read{name: name, prg: rprg})
+		r := read{name: name, prg: rprg, field: -1}
+		if root, field, ok := directRead(name); ok {
+			r.root, r.field = root, field
+		}
+		e.reads = append(e.reads, r)
 	}
 	return e, out, nil
 }
