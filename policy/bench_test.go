@@ -163,3 +163,18 @@ func BenchmarkTemporal(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompile is what loading a policy of 10 rules costs (a process
+// that handles one event compiles every stored policy).
+func BenchmarkCompile(b *testing.B) {
+	ps, err := policy.Parse("bench.yaml", []byte(rulesPolicy(10)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := policy.Compile(ps[0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

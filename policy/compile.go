@@ -124,7 +124,7 @@ func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 		c.stages = []events.Stage{events.StageToolBefore}
 	}
 
-	env, err := baseEnv()
+	env, err := sharedEnv()
 	if err != nil {
 		return nil, fmt.Errorf("policy: environment: %w", err)
 	}
