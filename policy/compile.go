@@ -227,7 +227,7 @@ func (c *Compiled) compileAll(env *cel.Env) (tracked, fast cel.Program, err erro
 	if tracked, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.CostLimit(limit), cel.InterruptCheckFrequency(128)); err != nil {
 		return nil, nil, c.p.errAt("validations", "%v", err)
 	}
-	if fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.InterruptCheckFrequency(128)); err != nil {
+	if fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), directFields(), cel.InterruptCheckFrequency(128)); err != nil {
 		return nil, nil, c.p.errAt("validations", "%v", err)
 	}
 	return tracked, fast, nil
@@ -266,7 +266,7 @@ func (c *Compiled) compile(env *cel.Env, rule, path, text string, want *cel.Type
 	if err != nil {
 		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
 	}
-	fast, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.InterruptCheckFrequency(128))
+	fast, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), directFields(), cel.InterruptCheckFrequency(128))
 	if err != nil {
 		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
 	}
