@@ -267,7 +267,8 @@ func (r *jsonReader) str(s string) (string, bool) {
 // reads it: a lone surrogate, or a byte that is not UTF-8, is U+FFFD.
 // body is valid JSON (events.ValidJSON).
 func unquote(body []byte) string {
-	b := make([]byte, 0, len(body)+utf8.UTFMax)
+	var b strings.Builder
+	b.Grow(len(body) + utf8.UTFMax)
 	for i := 0; i < len(body); {
 		switch c := body[i]; {
 		case c == '\\':
@@ -278,28 +279,28 @@ func unquote(body []byte) string {
 				if utf16.IsSurrogate(r) {
 					if i+6 <= len(body) && body[i] == '\\' && body[i+1] == 'u' {
 						if d := utf16.DecodeRune(r, hex4(body[i+2:])); d != unicode.ReplacementChar {
-							b = utf8.AppendRune(b, d)
+							b.WriteRune(d)
 							i += 6
 							continue
 						}
 					}
 					r = unicode.ReplacementChar
 				}
-				b = utf8.AppendRune(b, r)
+				b.WriteRune(r)
 			default:
-				b = append(b, unescaped[e])
+				b.WriteByte(unescaped[e])
 				i += 2
 			}
 		case c < utf8.RuneSelf:
-			b = append(b, c)
+			b.WriteByte(c)
 			i++
 		default:
 			r, n := utf8.DecodeRune(body[i:])
-			b = utf8.AppendRune(b, r)
+			b.WriteRune(r)
 			i += n
 		}
 	}
-	return string(b)
+	return b.String()
 }
 
 // unescaped is what each one-letter escape stands for.
