@@ -85,3 +85,22 @@ func checkReadCall(t *testing.T, data []byte) bool {
 	_, ok := readCall(data)
 	return ok
 }
+
+// BenchmarkInputFrom is reading a shell call from its payload: with the
+// fast reader, and with encoding/json (what it replaces).
+func BenchmarkInputFrom(b *testing.B) {
+	ev := &events.Event{Stage: events.StageToolBefore, Data: []byte(callPayloads[0])}
+	for _, c := range []struct {
+		name      string
+		reference bool
+	}{{"fast", false}, {"encoding-json", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if in, err := inputFrom(ev, "", c.reference); err != nil || in.Call == nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
