@@ -34,6 +34,9 @@ type activation struct {
 	// steps: the evaluation records its Steps (Evaluate; the chain's
 	// calls do not).
 	steps bool
+	// reference: every expression and every value explain renders is
+	// run as a program, costs tracked (what the fast paths agree with).
+	reference bool
 }
 
 // step records s when the evaluation records steps.
@@ -76,8 +79,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.str(4, a.in.Identity), true
 	case varEvent:
 		if a.event == nil {
-			a.event = &object{def: eventDef, vals: []ref.Val{types.String(ev.Stage), types.String(ev.ID), types.String(ev.Source),
-				a.str(0, ev.AgentID), a.str(1, ev.SessionID), a.str(2, ev.RunID), types.Int(ev.Step), types.String(ev.Subject), timestamp(ev.Time)}}
+			a.event = newObject(eventDef, types.String(ev.Stage), types.String(ev.ID), types.String(ev.Source),
+				a.str(0, ev.AgentID), a.str(1, ev.SessionID), a.str(2, ev.RunID), types.Int(ev.Step), types.String(ev.Subject), timestamp(ev.Time))
 		}
 		return a.event, true
 	case varCall:
@@ -91,7 +94,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 			if args == nil {
 				args = map[string]any{}
 			}
-			a.call = &object{def: callDef, vals: []ref.Val{types.String(id), types.String(name), a.c.adapter.NativeToValue(args)}}
+			a.call = newObject(callDef, types.String(id), types.String(name), a.c.adapter.NativeToValue(args))
 		}
 		return a.call, true
 	case varAction:
@@ -100,9 +103,9 @@ func (a *activation) ResolveName(name string) (any, bool) {
 			if c := a.in.Call; c != nil && c.Action != nil {
 				x = *c.Action
 			}
-			a.action = &object{def: actionDef, vals: []ref.Val{types.String(x.Kind), types.String(x.Command),
+			a.action = newObject(actionDef, types.String(x.Kind), types.String(x.Command),
 				types.NewStringList(a.c.adapter, x.Paths), types.String(x.URL), types.String(x.Query),
-				types.String(x.Server), types.String(x.MCPTool)}}
+				types.String(x.Server), types.String(x.MCPTool))
 		}
 		return a.action, true
 	case varPayload:

@@ -163,3 +163,48 @@ func BenchmarkTemporal(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompile is what loading a policy of 10 rules costs (a process
+// that handles one event compiles every stored policy).
+func BenchmarkCompile(b *testing.B) {
+	ps, err := policy.Parse("bench.yaml", []byte(rulesPolicy(10)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := policy.Compile(ps[0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPolicies is one call decided by 10 policies of one rule each,
+// their interceptors called in turn as the chain calls them: each reading
+// the call from the payload, and sharing one read (WithInputs).
+func BenchmarkPolicies(b *testing.B) {
+	for _, shared := range []bool{false, true} {
+		b.Run(fmt.Sprintf("shared=%v", shared), func(b *testing.B) {
+			inputs := policy.NewInputs()
+			var ics []interceptors.Interceptor
+			for i := range 10 {
+				var opts []policy.Option
+				if shared {
+					opts = append(opts, policy.WithInputs(inputs))
+				}
+				src := strings.Replace(rulesPolicy(1), "name: bench", fmt.Sprintf("name: bench-%d", i), 1)
+				ics = append(ics, compile(b, src, opts...).Interceptor())
+			}
+			ev := toolBefore(b, events.HarnessClaude, "a", "s1", "Bash", `{"command":"git status && ls -la /tmp"}`)
+			req := &interceptors.Request{Stage: ev.Stage, Event: ev}
+			ctx := context.Background()
+			measure(b, func() {
+				for _, ic := range ics {
+					if d, err := ic.Intercept(ctx, req); err != nil || d == nil || d.Kind != interceptors.Allow {
+						b.Fatalf("%v %+v", err, d)
+					}
+				}
+			})
+		})
+	}
+}

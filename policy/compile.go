@@ -54,6 +54,38 @@ type expr struct {
 type read struct {
 	name string
 	prg  cel.Program
+	// root and field, when the read is a variable ("agent",
+	// "variables.cmd") or a field of an object ("action.command"): the
+	// value is taken from the activation as the program would read it.
+	root  string
+	field int // the object's field, or -1 for the variable itself
+}
+
+// directRead is how a read of name takes its value from the activation
+// without running a program: ok is false for a read that needs one
+// (a key of a map: call.arguments.command, payload.usage).
+func directRead(name string) (root string, field int, ok bool) {
+	if rootName(name) {
+		return name, -1, true
+	}
+	root, f, _ := strings.Cut(name, ".")
+	var def *objDef
+	switch root {
+	case varEvent:
+		def = eventDef
+	case varCall:
+		def = callDef
+	case varAction:
+		def = actionDef
+	default:
+		return "", 0, false
+	}
+	for i, n := range def.names {
+		if n == f {
+			return root, i, true
+		}
+	}
+	return "", 0, false
 }
 
 type validation struct {
@@ -92,7 +124,7 @@ func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 		c.stages = []events.Stage{events.StageToolBefore}
 	}
 
-	env, err := baseEnv()
+	env, err := sharedEnv()
 	if err != nil {
 		return nil, fmt.Errorf("policy: environment: %w", err)
 	}
@@ -171,22 +203,22 @@ func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 	return c, nil
 }
 
-// compileAll compiles the validations as one list of bools: evaluating
-// it costs one program run instead of one per rule. Each validation has
-// been checked on its own; the list is not estimated again, and its run
-// is bounded by the sum of the validations' limits.
+// compileAll compiles the validations as one conjunction: evaluating it
+// costs one program run instead of one per rule, and it is true exactly
+// when every validation is (CEL's && is false or an error otherwise).
+// Each validation has been checked on its own; the conjunction is not
+// estimated again, and its run is bounded by the sum of the validations'
+// limits.
 func (c *Compiled) compileAll(env *cel.Env) (tracked, fast cel.Program, err error) {
 	var b strings.Builder
-	b.WriteString("[")
 	for i, v := range c.validations {
 		if i > 0 {
-			b.WriteString(",")
+			b.WriteString(" && ")
 		}
 		b.WriteString("(\n")
 		b.WriteString(v.text)
 		b.WriteString("\n)")
 	}
-	b.WriteString("]")
 	ast, iss := env.Compile(b.String())
 	if iss.Err() != nil {
 		return nil, nil, c.p.errAt("validations", "the validations together: %v", iss.Err())
@@ -195,7 +227,7 @@ func (c *Compiled) compileAll(env *cel.Env) (tracked, fast cel.Program, err erro
 	if tracked, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.CostLimit(limit), cel.InterruptCheckFrequency(128)); err != nil {
 		return nil, nil, c.p.errAt("validations", "%v", err)
 	}
-	if fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.InterruptCheckFrequency(128)); err != nil {
+	if fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), directFields(), cel.InterruptCheckFrequency(128)); err != nil {
 		return nil, nil, c.p.errAt("validations", "%v", err)
 	}
 	return tracked, fast, nil
@@ -234,7 +266,7 @@ func (c *Compiled) compile(env *cel.Env, rule, path, text string, want *cel.Type
 	if err != nil {
 		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
 	}
-	fast, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.InterruptCheckFrequency(128))
+	fast, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), directFields(), cel.InterruptCheckFrequency(128))
 	if err != nil {
 		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
 	}
@@ -248,7 +280,11 @@ func (c *Compiled) compile(env *cel.Env, rule, path, text string, want *cel.Type
 		if err != nil {
 			continue
 		}
-		e.reads = append(e.reads, read{name: name, prg: rprg})
+		r := read{name: name, prg: rprg, field: -1}
+		if root, field, ok := directRead(name); ok {
+			r.root, r.field = root, field
+		}
+		e.reads = append(e.reads, r)
 	}
 	return e, out, nil
 }

@@ -18,7 +18,8 @@
 //		err = chain.Register(reg, c.Interceptor())
 //	}
 //
-// or evaluate one event directly (Evaluate, InputFrom). Rules over what
+// (policies on one chain can share their reading of each call:
+// WithInputs), or evaluate one event directly (Evaluate, InputFrom). Rules over what
 // came before (session.count, session.seen, counters) read a History:
 // Memory keeps one in memory; bus/history keeps it over the bus.
 //

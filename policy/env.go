@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"sync"
+
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/types"
@@ -30,6 +32,11 @@ const (
 	maxListSize  = 64
 	maxValueSize = 256
 )
+
+// sharedEnv is baseEnv, built once per process: an environment does not
+// change once built, and each policy extends it with its own variables
+// and counters.
+var sharedEnv = sync.OnceValues(baseEnv)
 
 // baseEnv is the environment every expression of a policy is checked in
 // (variables and counters are added per policy).

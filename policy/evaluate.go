@@ -10,7 +10,6 @@ import (
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
-	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/interpreter"
 
 	"github.com/hookbus/hookbus/events"
@@ -91,7 +90,7 @@ func (c *Compiled) evaluate(ctx context.Context, in *Input, how evalMode) (*Resu
 	a := newActivation(ctx, c, in)
 	a.steps = how&evalSteps != 0
 	if how&evalReference != 0 {
-		a.fast = false
+		a.fast, a.reference = false, true
 	}
 	for _, e := range c.conds {
 		ok, err := c.evalBool(a, e, res)
@@ -183,18 +182,8 @@ func (c *Compiled) allHold(a *activation, res *Result) bool {
 	if a.fast {
 		all = c.allFast
 	}
-	v, _, err := all.ContextEval(a.ctx, a)
-	if err != nil {
+	if v, _, err := all.ContextEval(a.ctx, a); err != nil || v != types.True {
 		return false
-	}
-	list, ok := v.(traits.Lister)
-	if !ok || list.Size() != types.Int(len(c.validations)) {
-		return false
-	}
-	for i := range c.validations {
-		if list.Get(types.Int(i)) != types.True {
-			return false
-		}
 	}
 	if !a.steps {
 		return true
@@ -446,7 +435,22 @@ func (c *Compiled) values(a *activation, e *expr) map[string]string {
 	}
 	out := make(map[string]string, len(e.reads))
 	for _, r := range e.reads {
-		v, _, err := r.prg.ContextEval(a.ctx, a)
+		var (
+			v   ref.Val
+			err error
+		)
+		if r.root != "" && !a.reference {
+			x, _ := a.ResolveName(r.root)
+			v = x.(ref.Val)
+			if r.field >= 0 {
+				v = v.(*object).vals[r.field]
+			}
+			if e, ok := v.(*types.Err); ok {
+				err = e
+			}
+		} else {
+			v, _, err = r.prg.ContextEval(a.ctx, a)
+		}
 		if err != nil {
 			out[r.name] = "<" + short(err.Error(), 60) + ">"
 			continue

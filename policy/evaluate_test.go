@@ -348,3 +348,46 @@ validations:
 		}
 	}
 }
+
+// TestCompileConcurrently: policies compiled and evaluated at once (the
+// environment they extend is shared) each decide on their own rules.
+func TestCompileConcurrently(t *testing.T) {
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			src := fmt.Sprintf("name: p%d\nvariables:\n- name: cmd\n  expression: action.command\nvalidations:\n- expression: '!variables.cmd.contains(\"x%d\")'\n", i, i)
+			ps, err := policy.Parse("p.yaml", []byte(src))
+			if err != nil {
+				errs <- err
+				return
+			}
+			c, err := policy.Compile(ps[0])
+			if err != nil {
+				errs <- err
+				return
+			}
+			for j := range 8 {
+				in, err := policy.InputFrom(toolBefore(t, events.HarnessHookbus, "a", "s", "Bash", fmt.Sprintf(`{"command":"echo x%d"}`, j)), "")
+				if err != nil {
+					errs <- err
+					return
+				}
+				res, err := c.Evaluate(context.Background(), in)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if want := map[bool]string{true: "deny", false: "allow"}[i == j]; res.Decision.Kind != interceptors.Kind(want) {
+					errs <- fmt.Errorf("policy %d on x%d: %s, want %s", i, j, res.Decision.Kind, want)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

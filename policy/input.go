@@ -55,16 +55,29 @@ func HarnessOf(ev *events.Event) events.Harness {
 // the stages that carry one, the harness from its source (HarnessOf).
 // A payload that is not a JSON object is an error wrapping ErrEvaluation.
 func InputFrom(ev *events.Event, identity string) (*Input, error) {
+	return inputFrom(ev, identity, false)
+}
+
+// inputFrom is InputFrom; reference reads the call with encoding/json
+// only, what the fast reader (readCall) must agree with.
+func inputFrom(ev *events.Event, identity string, reference bool) (*Input, error) {
 	in := &Input{Event: ev, Harness: string(HarnessOf(ev)), Identity: identity}
 	switch ev.Stage {
 	case events.StageToolBefore, events.StageToolAfter, events.StageToolFailed, events.StageApprovalRequested:
+		if len(ev.Data) == 0 {
+			break
+		}
+		if !reference {
+			if call, ok := readCall(ev.Data); ok {
+				in.Call = call
+				break
+			}
+		}
 		var p struct {
 			Call *events.ToolCall `json:"call"`
 		}
-		if len(ev.Data) > 0 {
-			if err := json.Unmarshal(ev.Data, &p); err != nil {
-				return nil, fmt.Errorf("%w: %s payload: %v", ErrEvaluation, ev.Stage, err)
-			}
+		if err := json.Unmarshal(ev.Data, &p); err != nil {
+			return nil, fmt.Errorf("%w: %s payload: %v", ErrEvaluation, ev.Stage, err)
 		}
 		in.Call = p.Call
 	}

@@ -56,7 +56,15 @@ func (c *Compiled) Registrations() []interceptors.Registration {
 // rollout) the call goes on with the error as a warning.
 func (c *Compiled) Interceptor() interceptors.Interceptor {
 	return interceptors.BoundFunc(func(ctx context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
-		in, err := InputFrom(req.Event, "")
+		var (
+			in  *Input
+			err error
+		)
+		if c.opts.inputs != nil {
+			in, err = c.opts.inputs.inputFor(req.Event)
+		} else {
+			in, err = InputFrom(req.Event, "")
+		}
 		if err != nil {
 			return nil, err
 		}

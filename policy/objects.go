@@ -125,6 +125,20 @@ type object struct {
 	vals []ref.Val
 }
 
+// newObject is an object of def holding vals (its fields, in order),
+// allocated with them.
+func newObject(def *objDef, vals ...ref.Val) *object {
+	o := &struct {
+		object
+		buf [maxObjectFields]ref.Val
+	}{}
+	o.object = object{def: def, vals: o.buf[:copy(o.buf[:], vals)]}
+	return &o.object
+}
+
+// maxObjectFields is the most fields an object type has (event's).
+const maxObjectFields = 9
+
 // ConvertToNative implements ref.Val: as JSON (a structpb.Value or a map).
 func (o *object) ConvertToNative(t reflect.Type) (any, error) {
 	m := make(map[string]any, len(o.vals))

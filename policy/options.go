@@ -13,6 +13,7 @@ type Option func(*options) error
 type options struct {
 	history   History
 	costLimit uint64
+	inputs    *Inputs
 }
 
 // WithHistory gives the policy what the record holds: the functions
@@ -37,6 +38,19 @@ func WithCostLimit(n uint64) Option {
 			return fmt.Errorf("%w: WithCostLimit(0)", ErrInvalidOption)
 		}
 		o.costLimit = n
+		return nil
+	}
+}
+
+// WithInputs has the policy's Interceptor share the input it reads from
+// an event with the other policies compiled with the same Inputs: the
+// call is read from the payload once for all of them.
+func WithInputs(s *Inputs) Option {
+	return func(o *options) error {
+		if s == nil {
+			return fmt.Errorf("%w: WithInputs(nil)", ErrInvalidOption)
+		}
+		o.inputs = s
 		return nil
 	}
 }

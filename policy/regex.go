@@ -2,6 +2,9 @@ package policy
 
 import (
 	"regexp"
+	"regexp/syntax"
+	"strings"
+	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/overloads"
@@ -21,7 +24,7 @@ func matchesConstant() cel.ProgramOption {
 		if err != nil {
 			return nil, err
 		}
-		return &regexMatch{call: call, arg: call.Args()[0], pattern: types.String(pattern), re: re}, nil
+		return &regexMatch{call: call, arg: call.Args()[0], pattern: types.String(pattern), re: re, prefix: anchoredPrefix(pattern)}, nil
 	}
 	return cel.OptimizeRegex(
 		&interpreter.RegexOptimization{Function: overloads.Matches, OverloadID: overloads.MatchesString, RegexIndex: 1, Factory: factory},
@@ -35,6 +38,9 @@ type regexMatch struct {
 	arg     interpreter.InterpretableV2   // the string matched
 	pattern types.String
 	re      *regexp.Regexp
+	// prefix is the text a string must start with to match ("rm" of
+	// "^rm\s"), or "": most strings are refused without running re.
+	prefix string
 }
 
 func (m *regexMatch) ID() int64                           { return m.call.ID() }
@@ -61,9 +67,36 @@ func (m *regexMatch) match(v ref.Val, frame *interpreter.ExecutionFrame) ref.Val
 		}
 		return types.NewErrWithNodeID(m.ID(), "no such overload: matches(%s)", v.Type().TypeName())
 	}
-	res := types.Bool(m.re.MatchString(string(s)))
+	res := types.False
+	if strings.HasPrefix(string(s), m.prefix) && m.re.MatchString(string(s)) {
+		res = types.True
+	}
 	if costs := frame.CostTracker(); costs != nil {
 		costs.EvalBinary(frame, m.ID(), m, v, m.pattern, res)
 	}
 	return res
+}
+
+// anchoredPrefix is the literal text every match of pattern starts with
+// when it matches only at the start of the text ("rm -rf" of "^rm -rf\b"),
+// else "". A literal with U+FFFD is left out: the expression matches it
+// on any byte that is not UTF-8.
+func anchoredPrefix(pattern string) string {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return ""
+	}
+	re = re.Simplify()
+	if re.Op != syntax.OpConcat || len(re.Sub) < 2 || re.Sub[0].Op != syntax.OpBeginText {
+		return ""
+	}
+	lit := re.Sub[1]
+	if lit.Op != syntax.OpLiteral || lit.Flags&syntax.FoldCase != 0 {
+		return ""
+	}
+	prefix := string(lit.Rune)
+	if strings.ContainsRune(prefix, utf8.RuneError) {
+		return ""
+	}
+	return prefix
 }

@@ -110,8 +110,10 @@ func Sync(ctx context.Context, b *bus.Bus, chain *interceptors.Chain, hist polic
 		return nil, err
 	}
 	s := &Syncer{b: b, chain: chain, log: b.Logger(), done: make(chan struct{}), active: map[string]*entry{}, stages: o.stages}
+	// The policies read each call once, whichever of them decide on it.
+	s.opts = []policy.Option{policy.WithInputs(policy.NewInputs())}
 	if hist != nil {
-		s.opts = []policy.Option{policy.WithHistory(hist)}
+		s.opts = append(s.opts, policy.WithHistory(hist))
 	}
 	bw, rev, err := kvstore.OpenWatch(ctx, kv, b.Names().Trust, s.apply)
 	if err != nil {
