@@ -182,7 +182,7 @@ func serveCmd(a *cli.App) *cobra.Command {
 			var rc *runs.Consumer
 			err = c.Await(ctx, "take runs", func(ctx context.Context) (err error) {
 				// The signal does not stop the runs: the drain below does.
-				rc, err = q.Consume(context.WithoutCancel(ctx), runs.ConsumerConfig{Agents: served, Worker: worker.Name, Concurrency: *concurrency, AckWait: *lease, Close: w.Close}, handle(w.Handle))
+				rc, err = q.Consume(context.WithoutCancel(ctx), runs.ConsumerConfig{Agents: served, Worker: worker.Name, Concurrency: *concurrency, AckWait: *lease, Close: w.Close}, handle(runHandler(w)))
 				return err
 			})
 			if err != nil {
@@ -375,5 +375,24 @@ func drain(a *cli.App, rc *runs.Consumer, h *health.Health, timeout time.Duratio
 		rc.Stop()
 	case <-w.C:
 		a.Log.Say(stderr, "loop serve: runs still returning after %s; their leases end and other workers take them", handBackWait)
+	}
+}
+
+// runHandler is w as the run queue's handler, its errors read as what
+// becomes of the request: a run another worker holds now is left to it
+// (loop.ErrLostRun), one recorded on another definition is handed to that
+// definition's workers (loop.DefinitionError), and any other error hands
+// the request back for another attempt.
+func runHandler(w *loop.Worker) runs.Handler {
+	return func(ctx context.Context, req *events.RunRequest) (runs.Outcome, error) {
+		err := w.Handle(ctx, req)
+		var other *loop.DefinitionError
+		switch {
+		case errors.Is(err, loop.ErrLostRun):
+			return runs.Outcome{Then: runs.Leave}, err
+		case errors.As(err, &other):
+			return runs.Outcome{Then: runs.HandOff, Definition: other.Recorded.Digest}, err
+		}
+		return runs.Outcome{}, err
 	}
 }
