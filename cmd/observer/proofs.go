@@ -93,9 +93,7 @@ tlog-proof). observer verify-proof checks it offline; so does any RFC 6962 verif
 			if err != nil {
 				return c.Explain(err)
 			}
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(p); err != nil {
+			if err := writeJSON(stdout, p); err != nil {
 				return err
 			}
 			fmt.Fprintf(stderr, "run %s: %d events proven under the checkpoint of size %d", run, len(p.Entries), p.TreeSize)
