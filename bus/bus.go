@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/hookbus/hookbus/bus/internal/claimcheck"
 	"github.com/hookbus/hookbus/bus/internal/deadline"
+	"github.com/hookbus/hookbus/bus/internal/lazy"
 	"github.com/hookbus/hookbus/internal/redact"
 
 	"github.com/hookbus/hookbus/events"
@@ -28,9 +28,9 @@ type Bus struct {
 	opts   options
 	log    *slog.Logger
 	acks   *ackTracker
-	fences movedFences       // fences moved past foreign messages (fence.go)
-	pay    *claimcheck.Store // the claim check (payloads.go)
-	events streamCache       // the events stream's handle
+	fences movedFences                   // fences moved past foreign messages (fence.go)
+	pay    *claimcheck.Store             // the claim check (payloads.go)
+	events lazy.Handle[jetstream.Stream] // the events stream's handle
 }
 
 // New returns a Bus over nc. It does no I/O: call Provision to create the
@@ -118,26 +118,12 @@ func Connect(url string, opts ...nats.Option) (*nats.Conn, error) {
 	return nc, nil
 }
 
-// streamCache keeps a stream's handle: jetstream's Stream asks the server
-// for the stream's info (an API request) each time, and the handle's reads
-// (GetLastMsgForSubject, GetMsg) need none of it.
-type streamCache struct {
-	mu sync.Mutex
-	s  jetstream.Stream
-}
-
 // eventsStream returns the events stream's handle, asking the server only
-// the first time (and again after a failure).
+// the first time (and again after a failure): jetstream's Stream asks for
+// the stream's info (an API request) each time, and the handle's reads
+// (GetLastMsgForSubject, GetMsg) need none of it.
 func (b *Bus) eventsStream(ctx context.Context) (jetstream.Stream, error) {
-	b.events.mu.Lock()
-	defer b.events.mu.Unlock()
-	if b.events.s != nil {
-		return b.events.s, nil
-	}
-	s, err := b.js.Stream(ctx, b.names.Events)
-	if err != nil {
-		return nil, err
-	}
-	b.events.s = s
-	return s, nil
+	return b.events.Get(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+		return b.js.Stream(ctx, b.names.Events)
+	})
 }

@@ -94,7 +94,7 @@ func (em *emitter) Flush(ctx context.Context, runID string) error {
 // the attempt returns, its run is no longer in flight in this worker
 // (whether it ended, waits, or stopped to be resumed elsewhere).
 func (m *Metrics) RunHandler(h runs.Handler) runs.Handler {
-	return func(ctx context.Context, req *events.RunRequest) error {
+	return func(ctx context.Context, req *events.RunRequest) (runs.Outcome, error) {
 		if !req.SubmittedAt.IsZero() && !req.Resume {
 			m.ObserveQueueLag(time.Since(req.SubmittedAt))
 		}

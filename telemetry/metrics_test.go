@@ -13,6 +13,7 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/telemetry"
@@ -92,8 +93,11 @@ func TestMetricsOfARun(t *testing.T) {
 
 	// A request that waited two seconds in the queue.
 	handled := false
-	h := m.RunHandler(func(context.Context, *events.RunRequest) error { handled = true; return nil })
-	if err := h(ctx, &events.RunRequest{RunID: "r", AgentID: "a", SessionID: "s", Prompt: "p", SubmittedAt: time.Now().Add(-2 * time.Second)}); err != nil || !handled {
+	h := m.RunHandler(func(context.Context, *events.RunRequest) (runs.Outcome, error) {
+		handled = true
+		return runs.Outcome{}, nil
+	})
+	if _, err := h(ctx, &events.RunRequest{RunID: "r", AgentID: "a", SessionID: "s", Prompt: "p", SubmittedAt: time.Now().Add(-2 * time.Second)}); err != nil || !handled {
 		t.Fatalf("run handler: %v, handled %v", err, handled)
 	}
 
@@ -264,14 +268,17 @@ func TestMetricsRunsInFlight(t *testing.T) {
 	// event (NATS went away; the run goes back to the queue).
 	started := make(chan struct{})
 	release := make(chan struct{})
-	h := m.RunHandler(func(context.Context, *events.RunRequest) error {
+	h := m.RunHandler(func(context.Context, *events.RunRequest) (runs.Outcome, error) {
 		m.Observe(ev(events.StageRunStarted, "a", "r2", events.RunStarted{Prompt: "p"}))
 		close(started)
 		<-release
-		return nil
+		return runs.Outcome{}, nil
 	})
 	done := make(chan error, 1)
-	go func() { done <- h(ctx, &events.RunRequest{RunID: "r2", AgentID: "a", SessionID: "s-r2", Prompt: "p"}) }()
+	go func() {
+		_, err := h(ctx, &events.RunRequest{RunID: "r2", AgentID: "a", SessionID: "s-r2", Prompt: "p"})
+		done <- err
+	}()
 	<-started
 	want("a worker's attempt under way", 2, 1)
 	close(release)

@@ -177,7 +177,10 @@ func startWorker(t *testing.T, b *bus.Bus) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	rc, err := runs.New(b).Consume(ctx, runs.ConsumerConfig{Agents: runs.Agents("ops")}, loop.NewWorker(eng, nil).Handle)
+	w := loop.NewWorker(eng, nil) // one worker: no run is lost to another, nor recorded on another definition
+	rc, err := runs.New(b).Consume(ctx, runs.ConsumerConfig{Agents: runs.Agents("ops")}, func(ctx context.Context, r *events.RunRequest) (runs.Outcome, error) {
+		return runs.Outcome{}, w.Handle(ctx, r)
+	})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

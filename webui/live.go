@@ -29,29 +29,10 @@ func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("live updates need a streaming connection"))
 		return
 	}
-	root := r.FormValue("run")
-	if root != "" {
-		if err := events.ValidateID("run", root); err != nil {
-			s.fail(w, r, fmt.Errorf("%w: %v", ErrBadRequest, err))
-			return
-		}
-	}
-	var f bus.Filter
-	if from := r.FormValue("from"); from != "" {
-		n, err := strconv.ParseUint(from, 10, 64)
-		if err != nil {
-			s.fail(w, r, fmt.Errorf("%w: from %q is not a stream sequence", ErrBadRequest, from))
-			return
-		}
-		f.From = n
-	}
-	if last := r.Header.Get("Last-Event-ID"); last != "" { // a reconnecting browser
-		if n, err := strconv.ParseUint(last, 10, 64); err == nil {
-			f.From = n + 1
-		}
-	}
-	if root == "" {
-		f.Stages = liveListStages
+	root, f, err := liveQuery(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	select {
 	case s.live <- struct{}{}:
@@ -63,34 +44,9 @@ func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	inTree := map[string]bool{root: true}
 	entries := make(chan *Entry)
 	tailed := make(chan error, 1)
-	go func() {
-		tailed <- s.cfg.Bus.Tail(ctx, f, func(e *events.Event) error {
-			if root != "" {
-				switch {
-				case inTree[e.RunID]:
-				case e.ParentRunID != "" && inTree[e.ParentRunID]:
-					inTree[e.RunID] = true
-				default:
-					return nil
-				}
-			} else if !slices.Contains(liveListStages, e.Stage) {
-				return nil
-			}
-			en := entryOf(e)
-			if d := en.Decision; d != nil && len(d.Patch) > 0 {
-				d.Diff = patchOps(d.Patch) // the full diff comes with the run's timeline
-			}
-			select {
-			case entries <- en:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-	}()
+	go func() { tailed <- s.tailLive(ctx, root, f, entries) }()
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -124,4 +80,63 @@ func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 	}
+}
+
+// liveQuery reads /api/live's query: the run whose tree to follow ("" for
+// the lists), and what to read of the stream (from=N, or the event after a
+// reconnecting browser's Last-Event-ID). A bad one wraps ErrBadRequest.
+func liveQuery(r *http.Request) (string, bus.Filter, error) {
+	var f bus.Filter
+	root := r.FormValue("run")
+	if root != "" {
+		if err := events.ValidateID("run", root); err != nil {
+			return "", f, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		}
+	}
+	if from := r.FormValue("from"); from != "" {
+		n, err := strconv.ParseUint(from, 10, 64)
+		if err != nil {
+			return "", f, fmt.Errorf("%w: from %q is not a stream sequence", ErrBadRequest, from)
+		}
+		f.From = n
+	}
+	if last := r.Header.Get("Last-Event-ID"); last != "" { // a reconnecting browser
+		if n, err := strconv.ParseUint(last, 10, 64); err == nil {
+			f.From = n + 1
+		}
+	}
+	if root == "" {
+		f.Stages = liveListStages
+	}
+	return root, f, nil
+}
+
+// tailLive follows f's events and sends those of the live stream on
+// entries until ctx ends: with root, the events of that run and of its
+// child runs; without, the lists' stages.
+func (s *Server) tailLive(ctx context.Context, root string, f bus.Filter, entries chan<- *Entry) error {
+	inTree := map[string]bool{root: true}
+	return s.cfg.Bus.Tail(ctx, f, func(e *events.Event) error {
+		if root != "" {
+			switch {
+			case inTree[e.RunID]:
+			case e.ParentRunID != "" && inTree[e.ParentRunID]:
+				inTree[e.RunID] = true
+			default:
+				return nil
+			}
+		} else if !slices.Contains(liveListStages, e.Stage) {
+			return nil
+		}
+		en := entryOf(e)
+		if d := en.Decision; d != nil && len(d.Patch) > 0 {
+			d.Diff = patchOps(d.Patch) // the full diff comes with the run's timeline
+		}
+		select {
+		case entries <- en:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/bus/internal/kvstore"
+	"github.com/hookbus/hookbus/bus/internal/lazy"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -135,11 +136,12 @@ type Budgets struct {
 	ttl time.Duration
 	now func() time.Time
 
-	mu          sync.Mutex
-	kv          jetstream.KeyValue // the budgets bucket: uses
-	limitsKV    jetstream.KeyValue // the trust bucket: limits
-	usageStream jetstream.Stream
-	tallies     map[string]tally // by usage subject
+	uses        *kvstore.Bucket // the budgets bucket: uses
+	limitsKV    *kvstore.Bucket // the trust bucket: limits
+	usageStream lazy.Handle[jetstream.Stream]
+
+	mu      sync.Mutex
+	tallies map[string]tally // by usage subject
 
 	lim limits // the limits, followed by a watch
 }
@@ -147,7 +149,9 @@ type Budgets struct {
 // New returns the shared budgets of b's bucket (b.Names().Budgets). It
 // does no I/O.
 func New(b *bus.Bus) *Budgets {
-	return &Budgets{b: b, ttl: DefaultReservationTTL, now: func() time.Time { return time.Now().UTC() }, tallies: map[string]tally{}}
+	return &Budgets{b: b, ttl: DefaultReservationTTL, now: func() time.Time { return time.Now().UTC() }, tallies: map[string]tally{},
+		uses:     kvstore.NewBucket(b.JetStream(), b.Names().Budgets, ErrRegistry),
+		limitsKV: kvstore.NewBucket(b.JetStream(), b.Names().Trust, ErrRegistry)}
 }
 
 func limitKey(agent string) string { return "limit." + agent }
@@ -185,13 +189,13 @@ func (s *Budgets) SetLimit(ctx context.Context, l Limit) error {
 	}
 	ctx, cancel := deadline.Default(ctx, s.b.Timeout())
 	defer cancel()
-	kv, err := s.limitsBucket(ctx)
+	kv, err := s.limitsKV.KV(ctx)
 	if err != nil {
 		return err
 	}
 	rev, err := kv.Put(ctx, limitKey(l.Agent), value)
 	if err != nil {
-		return s.limitsErr(ctx, "put "+limitKey(l.Agent)+" in", err)
+		return s.limitsKV.Err(ctx, "put "+limitKey(l.Agent)+" in", err)
 	}
 	s.hold(l.Agent, rev, heldLimit{l: l}, true) // applies here at once
 	return nil
@@ -211,7 +215,7 @@ func (s *Budgets) RemoveLimit(ctx context.Context, agent string, a events.Actor)
 	}
 	ctx, cancel := deadline.Default(ctx, s.b.Timeout())
 	defer cancel()
-	kv, err := s.limitsBucket(ctx)
+	kv, err := s.limitsKV.KV(ctx)
 	if err != nil {
 		return err
 	}
@@ -241,7 +245,7 @@ func (s *Budgets) Limit(ctx context.Context, agent string) (Limit, bool, error) 
 	if l, ok, err, held := s.held(agent); held {
 		return l, ok, err
 	}
-	kv, err := s.limitsBucket(ctx)
+	kv, err := s.limitsKV.KV(ctx)
 	if err != nil {
 		return Limit{}, false, err
 	}
@@ -254,7 +258,7 @@ func (s *Budgets) Limit(ctx context.Context, agent string) (Limit, bool, error) 
 		return Limit{}, false, nil
 	}
 	if err != nil {
-		return Limit{}, false, s.limitsErr(ctx, "get "+limitKey(agent)+" from", err)
+		return Limit{}, false, s.limitsKV.Err(ctx, "get "+limitKey(agent)+" from", err)
 	}
 	var l Limit
 	if err := json.Unmarshal(e.Value(), &l); err != nil {
@@ -268,11 +272,11 @@ func (s *Budgets) Limit(ctx context.Context, agent string) (Limit, bool, error) 
 func (s *Budgets) List(ctx context.Context) ([]Limit, []Use, error) {
 	ctx, cancel := deadline.Default(ctx, s.b.Timeout())
 	defer cancel()
-	lkv, err := s.limitsBucket(ctx)
+	lkv, err := s.limitsKV.KV(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	kv, err := s.bucket(ctx)
+	kv, err := s.uses.KV(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -291,7 +295,7 @@ func (s *Budgets) List(ctx context.Context) ([]Limit, []Use, error) {
 		limits = append(limits, l)
 	})
 	if err != nil {
-		return nil, nil, s.limitsErr(ctx, "list", err)
+		return nil, nil, s.limitsKV.Err(ctx, "list", err)
 	}
 	err = kvstore.ReadAll(ctx, kv, func(e jetstream.KeyValueEntry) {
 		if strings.HasPrefix(e.Key(), "use.") {
@@ -302,7 +306,7 @@ func (s *Budgets) List(ctx context.Context) ([]Limit, []Use, error) {
 		}
 	})
 	if err != nil {
-		return nil, nil, s.bucketErr(ctx, "list", err)
+		return nil, nil, s.uses.Err(ctx, "list", err)
 	}
 	byAgent := map[string]Limit{}
 	for _, l := range limits {
@@ -435,7 +439,7 @@ func (s *Budgets) Charge(ctx context.Context, agent, session, run string, used e
 // update applies change to the budget's use with compare-and-set, reading
 // again on conflict; change reports whether to write.
 func (s *Budgets) update(ctx context.Context, l Limit, agent, session string, change func(*Use, time.Time) bool) error {
-	kv, err := s.bucket(ctx)
+	kv, err := s.uses.KV(ctx)
 	if err != nil {
 		return err
 	}
@@ -447,7 +451,7 @@ func (s *Budgets) update(ctx context.Context, l Limit, agent, session string, ch
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		case err != nil:
-			return s.bucketErr(ctx, "get "+key+" from", err)
+			return s.uses.Err(ctx, "get "+key+" from", err)
 		default:
 			rev = e.Revision()
 			if err := json.Unmarshal(e.Value(), &u); err != nil {
@@ -485,45 +489,9 @@ func (s *Budgets) update(ctx context.Context, l Limit, agent, session string, ch
 		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
 			continue // another worker wrote first: read again
 		default:
-			return s.bucketErr(ctx, "write "+key+" in", err)
+			return s.uses.Err(ctx, "write "+key+" in", err)
 		}
 	}
-}
-
-// bucket opens the budgets bucket once.
-func (s *Budgets) bucket(ctx context.Context) (jetstream.KeyValue, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.kv == nil {
-		kv, err := kvstore.Open(ctx, s.b.JetStream(), s.b.Names().Budgets)
-		if err != nil {
-			return nil, err
-		}
-		s.kv = kv
-	}
-	return s.kv, nil
-}
-
-// limitsBucket opens the trust bucket, where the limits are, once.
-func (s *Budgets) limitsBucket(ctx context.Context) (jetstream.KeyValue, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.limitsKV == nil {
-		kv, err := kvstore.Open(ctx, s.b.JetStream(), s.b.Names().Trust)
-		if err != nil {
-			return nil, err
-		}
-		s.limitsKV = kv
-	}
-	return s.limitsKV, nil
-}
-
-func (s *Budgets) limitsErr(ctx context.Context, what string, err error) error {
-	return fmt.Errorf("%w: %s key-value bucket %s: %w", ErrRegistry, what, s.b.Names().Trust, deadline.Err(ctx, err))
-}
-
-func (s *Budgets) bucketErr(ctx context.Context, what string, err error) error {
-	return fmt.Errorf("%w: %s key-value bucket %s: %w", ErrRegistry, what, s.b.Names().Budgets, deadline.Err(ctx, err))
 }
 
 // Check returns nil when the budgets bucket can be opened, or an error
@@ -531,7 +499,7 @@ func (s *Budgets) bucketErr(ctx context.Context, what string, err error) error {
 func (s *Budgets) Check(ctx context.Context) error {
 	ctx, cancel := deadline.Default(ctx, s.b.Timeout())
 	defer cancel()
-	_, err := s.bucket(ctx)
+	_, err := s.uses.KV(ctx)
 	return err
 }
 

@@ -138,18 +138,7 @@ func (s *Budgets) spent(ctx context.Context, l Limit, session string, since time
 
 // usage looks the usage stream up once.
 func (s *Budgets) usage(ctx context.Context) (jetstream.Stream, error) {
-	s.mu.Lock()
-	st := s.usageStream
-	s.mu.Unlock()
-	if st != nil {
-		return st, nil
-	}
-	st, err := s.b.JetStream().Stream(ctx, s.b.Names().Usage)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	s.usageStream = st
-	s.mu.Unlock()
-	return st, nil
+	return s.usageStream.Get(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+		return s.b.JetStream().Stream(ctx, s.b.Names().Usage)
+	})
 }

@@ -105,7 +105,7 @@ func (h *History) counter(ctx context.Context, policy, name, key string, w time.
 		})
 	}
 	if err := g.Wait(); err != nil {
-		h.forgetStream()
+		h.stream.Forget() // the stream may have been made again
 		return 0, err
 	}
 	var sum int64
@@ -199,31 +199,8 @@ func (h *History) add(ctx context.Context, policy, name, key string, w time.Dura
 	return nil
 }
 
-// streamCache keeps the counters stream's handle (asking for it is a
-// request; reading through it is not).
-type streamCache struct {
-	mu sync.Mutex
-	s  jetstream.Stream
-}
-
 func (h *History) countersStream(ctx context.Context) (jetstream.Stream, error) {
-	h.stream.mu.Lock()
-	defer h.stream.mu.Unlock()
-	if h.stream.s != nil {
-		return h.stream.s, nil
-	}
-	s, err := h.b.JetStream().Stream(ctx, h.b.Names().Counters)
-	if err != nil {
-		return nil, err
-	}
-	h.stream.s = s
-	return s, nil
-}
-
-// forgetStream drops the handle after a failure (the stream may have been
-// made again).
-func (h *History) forgetStream() {
-	h.stream.mu.Lock()
-	h.stream.s = nil
-	h.stream.mu.Unlock()
+	return h.stream.Get(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+		return h.b.JetStream().Stream(ctx, h.b.Names().Counters)
+	})
 }

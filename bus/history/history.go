@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
+	"github.com/hookbus/hookbus/bus/internal/lazy"
 	"github.com/hookbus/hookbus/policy"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // History is policy.History over a bus: the session answers read from the
@@ -17,7 +19,7 @@ type History struct {
 	opts     options
 	optErr   error
 	sessions *sessions
-	stream   streamCache
+	stream   lazy.Handle[jetstream.Stream] // the counters stream
 	settled  slotCache
 }
 

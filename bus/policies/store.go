@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
@@ -107,14 +106,12 @@ type Removed struct {
 type Store struct {
 	b   *bus.Bus
 	now func() time.Time
-
-	mu sync.Mutex
-	kv jetstream.KeyValue
+	kv  *kvstore.Bucket
 }
 
 // New returns the policy store of b. It does no I/O.
 func New(b *bus.Bus) *Store {
-	return &Store{b: b, now: func() time.Time { return time.Now().UTC() }}
+	return &Store{b: b, now: func() time.Time { return time.Now().UTC() }, kv: kvstore.NewBucket(b.JetStream(), b.Names().Trust, ErrRegistry)}
 }
 
 // Put stores p under its name, for every process that Syncs to pick up,
@@ -201,7 +198,7 @@ func (s *Store) Get(ctx context.Context, name string) (Record, error) {
 func (s *Store) get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
 	ctx, cancel := deadline.Default(ctx, s.b.Timeout())
 	defer cancel()
-	kv, err := s.bucket(ctx)
+	kv, err := s.kv.KV(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +218,7 @@ func (s *Store) get(ctx context.Context, key string) (jetstream.KeyValueEntry, e
 func (s *Store) List(ctx context.Context) (recs []Record, skipped []error, err error) {
 	ctx, cancel := deadline.Default(ctx, s.b.Timeout())
 	defer cancel()
-	kv, err := s.bucket(ctx)
+	kv, err := s.kv.KV(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -315,7 +312,7 @@ func (s *Store) GetTest(ctx context.Context, name string) (json.RawMessage, erro
 // than when ctx ends: the server's refusal of the publish comes before the
 // answer to the flush that follows it.
 func (s *Store) write(ctx context.Context, key string, value []byte, h nats.Header) (uint64, error) {
-	if _, err := s.bucket(ctx); err != nil { // the bucket is there
+	if _, err := s.kv.KV(ctx); err != nil { // the bucket is there
 		return 0, err
 	}
 	m := &nats.Msg{Subject: "$KV." + s.b.Names().Trust + "." + key, Data: value, Header: h}
@@ -339,22 +336,8 @@ func (s *Store) write(ctx context.Context, key string, value []byte, h nats.Head
 	}
 }
 
-// bucket opens the trust bucket once.
-func (s *Store) bucket(ctx context.Context) (jetstream.KeyValue, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.kv == nil {
-		kv, err := kvstore.Open(ctx, s.b.JetStream(), s.b.Names().Trust)
-		if err != nil {
-			return nil, err
-		}
-		s.kv = kv
-	}
-	return s.kv, nil
-}
-
 func (s *Store) bucketErr(ctx context.Context, what string, err error) error {
-	return permission(fmt.Errorf("%w: %s key-value bucket %s: %w", ErrRegistry, what, s.b.Names().Trust, deadline.Err(ctx, err)))
+	return permission(s.kv.Err(ctx, what, err))
 }
 
 // permission adds ErrPermission to a refusal of the server.

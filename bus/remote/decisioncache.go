@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/internal/deadline"
+	"github.com/hookbus/hookbus/bus/internal/kvstore"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -25,8 +25,7 @@ import (
 // opens the bucket on first use.
 type DecisionCache struct {
 	b  *bus.Bus
-	mu sync.Mutex
-	kv jetstream.KeyValue
+	kv *kvstore.Bucket
 }
 
 // MinDecisionTTL is the shortest TTL of a decision cache entry: JetStream
@@ -35,7 +34,9 @@ const MinDecisionTTL = time.Second
 
 // NewDecisionCache returns the decision cache of b's bucket. It does no
 // I/O.
-func NewDecisionCache(b *bus.Bus) *DecisionCache { return &DecisionCache{b: b} }
+func NewDecisionCache(b *bus.Bus) *DecisionCache {
+	return &DecisionCache{b: b, kv: kvstore.NewBucket(b.JetStream(), b.Names().Decisions, ErrDecisionCache)}
+}
 
 // Get returns the value stored under key, when the server stored it, and
 // true; or false when there is none (never stored, or expired). The error
@@ -46,7 +47,7 @@ func (c *DecisionCache) Get(ctx context.Context, key string) ([]byte, time.Time,
 	}
 	ctx, cancel := deadline.Default(ctx, c.b.Timeout())
 	defer cancel()
-	kv, err := c.bucket(ctx)
+	kv, err := c.kv.KV(ctx)
 	if err != nil {
 		return nil, time.Time{}, false, err
 	}
@@ -55,7 +56,7 @@ func (c *DecisionCache) Get(ctx context.Context, key string) ([]byte, time.Time,
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return nil, time.Time{}, false, nil
 	case err != nil:
-		return nil, time.Time{}, false, fmt.Errorf("%w: get %s from key-value bucket %s: %w", ErrDecisionCache, key, c.b.Names().Decisions, deadline.Err(ctx, err))
+		return nil, time.Time{}, false, c.kv.Err(ctx, "get "+key+" from", err)
 	}
 	return e.Value(), e.Created(), true, nil
 }
@@ -76,33 +77,15 @@ func (c *DecisionCache) Put(ctx context.Context, key string, value []byte, ttl t
 	}
 	ctx, cancel := deadline.Default(ctx, c.b.Timeout())
 	defer cancel()
-	kv, err := c.bucket(ctx)
+	kv, err := c.kv.KV(ctx)
 	if err != nil {
 		return err
 	}
 	_, err = kv.Create(ctx, key, value, jetstream.KeyTTL(ttl.Round(time.Second)))
 	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		return fmt.Errorf("%w: put %s in key-value bucket %s: %w", ErrDecisionCache, key, c.b.Names().Decisions, deadline.Err(ctx, err))
+		return c.kv.Err(ctx, "put "+key+" in", err)
 	}
 	return nil
-}
-
-// bucket opens the bucket once.
-func (c *DecisionCache) bucket(ctx context.Context) (jetstream.KeyValue, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.kv != nil {
-		return c.kv, nil
-	}
-	kv, err := c.b.JetStream().KeyValue(ctx, c.b.Names().Decisions)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, fmt.Errorf("%w: key-value bucket %s does not exist (provision the bus first)", ErrDecisionCache, c.b.Names().Decisions)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: open key-value bucket %s: %w", ErrDecisionCache, c.b.Names().Decisions, deadline.Err(ctx, err))
-	}
-	c.kv = kv
-	return kv, nil
 }
 
 // checkDecisionKey holds a key to what a KV key may be: tokens of letters,

@@ -26,7 +26,7 @@ type Unreadable struct {
 func (r *Registry) Unreadable(ctx context.Context) ([]Unreadable, error) {
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.hooksKV(ctx)
+	kv, err := r.hooks.KV(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func (r *Registry) Unreadable(ctx context.Context) ([]Unreadable, error) {
 		}
 	})
 	if err != nil {
-		return nil, r.bucketErr(ctx, "list", r.b.Names().Hooks, err)
+		return nil, r.hooks.Err(ctx, "list", err)
 	}
 	slices.SortFunc(out, func(a, b Unreadable) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
@@ -52,9 +52,5 @@ func (r *Registry) Unreadable(ctx context.Context) ([]Unreadable, error) {
 func (r *Registry) DeleteEntry(ctx context.Context, key string) error {
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.hooksKV(ctx)
-	if err != nil {
-		return err
-	}
-	return r.deleteKey(ctx, kv, r.b.Names().Hooks, key, "no registry entry "+key)
+	return deleteKey(ctx, r.hooks, key, "no registry entry "+key)
 }

@@ -68,13 +68,13 @@ func (r *Registry) Disable(ctx context.Context, plugin string, d interceptors.Di
 	}
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.trustKV(ctx)
+	kv, err := r.trust.KV(ctx)
 	if err != nil {
 		return err
 	}
 	key := DisabledKey(plugin)
 	if _, err := kv.Put(ctx, key, value); err != nil {
-		return r.bucketErr(ctx, "put "+key+" in", r.b.Names().Trust, err)
+		return r.trust.Err(ctx, "put "+key+" in", err)
 	}
 	return nil
 }
@@ -94,7 +94,7 @@ func (r *Registry) Enable(ctx context.Context, plugin string, a events.Actor) er
 	}
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.trustKV(ctx)
+	kv, err := r.trust.KV(ctx)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ type Enabled struct {
 func (r *Registry) DisabledPlugins(ctx context.Context) (map[string]interceptors.Disabled, error) {
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.trustKV(ctx)
+	kv, err := r.trust.KV(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (r *Registry) DisabledPlugins(ctx context.Context) (map[string]interceptors
 		}
 	})
 	if err != nil {
-		return nil, r.bucketErr(ctx, "list", r.b.Names().Trust, err)
+		return nil, r.trust.Err(ctx, "list", err)
 	}
 	return out, nil
 }

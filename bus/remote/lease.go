@@ -143,13 +143,13 @@ func (l *Lease) keep(ctx context.Context) {
 
 // renew writes the lease.
 func (l *Lease) renew(ctx context.Context) error {
-	kv, err := l.r.leasesKV(ctx)
+	kv, err := l.r.leases.KV(ctx)
 	if err != nil {
 		return err
 	}
 	value, _ := json.Marshal(l.info)
 	if _, err := kv.Put(ctx, l.key, value); err != nil {
-		return l.r.bucketErr(ctx, "put "+l.key+" in", l.r.b.Names().Leases, err)
+		return l.r.leases.Err(ctx, "put "+l.key+" in", err)
 	}
 	return nil
 }
@@ -172,12 +172,12 @@ func (l *Lease) Release(ctx context.Context) error {
 func (l *Lease) release(ctx context.Context) error {
 	ctx, cancel := deadline.Default(ctx, l.r.b.Timeout())
 	defer cancel()
-	kv, err := l.r.leasesKV(ctx)
+	kv, err := l.r.leases.KV(ctx)
 	if err != nil {
 		return err
 	}
 	if err := kv.Delete(ctx, l.key); err != nil {
-		return l.r.bucketErr(ctx, "delete "+l.key+" from", l.r.b.Names().Leases, err)
+		return l.r.leases.Err(ctx, "delete "+l.key+" from", err)
 	}
 	held, err := l.r.Leases(ctx)
 	if err != nil {
@@ -186,7 +186,7 @@ func (l *Lease) release(ctx context.Context) error {
 	if len(held[l.info.Plugin]) > 0 {
 		return nil // another instance serves the plugin
 	}
-	hooks, err := l.r.hooksKV(ctx)
+	hooks, err := l.r.hooks.KV(ctx)
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (l *Lease) release(ctx context.Context) error {
 			continue
 		}
 		if err != nil {
-			errs = append(errs, l.r.bucketErr(ctx, "get "+key+" from", l.r.b.Names().Hooks, err))
+			errs = append(errs, l.r.hooks.Err(ctx, "get "+key+" from", err))
 			continue
 		}
 		if !leasedEntry(e.Value()) {
@@ -206,7 +206,7 @@ func (l *Lease) release(ctx context.Context) error {
 		}
 		err = hooks.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
 		if err != nil && !errors.Is(err, jetstream.ErrKeyExists) { // written again since: its writer's
-			errs = append(errs, l.r.bucketErr(ctx, "delete "+key+" from", l.r.b.Names().Hooks, err))
+			errs = append(errs, l.r.hooks.Err(ctx, "delete "+key+" from", err))
 		}
 	}
 	return errors.Join(errs...)
@@ -217,7 +217,7 @@ func (l *Lease) release(ctx context.Context) error {
 func (r *Registry) Leases(ctx context.Context) (map[string][]LeaseInfo, error) {
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.leasesKV(ctx)
+	kv, err := r.leases.KV(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +228,7 @@ func (r *Registry) Leases(ctx context.Context) (map[string][]LeaseInfo, error) {
 		}
 	})
 	if err != nil {
-		return nil, r.bucketErr(ctx, "list", r.b.Names().Leases, err)
+		return nil, r.leases.Err(ctx, "list", err)
 	}
 	return out, nil
 }
@@ -298,7 +298,7 @@ func (r *Registry) Prune(ctx context.Context) ([]interceptors.Registration, erro
 	if err != nil {
 		return nil, err
 	}
-	kv, err := r.hooksKV(ctx)
+	kv, err := r.hooks.KV(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +315,7 @@ func (r *Registry) Prune(ctx context.Context) ([]interceptors.Registration, erro
 		case errors.Is(err, jetstream.ErrKeyExists):
 			// written again since it was read: a plugin starting now
 		default:
-			return out, r.bucketErr(ctx, "delete "+key+" from", r.b.Names().Hooks, err)
+			return out, r.hooks.Err(ctx, "delete "+key+" from", err)
 		}
 	}
 	return out, nil
@@ -341,18 +341,4 @@ func markLeased(value []byte) []byte {
 		out = append(out, ',')
 	}
 	return append(out, value[1:]...)
-}
-
-// leasesKV opens the leases bucket once.
-func (r *Registry) leasesKV(ctx context.Context) (jetstream.KeyValue, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.leases == nil {
-		kv, err := kvstore.Open(ctx, r.b.JetStream(), r.b.Names().Leases)
-		if err != nil {
-			return nil, err
-		}
-		r.leases = kv
-	}
-	return r.leases, nil
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/internal/deadline"
@@ -30,15 +29,18 @@ import (
 //
 // A grant's key is the plugin and its value {"privileged_hooks":true}.
 type Registry struct {
-	b      *bus.Bus
-	mu     sync.Mutex
-	hooks  jetstream.KeyValue
-	trust  jetstream.KeyValue
-	leases jetstream.KeyValue
+	b                    *bus.Bus
+	hooks, trust, leases *kvstore.Bucket
 }
 
 // NewRegistry returns the registry of b's buckets. It does no I/O.
-func NewRegistry(b *bus.Bus) *Registry { return &Registry{b: b} }
+func NewRegistry(b *bus.Bus) *Registry {
+	js, n := b.JetStream(), b.Names()
+	return &Registry{b: b,
+		hooks:  kvstore.NewBucket(js, n.Hooks, ErrRegistry),
+		trust:  kvstore.NewBucket(js, n.Trust, ErrRegistry),
+		leases: kvstore.NewBucket(js, n.Leases, ErrRegistry)}
+}
 
 // RegistryKey returns the registry key of plugin on stage: "<stage>.<plugin>".
 func RegistryKey(stage events.Stage, plugin string) string { return string(stage) + "." + plugin }
@@ -88,13 +90,13 @@ func (r *Registry) put(ctx context.Context, reg interceptors.Registration, lease
 	if leased {
 		value = markLeased(value)
 	}
-	kv, err := r.hooksKV(ctx)
+	kv, err := r.hooks.KV(ctx)
 	if err != nil {
 		return err
 	}
 	key := RegistryKey(reg.Stage, reg.Plugin)
 	if _, err := kv.Put(ctx, key, value); err != nil {
-		return r.bucketErr(ctx, "put "+key+" in", r.b.Names().Hooks, err)
+		return r.hooks.Err(ctx, "put "+key+" in", err)
 	}
 	return nil
 }
@@ -109,7 +111,7 @@ func (r *Registry) Get(ctx context.Context, stage events.Stage, plugin string) (
 	}
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.hooksKV(ctx)
+	kv, err := r.hooks.KV(ctx)
 	if err != nil {
 		return interceptors.Registration{}, err
 	}
@@ -118,7 +120,7 @@ func (r *Registry) Get(ctx context.Context, stage events.Stage, plugin string) (
 		return interceptors.Registration{}, fmt.Errorf("%w: no registration of plugin %s on %s", ErrNotFound, plugin, stage)
 	}
 	if err != nil {
-		return interceptors.Registration{}, r.bucketErr(ctx, "get "+key+" from", r.b.Names().Hooks, err)
+		return interceptors.Registration{}, r.hooks.Err(ctx, "get "+key+" from", err)
 	}
 	return decodeEntry(key, e.Value())
 }
@@ -134,25 +136,25 @@ func (r *Registry) Delete(ctx context.Context, stage events.Stage, plugin string
 	}
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.hooksKV(ctx)
+	return deleteKey(ctx, r.hooks, key, fmt.Sprintf("no registration of plugin %s on %s", plugin, stage))
+}
+
+// deleteKey deletes key of b if it holds a value, or returns ErrNotFound.
+func deleteKey(ctx context.Context, b *kvstore.Bucket, key, missing string) error {
+	kv, err := b.KV(ctx)
 	if err != nil {
 		return err
 	}
-	return r.deleteKey(ctx, kv, r.b.Names().Hooks, key, fmt.Sprintf("no registration of plugin %s on %s", plugin, stage))
-}
-
-// deleteKey deletes key if it holds a value, or returns ErrNotFound.
-func (r *Registry) deleteKey(ctx context.Context, kv jetstream.KeyValue, bucket, key, missing string) error {
 	e, err := kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("%w: %s", ErrNotFound, missing)
 	}
 	if err != nil {
-		return r.bucketErr(ctx, "get "+key+" from", bucket, err)
+		return b.Err(ctx, "get "+key+" from", err)
 	}
 	// Only the revision read: a concurrent put is not deleted unseen.
 	if err := kv.Delete(ctx, key, jetstream.LastRevision(e.Revision())); err != nil {
-		return r.bucketErr(ctx, "delete "+key+" from", bucket, err)
+		return b.Err(ctx, "delete "+key+" from", err)
 	}
 	return nil
 }
@@ -185,7 +187,7 @@ type listed struct {
 
 // list reads every valid registration, in run order.
 func (r *Registry) list(ctx context.Context) ([]listed, error) {
-	kv, err := r.hooksKV(ctx)
+	kv, err := r.hooks.KV(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +204,7 @@ func (r *Registry) list(ctx context.Context) ([]listed, error) {
 		all = append(all, listed{reg, e.Revision(), leasedEntry(e.Value())})
 	})
 	if err != nil {
-		return nil, r.bucketErr(ctx, "list", r.b.Names().Hooks, err)
+		return nil, r.hooks.Err(ctx, "list", err)
 	}
 	slices.SortFunc(all, func(a, b listed) int {
 		return cmp.Or(cmp.Compare(stageRank(a.reg.Stage), stageRank(b.reg.Stage)),
@@ -256,36 +258,4 @@ func decodeEntry(key string, value []byte) (interceptors.Registration, error) {
 		return reg, err
 	}
 	return reg, nil
-}
-
-// hooksKV opens the registry bucket once.
-func (r *Registry) hooksKV(ctx context.Context) (jetstream.KeyValue, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.hooks == nil {
-		kv, err := kvstore.Open(ctx, r.b.JetStream(), r.b.Names().Hooks)
-		if err != nil {
-			return nil, err
-		}
-		r.hooks = kv
-	}
-	return r.hooks, nil
-}
-
-// trustKV opens the trust bucket once.
-func (r *Registry) trustKV(ctx context.Context) (jetstream.KeyValue, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.trust == nil {
-		kv, err := kvstore.Open(ctx, r.b.JetStream(), r.b.Names().Trust)
-		if err != nil {
-			return nil, err
-		}
-		r.trust = kv
-	}
-	return r.trust, nil
-}
-
-func (r *Registry) bucketErr(ctx context.Context, what, bucket string, err error) error {
-	return fmt.Errorf("%w: %s key-value bucket %s: %w", ErrRegistry, what, bucket, deadline.Err(ctx, err))
 }

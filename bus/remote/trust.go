@@ -40,13 +40,13 @@ func (r *Registry) Grant(ctx context.Context, plugin string) error {
 	}
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.trustKV(ctx)
+	kv, err := r.trust.KV(ctx)
 	if err != nil {
 		return err
 	}
 	value, _ := json.Marshal(grant{PrivilegedHooks: true, GrantedAt: time.Now().UTC()}) // cannot fail
 	if _, err := kv.Put(ctx, plugin, value); err != nil {
-		return r.bucketErr(ctx, "put "+plugin+" in", r.b.Names().Trust, err)
+		return r.trust.Err(ctx, "put "+plugin+" in", err)
 	}
 	return nil
 }
@@ -62,11 +62,7 @@ func (r *Registry) Revoke(ctx context.Context, plugin string) error {
 	}
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.trustKV(ctx)
-	if err != nil {
-		return err
-	}
-	return r.deleteKey(ctx, kv, r.b.Names().Trust, plugin, "plugin "+plugin+" has no grant")
+	return deleteKey(ctx, r.trust, plugin, "plugin "+plugin+" has no grant")
 }
 
 // Granted returns the plugins granted privileged_hooks, sorted. Bucket
@@ -74,7 +70,7 @@ func (r *Registry) Revoke(ctx context.Context, plugin string) error {
 func (r *Registry) Granted(ctx context.Context) ([]string, error) {
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.trustKV(ctx)
+	kv, err := r.trust.KV(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +81,7 @@ func (r *Registry) Granted(ctx context.Context) ([]string, error) {
 		}
 	})
 	if err != nil {
-		return nil, r.bucketErr(ctx, "list", r.b.Names().Trust, err)
+		return nil, r.trust.Err(ctx, "list", err)
 	}
 	slices.Sort(out)
 	return out, nil
@@ -93,7 +89,7 @@ func (r *Registry) Granted(ctx context.Context) ([]string, error) {
 
 // granted reports whether plugin holds a grant now (one KV read).
 func (r *Registry) granted(ctx context.Context, plugin string) (bool, error) {
-	kv, err := r.trustKV(ctx)
+	kv, err := r.trust.KV(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -102,7 +98,7 @@ func (r *Registry) granted(ctx context.Context, plugin string) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, r.bucketErr(ctx, "get "+plugin+" from", r.b.Names().Trust, err)
+		return false, r.trust.Err(ctx, "get "+plugin+" from", err)
 	}
 	return grants(e.Value()), nil
 }

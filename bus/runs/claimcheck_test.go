@@ -32,11 +32,11 @@ func TestLargeRunRequestIsClaimChecked(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var got []*events.RunRequest
-	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support")}), func(_ context.Context, r *events.RunRequest) error {
+	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support")}), func(_ context.Context, r *events.RunRequest) (runs.Outcome, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, r)
-		return nil
+		return runs.Outcome{}, nil
 	})
 	if err != nil {
 		t.Fatal(err)

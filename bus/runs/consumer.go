@@ -47,8 +47,9 @@ type Consumer struct {
 // agent is the registered one. Its Concurrency slots are shared by every
 // agent: it pulls only when a slot is free, so it never holds a request
 // another worker could run. While handler runs, the request's lease is
-// renewed (InProgress); handler's nil error acks it (confirmed by the
-// server); an error naks it so that it is delivered again; a Handoff
+// renewed (InProgress); the handler's Outcome settles it: Done acks it
+// (confirmed by the server), an error or Retry naks it so that it is
+// delivered again, Leave leaves it, Refuse dead-letters it, HandOff
 // queues it again for its definition's workers; a malformed request is
 // terminated and logged. Cancelling ctx stops the worker. Routes says
 // what it takes.

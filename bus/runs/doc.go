@@ -19,10 +19,22 @@
 // must go on with one definition; a request too large for a message is
 // claim-checked (RefHeader). Consume is a worker's side: durable consumers
 // per agent it serves and per definition it holds, one pool of Concurrency
-// slots for all of them, a lease renewed while a run lasts, and the
-// handler's error deciding what becomes of the request (Handler: ack,
-// hand back, Abandoner, Refusal, Handoff). The loop engine's worker
-// (loop.NewWorker) is such a handler.
+// slots for all of them, and a lease renewed while a run lasts. The
+// handler returns what becomes of the request, as controller-runtime's
+// Reconciler returns a Result: an Outcome whose Action is Done
+// (acknowledged), Retry (handed back after a back-off), Leave (another
+// worker holds the run now), Refuse (dead-lettered) or HandOff (queued
+// for the workers of another definition), and an error saying why; an
+// error never acknowledges a request:
+//
+//	func handler(ctx context.Context, r *events.RunRequest) (runs.Outcome, error) {
+//		if err := run(ctx, r); err != nil {
+//			return runs.Outcome{Then: runs.Retry}, err
+//		}
+//		return runs.Outcome{}, nil // Done
+//	}
+//
+// loop serve makes one of the loop engine's worker (loop.NewWorker).
 //
 // # The fleet
 //

@@ -23,9 +23,9 @@ func ExampleQueue_Submit() {
 		}
 	}
 	done := make(chan string, 2)
-	w, err := q.Consume(ctx, runs.ConsumerConfig{Agents: runs.Agents("support"), Concurrency: 4}, func(_ context.Context, r *events.RunRequest) error {
+	w, err := q.Consume(ctx, runs.ConsumerConfig{Agents: runs.Agents("support"), Concurrency: 4}, func(_ context.Context, r *events.RunRequest) (runs.Outcome, error) {
 		done <- r.RunID
-		return nil
+		return runs.Outcome{}, nil
 	})
 	if err != nil {
 		panic(err)

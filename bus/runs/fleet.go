@@ -9,12 +9,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/bus/internal/jsname"
+	"github.com/hookbus/hookbus/bus/internal/kvstore"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -99,37 +99,17 @@ type AgentRoute struct {
 
 // Fleet reads and writes the fleet's buckets. It opens them on first use.
 type Fleet struct {
-	q       *Queue
-	mu      sync.Mutex
-	agents  jetstream.KeyValue
-	workers jetstream.KeyValue
+	q               *Queue
+	agents, workers *kvstore.Bucket
 }
 
 // NewFleet returns the fleet of b's buckets. It does no I/O.
-func NewFleet(b *bus.Bus) *Fleet { return &Fleet{q: New(b)} }
+func NewFleet(b *bus.Bus) *Fleet { return newFleet(New(b)) }
 
-// bucket opens one of the fleet's buckets once.
-func (f *Fleet) bucket(ctx context.Context, workers bool) (jetstream.KeyValue, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	kv, name := &f.agents, f.q.names.Agents
-	if workers {
-		kv, name = &f.workers, f.q.names.Workers
-	}
-	if *kv != nil {
-		return *kv, nil
-	}
-	ctx, cancel := f.q.withTimeout(ctx)
-	defer cancel()
-	b, err := f.q.js.KeyValue(ctx, name)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, fmt.Errorf("%w: key-value bucket %s does not exist (provision the bus: observer provision)", ErrFleet, name)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: open key-value bucket %s: %w", ErrFleet, name, deadline.Err(ctx, err))
-	}
-	*kv = b
-	return b, nil
+func newFleet(q *Queue) *Fleet {
+	return &Fleet{q: q,
+		agents:  kvstore.NewBucket(q.js, q.names.Agents, ErrFleet),
+		workers: kvstore.NewBucket(q.js, q.names.Workers, ErrFleet)}
 }
 
 // agentKey is the registry key of an agent id: the id itself when it is
@@ -148,7 +128,7 @@ func (f *Fleet) Definition(ctx context.Context, agent string) (*AgentDefinition,
 	if err := events.ValidateID("agent", agent); err != nil {
 		return nil, 0, err
 	}
-	kv, err := f.bucket(ctx, false)
+	kv, err := f.agents.KV(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -170,7 +150,7 @@ func (f *Fleet) Definition(ctx context.Context, agent string) (*AgentDefinition,
 
 // Definitions returns every registered definition, by agent id.
 func (f *Fleet) Definitions(ctx context.Context) (map[string]*AgentDefinition, error) {
-	kv, err := f.bucket(ctx, false)
+	kv, err := f.agents.KV(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +169,7 @@ func (f *Fleet) Definitions(ctx context.Context) (map[string]*AgentDefinition, e
 // Workers returns the live workers: those whose last heartbeat is younger
 // than PresenceTTL (the bucket forgets the others by itself).
 func (f *Fleet) Workers(ctx context.Context) ([]WorkerPresence, error) {
-	kv, err := f.bucket(ctx, true)
+	kv, err := f.workers.KV(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +235,7 @@ func (f *Fleet) register(ctx context.Context, a ServedAgent, by string) (*AgentD
 		cur, _, err := f.Definition(ctx, a.ID)
 		return cur, cur == nil, err
 	}
-	kv, err := f.bucket(ctx, false)
+	kv, err := f.agents.KV(ctx)
 	if err != nil {
 		return nil, false, err
 	}
@@ -300,7 +280,7 @@ func (f *Fleet) register(ctx context.Context, a ServedAgent, by string) (*AgentD
 
 // putPresence writes a worker's presence (its heartbeat).
 func (f *Fleet) putPresence(ctx context.Context, p *WorkerPresence) error {
-	kv, err := f.bucket(ctx, true)
+	kv, err := f.workers.KV(ctx)
 	if err != nil {
 		return err
 	}
@@ -318,7 +298,7 @@ func (f *Fleet) putPresence(ctx context.Context, p *WorkerPresence) error {
 
 // deletePresence removes a stopping worker's presence.
 func (f *Fleet) deletePresence(ctx context.Context, id string) error {
-	kv, err := f.bucket(ctx, true)
+	kv, err := f.workers.KV(ctx)
 	if err != nil {
 		return err
 	}

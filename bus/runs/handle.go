@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,31 +50,34 @@ func (rc *Consumer) handle(src *source, m jetstream.Msg) {
 		}
 		return
 	}
-	herr := rc.run(m, req)
-	var ab Abandoner
-	if herr != nil && errors.As(herr, &ab) && ab.Abandoned() {
+	out, herr := rc.run(m, req)
+	switch out.Then {
+	case Done:
+		if herr == nil {
+			rc.ack(m, req)
+			return
+		}
+	case Leave:
 		rc.abandoned.Add(1)
 		log.Warn("hookbus: run left to the worker that holds it now", "run", req.RunID, "agent", req.AgentID, "reason", herr)
 		return
-	}
-	var rf Refusal
-	if herr != nil && errors.As(herr, &rf) && rf.Refused() {
-		rc.refuse(m, req, herr)
+	case Refuse:
+		rc.refuse(m, req, cmp.Or(herr, errors.New("refused by the run handler")))
 		return
-	}
-	var ho Handoff
-	if herr != nil && errors.As(herr, &ho) {
-		if d := ho.HandOff(); events.ValidateDigest(d) == nil && d != req.Definition {
-			if rc.requeue(m, req, d, herr.Error()) {
+	case HandOff:
+		if d := out.Definition; events.ValidateDigest(d) == nil && d != req.Definition {
+			why := "recorded on definition " + events.ShortDigest(d)
+			if herr != nil {
+				why = herr.Error()
+			}
+			if rc.requeue(m, req, d, why) {
 				rc.handedOff.Add(1)
 			}
 			return
 		}
+		herr = cmp.Or(herr, fmt.Errorf("hand-off to definition %q: not another definition's digest", out.Definition))
 	}
-	if herr == nil {
-		rc.ack(m, req)
-		return
-	}
+	herr = cmp.Or(herr, errors.New("the run handler asked for another attempt"))
 	if errors.Is(context.Cause(rc.runCtx), ErrHandedBack) {
 		// The worker is stopping and its run did not end: another worker
 		// resumes it now.
@@ -219,7 +223,7 @@ func (rc *Consumer) drop(m jetstream.Msg, req *events.RunRequest, attempts uint6
 // made again in this delivery after a back-off, the lease kept, until
 // Outage passes: an election or a node away uses up none of the request's
 // attempts.
-func (rc *Consumer) run(m jetstream.Msg, req *events.RunRequest) (err error) {
+func (rc *Consumer) run(m jetstream.Msg, req *events.RunRequest) (out Outcome, err error) {
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -238,9 +242,9 @@ func (rc *Consumer) run(m jetstream.Msg, req *events.RunRequest) (err error) {
 	}()
 	var until time.Time
 	for try := 1; ; try++ {
-		err = rc.call(req)
-		if !rc.retryInPlace(err) {
-			return err
+		out, err = rc.call(req)
+		if !rc.retryInPlace(out, err) {
+			return out, err
 		}
 		now := time.Now()
 		if until.IsZero() {
@@ -250,7 +254,7 @@ func (rc *Consumer) run(m jetstream.Msg, req *events.RunRequest) (err error) {
 		if left <= 0 {
 			rc.q.log.Warn("hookbus: JetStream still unavailable after the outage bound; the run goes back to the queue",
 				"run", req.RunID, "agent", req.AgentID, "outage", rc.cfg.Outage, "error", err)
-			return err
+			return out, err
 		}
 		rc.unavailable.Add(1)
 		delay := min(unavailableBackoff(try), left)
@@ -260,37 +264,27 @@ func (rc *Consumer) run(m jetstream.Msg, req *events.RunRequest) (err error) {
 		select {
 		case <-rc.runCtx.Done():
 			t.Stop()
-			return err
+			return out, err
 		case <-t.C:
 		}
 	}
 }
 
 // call calls the handler once; a panic is its error.
-func (rc *Consumer) call(req *events.RunRequest) (err error) {
+func (rc *Consumer) call(req *events.RunRequest) (out Outcome, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("run handler panic: %v", r)
+			out, err = Outcome{}, fmt.Errorf("run handler panic: %v", r)
 		}
 	}()
 	return rc.handler(rc.runCtx, req)
 }
 
-// retryInPlace reports whether a handler's error is JetStream being
-// unavailable, and nothing the queue must act on (a run held by another
-// worker, a refusal, a hand-off).
-func (rc *Consumer) retryInPlace(err error) bool {
-	if err == nil || rc.cfg.Outage <= 0 || rc.runCtx.Err() != nil || !bus.Unavailable(err) {
-		return false
-	}
-	var (
-		ab Abandoner
-		rf Refusal
-		ho Handoff
-	)
-	abandoned := errors.As(err, &ab) && ab.Abandoned()
-	refused := errors.As(err, &rf) && rf.Refused()
-	return !abandoned && !refused && !errors.As(err, &ho)
+// retryInPlace reports whether a handler's attempt is to be made again
+// (Done or Retry with an error) and its error is JetStream being
+// unavailable.
+func (rc *Consumer) retryInPlace(out Outcome, err error) bool {
+	return (out.Then == Done || out.Then == Retry) && err != nil && rc.cfg.Outage > 0 && rc.runCtx.Err() == nil && bus.Unavailable(err)
 }
 
 // unavailableBackoff is the wait before the try+1th attempt within one

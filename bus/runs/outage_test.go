@@ -25,15 +25,15 @@ func TestUnavailableAttemptsUseUpNoAttempt(t *testing.T) {
 	b := bustest.StartBus(t)
 	ctx := testCtx(t)
 	var calls atomic.Int32
-	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support"), MaxDeliver: 1}), func(ctx context.Context, r *events.RunRequest) error {
+	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support"), MaxDeliver: 1}), func(ctx context.Context, r *events.RunRequest) (runs.Outcome, error) {
 		if calls.Add(1) <= 2 {
 			_, err := b.JetStream().Publish(ctx, "nowhere.stored", []byte("x"))
 			if err == nil {
-				return errors.New("a publish no stream captures was stored")
+				return runs.Outcome{}, errors.New("a publish no stream captures was stored")
 			}
-			return fmt.Errorf("run %s: record: %w", r.RunID, err)
+			return runs.Outcome{}, fmt.Errorf("run %s: record: %w", r.RunID, err)
 		}
-		return nil
+		return runs.Outcome{}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -65,8 +65,8 @@ func TestDroppedRunIsClosed(t *testing.T) {
 			closed = append(closed, r.RunID+": "+cause.Error())
 			return nil
 		}})
-	rc, err := runs.New(b).Consume(ctx, cfg, func(context.Context, *events.RunRequest) error {
-		return errors.New("the model refused")
+	rc, err := runs.New(b).Consume(ctx, cfg, func(context.Context, *events.RunRequest) (runs.Outcome, error) {
+		return runs.Outcome{}, errors.New("the model refused")
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -126,42 +126,51 @@ func (q *Queue) runSubject(r *events.RunRequest) (string, error) {
 	return q.subj.Run(r.AgentID)
 }
 
-// Handler runs one requested run. A nil error acknowledges the request
-// (it leaves the queue); an error hands it back to the queue for another
-// attempt, on any worker, after a back-off. A panic counts as an error.
-//
-// An error for which errors.As finds an Abandoner whose Abandoned reports
-// true leaves the request alone: neither acknowledged nor handed back. A
-// handler returns one when another worker holds the run now (its attempt
-// lost the session's claim): the request was delivered to that worker, and
-// acknowledging it here would end the other worker's delivery (JetStream
-// takes an ack of an earlier delivery for the message's).
-type Handler func(ctx context.Context, req *events.RunRequest) error
+// Handler runs one requested run and says what becomes of its request:
+// its Outcome, as controller-runtime's Reconciler returns a Result. A
+// panic counts as an error.
+type Handler func(ctx context.Context, req *events.RunRequest) (Outcome, error)
 
-// Abandoner is implemented by a Handler error that leaves its request to
-// the worker it was delivered to since (see Handler). loop.ErrLostRun's
-// errors are Abandoners.
-type Abandoner interface {
-	Abandoned() bool
+// Outcome is what a Handler decides for its request. The zero Outcome
+// (Done) with a nil error acknowledges the request; an error never
+// acknowledges one: with Done it hands the request back as Retry does.
+type Outcome struct {
+	// Then is what the queue does with the request.
+	Then Action
+	// Definition is HandOff's: the digest of the definition whose workers
+	// take the request.
+	Definition string
 }
 
-// Refusal is implemented by a Handler error that refuses its request for
-// good: the request is dead-lettered with the error and terminated, not
-// handed back.
-type Refusal interface {
-	Refused() bool
-}
+// Action is what the queue does with a handled request.
+type Action uint8
 
-// Handoff is implemented by a Handler error that hands its request to
-// the workers of another definition of its agent (a run recorded on a
-// definition this worker does not have): the request is queued again on
-// <prefix>.run.<agent>.<digest> for the digest HandOff names, and the
-// original acknowledged. Nothing runs, and the hand-off is no delivery
-// attempt (MaxDeliver does not count it). loop.ErrOtherDefinition's errors
-// are Handoffs.
-type Handoff interface {
-	HandOff() (digest string)
-}
+const (
+	// Done acknowledges the request: it leaves the queue (the run ended,
+	// waits, or can never run). With an error, it is Retry.
+	Done Action = iota
+	// Retry hands the request back to the queue for another attempt, on
+	// any worker, after a back-off; ConsumerConfig.MaxDeliver bounds the
+	// attempts.
+	Retry
+	// Leave leaves the request alone: neither acknowledged nor handed
+	// back. A handler leaves it when another worker holds the run now (its
+	// attempt lost the session's claim): the request was delivered to that
+	// worker, and acknowledging it here would end the other worker's
+	// delivery (JetStream takes an ack of an earlier delivery for the
+	// message's).
+	Leave
+	// Refuse refuses the request for good: it is dead-lettered with the
+	// handler's error and terminated.
+	Refuse
+	// HandOff hands the request to the workers of another definition of
+	// its agent (a run recorded on a definition this worker does not have):
+	// it is queued again on <prefix>.run.<agent>.<digest> for
+	// Outcome.Definition, and the original acknowledged. Nothing runs, and
+	// the hand-off is no delivery attempt (MaxDeliver does not count it).
+	// A Definition that is no digest, or the request's own, is Retry.
+	HandOff
+)
 
 // RefHeader names, on a run request too large for one message, the
 // payloads object that holds it ("<bucket>/run/<run id>/<hex SHA-256>");

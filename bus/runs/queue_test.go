@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,7 +66,7 @@ func TestRunsConcurrencyAndDedup(t *testing.T) {
 	var inflight, peak, started atomic.Int32
 	var mu sync.Mutex
 	handled := map[string]int{}
-	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support"), Concurrency: 2}), func(ctx context.Context, req *events.RunRequest) error {
+	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support"), Concurrency: 2}), func(ctx context.Context, req *events.RunRequest) (runs.Outcome, error) {
 		started.Add(1)
 		cur := inflight.Add(1)
 		defer inflight.Add(-1)
@@ -82,7 +81,7 @@ func TestRunsConcurrencyAndDedup(t *testing.T) {
 		if req.SubmittedAt.IsZero() || req.Prompt != "hello" {
 			t.Errorf("request decoded wrong: %+v", req)
 		}
-		return nil
+		return runs.Outcome{}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -114,11 +113,11 @@ func TestRunFailureIsRetriedAndMalformedDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	var attempts atomic.Int32
-	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support")}), func(_ context.Context, r *events.RunRequest) error {
+	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support")}), func(_ context.Context, r *events.RunRequest) (runs.Outcome, error) {
 		if attempts.Add(1) == 1 {
-			return errors.New("model provider down")
+			return runs.Outcome{}, errors.New("model provider down")
 		}
-		return nil
+		return runs.Outcome{}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -139,13 +138,13 @@ func TestLongRunKeepsItsLease(t *testing.T) {
 	}
 	var attempts atomic.Int32
 	release := make(chan struct{})
-	handler := func(ctx context.Context, _ *events.RunRequest) error {
+	handler := func(ctx context.Context, _ *events.RunRequest) (runs.Outcome, error) {
 		attempts.Add(1)
 		select {
 		case <-release:
-			return nil
+			return runs.Outcome{}, nil
 		case <-ctx.Done():
-			return ctx.Err()
+			return runs.Outcome{}, ctx.Err()
 		}
 	}
 	cfg := fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support"), AckWait: time.Second})
@@ -185,10 +184,10 @@ func TestStoppedWorkerHandsRunBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := make(chan struct{})
-	w1, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support")}), func(ctx context.Context, _ *events.RunRequest) error {
+	w1, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support")}), func(ctx context.Context, _ *events.RunRequest) (runs.Outcome, error) {
 		close(started)
 		<-ctx.Done() // a worker shutting down mid-run
-		return ctx.Err()
+		return runs.Outcome{}, ctx.Err()
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -197,9 +196,9 @@ func TestStoppedWorkerHandsRunBack(t *testing.T) {
 	w1.Stop()
 	waitRunsClosed(t, w1)
 	done := make(chan string, 1)
-	w2, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support")}), func(_ context.Context, r *events.RunRequest) error {
+	w2, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support")}), func(_ context.Context, r *events.RunRequest) (runs.Outcome, error) {
 		done <- r.RunID
-		return nil
+		return runs.Outcome{}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -227,11 +226,11 @@ func TestHandBackGivesRunToAnotherWorker(t *testing.T) {
 	}
 	started, cause := make(chan struct{}), make(chan error, 1)
 	cfg := fastRuns(runs.ConsumerConfig{Agents: runs.Agents("support"), MaxDeliver: 1})
-	w1, err := runs.New(b).Consume(ctx, cfg, func(ctx context.Context, _ *events.RunRequest) error {
+	w1, err := runs.New(b).Consume(ctx, cfg, func(ctx context.Context, _ *events.RunRequest) (runs.Outcome, error) {
 		close(started)
 		<-ctx.Done()
 		cause <- context.Cause(ctx)
-		return ctx.Err()
+		return runs.Outcome{}, ctx.Err()
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -246,9 +245,9 @@ func TestHandBackGivesRunToAnotherWorker(t *testing.T) {
 		t.Fatalf("stats %+v, want one run handed back, none dropped", s)
 	}
 	done := make(chan string, 1)
-	w2, err := runs.New(b).Consume(ctx, cfg, func(_ context.Context, r *events.RunRequest) error {
+	w2, err := runs.New(b).Consume(ctx, cfg, func(_ context.Context, r *events.RunRequest) (runs.Outcome, error) {
 		done <- r.RunID
-		return nil
+		return runs.Outcome{}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +273,10 @@ func TestRunsAgentsFilterAndValidation(t *testing.T) {
 	}
 	got := make(chan string, 4)
 	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Durable: "sales-pool", Agents: runs.Agents("sales")}),
-		func(_ context.Context, r *events.RunRequest) error { got <- r.AgentID; return nil })
+		func(_ context.Context, r *events.RunRequest) (runs.Outcome, error) {
+			got <- r.AgentID
+			return runs.Outcome{}, nil
+		})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +296,7 @@ func TestRunsAgentsFilterAndValidation(t *testing.T) {
 	if err := runs.New(b).Submit(ctx, &events.RunRequest{RunID: "r", AgentID: "a", SessionID: "s"}); !errors.Is(err, events.ErrPayload) {
 		t.Errorf("empty prompt: %v", err)
 	}
-	h := func(context.Context, *events.RunRequest) error { return nil }
+	h := func(context.Context, *events.RunRequest) (runs.Outcome, error) { return runs.Outcome{}, nil }
 	for name, cfg := range map[string]runs.ConsumerConfig{
 		"bad durable":                {Durable: "a b"},
 		"neg conc":                   {Concurrency: -1},
@@ -331,9 +333,9 @@ func TestRunRequestNamingAnotherAgentIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ran atomic.Int32
-	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("demo")}), func(context.Context, *events.RunRequest) error {
+	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("demo")}), func(context.Context, *events.RunRequest) (runs.Outcome, error) {
 		ran.Add(1)
-		return nil
+		return runs.Outcome{}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -358,12 +360,43 @@ func TestRunRequestNamingAnotherAgentIsRefused(t *testing.T) {
 	bustest.Eventuallyf(t, 5*time.Second, func() bool { return queued(t, b) == 0 }, "the refused request gone from the queue")
 }
 
-type abandon struct{}
+// A handler that refuses its request has it dead-lettered with its error
+// and terminated: run once, never handed back.
+func TestRefusedRunRequestIsDeadLettered(t *testing.T) {
+	b := bustest.StartBus(t)
+	ctx := testCtx(t)
+	if err := runs.New(b).Submit(ctx, runReq("demo", events.NewID())); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("demo")}), func(context.Context, *events.RunRequest) (runs.Outcome, error) {
+		calls.Add(1)
+		return runs.Outcome{Then: runs.Refuse}, errors.New("the agent has no such tool")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventuallyf(t, 10*time.Second, func() bool { return rc.Stats().Refused == 1 }, "the request refused")
+	bustest.Eventuallyf(t, 5*time.Second, func() bool { return queued(t, b) == 0 }, "the refused request gone from the queue")
+	rc.Stop()
+	waitRunsClosed(t, rc)
+	if st := rc.Stats(); calls.Load() != 1 || st.Failed != 0 || st.Completed != 0 {
+		t.Fatalf("stats %+v after %d calls; want one refusal and nothing else", st, calls.Load())
+	}
+	dlq, err := b.JetStream().Stream(ctx, b.Names().DeadLetters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := dlq.GetLastMsgForSubject(ctx, "hookbus.dlq."+runs.DefaultDurable)
+	if err != nil {
+		t.Fatalf("no dead letter: %v", err)
+	}
+	if why := m.Header.Get(bus.HeaderDLQError); !strings.Contains(why, "no such tool") {
+		t.Fatalf("dead letter says %q", why)
+	}
+}
 
-func (abandon) Error() string   { return "another worker holds the run" }
-func (abandon) Abandoned() bool { return true }
-
-// A handler whose error is an Abandoner leaves the request alone: it is not
+// A handler whose outcome is Leave leaves the request alone: it is not
 // acknowledged (that would end the delivery another worker holds) nor
 // handed back; it comes back only when its lease lapses.
 func TestAbandonedRunRequestIsLeftAlone(t *testing.T) {
@@ -375,13 +408,13 @@ func TestAbandonedRunRequestIsLeftAlone(t *testing.T) {
 	}
 	var calls atomic.Int32
 	var first, second time.Time
-	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("demo"), AckWait: 3 * time.Second}), func(context.Context, *events.RunRequest) error {
+	rc, err := runs.New(b).Consume(ctx, fastRuns(runs.ConsumerConfig{Agents: runs.Agents("demo"), AckWait: 3 * time.Second}), func(context.Context, *events.RunRequest) (runs.Outcome, error) {
 		if calls.Add(1) == 1 {
 			first = time.Now()
-			return fmt.Errorf("lost: %w", abandon{})
+			return runs.Outcome{Then: runs.Leave}, errors.New("another worker holds the run")
 		}
 		second = time.Now()
-		return nil
+		return runs.Outcome{}, nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -104,7 +104,7 @@ func ConsumerNames(durable, agent, digest string) (runs, pinned string) {
 
 // newRoutes registers the worker's definitions and makes its consumers.
 func (q *Queue) newRoutes(ctx context.Context, rc *Consumer) (*routes, error) {
-	rs := &routes{rc: rc, fleet: &Fleet{q: q}, by: map[string]*route{}, changed: make(chan struct{}), poke: make(chan struct{}, 1)}
+	rs := &routes{rc: rc, fleet: newFleet(q), by: map[string]*route{}, changed: make(chan struct{}), poke: make(chan struct{}, 1)}
 	for _, a := range rc.cfg.Agents {
 		reg, mine, err := rs.fleet.register(ctx, a, rc.cfg.Worker)
 		if err != nil {
@@ -250,7 +250,7 @@ func (rs *routes) start(ctx context.Context) error {
 	if err := rs.fleet.putPresence(ctx, rs.presence()); err != nil {
 		return err
 	}
-	kv, err := rs.fleet.bucket(ctx, false)
+	kv, err := rs.fleet.agents.KV(ctx)
 	if err != nil {
 		return err
 	}

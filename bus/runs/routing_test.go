@@ -37,11 +37,11 @@ type recorder struct {
 	got []*events.RunRequest
 }
 
-func (r *recorder) handle(_ context.Context, req *events.RunRequest) error {
+func (r *recorder) handle(_ context.Context, req *events.RunRequest) (runs.Outcome, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, req)
-	return nil
+	return runs.Outcome{}, nil
 }
 
 func (r *recorder) runs() []*events.RunRequest {
@@ -186,7 +186,7 @@ func TestSlotsAreSharedAcrossAgents(t *testing.T) {
 	var inflight, peak atomic.Int32
 	var mu sync.Mutex
 	agents := map[string]int{}
-	rc := consume(t, b, runs.ConsumerConfig{Agents: runs.Agents("a", "b", "c"), Concurrency: 2}, func(ctx context.Context, req *events.RunRequest) error {
+	rc := consume(t, b, runs.ConsumerConfig{Agents: runs.Agents("a", "b", "c"), Concurrency: 2}, func(ctx context.Context, req *events.RunRequest) (runs.Outcome, error) {
 		cur := inflight.Add(1)
 		defer inflight.Add(-1)
 		for p := peak.Load(); cur > p && !peak.CompareAndSwap(p, cur); p = peak.Load() {
@@ -197,9 +197,9 @@ func TestSlotsAreSharedAcrossAgents(t *testing.T) {
 		select {
 		case <-release:
 		case <-ctx.Done():
-			return ctx.Err()
+			return runs.Outcome{}, ctx.Err()
 		}
-		return nil
+		return runs.Outcome{}, nil
 	})
 	bustest.Eventuallyf(t, 10*time.Second, func() bool { return inflight.Load() == 2 }, "two runs under way")
 	// Held requests are those delivered and not acknowledged, on every
@@ -310,14 +310,7 @@ func TestAWorkerWithoutDefinitionLeavesADefinedAgent(t *testing.T) {
 	}
 }
 
-// handOff is a handler error that hands the request to the workers of
-// another definition.
-type handOff string
-
-func (h handOff) Error() string   { return "recorded on " + string(h) }
-func (h handOff) HandOff() string { return string(h) }
-
-// A Handoff queues the request again, pinned to the definition it names,
+// A HandOff queues the request again, pinned to the definition it names,
 // and acknowledges the original: not a delivery attempt (MaxDeliver 1 does
 // not drop it), nothing lost; the definition's worker then runs it.
 func TestAHandoffQueuesTheRequestPinned(t *testing.T) {
@@ -325,11 +318,11 @@ func TestAHandoffQueuesTheRequestPinned(t *testing.T) {
 	ctx := testCtx(t)
 	old := digestOf("old")
 	w := consume(t, b, runs.ConsumerConfig{Agents: []runs.ServedAgent{defined("ops", "new", "")}, MaxDeliver: 1},
-		func(_ context.Context, req *events.RunRequest) error {
+		func(_ context.Context, req *events.RunRequest) (runs.Outcome, error) {
 			if req.Definition == "" {
-				return fmt.Errorf("handing off: %w", handOff(old))
+				return runs.Outcome{Then: runs.HandOff, Definition: old}, errors.New("recorded on " + old)
 			}
-			return nil
+			return runs.Outcome{}, nil
 		})
 	req := runReq("ops", "crashed")
 	req.Resume, req.Prompt = true, ""
@@ -470,12 +463,12 @@ func TestPresenceAndTakenRequests(t *testing.T) {
 	ctx := testCtx(t)
 	release := make(chan struct{})
 	w, err := runs.New(b).Consume(ctx, runs.ConsumerConfig{Agents: []runs.ServedAgent{defined("ops", "one", "3")}, Worker: "here:1",
-		PollWait: 200 * time.Millisecond, Concurrency: 3}, func(ctx context.Context, _ *events.RunRequest) error {
+		PollWait: 200 * time.Millisecond, Concurrency: 3}, func(ctx context.Context, _ *events.RunRequest) (runs.Outcome, error) {
 		select {
 		case <-release:
 		case <-ctx.Done():
 		}
-		return nil
+		return runs.Outcome{}, nil
 	})
 	if err != nil {
 		t.Fatal(err)

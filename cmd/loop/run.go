@@ -76,30 +76,14 @@ func runOrCompact(a *cli.App, cmd string, fs *pflag.FlagSet) cli.Run {
 }
 
 func (o *runOptions) run(ctx context.Context, a *cli.App, pos []string) (int, error) {
-	compact, conn, af, pf, agent, session, trace, demoHook := o.compact, o.conn, &o.af, &o.pf, &o.agent, &o.session, &o.trace, &o.demoHook
+	conn, af, agent, trace, demoHook := o.conn, &o.af, &o.agent, &o.trace, &o.demoHook
 	stdin, stdout, stderr := a.In, a.Out, a.Err
 	if err := af.check(cli.Set(o.fs)); err != nil {
 		return exitUsage, err
 	}
-	var p string
-	var err error
-	if compact {
-		if len(pos) > 0 {
-			return exitUsage, fmt.Errorf("%w: loop compact takes no arguments (got %q)", cli.ErrUsage, pos)
-		}
-		if *session == "" {
-			return exitUsage, fmt.Errorf("%w: loop compact needs --session", cli.ErrUsage)
-		}
-	} else if p, err = pf.read(pos, stdin); err != nil {
+	req, err := o.request(stdin, pos)
+	if err != nil {
 		return exitUsage, err
-	}
-	if *session == "" {
-		*session = events.NewID()
-	}
-	req := &events.RunRequest{RunID: events.NewID(), AgentID: *agent, SessionID: *session, Prompt: p, Compact: compact}
-	// Bad ids are refused before anything is started or written.
-	if err := req.Validate(); err != nil {
-		return exitUsage, fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
 	defs, err := af.definitions(*agent)
 	if err != nil {
@@ -151,6 +135,42 @@ func (o *runOptions) run(ctx context.Context, a *cli.App, pos []string) (int, er
 	defer closeHooks()
 	eng := engs[*agent]
 	res, err := eng.Run(ctx, req)
+	return printResult(stdout, stderr, res, err)
+}
+
+// request is the run the flags and arguments ask for: a new run of the
+// agent in the session (a new one by default), with the prompt, or the
+// session's compaction. Bad ids and arguments are usage errors, refused
+// before anything is started or written.
+func (o *runOptions) request(stdin io.Reader, pos []string) (*events.RunRequest, error) {
+	var p string
+	if o.compact {
+		if len(pos) > 0 {
+			return nil, fmt.Errorf("%w: loop compact takes no arguments (got %q)", cli.ErrUsage, pos)
+		}
+		if o.session == "" {
+			return nil, fmt.Errorf("%w: loop compact needs --session", cli.ErrUsage)
+		}
+	} else {
+		var err error
+		if p, err = o.pf.read(pos, stdin); err != nil {
+			return nil, err
+		}
+	}
+	if o.session == "" {
+		o.session = events.NewID()
+	}
+	req := &events.RunRequest{RunID: events.NewID(), AgentID: o.agent, SessionID: o.session, Prompt: p, Compact: o.compact}
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	}
+	return req, nil
+}
+
+// printResult says how the run went (on stderr: its end, what waits for
+// approval and how to answer) and prints its answer; it returns the exit
+// code: waiting, no answer (an end other than done), or ok.
+func printResult(stdout, stderr io.Writer, res *loop.Result, err error) (int, error) {
 	if res != nil {
 		fmt.Fprintf(stderr, "run %s session %s agent %s: %s", res.RunID, res.SessionID, res.AgentID, res.Reason)
 		if res.Detail != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/hookbus/hookbus/agents"
 	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/cmd/internal/cli"
@@ -44,69 +46,30 @@ func serveCmd(a *cli.App) *cobra.Command {
 	return cli.Command("serve [flags]", "Take run requests from the queue (a worker)", serveLong, func(fs *pflag.FlagSet) cli.Run {
 		conn := cli.ConnFlags{App: a, Embeds: true, NeedsBus: true, Await: true}
 		conn.Register(fs)
-		var af agentFlags
-		af.register(fs)
-		concurrency := fs.Int("concurrency", 4, "runs in flight at once, whatever their agent (with at least as many as agents served, a new run is taken at once; with fewer, within about 100ms per agent)")
-		agentsFlag := fs.String("agents", "", "an agent definitions file (FILE.yaml): serve its agents, each on its definition")
-		var ids []string
-		fs.Func("agent", "an agent `ID` to serve with the agent the flags define (--model, --tools, ...); repeatable or comma-separated (default: demo). Requests of other agents are left to the workers that serve them", func(v string) error {
-			for _, a := range strings.Split(v, ",") {
-				if err := events.ValidateID("agent", a); err != nil {
-					return err
-				}
-				ids = append(ids, a)
-			}
-			return nil
-		})
-		replace := fs.Bool("replace-definition", false, "make this worker's definitions the ones the fleet runs new runs on, even where another worker registered another (a deploy); workers with the old one then take only runs recorded on it")
-		lease := fs.Duration("lease", runs.DefaultAckWait, "how long a run may go without a sign of life from its worker before another worker takes it over (the same for every worker of the pool)")
-		cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the worker to FILE when it stops (go tool pprof; make bench-scale uses it)")
-		var admin cli.AdminFlags
-		admin.Register(fs, "127.0.0.1:9464", 30*time.Second, "take no new run and let the runs in flight finish (those still running are then handed back to the queue, for another worker to resume)")
+		var f serveFlags
+		f.register(fs)
 		return func(ctx context.Context, args []string) error {
 			stderr := a.Err
 			if err := cli.NoArgs(nil, args); err != nil {
 				return err
 			}
-			if err := admin.Check(); err != nil {
+			defs, err := f.definitions(fs)
+			if err != nil {
 				return err
 			}
-			if *lease < time.Second {
-				return fmt.Errorf("%w: --lease %s is shorter than a second", cli.ErrUsage, *lease)
-			}
-			if *concurrency < 1 {
-				return fmt.Errorf("%w: --concurrency %d must be at least 1", cli.ErrUsage, *concurrency)
-			}
-			if *cpuprofile != "" {
-				stop, err := startCPUProfile(*cpuprofile)
+			if f.cpuprofile != "" {
+				stop, err := startCPUProfile(f.cpuprofile)
 				if err != nil {
 					return err
 				}
 				defer stop()
 			}
-			switch {
-			case *agentsFlag != "" && !isAgentsFile(*agentsFlag):
-				return fmt.Errorf("%w: --agents %q is not an agent definitions file (FILE.yaml); to serve agent ids with the agent the flags define, give --agent %s", cli.ErrUsage, *agentsFlag, *agentsFlag)
-			case *agentsFlag != "" && len(ids) > 0:
-				return fmt.Errorf("%w: --agent names the agent ids the flags define; with --agents FILE the file names them", cli.ErrUsage)
-			case *agentsFlag != "":
-				af.file = *agentsFlag
-			case len(ids) == 0:
-				ids = []string{defaultAgent}
-			}
-			if err := af.check(cli.Set(fs)); err != nil {
-				return err
-			}
-			defs, err := af.definitions(ids...)
-			if err != nil {
-				return err
-			}
 			log := a.Log.Logger(stderr)
-			signer, err := loadSigner(af.signing)
+			signer, err := loadSigner(f.af.signing)
 			if err != nil {
 				return err
 			}
-			claude, err := loadClaudeSettings(af.claude, log)
+			claude, err := loadClaudeSettings(f.af.claude, log)
 			if err != nil {
 				return err
 			}
@@ -132,28 +95,13 @@ func serveCmd(a *cli.App) *cobra.Command {
 				return err
 			}
 			defer stopHooks()
-			em, handle := loop.Emitter(c.Bus), func(h runs.Handler) runs.Handler { return h }
-			var metrics http.Handler
-			if admin.Addr != "" {
-				m := telemetry.NewMetrics()
-				var follow <-chan error
-				err := c.Await(ctx, "follow the approvals", func(ctx context.Context) (err error) {
-					follow, err = m.FollowApprovals(ctx, c.Bus)
-					return err
-				})
-				if err != nil {
-					return fmt.Errorf("metrics: read the approvals: %w", err)
-				}
-				go func() {
-					if err := <-follow; err != nil {
-						log.Warn("loop serve: the approvals gauge stopped following the stream", "err", err)
-					}
-				}()
-				em, handle, metrics = m.Emitter(c.Bus), m.RunHandler, m.Handler()
+			em, handle, metrics, err := serveMetrics(ctx, c, log, f.admin.Addr != "")
+			if err != nil {
+				return err
 			}
 			h := health.New()
 			c.HealthChecks(h)
-			adm, err := admin.Serve("loop serve", log, metrics, h)
+			adm, err := f.admin.Serve("loop serve", log, metrics, h)
 			if err != nil {
 				return err
 			}
@@ -169,50 +117,155 @@ func serveCmd(a *cli.App) *cobra.Command {
 				return err
 			}
 			defer closeHooks()
-			source := "flags"
-			if af.file != "" {
-				source = af.file
-			}
-			served := make([]runs.ServedAgent, len(built))
-			for i, b := range built {
-				served[i] = runs.ServedAgent{ID: b.Agent.ID, Definition: b.Config.Definition, Source: source,
-					Replace: *replace, Adopt: b.Config.OnDefinitionChange == loop.DefinitionAdopt}
-			}
+			served := f.served(built)
 			w := loop.NewAgentsWorker(engs, log)
-			var rc *runs.Consumer
-			err = c.Await(ctx, "take runs", func(ctx context.Context) (err error) {
-				// The signal does not stop the runs: the drain below does.
-				rc, err = q.Consume(context.WithoutCancel(ctx), runs.ConsumerConfig{Agents: served, Worker: worker.Name, Concurrency: *concurrency, AckWait: *lease, Close: w.Close}, handle(w.Handle))
-				return err
-			})
+			cfg := runs.ConsumerConfig{Agents: served, Worker: worker.Name, Concurrency: f.concurrency, AckWait: f.lease, Close: w.Close}
+			rc, stopResumer, err := takeRuns(ctx, c, q, cfg, handle(runHandler(w)), h, log)
 			if err != nil {
-				return c.Explain(err)
-			}
-			var stopResumer func()
-			err = c.Await(ctx, "resume the runs waiting for approval", func(ctx context.Context) (err error) {
-				stopResumer, err = startResumer(ctx, c.Bus, served, log)
-				return err
-			})
-			if err != nil {
-				rc.Stop()
 				return err
 			}
 			defer stopResumer()
-			h.Add("consumer", func(context.Context) error {
-				select {
-				case <-rc.Closed():
-					return errors.New("the run queue's consumers stopped")
-				default:
-					return nil
-				}
-			})
 			printRoutes(stderr, rc.Routes())
-			a.Log.Say(stderr, "loop serve: taking runs for %s, %d at a time (%s)", describeRoutes(rc.Routes()), *concurrency, c.Where)
+			a.Log.Say(stderr, "loop serve: taking runs for %s, %d at a time (%s)", describeRoutes(rc.Routes()), f.concurrency, c.Where)
 			<-ctx.Done()
-			drain(a, rc, h, admin.Drain)
+			drain(a, rc, h, f.admin.Drain)
 			return nil
 		}
 	})
+}
+
+// takeRuns starts taking cfg's runs from q with handler, and resuming
+// the runs of its agents waiting for approval; h's "consumer" check fails
+// once the consumers stop. The signal that ends ctx does not stop the
+// runs: drain does.
+func takeRuns(ctx context.Context, c *cli.Conn, q *runs.Queue, cfg runs.ConsumerConfig, handler runs.Handler, h *health.Health, log *slog.Logger) (*runs.Consumer, func(), error) {
+	var rc *runs.Consumer
+	err := c.Await(ctx, "take runs", func(ctx context.Context) (err error) {
+		rc, err = q.Consume(context.WithoutCancel(ctx), cfg, handler)
+		return err
+	})
+	if err != nil {
+		return nil, nil, c.Explain(err)
+	}
+	var stopResumer func()
+	err = c.Await(ctx, "resume the runs waiting for approval", func(ctx context.Context) (err error) {
+		stopResumer, err = startResumer(ctx, c.Bus, cfg.Agents, log)
+		return err
+	})
+	if err != nil {
+		rc.Stop()
+		return nil, nil, err
+	}
+	h.Add("consumer", func(context.Context) error {
+		select {
+		case <-rc.Closed():
+			return errors.New("the run queue's consumers stopped")
+		default:
+			return nil
+		}
+	})
+	return rc, stopResumer, nil
+}
+
+// serveFlags are loop serve's own flags.
+type serveFlags struct {
+	af          agentFlags
+	concurrency int
+	agentsFile  string
+	ids         []string // --agent
+	replace     bool
+	lease       time.Duration
+	cpuprofile  string
+	admin       cli.AdminFlags
+}
+
+func (f *serveFlags) register(fs *pflag.FlagSet) {
+	f.af.register(fs)
+	fs.IntVar(&f.concurrency, "concurrency", 4, "runs in flight at once, whatever their agent (with at least as many as agents served, a new run is taken at once; with fewer, within about 100ms per agent)")
+	fs.StringVar(&f.agentsFile, "agents", "", "an agent definitions file (FILE.yaml): serve its agents, each on its definition")
+	fs.Func("agent", "an agent `ID` to serve with the agent the flags define (--model, --tools, ...); repeatable or comma-separated (default: demo). Requests of other agents are left to the workers that serve them", func(v string) error {
+		for _, a := range strings.Split(v, ",") {
+			if err := events.ValidateID("agent", a); err != nil {
+				return err
+			}
+			f.ids = append(f.ids, a)
+		}
+		return nil
+	})
+	fs.BoolVar(&f.replace, "replace-definition", false, "make this worker's definitions the ones the fleet runs new runs on, even where another worker registered another (a deploy); workers with the old one then take only runs recorded on it")
+	fs.DurationVar(&f.lease, "lease", runs.DefaultAckWait, "how long a run may go without a sign of life from its worker before another worker takes it over (the same for every worker of the pool)")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the worker to FILE when it stops (go tool pprof; make bench-scale uses it)")
+	f.admin.Register(fs, "127.0.0.1:9464", 30*time.Second, "take no new run and let the runs in flight finish (those still running are then handed back to the queue, for another worker to resume)")
+}
+
+// definitions checks the flags and returns the agents to serve: an agent
+// definitions file's (--agents), or the agent ids the flags define
+// (--agent, default demo). A bad flag is a usage error.
+func (f *serveFlags) definitions(fs *pflag.FlagSet) (*agents.File, error) {
+	if err := f.admin.Check(); err != nil {
+		return nil, err
+	}
+	if f.lease < time.Second {
+		return nil, fmt.Errorf("%w: --lease %s is shorter than a second", cli.ErrUsage, f.lease)
+	}
+	if f.concurrency < 1 {
+		return nil, fmt.Errorf("%w: --concurrency %d must be at least 1", cli.ErrUsage, f.concurrency)
+	}
+	ids := f.ids
+	switch {
+	case f.agentsFile != "" && !isAgentsFile(f.agentsFile):
+		return nil, fmt.Errorf("%w: --agents %q is not an agent definitions file (FILE.yaml); to serve agent ids with the agent the flags define, give --agent %s", cli.ErrUsage, f.agentsFile, f.agentsFile)
+	case f.agentsFile != "" && len(ids) > 0:
+		return nil, fmt.Errorf("%w: --agent names the agent ids the flags define; with --agents FILE the file names them", cli.ErrUsage)
+	case f.agentsFile != "":
+		f.af.file = f.agentsFile
+	case len(ids) == 0:
+		ids = []string{defaultAgent}
+	}
+	if err := f.af.check(cli.Set(fs)); err != nil {
+		return nil, err
+	}
+	return f.af.definitions(ids...)
+}
+
+// served is what this worker serves of the queue: each built agent on its
+// definition, read from the file or the flags.
+func (f *serveFlags) served(built []*agents.Built) []runs.ServedAgent {
+	source := "flags"
+	if f.af.file != "" {
+		source = f.af.file
+	}
+	served := make([]runs.ServedAgent, len(built))
+	for i, b := range built {
+		served[i] = runs.ServedAgent{ID: b.Agent.ID, Definition: b.Config.Definition, Source: source,
+			Replace: f.replace, Adopt: b.Config.OnDefinitionChange == loop.DefinitionAdopt}
+	}
+	return served
+}
+
+// serveMetrics is what a worker records its runs through: with metrics
+// (an admin address), an emitter and a run handler wrapper that count
+// into Prometheus metrics, with the approvals gauge following the stream,
+// and the metrics' handler; without, the bus and the handler as they are.
+func serveMetrics(ctx context.Context, c *cli.Conn, log *slog.Logger, metrics bool) (loop.Emitter, func(runs.Handler) runs.Handler, http.Handler, error) {
+	if !metrics {
+		return loop.Emitter(c.Bus), func(h runs.Handler) runs.Handler { return h }, nil, nil
+	}
+	m := telemetry.NewMetrics()
+	var follow <-chan error
+	err := c.Await(ctx, "follow the approvals", func(ctx context.Context) (err error) {
+		follow, err = m.FollowApprovals(ctx, c.Bus)
+		return err
+	})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("metrics: read the approvals: %w", err)
+	}
+	go func() {
+		if err := <-follow; err != nil {
+			log.Warn("loop serve: the approvals gauge stopped following the stream", "err", err)
+		}
+	}()
+	return m.Emitter(c.Bus), m.RunHandler, m.Handler(), nil
 }
 
 const submitLong = `Enqueues a run request on hookbus.run.<agent> for the workers (loop serve).
@@ -375,5 +428,24 @@ func drain(a *cli.App, rc *runs.Consumer, h *health.Health, timeout time.Duratio
 		rc.Stop()
 	case <-w.C:
 		a.Log.Say(stderr, "loop serve: runs still returning after %s; their leases end and other workers take them", handBackWait)
+	}
+}
+
+// runHandler is w as the run queue's handler, its errors read as what
+// becomes of the request: a run another worker holds now is left to it
+// (loop.ErrLostRun), one recorded on another definition is handed to that
+// definition's workers (loop.DefinitionError), and any other error hands
+// the request back for another attempt.
+func runHandler(w *loop.Worker) runs.Handler {
+	return func(ctx context.Context, req *events.RunRequest) (runs.Outcome, error) {
+		err := w.Handle(ctx, req)
+		var other *loop.DefinitionError
+		switch {
+		case errors.Is(err, loop.ErrLostRun):
+			return runs.Outcome{Then: runs.Leave}, err
+		case errors.As(err, &other):
+			return runs.Outcome{Then: runs.HandOff, Definition: other.Recorded.Digest}, err
+		}
+		return runs.Outcome{}, err
 	}
 }

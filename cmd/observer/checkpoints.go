@@ -143,14 +143,7 @@ streams: at start it refuses to go on when HOOKBUS_CHECKPOINTS no longer holds t
 			if err := cli.NoArgs(nil, args); err != nil {
 				return err
 			}
-			if *keyFile == "" {
-				return fmt.Errorf("%w: --key FILE is required (observer keygen --name ORIGIN --out FILE makes one)", cli.ErrUsage)
-			}
-			signer, verifier, err := tlog.ReadSigner(*keyFile)
-			if err != nil {
-				return fmt.Errorf("%w: --key: %v", cli.ErrUsage, err)
-			}
-			statePath, err := checkpointerState(*state, conn.Store, verifier)
+			signer, verifier, statePath, err := checkpointerKey(*keyFile, *state, conn.Store)
 			if err != nil {
 				return err
 			}
@@ -196,21 +189,8 @@ streams: at start it refuses to go on when HOOKBUS_CHECKPOINTS no longer holds t
 			}
 			a.Log.Say(stderr, "checkpointing %s on %s as %s (every %d messages or %s), saving its last checkpoint in %s", c.Bus.Names().Events, c.Where, signer.Name(), *every, *interval, statePath)
 			if *once {
-				st, err := c.Bus.EventsState(gctx)
-				if err != nil {
+				if ended, err := catchUp(gctx, c, &cp, done); ended {
 					return c.Explain(err)
-				}
-				tick := time.NewTicker(50 * time.Millisecond)
-				defer tick.Stop()
-			wait:
-				for cp.Load().Status().Read < st.LastSeq {
-					select {
-					case err := <-done:
-						return c.Explain(err)
-					case <-tick.C:
-					case <-gctx.Done():
-						break wait
-					}
 				}
 				cancel()
 			}
@@ -220,6 +200,42 @@ streams: at start it refuses to go on when HOOKBUS_CHECKPOINTS no longer holds t
 			return c.Explain(err)
 		}
 	})
+}
+
+// checkpointerKey reads the log's signer key from keyFile (required) and
+// says where its state file is (checkpointerState).
+func checkpointerKey(keyFile, state, store string) (note.Signer, note.Verifier, string, error) {
+	if keyFile == "" {
+		return nil, nil, "", fmt.Errorf("%w: --key FILE is required (observer keygen --name ORIGIN --out FILE makes one)", cli.ErrUsage)
+	}
+	signer, verifier, err := tlog.ReadSigner(keyFile)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("%w: --key: %v", cli.ErrUsage, err)
+	}
+	statePath, err := checkpointerState(state, store, verifier)
+	return signer, verifier, statePath, err
+}
+
+// catchUp waits until the checkpointer has read what the events stream
+// holds now, or ctx ends. It reports ended, with the error to return, when
+// the stream's state cannot be read or the checkpointer ended first (done).
+func catchUp(ctx context.Context, c *cli.Conn, cp *atomic.Pointer[tlogbus.Checkpointer], done <-chan error) (ended bool, err error) {
+	st, err := c.Bus.EventsState(ctx)
+	if err != nil {
+		return true, err
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for cp.Load().Status().Read < st.LastSeq {
+		select {
+		case err := <-done:
+			return true, err
+		case <-tick.C:
+		case <-ctx.Done():
+			return false, nil
+		}
+	}
+	return false, nil
 }
 
 // checkpointerState is the checkpointer's state file: the one given, else

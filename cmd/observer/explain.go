@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -10,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/hookbus/hookbus/audit"
-	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/events"
 	"github.com/spf13/cobra"
@@ -46,19 +44,7 @@ func explainCmd(a *cli.App) *cobra.Command {
 			if len(args) < 1 || len(args) > 2 {
 				return fmt.Errorf("%w: want RUN (an id or a prefix of one) and at most one CALL, got %d arguments", cli.ErrUsage, len(args))
 			}
-			ff := filterFlags{run: args[0]}
-			prefix := ff.runPrefix()
-			if prefix == "" {
-				return fmt.Errorf("%w: RUN %q holds no run id", cli.ErrUsage, args[0])
-			}
-			if err := validID("run", prefix); err != nil {
-				return err
-			}
-			show := audit.NewShow(prefix)
-			if err := d.scan(ctx, bus.Filter{}, stderr, show.Add); err != nil {
-				return err
-			}
-			run, err := pick(prefix, show.Runs())
+			show, run, err := d.findRun(ctx, stderr, args[0])
 			if err != nil {
 				return err
 			}
@@ -77,9 +63,7 @@ func explainCmd(a *cli.App) *cobra.Command {
 				}
 			}
 			if d.asJSON() {
-				enc := json.NewEncoder(stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(v)
+				return writeJSON(stdout, v)
 			}
 			printExplain(stdout, &v)
 			return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -92,9 +93,7 @@ tlog-proof). observer verify-proof checks it offline; so does any RFC 6962 verif
 			if err != nil {
 				return c.Explain(err)
 			}
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(p); err != nil {
+			if err := writeJSON(stdout, p); err != nil {
 				return err
 			}
 			fmt.Fprintf(stderr, "run %s: %d events proven under the checkpoint of size %d", run, len(p.Entries), p.TreeSize)
@@ -167,43 +166,11 @@ the checkpoint, and says so).`, func(fs *pflag.FlagSet) cli.Run {
 				res.Findings[i].Fails = !slices.Contains(accept, res.Findings[i].Kind)
 			}
 			if *asJSON {
-				enc := json.NewEncoder(stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(res); err != nil {
+				if err := writeJSON(stdout, res); err != nil {
 					return err
 				}
 			} else {
-				status := "ok"
-				if len(failing) > 0 {
-					status = "FAILED"
-				}
-				fmt.Fprintf(stdout, "%s  run %s: %d events in %s, under its checkpoint of size %d (root %s)\n", status, res.Run, len(res.Events), res.Checkpoint.Origin, res.Checkpoint.Size, res.Checkpoint.Root)
-				for _, c := range res.Cosigned {
-					fmt.Fprintf(stdout, "    cosigned by %s at %s\n", c.Name, c.Time.Local().Format("2006-01-02 15:04:05"))
-				}
-				for _, e := range res.Events {
-					fmt.Fprintf(stdout, "    seq %-8d #%03d %s (event %s)\n", e.Seq, e.RunSeq, strings.TrimPrefix(e.Type, events.TypePrefix), e.EventID)
-				}
-				switch {
-				case res.Signer != "":
-					fmt.Fprintf(stdout, "    the run's end is signed by %s", res.Signer)
-				case res.Ended:
-					fmt.Fprint(stdout, "    the run's end is not signed")
-				default:
-					fmt.Fprint(stdout, "    the proof holds no end of the run")
-				}
-				if res.Linked {
-					fmt.Fprintln(stdout, "; every event's predecessor is in the proof")
-				} else {
-					fmt.Fprintln(stdout, "; some events' predecessors are not in the proof")
-				}
-				for _, f := range res.Findings {
-					note := ""
-					if !f.Fails {
-						note = "note: "
-					}
-					fmt.Fprintf(stdout, "    %s%-10s %s\n", note, f.Kind, f.Detail)
-				}
+				printProof(stdout, res, len(failing) > 0)
 			}
 			if len(failing) > 0 {
 				var kinds []string
@@ -218,6 +185,42 @@ the checkpoint, and says so).`, func(fs *pflag.FlagSet) cli.Run {
 			return nil
 		}
 	})
+}
+
+// printProof writes a checked proof as text; failed says that it does not
+// hold.
+func printProof(stdout io.Writer, res *tlog.ProofResult, failed bool) {
+	status := "ok"
+	if failed {
+		status = "FAILED"
+	}
+	fmt.Fprintf(stdout, "%s  run %s: %d events in %s, under its checkpoint of size %d (root %s)\n", status, res.Run, len(res.Events), res.Checkpoint.Origin, res.Checkpoint.Size, res.Checkpoint.Root)
+	for _, c := range res.Cosigned {
+		fmt.Fprintf(stdout, "    cosigned by %s at %s\n", c.Name, c.Time.Local().Format("2006-01-02 15:04:05"))
+	}
+	for _, e := range res.Events {
+		fmt.Fprintf(stdout, "    seq %-8d #%03d %s (event %s)\n", e.Seq, e.RunSeq, strings.TrimPrefix(e.Type, events.TypePrefix), e.EventID)
+	}
+	switch {
+	case res.Signer != "":
+		fmt.Fprintf(stdout, "    the run's end is signed by %s", res.Signer)
+	case res.Ended:
+		fmt.Fprint(stdout, "    the run's end is not signed")
+	default:
+		fmt.Fprint(stdout, "    the proof holds no end of the run")
+	}
+	if res.Linked {
+		fmt.Fprintln(stdout, "; every event's predecessor is in the proof")
+	} else {
+		fmt.Fprintln(stdout, "; some events' predecessors are not in the proof")
+	}
+	for _, f := range res.Findings {
+		note := ""
+		if !f.Fails {
+			note = "note: "
+		}
+		fmt.Fprintf(stdout, "    %s%-10s %s\n", note, f.Kind, f.Detail)
+	}
 }
 
 // witnessCmd runs a witness.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/events"
@@ -91,6 +92,32 @@ func (d *deskFlags) scanThen(ctx context.Context, filter bus.Filter, stderr io.W
 		return c.Explain(then(gctx, c))
 	}
 	return nil
+}
+
+// findRun reads the events of the run arg names (an id or a unique
+// prefix of one, as runs and replay show them) into a Show, and returns it
+// with the run's id. A bad arg is a usage error.
+func (d *deskFlags) findRun(ctx context.Context, stderr io.Writer, arg string) (*audit.Show, string, error) {
+	prefix := (&filterFlags{run: arg}).runPrefix()
+	if prefix == "" {
+		return nil, "", fmt.Errorf("%w: RUN %q holds no run id", cli.ErrUsage, arg)
+	}
+	if err := validID("run", prefix); err != nil {
+		return nil, "", err
+	}
+	show := audit.NewShow(prefix)
+	if err := d.scan(ctx, bus.Filter{}, stderr, show.Add); err != nil {
+		return nil, "", err
+	}
+	run, err := pick(prefix, show.Runs())
+	return show, run, err
+}
+
+// writeJSON writes v as one indented JSON document.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // writeJSONLines writes each value of list as one line of JSON.

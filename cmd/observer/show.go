@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 
 	"github.com/hookbus/hookbus/audit"
-	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/events"
 	"github.com/spf13/cobra"
@@ -23,23 +21,10 @@ func showCmd(a *cli.App) *cobra.Command {
 		var d deskFlags
 		d.register(a, fs, "the run's tree as one JSON document (audit.RunTree)", cli.OutputText, cli.OutputJSON)
 		return func(ctx context.Context, args []string) error {
-			pos := args
-			if len(pos) != 1 {
-				return fmt.Errorf("%w: want one RUN (an id or a prefix of one), got %d arguments", cli.ErrUsage, len(pos))
+			if len(args) != 1 {
+				return fmt.Errorf("%w: want one RUN (an id or a prefix of one), got %d arguments", cli.ErrUsage, len(args))
 			}
-			ff := filterFlags{run: pos[0]}
-			prefix := ff.runPrefix()
-			if prefix == "" {
-				return fmt.Errorf("%w: RUN %q holds no run id", cli.ErrUsage, pos[0])
-			}
-			if err := validID("run", prefix); err != nil {
-				return err
-			}
-			show := audit.NewShow(prefix)
-			if err := d.scan(ctx, bus.Filter{}, stderr, show.Add); err != nil {
-				return err
-			}
-			run, err := pick(prefix, show.Runs())
+			show, run, err := d.findRun(ctx, stderr, args[0])
 			if err != nil {
 				return err
 			}
@@ -48,9 +33,7 @@ func showCmd(a *cli.App) *cobra.Command {
 				return err
 			}
 			if d.asJSON() {
-				enc := json.NewEncoder(stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(tree)
+				return writeJSON(stdout, tree)
 			}
 			printTree(stdout, tree, "")
 			return nil

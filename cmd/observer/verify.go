@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/hookbus/hookbus/audit"
+	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/tlog"
@@ -37,113 +39,37 @@ truncated, a rewrite re-signed, another stream, is named; it exits 1 then too.`,
 		stdout, stderr := a.Out, a.Err
 		var d deskFlags
 		d.register(a, fs, "one verdict (JSON) per run (audit.RunVerdict)", cli.OutputText, cli.OutputJSON)
-		var ff filterFlags
-		ff.register(fs)
-		var keys []string
-		fs.Func("public-key", "a trusted signing `KEY`: the public nkey (printed by \"loop keygen\") or a file holding it; repeatable", func(v string) error {
-			keys = append(keys, v)
-			return nil
-		})
-		checkpoint := fs.String("checkpoint", "", "also prove the whole stream against a checkpoint: latest (the latest stored, cosigned by every --witness-key) or a file holding one (observer checkpoint --note, a witness' state); needs --checkpoint-key")
-		cpKey := fs.String("checkpoint-key", "", "the log's verifier key (the checkpointer's), or a file holding it")
-		wkeys := verifiersFlag{witness: true}
-		fs.Var(&wkeys, "witness-key", "with --checkpoint: a witness whose cosignature the checkpoint must carry (its verifier key, or a file); repeatable")
-		quiet := fs.BoolP("quiet", "q", false, "print only the runs that fail")
-		allowMissing := fs.Bool("allow-missing-payloads", false, "with --checkpoint: accept claim-checked events whose large payload is gone from the payloads store (a note instead of a failure); by default verification fails, since what they recorded cannot be read")
-		maxLag := fs.Duration("max-lag", 0, "with --checkpoint: fail when the oldest message no checkpoint covers was stored longer ago than this (the checkpointer stopped, paused or behind); without it the note says how far the checkpoints lag")
-		requireSigned := fs.Bool("require-signed", false, "fail every run whose end is not signed (by a key given with --public-key, when any is given); by default an unsigned run whose record is intact passes")
+		var f verifyFlags
+		f.register(fs)
 		return func(ctx context.Context, args []string) error {
 			if err := cli.NoArgs(nil, args); err != nil {
 				return err
 			}
-			if ff.stage != "" {
-				return fmt.Errorf("%w: --stage: a chain is verified whole", cli.ErrUsage)
-			}
-			filter, err := ff.filter()
+			filter, v, stream, err := f.check()
 			if err != nil {
 				return err
 			}
-			trust, err := trustedKeys(keys)
-			if err != nil {
-				return err
-			}
-			var stream *tlogbus.VerifyConfig
-			switch {
-			case *checkpoint != "":
-				if ff.describe() != "" {
-					return fmt.Errorf("%w: --checkpoint proves the whole stream: give no --agent, --session, --run or --since with it", cli.ErrUsage)
-				}
-				if *cpKey == "" {
-					return fmt.Errorf("%w: --checkpoint needs --checkpoint-key (the log's verifier key)", cli.ErrUsage)
-				}
-				logKey, err := tlog.ParseVerifier(*cpKey)
-				if err != nil {
-					return fmt.Errorf("%w: --checkpoint-key: %v", cli.ErrUsage, err)
-				}
-				cp, err := checkpointArg(*checkpoint)
-				if err != nil {
-					return err
-				}
-				stream = &tlogbus.VerifyConfig{LogKey: logKey, Witnesses: wkeys.list, Checkpoint: cp, AllowMissingPayloads: *allowMissing, MaxLag: *maxLag}
-			case *cpKey != "" || len(wkeys.list) > 0 || *allowMissing || *maxLag != 0:
-				return fmt.Errorf("%w: --checkpoint-key, --witness-key, --allow-missing-payloads and --max-lag go with --checkpoint", cli.ErrUsage)
-			}
-			v := &audit.Verifier{Trust: trust, RequireSigned: *requireSigned}
-			prefix := ff.runPrefix()
+			prefix := f.runs.runPrefix()
 			var sv *tlog.StreamVerdict
 			if err := d.scanThen(ctx, filter, stderr, func(e *events.Event) {
 				if prefix == "" || strings.HasPrefix(e.RunID, prefix) {
 					v.Add(e)
 				}
-			}, func(ctx context.Context, c *cli.Conn) error {
-				if stream == nil {
-					return nil
-				}
-				p := &progress{w: stderr, live: isTerminal(os.Stderr), last: lastSeq(ctx, c.Bus)}
-				stream.Progress = p.saw
-				var err error
-				sv, err = tlogbus.VerifyStream(ctx, c.Bus, *stream)
-				if err == nil && p.drawn {
-					fmt.Fprint(stderr, "\r\033[K")
-				}
-				if err == nil && sv.TrustsServer {
-					fmt.Fprintln(stderr, "warning: no --witness-key and no saved checkpoint: this trusts the server. It proves the stream is the log its checkpoints stream holds now, which whoever runs the server could have replaced along with the stream; give --witness-key, or --checkpoint FILE (a checkpoint kept outside the server: the checkpointer's --state file, a witness' state)")
+			}, func(ctx context.Context, c *cli.Conn) (err error) {
+				if stream != nil {
+					sv, err = verifyStream(ctx, c, stderr, stream)
 				}
 				return err
 			}); err != nil {
 				return err
 			}
 			verdicts := v.Verdicts()
-			failed, shown := 0, verdicts[:0:0]
-			for _, vd := range verdicts {
-				if !vd.OK() {
-					failed++
-				}
-				if !*quiet || !vd.OK() {
-					shown = append(shown, vd)
-				}
-			}
-			if d.asJSON() {
-				if err := writeJSONLines(stdout, shown); err != nil {
-					return err
-				}
-			} else {
-				for _, vd := range shown {
-					printVerdict(stdout, vd)
-				}
-			}
-			fmt.Fprintf(stderr, "%d runs verified: %d intact, %d failed\n", len(verdicts), len(verdicts)-failed, failed)
-			if sv != nil {
-				if d.asJSON() {
-					if err := writeJSONLines(stdout, []any{map[string]any{"stream": sv}}); err != nil {
-						return err
-					}
-				} else {
-					printStreamVerdict(stdout, sv)
-				}
+			failed, err := printVerdicts(stdout, stderr, d.asJSON(), f.quiet, verdicts, sv)
+			if err != nil {
+				return err
 			}
 			if len(verdicts) == 0 {
-				if d := ff.describe(); d != "" {
+				if d := f.runs.describe(); d != "" {
 					return fmt.Errorf("no events match %s", d)
 				}
 			}
@@ -158,6 +84,122 @@ truncated, a rewrite re-signed, another stream, is named; it exits 1 then too.`,
 			return nil
 		}
 	})
+}
+
+// verifyFlags are observer verify's own flags.
+type verifyFlags struct {
+	runs                            filterFlags
+	keys                            []string
+	checkpoint, cpKey               string
+	witnesses                       verifiersFlag
+	quiet, allowMissing, requireSig bool
+	maxLag                          time.Duration
+}
+
+func (f *verifyFlags) register(fs *pflag.FlagSet) {
+	f.runs.register(fs)
+	fs.Func("public-key", "a trusted signing `KEY`: the public nkey (printed by \"loop keygen\") or a file holding it; repeatable", func(v string) error {
+		f.keys = append(f.keys, v)
+		return nil
+	})
+	fs.StringVar(&f.checkpoint, "checkpoint", "", "also prove the whole stream against a checkpoint: latest (the latest stored, cosigned by every --witness-key) or a file holding one (observer checkpoint --note, a witness' state); needs --checkpoint-key")
+	fs.StringVar(&f.cpKey, "checkpoint-key", "", "the log's verifier key (the checkpointer's), or a file holding it")
+	f.witnesses = verifiersFlag{witness: true}
+	fs.Var(&f.witnesses, "witness-key", "with --checkpoint: a witness whose cosignature the checkpoint must carry (its verifier key, or a file); repeatable")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print only the runs that fail")
+	fs.BoolVar(&f.allowMissing, "allow-missing-payloads", false, "with --checkpoint: accept claim-checked events whose large payload is gone from the payloads store (a note instead of a failure); by default verification fails, since what they recorded cannot be read")
+	fs.DurationVar(&f.maxLag, "max-lag", 0, "with --checkpoint: fail when the oldest message no checkpoint covers was stored longer ago than this (the checkpointer stopped, paused or behind); without it the note says how far the checkpoints lag")
+	fs.BoolVar(&f.requireSig, "require-signed", false, "fail every run whose end is not signed (by a key given with --public-key, when any is given); by default an unsigned run whose record is intact passes")
+}
+
+// check reads the flags into the events to read, the runs' verifier, and
+// the stream's verification (nil without --checkpoint). A bad flag is a
+// usage error.
+func (f *verifyFlags) check() (bus.Filter, *audit.Verifier, *tlogbus.VerifyConfig, error) {
+	if f.runs.stage != "" {
+		return bus.Filter{}, nil, nil, fmt.Errorf("%w: --stage: a chain is verified whole", cli.ErrUsage)
+	}
+	filter, err := f.runs.filter()
+	if err != nil {
+		return bus.Filter{}, nil, nil, err
+	}
+	trust, err := trustedKeys(f.keys)
+	if err != nil {
+		return bus.Filter{}, nil, nil, err
+	}
+	v := &audit.Verifier{Trust: trust, RequireSigned: f.requireSig}
+	if f.checkpoint == "" {
+		if f.cpKey != "" || len(f.witnesses.list) > 0 || f.allowMissing || f.maxLag != 0 {
+			return bus.Filter{}, nil, nil, fmt.Errorf("%w: --checkpoint-key, --witness-key, --allow-missing-payloads and --max-lag go with --checkpoint", cli.ErrUsage)
+		}
+		return filter, v, nil, nil
+	}
+	if f.runs.describe() != "" {
+		return bus.Filter{}, nil, nil, fmt.Errorf("%w: --checkpoint proves the whole stream: give no --agent, --session, --run or --since with it", cli.ErrUsage)
+	}
+	if f.cpKey == "" {
+		return bus.Filter{}, nil, nil, fmt.Errorf("%w: --checkpoint needs --checkpoint-key (the log's verifier key)", cli.ErrUsage)
+	}
+	logKey, err := tlog.ParseVerifier(f.cpKey)
+	if err != nil {
+		return bus.Filter{}, nil, nil, fmt.Errorf("%w: --checkpoint-key: %v", cli.ErrUsage, err)
+	}
+	cp, err := checkpointArg(f.checkpoint)
+	if err != nil {
+		return bus.Filter{}, nil, nil, err
+	}
+	return filter, v, &tlogbus.VerifyConfig{LogKey: logKey, Witnesses: f.witnesses.list, Checkpoint: cp, AllowMissingPayloads: f.allowMissing, MaxLag: f.maxLag}, nil
+}
+
+// verifyStream proves the whole stream against its checkpoints, showing
+// its progress on stderr, and warns when nothing but the server vouches
+// for them.
+func verifyStream(ctx context.Context, c *cli.Conn, stderr io.Writer, cfg *tlogbus.VerifyConfig) (*tlog.StreamVerdict, error) {
+	p := &progress{w: stderr, live: isTerminal(os.Stderr), last: lastSeq(ctx, c.Bus)}
+	cfg.Progress = p.saw
+	sv, err := tlogbus.VerifyStream(ctx, c.Bus, *cfg)
+	if err != nil {
+		return nil, err
+	}
+	if p.drawn {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if sv.TrustsServer {
+		fmt.Fprintln(stderr, "warning: no --witness-key and no saved checkpoint: this trusts the server. It proves the stream is the log its checkpoints stream holds now, which whoever runs the server could have replaced along with the stream; give --witness-key, or --checkpoint FILE (a checkpoint kept outside the server: the checkpointer's --state file, a witness' state)")
+	}
+	return sv, nil
+}
+
+// printVerdicts writes the runs' verdicts (only the failed ones when
+// quiet) and the stream's (when sv is not nil), as text or JSON lines, and
+// the count on stderr; it returns how many runs failed.
+func printVerdicts(stdout, stderr io.Writer, asJSON, quiet bool, verdicts []*audit.RunVerdict, sv *tlog.StreamVerdict) (int, error) {
+	failed, shown := 0, verdicts[:0:0]
+	for _, vd := range verdicts {
+		if !vd.OK() {
+			failed++
+		}
+		if !quiet || !vd.OK() {
+			shown = append(shown, vd)
+		}
+	}
+	if asJSON {
+		if err := writeJSONLines(stdout, shown); err != nil {
+			return failed, err
+		}
+	} else {
+		for _, vd := range shown {
+			printVerdict(stdout, vd)
+		}
+	}
+	fmt.Fprintf(stderr, "%d runs verified: %d intact, %d failed\n", len(verdicts), len(verdicts)-failed, failed)
+	switch {
+	case sv != nil && asJSON:
+		return failed, writeJSONLines(stdout, []any{map[string]any{"stream": sv}})
+	case sv != nil:
+		printStreamVerdict(stdout, sv)
+	}
+	return failed, nil
 }
 
 // printStreamVerdict writes the stream's verification against checkpoints.

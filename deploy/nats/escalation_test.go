@@ -75,9 +75,9 @@ func TestNoPublishBecomesARun(t *testing.T) {
 	defer cancel()
 	lb, lnc, lerrs := f.userBus(t, "loop")
 	var ran atomic.Int32
-	rc, err := runs.New(lb).Consume(ctx, runs.ConsumerConfig{Agents: runs.Agents("demo"), PollWait: 100 * time.Millisecond}, func(context.Context, *events.RunRequest) error {
+	rc, err := runs.New(lb).Consume(ctx, runs.ConsumerConfig{Agents: runs.Agents("demo"), PollWait: 100 * time.Millisecond}, func(context.Context, *events.RunRequest) (runs.Outcome, error) {
 		ran.Add(1)
-		return nil
+		return runs.Outcome{}, nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -39,9 +39,9 @@ func TestLoopServesAgentsAndAuditorSeesTheQueue(t *testing.T) {
 	rc, err := runs.New(lb).Consume(ctx, runs.ConsumerConfig{
 		Agents:   []runs.ServedAgent{{ID: "ops", Definition: events.Definition{Digest: digest, Name: "ops", Version: "1"}, Source: "ops.yaml"}},
 		PollWait: 200 * time.Millisecond,
-	}, func(_ context.Context, r *events.RunRequest) error {
+	}, func(_ context.Context, r *events.RunRequest) (runs.Outcome, error) {
 		ran <- r.RunID
-		return nil
+		return runs.Outcome{}, nil
 	})
 	if err != nil {
 		t.Fatalf("loop serve as loop: %v", err)

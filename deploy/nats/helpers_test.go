@@ -3,11 +3,12 @@ package natsconf_test
 import (
 	"errors"
 	"fmt"
-	"github.com/hookbus/hookbus/bus/bustest"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookbus/hookbus/bus/bustest"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"

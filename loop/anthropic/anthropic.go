@@ -69,18 +69,10 @@ func New(cfg Config) (*Model, error) {
 	if _, err := sdk.CalculateNonStreamingTimeout(cfg.MaxTokens, sdk.Model(cfg.Model), nil); err != nil {
 		return nil, fmt.Errorf("%w: MaxTokens %d: %v", ErrInvalidConfig, cfg.MaxTokens, err)
 	}
-	opts := []option.RequestOption{
-		option.WithoutEnvironmentDefaults(), option.WithBaseURL(cfg.BaseURL), option.WithMaxRetries(0),
-	}
-	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
-	for k, v := range cfg.Headers {
-		opts = append(opts, option.WithHeader(k, v))
-	}
+	sdkOptions := modelhttp.SDK[option.RequestOption, option.HTTPClient]{WithBaseURL: option.WithBaseURL, WithAPIKey: option.WithAPIKey,
+		WithMaxRetries: option.WithMaxRetries, WithHeader: option.WithHeader, WithHTTPClient: option.WithHTTPClient}
+	opts := sdkOptions.Options(modelhttp.Client{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, HTTPClient: cfg.HTTPClient, Headers: cfg.Headers},
+		option.WithoutEnvironmentDefaults())
 	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
 }
 

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -215,7 +216,7 @@ func TestClusterWorkersShareRunQueue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rc, err := runs.New(wb).Consume(ctx, runs.ConsumerConfig{Agents: runs.Agents("pool"), Concurrency: 1, AckWait: 30 * time.Second}, loop.NewWorker(eng, nil).Handle)
+		rc, err := runs.New(wb).Consume(ctx, runs.ConsumerConfig{Agents: runs.Agents("pool"), Concurrency: 1, AckWait: 30 * time.Second}, queueHandler(eng))
 		if err != nil {
 			t.Fatalf("worker %d on %s: %v", i+1, nc.ConnectedServerName(), err)
 		}
@@ -261,5 +262,23 @@ func TestClusterWorkersShareRunQueue(t *testing.T) {
 		if rc := completed(t, checkRun(t, id, revs)); rc.Reason != events.ReasonDone || !strings.Contains(rc.Answer, "6*7 = 42") {
 			t.Errorf("run %s: %s %q", id, rc.Reason, rc.Answer)
 		}
+	}
+}
+
+// queueHandler is eng's worker as the run queue's handler, as loop serve
+// makes it: a lost run is left to the worker that holds it, one recorded on
+// another definition handed off, any other error handed back.
+func queueHandler(eng *loop.Engine) runs.Handler {
+	w := loop.NewWorker(eng, nil)
+	return func(ctx context.Context, req *events.RunRequest) (runs.Outcome, error) {
+		err := w.Handle(ctx, req)
+		var other *loop.DefinitionError
+		switch {
+		case errors.Is(err, loop.ErrLostRun):
+			return runs.Outcome{Then: runs.Leave}, err
+		case errors.As(err, &other):
+			return runs.Outcome{Then: runs.HandOff, Definition: other.Recorded.Digest}, err
+		}
+		return runs.Outcome{}, err
 	}
 }

@@ -146,7 +146,7 @@ func TestLoad200ConcurrentRunsWithRemoteInterceptors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := runs.New(wb).Consume(ctx, runs.ConsumerConfig{Agents: runs.Agents("load"), Concurrency: nRuns, AckWait: time.Minute}, loop.NewWorker(eng, nil).Handle)
+	rc, err := runs.New(wb).Consume(ctx, runs.ConsumerConfig{Agents: runs.Agents("load"), Concurrency: nRuns, AckWait: time.Minute}, queueHandler(eng))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Package kvstore holds what hookbus' bus packages do with the KV buckets
 // they keep records in (the interceptor registry, trust grants, shared
-// budgets, the fleet): open a bucket, read every entry, delete an entry
+// budgets, the fleet): open a bucket once (Bucket), read every entry, delete an entry
 // with a record of who did, check keys, and follow a bucket's changes
 // (Watch) with the revision applied (Progress).
 package kvstore
@@ -17,18 +17,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
-
-// Open opens bucket; the error wraps ErrRegistry.
-func Open(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
-	kv, err := js.KeyValue(ctx, bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, fmt.Errorf("%w: key-value bucket %s does not exist (provision the bus first)", ErrRegistry, bucket)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: open key-value bucket %s: %w", ErrRegistry, bucket, deadline.Err(ctx, err))
-	}
-	return kv, nil
-}
 
 // ReadAll hands every current entry of kv (no delete markers) to fn, in
 // revision order.

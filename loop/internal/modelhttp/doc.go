@@ -1,7 +1,9 @@
 // Package modelhttp is what the HTTP model providers (loop/openai,
 // loop/anthropic) share: the Endpoint that checks a provider's Config and
 // fills its base URL and API key from the environment (each provider's
-// variables and default URL as data), an Attempt that watches the one HTTP
+// variables and default URL as data), the SDK's client options made from
+// it (SDK.Options: openai-go and anthropic-sdk-go have the same option
+// functions), an Attempt that watches the one HTTP
 // exchange of a Generate call, and the rules that turn its failure into a
 // *loop.ModelError (status, type, retryable, Retry-After).
 //
