@@ -33,7 +33,9 @@ func startWorker(t *testing.T, b *bus.Bus, cfg loop.Config) *interceptors.Chain 
 	t.Cleanup(hs.Stop)
 	cfg.Hooks = chain
 	eng := newEngine(t, b, cfg)
-	rc, err := runs.New(b).Consume(context.Background(), runs.ConsumerConfig{Agents: runs.Agents("a"), Concurrency: 4}, loop.NewWorker(eng, nil).Handle)
+	rc, err := runs.New(b).Consume(context.Background(), runs.ConsumerConfig{Agents: runs.Agents("a"), Concurrency: 4}, func(ctx context.Context, req *events.RunRequest) (runs.Outcome, error) {
+		return runs.Outcome{}, loop.NewWorker(eng, nil).Handle(ctx, req)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

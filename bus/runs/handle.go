@@ -122,7 +122,8 @@ func (rc *Consumer) ack(m jetstream.Msg, req *events.RunRequest) bool {
 // delivery attempt. Its de-duplication id is derived from the original's
 // stream sequence, so a hand-off repeated after a lost ack is queued once.
 // When it cannot be queued the original goes back to the queue (a nak)
-// and requeue reports false.
+// and requeue reports false; it reports false too for a hand-off the
+// stream already held (the original acknowledged again): one hand-off.
 func (rc *Consumer) requeue(m jetstream.Msg, req *events.RunRequest, digest, why string) bool {
 	meta, err := m.Metadata()
 	if err != nil {
@@ -134,7 +135,7 @@ func (rc *Consumer) requeue(m jetstream.Msg, req *events.RunRequest, digest, why
 	r.Definition = digest
 	id := "handoff." + rc.q.names.Runs + "." + strconv.FormatUint(meta.Sequence.Stream, 10)
 	ctx, cancel := context.WithTimeout(rc.bgCtx, rc.q.timeout)
-	err = rc.q.submit(ctx, &r, id)
+	dup, err := rc.q.enqueue(ctx, &r, id)
 	cancel()
 	if err != nil {
 		rc.failed.Add(1)
@@ -146,14 +147,18 @@ func (rc *Consumer) requeue(m jetstream.Msg, req *events.RunRequest, digest, why
 	if digest != "" {
 		to = "the workers of definition " + events.ShortDigest(digest)
 	}
-	rc.q.log.Warn("hookbus: run request handed to "+to, "run", req.RunID, "agent", req.AgentID, "reason", why)
+	if dup {
+		rc.q.log.Info("hookbus: run request's hand-off to "+to+" was queued already (its acknowledgement was lost); acknowledged again", "run", req.RunID, "agent", req.AgentID)
+	} else {
+		rc.q.log.Warn("hookbus: run request handed to "+to, "run", req.RunID, "agent", req.AgentID, "reason", why)
+	}
 	ctx, cancel = context.WithTimeout(context.Background(), rc.q.timeout)
 	err = m.DoubleAck(ctx)
 	cancel()
 	if err != nil {
 		rc.q.log.Warn("hookbus: ack of a handed-off run failed; its hand-off is queued once", "run", req.RunID, "error", err)
 	}
-	return true
+	return !dup
 }
 
 // decode reads a run request (fetching a claim-checked one).

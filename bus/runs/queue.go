@@ -70,11 +70,18 @@ func (q *Queue) Resume(ctx context.Context, req *events.RunRequest, id string) e
 }
 
 func (q *Queue) submit(ctx context.Context, req *events.RunRequest, msgID string) error {
+	_, err := q.enqueue(ctx, req, msgID)
+	return err
+}
+
+// enqueue is submit, reporting whether the stream already held a request
+// under msgID (within its de-duplication window): nothing new was queued.
+func (q *Queue) enqueue(ctx context.Context, req *events.RunRequest, msgID string) (dup bool, err error) {
 	if req == nil {
-		return fmt.Errorf("%w: nil run request", events.ErrPayload)
+		return false, fmt.Errorf("%w: nil run request", events.ErrPayload)
 	}
 	if err := req.Validate(); err != nil {
-		return err
+		return false, err
 	}
 	r := *req
 	if r.SubmittedAt.IsZero() {
@@ -82,11 +89,11 @@ func (q *Queue) submit(ctx context.Context, req *events.RunRequest, msgID string
 	}
 	body, err := json.Marshal(&r)
 	if err != nil {
-		return fmt.Errorf("%w: run %s: %v", events.ErrPayload, r.RunID, err)
+		return false, fmt.Errorf("%w: run %s: %v", events.ErrPayload, r.RunID, err)
 	}
 	subject, err := q.runSubject(&r)
 	if err != nil {
-		return err
+		return false, err
 	}
 	id := r.RunID
 	if msgID != "" {
@@ -101,7 +108,7 @@ func (q *Queue) submit(ctx context.Context, req *events.RunRequest, msgID string
 		meta := jetstream.ObjectMeta{Name: name, Description: "hookbus run request " + r.RunID,
 			Metadata: map[string]string{"hookbus.run": r.RunID, "hookbus.agent": r.AgentID, "hookbus.session": r.SessionID}}
 		if err := q.pay.PutData(ctx, name, body, meta); err != nil {
-			return fmt.Errorf("%w: run %s: %w", ErrPublish, r.RunID, err)
+			return false, fmt.Errorf("%w: run %s: %w", ErrPublish, r.RunID, err)
 		}
 		msg.Header.Set(RefHeader, q.pay.Bucket()+"/"+name)
 		msg.Data = nil
@@ -110,12 +117,12 @@ func (q *Queue) submit(ctx context.Context, req *events.RunRequest, msgID string
 	defer cancel()
 	ack, err := q.js.PublishMsg(ctx, msg)
 	if err != nil {
-		return fmt.Errorf("%w: run %s: %w", ErrPublish, r.RunID, deadline.Err(ctx, err))
+		return false, fmt.Errorf("%w: run %s: %w", ErrPublish, r.RunID, deadline.Err(ctx, err))
 	}
 	if ack.Duplicate {
 		q.log.Debug("hookbus: run already queued", "run", r.RunID)
 	}
-	return nil
+	return ack.Duplicate, nil
 }
 
 // runSubject is the subject a request is queued on.

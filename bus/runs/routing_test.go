@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +18,7 @@ import (
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -509,5 +512,51 @@ func TestNewerVersion(t *testing.T) {
 		if got := runs.NewerVersion(tc.a, tc.b); got != tc.want {
 			t.Errorf("NewerVersion(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
+	}
+}
+
+// A hand-off repeated after its acknowledgement was lost (the pinned copy
+// already queued under the original's de-duplication id) queues nothing
+// more and counts as no second hand-off; the original is acknowledged.
+func TestARepeatedHandoffIsQueuedOnce(t *testing.T) {
+	b := bustest.StartBus(t)
+	ctx := testCtx(t)
+	old := digestOf("old")
+	req := runReq("ops", "crashed")
+	req.Resume, req.Prompt = true, ""
+	if err := runs.New(b).Submit(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.JetStream().Stream(ctx, b.Names().Runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := *req
+	pinned.Definition = old
+	body, err := json.Marshal(&pinned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The copy an earlier delivery's hand-off queued before its ack was lost.
+	first := &nats.Msg{Subject: "hookbus.run.ops." + old, Data: body,
+		Header: nats.Header{jetstream.MsgIDHeader: []string{"handoff." + b.Names().Runs + "." + strconv.FormatUint(info.State.LastSeq, 10)}}}
+	if _, err := b.JetStream().PublishMsg(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	w := consume(t, b, runs.ConsumerConfig{Agents: []runs.ServedAgent{defined("ops", "new", "")}},
+		func(_ context.Context, req *events.RunRequest) (runs.Outcome, error) {
+			return runs.Outcome{Then: runs.HandOff, Definition: old}, errors.New("recorded on " + old)
+		})
+	var list []runs.Pending
+	bustest.Eventuallyf(t, 10*time.Second, func() bool {
+		list, _, err = runs.New(b).List(ctx, "ops")
+		return err == nil && len(list) == 1 && list[0].Definition == old
+	}, "the original acknowledged, its one pinned copy left: %+v", list)
+	if st := w.Stats(); st.HandedOff != 0 || st.Failed != 0 || st.Dropped != 0 {
+		t.Fatalf("stats %+v: a hand-off the stream already held is no second hand-off", st)
 	}
 }
