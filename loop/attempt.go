@@ -401,14 +401,14 @@ func (r *run) resume(ctx context.Context, st *runState) (res *Result, err error,
 	for _, c := range pending.Message.ToolCalls {
 		cs := st.calls[c.ID]
 		switch {
-		case cs != nil && cs.after:
+		case cs != nil && cs.Done:
 			continue
-		case cs != nil && cs.approval != nil && cs.resolution == nil:
-			r.waiting = append(r.waiting, *cs.approval)
+		case cs != nil && cs.Request != nil && cs.Answer == nil:
+			r.waiting = append(r.waiting, *cs.Request)
 			continue
-		case cs != nil && cs.approval != nil && len(st.waiting()) > 0:
+		case cs != nil && cs.Request != nil && len(st.waiting()) > 0:
 			continue // answered, but acted on only once every call of the step is
-		case cs != nil && cs.approval != nil:
+		case cs != nil && cs.Request != nil:
 			err = r.actOnAnswer(ctx, st, cs, earlier)
 		case cs != nil && cs.before != nil:
 			err = r.resumeCall(ctx, st, cs)
@@ -486,7 +486,7 @@ func resultOf(req *events.RunRequest, term *events.Event, st *runState) *Result 
 		res := &Result{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Events: st.events,
 			Steps: st.stepDone, Usage: st.usage, Reason: ReasonWaiting, Detail: "waiting for approval"}
 		for _, cs := range st.waiting() {
-			res.Waiting = append(res.Waiting, *cs.approval)
+			res.Waiting = append(res.Waiting, *cs.Request)
 		}
 		return res
 	}

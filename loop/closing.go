@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/record"
 )
 
 // Closing a run's record. An attempt that cannot go on (another run took
@@ -183,7 +184,7 @@ func (r *run) readRecord(ctx context.Context) (*closingRecord, error) {
 			rec.takenBy = e
 		}
 	}
-	eff := effective(evs)
+	eff := record.Effective(evs)
 	if rec.st, err = foldRun(eff, mine, &Session{}); err != nil {
 		return nil, err
 	}
@@ -252,9 +253,9 @@ func unsettled(st *runState) []*callState {
 	var out []*callState
 	for _, cs := range st.calls {
 		switch {
-		case cs.before == nil || cs.after:
-		case cs.approval == nil && st.ends[cs.beforeID] != nil:
-		case cs.approval != nil && (cs.resolution == nil || !cs.resolution.Approved):
+		case cs.before == nil || cs.Done:
+		case cs.Request == nil && st.ends[cs.beforeID] != nil:
+		case cs.Request != nil && (cs.Answer == nil || !cs.Answer.Approved):
 		default:
 			out = append(out, cs)
 		}

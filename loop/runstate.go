@@ -1,11 +1,11 @@
 package loop
 
 import (
-	"cmp"
-	"slices"
+	"fmt"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
+	"github.com/hookbus/hookbus/record"
 )
 
 // runState is what the events of one run id say about it, so an
@@ -28,7 +28,8 @@ type runState struct {
 	respStep  int
 	respEnd   *errEnd // a hook ended the run on that reply: its calls never run
 
-	calls map[string]*callState // tool calls by id
+	calls     map[string]*callState // tool calls by id
+	approvals record.Run            // the calls' requests for a human, what waits
 
 	continues int
 	stopStep  int                 // step of the last stop that ended the run (no continue)
@@ -64,16 +65,15 @@ type callState struct {
 	beforeSeq uint64             // its seq
 	step      int                // its step
 	result    *events.ToolResult // tool.result: the raw result, recorded before tool.after hooks ran
-	after     bool               // tool.after is recorded: the call is done
 
 	subBefore *events.SubagentBefore // a Task call's child, as recorded
 	subAfter  *events.SubagentAfter
 	subFailed *events.SubagentFailed
 
-	approval    *events.ApprovalRequested // the call waits (waited) for a human
-	approvalSeq uint64                    // its seq
-	resolution  *events.ApprovalResolved  // the answer
-	resolvedSeq uint64                    // the answer's seq
+	// Call is what the record says of the call's request for a human
+	// (record.Run): the request, its answer, whether tool.after is
+	// recorded.
+	*record.Call
 }
 
 // definitionDigest is the digest of the run's recorded definition, "" for
@@ -88,7 +88,7 @@ func (rs *runState) definitionDigest() string {
 func (rs *runState) call(id string) *callState {
 	c := rs.calls[id]
 	if c == nil {
-		c = &callState{}
+		c = &callState{Call: rs.approvals.Call(id)}
 		rs.calls[id] = c
 	}
 	return c
@@ -144,6 +144,13 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 
 // fold folds one event of the run, by its stage's group.
 func (rs *runState) fold(e *events.Event) error {
+	c, err := rs.approvals.Add(e)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCorruptSession, err)
+	}
+	if c != nil {
+		rs.call(c.ID)
+	}
 	switch e.Stage.Group() {
 	case events.GroupHook:
 		rs.foldHook(e)
@@ -159,8 +166,6 @@ func (rs *runState) fold(e *events.Event) error {
 		return rs.foldModel(e)
 	case events.GroupTool:
 		return rs.foldTool(e)
-	case events.GroupApproval:
-		return rs.foldApproval(e)
 	case events.GroupSubagent:
 		return rs.foldSubagent(e)
 	}
@@ -243,7 +248,7 @@ func (rs *runState) foldModel(e *events.Event) error {
 }
 
 // foldTool folds a tool call's record: the call as it took effect, its raw
-// result, whether it is done.
+// result.
 func (rs *runState) foldTool(e *events.Event) error {
 	switch e.Stage {
 	case events.StageToolBefore:
@@ -259,36 +264,6 @@ func (rs *runState) foldTool(e *events.Event) error {
 			return err
 		}
 		rs.call(p.Call.ID).result = &p.Result
-	case events.StageToolAfter:
-		p, err := decodeOwn[events.ToolAfter](e)
-		if err != nil {
-			return err
-		}
-		rs.call(p.Call.ID).after = true
-	}
-	return nil
-}
-
-// foldApproval folds a call's request for a human and the first answer to
-// it.
-func (rs *runState) foldApproval(e *events.Event) error {
-	if e.Stage == events.StageApprovalRequested {
-		p, err := decodeOwn[events.ApprovalRequested](e)
-		if err != nil {
-			return err
-		}
-		if p.Call.ID != "" {
-			c := rs.call(p.Call.ID)
-			c.approval, c.approvalSeq = &p, e.Seq
-		}
-		return nil
-	}
-	p, err := decodeOwn[events.ApprovalResolved](e)
-	if err != nil {
-		return err
-	}
-	if c := rs.calls[p.CallID]; c != nil && c.approval != nil && c.resolution == nil {
-		c.resolution, c.resolvedSeq = &p, e.Seq
 	}
 	return nil
 }
@@ -318,31 +293,11 @@ func (rs *runState) foldSubagent(e *events.Event) error {
 	return nil
 }
 
-// waiting returns the calls of the pending step that wait for an answer.
-// A run whose record has no model reply (a coding agent's run recorded by
-// the bridge, whose loop is the agent's own) has no steps: every call with
-// an approval request and neither an answer nor an end waits, in the order
-// asked.
+// waiting returns the calls that wait for a human (record.Run.Waiting).
 func (rs *runState) waiting() []*callState {
-	p := rs.pending()
-	if p == nil {
-		if rs.responded != nil {
-			return nil
-		}
-		var out []*callState
-		for _, cs := range rs.calls {
-			if cs.approval != nil && cs.resolution == nil && !cs.after {
-				out = append(out, cs)
-			}
-		}
-		slices.SortFunc(out, func(a, b *callState) int { return cmp.Compare(a.approvalSeq, b.approvalSeq) })
-		return out
-	}
 	var out []*callState
-	for _, c := range p.Message.ToolCalls {
-		if cs := rs.calls[c.ID]; cs != nil && cs.approval != nil && cs.resolution == nil && !cs.after {
-			out = append(out, cs)
-		}
+	for _, c := range rs.approvals.Waiting() {
+		out = append(out, rs.call(c.ID))
 	}
 	return out
 }
@@ -359,13 +314,13 @@ func (rs *runState) goneOnBefore(seq uint64) bool {
 	var answered uint64
 	for _, c := range p.Message.ToolCalls {
 		cs := rs.calls[c.ID]
-		if cs == nil || cs.approval == nil {
+		if cs == nil || cs.Request == nil {
 			continue
 		}
-		if cs.resolution == nil {
+		if cs.Answer == nil {
 			return false
 		}
-		answered = max(answered, cs.resolvedSeq)
+		answered = max(answered, cs.Answered.Seq)
 	}
 	if answered == 0 {
 		return false
@@ -392,7 +347,7 @@ func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
 	for _, e := range evs {
 		seen = max(seen, e.Stored)
 	}
-	evs = truncated(effective(evs), runID)
+	evs = truncated(record.Effective(evs), runID)
 	s, err := foldSession(evs, runID)
 	if err != nil {
 		return nil, nil, err
