@@ -333,7 +333,7 @@ func (a *answering) record(ctx context.Context, plan func(*runState) ([]resoluti
 		}
 		r.setTrace(st)
 		r.req.ParentAgentID, r.req.ParentSessionID, r.req.ParentRunID = lineage(evs, a.run)
-		r.step, r.seq, r.prevHash = st.respStep, st.lastSeq, st.lastHash
+		r.step, r.chain = st.respStep, st.last
 		seen := sess.lastSeen
 		fenced := false
 		for _, t := range todo {
@@ -341,7 +341,7 @@ func (a *answering) record(ctx context.Context, plan func(*runState) ([]resoluti
 			if err != nil {
 				return st, err
 			}
-			ev.Seq, ev.PrevHash = r.seq+1, r.prevHash
+			next := r.chain.Next(ev)
 			at, err := a.deps.Recorder.AppendAfterAs(ctx, ev, seen, a.writer)
 			var c Claimed
 			if errors.As(err, &c) {
@@ -351,7 +351,7 @@ func (a *answering) record(ctx context.Context, plan func(*runState) ([]resoluti
 			if err != nil {
 				return st, fmt.Errorf("%w: approval.resolved of call %s of run %s: %w", ErrUnrecorded, t.res.CallID, a.run, err)
 			}
-			seen, r.seq, r.prevHash = at, r.seq+1, ev.ChainHash()
+			seen, r.chain = at, next
 			t.cs.Answer, t.cs.Answered = &t.res, ev
 			stored(t.res)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/events/tracectx"
 	"github.com/hookbus/hookbus/interceptors"
+	"github.com/hookbus/hookbus/record"
 )
 
 // run is one execution of a run request: one attempt after another until
@@ -25,7 +26,7 @@ type run struct {
 	claim        uint64 // before the claim: the session's last claim as read; after: the attempt's
 	seen         uint64 // the stream sequence of the session's last event as read
 	claimed      bool
-	seq          uint64
+	chain        record.Chain // the seq and chain hash of the run's last event
 	step         int
 	events       int
 	usage        events.Usage
@@ -39,7 +40,6 @@ type run struct {
 	waiting      []events.ApprovalRequested // calls the attempt left waiting for a human
 	childWaiting bool                       // a sub-agent waits for a human
 	open         []events.ToolCall          // calls other runs left open, answered before a new run's turn
-	prevHash     string                     // the chain hash of the run's last event
 	trace        tracectx.Context           // the run's span (trace.go)
 	parentTrace  string                     // the trace context the run continues, "" for its own
 	adopted      *events.Definition         // the run's recorded definition, when this attempt adopts it
@@ -107,9 +107,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 func (r *run) reset() {
-	r.claim, r.seen, r.claimed, r.seq, r.step, r.events = 0, 0, false, 0, 0, 0
+	r.claim, r.seen, r.claimed, r.chain, r.step, r.events = 0, 0, false, record.Chain{}, 0, 0
 	r.usage, r.continues, r.messages, r.answer, r.resumed = events.Usage{}, 0, nil, "", false
-	r.startSeq, r.waiting, r.firstStarted, r.lastContext, r.childWaiting, r.prevHash = 0, nil, 0, 0, false, ""
+	r.startSeq, r.waiting, r.firstStarted, r.lastContext, r.childWaiting = 0, nil, 0, 0, false
 }
 
 // lost ends an attempt whose session another attempt claimed: nothing of
@@ -283,7 +283,7 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 	}, reclaim); err != nil {
 		return nil, err
 	}
-	r.startSeq = r.seq
+	r.startSeq = r.chain.Seq
 	if r.resumed {
 		// Read the record again now that nothing of an earlier attempt can
 		// be stored any more: an event stored after this attempt first read
@@ -306,7 +306,7 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 
 // restore takes the counters of the run's record.
 func (r *run) restore(st *runState) {
-	r.seq, r.usage, r.continues, r.events, r.prevHash = st.lastSeq, st.usage, st.continues, st.events, st.lastHash
+	r.chain, r.usage, r.continues, r.events = st.last, st.usage, st.continues, st.events
 	r.step = st.stepDone
 	if st.firstStarted != 0 {
 		r.firstStarted = st.firstStarted
@@ -344,10 +344,8 @@ func (r *run) claimSession(ctx context.Context, p events.RunStarted, reclaim boo
 	if err := em.Flush(ctx, r.req.RunID); err != nil {
 		return fmt.Errorf("%w: intake of run %s: %w", ErrUnrecorded, r.req.RunID, err)
 	}
-	r.seq++
-	ev.Seq = r.seq
-	ev.PrevHash = r.prevHash
-	hash := ev.ChainHash()
+	next := r.chain.Next(ev)
+	r.chain.Seq = next.Seq
 	var claim uint64
 	if reclaim {
 		claim, err = em.Reclaim(ctx, ev, r.claim, r.seen)
@@ -357,7 +355,7 @@ func (r *run) claimSession(ctx context.Context, p events.RunStarted, reclaim boo
 	if err != nil {
 		return fmt.Errorf("%w: claim session %s/%s for run %s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, r.req.RunID, err)
 	}
-	r.prevHash = hash
+	r.chain = next
 	r.claim, r.claimed = claim, true
 	if r.firstStarted == 0 {
 		r.firstStarted = claim

@@ -205,21 +205,17 @@ func (r *run) readRecord(ctx context.Context) (*closingRecord, error) {
 // e: the outcome of each call left without one, then the end, numbered and
 // chained after the run's last stored event.
 func (r *run) closingEvents(st *runState, e ending) ([]*events.Event, error) {
-	seq, prev := st.lastSeq, st.lastHash
+	chain := st.last
 	var out []*events.Event
 	add := func(stage events.Stage, p any, subject string, step int) error {
 		ev, err := r.event(stage, p, subject)
 		if err != nil {
 			return err
 		}
-		seq++
-		ev.Step, ev.Seq, ev.PrevHash = step, seq, prev
-		if stage == events.StageRunCompleted || stage == events.StageRunFailed {
-			if err := r.sign(ev); err != nil {
-				return err
-			}
+		ev.Step = step
+		if chain, err = chain.NextSigned(ev, r.eng.cfg.Signer); err != nil {
+			return fmt.Errorf("loop: %w", err)
 		}
-		prev = ev.ChainHash()
 		out = append(out, ev)
 		return nil
 	}

@@ -13,7 +13,6 @@ import (
 type runState struct {
 	found        bool
 	terminal     *events.Event
-	lastSeq      uint64
 	events       int
 	intake       *events.Intake
 	prompt       string // the prompt of the run's first run.started
@@ -42,8 +41,8 @@ type runState struct {
 	// seqs of all of them.
 	lastStarted uint64
 	startedSeqs []uint64
-	// lastHash is the chain hash of the run's last event (by seq).
-	lastHash string
+	// last is the seq and chain hash of the run's last event (by seq).
+	last record.Chain
 
 	// traceparent is the first traceparent of the run's events (its trace);
 	// parentTrace the first run.started's parent_traceparent.
@@ -119,7 +118,7 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 	if at, ok := s.prompts[runID]; ok {
 		rs.history = at
 	}
-	var last *events.Event // the run's last event by seq: its chain hash is lastHash
+	var last *events.Event // the run's last event by seq
 	for _, e := range evs {
 		if e.RunID != runID {
 			continue
@@ -129,15 +128,15 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 		if rs.traceparent == "" {
 			rs.traceparent = e.Traceparent
 		}
-		if e.Seq >= rs.lastSeq {
-			rs.lastSeq, last = e.Seq, e
+		if e.Seq >= rs.last.Seq {
+			rs.last.Seq, last = e.Seq, e
 		}
 		if err := rs.fold(e); err != nil {
 			return nil, err
 		}
 	}
 	if last != nil {
-		rs.lastHash = last.ChainHash()
+		rs.last.Hash = last.ChainHash()
 	}
 	return rs, nil
 }

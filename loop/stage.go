@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 
@@ -44,7 +43,7 @@ func intercepted[P any](ctx context.Context, r *run, st stage, p P, adjust func(
 	out := allowed
 	if r.hooks != nil {
 		if n := r.hooks.MatchesCall(st.stage, st.subject, st.kind, r.req.AgentID); n > 0 {
-			ev.Seq = r.seq + uint64(n) + 1
+			ev.Seq = r.chain.Seq + uint64(n) + 1
 			changed := false
 			if out, changed, err = r.intercept(ctx, ev); err != nil {
 				return p, nil, err
@@ -150,17 +149,12 @@ func (r *run) emitSync(ctx context.Context, st events.Stage, payload any, subjec
 // attempt claimed the session, or something was stored on it since it was
 // read).
 func (r *run) append(ctx context.Context, ev *events.Event, sync bool) error {
-	r.seq++
-	ev.Seq = r.seq
-	ev.PrevHash = r.prevHash
-	if ev.Stage == events.StageRunCompleted || ev.Stage == events.StageRunFailed {
-		if err := r.sign(ev); err != nil {
-			return err
-		}
+	next, err := r.chain.NextSigned(ev, r.eng.cfg.Signer)
+	if err != nil {
+		return fmt.Errorf("loop: %w", err)
 	}
-	hash := ev.ChainHash()
+	r.chain.Seq = next.Seq
 	em := r.eng.cfg.Emitter
-	var err error
 	switch {
 	case !r.claimed:
 		// Before its claim (a new run's intake and the records of its
@@ -185,32 +179,12 @@ func (r *run) append(ctx context.Context, ev *events.Event, sync bool) error {
 			// (A write-ahead append that failed may have been stored: the
 			// attempt stops, and whatever ends the run reads the record
 			// again.)
-			r.seq--
+			r.chain.Seq--
 		}
 		return fmt.Errorf("%w: %s of run %s: %w", ErrUnrecorded, ev.Stage, r.req.RunID, err)
 	}
-	r.prevHash = hash
+	r.chain = next
 	r.events++
-	return nil
-}
-
-// sign signs a terminal event: its signer and the signature of its chain
-// hash, which covers the whole run's chain.
-func (r *run) sign(ev *events.Event) error {
-	s := r.eng.cfg.Signer
-	if s == nil {
-		return nil
-	}
-	pub, err := s.PublicKey()
-	if err != nil {
-		return fmt.Errorf("loop: signing key: %w", err)
-	}
-	ev.Signer = pub
-	sig, err := s.Sign([]byte(ev.ChainHash()))
-	if err != nil {
-		return fmt.Errorf("loop: sign the end of run %s: %w", r.req.RunID, err)
-	}
-	ev.Signature = base64.RawURLEncoding.EncodeToString(sig)
 	return nil
 }
 

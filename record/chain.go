@@ -24,28 +24,32 @@ type Chain struct {
 	Seq uint64
 	// Hash is that event's chain hash, "" when it has none.
 	Hash string
-	// Signer signs the run's end (a terminal stage); nil leaves it
-	// unsigned.
-	Signer Signer
 }
 
 // Next numbers and chains ev after c (the next seq, c's hash as its
-// previous), signs it when it ends the run, and returns the chain with ev
-// stored last. c itself is unchanged: a caller keeps the chain returned
-// once ev is stored.
-func (c Chain) Next(ev *events.Event) (Chain, error) {
+// previous) and returns the chain with ev stored last. c itself is
+// unchanged: a caller keeps the chain returned once ev is stored.
+func (c Chain) Next(ev *events.Event) Chain {
 	ev.Seq, ev.PrevHash = c.Seq+1, c.Hash
-	if ev.Stage.Terminal() && c.Signer != nil {
-		pub, err := c.Signer.PublicKey()
+	return Chain{Seq: ev.Seq, Hash: ev.ChainHash()}
+}
+
+// NextSigned is Next, and signs ev with s when it ends the run (a
+// terminal stage; s nil leaves it unsigned): its signer and the signature
+// of its chain hash, which covers the whole run's chain.
+func (c Chain) NextSigned(ev *events.Event, s Signer) (Chain, error) {
+	ev.Seq, ev.PrevHash = c.Seq+1, c.Hash
+	if ev.Stage.Terminal() && s != nil {
+		pub, err := s.PublicKey()
 		if err != nil {
 			return c, fmt.Errorf("signing key: %w", err)
 		}
 		ev.Signer = pub
-		sig, err := c.Signer.Sign([]byte(ev.ChainHash()))
+		sig, err := s.Sign([]byte(ev.ChainHash()))
 		if err != nil {
 			return c, fmt.Errorf("sign the end of run %s: %w", ev.RunID, err)
 		}
 		ev.Signature = base64.RawURLEncoding.EncodeToString(sig)
 	}
-	return Chain{Seq: ev.Seq, Hash: ev.ChainHash(), Signer: c.Signer}, nil
+	return Chain{Seq: ev.Seq, Hash: ev.ChainHash()}, nil
 }
