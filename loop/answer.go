@@ -288,10 +288,7 @@ func (a *answering) record(ctx context.Context, plan func(*runState) ([]resoluti
 		return nil, fmt.Errorf("%w: an answer needs a History and a Recorder", ErrInvalidRequest)
 	}
 	settleBy := time.Now().Add(a.deps.Settle)
-	r := &run{
-		eng: &Engine{cfg: Config{History: a.deps.History, Source: a.deps.Source, Logger: a.deps.Logger}},
-		req: &events.RunRequest{RunID: a.run, AgentID: a.agent, SessionID: a.session},
-	}
+	r := &builder{source: a.deps.Source, req: &events.RunRequest{RunID: a.run, AgentID: a.agent, SessionID: a.session}}
 	for tries := 0; ; tries++ {
 		evs, err := readRun(ctx, a.deps.History, a.agent, a.session, a.run)
 		if err != nil {
@@ -333,15 +330,15 @@ func (a *answering) record(ctx context.Context, plan func(*runState) ([]resoluti
 		}
 		r.setTrace(st)
 		r.req.ParentAgentID, r.req.ParentSessionID, r.req.ParentRunID = lineage(evs, a.run)
-		r.step, r.chain = st.respStep, st.last
-		seen := sess.lastSeen
+		r.step = st.respStep
+		chain, seen := st.last, sess.lastSeen
 		fenced := false
 		for _, t := range todo {
 			ev, err := r.event(events.StageApprovalResolved, t.res, t.cs.Request.Call.Name)
 			if err != nil {
 				return st, err
 			}
-			next := r.chain.Next(ev)
+			next := chain.Next(ev)
 			at, err := a.deps.Recorder.AppendAfterAs(ctx, ev, seen, a.writer)
 			var c Claimed
 			if errors.As(err, &c) {
@@ -351,7 +348,7 @@ func (a *answering) record(ctx context.Context, plan func(*runState) ([]resoluti
 			if err != nil {
 				return st, fmt.Errorf("%w: approval.resolved of call %s of run %s: %w", ErrUnrecorded, t.res.CallID, a.run, err)
 			}
-			seen, r.chain = at, next
+			seen, chain = at, next
 			t.cs.Answer, t.cs.Answered = &t.res, ev
 			stored(t.res)
 		}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/events/tracectx"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/record"
 )
@@ -16,8 +15,8 @@ import (
 // run is one execution of a run request: one attempt after another until
 // one gets to claim the session.
 type run struct {
-	eng      *Engine
-	req      *events.RunRequest
+	eng *Engine
+	builder
 	maxSteps int
 	hooks    Interception
 	budget   events.Budget
@@ -27,7 +26,6 @@ type run struct {
 	seen         uint64 // the stream sequence of the session's last event as read
 	claimed      bool
 	chain        record.Chain // the seq and chain hash of the run's last event
-	step         int
 	events       int
 	usage        events.Usage
 	continues    int
@@ -40,8 +38,6 @@ type run struct {
 	waiting      []events.ApprovalRequested // calls the attempt left waiting for a human
 	childWaiting bool                       // a sub-agent waits for a human
 	open         []events.ToolCall          // calls other runs left open, answered before a new run's turn
-	trace        tracectx.Context           // the run's span (trace.go)
-	parentTrace  string                     // the trace context the run continues, "" for its own
 	adopted      *events.Definition         // the run's recorded definition, when this attempt adopts it
 }
 

@@ -317,7 +317,7 @@ func (e *Engine) Close(ctx context.Context, req *events.RunRequest, detail strin
 	rq := *req
 	// No attempt of this one claimed the session: whatever the record
 	// holds is closed, another attempt's run.started included.
-	r := &run{eng: e, req: &rq, seen: math.MaxUint64}
+	r := &run{eng: e, builder: builder{source: e.cfg.Source, req: &rq}, seen: math.MaxUint64}
 	rec, err := r.readRecord(ctx)
 	if err != nil {
 		return nil, err

@@ -109,12 +109,22 @@ func sameBytes(a, b json.RawMessage) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
+// builder builds a run's events: the engine's, and the answers to its
+// approvals.
+type builder struct {
+	source      string // the events' CloudEvent source
+	req         *events.RunRequest
+	step        int
+	trace       tracectx.Context // the run's span (trace.go)
+	parentTrace string           // the trace context the run continues, "" for its own
+}
+
 // event builds an event of the run; its seq is given when it is appended.
-func (r *run) event(st events.Stage, payload any, subject string) (*events.Event, error) {
+func (b *builder) event(st events.Stage, payload any, subject string) (*events.Event, error) {
 	e, err := events.New(st, events.Meta{
-		Source: r.eng.cfg.Source, AgentID: r.req.AgentID, SessionID: r.req.SessionID, RunID: r.req.RunID,
-		Step: r.step, Subject: subject, Traceparent: r.traceparent(st, payload),
-		ParentAgentID: r.req.ParentAgentID, ParentSessionID: r.req.ParentSessionID, ParentRunID: r.req.ParentRunID,
+		Source: b.source, AgentID: b.req.AgentID, SessionID: b.req.SessionID, RunID: b.req.RunID,
+		Step: b.step, Subject: subject, Traceparent: b.traceparent(st, payload),
+		ParentAgentID: b.req.ParentAgentID, ParentSessionID: b.req.ParentSessionID, ParentRunID: b.req.ParentRunID,
 	}, payload)
 	if err != nil {
 		return nil, fmt.Errorf("loop: build %s event: %w", st, err)
