@@ -42,14 +42,13 @@ type Approval struct {
 func (a *Approval) Waiting() bool { return a.waits }
 
 // Approvals folds events (any order of runs; each run's in its order) into
-// the approvals they record, each run's read from its effective record
-// (record.Effective: what an attempt that a later one superseded wrote
-// does not count). The zero value is ready; Add the events.
+// the approvals they record, each run's by record.Run: what an attempt
+// that a later one superseded wrote does not count. The zero value is
+// ready; Add the events.
 type Approvals struct {
-	runs  map[string][]*events.Event // each run's events of ApprovalStages
-	order []string                   // the runs, in the order first added
-	at    map[*events.Event]int      // each event's place in what was added
-	all   []*Approval                // the fold; nil when an Add made it stale
+	runs  map[string]*record.Run
+	order []string              // the runs, in the order first added
+	at    map[*events.Event]int // each request's place among those added
 }
 
 // Add folds one event; other stages are ignored.
@@ -58,28 +57,24 @@ func (as *Approvals) Add(e *events.Event) {
 		return
 	}
 	if as.runs == nil {
-		as.runs, as.at = map[string][]*events.Event{}, map[*events.Event]int{}
+		as.runs, as.at = map[string]*record.Run{}, map[*events.Event]int{}
 	}
-	if _, ok := as.runs[e.RunID]; !ok {
+	r := as.runs[e.RunID]
+	if r == nil {
+		r = &record.Run{}
+		as.runs[e.RunID] = r
 		as.order = append(as.order, e.RunID)
 	}
-	as.runs[e.RunID] = append(as.runs[e.RunID], e)
-	as.at[e] = len(as.at)
-	as.all = nil
+	if c, err := r.Add(e); err == nil && c != nil && c.Asked == e {
+		as.at[e] = len(as.at)
+	}
 }
 
-// fold folds each run's effective record into its approvals, in the order
-// requested.
-func (as *Approvals) fold() []*Approval {
-	if as.all != nil {
-		return as.all
-	}
+// All returns every approval, in the order they were requested.
+func (as *Approvals) All() []*Approval {
 	out := []*Approval{}
 	for _, id := range as.order {
-		var r record.Run
-		for _, e := range record.Effective(as.runs[id]) {
-			_, _ = r.Add(e) // an event that does not decode folds nothing
-		}
+		r := as.runs[id]
 		for _, c := range r.Asked() {
 			e := c.Asked
 			a := &Approval{AgentID: e.AgentID, SessionID: e.SessionID, RunID: e.RunID, Source: e.Source,
@@ -94,13 +89,7 @@ func (as *Approvals) fold() []*Approval {
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return as.at[out[i].asked] < as.at[out[j].asked] })
-	as.all = out
 	return out
-}
-
-// All returns every approval, in the order they were requested.
-func (as *Approvals) All() []*Approval {
-	return slices.Clone(as.fold())
 }
 
 // Pending returns the calls waiting for an answer, oldest first.

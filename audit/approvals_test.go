@@ -46,14 +46,19 @@ func supersededRequest(t *testing.T) []*events.Event {
 	return out
 }
 
-// A request that a takeover superseded waits for nobody: the approvals
-// list only the takeover's request, and an answer is given to it and
-// refused for the superseded one, as listed.
+// A request that a takeover superseded waits for nobody: the approvals and
+// the run's summary count only the takeover's request, and an answer is
+// given to it and refused for the superseded one, as listed.
 func TestApprovalsSupersededRequestWaitsForNobody(t *testing.T) {
 	evs := supersededRequest(t)
 	var as audit.Approvals
+	var rs audit.Runs
 	for _, e := range evs {
 		as.Add(e)
+		rs.Add(e)
+	}
+	if r, _ := rs.Get(evs[0].RunID); r.Waiting != 1 || r.Status != audit.StatusWaiting {
+		t.Fatalf("run summary: %d calls waiting, status %s; want 1, waiting", r.Waiting, r.Status)
 	}
 	var waiting []string
 	for _, a := range as.Pending() {

@@ -26,15 +26,27 @@ type Call struct {
 	Answer   *events.ApprovalResolved
 	Answered *events.Event
 	// Done is set when the call's tool.after is recorded.
-	Done bool
+	Done   bool
+	doneAt uint64 // the tool.after's seq
 }
 
-// Run folds one run's effective events (Effective) into what they say of
-// its calls' requests for a human. The zero value is ready; Add the events.
+// Run folds one run's events into what they say of its calls' requests
+// for a human. It reads the effective record (Effective) whether it is
+// given the run's effective events or all of them as stored: a run.started
+// after the run's first (an attempt that resumed it) with seq N supersedes
+// what was added before it with seq N or more. The zero value is ready;
+// Add the events.
 type Run struct {
-	calls    map[string]*Call
-	stepDone int           // the last step completed
-	ended    *events.Event // the run's end
+	calls   map[string]*Call
+	steps   []step        // the steps completed, as added
+	started bool          // a run.started was added
+	ended   *events.Event // the run's end
+}
+
+// step is a step.completed: its step and seq.
+type step struct {
+	n   int
+	seq uint64
 }
 
 // Call returns what the record says of call id so far, an empty Call when
@@ -83,14 +95,35 @@ func (r *Run) Add(e *events.Event) (*Call, error) {
 			return nil, err
 		}
 		c := r.Call(p.Call.ID)
-		c.Done = true
+		c.Done, c.doneAt = true, e.Seq
 		return c, nil
 	case e.Stage == events.StageStepCompleted:
-		r.stepDone = e.Step
+		r.steps = append(r.steps, step{e.Step, e.Seq})
+	case e.Stage == events.StageRunStarted:
+		if r.started {
+			r.supersede(e.Seq)
+		}
+		r.started = true
 	case e.Stage.Terminal():
 		r.ended = e
 	}
 	return nil, nil
+}
+
+// supersede forgets what was added with seq n or more.
+func (r *Run) supersede(n uint64) {
+	for _, c := range r.calls {
+		if c.Asked != nil && c.Asked.Seq >= n {
+			c.Request, c.Asked = nil, nil
+		}
+		if c.Answered != nil && (c.Answered.Seq >= n || c.Request == nil) {
+			c.Answer, c.Answered = nil, nil
+		}
+		if c.Done && c.doneAt >= n {
+			c.Done, c.doneAt = false, 0
+		}
+	}
+	r.steps = slices.DeleteFunc(r.steps, func(s step) bool { return s.seq >= n })
 }
 
 // Ended returns the run's end, nil while it goes on.
@@ -118,7 +151,7 @@ func (r *Run) Asked() []*Call {
 // asked.
 func (r *Run) Waits(c *Call) bool {
 	return c.Request != nil && c.Answer == nil && !c.Done && r.ended == nil &&
-		(r.stepDone == 0 || c.Asked.Step > r.stepDone)
+		(len(r.steps) == 0 || c.Asked.Step > r.steps[len(r.steps)-1].n)
 }
 
 // Waiting returns the calls that wait for a human (Waits), in the order
