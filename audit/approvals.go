@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"slices"
 	"sort"
 	"time"
 
@@ -51,16 +50,18 @@ type Approvals struct {
 	at    map[*events.Event]int // each request's place among those added
 }
 
-// Add folds one event; other stages are ignored.
+// Add folds one event; other stages are ignored, and so are the events of
+// a run before its first approval.requested (a run that asks nothing
+// costs nothing).
 func (as *Approvals) Add(e *events.Event) {
-	if !slices.Contains(ApprovalStages, e.Stage) {
-		return
-	}
-	if as.runs == nil {
-		as.runs, as.at = map[string]*record.Run{}, map[*events.Event]int{}
-	}
 	r := as.runs[e.RunID]
 	if r == nil {
+		if e.Stage != events.StageApprovalRequested {
+			return
+		}
+		if as.runs == nil {
+			as.runs, as.at = map[string]*record.Run{}, map[*events.Event]int{}
+		}
 		r = &record.Run{}
 		as.runs[e.RunID] = r
 		as.order = append(as.order, e.RunID)

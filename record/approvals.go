@@ -75,6 +75,7 @@ func (r *Run) Add(e *events.Event) (*Call, error) {
 		}
 		c := r.Call(p.Call.ID)
 		c.Request, c.Asked = &p, e
+		r.started = true // an attempt asked: a later run.started is another
 		return c, nil
 	case e.Stage == events.StageApprovalResolved:
 		p, err := events.Data[events.ApprovalResolved](e)

@@ -52,7 +52,7 @@ func TestRunWaiting(t *testing.T) {
 
 // A later attempt's run.started supersedes what an earlier attempt wrote
 // after it read the record, whether the run's events come effective or as
-// stored.
+// stored, or from its first request on.
 func TestRunSuperseded(t *testing.T) {
 	c1, c2 := events.ToolCall{ID: "c1", Name: "Bash"}, events.ToolCall{ID: "c2", Name: "Bash"}
 	ev := func(st events.Stage, step int, seq uint64, p any) *events.Event {
@@ -75,7 +75,7 @@ func TestRunSuperseded(t *testing.T) {
 	for i, e := range stored {
 		e.Stored = uint64(i + 1)
 	}
-	for name, evs := range map[string][]*events.Event{"as stored": stored, "effective": record.Effective(stored)} {
+	for name, evs := range map[string][]*events.Event{"as stored": stored, "effective": record.Effective(stored), "from the first request": stored[1:]} {
 		var r record.Run
 		for _, e := range evs {
 			if _, err := r.Add(e); err != nil {
