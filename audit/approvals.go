@@ -5,11 +5,12 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/record"
 )
 
-// ApprovalStages are the stages Approvals reads: the approvals' and the
-// runs' ends (a call of an ended run waits for nothing).
-var ApprovalStages = append(events.StagesOf(events.GroupApproval), events.TerminalStages()...)
+// ApprovalStages are the stages Approvals reads (record.ApprovalStages):
+// the approvals, and what says whether a call still waits.
+var ApprovalStages = record.ApprovalStages
 
 // Approval is one tool call that waited (or waits) for a human.
 type Approval struct {
@@ -30,63 +31,65 @@ type Approval struct {
 	IdentityProblem string
 	// RunEnded is set when the run ended (it waits for nothing then).
 	RunEnded bool
+
+	asked *events.Event // the request's event
+	waits bool
 }
 
-// Waiting reports whether the call waits for an answer.
-func (a *Approval) Waiting() bool { return a.Resolved == nil && !a.RunEnded }
+// Waiting reports whether the call waits for an answer: as record.Run.Waits
+// says, the rule an answer is held to.
+func (a *Approval) Waiting() bool { return a.waits }
 
 // Approvals folds events (any order of runs; each run's in its order) into
-// the approvals they record. The zero value is ready; Add the events.
+// the approvals they record, each run's by record.Run: what an attempt
+// that a later one superseded wrote does not count. The zero value is
+// ready; Add the events.
 type Approvals struct {
-	byKey map[string]*Approval // run/call
-	order []string
-	ended map[string]bool
+	runs  map[string]*record.Run
+	order []string              // the runs, in the order first added
+	at    map[*events.Event]int // each request's place among those added
 }
 
-// Add folds one event; other stages are ignored.
+// Add folds one event; other stages are ignored, and so are the events of
+// a run before its first approval.requested (a run that asks nothing
+// costs nothing).
 func (as *Approvals) Add(e *events.Event) {
-	if as.byKey == nil {
-		as.byKey, as.ended = map[string]*Approval{}, map[string]bool{}
+	r := as.runs[e.RunID]
+	if r == nil {
+		if e.Stage != events.StageApprovalRequested {
+			return
+		}
+		if as.runs == nil {
+			as.runs, as.at = map[string]*record.Run{}, map[*events.Event]int{}
+		}
+		r = &record.Run{}
+		as.runs[e.RunID] = r
+		as.order = append(as.order, e.RunID)
 	}
-	switch {
-	case e.Stage == events.StageApprovalRequested:
-		p, err := events.Data[events.ApprovalRequested](e)
-		if err != nil || p.Call.ID == "" {
-			return
-		}
-		k := e.RunID + "/" + p.Call.ID
-		if _, ok := as.byKey[k]; ok {
-			return
-		}
-		as.byKey[k] = &Approval{AgentID: e.AgentID, SessionID: e.SessionID, RunID: e.RunID, Source: e.Source, Requested: p, RequestedAt: e.Time, RunEnded: as.ended[e.RunID]}
-		as.order = append(as.order, k)
-	case e.Stage == events.StageApprovalResolved:
-		p, err := events.Data[events.ApprovalResolved](e)
-		if err != nil {
-			return
-		}
-		if a := as.byKey[e.RunID+"/"+p.CallID]; a != nil && a.Resolved == nil {
-			a.Resolved = &p
-			if err := p.Actor.CheckWriter(e.Writer); err != nil {
-				a.IdentityProblem = err.Error()
-			}
-		}
-	case e.Stage.Terminal():
-		as.ended[e.RunID] = true
-		for _, k := range as.order {
-			if a := as.byKey[k]; a.RunID == e.RunID {
-				a.RunEnded = true
-			}
-		}
+	if c, err := r.Add(e); err == nil && c != nil && c.Asked == e {
+		as.at[e] = len(as.at)
 	}
 }
 
 // All returns every approval, in the order they were requested.
 func (as *Approvals) All() []*Approval {
-	out := make([]*Approval, 0, len(as.order))
-	for _, k := range as.order {
-		out = append(out, as.byKey[k])
+	out := []*Approval{}
+	for _, id := range as.order {
+		r := as.runs[id]
+		for _, c := range r.Asked() {
+			e := c.Asked
+			a := &Approval{AgentID: e.AgentID, SessionID: e.SessionID, RunID: e.RunID, Source: e.Source,
+				Requested: *c.Request, RequestedAt: e.Time, Resolved: c.Answer, RunEnded: r.Ended() != nil,
+				asked: e, waits: r.Waits(c)}
+			if c.Answer != nil {
+				if err := c.Answer.Actor.CheckWriter(c.Answered.Writer); err != nil {
+					a.IdentityProblem = err.Error()
+				}
+			}
+			out = append(out, a)
+		}
 	}
+	sort.SliceStable(out, func(i, j int) bool { return as.at[out[i].asked] < as.at[out[j].asked] })
 	return out
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/record"
 )
 
 // Statuses of a run (RunSummary.Status) besides the reasons of
@@ -14,7 +15,8 @@ const (
 	// StatusFailed: run.failed ended the run.
 	StatusFailed = "failed"
 	// StatusWaiting: no terminal event, and a tool call waits for a
-	// human's answer (approval.requested without its approval.resolved).
+	// human's answer (record.Run.Waiting; with a replay narrowed to
+	// RunsStages, a call's tool.after is not read).
 	StatusWaiting = "waiting"
 	// StatusUnfinished: no terminal event and nothing waited for: the run
 	// is running, or its worker stopped and the run waits to be resumed.
@@ -84,8 +86,8 @@ type runState struct {
 	first     int // position among the runs, by first event read
 	stepUsage events.Usage
 	lastStep  int
-	pending   map[string]bool // calls waiting for an answer
-	decisions map[string]int  // hook decisions on the run by kind
+	approvals record.Run     // the calls asked of a human, what waits
+	decisions map[string]int // hook decisions on the run by kind
 }
 
 func (r *runState) add(e *events.Event) {
@@ -99,6 +101,7 @@ func (r *runState) add(e *events.Event) {
 	if r.Parent == nil && e.ParentRunID != "" {
 		r.Parent = &RunRef{AgentID: e.ParentAgentID, SessionID: e.ParentSessionID, RunID: e.ParentRunID}
 	}
+	_, _ = r.approvals.Add(e) // an event that does not decode folds nothing
 	switch e.Stage {
 	case events.StageIntake:
 		if p, err := events.Data[events.Intake](e); err == nil {
@@ -118,17 +121,6 @@ func (r *runState) add(e *events.Event) {
 		if p, err := events.Data[events.StepCompleted](e); err == nil {
 			r.stepUsage = r.stepUsage.Add(p.Usage)
 			r.lastStep = max(r.lastStep, p.Step)
-		}
-	case events.StageApprovalRequested:
-		if p, err := events.Data[events.ApprovalRequested](e); err == nil && p.Call.ID != "" {
-			if r.pending == nil {
-				r.pending = map[string]bool{}
-			}
-			r.pending[p.Call.ID] = true
-		}
-	case events.StageApprovalResolved:
-		if p, err := events.Data[events.ApprovalResolved](e); err == nil {
-			delete(r.pending, p.CallID)
 		}
 	case events.StageHookDecided:
 		if p, err := events.Data[events.HookDecided](e); err == nil && !p.Shadow {
@@ -165,7 +157,7 @@ func (r *runState) count(kind string) {
 func (r *runState) summary() RunSummary {
 	s := r.RunSummary
 	s.DurationMS = s.Last.Sub(s.Start).Milliseconds()
-	s.Waiting = len(r.pending)
+	s.Waiting = len(r.approvals.Waiting())
 	if !s.Ended {
 		s.Steps, s.Usage = r.lastStep, r.stepUsage
 		s.Status = StatusUnfinished

@@ -43,7 +43,7 @@ func (b *Bridge) CloseIdle(ctx context.Context, session string, idle time.Durati
 	if err != nil {
 		return false, fmt.Errorf("bridge: close idle session %s: %w", session, err)
 	}
-	e.Seq, e.PrevHash = st.seqs[st.run]+1, st.lastHash(st.run)
+	st.chain(st.run).Next(e)
 	if _, err := b.cfg.Store.AppendAfter(ctx, e, st.last); err != nil {
 		if isFenced(err) {
 			return false, nil // it spoke, or another closer won

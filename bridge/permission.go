@@ -166,7 +166,8 @@ func (b *Bridge) expire(ctx context.Context, in harness.Input, asked *plan, req 
 			return b.expired(out, req), nil // the run went on or ended: the expiry has no place in it
 		}
 		e := p.main
-		e.RunID, e.Seq, e.PrevHash = run, st.seqs[run]+1, st.lastHash(run)
+		e.RunID = run
+		st.chain(run).Next(e)
 		if _, err := b.cfg.Store.AppendAfter(ctx, e, st.last); err == nil {
 			return b.expired(out, req), nil
 		} else if !isFenced(err) || attempt == MaxAttempts {

@@ -7,6 +7,7 @@ import (
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/hooks/harness"
 	"github.com/hookbus/hookbus/interceptors"
+	"github.com/hookbus/hookbus/record"
 )
 
 // plan is what one hook input appends to its session: the stage event,
@@ -137,17 +138,14 @@ func (p *plan) decided(out *interceptors.ChainResult, source string) error {
 //   - any other event goes to the open run, or opens one (run.started)
 //     first; a Stop nothing kept going ends its run (run.completed).
 func (p *plan) assign(st *state) []*events.Event {
-	next := map[string]uint64{}
-	prev := map[string]string{} // the chain hash of each run's event before the next
+	chains := map[string]record.Chain{} // where each run stands for its next event
 	seq := func(e *events.Event, run string) *events.Event {
-		next[run]++
-		e.RunID, e.Seq = run, st.seqs[run]+next[run]
-		h, ok := prev[run]
+		c, ok := chains[run]
 		if !ok {
-			h = st.lastHash(run)
+			c = st.chain(run)
 		}
-		e.PrevHash = h
-		prev[run] = e.ChainHash()
+		e.RunID = run
+		chains[run] = c.Next(e)
 		return e
 	}
 	var left []*events.Event

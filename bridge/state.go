@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/record"
 )
 
 // state is what a bridge needs to know of a session to append to it:
@@ -74,12 +75,14 @@ func afterEnd(e *events.Event) bool {
 // open reports whether the session has a run that has not ended.
 func (st *state) open() bool { return st.run != "" && !st.ended }
 
-// lastHash is the chain hash of run's last event, "" when it has none.
-func (st *state) lastHash(run string) string {
+// chain is where run's record stands: the seq and chain hash of its last
+// event known.
+func (st *state) chain(run string) record.Chain {
+	c := record.Chain{Seq: st.seqs[run]}
 	if e := st.lasts[run]; e != nil {
-		return e.ChainHash()
+		c.Hash = e.ChainHash()
 	}
-	return ""
+	return c
 }
 
 // read returns the session's state. It reads the session's last event

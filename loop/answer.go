@@ -147,7 +147,7 @@ func AnswerApproval(ctx context.Context, deps AnswerDeps, req AnswerRequest) (*A
 			}
 			for _, cs := range st.waiting() {
 				if req.CallID == "" {
-					want = append(want, cs.approval.Call.ID)
+					want = append(want, cs.Request.Call.ID)
 				}
 			}
 			if len(want) == 0 {
@@ -161,10 +161,10 @@ func AnswerApproval(ctx context.Context, deps AnswerDeps, req AnswerRequest) (*A
 		now := nowUTC()
 		for _, id := range want {
 			cs := st.calls[id]
-			if cs == nil || cs.approval == nil {
+			if cs == nil || cs.Request == nil {
 				return nil, fmt.Errorf("%w: run %s has no call %s waiting for approval", ErrBadAnswer, req.RunID, id)
 			}
-			if r := cs.resolution; r != nil {
+			if r := cs.Answer; r != nil {
 				if r.AnswerID != "" && r.AnswerID == ids[id] {
 					// This answer, recorded by an earlier try (or an
 					// earlier call with the same answer id).
@@ -192,8 +192,8 @@ func AnswerApproval(ctx context.Context, deps AnswerDeps, req AnswerRequest) (*A
 	out := &AnswerResult{Resolved: mine}
 	if st != nil {
 		for _, cs := range st.waiting() {
-			if ids[cs.approval.Call.ID] == "" {
-				out.Waiting = append(out.Waiting, *cs.approval)
+			if ids[cs.Request.Call.ID] == "" {
+				out.Waiting = append(out.Waiting, *cs.Request)
 			}
 		}
 	}
@@ -209,8 +209,8 @@ func answeredInStep(st *runState) *events.ApprovalResolved {
 		return nil
 	}
 	for _, c := range p.Message.ToolCalls {
-		if cs := st.calls[c.ID]; cs != nil && cs.resolution != nil {
-			return cs.resolution
+		if cs := st.calls[c.ID]; cs != nil && cs.Answer != nil {
+			return cs.Answer
 		}
 	}
 	return nil
@@ -288,10 +288,7 @@ func (a *answering) record(ctx context.Context, plan func(*runState) ([]resoluti
 		return nil, fmt.Errorf("%w: an answer needs a History and a Recorder", ErrInvalidRequest)
 	}
 	settleBy := time.Now().Add(a.deps.Settle)
-	r := &run{
-		eng: &Engine{cfg: Config{History: a.deps.History, Source: a.deps.Source, Logger: a.deps.Logger}},
-		req: &events.RunRequest{RunID: a.run, AgentID: a.agent, SessionID: a.session},
-	}
+	r := &builder{source: a.deps.Source, req: &events.RunRequest{RunID: a.run, AgentID: a.agent, SessionID: a.session}}
 	for tries := 0; ; tries++ {
 		evs, err := readRun(ctx, a.deps.History, a.agent, a.session, a.run)
 		if err != nil {
@@ -333,15 +330,15 @@ func (a *answering) record(ctx context.Context, plan func(*runState) ([]resoluti
 		}
 		r.setTrace(st)
 		r.req.ParentAgentID, r.req.ParentSessionID, r.req.ParentRunID = lineage(evs, a.run)
-		r.step, r.seq, r.prevHash = st.respStep, st.lastSeq, st.lastHash
-		seen := sess.lastSeen
+		r.step = st.respStep
+		chain, seen := st.last, sess.lastSeen
 		fenced := false
 		for _, t := range todo {
-			ev, err := r.event(events.StageApprovalResolved, t.res, t.cs.approval.Call.Name)
+			ev, err := r.event(events.StageApprovalResolved, t.res, t.cs.Request.Call.Name)
 			if err != nil {
 				return st, err
 			}
-			ev.Seq, ev.PrevHash = r.seq+1, r.prevHash
+			next := chain.Next(ev)
 			at, err := a.deps.Recorder.AppendAfterAs(ctx, ev, seen, a.writer)
 			var c Claimed
 			if errors.As(err, &c) {
@@ -351,8 +348,8 @@ func (a *answering) record(ctx context.Context, plan func(*runState) ([]resoluti
 			if err != nil {
 				return st, fmt.Errorf("%w: approval.resolved of call %s of run %s: %w", ErrUnrecorded, t.res.CallID, a.run, err)
 			}
-			seen, r.seq, r.prevHash = at, r.seq+1, ev.ChainHash()
-			t.cs.resolution, t.cs.resolvedSeq = &t.res, r.seq
+			seen, chain = at, next
+			t.cs.Answer, t.cs.Answered = &t.res, ev
 			stored(t.res)
 		}
 		if !fenced {
@@ -391,7 +388,7 @@ func (a *answering) busy(ctx context.Context, st *runState, depth int) (string, 
 		switch {
 		case cs == nil:
 			return c.ID + " not started", nil
-		case cs.after, cs.approval != nil:
+		case cs.Done, cs.Request != nil:
 			continue
 		case cs.subBefore != nil && cs.subAfter == nil && cs.subFailed == nil:
 			waits, err := a.childWaits(ctx, cs.subBefore, depth+1)
@@ -429,7 +426,7 @@ func (a *answering) childWaits(ctx context.Context, sb *events.SubagentBefore, d
 	}
 	p := st.pending()
 	for _, c := range p.Message.ToolCalls {
-		if cs := st.calls[c.ID]; cs != nil && !cs.after {
+		if cs := st.calls[c.ID]; cs != nil && !cs.Done {
 			return true, nil // waits for approval, or for its own child
 		}
 	}

@@ -86,7 +86,7 @@ func (r *run) wait(ctx context.Context) (*Result, error) {
 // attempt went on with the step and may have started the approved tool,
 // whose outcome is then handled as unknown.
 func (r *run) actOnAnswer(ctx context.Context, st *runState, cs *callState, earlier bool) error {
-	call, res := edited(cs.approval.Call, cs.resolution), cs.resolution
+	call, res := edited(cs.Request.Call, cs.Answer), cs.Answer
 	why := res.Reason
 	if why == "" {
 		why = "no reason given"

@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/events/tracectx"
 	"github.com/hookbus/hookbus/interceptors"
+	"github.com/hookbus/hookbus/record"
 )
 
 // run is one execution of a run request: one attempt after another until
 // one gets to claim the session.
 type run struct {
-	eng      *Engine
-	req      *events.RunRequest
+	eng *Engine
+	builder
 	maxSteps int
 	hooks    Interception
 	budget   events.Budget
@@ -24,8 +24,7 @@ type run struct {
 	claim        uint64 // before the claim: the session's last claim as read; after: the attempt's
 	seen         uint64 // the stream sequence of the session's last event as read
 	claimed      bool
-	seq          uint64
-	step         int
+	chain        record.Chain // the seq and chain hash of the run's last event
 	events       int
 	usage        events.Usage
 	continues    int
@@ -38,9 +37,6 @@ type run struct {
 	waiting      []events.ApprovalRequested // calls the attempt left waiting for a human
 	childWaiting bool                       // a sub-agent waits for a human
 	open         []events.ToolCall          // calls other runs left open, answered before a new run's turn
-	prevHash     string                     // the chain hash of the run's last event
-	trace        tracectx.Context           // the run's span (trace.go)
-	parentTrace  string                     // the trace context the run continues, "" for its own
 	adopted      *events.Definition         // the run's recorded definition, when this attempt adopts it
 }
 
@@ -106,9 +102,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 func (r *run) reset() {
-	r.claim, r.seen, r.claimed, r.seq, r.step, r.events = 0, 0, false, 0, 0, 0
+	r.claim, r.seen, r.claimed, r.chain, r.step, r.events = 0, 0, false, record.Chain{}, 0, 0
 	r.usage, r.continues, r.messages, r.answer, r.resumed = events.Usage{}, 0, nil, "", false
-	r.startSeq, r.waiting, r.firstStarted, r.lastContext, r.childWaiting, r.prevHash = 0, nil, 0, 0, false, ""
+	r.startSeq, r.waiting, r.firstStarted, r.lastContext, r.childWaiting = 0, nil, 0, 0, false
 }
 
 // lost ends an attempt whose session another attempt claimed: nothing of
@@ -287,7 +283,7 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 	}, reclaim); err != nil {
 		return nil, err
 	}
-	r.startSeq = r.seq
+	r.startSeq = r.chain.Seq
 	if r.resumed {
 		// Read the record again now that nothing of an earlier attempt can
 		// be stored any more: an event stored after this attempt first read
@@ -310,7 +306,7 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 
 // restore takes the counters of the run's record.
 func (r *run) restore(st *runState) {
-	r.seq, r.usage, r.continues, r.events, r.prevHash = st.lastSeq, st.usage, st.continues, st.events, st.lastHash
+	r.chain, r.usage, r.continues, r.events = st.last, st.usage, st.continues, st.events
 	r.step = st.stepDone
 	if st.firstStarted != 0 {
 		r.firstStarted = st.firstStarted
@@ -348,10 +344,8 @@ func (r *run) claimSession(ctx context.Context, p events.RunStarted, reclaim boo
 	if err := em.Flush(ctx, r.req.RunID); err != nil {
 		return fmt.Errorf("%w: intake of run %s: %w", ErrUnrecorded, r.req.RunID, err)
 	}
-	r.seq++
-	ev.Seq = r.seq
-	ev.PrevHash = r.prevHash
-	hash := ev.ChainHash()
+	next := r.chain.Next(ev)
+	r.chain.Seq = next.Seq
 	var claim uint64
 	if reclaim {
 		claim, err = em.Reclaim(ctx, ev, r.claim, r.seen)
@@ -361,7 +355,7 @@ func (r *run) claimSession(ctx context.Context, p events.RunStarted, reclaim boo
 	if err != nil {
 		return fmt.Errorf("%w: claim session %s/%s for run %s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, r.req.RunID, err)
 	}
-	r.prevHash = hash
+	r.chain = next
 	r.claim, r.claimed = claim, true
 	if r.firstStarted == 0 {
 		r.firstStarted = claim
@@ -405,14 +399,14 @@ func (r *run) resume(ctx context.Context, st *runState) (res *Result, err error,
 	for _, c := range pending.Message.ToolCalls {
 		cs := st.calls[c.ID]
 		switch {
-		case cs != nil && cs.after:
+		case cs != nil && cs.Done:
 			continue
-		case cs != nil && cs.approval != nil && cs.resolution == nil:
-			r.waiting = append(r.waiting, *cs.approval)
+		case cs != nil && cs.Request != nil && cs.Answer == nil:
+			r.waiting = append(r.waiting, *cs.Request)
 			continue
-		case cs != nil && cs.approval != nil && len(st.waiting()) > 0:
+		case cs != nil && cs.Request != nil && len(st.waiting()) > 0:
 			continue // answered, but acted on only once every call of the step is
-		case cs != nil && cs.approval != nil:
+		case cs != nil && cs.Request != nil:
 			err = r.actOnAnswer(ctx, st, cs, earlier)
 		case cs != nil && cs.before != nil:
 			err = r.resumeCall(ctx, st, cs)
@@ -490,7 +484,7 @@ func resultOf(req *events.RunRequest, term *events.Event, st *runState) *Result 
 		res := &Result{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Events: st.events,
 			Steps: st.stepDone, Usage: st.usage, Reason: ReasonWaiting, Detail: "waiting for approval"}
 		for _, cs := range st.waiting() {
-			res.Waiting = append(res.Waiting, *cs.approval)
+			res.Waiting = append(res.Waiting, *cs.Request)
 		}
 		return res
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/record"
 )
 
 // Closing a run's record. An attempt that cannot go on (another run took
@@ -183,7 +184,7 @@ func (r *run) readRecord(ctx context.Context) (*closingRecord, error) {
 			rec.takenBy = e
 		}
 	}
-	eff := effective(evs)
+	eff := record.Effective(evs)
 	if rec.st, err = foldRun(eff, mine, &Session{}); err != nil {
 		return nil, err
 	}
@@ -204,21 +205,17 @@ func (r *run) readRecord(ctx context.Context) (*closingRecord, error) {
 // e: the outcome of each call left without one, then the end, numbered and
 // chained after the run's last stored event.
 func (r *run) closingEvents(st *runState, e ending) ([]*events.Event, error) {
-	seq, prev := st.lastSeq, st.lastHash
+	chain := st.last
 	var out []*events.Event
 	add := func(stage events.Stage, p any, subject string, step int) error {
 		ev, err := r.event(stage, p, subject)
 		if err != nil {
 			return err
 		}
-		seq++
-		ev.Step, ev.Seq, ev.PrevHash = step, seq, prev
-		if stage == events.StageRunCompleted || stage == events.StageRunFailed {
-			if err := r.sign(ev); err != nil {
-				return err
-			}
+		ev.Step = step
+		if chain, err = chain.NextSigned(ev, r.eng.cfg.Signer); err != nil {
+			return fmt.Errorf("loop: %w", err)
 		}
-		prev = ev.ChainHash()
 		out = append(out, ev)
 		return nil
 	}
@@ -252,9 +249,9 @@ func unsettled(st *runState) []*callState {
 	var out []*callState
 	for _, cs := range st.calls {
 		switch {
-		case cs.before == nil || cs.after:
-		case cs.approval == nil && st.ends[cs.beforeID] != nil:
-		case cs.approval != nil && (cs.resolution == nil || !cs.resolution.Approved):
+		case cs.before == nil || cs.Done:
+		case cs.Request == nil && st.ends[cs.beforeID] != nil:
+		case cs.Request != nil && (cs.Answer == nil || !cs.Answer.Approved):
 		default:
 			out = append(out, cs)
 		}
@@ -320,7 +317,7 @@ func (e *Engine) Close(ctx context.Context, req *events.RunRequest, detail strin
 	rq := *req
 	// No attempt of this one claimed the session: whatever the record
 	// holds is closed, another attempt's run.started included.
-	r := &run{eng: e, req: &rq, seen: math.MaxUint64}
+	r := &run{eng: e, builder: builder{source: e.cfg.Source, req: &rq}, seen: math.MaxUint64}
 	rec, err := r.readRecord(ctx)
 	if err != nil {
 		return nil, err

@@ -382,7 +382,7 @@ func (e *Engine) Run(ctx context.Context, req *events.RunRequest, opts ...RunOpt
 	if err := checkTraceparent(&rq); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
-	r := &run{eng: e, req: &rq, maxSteps: e.cfg.MaxSteps, hooks: e.cfg.Hooks, budget: e.cfg.Budget.Override(rq.Budget)}
+	r := &run{eng: e, builder: builder{source: e.cfg.Source, req: &rq}, maxSteps: e.cfg.MaxSteps, hooks: e.cfg.Hooks, budget: e.cfg.Budget.Override(rq.Budget)}
 	for _, o := range opts {
 		o(r)
 	}

@@ -1,9 +1,7 @@
 package loop
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
@@ -12,53 +10,10 @@ import (
 // A session's record is folded in two: foldSession turns the session's
 // events into its conversation (session.go), foldRun turns one run's
 // events into where that run is (runstate.go). Both read the effective
-// record (effective): each run's events in seq order, without the events
-// of an attempt that a later attempt superseded.
+// record (record.Effective): each run's events in seq order, without the
+// events of an attempt that a later attempt superseded.
 
-// effective returns the events a reader folds, in order: each run's events
-// in seq order (after a fault a publish sent again may be stored after
-// later events of its run), the runs in the order their first events were
-// stored, and without superseded events. A run's second and later
-// run.started (an attempt that resumed it) with seq N supersedes every
-// event of the run stored before it with seq N or more: those were written
-// by an earlier attempt after the resuming attempt read the record, so it
-// never saw them (nothing of the earlier attempt can be stored after the
-// new claim: appends are fenced). Events already in that order, with no
-// superseded event (the rule), are returned as they are.
-func effective(evs []*events.Event) []*events.Event {
-	superseded := events.Superseded(evs)
-	last := map[string]uint64{}
-	ordered := len(superseded) == 0
-	for _, e := range evs {
-		if !ordered {
-			break
-		}
-		if e.Seq < last[e.RunID] {
-			ordered = false
-		}
-		last[e.RunID] = e.Seq
-	}
-	if ordered {
-		return evs
-	}
-	first := map[string]int{}
-	out := make([]*events.Event, 0, len(evs))
-	for i, e := range evs {
-		if superseded[i] {
-			continue
-		}
-		if _, ok := first[e.RunID]; !ok {
-			first[e.RunID] = i
-		}
-		out = append(out, e)
-	}
-	slices.SortStableFunc(out, func(a, b *events.Event) int {
-		return cmp.Or(cmp.Compare(first[a.RunID], first[b.RunID]), cmp.Compare(a.Seq, b.Seq))
-	})
-	return out
-}
-
-// truncated cuts run's events (in seq order, as effective gives them) at
+// truncated cuts run's events (in seq order, as record.Effective gives them) at
 // their first hole: an event whose seq is not the one after its
 // predecessor's, and every later one of the run. Appends are asynchronous between write-ahead points, so
 // after a fault (a cluster's leader killed) an event may be lost while a

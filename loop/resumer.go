@@ -98,13 +98,13 @@ func completedBy(st *runState) (uint64, bool) {
 	var last uint64
 	for _, c := range p.Message.ToolCalls {
 		cs := st.calls[c.ID]
-		if cs == nil || cs.approval == nil || cs.after {
+		if cs == nil || cs.Request == nil || cs.Done {
 			continue
 		}
-		if cs.resolution == nil {
+		if cs.Answer == nil {
 			return 0, false
 		}
-		last = max(last, cs.resolvedSeq)
+		last = max(last, cs.Answered.Seq)
 	}
 	return last, last != 0
 }
@@ -134,7 +134,7 @@ func (r *Resumer) Due(ctx context.Context, w events.Wake) error {
 		next = time.Time{}
 		var todo []resolution
 		for _, cs := range st.waiting() {
-			ex := cs.approval.ExpiresAt
+			ex := cs.Request.ExpiresAt
 			switch {
 			case ex.IsZero():
 				continue
@@ -144,12 +144,12 @@ func (r *Resumer) Due(ctx context.Context, w events.Wake) error {
 				}
 				continue
 			}
-			action := cs.approval.OnExpiry
+			action := cs.Request.OnExpiry
 			if !events.ValidAction(action) {
 				action = events.ActionRejectAndContinue
 			}
 			todo = append(todo, resolution{cs: cs, res: events.ApprovalResolved{
-				CallID: cs.approval.Call.ID, Approved: action == events.ActionApprove, Action: action,
+				CallID: cs.Request.Call.ID, Approved: action == events.ActionApprove, Action: action,
 				By: events.IdentityHookbus, Actor: events.Actor{Identity: events.IdentityHookbus, Channel: events.ChannelExpiry},
 				Expired: true, AnsweredAt: now, Reason: "no answer by " + ex.UTC().Format(time.RFC3339), AnswerID: events.NewID(),
 			}})

@@ -1,11 +1,11 @@
 package loop
 
 import (
-	"cmp"
-	"slices"
+	"fmt"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
+	"github.com/hookbus/hookbus/record"
 )
 
 // runState is what the events of one run id say about it, so an
@@ -13,7 +13,6 @@ import (
 type runState struct {
 	found        bool
 	terminal     *events.Event
-	lastSeq      uint64
 	events       int
 	intake       *events.Intake
 	prompt       string // the prompt of the run's first run.started
@@ -28,7 +27,8 @@ type runState struct {
 	respStep  int
 	respEnd   *errEnd // a hook ended the run on that reply: its calls never run
 
-	calls map[string]*callState // tool calls by id
+	calls     map[string]*callState // tool calls by id
+	approvals record.Run            // the calls' requests for a human, what waits
 
 	continues int
 	stopStep  int                 // step of the last stop that ended the run (no continue)
@@ -41,8 +41,8 @@ type runState struct {
 	// seqs of all of them.
 	lastStarted uint64
 	startedSeqs []uint64
-	// lastHash is the chain hash of the run's last event (by seq).
-	lastHash string
+	// last is the seq and chain hash of the run's last event (by seq).
+	last record.Chain
 
 	// traceparent is the first traceparent of the run's events (its trace);
 	// parentTrace the first run.started's parent_traceparent.
@@ -64,16 +64,15 @@ type callState struct {
 	beforeSeq uint64             // its seq
 	step      int                // its step
 	result    *events.ToolResult // tool.result: the raw result, recorded before tool.after hooks ran
-	after     bool               // tool.after is recorded: the call is done
 
 	subBefore *events.SubagentBefore // a Task call's child, as recorded
 	subAfter  *events.SubagentAfter
 	subFailed *events.SubagentFailed
 
-	approval    *events.ApprovalRequested // the call waits (waited) for a human
-	approvalSeq uint64                    // its seq
-	resolution  *events.ApprovalResolved  // the answer
-	resolvedSeq uint64                    // the answer's seq
+	// Call is what the record says of the call's request for a human
+	// (record.Run): the request, its answer, whether tool.after is
+	// recorded.
+	*record.Call
 }
 
 // definitionDigest is the digest of the run's recorded definition, "" for
@@ -88,7 +87,7 @@ func (rs *runState) definitionDigest() string {
 func (rs *runState) call(id string) *callState {
 	c := rs.calls[id]
 	if c == nil {
-		c = &callState{}
+		c = &callState{Call: rs.approvals.Call(id)}
 		rs.calls[id] = c
 	}
 	return c
@@ -119,7 +118,7 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 	if at, ok := s.prompts[runID]; ok {
 		rs.history = at
 	}
-	var last *events.Event // the run's last event by seq: its chain hash is lastHash
+	var last *events.Event // the run's last event by seq
 	for _, e := range evs {
 		if e.RunID != runID {
 			continue
@@ -129,21 +128,28 @@ func foldRun(evs []*events.Event, runID string, s *Session) (*runState, error) {
 		if rs.traceparent == "" {
 			rs.traceparent = e.Traceparent
 		}
-		if e.Seq >= rs.lastSeq {
-			rs.lastSeq, last = e.Seq, e
+		if e.Seq >= rs.last.Seq {
+			rs.last.Seq, last = e.Seq, e
 		}
 		if err := rs.fold(e); err != nil {
 			return nil, err
 		}
 	}
 	if last != nil {
-		rs.lastHash = last.ChainHash()
+		rs.last.Hash = last.ChainHash()
 	}
 	return rs, nil
 }
 
 // fold folds one event of the run, by its stage's group.
 func (rs *runState) fold(e *events.Event) error {
+	c, err := rs.approvals.Add(e)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCorruptSession, err)
+	}
+	if c != nil {
+		rs.call(c.ID)
+	}
 	switch e.Stage.Group() {
 	case events.GroupHook:
 		rs.foldHook(e)
@@ -159,8 +165,6 @@ func (rs *runState) fold(e *events.Event) error {
 		return rs.foldModel(e)
 	case events.GroupTool:
 		return rs.foldTool(e)
-	case events.GroupApproval:
-		return rs.foldApproval(e)
 	case events.GroupSubagent:
 		return rs.foldSubagent(e)
 	}
@@ -243,7 +247,7 @@ func (rs *runState) foldModel(e *events.Event) error {
 }
 
 // foldTool folds a tool call's record: the call as it took effect, its raw
-// result, whether it is done.
+// result.
 func (rs *runState) foldTool(e *events.Event) error {
 	switch e.Stage {
 	case events.StageToolBefore:
@@ -259,36 +263,6 @@ func (rs *runState) foldTool(e *events.Event) error {
 			return err
 		}
 		rs.call(p.Call.ID).result = &p.Result
-	case events.StageToolAfter:
-		p, err := decodeOwn[events.ToolAfter](e)
-		if err != nil {
-			return err
-		}
-		rs.call(p.Call.ID).after = true
-	}
-	return nil
-}
-
-// foldApproval folds a call's request for a human and the first answer to
-// it.
-func (rs *runState) foldApproval(e *events.Event) error {
-	if e.Stage == events.StageApprovalRequested {
-		p, err := decodeOwn[events.ApprovalRequested](e)
-		if err != nil {
-			return err
-		}
-		if p.Call.ID != "" {
-			c := rs.call(p.Call.ID)
-			c.approval, c.approvalSeq = &p, e.Seq
-		}
-		return nil
-	}
-	p, err := decodeOwn[events.ApprovalResolved](e)
-	if err != nil {
-		return err
-	}
-	if c := rs.calls[p.CallID]; c != nil && c.approval != nil && c.resolution == nil {
-		c.resolution, c.resolvedSeq = &p, e.Seq
 	}
 	return nil
 }
@@ -318,31 +292,11 @@ func (rs *runState) foldSubagent(e *events.Event) error {
 	return nil
 }
 
-// waiting returns the calls of the pending step that wait for an answer.
-// A run whose record has no model reply (a coding agent's run recorded by
-// the bridge, whose loop is the agent's own) has no steps: every call with
-// an approval request and neither an answer nor an end waits, in the order
-// asked.
+// waiting returns the calls that wait for a human (record.Run.Waiting).
 func (rs *runState) waiting() []*callState {
-	p := rs.pending()
-	if p == nil {
-		if rs.responded != nil {
-			return nil
-		}
-		var out []*callState
-		for _, cs := range rs.calls {
-			if cs.approval != nil && cs.resolution == nil && !cs.after {
-				out = append(out, cs)
-			}
-		}
-		slices.SortFunc(out, func(a, b *callState) int { return cmp.Compare(a.approvalSeq, b.approvalSeq) })
-		return out
-	}
 	var out []*callState
-	for _, c := range p.Message.ToolCalls {
-		if cs := rs.calls[c.ID]; cs != nil && cs.approval != nil && cs.resolution == nil && !cs.after {
-			out = append(out, cs)
-		}
+	for _, c := range rs.approvals.Waiting() {
+		out = append(out, rs.call(c.ID))
 	}
 	return out
 }
@@ -359,13 +313,13 @@ func (rs *runState) goneOnBefore(seq uint64) bool {
 	var answered uint64
 	for _, c := range p.Message.ToolCalls {
 		cs := rs.calls[c.ID]
-		if cs == nil || cs.approval == nil {
+		if cs == nil || cs.Request == nil {
 			continue
 		}
-		if cs.resolution == nil {
+		if cs.Answer == nil {
 			return false
 		}
-		answered = max(answered, cs.resolvedSeq)
+		answered = max(answered, cs.Answered.Seq)
 	}
 	if answered == 0 {
 		return false
@@ -392,7 +346,7 @@ func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
 	for _, e := range evs {
 		seen = max(seen, e.Stored)
 	}
-	evs = truncated(effective(evs), runID)
+	evs = truncated(record.Effective(evs), runID)
 	s, err := foldSession(evs, runID)
 	if err != nil {
 		return nil, nil, err

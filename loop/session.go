@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/record"
 )
 
 // Session is a conversation rebuilt from a session's events.
@@ -48,7 +49,7 @@ type Session struct {
 // prompt. Events whose data it cannot decode are left out and listed in
 // Session.Skipped.
 func RebuildSession(evs []*events.Event) (*Session, error) {
-	return foldSession(effective(evs), "")
+	return foldSession(record.Effective(evs), "")
 }
 
 // NoResultContent is the result given, in a rebuilt conversation, to a tool

@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 
@@ -44,7 +43,7 @@ func intercepted[P any](ctx context.Context, r *run, st stage, p P, adjust func(
 	out := allowed
 	if r.hooks != nil {
 		if n := r.hooks.MatchesCall(st.stage, st.subject, st.kind, r.req.AgentID); n > 0 {
-			ev.Seq = r.seq + uint64(n) + 1
+			ev.Seq = r.chain.Seq + uint64(n) + 1
 			changed := false
 			if out, changed, err = r.intercept(ctx, ev); err != nil {
 				return p, nil, err
@@ -110,12 +109,22 @@ func sameBytes(a, b json.RawMessage) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
+// builder builds a run's events: the engine's, and the answers to its
+// approvals.
+type builder struct {
+	source      string // the events' CloudEvent source
+	req         *events.RunRequest
+	step        int
+	trace       tracectx.Context // the run's span (trace.go)
+	parentTrace string           // the trace context the run continues, "" for its own
+}
+
 // event builds an event of the run; its seq is given when it is appended.
-func (r *run) event(st events.Stage, payload any, subject string) (*events.Event, error) {
+func (b *builder) event(st events.Stage, payload any, subject string) (*events.Event, error) {
 	e, err := events.New(st, events.Meta{
-		Source: r.eng.cfg.Source, AgentID: r.req.AgentID, SessionID: r.req.SessionID, RunID: r.req.RunID,
-		Step: r.step, Subject: subject, Traceparent: r.traceparent(st, payload),
-		ParentAgentID: r.req.ParentAgentID, ParentSessionID: r.req.ParentSessionID, ParentRunID: r.req.ParentRunID,
+		Source: b.source, AgentID: b.req.AgentID, SessionID: b.req.SessionID, RunID: b.req.RunID,
+		Step: b.step, Subject: subject, Traceparent: b.traceparent(st, payload),
+		ParentAgentID: b.req.ParentAgentID, ParentSessionID: b.req.ParentSessionID, ParentRunID: b.req.ParentRunID,
 	}, payload)
 	if err != nil {
 		return nil, fmt.Errorf("loop: build %s event: %w", st, err)
@@ -150,17 +159,12 @@ func (r *run) emitSync(ctx context.Context, st events.Stage, payload any, subjec
 // attempt claimed the session, or something was stored on it since it was
 // read).
 func (r *run) append(ctx context.Context, ev *events.Event, sync bool) error {
-	r.seq++
-	ev.Seq = r.seq
-	ev.PrevHash = r.prevHash
-	if ev.Stage == events.StageRunCompleted || ev.Stage == events.StageRunFailed {
-		if err := r.sign(ev); err != nil {
-			return err
-		}
+	next, err := r.chain.NextSigned(ev, r.eng.cfg.Signer)
+	if err != nil {
+		return fmt.Errorf("loop: %w", err)
 	}
-	hash := ev.ChainHash()
+	r.chain.Seq = next.Seq
 	em := r.eng.cfg.Emitter
-	var err error
 	switch {
 	case !r.claimed:
 		// Before its claim (a new run's intake and the records of its
@@ -185,32 +189,12 @@ func (r *run) append(ctx context.Context, ev *events.Event, sync bool) error {
 			// (A write-ahead append that failed may have been stored: the
 			// attempt stops, and whatever ends the run reads the record
 			// again.)
-			r.seq--
+			r.chain.Seq--
 		}
 		return fmt.Errorf("%w: %s of run %s: %w", ErrUnrecorded, ev.Stage, r.req.RunID, err)
 	}
-	r.prevHash = hash
+	r.chain = next
 	r.events++
-	return nil
-}
-
-// sign signs a terminal event: its signer and the signature of its chain
-// hash, which covers the whole run's chain.
-func (r *run) sign(ev *events.Event) error {
-	s := r.eng.cfg.Signer
-	if s == nil {
-		return nil
-	}
-	pub, err := s.PublicKey()
-	if err != nil {
-		return fmt.Errorf("loop: signing key: %w", err)
-	}
-	ev.Signer = pub
-	sig, err := s.Sign([]byte(ev.ChainHash()))
-	if err != nil {
-		return fmt.Errorf("loop: sign the end of run %s: %w", r.req.RunID, err)
-	}
-	ev.Signature = base64.RawURLEncoding.EncodeToString(sig)
 	return nil
 }
 

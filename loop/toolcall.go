@@ -107,12 +107,12 @@ func (r *run) isTask(call events.ToolCall) bool {
 // any other is reported to the model (and recorded) as "outcome unknown",
 // never run twice.
 func (r *run) resumeCall(ctx context.Context, st *runState, cs *callState) error {
-	call := edited(cs.before.Call, cs.resolution)
+	call := edited(cs.before.Call, cs.Answer)
 	out := allowed
-	if d := st.ends[cs.beforeID]; d != nil && cs.approval == nil { // an answered ask: the answer is acted on
+	if d := st.ends[cs.beforeID]; d != nil && cs.Request == nil { // an answered ask: the answer is acted on
 		out = d
 	}
-	if held, err := r.admit(ctx, call, out, cs.approval == nil && !cs.begun()); held {
+	if held, err := r.admit(ctx, call, out, cs.Request == nil && !cs.begun()); held {
 		return err
 	}
 	if cs.result != nil {

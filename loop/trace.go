@@ -28,7 +28,7 @@ func checkTraceparent(req *events.RunRequest) error {
 // setTrace chooses the run's trace: the record's when the run has events
 // (a resumed attempt continues the trace of the first), else the
 // request's, else the run's own (tracectx.RunTrace).
-func (r *run) setTrace(st *runState) {
+func (r *builder) setTrace(st *runState) {
 	parent := r.req.Traceparent
 	if st.found {
 		parent = st.parentTrace
@@ -46,7 +46,7 @@ func (r *run) setTrace(st *runState) {
 // traceparent is the trace context an event of stage st with payload p is
 // produced in: the model call's span on model stages, the tool call's on
 // the stages of one call, the run's otherwise.
-func (r *run) traceparent(st events.Stage, p any) string {
+func (r *builder) traceparent(st events.Stage, p any) string {
 	if !r.trace.IsValid() {
 		return ""
 	}
@@ -62,7 +62,7 @@ func (r *run) traceparent(st events.Stage, p any) string {
 
 // toolTrace is the trace context of a tool call's span: a child run's
 // request carries it.
-func (r *run) toolTrace(call string) string {
+func (r *builder) toolTrace(call string) string {
 	return r.trace.Child(tracectx.ToolSpan(r.req.RunID, call)).String()
 }
 

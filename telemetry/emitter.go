@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
@@ -131,12 +130,15 @@ func (m *Metrics) FollowApprovals(ctx context.Context, b Tailer) (<-chan error, 
 		last = max(last, e.Stored)
 		return nil
 	}
-	if _, err := b.Replay(ctx, bus.Filter{Stages: audit.ApprovalStages}, observe); err != nil {
+	// The approvals and the runs' ends (a call of an ended run waits for
+	// nothing).
+	stages := append(events.StagesOf(events.GroupApproval), events.TerminalStages()...)
+	if _, err := b.Replay(ctx, bus.Filter{Stages: stages}, observe); err != nil {
 		return nil, err
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- b.Tail(ctx, bus.Filter{Stages: audit.ApprovalStages, From: last + 1}, observe)
+		done <- b.Tail(ctx, bus.Filter{Stages: stages, From: last + 1}, observe)
 	}()
 	return done, nil
 }

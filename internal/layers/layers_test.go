@@ -28,6 +28,7 @@ type layer struct {
 var layers = []layer{
 	{"the vocabulary, and helpers beneath everything else", []string{"events", "internal", "bus/internal"}},
 	{"the decision model and the chain", []string{"interceptors"}},
+	{"the rules of a run's record", []string{"record"}},
 	{"the transport, the engine and the policies, none importing another", []string{"bus", "loop", "policy"}},
 	{"their parts, and the hook kinds", []string{"bus/*", "loop/*", "hooks"}},
 	{"assemblies and readers of the record", []string{"agents", "bridge", "audit", "telemetry", "webui", "tlog"}},

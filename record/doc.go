@@ -1,0 +1,17 @@
+// Package record holds the rules of a run's record that every reader and
+// writer shares: which events of a session count (Effective: each run's
+// events in seq order, without those of an attempt that a later attempt
+// superseded), what a run's record says of its calls' requests for a human
+// (Run: the calls asked, their answers, which of them wait), and how a
+// run's next event is numbered, chained and signed after its last stored
+// one (Chain).
+//
+// The engine (loop), the auditor's views (audit), the web page and the
+// observer read the record through it, so that a call the page lists as
+// waiting is one an answer can be given to; the engine, the closing of a
+// run, the answers and the bridge write through Chain. It imports events
+// only: no NATS, no engine.
+//
+// Start with Run: Add a run's events (as stored, or Effective) and ask
+// Waiting.
+package record
