@@ -1,7 +1,8 @@
+//go:debug containermaxprocs=0
+//go:debug updatemaxprocs=0
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"flag"
@@ -130,13 +131,11 @@ func (c *config) post(in []byte) ([]byte, error) {
 	if c.url.Port() == "" {
 		host = net.JoinHostPort(c.url.Hostname(), "80")
 	}
-	d := net.Dialer{Deadline: deadline}
-	conn, err := d.Dial("tcp", host)
+	conn, err := dial(host, deadline)
 	if err != nil {
 		return nil, fmt.Errorf("the gateway at %s did not answer: %w", c.url.Redacted(), err)
 	}
 	defer conn.Close()
-	_ = conn.SetDeadline(deadline)
 	var req bytes.Buffer
 	req.Grow(256 + len(in))
 	req.WriteString("POST " + c.url.RequestURI() + " HTTP/1.0\r\nHost: " + c.url.Host +
@@ -149,7 +148,7 @@ func (c *config) post(in []byte) ([]byte, error) {
 	if _, err := conn.Write(req.Bytes()); err != nil {
 		return nil, fmt.Errorf("the gateway at %s did not take the hook input: %w", c.url.Redacted(), err)
 	}
-	resp, err := io.ReadAll(bufio.NewReader(conn))
+	resp, err := readAnswer(conn)
 	if err != nil {
 		return nil, fmt.Errorf("the gateway at %s did not answer in full: %w", c.url.Redacted(), err)
 	}
@@ -163,4 +162,50 @@ func (c *config) post(in []byte) ([]byte, error) {
 		return nil, fmt.Errorf("the gateway at %s answered %s: %s", c.url.Redacted(), strings.Join(f[1:], " "), strings.TrimSpace(string(body)))
 	}
 	return bytes.TrimSpace(body), nil
+}
+
+// readAnswer reads an HTTP response from r: to the end of its body when
+// it has a Content-Length (the gateway's closing of the connection is not
+// waited for), else to the end of the connection.
+func readAnswer(r io.Reader) ([]byte, error) {
+	buf := make([]byte, 0, 1024)
+	want := -1 // the response's length, once its header is read
+	for want < 0 || len(buf) < want {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+		if want < 0 {
+			want = answerLength(buf)
+		}
+	}
+	return buf[:want], nil
+}
+
+// answerLength is the length of the response that starts buf, header and
+// body, when its header is all in buf and says its body's length; else -1.
+func answerLength(buf []byte) int {
+	head, _, ok := bytes.Cut(buf, []byte("\r\n\r\n"))
+	if !ok {
+		return -1
+	}
+	for _, line := range bytes.Split(head, []byte("\r\n"))[1:] {
+		k, v, _ := bytes.Cut(line, []byte(":"))
+		if !strings.EqualFold(string(bytes.TrimSpace(k)), "Content-Length") {
+			continue
+		}
+		n, err := strconv.Atoi(string(bytes.TrimSpace(v)))
+		if err != nil || n < 0 || n > maxInput {
+			return -1
+		}
+		return len(head) + 4 + n
+	}
+	return -1
 }
