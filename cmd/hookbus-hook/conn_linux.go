@@ -1,4 +1,4 @@
-//go:build unix
+//go:build linux
 
 package main
 
@@ -14,9 +14,10 @@ import (
 
 // dial connects to addr (host:port) before deadline. An IP address is
 // connected with the socket calls themselves, blocking, each bounded by
-// the time left (SO_SNDTIMEO, SO_RCVTIMEO): no network poller is started
-// and no other thread is woken, which is most of what package net costs a
-// process that makes one connection. A host name goes through package net.
+// the time left (SO_SNDTIMEO, SO_RCVTIMEO; on Linux they bound connect
+// too): no network poller is started and no other thread is woken for
+// the one connection the process makes. A host name goes through package
+// net.
 func dial(addr string, deadline time.Time) (conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
