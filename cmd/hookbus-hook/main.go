@@ -1,8 +1,7 @@
-// The runtime neither reads the cgroup's CPU limit at start nor starts a
-// goroutine to follow it: the hook runs one goroutine for a few
-// milliseconds, and GOMAXPROCS changes nothing it does.
+// The runtime starts no goroutine to follow the CPU limit: the hook runs
+// one goroutine for a few milliseconds, and GOMAXPROCS changes nothing it
+// does.
 
-//go:debug containermaxprocs=0
 //go:debug updatemaxprocs=0
 
 package main
