@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"io"
 	"net/netip"
 	"os"
@@ -9,21 +8,6 @@ import (
 	"strings"
 	"time"
 )
-
-// errUsage is a command line or setting that cannot be meant.
-var errUsage = errors.New("usage")
-
-// usageError is errUsage with what is wrong.
-func usageError(msg string) error { return &wrapped{msg: errUsage.Error() + ": " + msg, err: errUsage} }
-
-// wrapped is an error that says msg and wraps err.
-type wrapped struct {
-	msg string
-	err error
-}
-
-func (w *wrapped) Error() string { return w.msg }
-func (w *wrapped) Unwrap() error { return w.err }
 
 // config is what the command line and the environment say.
 type config struct {
@@ -141,9 +125,6 @@ type target struct {
 	addr     string // HOST:PORT to connect to (port 80 when none is given)
 	uri      string // the request's target: PATH[?QUERY], "/" when there is none
 }
-
-// errNotHTTP is a URL hookbus-hook cannot post to.
-var errNotHTTP = errors.New("not an http:// URL")
 
 // parseTarget reads raw as net/url reads an http URL, where it reads it at
 // all: it refuses what net/url refuses (another scheme, no host, a port

@@ -51,14 +51,15 @@ func dial(addr string, deadline time.Time) (conn, error) {
 	return s, nil
 }
 
+// errTimeout is a socket call that outlived the deadline (Linux only: the
+// other systems' hooks connect through package net, whose errors say so).
+var errTimeout = errors.New("i/o timeout")
+
 // socket is a blocking connected socket whose calls end at deadline.
 type socket struct {
 	fd       int
 	deadline time.Time
 }
-
-// errTimeout is a socket call that outlived the deadline.
-var errTimeout = errors.New("i/o timeout")
 
 // bound sets opt (SO_SNDTIMEO or SO_RCVTIMEO) to the time left.
 func (s *socket) bound(opt int) error {
