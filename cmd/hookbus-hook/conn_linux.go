@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"syscall"
 	"time"
@@ -85,7 +86,7 @@ func (s *socket) connect(sa syscall.Sockaddr) error {
 		case syscall.EINPROGRESS, syscall.EAGAIN:
 			return errTimeout
 		default:
-			return err
+			return os.NewSyscallError("connect", err)
 		}
 	}
 }
