@@ -117,8 +117,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*config
 	return c, nil
 }
 
-// target is the gateway's URL: http://[USER[:PASSWORD]@]HOST[:PORT][/PATH][?QUERY][#FRAGMENT],
-// the user and the fragment not sent.
+// target is the gateway's URL,
+// http://[USER[:PASSWORD]@]HOST[:PORT][/PATH][?QUERY][#FRAGMENT]; the user
+// and the fragment are not sent.
 type target struct {
 	redacted string // the URL with its password hidden, for messages
 	host     string // HOST[:PORT], the Host header
@@ -130,8 +131,8 @@ type target struct {
 // all: it refuses what net/url refuses (another scheme, no host, a port
 // that is not a number, a bad %-escape) and more (a byte outside printable
 // ASCII, a host that is not a name or an address, an IPv6 zone, a path
-// net/url would escape), so that
-// what it sends is what net/url's reading would have.
+// net/url would escape), so that what it sends is what net/url's reading
+// would have sent.
 func parseTarget(raw string) (*target, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || !strings.EqualFold(scheme, "http") {
