@@ -157,7 +157,7 @@ POLICYBENCHES := 'Benchmark(Decision|Temporal)$$'
 ## the publish benchmark with a checkpointer following the stream); then policy evaluation: one
 ## decision's p50 and p99 at 1, 10 and 100 rules, and a temporal rule in sessions of 10 and 10,000 calls;
 ## then a command hook's cost per event (hookbus-hook, an exec of the real binary, p50/p99) next to the
-## gateway's (an http hook's).
+## gateway's (an http hook's, and one HTTP/1.0 request on a connection of its own) and an exec of true.
 bench:
 	$(GO) test -run '^$$' -bench $(BENCHES) -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./bus ./bus/remote ./interceptors ./tlog/tlogbus | tee bench.txt
 	$(GO) test -run '^$$' -bench $(POLICYBENCHES) -benchtime 20000x -count $(BENCHCOUNT) ./policy | tee -a bench.txt

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -82,6 +83,121 @@ func TestUsage(t *testing.T) {
 		code, _, stderr := runWith(t, tc.env, "{}", tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// The gateway is reached by address (IPv4 and IPv6) and by name; one that
+// takes the connection and never answers is the policy's answer once
+// --timeout has passed, and one that closes without an answer is named.
+func TestConnect(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		_, _ = w.Write(b)
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	in := `{"hook_event_name":"BeforeTool","session_id":"s"}`
+	urls := []string{srv.URL + "/gemini-cli", "http://localhost:" + port + "/gemini-cli"}
+	if ln6, err := net.Listen("tcp", "[::1]:0"); err == nil {
+		srv6 := httptest.NewUnstartedServer(srv.Config.Handler)
+		srv6.Listener = ln6
+		srv6.Start()
+		defer srv6.Close()
+		urls = append(urls, srv6.URL+"/gemini-cli")
+	}
+	for _, u := range urls {
+		if code, stdout, stderr := runWith(t, nil, in, u); code != 0 || stdout != in+"\n" {
+			t.Errorf("%s: exit %d stdout %q stderr %q", u, code, stdout, stderr)
+		}
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	conns := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				close(conns)
+				return
+			}
+			conns <- c
+		}
+	}()
+	silent := "http://" + ln.Addr().String() + "/codex-cli"
+	code, stdout, stderr := runWith(t, nil, in, "--policy", "fail", "--timeout", "200ms", silent)
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "fail closed") || !strings.Contains(stderr, "timeout") {
+		t.Errorf("a gateway that does not answer: exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+	(<-conns).Close()
+	go func() {
+		c := <-conns
+		var req []byte
+		for buf := make([]byte, 4096); !bytes.HasSuffix(req, []byte(in)); {
+			n, err := c.Read(buf)
+			if err != nil {
+				break
+			}
+			req = append(req, buf[:n]...)
+		}
+		c.Close()
+	}()
+	code, _, stderr = runWith(t, nil, in, silent)
+	if code != 1 || !strings.Contains(stderr, "answered no HTTP response") || !strings.Contains(stderr, "proceeds unchecked") {
+		t.Errorf("a gateway that closes without an answer: exit %d stderr %q", code, stderr)
+	}
+}
+
+// The answer ends where its Content-Length says, the connection open or
+// not; without one, it ends with the connection.
+func TestAnswerLength(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	url := "http://" + ln.Addr().String() + "/gemini-cli"
+	in := `{"hook_event_name":"BeforeTool","session_id":"s"}`
+	for _, tc := range []struct {
+		answer string
+		close  bool
+		want   string
+	}{
+		{"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\ncontent-length: 18\r\n\r\n" + `{"decision":"deny"}`[:18], false, `{"decision":"deny"`},
+		{"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}", false, "{}"},
+		{"HTTP/1.0 200 OK\r\n\r\n{\"a\":1}", true, `{"a":1}`},
+	} {
+		held := make(chan net.Conn, 1)
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				held <- nil
+				return
+			}
+			var req []byte
+			for buf := make([]byte, 4096); !bytes.HasSuffix(req, []byte(in)); {
+				n, err := c.Read(buf)
+				if err != nil {
+					break
+				}
+				req = append(req, buf[:n]...)
+			}
+			_, _ = io.WriteString(c, tc.answer)
+			if tc.close {
+				c.Close()
+			}
+			held <- c
+		}()
+		code, stdout, stderr := runWith(t, nil, in, "--timeout", "5s", url)
+		if code != 0 || stdout != tc.want+"\n" {
+			t.Errorf("answer %q: exit %d stdout %q stderr %q", tc.answer, code, stdout, stderr)
+		}
+		if c := <-held; c != nil {
+			c.Close()
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -145,8 +146,12 @@ func TestHookClient(t *testing.T) {
 // events, each an exec of hookbus-hook posting to loop gateway's handler
 // on the embedded server with the bus recording it, against the same
 // events posted by a kept-alive HTTP client (the gateway's own cost, as
-// an http hook pays it), and the floor of any command hook, an exec of
-// true. It reports p50 and p99 of each in µs:
+// an http hook pays it) and by this process as hookbus-hook posts them,
+// one HTTP/1.0 request on a connection of its own (the gateway's cost
+// with a connection's, without a process's), and the floor of any command
+// hook, an exec of true started as the hook is (its input on a pipe, its
+// output read). It reports p50 and p99 of each in µs
+// (BENCH_HOOK_BIN measures a hookbus-hook built otherwise):
 //
 //	go test ./cmd/loop -run '^$' -bench HookClient -benchtime 1x
 func BenchmarkHookClient(b *testing.B) {
@@ -154,7 +159,10 @@ func BenchmarkHookClient(b *testing.B) {
 	if s := os.Getenv("BENCH_HOOK_EVENTS"); s != "" {
 		fmt.Sscan(s, &n)
 	}
-	bin := hookClient(b)
+	bin := os.Getenv("BENCH_HOOK_BIN")
+	if bin == "" {
+		bin = hookClient(b)
+	}
 	for range b.N {
 		b.StopTimer()
 		bs := bustest.StartBus(b)
@@ -187,20 +195,45 @@ func BenchmarkHookClient(b *testing.B) {
 				b.Fatalf("hookbus-hook: exit %d: %s", code, stderr)
 			}
 		}
-		gwLat, hookLat, spawnLat := make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n)
+		// post10 posts body as hookbus-hook does, one HTTP/1.0 request on
+		// a connection of its own, from this process: the gateway's cost
+		// with a connection's, without a process's start.
+		addr := srv.Listener.Addr().String()
+		post10 := func(body string) time.Duration {
+			start := time.Now()
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, err = io.WriteString(c, "POST "+GatewayPath+" HTTP/1.0\r\nHost: "+addr+"\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, err := io.ReadAll(c)
+			c.Close()
+			if err != nil || !bytes.HasPrefix(out, []byte("HTTP/1.0 200 ")) || bytes.Contains(out, []byte("could not record")) {
+				b.Fatalf("%v %s", err, out)
+			}
+			return time.Since(start)
+		}
+		gwLat, connLat, hookLat, spawnLat := make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n)
 		spawn, spawnErr := exec.LookPath("true")
 		b.StartTimer()
 		for i := range n {
-			gwLat = append(gwLat, post(input(2*i)))
+			gwLat = append(gwLat, post(input(3*i)))
+			connLat = append(connLat, post10(input(3*i+2)))
 			if spawnErr == nil {
+				// Started as the hook is: its input on a pipe, its output read.
+				cmd := exec.Command(spawn)
+				cmd.Stdin = strings.NewReader(input(3*i + 1))
 				start := time.Now()
-				if err := exec.Command(spawn).Run(); err != nil {
+				if _, err := cmd.Output(); err != nil {
 					b.Fatal(err)
 				}
 				spawnLat = append(spawnLat, time.Since(start))
 			}
 			cmd := exec.Command(bin, route)
-			cmd.Stdin = strings.NewReader(input(2*i + 1))
+			cmd.Stdin = strings.NewReader(input(3*i + 1))
 			start := time.Now()
 			out, err := cmd.Output()
 			hookLat = append(hookLat, time.Since(start))
@@ -210,14 +243,16 @@ func BenchmarkHookClient(b *testing.B) {
 		}
 		b.StopTimer()
 		evs, err := bs.SessionEvents(b.Context(), bridge.DefaultAgent, s)
-		if err != nil || len(evs) < 2*n {
-			b.Fatalf("the bus recorded %d events of %d, %v", len(evs), 2*n, err)
+		if err != nil || len(evs) < 3*n {
+			b.Fatalf("the bus recorded %d events of %d, %v", len(evs), 3*n, err)
 		}
-		hook, gw := pcts(hookLat), pcts(gwLat)
+		hook, gw, conn := pcts(hookLat), pcts(gwLat), pcts(connLat)
 		b.ReportMetric(hook[0], "hook_p50_us")
 		b.ReportMetric(hook[1], "hook_p99_us")
 		b.ReportMetric(gw[0], "gateway_p50_us")
 		b.ReportMetric(gw[1], "gateway_p99_us")
+		b.ReportMetric(conn[0], "conn_p50_us")
+		b.ReportMetric(conn[1], "conn_p99_us")
 		var floor [2]float64
 		if len(spawnLat) > 0 {
 			floor = pcts(spawnLat)
@@ -225,7 +260,7 @@ func BenchmarkHookClient(b *testing.B) {
 		}
 		st, _ := os.Stat(bin)
 		la, _ := os.ReadFile("/proc/loadavg")
-		b.Logf("%d events: hookbus-hook (exec, %d bytes) p50 %.0f µs p99 %.0f µs; gateway (http, kept alive) p50 %.0f µs p99 %.0f µs; the floor, exec of true, p50 %.0f µs p99 %.0f µs; load average %s",
-			n, st.Size(), hook[0], hook[1], gw[0], gw[1], floor[0], floor[1], strings.TrimSpace(string(la)))
+		b.Logf("%d events: hookbus-hook (exec, %d bytes) p50 %.0f µs p99 %.0f µs; gateway (http, kept alive) p50 %.0f µs p99 %.0f µs; gateway (HTTP/1.0, a connection each) p50 %.0f µs p99 %.0f µs; the floor, exec of true, p50 %.0f µs p99 %.0f µs; load average %s",
+			n, st.Size(), hook[0], hook[1], gw[0], gw[1], conn[0], conn[1], floor[0], floor[1], strings.TrimSpace(string(la)))
 	}
 }
