@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -15,7 +16,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asLoopEnv) == "1" {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if hookClientBin != "" {
+		_ = os.RemoveAll(filepath.Dir(hookClientBin)) // the hook client built for the tests
+	}
+	os.Exit(code)
 }
 
 // loopCommand is a hook command running this test binary as loop.
