@@ -80,8 +80,8 @@ func Answer(in *Input, out *interceptors.ChainResult, opts AnswerOptions) (*Outp
 		case interceptors.Stop:
 			stop()
 		case interceptors.Modify:
-			var p events.ToolBefore
-			if err := decodePayload(out, &p); err != nil {
+			p, err := interceptors.ResultData[events.ToolBefore](out)
+			if err != nil {
 				return nil, err
 			}
 			spec().UpdatedInput = arguments(p.Call.Arguments)
@@ -96,8 +96,8 @@ func Answer(in *Input, out *interceptors.ChainResult, opts AnswerOptions) (*Outp
 		}
 		switch out.Decision {
 		case interceptors.Modify:
-			var p events.ToolAfter
-			if err := decodePayload(out, &p); err != nil {
+			p, err := interceptors.ResultData[events.ToolAfter](out)
+			if err != nil {
 				return nil, err
 			}
 			resp := ToolResponse(p.Call, p.Result)
@@ -114,8 +114,8 @@ func Answer(in *Input, out *interceptors.ChainResult, opts AnswerOptions) (*Outp
 		case interceptors.Deny:
 			o.Decision, o.Reason = DecisionBlock, reason
 		case interceptors.Modify:
-			var p events.Intake
-			if err := decodePayload(out, &p); err != nil {
+			p, err := interceptors.ResultData[events.Intake](out)
+			if err != nil {
 				return nil, err
 			}
 			orig := ""
@@ -143,8 +143,8 @@ func Answer(in *Input, out *interceptors.ChainResult, opts AnswerOptions) (*Outp
 		case interceptors.Deny:
 			notes = append(notes, "hookbus denied this sub-agent, which Claude Code cannot block: "+reason)
 		case interceptors.Modify:
-			var p events.SubagentBefore
-			if err := decodePayload(out, &p); err != nil {
+			p, err := interceptors.ResultData[events.SubagentBefore](out)
+			if err != nil {
 				return nil, err
 			}
 			if p.Instruction != "" {
@@ -168,11 +168,4 @@ func PermissionAnswer(behavior, message string, updatedInput json.RawMessage) *O
 func (o *Output) JSON() []byte {
 	b, _ := json.Marshal(o) // only strings, bools and valid raw JSON
 	return b
-}
-
-func decodePayload(out *interceptors.ChainResult, v any) error {
-	if err := json.Unmarshal(out.Data, v); err != nil {
-		return fmt.Errorf("%w: %s outcome data: %v", events.ErrPayload, out.Stage, err)
-	}
-	return nil
 }

@@ -308,9 +308,9 @@ func (in *Input) Answer(out *harness.Outcome) (*harness.Reply, error) {
 			case interceptors.Stop:
 				o = Output{Cancel: true, ErrorMessage: stopped(reason)}
 			case interceptors.Modify:
-				var p events.ToolBefore
-				if err := json.Unmarshal(c.Data, &p); err != nil {
-					return nil, fmt.Errorf("%w: the interceptors' tool.before: %v", events.ErrPayload, err)
+				p, err := interceptors.ResultData[events.ToolBefore](c)
+				if err != nil {
+					return nil, err
 				}
 				o.OverrideInput = p.Call.Arguments
 			}
@@ -319,9 +319,9 @@ func (in *Input) Answer(out *harness.Outcome) (*harness.Reply, error) {
 			case interceptors.Deny, interceptors.Stop:
 				o = Output{Cancel: true, ErrorMessage: "hookbus refused this prompt: " + reason}
 			case interceptors.Modify:
-				var p events.Intake
-				if err := json.Unmarshal(c.Data, &p); err != nil {
-					return nil, fmt.Errorf("%w: the interceptors' intake: %v", events.ErrPayload, err)
+				p, err := interceptors.ResultData[events.Intake](c)
+				if err != nil {
+					return nil, err
 				}
 				orig := ""
 				if in.UserPromptData != nil {

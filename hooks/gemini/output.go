@@ -118,8 +118,8 @@ func (in *Input) AnswerOutput(out *harness.Outcome) (*Output, error) {
 			case interceptors.Stop:
 				stop()
 			case interceptors.Modify:
-				var p events.ToolBefore
-				if err := decode(c, &p); err != nil {
+				p, err := interceptors.ResultData[events.ToolBefore](c)
+				if err != nil {
 					return nil, err
 				}
 				spec().ToolInput = p.Call.Arguments
@@ -130,8 +130,8 @@ func (in *Input) AnswerOutput(out *harness.Outcome) (*Output, error) {
 			}
 			switch c.Decision {
 			case interceptors.Modify:
-				var p events.ToolAfter
-				if err := decode(c, &p); err != nil {
+				p, err := interceptors.ResultData[events.ToolAfter](c)
+				if err != nil {
 					return nil, err
 				}
 				o.Decision, o.Reason = DecisionDeny, p.Result.Content
@@ -143,8 +143,8 @@ func (in *Input) AnswerOutput(out *harness.Outcome) (*Output, error) {
 			case interceptors.Deny:
 				o.Decision, o.Reason = DecisionDeny, reasonOr(c.Reason)
 			case interceptors.Modify:
-				var p events.Intake
-				if err := decode(c, &p); err != nil {
+				p, err := interceptors.ResultData[events.Intake](c)
+				if err != nil {
 					return nil, err
 				}
 				orig := ""
@@ -205,11 +205,4 @@ func reasonOr(r string) string {
 		return "denied by a hookbus interceptor"
 	}
 	return r
-}
-
-func decode(c *interceptors.ChainResult, v any) error {
-	if err := json.Unmarshal(c.Data, v); err != nil {
-		return fmt.Errorf("%w: %s outcome data: %v", events.ErrPayload, c.Stage, err)
-	}
-	return nil
 }
