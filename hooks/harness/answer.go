@@ -1,0 +1,130 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
+)
+
+// Words are what a harness's answer can say, each in the harness's own
+// wire format. Say calls those a chain's outcome asks for; a harness
+// leaves out (embedding Unsaid) what its hooks cannot say.
+type Words interface {
+	// Note is a line for the person using the harness.
+	Note(text string)
+	// Deny refuses what the event asked for: a tool call (for a mock, the
+	// reason is the mocked result), a prompt, a sub-agent.
+	Deny(reason string)
+	// Ask has the user confirm a tool call.
+	Ask(reason string)
+	// Stop ends the agent's loop.
+	Stop(reason string)
+	// Context is text the interceptors added for the model to a tool's
+	// result.
+	Context(text string)
+	// Again sends the agent on instead of stopping, with message.
+	Again(message string)
+	// Call runs the tool call with the interceptors' arguments.
+	Call(args json.RawMessage)
+	// Result is the tool's result as the interceptors left it.
+	Result(p events.ToolAfter)
+	// Prompt is the prompt as the interceptors left it.
+	Prompt(prompt string)
+	// Instruction is the sub-agent's instruction as the interceptors left
+	// it.
+	Instruction(text string)
+}
+
+// Unsaid says nothing: embedded in a harness's Words, it stands for what
+// the harness cannot say.
+type Unsaid struct{}
+
+func (Unsaid) Note(string)             {}
+func (Unsaid) Deny(string)             {}
+func (Unsaid) Ask(string)              {}
+func (Unsaid) Stop(string)             {}
+func (Unsaid) Context(string)          {}
+func (Unsaid) Again(string)            {}
+func (Unsaid) Call(json.RawMessage)    {}
+func (Unsaid) Result(events.ToolAfter) {}
+func (Unsaid) Prompt(string)           {}
+func (Unsaid) Instruction(string)      {}
+
+// Say words c, a chain's outcome on a hook event of c's stage, with w: a
+// note for each interceptor's warnings and each failure the chain went
+// past, then what the decision means on the stage:
+//
+//	tool.before      deny → Deny; mock → Deny with the mocked result (the
+//	                 reason when there is none); ask → Ask; stop → Stop;
+//	                 modify → Call
+//	tool.after       context → Context; modify → Result; stop → Stop
+//	intake           deny → Deny; modify → Prompt
+//	stop             continue → Again, with the text added for the model
+//	                 (else the reason); stop → Stop
+//	subagent.before  deny → Deny; modify → Instruction
+//
+// The error wraps events.ErrPayload when a modify's data does not decode.
+func Say(w Words, c *interceptors.ChainResult) error {
+	for _, r := range c.Records {
+		for _, n := range r.Warnings {
+			w.Note(n)
+		}
+		if r.Failure != nil && r.Failure.Outcome == interceptors.FailedOpen {
+			w.Note(fmt.Sprintf("hookbus: interceptor %s failed (%s); the action proceeds", r.Plugin, r.Failure.Kind))
+		}
+	}
+	context := strings.Join(c.Context, "\n")
+	if c.Stage == events.StageToolAfter && context != "" {
+		w.Context(context)
+	}
+	switch d := c.Decision; {
+	case d == interceptors.Deny:
+		w.Deny(c.Reason)
+	case d == interceptors.Stop:
+		w.Stop(c.Reason)
+	case d == interceptors.Ask:
+		w.Ask(c.Reason)
+	case d == interceptors.Mock && c.Mock != nil:
+		w.Deny(c.Mock.Content)
+	case d == interceptors.Mock:
+		w.Deny(c.Reason)
+	case d == interceptors.Continue && context == "":
+		w.Again(c.Reason)
+	case d == interceptors.Continue:
+		w.Again(context)
+	case d == interceptors.Modify:
+		return rewrite(w, c)
+	}
+	return nil
+}
+
+// rewrite says the payload a modify left, by its stage.
+func rewrite(w Words, c *interceptors.ChainResult) error {
+	var err error
+	switch c.Stage {
+	case events.StageToolBefore:
+		var p events.ToolBefore
+		if p, err = interceptors.ResultData[events.ToolBefore](c); err == nil {
+			w.Call(p.Call.Arguments)
+		}
+	case events.StageToolAfter:
+		var p events.ToolAfter
+		if p, err = interceptors.ResultData[events.ToolAfter](c); err == nil {
+			w.Result(p)
+		}
+	case events.StageIntake:
+		var p events.Intake
+		if p, err = interceptors.ResultData[events.Intake](c); err == nil {
+			w.Prompt(p.Prompt)
+		}
+	case events.StageSubagentBefore:
+		var p events.SubagentBefore
+		if p, err = interceptors.ResultData[events.SubagentBefore](c); err == nil {
+			w.Instruction(p.Instruction)
+		}
+	}
+	return err
+}
