@@ -45,7 +45,7 @@ func Answer(in *Input, out *interceptors.ChainResult, opts AnswerOptions) (*Outp
 	if out == nil {
 		return w.o, nil
 	}
-	if err := harness.Say(w, out); err != nil {
+	if err := harness.Say(w, in.HookEventName.Stage(), out); err != nil {
 		return nil, err
 	}
 	w.o.SystemMessage = strings.Join(w.notes, "\n")

@@ -53,7 +53,7 @@ func (Unsaid) Result(events.ToolAfter) {}
 func (Unsaid) Prompt(string)           {}
 func (Unsaid) Instruction(string)      {}
 
-// Say words c, a chain's outcome on a hook event of c's stage, with w: a
+// Say words c, a chain's outcome on a hook event of stage st, with w: a
 // note for each interceptor's warnings and each failure the chain went
 // past, then what the decision means on the stage:
 //
@@ -67,7 +67,7 @@ func (Unsaid) Instruction(string)      {}
 //	subagent.before  deny → Deny; modify → Instruction
 //
 // The error wraps events.ErrPayload when a modify's data does not decode.
-func Say(w Words, c *interceptors.ChainResult) error {
+func Say(w Words, st events.Stage, c *interceptors.ChainResult) error {
 	for _, r := range c.Records {
 		for _, n := range r.Warnings {
 			w.Note(n)
@@ -77,7 +77,7 @@ func Say(w Words, c *interceptors.ChainResult) error {
 		}
 	}
 	context := strings.Join(c.Context, "\n")
-	if c.Stage == events.StageToolAfter && context != "" {
+	if st == events.StageToolAfter && context != "" {
 		w.Context(context)
 	}
 	switch d := c.Decision; {
@@ -96,15 +96,15 @@ func Say(w Words, c *interceptors.ChainResult) error {
 	case d == interceptors.Continue:
 		w.Again(context)
 	case d == interceptors.Modify:
-		return rewrite(w, c)
+		return rewrite(w, st, c)
 	}
 	return nil
 }
 
 // rewrite says the payload a modify left, by its stage.
-func rewrite(w Words, c *interceptors.ChainResult) error {
+func rewrite(w Words, st events.Stage, c *interceptors.ChainResult) error {
 	var err error
-	switch c.Stage {
+	switch st {
 	case events.StageToolBefore:
 		var p events.ToolBefore
 		if p, err = interceptors.ResultData[events.ToolBefore](c); err == nil {
