@@ -281,68 +281,60 @@ type Output struct {
 //
 // Warnings go to stderr. An event with nothing to say answers nothing.
 func (in *Input) Answer(out *harness.Outcome) (*harness.Reply, error) {
-	if out == nil || StageOf(in.event) == "" {
+	st := StageOf(in.event)
+	if out == nil || st == "" {
 		return &harness.Reply{}, nil
 	}
-	var o Output
-	var notes []string
-	notes = append(notes, out.Warnings...)
+	w := &words{in: in, notes: append([]string(nil), out.Warnings...)}
 	if c := out.Chain; c != nil {
-		for _, r := range c.Records {
-			notes = append(notes, r.Warnings...)
-			if r.Failure != nil && r.Failure.Outcome == interceptors.FailedOpen {
-				notes = append(notes, fmt.Sprintf("hookbus: interceptor %s failed (%s); the action proceeds", r.Plugin, r.Failure.Kind))
-			}
+		if st != events.StageToolBefore && st != events.StageIntake { // the text for the model goes as context
+			w.o.Context = strings.Join(c.Context, "\n")
 		}
-		reason := c.Reason
-		switch in.event {
-		case PreToolUse:
-			switch c.Decision {
-			case interceptors.Deny, interceptors.Ask:
-				o = in.deny(reason)
-			case interceptors.Mock:
-				if c.Mock != nil && c.Mock.Content != "" {
-					reason = c.Mock.Content
-				}
-				o = in.deny(reason)
-			case interceptors.Stop:
-				o = Output{Cancel: true, ErrorMessage: stopped(reason)}
-			case interceptors.Modify:
-				p, err := interceptors.ResultData[events.ToolBefore](c)
-				if err != nil {
-					return nil, err
-				}
-				o.OverrideInput = p.Call.Arguments
-			}
-		case UserPromptSubmit:
-			switch c.Decision {
-			case interceptors.Deny, interceptors.Stop:
-				o = Output{Cancel: true, ErrorMessage: "hookbus refused this prompt: " + reason}
-			case interceptors.Modify:
-				p, err := interceptors.ResultData[events.Intake](c)
-				if err != nil {
-					return nil, err
-				}
-				orig := ""
-				if in.UserPromptData != nil {
-					orig = in.UserPromptData.Prompt
-				}
-				added, replaced := harness.PromptAddition(orig, p.Prompt)
-				o.Context = added
-				if replaced {
-					notes = append(notes, "hookbus interceptors rewrote the prompt, which Cline's hook can only add to: the prompt goes as it was")
-				}
-			}
-		default:
-			if ctx := strings.Join(c.Context, "\n"); ctx != "" {
-				o.Context = ctx
-			}
-			if c.Decision == interceptors.Stop {
-				o.Cancel, o.ErrorMessage = true, stopped(reason)
-			}
+		if c.Decision == interceptors.Mock && c.Mock != nil && c.Mock.Content == "" {
+			c = &interceptors.ChainResult{Decision: interceptors.Deny, Reason: c.Reason, Records: c.Records}
+		}
+		if c.Decision == interceptors.Modify && st == events.StageToolAfter {
+			c = &interceptors.ChainResult{Decision: interceptors.Allow, Context: c.Context, Records: c.Records}
+		}
+		if err := harness.Say(w, st, c); err != nil {
+			return nil, err
 		}
 	}
-	return reply(o, notes), nil
+	return reply(w.o, w.notes), nil
+}
+
+// words say an outcome as Cline's Output on in.
+type words struct {
+	harness.Unsaid
+	in    *Input
+	o     Output
+	notes []string
+}
+
+func (w *words) Note(text string)          { w.notes = append(w.notes, text) }
+func (w *words) Ask(reason string)         { w.Deny(reason) }
+func (w *words) Stop(reason string)        { w.o.Cancel, w.o.ErrorMessage = true, stopped(reason) }
+func (w *words) Context(text string)       { w.o.Context = text }
+func (w *words) Call(args json.RawMessage) { w.o.OverrideInput = args }
+
+func (w *words) Deny(reason string) {
+	if w.in.event == UserPromptSubmit {
+		w.o = Output{Cancel: true, ErrorMessage: "hookbus refused this prompt: " + reason}
+		return
+	}
+	w.o = w.in.deny(reason)
+}
+
+func (w *words) Prompt(prompt string) {
+	orig := ""
+	if w.in.UserPromptData != nil {
+		orig = w.in.UserPromptData.Prompt
+	}
+	added, replaced := harness.PromptAddition(orig, prompt)
+	w.o.Context = added
+	if replaced {
+		w.Note("hookbus interceptors rewrote the prompt, which Cline's hook can only add to: the prompt goes as it was")
+	}
 }
 
 func stopped(reason string) string {

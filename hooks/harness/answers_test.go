@@ -137,6 +137,10 @@ func outcomes(t *testing.T, m *harness.Mapped) []outcome {
 			}
 			out = append(out, outcome{fmt.Sprintf("%s %q", k, reason), &harness.Outcome{Chain: c, Warnings: []string{"w1"}}})
 		}
+		if k == interceptors.Mock { // a mock that gave no text
+			c := &interceptors.ChainResult{Stage: st, Decision: k, Reason: "mocked by p1", Plugin: "p1", Data: data, Mock: &events.ToolResult{Mocked: true}}
+			out = append(out, outcome{"mock no text", &harness.Outcome{Chain: c}})
+		}
 	}
 	bad := &interceptors.ChainResult{Stage: st, Decision: interceptors.Modify, Data: json.RawMessage(`[`)}
 	return append(out, outcome{"modify undecodable", &harness.Outcome{Chain: bad}})
