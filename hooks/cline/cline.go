@@ -127,14 +127,14 @@ type Call struct {
 
 // ParseInput reads a Cline hook input: its event is named by the field
 // the input carries (preToolUse: PreToolUse, ...), else by its hookName.
-// The error wraps ErrBadInput.
+// The error wraps harness.ErrBadInput.
 func ParseInput(b []byte) (*Input, error) {
 	var in Input
 	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&in); err != nil {
-		return nil, fmt.Errorf("%w: %v (body %.80q)", ErrBadInput, err, b)
+		return nil, fmt.Errorf("%w: %v (body %.80q)", harness.ErrBadInput, err, b)
 	}
 	if in.TaskID == "" {
-		return nil, fmt.Errorf("%w: no taskId", ErrBadInput)
+		return nil, fmt.Errorf("%w: no taskId", harness.ErrBadInput)
 	}
 	var fields map[string]json.RawMessage
 	_ = json.Unmarshal(b, &fields)
@@ -148,7 +148,7 @@ func ParseInput(b []byte) (*Input, error) {
 		in.event = in.HookName
 	}
 	if in.event == "" {
-		return nil, fmt.Errorf("%w: no event: none of %s, and no hookName", ErrBadInput, strings.Join(eventKeys(), ", "))
+		return nil, fmt.Errorf("%w: no event: none of %s, and no hookName", harness.ErrBadInput, strings.Join(eventKeys(), ", "))
 	}
 	in.raw = bytes.TrimSpace(b)
 	return &in, nil
@@ -193,20 +193,20 @@ func (in *Input) call() (events.ToolCall, error) {
 		c.Name = in.PostToolUseData.ToolName
 	}
 	if c.Name == "" {
-		return events.ToolCall{}, fmt.Errorf("%w: %s: no tool name", ErrBadInput, in.event)
+		return events.ToolCall{}, fmt.Errorf("%w: %s: no tool name", harness.ErrBadInput, in.event)
 	}
 	args := bytes.TrimSpace(c.Input)
 	if len(args) == 0 || string(args) == "null" {
 		args = []byte("{}")
 	}
 	if args[0] != '{' {
-		return events.ToolCall{}, fmt.Errorf("%w: %s: the tool's input is not a JSON object", ErrBadInput, in.event)
+		return events.ToolCall{}, fmt.Errorf("%w: %s: the tool's input is not a JSON object", harness.ErrBadInput, in.event)
 	}
 	return events.ToolCall{ID: c.ID, Name: c.Name, Arguments: json.RawMessage(args)}.WithAction(events.HarnessCline), nil
 }
 
 // Map returns the stage event the input is recorded as, nil for an event
-// recorded as a harness.event. The error wraps ErrBadInput for a tool
+// recorded as a harness.event. The error wraps harness.ErrBadInput for a tool
 // event without a tool.
 func (in *Input) Map() (*harness.Mapped, error) {
 	st := StageOf(in.event)
