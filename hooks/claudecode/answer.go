@@ -84,10 +84,7 @@ func (w *words) Ask(reason string) {
 	w.spec().PermissionDecision, w.spec().PermissionDecisionReason = PermissionAsk, reason
 }
 
-func (w *words) Stop(reason string) {
-	f := false
-	w.o.Continue, w.o.StopReason = &f, reason
-}
+func (w *words) Stop(reason string) { w.o.Continue, w.o.StopReason = new(bool), reason }
 
 func (w *words) Context(text string) { w.spec().AdditionalContext = text }
 

@@ -118,10 +118,7 @@ func (w *words) Ask(reason string) {
 	}
 }
 
-func (w *words) Stop(reason string) {
-	f := false
-	w.o.Continue, w.o.StopReason = &f, reason
-}
+func (w *words) Stop(reason string) { w.o.Continue, w.o.StopReason = new(bool), reason }
 
 func (w *words) Prompt(prompt string) {
 	orig := ""
