@@ -305,7 +305,6 @@ func (in *Input) Answer(out *harness.Outcome) (*harness.Reply, error) {
 
 // words say an outcome as Cline's Output on in.
 type words struct {
-	harness.Unsaid
 	in    *Input
 	o     Output
 	notes []string
@@ -316,6 +315,9 @@ func (w *words) Ask(reason string)         { w.Deny(reason) }
 func (w *words) Stop(reason string)        { w.o.Cancel, w.o.ErrorMessage = true, stopped(reason) }
 func (w *words) Context(text string)       { w.o.Context = text }
 func (w *words) Call(args json.RawMessage) { w.o.OverrideInput = args }
+func (w *words) Again(string)              {} // the text for the model went as context
+func (w *words) Result(events.ToolAfter)   {}
+func (w *words) Instruction(string)        {}
 
 func (w *words) Deny(reason string) {
 	if w.in.event == UserPromptSubmit {

@@ -146,12 +146,8 @@ func (in *Input) Outage(policy interceptors.Policy, cause error) *harness.Reply 
 		}
 		return &harness.Reply{Stdout: (&Output{SystemMessage: msg + "; it proceeds unchecked"}).JSON()}
 	}
-	kind := interceptors.Stop
-	if st.Accepts().Has(events.DecisionDeny) {
-		kind = interceptors.Deny
-	}
 	reason := "hookbus is unavailable and its policy is to fail closed: " + cause.Error()
-	o, err := in.AnswerOutput(&harness.Outcome{Chain: &interceptors.ChainResult{Stage: st, Decision: kind, Reason: reason},
+	o, err := in.AnswerOutput(&harness.Outcome{Chain: &interceptors.ChainResult{Stage: st, Decision: interceptors.ClosedKind(st), Reason: reason},
 		Warnings: []string{msg + "; blocked (policy fail)"}})
 	if err != nil {
 		o = &Output{SystemMessage: msg}

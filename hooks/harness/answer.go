@@ -10,8 +10,8 @@ import (
 )
 
 // Words are what a harness's answer can say, each in the harness's own
-// wire format. Say calls those a chain's outcome asks for; a harness
-// leaves out (embedding Unsaid) what its hooks cannot say.
+// wire format. Say calls those a chain's outcome asks for; what a
+// harness's hooks cannot say, its Words leave unsaid.
 type Words interface {
 	// Note is a line for the person using the harness.
 	Note(text string)
@@ -37,21 +37,6 @@ type Words interface {
 	// it.
 	Instruction(text string)
 }
-
-// Unsaid says nothing: embedded in a harness's Words, it stands for what
-// the harness cannot say.
-type Unsaid struct{}
-
-func (Unsaid) Note(string)             {}
-func (Unsaid) Deny(string)             {}
-func (Unsaid) Ask(string)              {}
-func (Unsaid) Stop(string)             {}
-func (Unsaid) Context(string)          {}
-func (Unsaid) Again(string)            {}
-func (Unsaid) Call(json.RawMessage)    {}
-func (Unsaid) Result(events.ToolAfter) {}
-func (Unsaid) Prompt(string)           {}
-func (Unsaid) Instruction(string)      {}
 
 // Say words c, a chain's outcome on a hook event of stage st, with w: a
 // note for each interceptor's warnings and each failure the chain went
