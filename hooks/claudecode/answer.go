@@ -106,22 +106,10 @@ func (w *words) Result(p events.ToolAfter) {
 	}
 }
 
-func (w *words) Prompt(prompt string) {
-	orig := ""
-	if w.in.Prompt != nil {
-		orig = *w.in.Prompt
-	}
-	if added, replaced := harness.PromptAddition(orig, prompt); added != "" {
-		w.spec().AdditionalContext = added
-	} else if replaced {
-		w.Note("hookbus interceptors rewrote the prompt, which Claude Code cannot replace; they made it: " + excerpt(prompt, 500))
-	}
-}
+func (w *words) Prompted() *string { return w.in.Prompt }
 
-func (w *words) Instruction(text string) {
-	if text != "" {
-		w.spec().AdditionalContext = text
-	}
+func (w *words) Replaced(prompt string) {
+	w.Note("hookbus interceptors rewrote the prompt, which Claude Code cannot replace; they made it: " + excerpt(prompt, 500))
 }
 
 // PermissionAnswer is the Output answering a PermissionRequest hook:

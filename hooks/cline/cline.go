@@ -317,7 +317,6 @@ func (w *words) Context(text string)       { w.o.Context = text }
 func (w *words) Call(args json.RawMessage) { w.o.OverrideInput = args }
 func (w *words) Again(string)              {} // the text for the model went as context
 func (w *words) Result(events.ToolAfter)   {}
-func (w *words) Instruction(string)        {}
 
 func (w *words) Deny(reason string) {
 	if w.in.event == UserPromptSubmit {
@@ -327,16 +326,15 @@ func (w *words) Deny(reason string) {
 	w.o = w.in.deny(reason)
 }
 
-func (w *words) Prompt(prompt string) {
-	orig := ""
-	if w.in.UserPromptData != nil {
-		orig = w.in.UserPromptData.Prompt
+func (w *words) Prompted() *string {
+	if d := w.in.UserPromptData; d != nil {
+		return &d.Prompt
 	}
-	added, replaced := harness.PromptAddition(orig, prompt)
-	w.o.Context = added
-	if replaced {
-		w.Note("hookbus interceptors rewrote the prompt, which Cline's hook can only add to: the prompt goes as it was")
-	}
+	return nil
+}
+
+func (w *words) Replaced(string) {
+	w.Note("hookbus interceptors rewrote the prompt, which Cline's hook can only add to: the prompt goes as it was")
 }
 
 func stopped(reason string) string {

@@ -109,7 +109,6 @@ func (w *words) Again(message string)      { w.Deny(message) }
 func (w *words) Context(text string)       { w.spec().AdditionalContext = text }
 func (w *words) Call(args json.RawMessage) { w.spec().ToolInput = args }
 func (w *words) Result(p events.ToolAfter) { w.o.Decision, w.o.Reason = DecisionDeny, p.Result.Content }
-func (w *words) Instruction(string)        {}
 
 func (w *words) Ask(reason string) {
 	w.o.Decision, w.o.Reason = DecisionAsk, reason
@@ -120,16 +119,10 @@ func (w *words) Ask(reason string) {
 
 func (w *words) Stop(reason string) { w.o.Continue, w.o.StopReason = new(bool), reason }
 
-func (w *words) Prompt(prompt string) {
-	orig := ""
-	if w.in.Prompt != nil {
-		orig = *w.in.Prompt
-	}
-	if added, replaced := harness.PromptAddition(orig, prompt); added != "" {
-		w.spec().AdditionalContext = added
-	} else if replaced {
-		w.Note("hookbus interceptors rewrote the prompt, which Gemini CLI cannot replace")
-	}
+func (w *words) Prompted() *string { return w.in.Prompt }
+
+func (w *words) Replaced(string) {
+	w.Note("hookbus interceptors rewrote the prompt, which Gemini CLI cannot replace")
 }
 
 // Outage is the answer when hookbus cannot record or decide the event

@@ -22,8 +22,8 @@ type Words interface {
 	Ask(reason string)
 	// Stop ends the agent's loop.
 	Stop(reason string)
-	// Context is text the interceptors added for the model to a tool's
-	// result.
+	// Context is text the interceptors added for the model: to a tool's
+	// result, a prompt or a sub-agent's instruction.
 	Context(text string)
 	// Again sends the agent on instead of stopping, with message.
 	Again(message string)
@@ -31,11 +31,11 @@ type Words interface {
 	Call(args json.RawMessage)
 	// Result is the tool's result as the interceptors left it.
 	Result(p events.ToolAfter)
-	// Prompt is the prompt as the interceptors left it.
-	Prompt(prompt string)
-	// Instruction is the sub-agent's instruction as the interceptors left
-	// it.
-	Instruction(text string)
+	// Prompted is the prompt as the harness sent it; nil when it sent none.
+	Prompted() *string
+	// Replaced says that the interceptors replaced the prompt (with
+	// prompt) other than by adding to it, which hooks cannot do.
+	Replaced(prompt string)
 }
 
 // Say words c, a chain's outcome on a hook event of stage st, with w: a
@@ -46,10 +46,11 @@ type Words interface {
 //	                 reason when there is none); ask → Ask; stop → Stop;
 //	                 modify → Call
 //	tool.after       context → Context; modify → Result; stop → Stop
-//	intake           deny → Deny; modify → Prompt
+//	intake           deny → Deny; modify → Context with the text added
+//	                 to the prompt, else Replaced
 //	stop             continue → Again, with the text added for the model
 //	                 (else the reason); stop → Stop
-//	subagent.before  deny → Deny; modify → Instruction
+//	subagent.before  deny → Deny; modify → Context with the instruction
 //
 // The error wraps events.ErrPayload when a modify's data does not decode.
 func Say(w Words, st events.Stage, c *interceptors.ChainResult) error {
@@ -88,28 +89,42 @@ func Say(w Words, st events.Stage, c *interceptors.ChainResult) error {
 
 // rewrite says the payload a modify left, by its stage.
 func rewrite(w Words, st events.Stage, c *interceptors.ChainResult) error {
-	var err error
 	switch st {
 	case events.StageToolBefore:
-		var p events.ToolBefore
-		if p, err = interceptors.ResultData[events.ToolBefore](c); err == nil {
-			w.Call(p.Call.Arguments)
-		}
+		return with(c, func(p events.ToolBefore) { w.Call(p.Call.Arguments) })
 	case events.StageToolAfter:
-		var p events.ToolAfter
-		if p, err = interceptors.ResultData[events.ToolAfter](c); err == nil {
-			w.Result(p)
-		}
+		return with(c, w.Result)
 	case events.StageIntake:
-		var p events.Intake
-		if p, err = interceptors.ResultData[events.Intake](c); err == nil {
-			w.Prompt(p.Prompt)
-		}
+		return with(c, func(p events.Intake) { prompt(w, p.Prompt) })
 	case events.StageSubagentBefore:
-		var p events.SubagentBefore
-		if p, err = interceptors.ResultData[events.SubagentBefore](c); err == nil {
-			w.Instruction(p.Instruction)
-		}
+		return with(c, func(p events.SubagentBefore) {
+			if p.Instruction != "" {
+				w.Context(p.Instruction)
+			}
+		})
+	}
+	return nil
+}
+
+// with calls say with the payload c left, as T (ResultData).
+func with[T any](c *interceptors.ChainResult, say func(T)) error {
+	p, err := interceptors.ResultData[T](c)
+	if err == nil {
+		say(p)
 	}
 	return err
+}
+
+// prompt says a prompt the interceptors left as rewritten: what they added
+// to the harness's, as context, or that they replaced it.
+func prompt(w Words, rewritten string) {
+	orig := ""
+	if p := w.Prompted(); p != nil {
+		orig = *p
+	}
+	if added, replaced := PromptAddition(orig, rewritten); added != "" {
+		w.Context(added)
+	} else if replaced {
+		w.Replaced(rewritten)
+	}
 }
