@@ -60,8 +60,7 @@ func (b *Bridge) permission(ctx context.Context, in harness.Input, m *harness.Ma
 			case interceptors.Deny, interceptors.Stop, interceptors.Mock:
 				return out, nil
 			}
-			var p events.ToolBefore
-			if len(c.Data) > 0 && json.Unmarshal(c.Data, &p) == nil {
+			if p, err := interceptors.ResultData[events.ToolBefore](c); err == nil {
 				req.Call = p.Call
 			}
 		}

@@ -215,8 +215,7 @@ func (c *Chain) end(out *ChainResult, e *entry, dec *Decision, cur *events.Event
 	case Mock:
 		m, _ := dec.mockResult() // checked by settle
 		r := &events.ToolResult{Content: m.Content, IsError: m.IsError, Mocked: true}
-		var tb events.ToolBefore
-		if json.Unmarshal(cur.Data, &tb) == nil {
+		if tb, err := events.Data[events.ToolBefore](cur); err == nil {
 			r.CallID, r.Name = tb.Call.ID, tb.Call.Name
 		}
 		out.Mock = r

@@ -1,6 +1,11 @@
 package interceptors
 
-import "github.com/hookbus/hookbus/events"
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/hookbus/hookbus/events"
+)
 
 // RecordedResult is what a chain decided on an event, read back from the
 // record of the call that ended it: d is that call's hook.decided (deny,
@@ -31,4 +36,16 @@ func RecordedResult(d *events.HookDecided) *ChainResult {
 // stop where the stage accepts no deny (ClosedKind), with ClosedReason.
 func RecordedFailure(f *events.HookFailed) *ChainResult {
 	return &ChainResult{Stage: f.Stage, EventID: f.EventID, Decision: ClosedKind(f.Stage), Plugin: f.Plugin, Reason: ClosedReason(f.Kind)}
+}
+
+// ResultData decodes the payload a chain left (r.Data) as T, the payload
+// type of r's stage: ResultData[events.ToolBefore](r) for a tool.before.
+// The error wraps events.ErrPayload and names the stage when the data does
+// not decode.
+func ResultData[T any](r *ChainResult) (T, error) {
+	var v T
+	if err := json.Unmarshal(r.Data, &v); err != nil {
+		return v, fmt.Errorf("%w: %s outcome data: %v", events.ErrPayload, r.Stage, err)
+	}
+	return v, nil
 }

@@ -1,8 +1,10 @@
 package interceptors
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/hookbus/hookbus/events"
@@ -52,5 +54,16 @@ func TestRecordedResultIsRunsResult(t *testing.T) {
 				t.Fatalf("recorded %+v\nrun      %+v", got, &want)
 			}
 		})
+	}
+}
+
+func TestResultData(t *testing.T) {
+	r := &ChainResult{Stage: events.StageToolBefore, Data: json.RawMessage(`{"call":{"id":"c1","name":"Bash"}}`)}
+	if p, err := ResultData[events.ToolBefore](r); err != nil || p.Call.ID != "c1" {
+		t.Fatalf("ResultData = %+v, %v", p, err)
+	}
+	r.Data = json.RawMessage(`[`)
+	if _, err := ResultData[events.ToolBefore](r); !errors.Is(err, events.ErrPayload) || !strings.Contains(err.Error(), "tool.before") {
+		t.Fatalf("undecodable data: %v, want ErrPayload naming the stage", err)
 	}
 }

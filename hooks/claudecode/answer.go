@@ -2,7 +2,6 @@ package claudecode
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/hookbus/hookbus/events"
@@ -42,118 +41,75 @@ type AnswerOptions struct {
 // shows the user. The error wraps events.ErrPayload when out.Data does not
 // decode as the stage's payload.
 func Answer(in *Input, out *interceptors.ChainResult, opts AnswerOptions) (*Output, error) {
-	o := &Output{}
+	w := &words{in: in, opts: opts, o: &Output{}}
 	if out == nil {
-		return o, nil
+		return w.o, nil
 	}
-	var notes []string
-	for _, r := range out.Records {
-		notes = append(notes, r.Warnings...)
-		if r.Failure != nil && r.Failure.Outcome == interceptors.FailedOpen {
-			notes = append(notes, fmt.Sprintf("hookbus: interceptor %s failed (%s); the action proceeds", r.Plugin, r.Failure.Kind))
-		}
+	if err := harness.Say(w, in.HookEventName.Stage(), out); err != nil {
+		return nil, err
 	}
-	reason := out.Reason
-	spec := func() *SpecificOutput {
-		if o.HookSpecificOutput == nil {
-			o.HookSpecificOutput = &SpecificOutput{HookEventName: in.HookEventName}
-		}
-		return o.HookSpecificOutput
+	w.o.SystemMessage = strings.Join(w.notes, "\n")
+	return w.o, nil
+}
+
+// words say an outcome as Claude Code's Output on in.
+type words struct {
+	in    *Input
+	opts  AnswerOptions
+	o     *Output
+	notes []string
+}
+
+func (w *words) spec() *SpecificOutput {
+	if w.o.HookSpecificOutput == nil {
+		w.o.HookSpecificOutput = &SpecificOutput{HookEventName: w.in.HookEventName}
 	}
-	stop := func() {
-		f := false
-		o.Continue, o.StopReason = &f, reason
-	}
-	switch in.HookEventName {
+	return w.o.HookSpecificOutput
+}
+
+func (w *words) Note(text string) { w.notes = append(w.notes, text) }
+
+func (w *words) Deny(reason string) {
+	switch w.in.HookEventName {
 	case PreToolUse:
-		switch out.Decision {
-		case interceptors.Deny:
-			spec().PermissionDecision, spec().PermissionDecisionReason = PermissionDeny, reason
-		case interceptors.Ask:
-			spec().PermissionDecision, spec().PermissionDecisionReason = PermissionAsk, reason
-		case interceptors.Mock:
-			text := reason
-			if out.Mock != nil {
-				text = out.Mock.Content
-			}
-			spec().PermissionDecision, spec().PermissionDecisionReason = PermissionDeny, text
-		case interceptors.Stop:
-			stop()
-		case interceptors.Modify:
-			var p events.ToolBefore
-			if err := decodePayload(out, &p); err != nil {
-				return nil, err
-			}
-			spec().UpdatedInput = arguments(p.Call.Arguments)
-			if opts.ApproveModified {
-				spec().PermissionDecision = PermissionAllow
-				spec().PermissionDecisionReason = "input rewritten by hookbus interceptors"
-			}
-		}
-	case PostToolUse:
-		if ctx := strings.Join(out.Context, "\n"); ctx != "" {
-			spec().AdditionalContext = ctx
-		}
-		switch out.Decision {
-		case interceptors.Modify:
-			var p events.ToolAfter
-			if err := decodePayload(out, &p); err != nil {
-				return nil, err
-			}
-			resp := ToolResponse(p.Call, p.Result)
-			if strings.HasPrefix(p.Call.Name, "mcp__") {
-				spec().UpdatedMCPToolOutput = resp
-			} else {
-				spec().UpdatedToolOutput = resp
-			}
-		case interceptors.Stop: // a fail-closed failure
-			stop()
-		}
+		w.spec().PermissionDecision, w.spec().PermissionDecisionReason = PermissionDeny, reason
 	case UserPromptSubmit:
-		switch out.Decision {
-		case interceptors.Deny:
-			o.Decision, o.Reason = DecisionBlock, reason
-		case interceptors.Modify:
-			var p events.Intake
-			if err := decodePayload(out, &p); err != nil {
-				return nil, err
-			}
-			orig := ""
-			if in.Prompt != nil {
-				orig = *in.Prompt
-			}
-			if added, replaced := harness.PromptAddition(orig, p.Prompt); added != "" {
-				spec().AdditionalContext = added
-			} else if replaced {
-				notes = append(notes, "hookbus interceptors rewrote the prompt, which Claude Code cannot replace; they made it: "+excerpt(p.Prompt, 500))
-			}
-		}
-	case Stop:
-		switch out.Decision {
-		case interceptors.Continue:
-			o.Decision, o.Reason = DecisionBlock, strings.Join(out.Context, "\n")
-			if o.Reason == "" {
-				o.Reason = reason
-			}
-		case interceptors.Stop:
-			stop()
-		}
+		w.o.Decision, w.o.Reason = DecisionBlock, reason
 	case SubagentStart:
-		switch out.Decision {
-		case interceptors.Deny:
-			notes = append(notes, "hookbus denied this sub-agent, which Claude Code cannot block: "+reason)
-		case interceptors.Modify:
-			var p events.SubagentBefore
-			if err := decodePayload(out, &p); err != nil {
-				return nil, err
-			}
-			if p.Instruction != "" {
-				spec().AdditionalContext = p.Instruction
-			}
-		}
+		w.Note("hookbus denied this sub-agent, which Claude Code cannot block: " + reason)
 	}
-	o.SystemMessage = strings.Join(notes, "\n")
-	return o, nil
+}
+
+func (w *words) Ask(reason string) {
+	w.spec().PermissionDecision, w.spec().PermissionDecisionReason = PermissionAsk, reason
+}
+
+func (w *words) Stop(reason string) { w.o.Continue, w.o.StopReason = new(bool), reason }
+
+func (w *words) Context(text string) { w.spec().AdditionalContext = text }
+
+func (w *words) Again(message string) { w.o.Decision, w.o.Reason = DecisionBlock, message }
+
+func (w *words) Call(args json.RawMessage) {
+	w.spec().UpdatedInput = arguments(args)
+	if w.opts.ApproveModified {
+		w.spec().PermissionDecision = PermissionAllow
+		w.spec().PermissionDecisionReason = "input rewritten by hookbus interceptors"
+	}
+}
+
+func (w *words) Result(p events.ToolAfter) {
+	if resp := ToolResponse(p.Call, p.Result); strings.HasPrefix(p.Call.Name, "mcp__") {
+		w.spec().UpdatedMCPToolOutput = resp
+	} else {
+		w.spec().UpdatedToolOutput = resp
+	}
+}
+
+func (w *words) Prompted() *string { return w.in.Prompt }
+
+func (w *words) Replaced(prompt string) {
+	w.Note("hookbus interceptors rewrote the prompt, which Claude Code cannot replace; they made it: " + excerpt(prompt, 500))
 }
 
 // PermissionAnswer is the Output answering a PermissionRequest hook:
@@ -168,11 +124,4 @@ func PermissionAnswer(behavior, message string, updatedInput json.RawMessage) *O
 func (o *Output) JSON() []byte {
 	b, _ := json.Marshal(o) // only strings, bools and valid raw JSON
 	return b
-}
-
-func decodePayload(out *interceptors.ChainResult, v any) error {
-	if err := json.Unmarshal(out.Data, v); err != nil {
-		return fmt.Errorf("%w: %s outcome data: %v", events.ErrPayload, out.Stage, err)
-	}
-	return nil
 }

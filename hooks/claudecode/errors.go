@@ -1,20 +1,12 @@
 package claudecode
 
-import (
-	"errors"
-
-	"github.com/hookbus/hookbus/hooks/harness"
-)
+import "errors"
 
 var (
 	// ErrUnmapped is returned by NewInput for an event whose stage does not
 	// fire the Claude Code event asked for, and by Input.ToHookbus for a
 	// Claude Code event hookbus records as no stage.
 	ErrUnmapped = errors.New("claudecode: event not mapped")
-	// ErrBadInput is returned by ParseInput and Input.ToHookbus for a hook
-	// input that does not parse or lacks what its event needs. It is
-	// harness.ErrBadInput, which every harness's parsing returns.
-	ErrBadInput = harness.ErrBadInput
 	// ErrHookExit is the failure of a hook that exited with a status other
 	// than 0 and 2: Claude Code's non-blocking error. Decide returns it; the
 	// chain records it as a hook.failed of kind "error" and, under the

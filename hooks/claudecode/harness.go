@@ -188,11 +188,7 @@ func OutageAnswer(in *Input, policy interceptors.Policy, cause error) *Output {
 		return &Output{SystemMessage: msg + "; it proceeds unchecked"}
 	}
 	st := in.HookEventName.Stage()
-	kind := interceptors.Stop
-	if st.Accepts().Has(events.DecisionDeny) {
-		kind = interceptors.Deny
-	}
-	out, err := Answer(in, &interceptors.ChainResult{Stage: st, Decision: kind, Reason: reason}, AnswerOptions{})
+	out, err := Answer(in, &interceptors.ChainResult{Stage: st, Decision: interceptors.ClosedKind(st), Reason: reason}, AnswerOptions{})
 	if err != nil {
 		out = &Output{}
 	}

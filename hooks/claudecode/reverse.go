@@ -14,16 +14,16 @@ import (
 // them with its own ids.
 type Mapped = harness.Mapped
 
-// ParseInput reads a Claude Code hook input. The error wraps ErrBadInput
+// ParseInput reads a Claude Code hook input. The error wraps harness.ErrBadInput
 // and says what is wrong.
 func ParseInput(b []byte) (*Input, error) {
 	var in Input
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&in); err != nil {
-		return nil, fmt.Errorf("%w: %v (body %.80q)", ErrBadInput, err, b)
+		return nil, fmt.Errorf("%w: %v (body %.80q)", harness.ErrBadInput, err, b)
 	}
 	if in.HookEventName == "" {
-		return nil, fmt.Errorf("%w: no hook_event_name", ErrBadInput)
+		return nil, fmt.Errorf("%w: no hook_event_name", harness.ErrBadInput)
 	}
 	in.raw = bytes.TrimSpace(b)
 	return &in, nil
@@ -33,7 +33,7 @@ func ParseInput(b []byte) (*Input, error) {
 // recorded as (docs/PROTOCOL.md, "Claude Code hooks", the bridge
 // direction). The error wraps ErrUnmapped for an event no stage stands for
 // (Notification, ConfigChange, ...: recorded as a harness.event) and
-// ErrBadInput for an
+// harness.ErrBadInput for an
 // input that lacks what its event needs (a tool event without tool_name, a
 // tool_input that is not an object).
 func (in *Input) ToHookbus() (*Mapped, error) {
@@ -42,7 +42,7 @@ func (in *Input) ToHookbus() (*Mapped, error) {
 		return nil, fmt.Errorf("%w: Claude Code's %s is recorded as no hookbus stage", ErrUnmapped, in.HookEventName)
 	}
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrBadInput, in.HookEventName, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s: %s", harness.ErrBadInput, in.HookEventName, fmt.Sprintf(format, args...))
 	}
 	m := &Mapped{Stage: st}
 	var call events.ToolCall

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/hooks/claudecode"
+	"github.com/hookbus/hookbus/hooks/harness"
 	"github.com/hookbus/hookbus/interceptors"
 )
 
@@ -72,8 +73,8 @@ func TestToHookbusErrors(t *testing.T) {
 	for input, want := range map[string]error{
 		`{"hook_event_name":"Notification","message":"Claude needs your permission"}`: claudecode.ErrUnmapped,
 		`{"hook_event_name":"PermissionDenied","tool_name":"Bash"}`:                   claudecode.ErrUnmapped,
-		`{"hook_event_name":"PreToolUse","tool_input":{}}`:                            claudecode.ErrBadInput,
-		`{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":"ls"}`:       claudecode.ErrBadInput,
+		`{"hook_event_name":"PreToolUse","tool_input":{}}`:                            harness.ErrBadInput,
+		`{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":"ls"}`:       harness.ErrBadInput,
 	} {
 		in, err := claudecode.ParseInput([]byte(input))
 		if err == nil {
@@ -84,7 +85,7 @@ func TestToHookbusErrors(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{``, `[1]`, `{"session_id":"x"}`, `{"hook_event_name":`} {
-		if _, err := claudecode.ParseInput([]byte(bad)); !errors.Is(err, claudecode.ErrBadInput) {
+		if _, err := claudecode.ParseInput([]byte(bad)); !errors.Is(err, harness.ErrBadInput) {
 			t.Errorf("ParseInput(%q): %v", bad, err)
 		}
 	}

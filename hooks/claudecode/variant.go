@@ -144,8 +144,8 @@ func (c *variantInput) Answer(out *harness.Outcome) (*harness.Reply, error) {
 		return &harness.Reply{}, nil
 	}
 	if c.v.DenyRewrite && c.in.HookEventName == PreToolUse && out != nil && out.Chain != nil && out.Chain.Decision == interceptors.Modify {
-		var p events.ToolBefore
-		if err := decodePayload(out.Chain, &p); err != nil {
+		p, err := interceptors.ResultData[events.ToolBefore](out.Chain)
+		if err != nil {
 			return nil, err
 		}
 		o := *out

@@ -127,14 +127,14 @@ type Call struct {
 
 // ParseInput reads a Cline hook input: its event is named by the field
 // the input carries (preToolUse: PreToolUse, ...), else by its hookName.
-// The error wraps ErrBadInput.
+// The error wraps harness.ErrBadInput.
 func ParseInput(b []byte) (*Input, error) {
 	var in Input
 	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&in); err != nil {
-		return nil, fmt.Errorf("%w: %v (body %.80q)", ErrBadInput, err, b)
+		return nil, fmt.Errorf("%w: %v (body %.80q)", harness.ErrBadInput, err, b)
 	}
 	if in.TaskID == "" {
-		return nil, fmt.Errorf("%w: no taskId", ErrBadInput)
+		return nil, fmt.Errorf("%w: no taskId", harness.ErrBadInput)
 	}
 	var fields map[string]json.RawMessage
 	_ = json.Unmarshal(b, &fields)
@@ -148,7 +148,7 @@ func ParseInput(b []byte) (*Input, error) {
 		in.event = in.HookName
 	}
 	if in.event == "" {
-		return nil, fmt.Errorf("%w: no event: none of %s, and no hookName", ErrBadInput, strings.Join(eventKeys(), ", "))
+		return nil, fmt.Errorf("%w: no event: none of %s, and no hookName", harness.ErrBadInput, strings.Join(eventKeys(), ", "))
 	}
 	in.raw = bytes.TrimSpace(b)
 	return &in, nil
@@ -193,20 +193,20 @@ func (in *Input) call() (events.ToolCall, error) {
 		c.Name = in.PostToolUseData.ToolName
 	}
 	if c.Name == "" {
-		return events.ToolCall{}, fmt.Errorf("%w: %s: no tool name", ErrBadInput, in.event)
+		return events.ToolCall{}, fmt.Errorf("%w: %s: no tool name", harness.ErrBadInput, in.event)
 	}
 	args := bytes.TrimSpace(c.Input)
 	if len(args) == 0 || string(args) == "null" {
 		args = []byte("{}")
 	}
 	if args[0] != '{' {
-		return events.ToolCall{}, fmt.Errorf("%w: %s: the tool's input is not a JSON object", ErrBadInput, in.event)
+		return events.ToolCall{}, fmt.Errorf("%w: %s: the tool's input is not a JSON object", harness.ErrBadInput, in.event)
 	}
 	return events.ToolCall{ID: c.ID, Name: c.Name, Arguments: json.RawMessage(args)}.WithAction(events.HarnessCline), nil
 }
 
 // Map returns the stage event the input is recorded as, nil for an event
-// recorded as a harness.event. The error wraps ErrBadInput for a tool
+// recorded as a harness.event. The error wraps harness.ErrBadInput for a tool
 // event without a tool.
 func (in *Input) Map() (*harness.Mapped, error) {
 	st := StageOf(in.event)
@@ -281,68 +281,60 @@ type Output struct {
 //
 // Warnings go to stderr. An event with nothing to say answers nothing.
 func (in *Input) Answer(out *harness.Outcome) (*harness.Reply, error) {
-	if out == nil || StageOf(in.event) == "" {
+	st := StageOf(in.event)
+	if out == nil || st == "" {
 		return &harness.Reply{}, nil
 	}
-	var o Output
-	var notes []string
-	notes = append(notes, out.Warnings...)
+	w := &words{in: in, notes: append([]string(nil), out.Warnings...)}
 	if c := out.Chain; c != nil {
-		for _, r := range c.Records {
-			notes = append(notes, r.Warnings...)
-			if r.Failure != nil && r.Failure.Outcome == interceptors.FailedOpen {
-				notes = append(notes, fmt.Sprintf("hookbus: interceptor %s failed (%s); the action proceeds", r.Plugin, r.Failure.Kind))
-			}
+		if st != events.StageToolBefore && st != events.StageIntake { // the text for the model goes as context
+			w.o.Context = strings.Join(c.Context, "\n")
 		}
-		reason := c.Reason
-		switch in.event {
-		case PreToolUse:
-			switch c.Decision {
-			case interceptors.Deny, interceptors.Ask:
-				o = in.deny(reason)
-			case interceptors.Mock:
-				if c.Mock != nil && c.Mock.Content != "" {
-					reason = c.Mock.Content
-				}
-				o = in.deny(reason)
-			case interceptors.Stop:
-				o = Output{Cancel: true, ErrorMessage: stopped(reason)}
-			case interceptors.Modify:
-				var p events.ToolBefore
-				if err := json.Unmarshal(c.Data, &p); err != nil {
-					return nil, fmt.Errorf("%w: the interceptors' tool.before: %v", events.ErrPayload, err)
-				}
-				o.OverrideInput = p.Call.Arguments
-			}
-		case UserPromptSubmit:
-			switch c.Decision {
-			case interceptors.Deny, interceptors.Stop:
-				o = Output{Cancel: true, ErrorMessage: "hookbus refused this prompt: " + reason}
-			case interceptors.Modify:
-				var p events.Intake
-				if err := json.Unmarshal(c.Data, &p); err != nil {
-					return nil, fmt.Errorf("%w: the interceptors' intake: %v", events.ErrPayload, err)
-				}
-				orig := ""
-				if in.UserPromptData != nil {
-					orig = in.UserPromptData.Prompt
-				}
-				added, replaced := harness.PromptAddition(orig, p.Prompt)
-				o.Context = added
-				if replaced {
-					notes = append(notes, "hookbus interceptors rewrote the prompt, which Cline's hook can only add to: the prompt goes as it was")
-				}
-			}
-		default:
-			if ctx := strings.Join(c.Context, "\n"); ctx != "" {
-				o.Context = ctx
-			}
-			if c.Decision == interceptors.Stop {
-				o.Cancel, o.ErrorMessage = true, stopped(reason)
-			}
+		if c.Decision == interceptors.Mock && c.Mock != nil && c.Mock.Content == "" {
+			c = &interceptors.ChainResult{Decision: interceptors.Deny, Reason: c.Reason, Records: c.Records}
+		}
+		if c.Decision == interceptors.Modify && st == events.StageToolAfter {
+			c = &interceptors.ChainResult{Decision: interceptors.Allow, Context: c.Context, Records: c.Records}
+		}
+		if err := harness.Say(w, st, c); err != nil {
+			return nil, err
 		}
 	}
-	return reply(o, notes), nil
+	return reply(w.o, w.notes), nil
+}
+
+// words say an outcome as Cline's Output on in.
+type words struct {
+	in    *Input
+	o     Output
+	notes []string
+}
+
+func (w *words) Note(text string)          { w.notes = append(w.notes, text) }
+func (w *words) Ask(reason string)         { w.Deny(reason) }
+func (w *words) Stop(reason string)        { w.o.Cancel, w.o.ErrorMessage = true, stopped(reason) }
+func (w *words) Context(text string)       { w.o.Context = text }
+func (w *words) Call(args json.RawMessage) { w.o.OverrideInput = args }
+func (w *words) Again(string)              {} // the text for the model went as context
+func (w *words) Result(events.ToolAfter)   {}
+
+func (w *words) Deny(reason string) {
+	if w.in.event == UserPromptSubmit {
+		w.o = Output{Cancel: true, ErrorMessage: "hookbus refused this prompt: " + reason}
+		return
+	}
+	w.o = w.in.deny(reason)
+}
+
+func (w *words) Prompted() *string {
+	if d := w.in.UserPromptData; d != nil {
+		return &d.Prompt
+	}
+	return nil
+}
+
+func (w *words) Replaced(string) {
+	w.Note("hookbus interceptors rewrote the prompt, which Cline's hook can only add to: the prompt goes as it was")
 }
 
 func stopped(reason string) string {

@@ -82,14 +82,14 @@ func (Harness) Parse(raw []byte) (harness.Input, error) {
 	return in, nil
 }
 
-// ParseInput reads a Gemini CLI hook input. The error wraps ErrBadInput.
+// ParseInput reads a Gemini CLI hook input. The error wraps harness.ErrBadInput.
 func ParseInput(b []byte) (*Input, error) {
 	var in Input
 	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&in); err != nil {
-		return nil, fmt.Errorf("%w: %v (body %.80q)", ErrBadInput, err, b)
+		return nil, fmt.Errorf("%w: %v (body %.80q)", harness.ErrBadInput, err, b)
 	}
 	if in.HookEventName == "" {
-		return nil, fmt.Errorf("%w: no hook_event_name", ErrBadInput)
+		return nil, fmt.Errorf("%w: no hook_event_name", harness.ErrBadInput)
 	}
 	in.raw = bytes.TrimSpace(b)
 	return &in, nil
@@ -111,7 +111,7 @@ func (in *Input) Limit() time.Duration { return DefaultHookLimit }
 // Map returns the stage event the input is recorded as (StageOf; an
 // automatic PreCompress, which Gemini CLI fires before every model call
 // whether it compresses or not, is a harness.event), nil for an event
-// recorded as a harness.event. The error wraps ErrBadInput for a
+// recorded as a harness.event. The error wraps harness.ErrBadInput for a
 // tool event without tool_name or with a tool_input that is not an object.
 // Gemini CLI's calls have no id: their call id is empty.
 func (in *Input) Map() (*harness.Mapped, error) {
@@ -120,7 +120,7 @@ func (in *Input) Map() (*harness.Mapped, error) {
 		return nil, nil
 	}
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrBadInput, in.HookEventName, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s: %s", harness.ErrBadInput, in.HookEventName, fmt.Sprintf(format, args...))
 	}
 	m := &harness.Mapped{Stage: st}
 	str := func(p *string) string {

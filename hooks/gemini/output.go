@@ -76,101 +76,53 @@ func (in *Input) Answer(out *harness.Outcome) (*harness.Reply, error) {
 
 // AnswerOutput is Answer's Output.
 func (in *Input) AnswerOutput(out *harness.Outcome) (*Output, error) {
-	o := &Output{}
 	if out == nil {
 		out = &harness.Outcome{}
 	}
-	notes := append([]string(nil), out.Warnings...)
-	c := out.Chain
-	if c != nil && in.stage() != "" {
-		for _, r := range c.Records {
-			notes = append(notes, r.Warnings...)
-			if r.Failure != nil && r.Failure.Outcome == interceptors.FailedOpen {
-				notes = append(notes, fmt.Sprintf("hookbus: interceptor %s failed (%s); the action proceeds", r.Plugin, r.Failure.Kind))
-			}
-		}
-		spec := func() *SpecificOutput {
-			if o.HookSpecificOutput == nil {
-				o.HookSpecificOutput = &SpecificOutput{HookEventName: in.HookEventName}
-			}
-			return o.HookSpecificOutput
-		}
-		stop := func() {
-			f := false
-			o.Continue, o.StopReason = &f, c.Reason
-		}
-		switch in.HookEventName {
-		case BeforeTool:
-			switch c.Decision {
-			case interceptors.Deny:
-				o.Decision, o.Reason = DecisionDeny, reasonOr(c.Reason)
-			case interceptors.Mock:
-				text := c.Reason
-				if c.Mock != nil {
-					text = c.Mock.Content
-				}
-				o.Decision, o.Reason = DecisionDeny, reasonOr(text)
-			case interceptors.Ask:
-				o.Decision, o.Reason = DecisionAsk, c.Reason
-				if c.Reason != "" {
-					notes = append(notes, c.Reason)
-				}
-			case interceptors.Stop:
-				stop()
-			case interceptors.Modify:
-				var p events.ToolBefore
-				if err := decode(c, &p); err != nil {
-					return nil, err
-				}
-				spec().ToolInput = p.Call.Arguments
-			}
-		case AfterTool:
-			if ctx := strings.Join(c.Context, "\n"); ctx != "" {
-				spec().AdditionalContext = ctx
-			}
-			switch c.Decision {
-			case interceptors.Modify:
-				var p events.ToolAfter
-				if err := decode(c, &p); err != nil {
-					return nil, err
-				}
-				o.Decision, o.Reason = DecisionDeny, p.Result.Content
-			case interceptors.Stop: // a fail-closed failure
-				stop()
-			}
-		case BeforeAgent:
-			switch c.Decision {
-			case interceptors.Deny:
-				o.Decision, o.Reason = DecisionDeny, reasonOr(c.Reason)
-			case interceptors.Modify:
-				var p events.Intake
-				if err := decode(c, &p); err != nil {
-					return nil, err
-				}
-				orig := ""
-				if in.Prompt != nil {
-					orig = *in.Prompt
-				}
-				if added, replaced := harness.PromptAddition(orig, p.Prompt); added != "" {
-					spec().AdditionalContext = added
-				} else if replaced {
-					notes = append(notes, "hookbus interceptors rewrote the prompt, which Gemini CLI cannot replace")
-				}
-			}
-		case AfterAgent:
-			switch c.Decision {
-			case interceptors.Continue:
-				o.Decision, o.Reason = DecisionDeny, strings.Join(c.Context, "\n")
-				if o.Reason == "" {
-					o.Reason = reasonOr(c.Reason)
-				}
-			case interceptors.Stop:
-				stop()
-			}
+	w := &words{in: in, o: &Output{}, notes: append([]string(nil), out.Warnings...)}
+	if out.Chain != nil && in.stage() != "" {
+		if err := harness.Say(w, in.stage(), out.Chain); err != nil {
+			return nil, err
 		}
 	}
-	o.SystemMessage = strings.Join(notes, "\n")
-	return o, nil
+	w.o.SystemMessage = strings.Join(w.notes, "\n")
+	return w.o, nil
+}
+
+// words say an outcome as Gemini CLI's Output on in.
+type words struct {
+	in    *Input
+	o     *Output
+	notes []string
+}
+
+func (w *words) spec() *SpecificOutput {
+	if w.o.HookSpecificOutput == nil {
+		w.o.HookSpecificOutput = &SpecificOutput{HookEventName: w.in.HookEventName}
+	}
+	return w.o.HookSpecificOutput
+}
+
+func (w *words) Note(text string)          { w.notes = append(w.notes, text) }
+func (w *words) Deny(reason string)        { w.o.Decision, w.o.Reason = DecisionDeny, reasonOr(reason) }
+func (w *words) Again(message string)      { w.Deny(message) }
+func (w *words) Context(text string)       { w.spec().AdditionalContext = text }
+func (w *words) Call(args json.RawMessage) { w.spec().ToolInput = args }
+func (w *words) Result(p events.ToolAfter) { w.o.Decision, w.o.Reason = DecisionDeny, p.Result.Content }
+
+func (w *words) Ask(reason string) {
+	w.o.Decision, w.o.Reason = DecisionAsk, reason
+	if reason != "" {
+		w.Note(reason)
+	}
+}
+
+func (w *words) Stop(reason string) { w.o.Continue, w.o.StopReason = new(bool), reason }
+
+func (w *words) Prompted() *string { return w.in.Prompt }
+
+func (w *words) Replaced(string) {
+	w.Note("hookbus interceptors rewrote the prompt, which Gemini CLI cannot replace")
 }
 
 // Outage is the answer when hookbus cannot record or decide the event
@@ -187,12 +139,8 @@ func (in *Input) Outage(policy interceptors.Policy, cause error) *harness.Reply 
 		}
 		return &harness.Reply{Stdout: (&Output{SystemMessage: msg + "; it proceeds unchecked"}).JSON()}
 	}
-	kind := interceptors.Stop
-	if st.Accepts().Has(events.DecisionDeny) {
-		kind = interceptors.Deny
-	}
 	reason := "hookbus is unavailable and its policy is to fail closed: " + cause.Error()
-	o, err := in.AnswerOutput(&harness.Outcome{Chain: &interceptors.ChainResult{Stage: st, Decision: kind, Reason: reason},
+	o, err := in.AnswerOutput(&harness.Outcome{Chain: &interceptors.ChainResult{Stage: st, Decision: interceptors.ClosedKind(st), Reason: reason},
 		Warnings: []string{msg + "; blocked (policy fail)"}})
 	if err != nil {
 		o = &Output{SystemMessage: msg}
@@ -205,11 +153,4 @@ func reasonOr(r string) string {
 		return "denied by a hookbus interceptor"
 	}
 	return r
-}
-
-func decode(c *interceptors.ChainResult, v any) error {
-	if err := json.Unmarshal(c.Data, v); err != nil {
-		return fmt.Errorf("%w: %s outcome data: %v", events.ErrPayload, c.Stage, err)
-	}
-	return nil
 }

@@ -13,6 +13,10 @@
 //	reply, err := in.Answer(&harness.Outcome{Chain: result})
 //	os.Stdout.Write(reply.Stdout)          // and exit with reply.Exit
 //
+// What a chain's decision means on each stage is said once, by Say; a
+// harness's Words put each thing it says (deny, ask, stop, the rewritten
+// call, ...) in its own output format.
+//
 // docs/PROTOCOL.md, "Coding agents on the bus", has each harness's event
 // table and output rules.
 package harness

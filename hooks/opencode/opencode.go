@@ -85,17 +85,17 @@ func (h Harness) Agent() string { return h.agent }
 
 // Parse reads one hook input the plugin posted: Claude Code's input
 // (claudecode.ParseInput) of an event in Events. The error wraps
-// ErrBadInput.
+// harness.ErrBadInput.
 func (h Harness) Parse(raw []byte) (harness.Input, error) {
 	in, err := claudecode.ParseInput(raw)
 	if err != nil {
 		return nil, err
 	}
 	if StageOf(string(in.HookEventName)) == "" {
-		return nil, fmt.Errorf("%w: the %s plugin posts no %q event (it posts %s)", ErrBadInput, h.title, in.HookEventName, strings.Join(Events(), ", "))
+		return nil, fmt.Errorf("%w: the %s plugin posts no %q event (it posts %s)", harness.ErrBadInput, h.title, in.HookEventName, strings.Join(Events(), ", "))
 	}
 	if in.SessionID == "" {
-		return nil, fmt.Errorf("%w: %s: no session_id", ErrBadInput, in.HookEventName)
+		return nil, fmt.Errorf("%w: %s: no session_id", harness.ErrBadInput, in.HookEventName)
 	}
 	return &Input{in: in, h: h}, nil
 }

@@ -73,7 +73,7 @@ func TestParseRefuses(t *testing.T) {
 		{`{"hook_event_name":"PreToolUse","tool_name":"bash"}`, "no session_id"},
 	} {
 		_, err := opencode.OpenCode.Parse([]byte(tc.raw))
-		if !errors.Is(err, opencode.ErrBadInput) || !strings.Contains(err.Error(), tc.want) {
+		if !errors.Is(err, harness.ErrBadInput) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Parse(%s) = %v, want ErrBadInput with %q", tc.raw, err, tc.want)
 		}
 	}
