@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/record/approval"
 )
 
 var (
@@ -46,16 +47,12 @@ var (
 // than acknowledge it.
 var ErrLostRun = errors.New("loop: run taken over by another attempt")
 
-// ErrBadAnswer is returned by AnswerApproval for an answer the run cannot
-// take: no such run, no such call waiting, a call answered already (an
-// *AnsweredError naming the first answer), or a run that ended. Nothing is
-// recorded.
-var ErrBadAnswer = errors.New("loop: answer refused")
-
-// ErrRunBusy is returned by AnswerApproval when the run is still working
-// on its step's other calls after AnswerDeps.Settle: answer again once it
-// waits. Nothing is recorded.
-var ErrRunBusy = errors.New("loop: the run is still running its step")
+// ErrBadAnswer and ErrRunBusy are approval.ErrBadAnswer and
+// approval.ErrRunBusy: Resumer.Due returns them as approval.Expire does.
+var (
+	ErrBadAnswer = approval.ErrBadAnswer
+	ErrRunBusy   = approval.ErrRunBusy
+)
 
 // ErrOtherDefinition is returned by Run, before anything is written, for a
 // run whose record says it runs on another definition of its agent than

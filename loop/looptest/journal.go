@@ -10,7 +10,7 @@ import (
 )
 
 // Journal is an in-memory record of sessions: a loop.Emitter, a
-// loop.History and a loop.Recorder for engine tests that are about the loop, not the transport.
+// loop.History and a loop.Recorder (an approval.Recorder) for engine tests that are about the loop, not the transport.
 // It keeps what the engine relies on from JetStream: stream sequences
 // (events.Event.Stored), the session fence (an append is stored only while
 // the session's last run.started is the one at its claim; AppendAfter only
