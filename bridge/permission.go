@@ -167,7 +167,7 @@ func (b *Bridge) expire(ctx context.Context, in harness.Input, asked *plan, req 
 		}
 		e := p.main
 		e.RunID = run
-		st.chain(run).Next(e)
+		st.heads.Chain(run).Next(e)
 		if _, err := b.cfg.Store.AppendAfter(ctx, e, st.last); err == nil {
 			return b.expired(out, req), nil
 		} else if !isFenced(err) || attempt == MaxAttempts {
