@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/record/approval"
 )
 
 var (
@@ -46,13 +45,6 @@ var (
 // worker leaves the request to the worker that holds the run now, rather
 // than acknowledge it.
 var ErrLostRun = errors.New("loop: run taken over by another attempt")
-
-// ErrBadAnswer and ErrRunBusy are approval.ErrBadAnswer and
-// approval.ErrRunBusy: Resumer.Due returns them as approval.Expire does.
-var (
-	ErrBadAnswer = approval.ErrBadAnswer
-	ErrRunBusy   = approval.ErrRunBusy
-)
 
 // ErrOtherDefinition is returned by Run, before anything is written, for a
 // run whose record says it runs on another definition of its agent than

@@ -5,7 +5,6 @@ import (
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/record"
-	"github.com/hookbus/hookbus/record/approval"
 )
 
 // Emitter appends a run's events to the record of its session. *bus.Bus
@@ -56,11 +55,6 @@ type Emitter interface {
 // History reads a session's events back, in stream order, each with its
 // stream sequence. *bus.Bus implements it.
 type History = record.History
-
-// Recorder appends an answer to a run's approvals fenced on its session
-// (approval.Recorder): the Resumer records expiries with it. *bus.Bus
-// implements it.
-type Recorder = approval.Recorder
 
 // Claimed is the error of an append or claim refused because another
 // attempt claimed the session (*bus.FencedError is one): ClaimedBy is that

@@ -20,7 +20,7 @@ type Resumer struct {
 	// History reads the runs' sessions (required).
 	History History
 	// Recorder records expiries (required for Due).
-	Recorder Recorder
+	Recorder approval.Recorder
 	// Queue queues resumptions, and wake-ups at later expiries (required).
 	Queue Queue
 	// Source is the CloudEvent source of the expiries it records (default
@@ -128,7 +128,7 @@ func (r *Resumer) Due(ctx context.Context, w events.Wake) error {
 	expired, next, err := approval.Expire(ctx, approval.Deps{History: r.History, Recorder: r.Recorder, Source: source, Logger: r.Logger},
 		w.AgentID, w.SessionID, w.RunID)
 	switch {
-	case errors.Is(err, ErrBadAnswer):
+	case errors.Is(err, approval.ErrBadAnswer):
 		return nil // no such run, or it ended: nothing waits
 	case err != nil:
 		return err
