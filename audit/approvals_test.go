@@ -7,8 +7,8 @@ import (
 
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/looptest"
+	"github.com/hookbus/hookbus/record/approval"
 )
 
 // supersededRequest is a run whose first attempt asked a human about call
@@ -70,18 +70,18 @@ func TestApprovalsSupersededRequestWaitsForNobody(t *testing.T) {
 
 	j := looptest.New()
 	j.Load(evs...)
-	deps := loop.AnswerDeps{History: j, Recorder: j}
-	req := loop.AnswerRequest{AgentID: "a", SessionID: "s", RunID: evs[0].RunID, Action: events.ActionApprove,
+	deps := approval.Deps{History: j, Recorder: j}
+	req := approval.Request{AgentID: "a", SessionID: "s", RunID: evs[0].RunID, Action: events.ActionApprove,
 		By: events.Actor{Identity: "alice", Writer: "alice"}}
 	for _, a := range as.All() {
 		req.CallID = a.Requested.Call.ID
-		_, err := loop.AnswerApproval(context.Background(), deps, req)
+		_, err := approval.Answer(context.Background(), deps, req)
 		if a.Waiting() != (err == nil) {
 			t.Fatalf("call %s: listed waiting %v, but its answer: %v", req.CallID, a.Waiting(), err)
 		}
 	}
 	req.CallID = "c1"
-	if _, err := loop.AnswerApproval(context.Background(), deps, req); !errors.Is(err, loop.ErrBadAnswer) {
+	if _, err := approval.Answer(context.Background(), deps, req); !errors.Is(err, approval.ErrBadAnswer) {
 		t.Fatalf("answer to the superseded request: %v, want ErrBadAnswer", err)
 	}
 }

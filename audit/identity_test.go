@@ -12,6 +12,7 @@ import (
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/scripted"
 	"github.com/hookbus/hookbus/loop/tools"
+	"github.com/hookbus/hookbus/record/approval"
 )
 
 // plainRecorder writes on the plain subject whatever writer it is given:
@@ -37,7 +38,7 @@ func TestVerifyFlagsAnswersWhoseIdentityIsNotBound(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		by       events.Actor
-		recorder loop.Recorder
+		recorder approval.Recorder
 		problem  string
 	}{
 		{"honest", events.Actor{Identity: "alice", Writer: "alice", Channel: events.ChannelCLI}, b, ""},
@@ -49,7 +50,7 @@ func TestVerifyFlagsAnswersWhoseIdentityIsNotBound(t *testing.T) {
 			if res, err := eng.Run(testCtx(t), req); err != nil || res.Reason != loop.ReasonWaiting {
 				t.Fatalf("run: %+v, %v", res, err)
 			}
-			if _, err := loop.AnswerApproval(testCtx(t), loop.AnswerDeps{History: b, Recorder: tc.recorder}, loop.AnswerRequest{
+			if _, err := approval.Answer(testCtx(t), approval.Deps{History: b, Recorder: tc.recorder}, approval.Request{
 				AgentID: "demo", SessionID: req.SessionID, RunID: req.RunID, Action: events.ActionApprove, By: tc.by}); err != nil {
 				t.Fatal(err)
 			}

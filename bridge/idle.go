@@ -32,7 +32,7 @@ func (b *Bridge) CloseIdle(ctx context.Context, session string, idle time.Durati
 	if err != nil {
 		return false, err
 	}
-	last := st.lasts[st.run]
+	last := st.heads.Last(st.run)
 	if !st.open() || last == nil || now.Sub(last.Time) < idle {
 		return false, nil
 	}
@@ -43,7 +43,7 @@ func (b *Bridge) CloseIdle(ctx context.Context, session string, idle time.Durati
 	if err != nil {
 		return false, fmt.Errorf("bridge: close idle session %s: %w", session, err)
 	}
-	st.chain(st.run).Next(e)
+	st.heads.Chain(st.run).Next(e)
 	if _, err := b.cfg.Store.AppendAfter(ctx, e, st.last); err != nil {
 		if isFenced(err) {
 			return false, nil // it spoke, or another closer won

@@ -29,7 +29,7 @@ const (
 // them as a PreToolUse would be: one that denies the call answers the
 // request deny. Otherwise it records approval.requested (the call, the
 // harness's suggestions) and waits for the call's approval.resolved,
-// recorded by whoever answers (loop.AnswerApproval: observer approve, the
+// recorded by whoever answers (approval.Answer: observer approve, the
 // web page, any client). Nobody answering before the deadline, it records
 // the request's expiry (approval.resolved, channel expiry) and answers by
 // the policy: deny under PolicyFail, nothing under PolicyIgnore (the
@@ -166,7 +166,7 @@ func (b *Bridge) expire(ctx context.Context, in harness.Input, asked *plan, req 
 		}
 		e := p.main
 		e.RunID = run
-		st.chain(run).Next(e)
+		st.heads.Chain(run).Next(e)
 		if _, err := b.cfg.Store.AppendAfter(ctx, e, st.last); err == nil {
 			return b.expired(out, req), nil
 		} else if !isFenced(err) || attempt == MaxAttempts {

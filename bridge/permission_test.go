@@ -12,16 +12,16 @@ import (
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
-	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/record/approval"
 )
 
 const permInput = `, "tool_name": "Bash", "tool_input": {"command": "rm -rf build"}, "permission_suggestions": [{"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "rm -rf build"}], "behavior": "allow", "destination": "localSettings"}]`
 
 // answerWhenAsked records req's answer (as observer approve does) once
 // the session has an approval.requested, and returns what it recorded.
-func answerWhenAsked(t *testing.T, b *bus.Bus, session string, req loop.AnswerRequest) <-chan *loop.AnswerResult {
+func answerWhenAsked(t *testing.T, b *bus.Bus, session string, req approval.Request) <-chan *approval.Result {
 	t.Helper()
-	done := make(chan *loop.AnswerResult, 1)
+	done := make(chan *approval.Result, 1)
 	go func() {
 		var asked *events.Event
 		bustest.Eventually(t, 10*time.Second, func() bool {
@@ -35,7 +35,7 @@ func answerWhenAsked(t *testing.T, b *bus.Bus, session string, req loop.AnswerRe
 		})
 		req.AgentID, req.SessionID, req.RunID = bridge.DefaultAgent, session, asked.RunID
 		req.By = events.Actor{Identity: "alice", Writer: "alice", Channel: events.ChannelCLI}
-		res, err := loop.AnswerApproval(context.Background(), loop.AnswerDeps{History: b, Recorder: b}, req)
+		res, err := approval.Answer(context.Background(), approval.Deps{History: b, Recorder: b}, req)
 		if err != nil {
 			t.Errorf("answer: %v", err)
 		}
@@ -46,7 +46,7 @@ func answerWhenAsked(t *testing.T, b *bus.Bus, session string, req loop.AnswerRe
 
 // permission sends the PermissionRequest of the call PreToolUse recorded
 // before, while answer records the person's answer.
-func permission(t *testing.T, br *bridge.Bridge, b *bus.Bus, session string, answer loop.AnswerRequest) map[string]any {
+func permission(t *testing.T, br *bridge.Bridge, b *bus.Bus, session string, answer approval.Request) map[string]any {
 	t.Helper()
 	handle(t, br, input(t, session, "UserPromptSubmit", `, "prompt": "clean"`))
 	handle(t, br, input(t, session, "PreToolUse", `, "tool_name": "Bash", "tool_use_id": "toolu_9", "tool_input": {"command": "rm -rf build"}`))
@@ -78,7 +78,7 @@ func TestPermissionApproved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := permission(t, br, b, "perm-ok", loop.AnswerRequest{Action: events.ActionApprove})
+	out := permission(t, br, b, "perm-ok", approval.Request{Action: events.ActionApprove})
 	if d := decisionOf(t, out); d["behavior"] != "allow" || d["updatedInput"] != nil {
 		t.Fatalf("answer: %v", out)
 	}
@@ -99,7 +99,7 @@ func TestPermissionEdited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := permission(t, br, b, "perm-edit", loop.AnswerRequest{Action: events.ActionApprove, CallID: "toolu_9", Arguments: json.RawMessage(`{"command":"rm -rf build/tmp"}`)})
+	out := permission(t, br, b, "perm-edit", approval.Request{Action: events.ActionApprove, CallID: "toolu_9", Arguments: json.RawMessage(`{"command":"rm -rf build/tmp"}`)})
 	d := decisionOf(t, out)
 	if in, _ := d["updatedInput"].(map[string]any); d["behavior"] != "allow" || in["command"] != "rm -rf build/tmp" {
 		t.Fatalf("answer: %v", out)
@@ -113,7 +113,7 @@ func TestPermissionRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := permission(t, br, b, "perm-no", loop.AnswerRequest{Action: events.ActionRejectAndContinue, Reason: "keep the build"})
+	out := permission(t, br, b, "perm-no", approval.Request{Action: events.ActionRejectAndContinue, Reason: "keep the build"})
 	if d := decisionOf(t, out); d["behavior"] != "deny" || !strings.Contains(d["message"].(string), "keep the build") {
 		t.Fatalf("answer: %v", out)
 	}

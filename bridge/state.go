@@ -19,21 +19,14 @@ type state struct {
 	// started, intake and ended say whether the current run has a
 	// run.started, an intake, and an end (run.completed or run.failed).
 	started, intake, ended bool
-	// seqs is the largest seq of each run known, and lasts the event
-	// that has it (whose chain hash the run's next event names as
-	// ce-prevhash).
-	seqs  map[string]uint64
-	lasts map[string]*events.Event
-}
-
-func newState() *state {
-	return &state{seqs: map[string]uint64{}, lasts: map[string]*events.Event{}}
+	// heads is where each run known stands for its next event.
+	heads record.Heads
 }
 
 // fold reads a session's events (in stream order, as loop.History gives
 // them).
 func fold(evs []*events.Event) *state {
-	st := newState()
+	st := &state{}
 	for _, e := range evs {
 		st.add(e, e.Stored)
 	}
@@ -45,9 +38,7 @@ func (st *state) add(e *events.Event, stored uint64) {
 	if stored > st.last {
 		st.last = stored
 	}
-	if e.Seq > st.seqs[e.RunID] {
-		st.seqs[e.RunID], st.lasts[e.RunID] = e.Seq, e
-	}
+	st.heads.Add(e)
 	if e.RunID != st.run {
 		st.run, st.started, st.intake, st.ended = e.RunID, false, false, false
 	}
@@ -75,16 +66,6 @@ func afterEnd(e *events.Event) bool {
 // open reports whether the session has a run that has not ended.
 func (st *state) open() bool { return st.run != "" && !st.ended }
 
-// chain is where run's record stands: the seq and chain hash of its last
-// event known.
-func (st *state) chain(run string) record.Chain {
-	c := record.Chain{Seq: st.seqs[run]}
-	if e := st.lasts[run]; e != nil {
-		c.Hash = e.ChainHash()
-	}
-	return c
-}
-
 // read returns the session's state. It reads the session's last event
 // (one request, whatever the session's length) and, when that does not
 // settle whether its run has a run.started (the last event is an intake or
@@ -101,7 +82,7 @@ func (b *Bridge) read(ctx context.Context, session string, needIntake bool) (*st
 	if err != nil {
 		return nil, fmt.Errorf("read session: %w", err)
 	}
-	st := newState()
+	st := &state{}
 	if head == nil {
 		return st, nil
 	}

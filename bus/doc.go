@@ -85,7 +85,7 @@
 //
 // # Answers to approvals
 //
-// A client answering an approval records it itself (loop.AnswerApproval
+// A client answering an approval records it itself (approval.Answer
 // over a Bus: SessionEvents to read, AppendAfterAs to append on the
 // writer's subject, WhoAmI for the writer). See docs/PROTOCOL.md,
 // "Approvals", and docs/SECURITY.md.

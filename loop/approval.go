@@ -16,7 +16,7 @@ import (
 // approval.requested (after its tool.before) instead of running. The step's
 // other calls go on; then the attempt ends, the run waiting (Result.Reason
 // ReasonWaiting): no worker holds it, nothing is kept in memory. Whoever
-// answers records approval.resolved in the run's record (AnswerApproval);
+// answers records approval.resolved in the run's record (approval.Answer);
 // at the first expiry of the step's requests a wake-up (Config.Queue)
 // records the expiry the same way (Resumer.Due). Once every waiting call
 // of the step has an answer, workers queue the run's resumption

@@ -9,6 +9,7 @@ import (
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/looptest"
+	"github.com/hookbus/hookbus/record/approval"
 )
 
 // An approver who edits the call's arguments: the call runs with them,
@@ -22,21 +23,21 @@ func TestApprovalWithEditedArguments(t *testing.T) {
 	if res, err := newEngine(t, j, loop.Config{Hooks: asker(t), Tools: tools}).Run(ctxT(t), req); err != nil || res.Reason != loop.ReasonWaiting {
 		t.Fatalf("first attempt: %+v, %v", res, err)
 	}
-	answer := func(r loop.AnswerRequest) (*loop.AnswerResult, error) {
+	answer := func(r approval.Request) (*approval.Result, error) {
 		r.AgentID, r.SessionID, r.RunID, r.By = req.AgentID, req.SessionID, req.RunID, person("alice")
-		return loop.AnswerApproval(ctxT(t), loop.AnswerDeps{History: j, Recorder: j, Settle: time.Second}, r)
+		return approval.Answer(ctxT(t), approval.Deps{History: j, Recorder: j, Settle: time.Second}, r)
 	}
-	for _, bad := range []loop.AnswerRequest{
+	for _, bad := range []approval.Request{
 		{CallID: "call_1_2", Action: events.ActionReject, Reason: "no", Arguments: json.RawMessage(`{"expr":"1"}`)},
 		{Action: events.ActionApprove, Arguments: json.RawMessage(`{"expr":"1"}`)},
 		{CallID: "call_1_2", Action: events.ActionApprove, Arguments: json.RawMessage(`[1]`)},
 	} {
-		if _, err := answer(bad); !errors.Is(err, loop.ErrInvalidRequest) {
+		if _, err := answer(bad); !errors.Is(err, approval.ErrInvalid) {
 			t.Errorf("%+v: %v, want ErrInvalidRequest", bad, err)
 		}
 	}
 	n := len(j.Events())
-	if _, err := answer(loop.AnswerRequest{CallID: "call_1_2", Action: events.ActionApprove, Arguments: json.RawMessage(`{"expr":"6*7"}`)}); err != nil {
+	if _, err := answer(approval.Request{CallID: "call_1_2", Action: events.ActionApprove, Arguments: json.RawMessage(`{"expr":"6*7"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	res, _, err := resumeFromRecord(t, j, newEngine(t, j, loop.Config{Tools: tools, Queue: &queue{}}), n)
@@ -79,7 +80,7 @@ func TestAnswerToARunWithoutReplies(t *testing.T) {
 	add(events.StageRunStarted, events.RunStarted{})
 	add(events.StageToolBefore, events.ToolBefore{Call: call})
 	add(events.StageApprovalRequested, events.ApprovalRequested{Call: call, Reason: "Claude Code asks for permission"})
-	res, err := loop.AnswerApproval(ctxT(t), loop.AnswerDeps{History: j, Recorder: j, Settle: time.Second}, loop.AnswerRequest{
+	res, err := approval.Answer(ctxT(t), approval.Deps{History: j, Recorder: j, Settle: time.Second}, approval.Request{
 		AgentID: "claude-code", SessionID: "s1", RunID: run, Action: events.ActionApprove, By: person("alice")})
 	if err != nil || len(res.Resolved) != 1 || res.Resolved[0].CallID != "toolu_1" || len(res.Waiting) != 0 {
 		t.Fatalf("answer: %+v, %v", res, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/looptest"
 	"github.com/hookbus/hookbus/loop/scripted"
+	"github.com/hookbus/hookbus/record/approval"
 )
 
 // asker is a tool.before hook that asks a human about the calculator.
@@ -66,9 +67,9 @@ func person(who string) events.Actor {
 }
 
 // answerAs records an answer to run req's call as a client does.
-func answerAs(t *testing.T, j *looptest.Journal, req *events.RunRequest, call, action, who, reason string) (*loop.AnswerResult, error) {
+func answerAs(t *testing.T, j *looptest.Journal, req *events.RunRequest, call, action, who, reason string) (*approval.Result, error) {
 	t.Helper()
-	return loop.AnswerApproval(ctxT(t), loop.AnswerDeps{History: j, Recorder: j, Settle: time.Second}, loop.AnswerRequest{
+	return approval.Answer(ctxT(t), approval.Deps{History: j, Recorder: j, Settle: time.Second}, approval.Request{
 		AgentID: req.AgentID, SessionID: req.SessionID, RunID: req.RunID, CallID: call, Action: action, Reason: reason, By: person(who)})
 }
 
@@ -219,14 +220,14 @@ func TestApprovalsAnsweredOneByOne(t *testing.T) {
 	}
 	before := len(j.Events())
 	_, err = answerAs(t, j, req, "call_1_1", events.ActionReject, "eve", "no")
-	var first *loop.AnsweredError
-	if !errors.Is(err, loop.ErrBadAnswer) || !errors.As(err, &first) || first.First.Identity != "bob" ||
+	var first *approval.AnsweredError
+	if !errors.Is(err, approval.ErrBadAnswer) || !errors.As(err, &first) || first.First.Identity != "bob" ||
 		!strings.Contains(err.Error(), "answered already: approve by bob (cli) at ") {
 		t.Fatalf("a second answer: %v, want ErrBadAnswer naming the first", err)
 	}
 	for _, bad := range []struct{ run, call string }{{req.RunID, "call_9_9"}, {events.NewID(), "call_1_2"}} {
 		r := &events.RunRequest{RunID: bad.run, AgentID: "demo", SessionID: "s1"}
-		if _, err := answerAs(t, j, r, bad.call, events.ActionApprove, "bob", ""); !errors.Is(err, loop.ErrBadAnswer) || !strings.Contains(err.Error(), bad.run) {
+		if _, err := answerAs(t, j, r, bad.call, events.ActionApprove, "bob", ""); !errors.Is(err, approval.ErrBadAnswer) || !strings.Contains(err.Error(), bad.run) {
 			t.Fatalf("answer %s of %s: %v, want ErrBadAnswer naming it", bad.call, bad.run, err)
 		}
 	}
@@ -242,8 +243,8 @@ func TestApprovalsAnsweredOneByOne(t *testing.T) {
 		t.Fatalf("after both answers: %+v, %v; %d resumptions, clock %d, calculator %d", res, err, q.resumes.Load(), clock.calls.Load(), calc.calls.Load())
 	}
 	// Answering an ended run is refused too, naming the call's answer.
-	var answered *loop.AnsweredError
-	if _, err := answerAs(t, j, req, "call_1_2", events.ActionApprove, "bob", ""); !errors.Is(err, loop.ErrBadAnswer) || !strings.Contains(err.Error(), "has ended") ||
+	var answered *approval.AnsweredError
+	if _, err := answerAs(t, j, req, "call_1_2", events.ActionApprove, "bob", ""); !errors.Is(err, approval.ErrBadAnswer) || !strings.Contains(err.Error(), "has ended") ||
 		!errors.As(err, &answered) || answered.First.CallID != "call_1_2" || answered.Ended != events.StageRunCompleted {
 		t.Fatalf("answer to an ended run: %v", err)
 	}
@@ -301,9 +302,9 @@ func TestAnswerWaitsForTheStep(t *testing.T) {
 	if countStages(evs, events.StageApprovalRequested) != 1 || countStages(evs, events.StageToolAfter) != 0 {
 		t.Fatalf("the cut attempt recorded %v", stagesOf(evs))
 	}
-	_, err := loop.AnswerApproval(ctxT(t), loop.AnswerDeps{History: j, Recorder: j, Settle: 200 * time.Millisecond}, loop.AnswerRequest{
+	_, err := approval.Answer(ctxT(t), approval.Deps{History: j, Recorder: j, Settle: 200 * time.Millisecond}, approval.Request{
 		AgentID: "demo", SessionID: "s1", RunID: req.RunID, CallID: "call_1_1", Action: events.ActionApprove, By: person("alice")})
-	if !errors.Is(err, loop.ErrRunBusy) || !strings.Contains(err.Error(), "call_1_2") {
+	if !errors.Is(err, approval.ErrRunBusy) || !strings.Contains(err.Error(), "call_1_2") {
 		t.Fatalf("answer while the step runs: %v, want ErrRunBusy naming call_1_2", err)
 	}
 	if len(j.Events()) != len(evs) {
@@ -430,7 +431,7 @@ func TestApprovalExpiresByPolicy(t *testing.T) {
 				t.Fatalf("approval.resolved %+v", resolved)
 			}
 			// A person's answer after the expiry is refused, naming it.
-			if _, err := answerAs(t, j, req, "call_1_2", events.ActionApprove, "alice", ""); !errors.Is(err, loop.ErrBadAnswer) {
+			if _, err := answerAs(t, j, req, "call_1_2", events.ActionApprove, "alice", ""); !errors.Is(err, approval.ErrBadAnswer) {
 				t.Fatalf("an answer after the expiry: %v", err)
 			}
 		})
@@ -481,10 +482,10 @@ func TestAnswerGivenAgainWithItsID(t *testing.T) {
 	if _, err := newEngine(t, j, loop.Config{Hooks: asker(t), Tools: tools}).Run(ctxT(t), req); err != nil {
 		t.Fatal(err)
 	}
-	ans := loop.AnswerRequest{AgentID: "demo", SessionID: "s1", RunID: req.RunID, CallID: "call_1_2", Action: events.ActionApprove,
+	ans := approval.Request{AgentID: "demo", SessionID: "s1", RunID: req.RunID, CallID: "call_1_2", Action: events.ActionApprove,
 		By: person("alice"), AnswerID: events.NewID()}
 	for i := range 2 {
-		ar, err := loop.AnswerApproval(ctxT(t), loop.AnswerDeps{History: j, Recorder: j}, ans)
+		ar, err := approval.Answer(ctxT(t), approval.Deps{History: j, Recorder: j}, ans)
 		if err != nil || len(ar.Resolved) != 1 || ar.Resolved[0].AnswerID != ans.AnswerID {
 			t.Fatalf("answer #%d: %+v, %v", i+1, ar, err)
 		}
@@ -493,7 +494,7 @@ func TestAnswerGivenAgainWithItsID(t *testing.T) {
 		t.Fatalf("%d approval.resolved recorded, want 1", n)
 	}
 	ans.AnswerID = events.NewID()
-	if _, err := loop.AnswerApproval(ctxT(t), loop.AnswerDeps{History: j, Recorder: j}, ans); !errors.Is(err, loop.ErrBadAnswer) {
+	if _, err := approval.Answer(ctxT(t), approval.Deps{History: j, Recorder: j}, ans); !errors.Is(err, approval.ErrBadAnswer) {
 		t.Fatalf("the same answer with another id: %v", err)
 	}
 }

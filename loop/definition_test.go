@@ -104,7 +104,7 @@ func TestAnAttemptRunsOnlyOnItsRunsDefinition(t *testing.T) {
 	unpinned.Definition = ""
 	res, err := neu.Run(ctxT(t), &unpinned)
 	var de *loop.DefinitionError
-	if !errors.Is(err, loop.ErrOtherDefinition) || !errors.As(err, &de) || de.Recorded != v1 || de.Engine != v2 || de.HandOff() != v1.Digest || res != nil {
+	if !errors.Is(err, loop.ErrOtherDefinition) || !errors.As(err, &de) || de.Recorded != v1 || de.Engine != v2 || res != nil {
 		t.Fatalf("Run on another definition = %+v, %v", res, err)
 	}
 	if n := len(j.Events()); n != before {
@@ -157,8 +157,8 @@ func TestWorkerHandsOffWhatItMustNotRun(t *testing.T) {
 	resume.Definition = ""
 	w := loop.NewAgentsWorker(map[string]*loop.Engine{"ops": newEngine(t, j, loop.Config{Definition: v2})}, nil)
 	err := w.Handle(ctxT(t), resume)
-	var h interface{ HandOff() string }
-	if !errors.As(err, &h) || h.HandOff() != v1.Digest {
+	var de *loop.DefinitionError
+	if !errors.Is(err, loop.ErrOtherDefinition) || !errors.As(err, &de) || de.Recorded.Digest != v1.Digest {
 		t.Fatalf("Handle of a run recorded on another definition = %v", err)
 	}
 	if err := w.Handle(ctxT(t), &events.RunRequest{RunID: events.NewID(), AgentID: "nobody", SessionID: "s", Prompt: "p"}); err == nil {

@@ -22,14 +22,8 @@
 //
 // Worker runs the engine over the run queue (loop serve).
 //
-// A run that waits for a human is answered with AnswerApproval, by whoever
-// answers (observer approve, the web page, a program), which records the
-// answer in the run's record, first answer wins:
-//
-//	me, err := b.WhoAmI(ctx) // b is a *bus.Bus
-//	res, err := loop.AnswerApproval(ctx, loop.AnswerDeps{History: b, Recorder: b}, loop.AnswerRequest{
-//		AgentID: "ops", SessionID: "s1", RunID: run, Action: events.ActionApprove,
-//		By: events.Actor{Identity: me.User, Via: me.Via, Writer: me.User, Channel: events.ChannelNATS}})
-//
-// Workers resume the run from the recorded answer (Resumer).
+// A run that waits for a human is answered with approval.Answer (package
+// record/approval), by whoever answers (observer approve, the web page, a
+// program), which records the answer in the run's record, first answer
+// wins. Workers resume the run from the recorded answer (Resumer).
 package loop

@@ -41,36 +41,16 @@ var (
 // ErrLostRun is returned by Run when another attempt of the same run
 // (another worker, after this one's lease lapsed) claimed the session, or
 // the run's record has its end already when this attempt would close it:
-// that attempt ends (or ended) the run; this one wrote nothing more. Its errors are
-// bus.Abandoners: a worker leaves the request to the worker that holds the
-// run now, rather than acknowledge it.
-var ErrLostRun error = lostRun{}
-
-type lostRun struct{}
-
-func (lostRun) Error() string { return "loop: run taken over by another attempt" }
-
-// Abandoned reports true: the request belongs to the attempt that holds
-// the run now.
-func (lostRun) Abandoned() bool { return true }
-
-// ErrBadAnswer is returned by AnswerApproval for an answer the run cannot
-// take: no such run, no such call waiting, a call answered already (an
-// *AnsweredError naming the first answer), or a run that ended. Nothing is
-// recorded.
-var ErrBadAnswer = errors.New("loop: answer refused")
-
-// ErrRunBusy is returned by AnswerApproval when the run is still working
-// on its step's other calls after AnswerDeps.Settle: answer again once it
-// waits. Nothing is recorded.
-var ErrRunBusy = errors.New("loop: the run is still running its step")
+// that attempt ends (or ended) the run; this one wrote nothing more. A
+// worker leaves the request to the worker that holds the run now, rather
+// than acknowledge it.
+var ErrLostRun = errors.New("loop: run taken over by another attempt")
 
 // ErrOtherDefinition is returned by Run, before anything is written, for a
 // run whose record says it runs on another definition of its agent than
 // the engine's (Config.Definition), when the engine may not adopt it
-// (Config.OnDefinitionChange). Its errors are *DefinitionError values,
-// which a worker hands to the workers of the recorded definition
-// (bus.Handoff).
+// (Config.OnDefinitionChange). Its errors are *DefinitionError values: a
+// worker hands the run to the workers of the recorded definition.
 var ErrOtherDefinition = errors.New("loop: the run is recorded on another agent definition")
 
 // DefinitionError says which definition a run is recorded on, and which
@@ -88,7 +68,3 @@ func (e *DefinitionError) Error() string {
 
 // Is makes errors.Is(err, ErrOtherDefinition) true.
 func (e *DefinitionError) Is(target error) bool { return target == ErrOtherDefinition }
-
-// HandOff names the digest of the definition the run must go on with: a
-// worker queues the request again pinned to it (bus.Handoff).
-func (e *DefinitionError) HandOff() string { return e.Recorded.Digest }

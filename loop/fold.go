@@ -13,49 +13,6 @@ import (
 // record (record.Effective): each run's events in seq order, without the
 // events of an attempt that a later attempt superseded.
 
-// truncated cuts run's events (in seq order, as record.Effective gives them) at
-// their first hole: an event whose seq is not the one after its
-// predecessor's, and every later one of the run. Appends are asynchronous between write-ahead points, so
-// after a fault (a cluster's leader killed) an event may be lost while a
-// later one of the same attempt is stored; the attempt then stops
-// unrecorded at its next flush, and the attempt that resumes the run reads
-// it up to the hole: its run.started takes the missing seq and so
-// supersedes what was stored after it (events.Superseded). Only write-ahead
-// events (tool.before, tool.result) say a tool ran, and nothing is written
-// ahead past a hole: the flush before it fails. A run's events start at the
-// first seq read (a read bounded by a compaction starts mid-run); events
-// without a seq (shadow records) and other runs' events are kept as they
-// are: only the run being resumed is cut, and only when it has no end (the conversation of a session, as
-// RebuildSession gives it, keeps every run's stored events).
-func truncated(evs []*events.Event, run string) []*events.Event {
-	var (
-		next uint64 // the seq the run's next event must have; 0: none seen yet
-		cut  = -1   // the index of the first event cut
-	)
-	for i, e := range evs {
-		if e.RunID != run || e.Seq == 0 {
-			continue
-		}
-		if next != 0 && e.Seq != next && cut < 0 {
-			cut = i
-		}
-		if e.Stage.Terminal() {
-			return evs // ended: its end is written after a flush of all before it
-		}
-		next = e.Seq + 1
-	}
-	if cut < 0 {
-		return evs
-	}
-	out := append(make([]*events.Event, 0, len(evs)), evs[:cut]...)
-	for _, e := range evs[cut:] {
-		if e.RunID != run || e.Seq == 0 {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // decisions holds what the hooks decided on the events whose chain a
 // decision ended, by the id of the event decided on (hook.decided and
 // hook.failed carry it), as the chain's result read back from the record.

@@ -13,6 +13,7 @@ import (
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/looptest"
 	"github.com/hookbus/hookbus/loop/scripted"
+	"github.com/hookbus/hookbus/record/approval"
 )
 
 // The recorded histories of the event shapes added after the first
@@ -34,10 +35,10 @@ func shapeScenarios() []*historyScenario {
 			config: requireCalculator,
 			record: func(t *testing.T, sc *historyScenario, j *looptest.Journal) {
 				req := sc.mustWait(t, j, loop.Config{Hooks: asker(t)}, "What time is it, and what is 6*7? (a human approves the calculator)", "call_1_2")
-				sc.mustAnswer(t, j, req, loop.AnswerRequest{CallID: "call_1_2", Action: events.ActionApprove, By: person("alice"),
+				sc.mustAnswer(t, j, req, approval.Request{CallID: "call_1_2", Action: events.ActionApprove, By: person("alice"),
 					Comment: "fine", AnswerID: answerID(1)}, events.ReasonDone)
 				req = sc.mustWait(t, j, loop.Config{}, "And once more? (the policy asks about the calculator)", "call_1_2")
-				sc.mustAnswer(t, j, req, loop.AnswerRequest{CallID: "call_1_2", Action: events.ActionRejectAndContinue, By: person("bob"),
+				sc.mustAnswer(t, j, req, approval.Request{CallID: "call_1_2", Action: events.ActionRejectAndContinue, By: person("bob"),
 					Reason: "work it out by hand", AnswerID: answerID(2)}, events.ReasonDone)
 			},
 		},
@@ -49,7 +50,7 @@ func shapeScenarios() []*historyScenario {
 			config: requireEveryCall,
 			record: func(t *testing.T, sc *historyScenario, j *looptest.Journal) {
 				req := sc.mustWait(t, j, loop.Config{}, "What time is it, and what is 6*7? (every call needs a human)", "call_1_1", "call_1_2")
-				ar, err := loop.AnswerApproval(ctxT(t), loop.AnswerDeps{History: j, Recorder: j}, loop.AnswerRequest{
+				ar, err := approval.Answer(ctxT(t), approval.Deps{History: j, Recorder: j}, approval.Request{
 					AgentID: req.AgentID, SessionID: req.SessionID, RunID: req.RunID,
 					CallID: "call_1_1", Action: events.ActionApprove, By: person("alice"), AnswerID: answerID(1)})
 				if err != nil || len(ar.Waiting) != 1 || ar.Waiting[0].Call.ID != "call_1_2" {
@@ -64,7 +65,7 @@ func shapeScenarios() []*historyScenario {
 			hooks: asker,
 			record: func(t *testing.T, sc *historyScenario, j *looptest.Journal) {
 				req := sc.mustWait(t, j, loop.Config{Hooks: asker(t)}, "What is 6*7? (a human rejects the calculator)", "call_1_2")
-				sc.mustAnswer(t, j, req, loop.AnswerRequest{CallID: "call_1_2", Action: events.ActionReject, By: person("alice"),
+				sc.mustAnswer(t, j, req, approval.Request{CallID: "call_1_2", Action: events.ActionReject, By: person("alice"),
 					Reason: "not today", AnswerID: answerID(1)}, events.ReasonRejected)
 			},
 		},
@@ -265,11 +266,11 @@ func (sc *historyScenario) mustWait(t *testing.T, j *looptest.Journal, cfg loop.
 // mustAnswer records ans for run req as a client does (AnswerApproval),
 // checks that it left no call of the step waiting, and resumes the run
 // (mustResume).
-func (sc *historyScenario) mustAnswer(t *testing.T, j *looptest.Journal, req *events.RunRequest, ans loop.AnswerRequest, reason string) {
+func (sc *historyScenario) mustAnswer(t *testing.T, j *looptest.Journal, req *events.RunRequest, ans approval.Request, reason string) {
 	t.Helper()
 	ans.AgentID, ans.SessionID, ans.RunID = req.AgentID, req.SessionID, req.RunID
 	n := len(j.Events())
-	ar, err := loop.AnswerApproval(ctxT(t), loop.AnswerDeps{History: j, Recorder: j}, ans)
+	ar, err := approval.Answer(ctxT(t), approval.Deps{History: j, Recorder: j}, ans)
 	if err != nil || len(ar.Resolved) != 1 || len(ar.Waiting) != 0 {
 		t.Fatalf("answer %+v: %+v, %v; want it recorded, nothing left waiting", ans, ar, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/record"
 )
 
 // Emitter appends a run's events to the record of its session. *bus.Bus
@@ -52,17 +53,8 @@ type Emitter interface {
 }
 
 // History reads a session's events back, in stream order, each with its
-// stream sequence (events.Event.Stored). *bus.Bus implements it.
-type History interface {
-	// SessionEvents returns the events of a session the loop rebuilds its
-	// conversation from: every event, or, once the session was compacted,
-	// those from its last compaction on.
-	SessionEvents(ctx context.Context, agent, session string) ([]*events.Event, error)
-	// RunEvents returns every event of one run of a session, compaction or
-	// not, in stream order: the loop reads a run that SessionEvents left
-	// out (all or part of it before a compaction) this way.
-	RunEvents(ctx context.Context, agent, session, run string) ([]*events.Event, error)
-}
+// stream sequence. *bus.Bus implements it.
+type History = record.History
 
 // Claimed is the error of an append or claim refused because another
 // attempt claimed the session (*bus.FencedError is one): ClaimedBy is that

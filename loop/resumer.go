@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/record/approval"
 )
 
 // Resumer resumes the runs that wait for approval, from their record: a
@@ -20,7 +20,7 @@ type Resumer struct {
 	// History reads the runs' sessions (required).
 	History History
 	// Recorder records expiries (required for Due).
-	Recorder Recorder
+	Recorder approval.Recorder
 	// Queue queues resumptions, and wake-ups at later expiries (required).
 	Queue Queue
 	// Source is the CloudEvent source of the expiries it records (default
@@ -112,7 +112,7 @@ func completedBy(st *runState) (uint64, bool) {
 // Due records the expiry of every call of w's run that still waits past
 // its expires_at: approval.resolved by hookbus (channel expiry, expired),
 // resolving it by its on_expiry, on the plain subject and fenced as any
-// answer (AnswerApproval: an answer given first wins). Those records then
+// answer (approval.Expire: an answer given first wins). Those records then
 // resume the run (Resolved). When calls still wait for a later expiry, it
 // schedules the run's next wake-up. A run that ended, or has no events,
 // needs nothing. An error (the record cannot be read or written, the run
@@ -125,40 +125,10 @@ func (r *Resumer) Due(ctx context.Context, w events.Wake) error {
 	if source == "" {
 		source = DefaultSource
 	}
-	a := &answering{deps: AnswerDeps{History: r.History, Recorder: r.Recorder, Source: source, Logger: r.Logger}.withDefaults(),
-		agent: w.AgentID, session: w.SessionID, run: w.RunID}
-	var next time.Time
-	expired := 0
-	plan := func(st *runState) ([]resolution, error) {
-		now := nowUTC()
-		next = time.Time{}
-		var todo []resolution
-		for _, cs := range st.waiting() {
-			ex := cs.Request.ExpiresAt
-			switch {
-			case ex.IsZero():
-				continue
-			case now.Before(ex):
-				if next.IsZero() || ex.Before(next) {
-					next = ex
-				}
-				continue
-			}
-			action := cs.Request.OnExpiry
-			if !events.ValidAction(action) {
-				action = events.ActionRejectAndContinue
-			}
-			todo = append(todo, resolution{cs: cs, res: events.ApprovalResolved{
-				CallID: cs.Request.Call.ID, Approved: action == events.ActionApprove, Action: action,
-				By: events.IdentityHookbus, Actor: events.Actor{Identity: events.IdentityHookbus, Channel: events.ChannelExpiry},
-				Expired: true, AnsweredAt: now, Reason: "no answer by " + ex.UTC().Format(time.RFC3339), AnswerID: events.NewID(),
-			}})
-		}
-		return todo, nil
-	}
-	_, err := a.record(ctx, plan, func(events.ApprovalResolved) { expired++ })
+	expired, next, err := approval.Expire(ctx, approval.Deps{History: r.History, Recorder: r.Recorder, Source: source, Logger: r.Logger},
+		w.AgentID, w.SessionID, w.RunID)
 	switch {
-	case errors.Is(err, ErrBadAnswer):
+	case errors.Is(err, approval.ErrBadAnswer):
 		return nil // no such run, or it ended: nothing waits
 	case err != nil:
 		return err

@@ -346,7 +346,7 @@ func rebuild(evs []*events.Event, runID string) (*Session, *runState, error) {
 	for _, e := range evs {
 		seen = max(seen, e.Stored)
 	}
-	evs = truncated(record.Effective(evs), runID)
+	evs = record.Truncated(record.Effective(evs), runID)
 	s, err := foldSession(evs, runID)
 	if err != nil {
 		return nil, nil, err

@@ -59,13 +59,12 @@ func (w *Worker) Handle(ctx context.Context, req *events.RunRequest) error {
 		return nil
 	case errors.Is(err, ErrLostRun):
 		// Another worker holds the run now and will end it: its request is
-		// that worker's to acknowledge (the error is a bus.Abandoner).
+		// that worker's to acknowledge.
 		w.log.Warn("run taken over by another worker", "run", req.RunID, "err", err)
 		return err
 	case errors.Is(err, ErrOtherDefinition):
 		// The run goes on with the definition it is recorded on: the
-		// request is queued again for that definition's workers (the
-		// error is a bus.Handoff).
+		// request is queued again for that definition's workers.
 		w.log.Warn("run recorded on another definition; handed to its workers", "run", req.RunID, "err", err)
 		return err
 	case errors.Is(err, ErrInvalidRequest):

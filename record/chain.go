@@ -53,3 +53,32 @@ func (c Chain) NextSigned(ev *events.Event, s Signer) (Chain, error) {
 	}
 	return Chain{Seq: ev.Seq, Hash: ev.ChainHash()}, nil
 }
+
+// Heads is where each run of a session stands: each run's event with the
+// largest seq added (its last), whose seq and chain hash the run's next
+// event takes (Chain). The zero value is ready; add events in any order.
+type Heads struct{ last map[string]*events.Event }
+
+// Add takes e as its run's last event when its seq is larger than that of
+// every event of the run added before (an event without a seq never is).
+func (h *Heads) Add(e *events.Event) {
+	if l := h.last[e.RunID]; e.Seq > 0 && (l == nil || e.Seq > l.Seq) {
+		if h.last == nil {
+			h.last = map[string]*events.Event{}
+		}
+		h.last[e.RunID] = e
+	}
+}
+
+// Last returns run's last event added, nil when none is.
+func (h *Heads) Last(run string) *events.Event { return h.last[run] }
+
+// Chain returns where run's record stands for its next event: the seq and
+// chain hash of its last event added, the zero Chain when none is.
+func (h *Heads) Chain(run string) Chain {
+	e := h.last[run]
+	if e == nil {
+		return Chain{}
+	}
+	return Chain{Seq: e.Seq, Hash: e.ChainHash()}
+}

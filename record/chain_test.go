@@ -40,3 +40,34 @@ func TestChain(t *testing.T) {
 		t.Fatalf("a run's other events are not signed: %q, %v", mid.Signer, err)
 	}
 }
+
+// Heads keeps each run's event with the largest seq, whatever the order
+// added; an event without a seq moves nothing.
+func TestHeads(t *testing.T) {
+	ev := func(run string, seq uint64) *events.Event {
+		e, err := events.New(events.StageStepStarted, events.Meta{Source: "t", AgentID: "a", SessionID: "s", RunID: run}, events.StepStarted{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Seq = seq
+		return e
+	}
+	a2, a1, a0, b1 := ev("a", 2), ev("a", 1), ev("a", 0), ev("b", 1)
+	var h record.Heads
+	if c := h.Chain("a"); c != (record.Chain{}) || h.Last("a") != nil {
+		t.Fatalf("empty heads: %+v", c)
+	}
+	for _, e := range []*events.Event{a2, a1, a0, b1} {
+		h.Add(e)
+	}
+	if h.Last("a") != a2 || h.Last("b") != b1 || h.Last("c") != nil {
+		t.Fatalf("last of a %v, of b %v, of c %v", h.Last("a"), h.Last("b"), h.Last("c"))
+	}
+	if c := h.Chain("a"); c.Seq != 2 || c.Hash != a2.ChainHash() {
+		t.Fatalf("chain of a: %+v", c)
+	}
+	h.Add(ev("c", 0))
+	if c := h.Chain("c"); c != (record.Chain{}) {
+		t.Fatalf("a run with only an event without a seq stands at %+v", c)
+	}
+}

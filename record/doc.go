@@ -4,7 +4,8 @@
 // superseded), what a run's record says of its calls' requests for a human
 // (Run: the calls asked, their answers, which of them wait), and how a
 // run's next event is numbered, chained and signed after its last stored
-// one (Chain).
+// one (Chain; Heads: where each run of a session stands), and how a run's
+// session is read (ReadRun, Truncated).
 //
 // The engine (loop), the auditor's views (audit), the web page and the
 // observer read the record through it, so that a call the page lists as

@@ -11,7 +11,7 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/httpauth"
-	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/record/approval"
 )
 
 // ApprovalView is a call that asked for a human (GET /api/approvals).
@@ -113,7 +113,7 @@ func (s *Server) answer(ctx context.Context, run string, f bus.Filter, req Answe
 		return nil, fmt.Errorf("%w: run %s has asked for no approval", ErrNotFound, run)
 	}
 	actor := events.Actor{Identity: who.Name, Via: who.Method}
-	r, err := s.recordAnswer(ctx, actor, loop.AnswerRequest{AgentID: mine[0].AgentID, SessionID: mine[0].SessionID, RunID: run,
+	r, err := s.recordAnswer(ctx, actor, approval.Request{AgentID: mine[0].AgentID, SessionID: mine[0].SessionID, RunID: run,
 		CallID: req.CallID, Action: req.Action, Reason: req.Reason, Comment: req.Comment})
 	res := &AnswerResult{}
 	if r != nil {
@@ -122,9 +122,9 @@ func (s *Server) answer(ctx context.Context, run string, f bus.Filter, req Answe
 		}
 	}
 	switch {
-	case errors.Is(err, loop.ErrBadAnswer), errors.Is(err, loop.ErrRunBusy):
+	case errors.Is(err, approval.ErrBadAnswer), errors.Is(err, approval.ErrRunBusy):
 		return nil, fmt.Errorf("%w: %v", ErrConflict, err)
-	case errors.Is(err, loop.ErrInvalidRequest):
+	case errors.Is(err, approval.ErrInvalid):
 		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	case err != nil:
 		return nil, err
@@ -134,15 +134,15 @@ func (s *Server) answer(ctx context.Context, run string, f bus.Filter, req Answe
 	return res, nil
 }
 
-// recordAnswer records req in the run's record (loop.AnswerApproval), on
+// recordAnswer records req in the run's record (approval.Answer), on
 // the subject of the page server's NATS user, which vouches for who: the
 // page's user (its identity, how the page authenticated it, a note).
-func (s *Server) recordAnswer(ctx context.Context, who events.Actor, req loop.AnswerRequest) (*loop.AnswerResult, error) {
+func (s *Server) recordAnswer(ctx context.Context, who events.Actor, req approval.Request) (*approval.Result, error) {
 	me, err := s.cfg.Bus.WhoAmI(ctx)
 	if err != nil {
 		return nil, err
 	}
 	who.Writer, who.Channel = me.User, events.ChannelWeb
 	req.By = who
-	return loop.AnswerApproval(ctx, loop.AnswerDeps{History: s.cfg.Bus, Recorder: s.cfg.Bus, Source: "hookbus/webui", Settle: s.cfg.AnswerWait}, req)
+	return approval.Answer(ctx, approval.Deps{History: s.cfg.Bus, Recorder: s.cfg.Bus, Source: "hookbus/webui", Settle: s.cfg.AnswerWait}, req)
 }

@@ -34,7 +34,7 @@
 // changes and authenticates the caller (docs/SECURITY.md). The server is
 // read-only unless Config.AllowApprovals is set: the buttons are then shown
 // and POST /api/runs/{run}/answer records the answer exactly as observer
-// approve|reject do (loop.AnswerApproval, on the server's own NATS user's
+// approve|reject do (approval.Answer, on the server's own NATS user's
 // subject, which vouches for the caller's authenticated identity, never a
 // name the request carries; a worker then resumes the run). Without an
 // identity (the server not behind the listener) answers are refused

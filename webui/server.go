@@ -19,19 +19,20 @@ import (
 	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/internal/httpauth"
-	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/record"
+	"github.com/hookbus/hookbus/record/approval"
 )
 
 //go:embed static
 var staticFiles embed.FS
 
 // Bus is what the page reads and writes: a *bus.Bus. It records answers
-// to approvals (loop.AnswerApproval) as the NATS user WhoAmI names.
+// to approvals (approval.Answer) as the NATS user WhoAmI names.
 type Bus interface {
 	Replay(ctx context.Context, f bus.Filter, fn func(*events.Event) error) (bus.ReplayStats, error)
 	Tail(ctx context.Context, f bus.Filter, fn func(*events.Event) error) error
-	loop.History
-	loop.Recorder
+	record.History
+	approval.Recorder
 	WhoAmI(ctx context.Context) (bus.Caller, error)
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/loop"
+	"github.com/hookbus/hookbus/record/approval"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -144,7 +144,7 @@ func compactArgs(b []byte) string {
 
 // answerCmd answers a run's waiting calls: approve, or reject (with
 // --continue, reject and continue). The answer is recorded at once, in
-// the run's record, by this command (loop.AnswerApproval): the first
+// the run's record, by this command (approval.Answer): the first
 // answer to a call wins, and a later one is refused naming it.
 func answerCmd(a *cli.App, verb string) *cobra.Command {
 	use, short := "approve [flags] RUN", "Approve a run's tool calls waiting for a human"
@@ -162,7 +162,7 @@ func answerCmd(a *cli.App, verb string) *cobra.Command {
 			fs.StringVar(&o.reason, "reason", "", "why (required to reject; with --continue the model is given it)")
 			fs.BoolVar(&o.cont, "continue", false, "reject and continue: the model is told the call was rejected, and the run goes on")
 			fs.StringVar(&o.arguments, "arguments", "", "approve with these arguments (a JSON object) instead of those asked for; needs --call")
-			fs.DurationVar(&o.wait, "wait", loop.DefaultSettle, "how long to wait for a run still running its step's other calls")
+			fs.DurationVar(&o.wait, "wait", approval.DefaultSettle, "how long to wait for a run still running its step's other calls")
 			return func(ctx context.Context, pos []string) error { return o.answer(ctx, a, pos) }
 		})
 }
@@ -230,7 +230,7 @@ func (o *answerOptions) answer(ctx context.Context, a *cli.App, pos []string) er
 	if err != nil {
 		return c.Explain(err)
 	}
-	req := loop.AnswerRequest{
+	req := approval.Request{
 		AgentID: mine[0].AgentID, SessionID: mine[0].SessionID, RunID: run, CallID: *call,
 		Action: action, Reason: *reason, Comment: *comment,
 		By: events.Actor{Identity: me.User, Via: me.Via, Writer: me.User, Channel: events.ChannelCLI, DeclaredBy: *note},
@@ -238,7 +238,7 @@ func (o *answerOptions) answer(ctx context.Context, a *cli.App, pos []string) er
 	if *arguments != "" {
 		req.Arguments = json.RawMessage(*arguments)
 	}
-	res, err := loop.AnswerApproval(gctx, loop.AnswerDeps{History: c.Bus, Recorder: c.Bus, Source: "hookbus/observer", Settle: *wait}, req)
+	res, err := approval.Answer(gctx, approval.Deps{History: c.Bus, Recorder: c.Bus, Source: "hookbus/observer", Settle: *wait}, req)
 	if res != nil {
 		for _, r := range res.Resolved {
 			fmt.Fprintf(stdout, "%s call %s of run %s: recorded, by %s\n", action, r.CallID, run, r.Actor)
@@ -267,5 +267,8 @@ func (o *answerOptions) answer(ctx context.Context, a *cli.App, pos []string) er
 // bridge recorded it): its answer goes to the agent's waiting hook, no
 // worker resumes anything.
 func bridged(a *audit.Approval) bool {
-	return strings.HasPrefix(a.Source, "hookbus/") && a.Source != loop.DefaultSource
+	return strings.HasPrefix(a.Source, "hookbus/") && a.Source != engineSource
 }
+
+// engineSource is the source of the engine's events (loop.DefaultSource).
+const engineSource = "hookbus/loop"

@@ -8,6 +8,7 @@ import (
 	"github.com/hookbus/hookbus/bridge"
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/hooks/claudecode"
+	"github.com/hookbus/hookbus/loop"
 )
 
 // The auditor sees the whole of a Claude Code session recorded by the
@@ -61,5 +62,13 @@ func TestBridgedSessionShown(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("show lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// An approval the engine asked for is not taken for a coding agent's:
+// the observer knows the engine's source without importing the engine.
+func TestEngineSourceIsTheLoops(t *testing.T) {
+	if engineSource != loop.DefaultSource {
+		t.Fatalf("engineSource %q, the engine's source is %q", engineSource, loop.DefaultSource)
 	}
 }

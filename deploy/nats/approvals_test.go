@@ -12,6 +12,7 @@ import (
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/scripted"
 	"github.com/hookbus/hookbus/loop/tools"
+	"github.com/hookbus/hookbus/record/approval"
 	"github.com/nats-io/nats.go"
 )
 
@@ -54,7 +55,7 @@ func waitingRun(t *testing.T, f single) (*events.RunRequest, string) {
 // answerAs answers call of run req as user does with observer approve or
 // reject: who it is comes from the server (WhoAmI); note is what the user
 // typed (--note, formerly --by).
-func (f single) answerAs(t *testing.T, user string, req *events.RunRequest, call, action, note string) (*loop.AnswerResult, error) {
+func (f single) answerAs(t *testing.T, user string, req *events.RunRequest, call, action, note string) (*approval.Result, error) {
 	t.Helper()
 	b, _, _ := f.userBus(t, user)
 	ctx := testContext(t)
@@ -66,7 +67,7 @@ func (f single) answerAs(t *testing.T, user string, req *events.RunRequest, call
 	if action != events.ActionApprove {
 		reason = "not today"
 	}
-	return loop.AnswerApproval(ctx, loop.AnswerDeps{History: b, Recorder: b}, loop.AnswerRequest{
+	return approval.Answer(ctx, approval.Deps{History: b, Recorder: b}, approval.Request{
 		AgentID: req.AgentID, SessionID: req.SessionID, RunID: req.RunID, CallID: call, Action: action, Reason: reason,
 		By: events.Actor{Identity: me.User, Via: me.Via, Writer: me.User, Channel: events.ChannelCLI, DeclaredBy: note}})
 }
@@ -91,7 +92,7 @@ func TestFirstAnswerWinsAndSaysWhoGaveIt(t *testing.T) {
 		t.Fatalf("the answer records %+v; want approver as who answered, the-ciso only as a note", got)
 	}
 	_, err = f.answerAs(t, "alice", req, call, events.ActionReject, "")
-	var first *loop.AnsweredError
+	var first *approval.AnsweredError
 	if !errors.As(err, &first) || first.First.Identity != "approver" || first.First.Action != events.ActionApprove ||
 		!strings.Contains(err.Error(), "answered already: approve by approver (cli) [note: declared \"the-ciso\"] at ") {
 		t.Fatalf("alice's reject after approver's approve: %v; want it refused naming the first answer", err)
@@ -176,7 +177,7 @@ func TestWebuiVouchesForItsUsers(t *testing.T) {
 	if err != nil || me.User != "webui" {
 		t.Fatalf("who am I, as webui: %+v, %v", me, err)
 	}
-	ar, err := loop.AnswerApproval(ctx, loop.AnswerDeps{History: b, Recorder: b}, loop.AnswerRequest{
+	ar, err := approval.Answer(ctx, approval.Deps{History: b, Recorder: b}, approval.Request{
 		AgentID: req.AgentID, SessionID: req.SessionID, RunID: req.RunID, CallID: call, Action: events.ActionApprove,
 		By: events.Actor{Identity: "carol@example.com", Via: "proxy", Writer: me.User, Channel: events.ChannelWeb}})
 	if err != nil || len(ar.Resolved) != 1 {

@@ -10,7 +10,7 @@ import (
 )
 
 // Journal is an in-memory record of sessions: a loop.Emitter, a
-// loop.History and a loop.Recorder for engine tests that are about the loop, not the transport.
+// loop.History and an approval.Recorder for engine tests that are about the loop, not the transport.
 // It keeps what the engine relies on from JetStream: stream sequences
 // (events.Event.Stored), the session fence (an append is stored only while
 // the session's last run.started is the one at its claim; AppendAfter only
@@ -143,7 +143,7 @@ func (j *Journal) AppendAfter(ctx context.Context, e *events.Event, seen uint64)
 // when it is not, the error is a *ClaimedError naming the first event
 // stored on the session since. writer, for an approval.resolved, is the
 // NATS user whose subject it is stored on: readers get it as
-// events.Event.Writer. It implements loop.Recorder.
+// events.Event.Writer. It implements approval.Recorder.
 func (j *Journal) AppendAfterAs(_ context.Context, e *events.Event, seen uint64, writer string) (uint64, error) {
 	if e == nil {
 		return 0, fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
