@@ -186,3 +186,26 @@ func TestPlace(t *testing.T) {
 		}
 	}
 }
+
+// readers are the packages that read the record, or answer what waits in
+// it, without running agents: none links the engine, even through another
+// package. They answer approvals through record/approval.
+var readers = []string{"audit", "cmd/observer", "telemetry", "tlog", "webui"}
+
+// The record's readers never depend on the engine (loop), directly or
+// through another package (their own code; their tests may run it).
+func TestReadersDoNotLinkTheEngine(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go tool is not on PATH: cannot list the packages' imports")
+	}
+	for _, r := range readers {
+		out, err := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", module+"/"+r).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", r, err)
+		}
+		if slices.Contains(strings.Fields(string(out)), module+"/loop") {
+			t.Errorf("%s links the engine (%s/loop): answer approvals through record/approval", r, module)
+		}
+	}
+}
