@@ -36,6 +36,12 @@ const (
 	// ProblemInserted: an event that is not part of the run's chain (a
 	// second event with one seq, or one that links to nothing).
 	ProblemInserted = "inserted"
+	// ProblemLateClaim: a run.started stored after the run's end with the
+	// end's seq, chained to the end's predecessor: an attempt's claim that
+	// JetStream admitted although the run had ended (a leader change can
+	// drop a conditional write's condition). Nothing of it follows the end,
+	// so the run's record is what it was. A note.
+	ProblemLateClaim = "late_claim"
 	// ProblemReordered: an event links to another predecessor than the
 	// event before it in seq order.
 	ProblemReordered = "reordered"
@@ -108,7 +114,7 @@ func (v *RunVerdict) Has(kind string) bool {
 // fails reports whether a problem of kind fails a run verified by v.
 func (v *Verifier) fails(kind string) bool {
 	switch kind {
-	case ProblemNoEnd, ProblemLost:
+	case ProblemNoEnd, ProblemLost, ProblemLateClaim:
 		return false
 	case ProblemUnknownSigner:
 		return len(v.Trust) > 0
@@ -170,17 +176,10 @@ func (v *Verifier) Verdicts() []*RunVerdict {
 
 // effectiveRun drops the events a later attempt superseded
 // (events.Superseded). A run.started stored after the run's end supersedes
-// nothing: a run never resumes once ended, so it is an insertion, reported
-// as such, not a licence to drop the signed end.
+// nothing: a run never resumes once ended, so it is reported (inserted, or
+// a late claim), never a licence to drop the signed end.
 func effectiveRun(evs []*events.Event) []*events.Event {
-	end := len(evs)
-	for i, e := range evs {
-		if e.Stage.Terminal() {
-			end = i
-			break
-		}
-	}
-	drop := events.Superseded(evs[:end])
+	drop := events.Superseded(evs)
 	out := make([]*events.Event, 0, len(evs))
 	for i, e := range evs {
 		if !drop[i] {
@@ -312,6 +311,10 @@ func (v *Verifier) chainOf(evs []*events.Event, hashes map[*events.Event]string,
 				keep, extra = e, prev
 			}
 			chain[len(chain)-1] = keep
+			if keep.Stage.Terminal() && extra.Stage == events.StageRunStarted && v.pos[extra] > v.pos[keep] && links(extra, chain[:len(chain)-1], hashes) {
+				add(ProblemLateClaim, extra, 0, "a claim stored after the run's %s, with its seq %d: admitted although the run had ended; nothing of it follows", keep.Stage, keep.Seq)
+				continue
+			}
 			add(ProblemInserted, extra, 0, "a second %s with seq %d, not in the run's chain", extra.Stage, extra.Seq)
 			continue
 		}

@@ -344,6 +344,16 @@ func TestVerifyRule(t *testing.T) {
 	forged := *altered[3]
 	forged.Data = []byte(`{"messages":[]}`)
 	altered[3] = &forged
+	// A claim stored after the end with the end's seq: chained to the end's
+	// predecessor (an attempt's claim admitted late), or to nothing.
+	claimAfter := func(prev string) []*events.Event {
+		end := signed[len(signed)-1]
+		c := *signed[1]
+		c.ID, c.Seq, c.PrevHash, c.Signer, c.Signature = events.NewID(), end.Seq, prev, "", ""
+		return append(slices.Clone(signed), &c)
+	}
+	late := claimAfter(signed[len(signed)-2].ChainHash())
+	stray := claimAfter(strings.Repeat("0", 64))
 	for _, tc := range []struct {
 		name  string
 		evs   []*events.Event
@@ -363,6 +373,8 @@ func TestVerifyRule(t *testing.T) {
 		{"signed, signatures required, no key given", signed, audit.Verifier{RequireSigned: true}, true, "unknown_signer"},
 		{"unsigned, signatures required, no key given", unsigned, audit.Verifier{RequireSigned: true}, false, "unsigned!"},
 		{"altered", altered, audit.Verifier{}, false, "altered!,unsigned"},
+		{"a claim admitted after the end", late, audit.Verifier{Trust: map[string]bool{pub: true}}, true, "late_claim"},
+		{"a claim after the end chained to nothing", stray, audit.Verifier{Trust: map[string]bool{pub: true}}, false, "inserted!"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := tc.v

@@ -6,14 +6,18 @@ package events
 // with seq N supersedes every event of the run stored before it with seq N
 // or more: those were written by an earlier attempt after the resuming
 // attempt read the record, so it never saw them (appends are fenced, so
-// nothing of the earlier attempt is stored after the new claim). Readers
-// fold a run without them; docs/PROTOCOL.md ("One writer per session") has
-// the rule.
+// nothing of the earlier attempt is stored after the new claim). A
+// run.started stored after its run's end (run.completed or run.failed)
+// supersedes nothing: a run never resumes once ended. Readers fold a run
+// without them; docs/PROTOCOL.md ("One writer per session") has the rule.
 func Superseded(evs []*Event) map[int]bool {
 	var out map[int]bool
-	started := map[string]bool{}
+	started, ended := map[string]bool{}, map[string]bool{}
 	for i, e := range evs {
-		if e.Stage != StageRunStarted {
+		if e.Stage == StageRunCompleted || e.Stage == StageRunFailed {
+			ended[e.RunID] = true
+		}
+		if e.Stage != StageRunStarted || ended[e.RunID] {
 			continue
 		}
 		if !started[e.RunID] {

@@ -292,6 +292,14 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		if again.terminal != nil {
+			// The run ended between the first read and the claim: a claim
+			// the server admitted although the session changed (a leader
+			// change can drop its pending conditions). It ends nothing
+			// again.
+			r.eng.cfg.Logger.Warn("loop: the run ended before this attempt's claim; nothing more is recorded", "run", r.req.RunID, "claim", r.claim)
+			return resultOf(r.req, again.terminal, again), nil
+		}
 		st = again
 		r.messages = sess.Messages
 		r.restore(st)

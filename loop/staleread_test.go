@@ -3,6 +3,7 @@ package loop_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hookbus/hookbus/events"
@@ -88,5 +89,81 @@ func TestAnAnswerIsNotLostToAStaleRead(t *testing.T) {
 	res, err = newEngine(t, j, loop.Config{Tools: tools}).Run(ctxT(t), q.last)
 	if err != nil || res.Reason != events.ReasonDone || !res.Ended || calc.calls.Load() != 1 {
 		t.Fatalf("resumed: %+v, %v, calculator ran %d; want done, once", res, err, calc.calls.Load())
+	}
+}
+
+// staleOnce is a History whose first session read is served by a replica
+// behind the stream (it ends before stream sequence upTo); later reads are
+// whole.
+type staleOnce struct {
+	*looptest.Journal
+	upTo  uint64
+	reads atomic.Int32
+}
+
+func (s *staleOnce) SessionEvents(ctx context.Context, agent, session string) ([]*events.Event, error) {
+	evs, err := s.Journal.SessionEvents(ctx, agent, session)
+	if s.reads.Add(1) == 1 {
+		return behind{s.Journal, s.upTo}.cut(evs), err
+	}
+	return evs, err
+}
+
+// admitting is a record whose reclaims are admitted although the session
+// changed since the attempt read it, as a JetStream leader that lost its
+// in-flight conditions in a leader change can admit two conditional writes.
+type admitting struct{ *looptest.Journal }
+
+func (a admitting) Reclaim(ctx context.Context, e *events.Event, last, _ uint64) (uint64, error) {
+	var now uint64
+	for _, s := range a.Events() {
+		if s.AgentID == e.AgentID && s.SessionID == e.SessionID {
+			now = s.Stored
+		}
+	}
+	return a.Journal.Reclaim(ctx, e, last, now)
+}
+
+// An attempt whose claim was admitted after the run ended (its first read
+// missed the end) ends nothing again: the read after its claim shows the
+// end, and the attempt returns the recorded result, appending nothing more.
+func TestAClaimAdmittedAfterTheEndEndsNothing(t *testing.T) {
+	j := looptest.New()
+	tools := []loop.Tool{&countingTool{name: "clock", answer: "noon"}, &countingTool{name: "calculator", answer: "42"}}
+	req := &events.RunRequest{RunID: events.NewID(), AgentID: "demo", SessionID: "s1", Prompt: "go"}
+	if res, err := newEngine(t, j, loop.Config{Hooks: asker(t), Tools: tools}).Run(ctxT(t), req); err != nil || res.Reason != loop.ReasonWaiting {
+		t.Fatalf("first attempt: %+v, %v", res, err)
+	}
+	n := len(j.Events())
+	if _, err := answerAs(t, j, req, "call_1_2", events.ActionApprove, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	res, q, err := resumeFromRecord(t, j, newEngine(t, j, loop.Config{Tools: tools}), n)
+	if err != nil || res == nil || res.Reason != events.ReasonDone {
+		t.Fatalf("resumed: %+v, %v", res, err)
+	}
+	var end *events.Event
+	for _, e := range j.Events() {
+		if e.Stage == events.StageRunCompleted {
+			end = e
+		}
+	}
+	before := len(j.Events())
+	late := newEngine(t, admitting{j}, loop.Config{History: &staleOnce{Journal: j, upTo: end.Stored}, Tools: tools})
+	again, err := late.Run(ctxT(t), q.last)
+	if err != nil || again == nil || again.Reason != events.ReasonDone || !again.Ended {
+		t.Fatalf("late attempt: %+v, %v; want the recorded end", again, err)
+	}
+	var ends, claims int
+	for _, e := range j.Events()[before:] {
+		switch e.Stage {
+		case events.StageRunStarted:
+			claims++
+		case events.StageRunCompleted, events.StageRunFailed:
+			ends++
+		}
+	}
+	if claims != 1 || ends != 0 || len(j.Events()) != before+1 {
+		t.Fatalf("the late attempt stored %v; want its claim only", stagesOf(j.Events()[before:]))
 	}
 }

@@ -71,13 +71,22 @@ func replayAll(t *testing.T, urls string) []*events.Event {
 // effectiveRun applies the supersede rule of docs/PROTOCOL.md ("One writer
 // per session") to one run's events in stream order, as a reader in any
 // language would: a second or later run.started with seq N supersedes every
-// event of the run stored before it with seq N or more. It returns the
-// others in seq order, and how many it dropped.
+// event of the run stored before it with seq N or more; one stored after
+// the run's end supersedes nothing (a run never resumes once ended): a
+// claim admitted late, dropped too. It returns the others in seq order,
+// and how many it dropped.
 func effectiveRun(raw []*events.Event) ([]*events.Event, int) {
 	superseded := make([]bool, len(raw))
-	first := true
+	first, ended := true, false
 	for i, e := range raw {
+		if e.Stage == events.StageRunCompleted || e.Stage == events.StageRunFailed {
+			ended = true
+		}
 		if e.Stage != events.StageRunStarted {
+			continue
+		}
+		if ended {
+			superseded[i] = true // a late claim: not part of the run's record
 			continue
 		}
 		if first {
