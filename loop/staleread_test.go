@@ -5,10 +5,12 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/looptest"
+	"github.com/hookbus/hookbus/record/approval"
 )
 
 // behind is a History served by a replica that has not yet stored anything
@@ -165,5 +167,42 @@ func TestAClaimAdmittedAfterTheEndEndsNothing(t *testing.T) {
 	}
 	if claims != 1 || ends != 0 || len(j.Events()) != before+1 {
 		t.Fatalf("the late attempt stored %v; want its claim only", stagesOf(j.Events()[before:]))
+	}
+}
+
+// admittingAfter is a record whose appends after a read are admitted
+// although the session changed since, as a JetStream leader change can.
+type admittingAfter struct{ *looptest.Journal }
+
+func (a admittingAfter) AppendAfterAs(ctx context.Context, e *events.Event, _ uint64, writer string) (uint64, error) {
+	var now uint64
+	for _, s := range a.Events() {
+		if s.AgentID == e.AgentID && s.SessionID == e.SessionID {
+			now = s.Stored
+		}
+	}
+	return a.Journal.AppendAfterAs(ctx, e, now, writer)
+}
+
+// An answer admitted although another was stored first (its read missed
+// it) is not reported as recorded: the answer reads the record back and
+// is refused, naming the first, which the run acts on.
+func TestAnAnswerAdmittedSecondIsRefused(t *testing.T) {
+	j := looptest.New()
+	tools := []loop.Tool{&countingTool{name: "clock", answer: "noon"}, &countingTool{name: "calculator", answer: "42"}}
+	req := &events.RunRequest{RunID: events.NewID(), AgentID: "demo", SessionID: "s1", Prompt: "go"}
+	if res, err := newEngine(t, j, loop.Config{Hooks: asker(t), Tools: tools}).Run(ctxT(t), req); err != nil || res.Reason != loop.ReasonWaiting {
+		t.Fatalf("first attempt: %+v, %v", res, err)
+	}
+	if _, err := answerAs(t, j, req, "call_1_2", events.ActionRejectAndContinue, "bob", "no"); err != nil {
+		t.Fatal(err)
+	}
+	first := j.Events()[len(j.Events())-1]
+	h := &staleOnce{Journal: j, upTo: first.Stored}
+	res, err := approval.Answer(ctxT(t), approval.Deps{History: h, Recorder: admittingAfter{j}, Settle: time.Second}, approval.Request{
+		AgentID: req.AgentID, SessionID: req.SessionID, RunID: req.RunID, CallID: "call_1_2", Action: events.ActionApprove, By: person("alice")})
+	var answered *approval.AnsweredError
+	if !errors.As(err, &answered) || answered.First.By != "bob" || (res != nil && len(res.Resolved) != 0) {
+		t.Fatalf("answer admitted second: %+v, %v; want refused naming bob's", res, err)
 	}
 }

@@ -17,6 +17,7 @@ const maxTries = 16
 type resolution struct {
 	cs  *call
 	res events.ApprovalResolved
+	at  uint64 // its stream sequence, once stored
 }
 
 // answering records resolutions of one run's waiting calls.
@@ -78,6 +79,7 @@ func (a *answering) record(ctx context.Context, plan func(*state) ([]resolution,
 		}
 		chain, seen := st.chain, st.seen
 		fenced := false
+		var mine []resolution
 		for _, t := range todo {
 			ev, err := events.New(events.StageApprovalResolved, events.Meta{
 				Source: a.deps.Source, AgentID: a.agent, SessionID: a.session, RunID: a.run,
@@ -99,7 +101,16 @@ func (a *answering) record(ctx context.Context, plan func(*state) ([]resolution,
 			}
 			seen, chain = at, next
 			t.cs.Answer, t.cs.Answered = &t.res, ev
-			stored(t.res)
+			mine = append(mine, resolution{cs: t.cs, res: t.res, at: at})
+		}
+		if len(mine) > 0 {
+			// Read back: the server can admit a fenced append although the
+			// session changed (a leader change drops its pending
+			// conditions), so an answer counts once the record shows it
+			// first for its call.
+			if err := a.readBack(ctx, mine, stored); err != nil {
+				return st, err
+			}
 		}
 		if !fenced {
 			return st, nil
@@ -108,6 +119,29 @@ func (a *answering) record(ctx context.Context, plan func(*state) ([]resolution,
 			return st, fmt.Errorf("%w: session %s/%s kept changing while run %s's answer was recorded (%d tries)", ErrUnrecorded, a.agent, a.session, a.run, maxTries)
 		}
 	}
+}
+
+// readBack reads the run again after its answers (mine) were stored and
+// gives each to stored when the record holds it as its call's first
+// answer; otherwise it returns an *AnsweredError naming the first. A read
+// that does not hold them is behind the stream: ErrUnrecorded (answering
+// again with the same answer id finds them).
+func (a *answering) readBack(ctx context.Context, mine []resolution, stored func(events.ApprovalResolved)) error {
+	st, err := read(ctx, a.deps.History, a.agent, a.session, a.run)
+	if err != nil {
+		return err
+	}
+	for _, m := range mine {
+		cs := st.calls[m.res.CallID]
+		switch {
+		case cs == nil || cs.Answer == nil:
+			return fmt.Errorf("%w: approval.resolved of call %s of run %s (stream sequence %d) is not in the record read back: read behind the stream", ErrUnrecorded, m.res.CallID, a.run, m.at)
+		case cs.Answer.AnswerID != m.res.AnswerID:
+			return &AnsweredError{RunID: a.run, CallID: m.res.CallID, First: *cs.Answer}
+		}
+		stored(m.res)
+	}
+	return nil
 }
 
 // maxBusyDepth bounds how deep busy follows sub-agents.
