@@ -117,13 +117,19 @@ func (s *staleOnce) SessionEvents(ctx context.Context, agent, session string) ([
 type admitting struct{ *looptest.Journal }
 
 func (a admitting) Reclaim(ctx context.Context, e *events.Event, last, _ uint64) (uint64, error) {
+	return a.Journal.Reclaim(ctx, e, last, lastStored(a.Journal, e))
+}
+
+// lastStored is the stream sequence of the last event stored on e's
+// session.
+func lastStored(j *looptest.Journal, e *events.Event) uint64 {
 	var now uint64
-	for _, s := range a.Events() {
+	for _, s := range j.Events() {
 		if s.AgentID == e.AgentID && s.SessionID == e.SessionID {
 			now = s.Stored
 		}
 	}
-	return a.Journal.Reclaim(ctx, e, last, now)
+	return now
 }
 
 // An attempt whose claim was admitted after the run ended (its first read
@@ -175,13 +181,7 @@ func TestAClaimAdmittedAfterTheEndEndsNothing(t *testing.T) {
 type admittingAfter struct{ *looptest.Journal }
 
 func (a admittingAfter) AppendAfterAs(ctx context.Context, e *events.Event, _ uint64, writer string) (uint64, error) {
-	var now uint64
-	for _, s := range a.Events() {
-		if s.AgentID == e.AgentID && s.SessionID == e.SessionID {
-			now = s.Stored
-		}
-	}
-	return a.Journal.AppendAfterAs(ctx, e, now, writer)
+	return a.Journal.AppendAfterAs(ctx, e, lastStored(a.Journal, e), writer)
 }
 
 // An answer admitted although another was stored first (its read missed
