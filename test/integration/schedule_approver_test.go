@@ -92,7 +92,8 @@ func (l *load) answer(ctx context.Context, w waiting) {
 		} else if a.first == "" && p == planReject {
 			action = events.ActionReject
 		}
-		if !l.cli(ctx, w.run, c, action, "first", a) {
+		done, mine := l.cli(ctx, w.run, c, action, "first", a)
+		if !done {
 			a.next = time.Now().Add(time.Second)
 			if time.Since(a.since) > approverGiveUp {
 				a.gaveUp = true
@@ -103,9 +104,11 @@ func (l *load) answer(ctx context.Context, w waiting) {
 		a.done[c] = true
 		if a.first == "" {
 			a.first, a.firstAct = c, action
-			if alone && len(w.calls) == 2 {
+			if alone && len(w.calls) == 2 && mine {
 				// The other call still waits: the run cannot go on, so
-				// the conflicting answer meets the first one recorded.
+				// the conflicting answer meets the first one recorded
+				// (this one; an expiry that came first is no conflict
+				// of the approver's).
 				l.conflict(ctx, w.run, c, action, a)
 			}
 		}
@@ -128,10 +131,11 @@ func (l *load) answerArgs(user, run, call, action, note string) []string {
 
 // cli gives one answer; it reports whether the call is answered now (by
 // this answer, by an earlier send of it whose reply was lost, or by an
-// expiry) or has nothing left to answer (the run ended).
-func (l *load) cli(ctx context.Context, run, call, action, note string, a *answering) bool {
+// expiry) or has nothing left to answer (the run ended), and whether this
+// answer is the call's first (mine).
+func (l *load) cli(ctx context.Context, run, call, action, note string, a *answering) (done, mine bool) {
 	if ctx.Err() != nil {
-		return false
+		return false, false
 	}
 	res, err := runProc(40*time.Second, "observer", l.answerArgs(userApprover, run, call, action, note)...)
 	s := res.stderr
@@ -144,25 +148,25 @@ func (l *load) cli(ctx context.Context, run, call, action, note string, a *answe
 			a.acked = map[string]string{}
 		}
 		a.acked[call] = action
-		return true
+		return true, true
 	case strings.Contains(s, "answered already: ") && strings.Contains(s, `[note: declared "`+note+`"]`):
 		l.recovered++ // an earlier send of this answer was recorded; its reply was lost
-		return true
+		return true, true
 	case strings.Contains(s, "answered already: ") && strings.Contains(s, "by hookbus"):
 		l.expiredQ++
-		return true
+		return true, false
 	case strings.Contains(s, "answered already: "):
 		l.notes = append(l.notes, "run "+run+" call "+call+": answered by someone other than the approver: "+oneLine(s))
-		return true
+		return true, false
 	case strings.Contains(s, "has ended"):
-		return true
+		return true, false
 	}
 	l.retries++
 	a.lastErr = oneLine(s)
 	if err != nil {
 		a.lastErr = err.Error()
 	}
-	return false
+	return false, false
 }
 
 var answerIDNamed = regexp.MustCompile(`\(answer ([0-9A-Z]{26})\)`)
