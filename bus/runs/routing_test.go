@@ -336,7 +336,7 @@ func TestAHandoffQueuesTheRequestPinned(t *testing.T) {
 	bustest.Eventuallyf(t, 10*time.Second, func() bool {
 		var err error
 		list, _, err = runs.New(b).List(ctx, "ops")
-		return err == nil && len(list) == 1 && list[0].Definition == old
+		return err == nil && len(list) == 1 && list[0].Definition == old && w.Stats().HandedOff == 1
 	}, "the request queued again for definition old: %+v", list)
 	if st := w.Stats(); st.HandedOff != 1 || st.Dropped != 0 || st.Failed != 0 || st.Completed != 0 {
 		t.Fatalf("stats %+v", st)
