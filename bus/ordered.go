@@ -54,82 +54,17 @@ const createTries = 3
 // than left to the server's 5-minute inactivity clean-up (a worker replays
 // a session at every run).
 func (b *Bus) readOrdered(ctx context.Context, r orderedRead, handle msgFunc) error {
-	var (
-		mu      sync.Mutex // held while handle runs
-		stopped bool
-		gen     int       // the consumer whose messages count
-		pos     uint64    // the stream sequence of the last message handled
-		quiet   time.Time // since when nothing was handled
-		result  = make(chan error, 1)
-	)
-	finish := func(err error) { // mu held
-		if !stopped {
-			stopped = true
-			result <- err
-		}
-	}
-	start := func(from uint64) (jetstream.Consumer, jetstream.ConsumeContext, error) {
-		mu.Lock()
-		gen++
-		mine := gen
-		quiet = time.Now()
-		mu.Unlock()
-		cons, err := b.orderedConsumer(ctx, r, from)
-		if err != nil {
-			return nil, nil, err
-		}
-		cc, err := cons.Consume(func(m jetstream.Msg) {
-			mu.Lock()
-			defer mu.Unlock()
-			if stopped || gen != mine {
-				return
-			}
-			meta, err := m.Metadata()
-			if err != nil {
-				finish(fmt.Errorf("%w: %w", ErrConsumer, err))
-				return
-			}
-			if meta.Sequence.Stream <= pos {
-				return // handled already, by the consumer this one took over from
-			}
-			pos = meta.Sequence.Stream
-			done, err := handle(m, meta)
-			quiet = time.Now()
-			if done || err != nil {
-				finish(err)
-			}
-		}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrStreamNotFound) {
-				mu.Lock()
-				if gen == mine {
-					finish(fmt.Errorf("%w: %w", ErrConsumer, err))
-				}
-				mu.Unlock()
-				return
-			}
-			b.log.Debug("hookbus: ordered consumer recovering", "error", err) // it resets itself
-		}))
-		if err != nil {
-			b.deleteOrdered(cons)
-			return nil, nil, fmt.Errorf("%w: ordered consumer: %w", ErrConsumer, err)
-		}
-		return cons, cc, nil
-	}
-
+	o := &orderedReader{b: b, r: r, handle: handle, result: make(chan error, 1)}
 	// A consumer the server placed on a replica that does not answer in
 	// time (catching up, stopped) is asked for again: the server places
 	// each one anew.
-	cons, cc, err := start(r.from)
+	err := o.start(ctx, r.from)
 	for try := 1; err != nil && try < createTries && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded); try++ {
 		b.log.Debug("hookbus: ordered consumer not created in time; asking again", "try", try, "error", err)
-		cons, cc, err = start(r.from)
+		err = o.start(ctx, r.from)
 	}
 	if err != nil {
 		return err
-	}
-	stop := func() {
-		cc.Stop()
-		b.deleteOrdered(cons)
 	}
 	var tick <-chan time.Time
 	if r.until > 0 {
@@ -137,64 +72,155 @@ func (b *Bus) readOrdered(ctx context.Context, r orderedRead, handle msgFunc) er
 		defer t.Stop()
 		tick = t.C
 	}
-	var (
-		behindSince time.Time // when the read last made progress while behind
-		behindAt    uint64
-		retakes     int
-	)
 	for {
 		select {
-		case rerr := <-result:
-			stop()
+		case rerr := <-o.result:
+			o.stop()
 			return rerr
 		case <-ctx.Done():
-			mu.Lock() // waits for a running handle
-			var rerr error
-			if stopped {
-				rerr = <-result
-			} else {
-				stopped = true
-				rerr = ctx.Err()
+			o.mu.Lock() // waits for a running handle
+			rerr := ctx.Err()
+			if o.stopped {
+				rerr = <-o.result
 			}
-			mu.Unlock()
-			stop()
+			o.stopped = true
+			o.mu.Unlock()
+			o.stop()
 			return rerr
 		case now := <-tick:
-			mu.Lock()
-			at, idle := pos, now.Sub(quiet)
-			mu.Unlock()
-			if at >= r.until || idle < readStall {
-				continue
-			}
-			if behindSince.IsZero() || at != behindAt {
-				behindSince, behindAt = now, at
-			}
-			if now.Sub(behindSince) > b.opts.timeout {
-				mu.Lock()
-				finish(fmt.Errorf("%w: %w: read to stream sequence %d of %d in %v, and no replica delivered more", ErrConsumer, ErrBehind, at, r.until, b.opts.timeout))
-				mu.Unlock()
-				continue
-			}
-			// The replica the consumer is on is behind the leader (or
-			// gone quiet): take the read up on a new consumer.
-			retakes++
-			b.log.Debug("hookbus: ordered read behind the stream's leader; reading again from where it was", "at", at, "until", r.until, "retake", retakes)
-			stop()
-			from := r.from
-			if at > 0 {
-				from = at + 1
-			}
-			if cons, cc, err = start(from); err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				b.log.Debug("hookbus: ordered read not taken up again", "error", err)
-				if cons, cc, err = start(from); err != nil {
-					return err
-				}
+			if err := o.check(ctx, now); err != nil {
+				return err
 			}
 		}
 	}
+}
+
+// orderedReader is one ordered read: the consumer it reads from now, and
+// where it is.
+type orderedReader struct {
+	b      *Bus
+	r      orderedRead
+	handle msgFunc
+	result chan error // the read's end, sent once
+
+	cons jetstream.Consumer
+	cc   jetstream.ConsumeContext
+
+	mu      sync.Mutex // held while handle runs
+	stopped bool
+	gen     int       // the consumer whose messages count
+	pos     uint64    // the stream sequence of the last message handled
+	quiet   time.Time // since when nothing was handled
+
+	behindSince time.Time // when the read last made progress while behind
+	behindAt    uint64
+	retakes     int
+}
+
+// finish ends the read with err; o.mu is held.
+func (o *orderedReader) finish(err error) {
+	if !o.stopped {
+		o.stopped = true
+		o.result <- err
+	}
+}
+
+// start reads from stream sequence from (0: as o.r says) on a new
+// consumer; messages of the consumers before it no longer count.
+func (o *orderedReader) start(ctx context.Context, from uint64) error {
+	o.mu.Lock()
+	o.gen++
+	mine := o.gen
+	o.quiet = time.Now()
+	o.mu.Unlock()
+	cons, err := o.b.orderedConsumer(ctx, o.r, from)
+	if err != nil {
+		return err
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) { o.consume(mine, m) },
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrStreamNotFound) {
+				o.mu.Lock()
+				if o.gen == mine {
+					o.finish(fmt.Errorf("%w: %w", ErrConsumer, err))
+				}
+				o.mu.Unlock()
+				return
+			}
+			o.b.log.Debug("hookbus: ordered consumer recovering", "error", err) // it resets itself
+		}))
+	if err != nil {
+		o.b.deleteOrdered(cons)
+		return fmt.Errorf("%w: ordered consumer: %w", ErrConsumer, err)
+	}
+	o.cons, o.cc = cons, cc
+	return nil
+}
+
+// consume handles m, delivered by consumer gen mine.
+func (o *orderedReader) consume(mine int, m jetstream.Msg) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.stopped || o.gen != mine {
+		return
+	}
+	meta, err := m.Metadata()
+	if err != nil {
+		o.finish(fmt.Errorf("%w: %w", ErrConsumer, err))
+		return
+	}
+	if meta.Sequence.Stream <= o.pos {
+		return // handled already, by the consumer this one took over from
+	}
+	o.pos = meta.Sequence.Stream
+	done, err := o.handle(m, meta)
+	o.quiet = time.Now()
+	if done || err != nil {
+		o.finish(err)
+	}
+}
+
+// stop stops the current consumer and deletes it.
+func (o *orderedReader) stop() {
+	o.cc.Stop()
+	o.b.deleteOrdered(o.cons)
+}
+
+// check, at each tick of a read that must reach o.r.until, takes the read
+// up again on a new consumer when the one it is on went quiet before
+// until (its replica is behind the leader, or gone quiet), and ends it
+// with ErrBehind when no replica delivered more for the bus' timeout.
+func (o *orderedReader) check(ctx context.Context, now time.Time) error {
+	o.mu.Lock()
+	at, idle := o.pos, now.Sub(o.quiet)
+	o.mu.Unlock()
+	if at >= o.r.until || idle < readStall {
+		return nil
+	}
+	if o.behindSince.IsZero() || at != o.behindAt {
+		o.behindSince, o.behindAt = now, at
+	}
+	if now.Sub(o.behindSince) > o.b.opts.timeout {
+		o.mu.Lock()
+		o.finish(fmt.Errorf("%w: %w: read to stream sequence %d of %d in %v, and no replica delivered more", ErrConsumer, ErrBehind, at, o.r.until, o.b.opts.timeout))
+		o.mu.Unlock()
+		return nil
+	}
+	o.retakes++
+	o.b.log.Debug("hookbus: ordered read behind the stream's leader; reading again from where it was", "at", at, "until", o.r.until, "retake", o.retakes)
+	o.stop()
+	from := o.r.from
+	if at > 0 {
+		from = at + 1
+	}
+	if err := o.start(ctx, from); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		o.b.log.Debug("hookbus: ordered read not taken up again", "error", err)
+		return o.start(ctx, from)
+	}
+	return nil
 }
 
 // orderedConsumer creates an ordered consumer reading r from stream
