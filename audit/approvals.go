@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -55,6 +56,9 @@ type Approvals struct {
 // costs nothing).
 func (as *Approvals) Add(e *events.Event) {
 	r := as.runs[e.RunID]
+	if !slices.Contains(ApprovalStages, e.Stage) {
+		return
+	}
 	if r == nil {
 		if e.Stage != events.StageApprovalRequested {
 			return

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -101,7 +102,9 @@ func (r *runState) add(e *events.Event) {
 	if r.Parent == nil && e.ParentRunID != "" {
 		r.Parent = &RunRef{AgentID: e.ParentAgentID, SessionID: e.ParentSessionID, RunID: e.ParentRunID}
 	}
-	_, _ = r.approvals.Add(e) // an event that does not decode folds nothing
+	if slices.Contains(record.ApprovalStages, e.Stage) {
+		_, _ = r.approvals.Add(e) // an event that does not decode folds nothing
+	}
 	switch e.Stage {
 	case events.StageIntake:
 		if p, err := events.Data[events.Intake](e); err == nil {

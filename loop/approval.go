@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/record"
 )
 
 // Durable human approval. A tool call that a tool.before hook answers ask
@@ -85,7 +86,7 @@ func (r *run) wait(ctx context.Context) (*Result, error) {
 // every approval of the step was answered before this attempt: an earlier
 // attempt went on with the step and may have started the approved tool,
 // whose outcome is then handled as unknown.
-func (r *run) actOnAnswer(ctx context.Context, st *runState, cs *callState, earlier bool) error {
+func (r *run) actOnAnswer(ctx context.Context, st *runState, cs *record.Call, earlier bool) error {
 	call, res := edited(cs.Request.Call, cs.Answer), cs.Answer
 	why := res.Reason
 	if why == "" {

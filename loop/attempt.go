@@ -140,17 +140,17 @@ func (r *run) attempt(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.terminal != nil {
-		return resultOf(r.req, st.terminal, st), nil
+	if st.Ended() != nil {
+		return resultOf(r.req, st.Ended(), st), nil
 	}
 	if err := r.checkDefinition(st); err != nil {
 		return nil, err
 	}
 	r.messages, r.claim, r.open, r.seen = sess.Messages, sess.lastClaim, sess.open, sess.lastSeen
-	if st.takenBy != nil {
+	if st.TakenBy != nil {
 		return r.overtaken(ctx, st)
 	}
-	if !st.found {
+	if !st.Found {
 		st = nil
 	}
 	res, err := r.body(ctx, st)
@@ -202,7 +202,7 @@ func handedBack(ctx context.Context) bool {
 func (r *run) overtaken(ctx context.Context, st *runState) (*Result, error) {
 	r.resumed = true
 	r.restore(st)
-	by := st.takenBy
+	by := st.TakenBy
 	return r.lost(ctx, fmt.Errorf("run %s claimed session %s/%s after this run's last attempt", by.RunID, r.req.AgentID, r.req.SessionID), by)
 }
 
@@ -240,17 +240,17 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 	if st != nil {
 		r.resumed = true
 		r.restore(st)
-		if st.intake != nil {
-			prompt = st.intake.Prompt
+		if st.Intake != nil {
+			prompt = st.Intake.Prompt
 		}
 	}
-	if st != nil && st.prompt != "" && st.intake == nil {
-		prompt = st.prompt // the intake is before the part of the record read
+	if st != nil && st.Prompt != "" && st.Intake == nil {
+		prompt = st.Prompt // the intake is before the part of the record read
 	}
 	if r.req.Compact {
 		return r.compactRun(ctx, st)
 	}
-	if st == nil || st.intake == nil && !st.started {
+	if st == nil || st.Intake == nil && !st.Started {
 		in, out, err := intercepted(ctx, r, stage{stage: events.StageIntake},
 			events.Intake{Prompt: prompt, Metadata: r.req.Metadata, HistoryMessages: len(r.messages)}, nil)
 		if err != nil {
@@ -263,7 +263,7 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 		}
 	}
 	var history int
-	if st == nil || !st.started {
+	if st == nil || !st.Started {
 		// Calls another run left open are answered before this turn, as
 		// every later rebuild will.
 		r.messages = appendNoResults(r.messages, r.open)
@@ -276,7 +276,7 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 	// resumed one says so, and the record shows where a worker took the
 	// run over. One that takes over from an earlier attempt's claim, having
 	// appended nothing itself, claims only the session as it read it.
-	reclaim := st != nil && st.started && st.intake != nil
+	reclaim := st != nil && st.Started && st.Intake != nil
 	if err := r.claimSession(ctx, events.RunStarted{
 		Prompt: prompt, HistoryMessages: history, Resumed: r.resumed, MaxSteps: r.maxSteps,
 		ParentTraceparent: r.parentTrace,
@@ -292,13 +292,13 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if again.terminal != nil {
+		if again.Ended() != nil {
 			// The run ended between the first read and the claim: a claim
 			// the server admitted although the session changed (a leader
 			// change can drop its pending conditions). It ends nothing
 			// again.
 			r.eng.cfg.Logger.Warn("loop: the run ended before this attempt's claim; nothing more is recorded", "run", r.req.RunID, "claim", r.claim)
-			return resultOf(r.req, again.terminal, again), nil
+			return resultOf(r.req, again.Ended(), again), nil
 		}
 		st = again
 		r.messages = sess.Messages
@@ -314,17 +314,17 @@ func (r *run) body(ctx context.Context, st *runState) (*Result, error) {
 
 // restore takes the counters of the run's record.
 func (r *run) restore(st *runState) {
-	r.chain, r.usage, r.continues, r.events = st.last, st.usage, st.continues, st.events
-	r.step = st.stepDone
-	if st.firstStarted != 0 {
-		r.firstStarted = st.firstStarted
+	r.chain, r.usage, r.continues, r.events = st.Chain(), st.Usage, st.Continues, st.Events
+	r.step = st.StepDone
+	if st.FirstClaim != 0 {
+		r.firstStarted = st.FirstClaim
 	}
 }
 
 // compactRun is a run asked only to compact its session (loop compact): it
 // claims the session, compacts, and ends.
 func (r *run) compactRun(ctx context.Context, st *runState) (*Result, error) {
-	if st != nil && st.started {
+	if st != nil && st.Started {
 		return nil, fmt.Errorf("%w: run %s already ran: a compaction is a run of its own", ErrInvalidRequest, r.req.RunID)
 	}
 	if err := r.claimSession(ctx, events.RunStarted{MaxSteps: 0, ParentTraceparent: r.parentTrace}, false); err != nil {
@@ -375,48 +375,48 @@ func (r *run) claimSession(ctx context.Context, p events.RunStarted, reclaim boo
 // resume carries on a run whose record says where it was; done is false
 // when only its next steps are left.
 func (r *run) resume(ctx context.Context, st *runState) (res *Result, err error, done bool) {
-	if st.answered() {
+	if st.Answered() {
 		// The last step's reply is the answer; only the run's end is
 		// missing. End it without asking the model again.
-		r.answer = st.responded.Message.Content
-		if st.stopStep != st.stepDone {
+		r.answer = st.Reply.Message.Content
+		if st.StopStep != st.StepDone {
 			res, err := r.stop(ctx)
 			if err != nil || res != nil {
 				return res, err, true
 			}
 			return nil, nil, false // a stop hook continued it
 		}
-		if st.stopHook != nil { // a stop hook ended it
-			return nil, &errEnd{events.ReasonStopped, describe(interceptors.RecordedResult(st.stopHook))}, true
+		if st.StopHook != nil { // a stop hook ended it
+			return nil, &errEnd{events.ReasonStopped, describe(interceptors.RecordedResult(st.StopHook))}, true
 		}
 		res, err := r.finish(ctx, events.ReasonDone, "")
 		return res, err, true
 	}
-	pending := st.pending()
+	pending := st.Pending()
 	if pending == nil {
 		return nil, nil, false
 	}
-	r.step = st.respStep
-	if st.respEnd != nil {
+	r.step = st.ReplyStep
+	if st.ReplyEnd != nil {
 		// A hook ended the run on this reply before the worker stopped: its
 		// tool calls never run.
-		return nil, st.respEnd, true
+		return nil, endOf(st.ReplyEnd), true
 	}
 	r.answer = pending.Message.Content
 	earlier := st.goneOnBefore(r.startSeq)
 	for _, c := range pending.Message.ToolCalls {
-		cs := st.calls[c.ID]
+		cs := st.Calls[c.ID]
 		switch {
 		case cs != nil && cs.Done:
 			continue
 		case cs != nil && cs.Request != nil && cs.Answer == nil:
 			r.waiting = append(r.waiting, *cs.Request)
 			continue
-		case cs != nil && cs.Request != nil && len(st.waiting()) > 0:
+		case cs != nil && cs.Request != nil && len(st.Waiting()) > 0:
 			continue // answered, but acted on only once every call of the step is
 		case cs != nil && cs.Request != nil:
 			err = r.actOnAnswer(ctx, st, cs, earlier)
-		case cs != nil && cs.before != nil:
+		case cs != nil && cs.Before != nil:
 			err = r.resumeCall(ctx, st, cs)
 		default:
 			err = r.callTool(ctx, c)
@@ -489,14 +489,14 @@ func (r *run) resumeParent(ctx context.Context) {
 // that waits (term nil).
 func resultOf(req *events.RunRequest, term *events.Event, st *runState) *Result {
 	if term == nil {
-		res := &Result{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Events: st.events,
-			Steps: st.stepDone, Usage: st.usage, Reason: ReasonWaiting, Detail: "waiting for approval"}
-		for _, cs := range st.waiting() {
+		res := &Result{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Events: st.Events,
+			Steps: st.StepDone, Usage: st.Usage, Reason: ReasonWaiting, Detail: "waiting for approval"}
+		for _, cs := range st.Waiting() {
 			res.Waiting = append(res.Waiting, *cs.Request)
 		}
 		return res
 	}
-	res := &Result{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Events: st.events, Steps: term.Step, Ended: true}
+	res := &Result{RunID: req.RunID, AgentID: req.AgentID, SessionID: req.SessionID, Events: st.Events, Steps: term.Step, Ended: true}
 	if term.Stage == events.StageRunFailed {
 		p, _ := events.Data[events.RunFailed](term)
 		res.Reason, res.Detail, res.Steps = ReasonFailed, p.Error, p.Steps

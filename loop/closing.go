@@ -120,7 +120,7 @@ func (r *run) closeRun(ctx context.Context, e ending) (*Result, error) {
 		}
 		err = r.appendAfter(ctx, evs, rec.seen)
 		if err == nil {
-			r.events = rec.st.events + len(evs)
+			r.events = rec.st.Events + len(evs)
 			r.resumeParent(ctx)
 			res.Detail, res.Events, res.Ended = e.detail, r.events, true
 			return res, nil
@@ -205,7 +205,7 @@ func (r *run) readRecord(ctx context.Context) (*closingRecord, error) {
 // e: the outcome of each call left without one, then the end, numbered and
 // chained after the run's last stored event.
 func (r *run) closingEvents(st *runState, e ending) ([]*events.Event, error) {
-	chain := st.last
+	chain := st.Chain()
 	var out []*events.Event
 	add := func(stage events.Stage, p any, subject string, step int) error {
 		ev, err := r.event(stage, p, subject)
@@ -220,23 +220,23 @@ func (r *run) closingEvents(st *runState, e ending) ([]*events.Event, error) {
 		return nil
 	}
 	for _, cs := range unsettled(st) {
-		call := cs.before.Call
+		call := cs.Before.Call
 		res, known := settledResult(cs)
 		if !known {
 			why := "outcome unknown: " + e.unknown
-			if err := add(events.StageToolFailed, events.ToolFailed{Call: call, Error: why, Unknown: true}, call.Name, cs.step); err != nil {
+			if err := add(events.StageToolFailed, events.ToolFailed{Call: call, Error: why, Unknown: true}, call.Name, cs.Step); err != nil {
 				return nil, err
 			}
 			res = events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + why}
 		}
-		if err := add(events.StageToolAfter, events.ToolAfter{Call: call, Result: res}, call.Name, cs.step); err != nil {
+		if err := add(events.StageToolAfter, events.ToolAfter{Call: call, Result: res}, call.Name, cs.Step); err != nil {
 			return nil, err
 		}
 	}
 	if e.failed {
 		return out, add(events.StageRunFailed, events.RunFailed{Error: e.detail + lostDetail(e.lost), Steps: r.step, Lost: e.lost}, "", r.step)
 	}
-	rc := events.RunCompleted{Reason: e.reason, Detail: e.detail, Steps: r.step, Usage: r.usage, Events: st.events + len(out)}
+	rc := events.RunCompleted{Reason: e.reason, Detail: e.detail, Steps: r.step, Usage: r.usage, Events: st.Events + len(out)}
 	return out, add(events.StageRunCompleted, rc, "", r.step)
 }
 
@@ -245,33 +245,33 @@ func (r *run) closingEvents(st *runState, e ending) ([]*events.Event, error) {
 // recorded decision on the tool.before settled (deny, mock, stop, ask),
 // nor those waiting for an answer or rejected. In the order of their
 // tool.before.
-func unsettled(st *runState) []*callState {
-	var out []*callState
-	for _, cs := range st.calls {
+func unsettled(st *runState) []*record.Call {
+	var out []*record.Call
+	for _, cs := range st.Calls {
 		switch {
-		case cs.before == nil || cs.Done:
-		case cs.Request == nil && st.ends[cs.beforeID] != nil:
+		case cs.Before == nil || cs.Done:
+		case cs.Request == nil && st.Decisions[cs.BeforeID] != nil:
 		case cs.Request != nil && (cs.Answer == nil || !cs.Answer.Approved):
 		default:
 			out = append(out, cs)
 		}
 	}
-	slices.SortFunc(out, func(a, b *callState) int { return cmp.Compare(a.beforeSeq, b.beforeSeq) })
+	slices.SortFunc(out, func(a, b *record.Call) int { return cmp.Compare(a.BeforeSeq, b.BeforeSeq) })
 	return out
 }
 
 // settledResult is the result the record holds for a call without
 // tool.after: its tool.result, or its sub-agent's end; known is false when
 // it holds none.
-func settledResult(cs *callState) (res events.ToolResult, known bool) {
-	call := cs.before.Call
+func settledResult(cs *record.Call) (res events.ToolResult, known bool) {
+	call := cs.Before.Call
 	switch {
-	case cs.result != nil:
-		return *cs.result, true
-	case cs.subFailed != nil:
-		return events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + cs.subFailed.Error}, true
-	case cs.subAfter != nil:
-		return subagentResult(call, cs.subAfter, ""), true
+	case cs.Result != nil:
+		return *cs.Result, true
+	case cs.SubFailed != nil:
+		return events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + cs.SubFailed.Error}, true
+	case cs.SubAfter != nil:
+		return subagentResult(call, cs.SubAfter, ""), true
 	}
 	return events.ToolResult{}, false
 }
@@ -323,7 +323,7 @@ func (e *Engine) Close(ctx context.Context, req *events.RunRequest, detail strin
 		return nil, err
 	}
 	r.restore(rec.st)
-	r.step = max(r.step, rec.st.respStep) // the step under way, if any
+	r.step = max(r.step, rec.st.ReplyStep) // the step under way, if any
 	return r.closeRun(ctx, ending{failed: true, detail: detail, final: true,
 		unknown: "the run's attempts ran out before the result was recorded"})
 }

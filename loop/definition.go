@@ -24,7 +24,7 @@ func (e *Engine) definition() *events.Definition {
 // attempt that adopted it since) goes to the recorded one's workers.
 func (r *run) checkDefinition(st *runState) error {
 	r.adopted = nil
-	own, rec := r.eng.cfg.Definition, st.definition
+	own, rec := r.eng.cfg.Definition, st.Definition
 	if own.Digest == "" || rec == nil || rec.Digest == own.Digest {
 		return nil
 	}

@@ -72,7 +72,7 @@ func (r *Resumer) Resolved(ctx context.Context, e *events.Event) error {
 	if !ok || last != e.Seq {
 		return nil
 	}
-	for _, s := range st.startedSeqs {
+	for _, s := range st.StartedSeqs {
 		if s > last {
 			return nil // resumed since
 		}
@@ -91,13 +91,13 @@ func (r *Resumer) Resolved(ctx context.Context, e *events.Event) error {
 // pending step waiting, and false when the run has ended, has no pending
 // step, or a call of it still waits.
 func completedBy(st *runState) (uint64, bool) {
-	p := st.pending()
-	if !st.found || st.terminal != nil || p == nil {
+	p := st.Pending()
+	if !st.Found || st.Ended() != nil || p == nil {
 		return 0, false
 	}
 	var last uint64
 	for _, c := range p.Message.ToolCalls {
-		cs := st.calls[c.ID]
+		cs := st.Calls[c.ID]
 		if cs == nil || cs.Request == nil || cs.Done {
 			continue
 		}

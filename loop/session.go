@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/hookbus/hookbus/events"
@@ -61,121 +62,129 @@ const NoResultContent = "error: no result: the run ended before this tool call f
 // decode are an error; others are skipped. Tool calls of mine left
 // unanswered are its pending calls, not answered here.
 func foldSession(evs []*events.Event, mine string) (*Session, error) {
-	s := &Session{prompts: map[string]int{}}
-	ends := decisions{}
+	f := &sessionFold{s: &Session{prompts: map[string]int{}}, mine: mine, ends: record.Decisions{},
+		open: map[string][]events.ToolCall{}, late: lateResults(evs, mine), answered: map[string]bool{}, asked: map[string]bool{}}
 	runs := map[string]bool{}
-	open := map[string][]events.ToolCall{} // calls of each run not answered yet
-	late := lateResults(evs, mine)
-	answered := map[string]bool{} // run/call answered with no result
-	asked := map[string]bool{}    // run/call made by a reply of the read
 	for _, e := range evs {
 		runs[e.RunID] = true
-		own := mine != "" && e.RunID == mine
-		switch e.Stage {
-		case events.StageHookDecided, events.StageHookFailed:
-			ends.add(e)
-		case events.StageRunStarted:
-			if e.Stored > s.lastClaim {
-				s.lastClaim = e.Stored
-			}
-			p, ok, err := decodeEvent[events.RunStarted](s, e, own)
-			if !ok {
-				if err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if _, seen := s.prompts[e.RunID]; seen {
-				continue // a resumed attempt of the run: its prompt is in
-			}
-			// A new run's turn starts: the open calls of the runs before it
-			// (one taken over, say) are answered first, so that every call
-			// is followed by its result, as providers require.
-			for run, calls := range open {
-				if run == mine || len(calls) == 0 {
-					continue
-				}
-				s.Messages = appendNoResults(s.Messages, calls)
-				for _, c := range calls {
-					answered[run+"/"+c.ID] = true
-				}
-				delete(open, run)
-			}
-			s.prompts[e.RunID] = len(s.Messages)
-			if p.Prompt != "" { // a compaction run has none
-				s.Messages = append(s.Messages, events.Message{Role: events.RoleUser, Content: p.Prompt})
-			}
-		case events.StageCompactAfter:
-			p, ok, err := decodeEvent[events.CompactAfter](s, e, own)
-			if !ok {
-				if err != nil {
-					return nil, err
-				}
-				continue
-			}
-			// The conversation is what the compaction left, from here on.
-			s.Messages = append([]events.Message(nil), p.Messages...)
-			s.Compactions++
-		case events.StageModelResponded:
-			p, ok, err := decodeEvent[events.ModelResponded](s, e, own)
-			if !ok {
-				if err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if ends.ended(e.ID) != nil {
-				continue // a hook ended the run on this reply: the run left it out
-			}
-			p.Message.Role = events.RoleAssistant
-			s.Messages = append(s.Messages, p.Message)
-			open[e.RunID] = append([]events.ToolCall(nil), p.Message.ToolCalls...)
-			for _, c := range p.Message.ToolCalls {
-				asked[e.RunID+"/"+c.ID] = true
-			}
-		case events.StageToolAfter:
-			p, ok, err := decodeEvent[events.ToolAfter](s, e, own)
-			if !ok {
-				if err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if late[e] || !slices.ContainsFunc(open[e.RunID], func(c events.ToolCall) bool { return c.ID == p.Call.ID }) && answered[e.RunID+"/"+p.Call.ID] {
-				continue // answered when another run's turn started
-			}
-			if !own && !asked[e.RunID+"/"+p.Call.ID] {
-				// Another run's result for a call made before the session's
-				// last compaction (a run taken over records its calls'
-				// outcome when it closes, which may be after a compaction):
-				// the compaction's messages stand for that call.
-				continue
-			}
-			s.Messages = append(s.Messages, toolMessage(&p))
-			open[e.RunID] = removeCall(open[e.RunID], p.Call.ID)
-		case events.StageStop:
-			p, ok, err := decodeEvent[events.Stop](s, e, own)
-			if !ok {
-				if err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if p.Continue != "" {
-				s.Messages = append(s.Messages, continueMessage(p.Continue))
-			}
-		case events.StageRunCompleted, events.StageRunFailed:
-			s.Messages = appendNoResults(s.Messages, open[e.RunID])
-			delete(open, e.RunID)
+		if err := f.add(e); err != nil {
+			return nil, err
 		}
 	}
-	s.Runs = len(runs)
-	for run, calls := range open {
+	f.s.Runs = len(runs)
+	for run, calls := range f.open {
 		if run != mine {
-			s.open = append(s.open, calls...)
+			f.s.open = append(f.s.open, calls...)
 		}
 	}
-	return s, nil
+	return f.s, nil
+}
+
+// sessionFold is a session's conversation as its events are folded.
+type sessionFold struct {
+	s        *Session
+	mine     string
+	ends     record.Decisions
+	open     map[string][]events.ToolCall // calls of each run not answered yet
+	late     map[*events.Event]bool       // lateResults
+	answered map[string]bool              // run/call answered with no result
+	asked    map[string]bool              // run/call made by a reply of the read
+}
+
+// add folds one event. An event of run mine that does not decode is an
+// error; another is skipped (decodeEvent).
+func (f *sessionFold) add(e *events.Event) error {
+	s, own := f.s, f.mine != "" && e.RunID == f.mine
+	switch e.Stage {
+	case events.StageHookDecided, events.StageHookFailed:
+		f.ends.Add(e)
+	case events.StageRunStarted:
+		s.lastClaim = max(s.lastClaim, e.Stored)
+		p, ok, err := decodeEvent[events.RunStarted](s, e, own)
+		if !ok {
+			return err
+		}
+		f.turn(e, &p)
+	case events.StageCompactAfter:
+		p, ok, err := decodeEvent[events.CompactAfter](s, e, own)
+		if !ok {
+			return err
+		}
+		// The conversation is what the compaction left, from here on.
+		s.Messages = append([]events.Message(nil), p.Messages...)
+		s.Compactions++
+	case events.StageModelResponded:
+		p, ok, err := decodeEvent[events.ModelResponded](s, e, own)
+		if !ok || f.ends.End(e.ID) != nil {
+			return err // a hook ended the run on this reply: the run left it out
+		}
+		p.Message.Role = events.RoleAssistant
+		s.Messages = append(s.Messages, p.Message)
+		f.open[e.RunID] = append([]events.ToolCall(nil), p.Message.ToolCalls...)
+		for _, c := range p.Message.ToolCalls {
+			f.asked[e.RunID+"/"+c.ID] = true
+		}
+	case events.StageToolAfter:
+		p, ok, err := decodeEvent[events.ToolAfter](s, e, own)
+		if !ok {
+			return err
+		}
+		f.result(e, &p, own)
+	case events.StageStop:
+		p, ok, err := decodeEvent[events.Stop](s, e, own)
+		if ok && p.Continue != "" {
+			s.Messages = append(s.Messages, continueMessage(p.Continue))
+		}
+		return err
+	case events.StageRunCompleted, events.StageRunFailed:
+		s.Messages = appendNoResults(s.Messages, f.open[e.RunID])
+		delete(f.open, e.RunID)
+	}
+	return nil
+}
+
+// turn folds a run.started: a new run's turn gives its prompt, after the
+// open calls of the runs before it (one taken over, say) are answered, so
+// that every call is followed by its result, as providers require. A
+// resumed attempt's prompt is in already.
+func (f *sessionFold) turn(e *events.Event, p *events.RunStarted) {
+	s := f.s
+	if _, seen := s.prompts[e.RunID]; seen {
+		return
+	}
+	for run, calls := range f.open {
+		if run == f.mine || len(calls) == 0 {
+			continue
+		}
+		s.Messages = appendNoResults(s.Messages, calls)
+		for _, c := range calls {
+			f.answered[run+"/"+c.ID] = true
+		}
+		delete(f.open, run)
+	}
+	s.prompts[e.RunID] = len(s.Messages)
+	if p.Prompt != "" { // a compaction run has none
+		s.Messages = append(s.Messages, events.Message{Role: events.RoleUser, Content: p.Prompt})
+	}
+}
+
+// result folds a tool.after: the call's result, unless another run's turn
+// answered the call already, or the call was made before the session's
+// last compaction.
+func (f *sessionFold) result(e *events.Event, p *events.ToolAfter, own bool) {
+	key := e.RunID + "/" + p.Call.ID
+	if f.late[e] || !slices.ContainsFunc(f.open[e.RunID], func(c events.ToolCall) bool { return c.ID == p.Call.ID }) && f.answered[key] {
+		return // answered when another run's turn started
+	}
+	if !own && !f.asked[key] {
+		// Another run's result for a call made before the session's last
+		// compaction (a run taken over records its calls' outcome when it
+		// closes, which may be after a compaction): the compaction's
+		// messages stand for that call.
+		return
+	}
+	f.s.Messages = append(f.s.Messages, toolMessage(p))
+	f.open[e.RunID] = removeCall(f.open[e.RunID], p.Call.ID)
 }
 
 // lateResults marks the tool.after events of runs other than mine stored
@@ -273,4 +282,21 @@ func toolMessage(p *events.ToolAfter) events.Message {
 // continueMessage is the user message a stop hook's continue adds.
 func continueMessage(text string) events.Message {
 	return events.Message{Role: events.RoleUser, Content: text}
+}
+
+// decodeEvent decodes e's data as T, its stage's payload. An event of the
+// run being resumed (mine) that does not decode is an error: the run cannot
+// go on from a record it cannot read. Any other is skipped: decodeEvent
+// returns false and lists it in s.Skipped.
+func decodeEvent[T any](s *Session, e *events.Event, mine bool) (T, bool, error) {
+	p, err := events.Data[T](e)
+	if err == nil {
+		return p, true, nil
+	}
+	err = fmt.Errorf("%w: %v", ErrCorruptSession, err)
+	if mine {
+		return p, false, err
+	}
+	s.Skipped = append(s.Skipped, err)
+	return p, false, nil
 }

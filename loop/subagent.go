@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
+	"github.com/hookbus/hookbus/record"
 )
 
 // Sub-agents. An agent that lists the agents it may call gets the Task tool
@@ -188,15 +189,15 @@ func (r *run) subagentFailed(ctx context.Context, call events.ToolCall, agent, c
 
 // resumeSubagent carries on a Task call whose worker stopped after its
 // tool.before: from what its subagent events recorded.
-func (r *run) resumeSubagent(ctx context.Context, cs *callState) (events.ToolResult, error) {
-	call := cs.before.Call
+func (r *run) resumeSubagent(ctx context.Context, cs *record.Call) (events.ToolResult, error) {
+	call := cs.Before.Call
 	switch {
-	case cs.subFailed != nil:
-		return events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + cs.subFailed.Error}, nil
-	case cs.subAfter != nil:
-		return subagentResult(call, cs.subAfter, ""), nil
-	case cs.subBefore != nil:
-		return r.runChild(ctx, call, cs.subBefore)
+	case cs.SubFailed != nil:
+		return events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + cs.SubFailed.Error}, nil
+	case cs.SubAfter != nil:
+		return subagentResult(call, cs.SubAfter, ""), nil
+	case cs.SubBefore != nil:
+		return r.runChild(ctx, call, cs.SubBefore)
 	}
 	return r.callSubagent(ctx, call)
 }

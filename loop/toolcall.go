@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
+	"github.com/hookbus/hookbus/record"
 )
 
 // runCalls runs a step's calls in order; waiting reports whether any of
@@ -106,17 +107,17 @@ func (r *run) isTask(call events.ToolCall) bool {
 // record; otherwise the outcome is unknown: an idempotent tool runs again,
 // any other is reported to the model (and recorded) as "outcome unknown",
 // never run twice.
-func (r *run) resumeCall(ctx context.Context, st *runState, cs *callState) error {
-	call := edited(cs.before.Call, cs.Answer)
+func (r *run) resumeCall(ctx context.Context, st *runState, cs *record.Call) error {
+	call := edited(cs.Before.Call, cs.Answer)
 	out := allowed
-	if d := st.ends[cs.beforeID]; d != nil && cs.Request == nil { // an answered ask: the answer is acted on
+	if d := st.Decisions[cs.BeforeID]; d != nil && cs.Request == nil { // an answered ask: the answer is acted on
 		out = d
 	}
-	if held, err := r.admit(ctx, call, out, cs.Request == nil && !cs.begun()); held {
+	if held, err := r.admit(ctx, call, out, cs.Request == nil && !cs.Begun()); held {
 		return err
 	}
-	if cs.result != nil {
-		return r.toolAfter(ctx, call, *cs.result, false)
+	if cs.Result != nil {
+		return r.toolAfter(ctx, call, *cs.Result, false)
 	}
 	if r.isTask(call) {
 		res, err := r.resumeSubagent(ctx, cs)
@@ -138,13 +139,6 @@ func (r *run) resumeCall(ctx context.Context, st *runState, cs *callState) error
 		return err
 	}
 	return r.toolAfter(ctx, call, events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + why}, false)
-}
-
-// begun reports whether the record shows the call's tool at work: its raw
-// result, or its sub-agent's events (subagent.before is written ahead of
-// the child run).
-func (cs *callState) begun() bool {
-	return cs.result != nil || cs.subBefore != nil || cs.subAfter != nil || cs.subFailed != nil
 }
 
 func denied(call events.ToolCall, out *interceptors.ChainResult) events.ToolResult {

@@ -30,12 +30,12 @@ func checkTraceparent(req *events.RunRequest) error {
 // request's, else the run's own (tracectx.RunTrace).
 func (r *builder) setTrace(st *runState) {
 	parent := r.req.Traceparent
-	if st.found {
-		parent = st.parentTrace
+	if st.Found {
+		parent = st.ParentTraceparent
 	}
 	r.parentTrace = parent
 	r.trace = tracectx.Context{Trace: tracectx.RunTrace(r.req.RunID), Flags: tracectx.FlagSampled}
-	if tc, err := tracectx.Parse(st.traceparent); st.found && err == nil {
+	if tc, err := tracectx.Parse(st.Traceparent); st.Found && err == nil {
 		r.trace.Trace, r.trace.Flags = tc.Trace, tc.Flags
 	} else if tc, err := tracectx.Parse(parent); err == nil {
 		r.trace.Trace, r.trace.Flags = tc.Trace, tc.Flags

@@ -7,14 +7,15 @@ import (
 	"github.com/hookbus/hookbus/events"
 )
 
-// ApprovalStages are the stages a Run reads: the approvals, the tool calls'
+// ApprovalStages are the stages that say what a Run says of its calls'
+// requests for a human (Waiting, Asked): the approvals, the tool calls'
 // and steps' ends, the attempts' starts (a later attempt supersedes what an
 // earlier one wrote after it read the record) and the runs' ends. A reader
 // that folds only approvals reads these.
 var ApprovalStages = append(events.StagesOf(events.GroupApproval),
 	append([]events.Stage{events.StageRunStarted, events.StageToolAfter, events.StageStepCompleted}, events.TerminalStages()...)...)
 
-// Call is what a run's record says of one tool call's request for a human.
+// Call is what a run's record says of one tool call.
 type Call struct {
 	ID string
 	// Request is the call's request for a human (nil: none), Asked its
@@ -28,61 +29,64 @@ type Call struct {
 	// Done is set when the call's tool.after is recorded.
 	Done   bool
 	doneAt uint64 // the tool.after's seq
+	// Before is the call's tool.before as it took effect (nil: none),
+	// BeforeID its event's id (the decisions name it), BeforeSeq its seq,
+	// Step its step.
+	Before    *events.ToolBefore
+	BeforeID  string
+	BeforeSeq uint64
+	Step      int
+	// Result is the call's raw result (tool.result), recorded before the
+	// tool.after hooks ran.
+	Result *events.ToolResult
+	// SubBefore, SubAfter and SubFailed are a Task call's child run, as
+	// recorded.
+	SubBefore *events.SubagentBefore
+	SubAfter  *events.SubagentAfter
+	SubFailed *events.SubagentFailed
 }
 
-// Run folds one run's events into what they say of its calls' requests
-// for a human. It reads the effective record (Effective) whether it is
-// given the run's effective events or all of them as stored: a run.started
-// after the run's first (an attempt that resumed it) with seq N supersedes
-// what was added before it with seq N or more. The zero value is ready;
-// Add the events.
-type Run struct {
-	calls   map[string]*Call
-	steps   []step        // the steps completed, as added
-	started bool          // a run.started was added
-	ended   *events.Event // the run's end
+// Begun reports whether the record shows the call's tool at work: its raw
+// result, or its sub-agent's events (subagent.before is written ahead of
+// the child run).
+func (c *Call) Begun() bool {
+	return c.Result != nil || c.SubBefore != nil || c.SubAfter != nil || c.SubFailed != nil
 }
 
-// step is a step.completed: its step and seq.
-type step struct {
-	n   int
-	seq uint64
-}
-
-// Call returns what the record says of call id so far, an empty Call when
-// it says nothing yet (the Call the events of id fill in later).
-func (r *Run) Call(id string) *Call {
-	if r.calls == nil {
-		r.calls = map[string]*Call{}
+// call returns what the record says of call id so far, an empty Call
+// when it says nothing yet (the Call the events of id fill in later).
+func (r *Run) call(id string) *Call {
+	if r.Calls == nil {
+		r.Calls = map[string]*Call{}
 	}
-	c := r.calls[id]
+	c := r.Calls[id]
 	if c == nil {
 		c = &Call{ID: id}
-		r.calls[id] = c
+		r.Calls[id] = c
 	}
 	return c
 }
 
-// Add folds one event of the run and returns the call it is about (nil
-// for an event about none). An event of a stage Run reads whose data does
-// not decode is an error, and folds nothing.
-func (r *Run) Add(e *events.Event) (*Call, error) {
+// addApproval folds one event of the stages a reader of approvals reads
+// (ApprovalStages) and returns the call it is about (nil for an event
+// about none).
+func (r *Run) addApproval(e *events.Event) (*Call, error) {
 	switch {
 	case e.Stage == events.StageApprovalRequested:
 		p, err := events.Data[events.ApprovalRequested](e)
 		if err != nil || p.Call.ID == "" {
 			return nil, err
 		}
-		c := r.Call(p.Call.ID)
+		c := r.call(p.Call.ID)
 		c.Request, c.Asked = &p, e
-		r.started = true // an attempt asked: a later run.started is another
+		r.attempted = true // an attempt asked: a later run.started is another
 		return c, nil
 	case e.Stage == events.StageApprovalResolved:
 		p, err := events.Data[events.ApprovalResolved](e)
 		if err != nil {
 			return nil, err
 		}
-		c := r.calls[p.CallID]
+		c := r.Calls[p.CallID]
 		if c == nil || c.Request == nil {
 			return nil, nil
 		}
@@ -95,16 +99,16 @@ func (r *Run) Add(e *events.Event) (*Call, error) {
 		if err != nil {
 			return nil, err
 		}
-		c := r.Call(p.Call.ID)
+		c := r.call(p.Call.ID)
 		c.Done, c.doneAt = true, e.Seq
 		return c, nil
 	case e.Stage == events.StageStepCompleted:
 		r.steps = append(r.steps, step{e.Step, e.Seq})
 	case e.Stage == events.StageRunStarted:
-		if r.started {
+		if r.attempted {
 			r.supersede(e.Seq)
 		}
-		r.started = true
+		r.attempted = true
 	case e.Stage.Terminal():
 		r.ended = e
 	}
@@ -113,7 +117,7 @@ func (r *Run) Add(e *events.Event) (*Call, error) {
 
 // supersede forgets what was added with seq n or more.
 func (r *Run) supersede(n uint64) {
-	for _, c := range r.calls {
+	for _, c := range r.Calls {
 		if c.Asked != nil && c.Asked.Seq >= n {
 			c.Request, c.Asked = nil, nil
 		}
@@ -133,7 +137,7 @@ func (r *Run) Ended() *events.Event { return r.ended }
 // Asked returns the calls that asked for a human, in the order asked.
 func (r *Run) Asked() []*Call {
 	var out []*Call
-	for _, c := range r.calls {
+	for _, c := range r.Calls {
 		if c.Request != nil {
 			out = append(out, c)
 		}

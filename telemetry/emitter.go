@@ -2,11 +2,13 @@ package telemetry
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/runs"
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/record"
 )
 
 // Emitter is how the engine appends to the log: loop.Emitter's methods,
@@ -115,24 +117,26 @@ type Tailer interface {
 // FollowApprovals keeps hookbus_approvals_pending true for the whole bus
 // in a process that sees only some events (a worker sees its own): it
 // reads the approvals recorded so far, then follows new ones until ctx
-// ends. It returns the first read's error; following stops at a later
+// ends (the gauge then counts what the stream holds, the events this
+// process observes among them). It returns the first read's error; following stops at a later
 // error (logged by the caller from the returned channel).
 func (m *Metrics) FollowApprovals(ctx context.Context, b Tailer) (<-chan error, error) {
 	var last uint64
+	m.mu.Lock()
+	m.following = true
+	m.mu.Unlock()
 	observe := func(e *events.Event) error {
 		m.mu.Lock()
-		if e.Stage.Group() == events.GroupApproval {
-			m.foldApproval(e)
-		} else {
+		m.foldApproval(e)
+		if e.Stage.Terminal() {
 			delete(m.approvals, e.RunID)
 		}
 		m.mu.Unlock()
 		last = max(last, e.Stored)
 		return nil
 	}
-	// The approvals and the runs' ends (a call of an ended run waits for
-	// nothing).
-	stages := append(events.StagesOf(events.GroupApproval), events.TerminalStages()...)
+	// The stages that say what waits for a human (record.Run.Waiting).
+	stages := record.ApprovalStages
 	if _, err := b.Replay(ctx, bus.Filter{Stages: stages}, observe); err != nil {
 		return nil, err
 	}
@@ -143,23 +147,19 @@ func (m *Metrics) FollowApprovals(ctx context.Context, b Tailer) (<-chan error, 
 	return done, nil
 }
 
-// foldApproval folds an approval event into the waiting calls; m.mu is
-// held.
+// foldApproval folds an event into its run's calls waiting for a human
+// (record.Run), from the run's first approval.requested on; m.mu is held.
 func (m *Metrics) foldApproval(e *events.Event) {
-	switch e.Stage {
-	case events.StageApprovalRequested:
-		if p, err := events.Data[events.ApprovalRequested](e); err == nil && p.Call.ID != "" {
-			if m.approvals[e.RunID] == nil {
-				m.approvals[e.RunID] = map[string]bool{}
-			}
-			m.approvals[e.RunID][p.Call.ID] = true
-		}
-	case events.StageApprovalResolved:
-		if p, err := events.Data[events.ApprovalResolved](e); err == nil {
-			delete(m.approvals[e.RunID], p.CallID)
-			if len(m.approvals[e.RunID]) == 0 {
-				delete(m.approvals, e.RunID)
-			}
-		}
+	if !slices.Contains(record.ApprovalStages, e.Stage) {
+		return
 	}
+	r := m.approvals[e.RunID]
+	if r == nil {
+		if e.Stage != events.StageApprovalRequested {
+			return
+		}
+		r = &record.Run{}
+		m.approvals[e.RunID] = r
+	}
+	_, _ = r.Add(e) // an event that does not decode folds nothing
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/record"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -35,9 +36,10 @@ type Metrics struct {
 	inFlight     *prometheus.GaugeVec
 
 	mu        sync.Mutex
-	open      map[string]*runClock       // by run id
-	approvals map[string]map[string]bool // waiting calls by run id
-	running   map[string]string          // agent by run id: the runs in flight
+	open      map[string]*runClock   // by run id
+	approvals map[string]*record.Run // by run id, from its first approval.requested
+	following bool                   // FollowApprovals folds the approvals, Observe does not
+	running   map[string]string      // agent by run id: the runs in flight
 }
 
 // runClock is when a run's open steps, model calls and tool calls started.
@@ -82,7 +84,7 @@ func NewMetrics() *Metrics {
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hookbus_runs_in_flight",
 			Help: "Runs under way: from a run.started to the run's end, to an approval.requested (the run then waits for a human), or, in a worker, to the end of its attempt."}, []string{"agent"}),
 		open:      map[string]*runClock{},
-		approvals: map[string]map[string]bool{},
+		approvals: map[string]*record.Run{},
 		running:   map[string]string{},
 	}
 	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hookbus_approvals_pending",
@@ -119,8 +121,8 @@ func (m *Metrics) pendingApprovals() float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
-	for _, calls := range m.approvals {
-		n += len(calls)
+	for _, r := range m.approvals {
+		n += len(r.Waiting())
 	}
 	return float64(n)
 }
@@ -142,6 +144,9 @@ func (m *Metrics) Observe(e *events.Event) {
 	m.events.WithLabelValues(string(e.Stage)).Inc()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !m.following {
+		m.foldApproval(e)
+	}
 	switch e.Stage {
 	case events.StageRunStarted:
 		if p, err := events.Data[events.RunStarted](e); err == nil && !p.Resumed {
@@ -192,10 +197,7 @@ func (m *Metrics) Observe(e *events.Event) {
 			m.hookFailures.WithLabelValues(p.Plugin, string(p.Stage), p.Kind).Inc()
 		}
 	case events.StageApprovalRequested:
-		m.foldApproval(e)
 		m.stopRun(e.RunID)
-	case events.StageApprovalResolved:
-		m.foldApproval(e)
 	case events.StageRunCompleted:
 		if p, err := events.Data[events.RunCompleted](e); err == nil {
 			m.runsEnded.WithLabelValues(e.AgentID, p.Reason).Inc()

@@ -190,6 +190,33 @@ func TestMetricsApprovalsPending(t *testing.T) {
 	}
 }
 
+// Approvals pending are what waits by the record's rule (record.Run), the
+// one the page and the answer hold to: a call whose tool.after is recorded
+// without an answer (a coding agent's user answered in its terminal), or
+// that was asked in a step since completed, waits for nothing.
+func TestMetricsApprovalsPendingSettled(t *testing.T) {
+	m := telemetry.NewMetrics()
+	ev := func(st events.Stage, step int, p any) *events.Event {
+		e, err := events.New(st, events.Meta{Source: "test", AgentID: "a", SessionID: "s", RunID: "r", Step: step}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	c1, c2 := events.ToolCall{ID: "c1", Name: "Bash"}, events.ToolCall{ID: "c2", Name: "Bash"}
+	for _, e := range []*events.Event{
+		ev(events.StageApprovalRequested, 0, events.ApprovalRequested{Call: c1}),
+		ev(events.StageToolAfter, 0, events.ToolAfter{Call: c1}),
+		ev(events.StageApprovalRequested, 1, events.ApprovalRequested{Call: c2}),
+		ev(events.StageStepCompleted, 1, events.StepCompleted{Step: 1}),
+	} {
+		m.Observe(e)
+	}
+	if got := value(scrape(t, m.Handler()), "hookbus_approvals_pending"); got != 0 {
+		t.Fatalf("%v pending, want 0: one call done, the other of a completed step", got)
+	}
+}
+
 func ExampleMetrics() {
 	m := telemetry.NewMetrics()
 	e, _ := events.New(events.StageRunStarted, events.Meta{Source: "example", AgentID: "demo", SessionID: "s", RunID: "r"}, events.RunStarted{Prompt: "hi"})

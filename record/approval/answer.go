@@ -113,7 +113,7 @@ func Answer(ctx context.Context, deps Deps, req Request) (*Result, error) {
 			if req.CallID != "" {
 				want = []string{req.CallID}
 			}
-			for _, cs := range st.waiting() {
+			for _, cs := range st.Waiting() {
 				if req.CallID == "" {
 					want = append(want, cs.Request.Call.ID)
 				}
@@ -128,7 +128,7 @@ func Answer(ctx context.Context, deps Deps, req Request) (*Result, error) {
 		var todo []resolution
 		now := time.Now().UTC()
 		for _, id := range want {
-			cs := st.calls[id]
+			cs := st.Calls[id]
 			if cs == nil || cs.Request == nil {
 				return nil, fmt.Errorf("%w: run %s has no call %s waiting for approval", ErrBadAnswer, req.RunID, id)
 			}
@@ -159,7 +159,7 @@ func Answer(ctx context.Context, deps Deps, req Request) (*Result, error) {
 	st, err := a.record(ctx, plan, func(r events.ApprovalResolved) { mine = append(mine, r) })
 	out := &Result{Resolved: mine}
 	if st != nil {
-		for _, cs := range st.waiting() {
+		for _, cs := range st.Waiting() {
 			if ids[cs.Request.Call.ID] == "" {
 				out.Waiting = append(out.Waiting, *cs.Request)
 			}

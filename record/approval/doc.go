@@ -7,8 +7,9 @@
 // and resume the run (loop.Resumer), and record the expiry of calls nobody
 // answered in time (Expire). See docs/PROTOCOL.md, "Approvals".
 //
-// What waits is record.Run's rule, the one the page, the observer and the
-// engine share; the answers are numbered and chained by record.Chain. It
+// It reads a run as the engine does (record.FoldRun): what waits is
+// record.Run's rule, the one the page, the observer and the engine share;
+// the answers are numbered and chained by record.Chain. It
 // imports events and record only: no NATS, no engine.
 //
 // Start with Answer:

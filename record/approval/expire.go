@@ -21,7 +21,7 @@ func Expire(ctx context.Context, deps Deps, agent, session, run string) (expired
 		now := time.Now().UTC()
 		next = time.Time{}
 		var todo []resolution
-		for _, cs := range st.waiting() {
+		for _, cs := range st.Waiting() {
 			ex := cs.Request.ExpiresAt
 			switch {
 			case ex.IsZero():

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/record"
 )
 
 // maxTries bounds how often an answer reads the session again because
@@ -15,7 +16,7 @@ const maxTries = 16
 
 // resolution is an answer to record for a call.
 type resolution struct {
-	cs  *call
+	cs  *record.Call
 	res events.ApprovalResolved
 	at  uint64 // its stream sequence, once stored
 }
@@ -47,8 +48,8 @@ func (a *answering) record(ctx context.Context, plan func(*state) ([]resolution,
 		if err != nil {
 			return nil, err
 		}
-		switch ended := st.run.Ended(); {
-		case !st.found:
+		switch ended := st.Ended(); {
+		case !st.Found:
 			return nil, fmt.Errorf("%w: run %s of %s/%s has no events", ErrBadAnswer, a.run, a.agent, a.session)
 		case ended != nil:
 			// A call answered before the run ended: name that answer,
@@ -77,13 +78,13 @@ func (a *answering) record(ctx context.Context, plan func(*state) ([]resolution,
 			}
 			continue
 		}
-		chain, seen := st.chain, st.seen
+		chain, seen := st.Chain(), st.seen
 		fenced := false
 		var mine []resolution
 		for _, t := range todo {
 			ev, err := events.New(events.StageApprovalResolved, events.Meta{
 				Source: a.deps.Source, AgentID: a.agent, SessionID: a.session, RunID: a.run,
-				Step: st.step, Subject: t.cs.Request.Call.Name, Traceparent: st.traceparent(a.run, t.res.CallID),
+				Step: st.ReplyStep, Subject: t.cs.Request.Call.Name, Traceparent: st.traceparent(a.run, t.res.CallID),
 				ParentAgentID: st.parent[0], ParentSessionID: st.parent[1], ParentRunID: st.parent[2],
 			}, t.res)
 			if err != nil {
@@ -132,7 +133,7 @@ func (a *answering) readBack(ctx context.Context, mine []resolution, stored func
 		return err
 	}
 	for _, m := range mine {
-		cs := st.calls[m.res.CallID]
+		cs := st.Calls[m.res.CallID]
 		switch {
 		case cs == nil || cs.Answer == nil:
 			return fmt.Errorf("%w: approval.resolved of call %s of run %s (stream sequence %d) is not in the record read back: read behind the stream", ErrUnrecorded, m.res.CallID, a.run, m.at)
@@ -152,24 +153,24 @@ const maxBusyDepth = 4
 // waits for approval nor calls a sub-agent that waits. An answer recorded
 // meanwhile could take a seq that attempt writes next.
 func (a *answering) busy(ctx context.Context, st *state, depth int) (string, error) {
-	p := st.pending()
+	p := st.Pending()
 	if p == nil {
 		return "", nil
 	}
 	for _, c := range p.Message.ToolCalls {
-		cs := st.calls[c.ID]
+		cs := st.Calls[c.ID]
 		switch {
 		case cs == nil:
 			return c.ID + " not started", nil
 		case cs.Done, cs.Request != nil:
 			continue
-		case cs.sub != nil && !cs.subEnded:
-			waits, err := a.childWaits(ctx, cs.sub, depth+1)
+		case cs.SubBefore != nil && cs.SubAfter == nil && cs.SubFailed == nil:
+			waits, err := a.childWaits(ctx, cs.SubBefore, depth+1)
 			if err != nil {
 				return "", err
 			}
 			if !waits {
-				return c.ID + ": sub-agent " + cs.sub.AgentID + " running", nil
+				return c.ID + ": sub-agent " + cs.SubBefore.AgentID + " running", nil
 			}
 		default:
 			return c.ID + " running", nil
@@ -186,7 +187,7 @@ func (a *answering) childWaits(ctx context.Context, sb *events.SubagentBefore, d
 		return false, nil
 	}
 	st, err := read(ctx, a.deps.History, sb.AgentID, sb.SessionID, sb.RunID)
-	if errors.Is(err, ErrCorruptRun) || err == nil && (!st.found || st.run.Ended() != nil || st.pending() == nil) {
+	if errors.Is(err, ErrCorruptRun) || err == nil && (!st.Found || st.Ended() != nil || st.Pending() == nil) {
 		return false, nil
 	} else if err != nil {
 		return false, err
@@ -195,8 +196,8 @@ func (a *answering) childWaits(ctx context.Context, sb *events.SubagentBefore, d
 	if err != nil || busy != "" {
 		return false, err
 	}
-	for _, c := range st.pending().Message.ToolCalls {
-		if cs := st.calls[c.ID]; cs != nil && !cs.Done {
+	for _, c := range st.Pending().Message.ToolCalls {
+		if cs := st.Calls[c.ID]; cs != nil && !cs.Done {
 			return true, nil // waits for approval, or for its own child
 		}
 	}
