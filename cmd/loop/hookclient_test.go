@@ -151,7 +151,9 @@ func TestHookClient(t *testing.T) {
 // with a connection's, without a process's), and the floor of any command
 // hook, an exec of true started as the hook is (its input on a pipe, its
 // output read). It reports p50 and p99 of each in µs
-// (BENCH_HOOK_BIN measures a hookbus-hook built otherwise):
+// (BENCH_HOOK_BIN measures a hookbus-hook built otherwise;
+// BENCH_HOOK_ALT another one, run after each event's hookbus-hook in the
+// same loop, so that two builds are compared under the same load):
 //
 //	go test ./cmd/loop -run '^$' -bench HookClient -benchtime 1x
 func BenchmarkHookClient(b *testing.B) {
@@ -163,6 +165,7 @@ func BenchmarkHookClient(b *testing.B) {
 	if bin == "" {
 		bin = hookClient(b)
 	}
+	alt := os.Getenv("BENCH_HOOK_ALT")
 	for range b.N {
 		b.StopTimer()
 		bs := bustest.StartBus(b)
@@ -216,7 +219,7 @@ func BenchmarkHookClient(b *testing.B) {
 			}
 			return time.Since(start)
 		}
-		gwLat, connLat, hookLat, spawnLat := make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n)
+		gwLat, connLat, hookLat, spawnLat, altLat := make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n)
 		spawn, spawnErr := exec.LookPath("true")
 		b.StartTimer()
 		for i := range n {
@@ -232,19 +235,15 @@ func BenchmarkHookClient(b *testing.B) {
 				}
 				spawnLat = append(spawnLat, time.Since(start))
 			}
-			cmd := exec.Command(bin, route)
-			cmd.Stdin = strings.NewReader(input(3*i + 1))
-			start := time.Now()
-			out, err := cmd.Output()
-			hookLat = append(hookLat, time.Since(start))
-			if err != nil || bytes.Contains(out, []byte("could not record")) {
-				b.Fatalf("hookbus-hook: %v %s", err, out)
+			hookLat = append(hookLat, execHook(b, bin, route, input(3*i+1)))
+			if alt != "" {
+				altLat = append(altLat, execHook(b, alt, route, input(-1000-i)))
 			}
 		}
 		b.StopTimer()
 		evs, err := bs.SessionEvents(b.Context(), bridge.DefaultAgent, s)
-		if err != nil || len(evs) < 3*n {
-			b.Fatalf("the bus recorded %d events of %d, %v", len(evs), 3*n, err)
+		if err != nil || len(evs) < 3*n+len(altLat) {
+			b.Fatalf("the bus recorded %d events of %d, %v", len(evs), 3*n+len(altLat), err)
 		}
 		hook, gw, conn := pcts(hookLat), pcts(gwLat), pcts(connLat)
 		b.ReportMetric(hook[0], "hook_p50_us")
@@ -258,9 +257,30 @@ func BenchmarkHookClient(b *testing.B) {
 			floor = pcts(spawnLat)
 			b.ReportMetric(floor[0], "spawn_p50_us")
 		}
+		if len(altLat) > 0 {
+			a := pcts(altLat)
+			b.ReportMetric(a[0], "alt_p50_us")
+			b.ReportMetric(a[1], "alt_p99_us")
+			b.Logf("BENCH_HOOK_ALT %s p50 %.0f µs p99 %.0f µs", alt, a[0], a[1])
+		}
 		st, _ := os.Stat(bin)
 		la, _ := os.ReadFile("/proc/loadavg")
 		b.Logf("%d events: hookbus-hook (exec, %d bytes) p50 %.0f µs p99 %.0f µs; gateway (http, kept alive) p50 %.0f µs p99 %.0f µs; gateway (HTTP/1.0, a connection each) p50 %.0f µs p99 %.0f µs; the floor, exec of true, p50 %.0f µs p99 %.0f µs; load average %s",
 			n, st.Size(), hook[0], hook[1], gw[0], gw[1], conn[0], conn[1], floor[0], floor[1], strings.TrimSpace(string(la)))
 	}
+}
+
+// execHook runs the hook client bin on input, posting to route, and
+// returns how long it took.
+func execHook(b *testing.B, bin, route, input string) time.Duration {
+	b.Helper()
+	cmd := exec.Command(bin, route)
+	cmd.Stdin = strings.NewReader(input)
+	start := time.Now()
+	out, err := cmd.Output()
+	d := time.Since(start)
+	if err != nil || bytes.Contains(out, []byte("could not record")) {
+		b.Fatalf("hookbus-hook %s: %v %s", bin, err, out)
+	}
+	return d
 }
