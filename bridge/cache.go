@@ -3,13 +3,20 @@ package bridge
 import (
 	"container/list"
 	"sync"
+	"time"
 
 	"github.com/hookbus/hookbus/record"
 )
 
-// DefaultCacheSessions is the number of sessions a Cache made by
-// NewCache(0) remembers.
-const DefaultCacheSessions = 4096
+// Defaults of NewCache.
+const (
+	// DefaultCacheSessions is the number of sessions a Cache remembers.
+	DefaultCacheSessions = 4096
+	// DefaultCacheAge is how long a Cache trusts what it remembers of a
+	// session: one silent for longer is read again (its last event may
+	// have aged out of the stream).
+	DefaultCacheAge = 10 * time.Minute
+)
 
 // Cache remembers, for the sessions a long-lived process's bridges last
 // appended to, where each session stood after that append: its last
@@ -20,23 +27,28 @@ const DefaultCacheSessions = 4096
 // the session in between (another gateway, a command hook, a closer of
 // idle runs, an approver), the append is refused, the session is
 // forgotten, read and appended to again, as without a cache. A session
-// whose run ended, or that was closed as idle, is forgotten; beyond its
-// size the sessions least recently used are. One Cache may serve any
-// number of bridges and agents; it is safe for concurrent use.
+// whose run ended, that was closed as idle or that was silent for longer
+// than the cache's age is forgotten; beyond its size the sessions least
+// recently used are. One Cache may serve any number of bridges and
+// agents; it is safe for concurrent use.
 type Cache struct {
 	mu    sync.Mutex
 	max   int
+	age   time.Duration
 	byKey map[cacheKey]*list.Element
 	lru   list.List // of *cacheEntry, most recently used first
 }
 
-// NewCache returns a Cache of at most size sessions
-// (DefaultCacheSessions when size <= 0).
-func NewCache(size int) *Cache {
+// NewCache returns a Cache of at most size sessions, each trusted for age
+// after its last append (DefaultCacheSessions, DefaultCacheAge when <= 0).
+func NewCache(size int, age time.Duration) *Cache {
 	if size <= 0 {
 		size = DefaultCacheSessions
 	}
-	return &Cache{max: size, byKey: map[cacheKey]*list.Element{}}
+	if age <= 0 {
+		age = DefaultCacheAge
+	}
+	return &Cache{max: size, age: age, byKey: map[cacheKey]*list.Element{}}
 }
 
 // Len returns the number of sessions remembered.
@@ -52,6 +64,7 @@ type cacheKey struct{ agent, session string }
 // themselves: the open run's chain instead of its last event.
 type cacheEntry struct {
 	key                                 cacheKey
+	at                                  time.Time // of the append
 	last                                uint64
 	run                                 string
 	started, intake, intakeKnown, ended bool
@@ -72,6 +85,10 @@ func (c *Cache) get(agent, session string, needIntake bool) *state {
 		return nil
 	}
 	e := el.Value.(*cacheEntry)
+	if time.Since(e.at) > c.age {
+		c.remove(el)
+		return nil
+	}
 	if needIntake && !e.intakeKnown {
 		return nil
 	}
@@ -108,7 +125,7 @@ func (c *Cache) put(agent, session string, st *state) {
 			c.remove(c.lru.Back())
 		}
 	}
-	*el.Value.(*cacheEntry) = cacheEntry{key: k, last: st.last, run: st.run, started: st.started, intake: st.intake,
+	*el.Value.(*cacheEntry) = cacheEntry{key: k, at: time.Now(), last: st.last, run: st.run, started: st.started, intake: st.intake,
 		intakeKnown: st.intakeKnown, ended: st.ended, chain: st.chain(st.run)}
 }
 

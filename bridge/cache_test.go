@@ -40,7 +40,7 @@ func cachedSession(t *testing.T, b *bus.Bus, store func(bridge.Store) bridge.Sto
 	guard := startGuard(t, b)
 	reads := &counting{Store: b}
 	newBridge := func() *bridge.Bridge {
-		br, err := bridge.New(bridge.Config{Store: store(reads), Hooks: guard, Cache: bridge.NewCache(0)})
+		br, err := bridge.New(bridge.Config{Store: store(reads), Hooks: guard, Cache: bridge.NewCache(0, 0)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +140,7 @@ func TestCacheTwoWriters(t *testing.T) {
 // idle.
 func TestCacheBounded(t *testing.T) {
 	b := bustest.StartBus(t)
-	cache := bridge.NewCache(2)
+	cache := bridge.NewCache(2, 0)
 	br, err := bridge.New(bridge.Config{Store: b, Cache: cache})
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +166,28 @@ func TestCacheBounded(t *testing.T) {
 	// the idle end.
 	handle(t, br, input(t, "bounded-1", "PreToolUse", bash("toolu_1", "true")))
 	if got, want := stages(t, b, bridge.DefaultAgent, "bounded-1"), "1:run.started 1:run.completed 2:run.started 2:tool.before"; got != want {
+		t.Fatalf("session:\n got %s\nwant %s", got, want)
+	}
+}
+
+// A session silent for longer than the cache's age is read again.
+func TestCacheAge(t *testing.T) {
+	b := bustest.StartBus(t)
+	store := &counting{Store: b}
+	cache := bridge.NewCache(0, time.Nanosecond)
+	br, err := bridge.New(bridge.Config{Store: store, Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handle(t, br, input(t, "aged", "SessionStart", `, "source": "startup"`))
+	for i := range 3 {
+		store.last.Store(0)
+		handle(t, br, input(t, "aged", "PreToolUse", bash(fmt.Sprintf("toolu_%d", i), "true")))
+		if n := store.last.Load(); n != 1 {
+			t.Fatalf("event %d: %d reads of the session's last event, want 1", i, n)
+		}
+	}
+	if got, want := stages(t, b, bridge.DefaultAgent, "aged"), "1:run.started 1:tool.before 1:tool.before 1:tool.before"; got != want {
 		t.Fatalf("session:\n got %s\nwant %s", got, want)
 	}
 }
