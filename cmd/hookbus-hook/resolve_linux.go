@@ -274,6 +274,9 @@ func exchange(server netip.AddrPort, queries [][]byte, until time.Time) ([]netip
 	buf := make([]byte, dnsMaxPacket)
 	for len(answered) < len(queries) {
 		n, err := s.Read(buf)
+		if err != nil && len(ips) > 0 {
+			break // a server that drops one of the questions: the other's answer
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -17,6 +17,11 @@ import (
 // final dot, lower case), NXDOMAIN for any other name, and records the
 // names asked for.
 func fakeDNS(t *testing.T, records map[string][]netip.Addr) (netip.AddrPort, func() []string) {
+	return fakeDNSDropping(t, records, 0)
+}
+
+// fakeDNSDropping is fakeDNS answering no query of type drop.
+func fakeDNSDropping(t *testing.T, records map[string][]netip.Addr, drop uint16) (netip.AddrPort, func() []string) {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -43,6 +48,9 @@ func fakeDNS(t *testing.T, records map[string][]netip.Addr) (netip.AddrPort, fun
 			name := strings.ToLower(strings.Join(labels, ".") + ".")
 			t4 := uint16(q[end])<<8 | uint16(q[end+1])
 			asked <- name
+			if t4 == drop {
+				continue
+			}
 			resp := append([]byte(nil), q[:end+4]...)
 			resp[2] |= 0x80
 			addrs, known := records[name]
@@ -136,6 +144,14 @@ func TestLookup(t *testing.T) {
 	}
 	if _, err := r.lookup("nowhere", deadline); err == nil || err.Error() != "lookup nowhere: no such host" {
 		t.Errorf("an unknown name: %v", err)
+	}
+
+	// A server that drops the AAAA question: the A answer, once the time
+	// given to the query has passed.
+	dropping, _ := fakeDNSDropping(t, map[string][]netip.Addr{"gw.corp.example.": {netip.MustParseAddr("10.0.0.3")}}, dnsTypeAAAA)
+	r.conf.servers, r.conf.timeout = []netip.AddrPort{dropping}, 100*time.Millisecond
+	if got, err := r.lookup("gw", deadline); err != nil || len(got) != 1 || got[0].String() != "10.0.0.3" {
+		t.Errorf("a server that drops AAAA: %v %v", got, err)
 	}
 
 	// A server that does not answer: the time it is given, then its error.
