@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,12 +15,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bridge"
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
 
@@ -138,6 +142,79 @@ func TestHookClient(t *testing.T) {
 	}
 	if code, _, stderr := runHookClient(t, bin, "{}", "--policy", "maybe", route); code != 2 || !strings.Contains(stderr, `--policy "maybe"`) {
 		t.Errorf("bad --policy: exit %d, stderr %s", code, stderr)
+	}
+}
+
+// lastReads counts a Store's reads of a session's last event.
+type lastReads struct {
+	bridge.Store
+	n atomic.Int64
+}
+
+func (c *lastReads) LastEvent(ctx context.Context, agent, session string, stage events.Stage) (*events.Event, error) {
+	c.n.Add(1)
+	return c.Store.LastEvent(ctx, agent, session, stage)
+}
+
+// Two gateways on one session, its events sent to each in turn, a few at
+// a time: each appends the events that follow its own without reading the
+// session, an event that follows the other's is fenced off and stored
+// after a read, and the session's run verifies whole, every call in it.
+func TestGatewaysShareASession(t *testing.T) {
+	b := bustest.StartBus(t)
+	store := &lastReads{Store: b}
+	f := bridgeFlags{agent: bridge.DefaultAgent, policy: "fail", timeout: bridge.DefaultTimeout}
+	var urls []string
+	for range 2 {
+		gw, err := newGateway(f.config(store, nil, nil), defaultBodyLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(gw.handler())
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL+GatewayPath)
+	}
+	const s = "two-gateways"
+	post := func(url, body string) {
+		t.Helper()
+		resp, err := http.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || bytes.Contains(out, []byte("hookbus")) {
+			t.Fatalf("%d %s", resp.StatusCode, out)
+		}
+	}
+	post(urls[0], hookInput(s, "SessionStart", `, "source": "startup"`))
+	const calls = 10
+	for i := range calls {
+		url := urls[i/2%2] // two calls on one gateway, then two on the other
+		fields := fmt.Sprintf(`, "tool_name": "Bash", "tool_use_id": "toolu_%d", "tool_input": {"command": "ls"}`, i)
+		post(url, hookInput(s, "PreToolUse", fields))
+		post(url, hookInput(s, "PostToolUse", fields+`, "tool_response": {"stdout": "a"}`))
+	}
+	evs, err := b.SessionEvents(t.Context(), bridge.DefaultAgent, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1+2*calls {
+		t.Fatalf("%d events, want %d", len(evs), 1+2*calls)
+	}
+	var v audit.Verifier
+	for _, e := range evs {
+		v.Add(e)
+	}
+	for _, vd := range v.Verdicts() {
+		if !vd.OK() || vd.Events != len(evs) {
+			t.Errorf("run %s: %d events, %+v", vd.RunID, vd.Events, vd.Problems)
+		}
+	}
+	// A read for each gateway's first event of its turn, none for the
+	// others.
+	if n := store.n.Load(); n > calls {
+		t.Errorf("%d reads of the session's last event for %d events", n, 1+2*calls)
 	}
 }
 
