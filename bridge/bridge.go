@@ -83,12 +83,18 @@ type Config struct {
 	// Answer changes how Claude Code's outcomes are worded (for the
 	// default harness and Handle).
 	Answer claudecode.AnswerOptions
+	// Cache, when given, remembers where the sessions the bridge appended
+	// to stand, so that their next events are appended without reading
+	// the session first (for a long-lived process: loop gateway). nil: each
+	// event reads its session's last event.
+	Cache *Cache
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
 
 // Bridge records a coding agent's hook events and answers them. It keeps
-// no state between events and is safe for concurrent use.
+// no state between events but its Config's Cache, and is safe for
+// concurrent use.
 type Bridge struct {
 	cfg Config
 }
@@ -263,9 +269,12 @@ func (b *Bridge) decide(ctx context.Context, in harness.Input) (*harness.Outcome
 // handle does decide's work for an event other than a permission request;
 // decided is set once the interceptors have decided.
 func (b *Bridge) handle(ctx context.Context, in harness.Input, m *harness.Mapped, decided *atomic.Pointer[harness.Outcome]) (*harness.Outcome, error) {
-	st, err := b.read(ctx, in.Session(), m.Stage == events.StageIntake)
-	if err != nil {
-		return nil, err
+	st := b.cfg.Cache.get(b.cfg.Agent, in.Session(), m.Stage == events.StageIntake)
+	if st == nil {
+		var err error
+		if st, err = b.read(ctx, in.Session(), m.Stage == events.StageIntake); err != nil {
+			return nil, err
+		}
 	}
 	if err := b.identify(ctx, in.Session(), st, m); err != nil {
 		return nil, err
@@ -302,14 +311,17 @@ func (b *Bridge) handle(ctx context.Context, in harness.Input, m *harness.Mapped
 
 // append appends the plan's events, each fenced on the one before it,
 // reading the session again and assigning runs and seqs anew when another
-// writer appended first.
+// writer appended first. The Cache, when there is one, remembers the
+// session as the appends left it, or forgets it when they failed.
 func (b *Bridge) append(ctx context.Context, p *plan, st *state) error {
+	agent, session := b.cfg.Agent, p.main.SessionID
 	for attempt := 1; ; attempt++ {
 		seen := st.last
 		lost := false
 		for _, e := range p.assign(st) {
 			seq, err := b.cfg.Store.AppendAfter(ctx, e, seen)
 			if err != nil {
+				b.cfg.Cache.forget(agent, session)
 				if !isFenced(err) {
 					return fmt.Errorf("append %s: %w", e.Stage, err)
 				}
@@ -321,6 +333,7 @@ func (b *Bridge) append(ctx context.Context, p *plan, st *state) error {
 			seen = seq
 		}
 		if !lost {
+			b.cfg.Cache.put(agent, session, st)
 			return nil
 		}
 		if attempt == MaxAttempts {

@@ -23,7 +23,11 @@
 // in parallel, so a Bridge keeps no state: it derives the run and the next
 // seq from the session's events each time, and appends with
 // bus.AppendAfter, fenced on the session's last event as read, reading
-// again when another writer got there first. Handle answers before its
+// again when another writer got there first. A long-lived process (loop
+// gateway) gives its bridges a Cache (Config.Cache): a session's next
+// event then starts from where the process's own last append left the
+// session, with no read, and the same fence tells it when anybody else
+// wrote in between. Handle answers before its
 // context's deadline whatever happens: when NATS is away or slow, by the
 // outage policy (Outage). docs/PROTOCOL.md, "The bridge", has the rules.
 package bridge

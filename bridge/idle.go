@@ -43,8 +43,10 @@ func (b *Bridge) CloseIdle(ctx context.Context, session string, idle time.Durati
 	if err != nil {
 		return false, fmt.Errorf("bridge: close idle session %s: %w", session, err)
 	}
-	st.heads.Chain(st.run).Next(e)
-	if _, err := b.cfg.Store.AppendAfter(ctx, e, st.last); err != nil {
+	st.chain(st.run).Next(e)
+	_, err = b.cfg.Store.AppendAfter(ctx, e, st.last)
+	b.cfg.Cache.forget(b.cfg.Agent, session) // closed, or spoke since: either way, read it again
+	if err != nil {
 		if isFenced(err) {
 			return false, nil // it spoke, or another closer won
 		}

@@ -166,10 +166,13 @@ func (b *Bridge) expire(ctx context.Context, in harness.Input, asked *plan, req 
 		}
 		e := p.main
 		e.RunID = run
-		st.heads.Chain(run).Next(e)
-		if _, err := b.cfg.Store.AppendAfter(ctx, e, st.last); err == nil {
+		st.chain(run).Next(e)
+		_, err = b.cfg.Store.AppendAfter(ctx, e, st.last)
+		b.cfg.Cache.forget(b.cfg.Agent, in.Session()) // the cache does not follow this append
+		if err == nil {
 			return b.expired(out, req), nil
-		} else if !isFenced(err) || attempt == MaxAttempts {
+		}
+		if !isFenced(err) || attempt == MaxAttempts {
 			return nil, fmt.Errorf("append the expiry of call %s: %w", req.Call.ID, err)
 		}
 	}

@@ -142,7 +142,7 @@ func (p *plan) assign(st *state) []*events.Event {
 	seq := func(e *events.Event, run string) *events.Event {
 		c, ok := chains[run]
 		if !ok {
-			c = st.heads.Chain(run)
+			c = st.chain(run)
 		}
 		e.RunID = run
 		chains[run] = c.Next(e)

@@ -19,8 +19,22 @@ type state struct {
 	// started, intake and ended say whether the current run has a
 	// run.started, an intake, and an end (run.completed or run.failed).
 	started, intake, ended bool
+	// intakeKnown says whether intake was looked for (read looks only for
+	// a prompt).
+	intakeKnown bool
 	// heads is where each run known stands for its next event.
 	heads record.Heads
+	// chains is where runs stand whose last event is not at hand (a state
+	// a Cache remembered); an event added later to such a run takes over.
+	chains map[string]record.Chain
+}
+
+// chain returns where run stands for its next event.
+func (st *state) chain(run string) record.Chain {
+	if c, ok := st.chains[run]; ok {
+		return c
+	}
+	return st.heads.Chain(run)
 }
 
 // fold reads a session's events (in stream order, as loop.History gives
@@ -39,8 +53,12 @@ func (st *state) add(e *events.Event, stored uint64) {
 		st.last = stored
 	}
 	st.heads.Add(e)
+	if c, ok := st.chains[e.RunID]; ok && e.Seq > c.Seq {
+		delete(st.chains, e.RunID)
+	}
 	if e.RunID != st.run {
-		st.run, st.started, st.intake, st.ended = e.RunID, false, false, false
+		// A run seen from its first event: whether it has an intake is known.
+		st.run, st.started, st.intake, st.ended, st.intakeKnown = e.RunID, false, false, false, true
 	}
 	switch e.Stage {
 	case events.StageRunStarted:
@@ -90,6 +108,7 @@ func (b *Bridge) read(ctx context.Context, session string, needIntake bool) (*st
 		return b.readAll(ctx, session)
 	}
 	st.add(head, head.Stored)
+	st.intakeKnown = needIntake || !st.open() || head.Stage == events.StageIntake
 	if !st.open() {
 		return st, nil
 	}

@@ -42,6 +42,11 @@ func newGateway(base bridge.Config, limits bodyLimits, hs ...harness.Protocol) (
 	if len(hs) == 0 {
 		hs = []harness.Protocol{claudecode.Harness{Options: base.Answer}}
 	}
+	if base.Cache == nil {
+		// One process for a fleet: each session's next event is appended
+		// where this gateway left the session, without reading it first.
+		base.Cache = bridge.NewCache(0, 0)
+	}
 	g := &gateway{base: base, limits: limits, budget: newByteBudget(limits.total, limits.perCaller), log: base.Logger}
 	for _, h := range hs {
 		cfg := base

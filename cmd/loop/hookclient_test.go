@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,12 +15,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bridge"
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/bustest"
+	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
 
@@ -141,6 +145,79 @@ func TestHookClient(t *testing.T) {
 	}
 }
 
+// lastReads counts a Store's reads of a session's last event.
+type lastReads struct {
+	bridge.Store
+	n atomic.Int64
+}
+
+func (c *lastReads) LastEvent(ctx context.Context, agent, session string, stage events.Stage) (*events.Event, error) {
+	c.n.Add(1)
+	return c.Store.LastEvent(ctx, agent, session, stage)
+}
+
+// Two gateways on one session, its events sent to each in turn, a few at
+// a time: each appends the events that follow its own without reading the
+// session, an event that follows the other's is fenced off and stored
+// after a read, and the session's run verifies whole, every call in it.
+func TestGatewaysShareASession(t *testing.T) {
+	b := bustest.StartBus(t)
+	store := &lastReads{Store: b}
+	f := bridgeFlags{agent: bridge.DefaultAgent, policy: "fail", timeout: bridge.DefaultTimeout}
+	var urls []string
+	for range 2 {
+		gw, err := newGateway(f.config(store, nil, nil), defaultBodyLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(gw.handler())
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL+GatewayPath)
+	}
+	const s = "two-gateways"
+	post := func(url, body string) {
+		t.Helper()
+		resp, err := http.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || bytes.Contains(out, []byte("hookbus")) {
+			t.Fatalf("%d %s", resp.StatusCode, out)
+		}
+	}
+	post(urls[0], hookInput(s, "SessionStart", `, "source": "startup"`))
+	const calls = 10
+	for i := range calls {
+		url := urls[i/2%2] // two calls on one gateway, then two on the other
+		fields := fmt.Sprintf(`, "tool_name": "Bash", "tool_use_id": "toolu_%d", "tool_input": {"command": "ls"}`, i)
+		post(url, hookInput(s, "PreToolUse", fields))
+		post(url, hookInput(s, "PostToolUse", fields+`, "tool_response": {"stdout": "a"}`))
+	}
+	evs, err := b.SessionEvents(t.Context(), bridge.DefaultAgent, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1+2*calls {
+		t.Fatalf("%d events, want %d", len(evs), 1+2*calls)
+	}
+	var v audit.Verifier
+	for _, e := range evs {
+		v.Add(e)
+	}
+	for _, vd := range v.Verdicts() {
+		if !vd.OK() || vd.Events != len(evs) {
+			t.Errorf("run %s: %d events, %+v", vd.RunID, vd.Events, vd.Problems)
+		}
+	}
+	// A read for each gateway's first event of its turn, none for the
+	// others.
+	if n := store.n.Load(); n > calls {
+		t.Errorf("%d reads of the session's last event for %d events", n, 1+2*calls)
+	}
+}
+
 // BenchmarkHookClient is a command hook's whole cost per event, the
 // process's start included: BENCH_HOOK_EVENTS (default 300) PreToolUse
 // events, each an exec of hookbus-hook posting to loop gateway's handler
@@ -151,7 +228,9 @@ func TestHookClient(t *testing.T) {
 // with a connection's, without a process's), and the floor of any command
 // hook, an exec of true started as the hook is (its input on a pipe, its
 // output read). It reports p50 and p99 of each in µs
-// (BENCH_HOOK_BIN measures a hookbus-hook built otherwise):
+// (BENCH_HOOK_BIN measures a hookbus-hook built otherwise;
+// BENCH_HOOK_ALT another one, run after each event's hookbus-hook in the
+// same loop, so that two builds are compared under the same load):
 //
 //	go test ./cmd/loop -run '^$' -bench HookClient -benchtime 1x
 func BenchmarkHookClient(b *testing.B) {
@@ -163,6 +242,7 @@ func BenchmarkHookClient(b *testing.B) {
 	if bin == "" {
 		bin = hookClient(b)
 	}
+	alt := os.Getenv("BENCH_HOOK_ALT")
 	for range b.N {
 		b.StopTimer()
 		bs := bustest.StartBus(b)
@@ -216,7 +296,7 @@ func BenchmarkHookClient(b *testing.B) {
 			}
 			return time.Since(start)
 		}
-		gwLat, connLat, hookLat, spawnLat := make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n)
+		gwLat, connLat, hookLat, spawnLat, altLat := make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n)
 		spawn, spawnErr := exec.LookPath("true")
 		b.StartTimer()
 		for i := range n {
@@ -232,19 +312,15 @@ func BenchmarkHookClient(b *testing.B) {
 				}
 				spawnLat = append(spawnLat, time.Since(start))
 			}
-			cmd := exec.Command(bin, route)
-			cmd.Stdin = strings.NewReader(input(3*i + 1))
-			start := time.Now()
-			out, err := cmd.Output()
-			hookLat = append(hookLat, time.Since(start))
-			if err != nil || bytes.Contains(out, []byte("could not record")) {
-				b.Fatalf("hookbus-hook: %v %s", err, out)
+			hookLat = append(hookLat, execHook(b, bin, route, input(3*i+1)))
+			if alt != "" {
+				altLat = append(altLat, execHook(b, alt, route, input(-1000-i)))
 			}
 		}
 		b.StopTimer()
 		evs, err := bs.SessionEvents(b.Context(), bridge.DefaultAgent, s)
-		if err != nil || len(evs) < 3*n {
-			b.Fatalf("the bus recorded %d events of %d, %v", len(evs), 3*n, err)
+		if err != nil || len(evs) < 3*n+len(altLat) {
+			b.Fatalf("the bus recorded %d events of %d, %v", len(evs), 3*n+len(altLat), err)
 		}
 		hook, gw, conn := pcts(hookLat), pcts(gwLat), pcts(connLat)
 		b.ReportMetric(hook[0], "hook_p50_us")
@@ -258,9 +334,30 @@ func BenchmarkHookClient(b *testing.B) {
 			floor = pcts(spawnLat)
 			b.ReportMetric(floor[0], "spawn_p50_us")
 		}
+		if len(altLat) > 0 {
+			a := pcts(altLat)
+			b.ReportMetric(a[0], "alt_p50_us")
+			b.ReportMetric(a[1], "alt_p99_us")
+			b.Logf("BENCH_HOOK_ALT %s p50 %.0f µs p99 %.0f µs", alt, a[0], a[1])
+		}
 		st, _ := os.Stat(bin)
 		la, _ := os.ReadFile("/proc/loadavg")
 		b.Logf("%d events: hookbus-hook (exec, %d bytes) p50 %.0f µs p99 %.0f µs; gateway (http, kept alive) p50 %.0f µs p99 %.0f µs; gateway (HTTP/1.0, a connection each) p50 %.0f µs p99 %.0f µs; the floor, exec of true, p50 %.0f µs p99 %.0f µs; load average %s",
 			n, st.Size(), hook[0], hook[1], gw[0], gw[1], conn[0], conn[1], floor[0], floor[1], strings.TrimSpace(string(la)))
 	}
+}
+
+// execHook runs the hook client bin on input, posting to route, and
+// returns how long it took.
+func execHook(b *testing.B, bin, route, input string) time.Duration {
+	b.Helper()
+	cmd := exec.Command(bin, route)
+	cmd.Stdin = strings.NewReader(input)
+	start := time.Now()
+	out, err := cmd.Output()
+	d := time.Since(start)
+	if err != nil || bytes.Contains(out, []byte("could not record")) {
+		b.Fatalf("hookbus-hook %s: %v %s", bin, err, out)
+	}
+	return d
 }
