@@ -5,95 +5,52 @@ package main
 import (
 	"errors"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
 
-// dial connects to addr (host:port) before deadline with the socket calls
-// themselves, blocking, each bounded by the time left (SO_SNDTIMEO,
-// SO_RCVTIMEO; on Linux they bound connect too): no network poller is
-// started and no other thread is woken for the one connection the process
-// makes, and package net is not linked (its start-up is the hook's). A
-// host name is looked up as a static Go program looks it up (/etc/hosts,
-// then the name servers of /etc/resolv.conf: resolve_linux.go), and its
-// addresses are tried in turn.
+// dial connects to addr (host:port) before deadline. An IP address is
+// connected with the socket calls themselves, blocking, each bounded by
+// the time left (SO_SNDTIMEO, SO_RCVTIMEO; on Linux they bound connect
+// too): no network poller is started and no other thread is woken for
+// the one connection the process makes. A host name goes through package
+// net.
 func dial(addr string, deadline time.Time) (conn, error) {
-	i := strings.LastIndexByte(addr, ':')
-	if i < 0 {
-		return nil, &dialError{addr: addr, err: errors.New("missing port in address")}
-	}
-	host, port := strings.TrimSuffix(strings.TrimPrefix(addr[:i], "["), "]"), addr[i+1:]
-	p, err := strconv.ParseUint(port, 10, 16)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, &dialError{addr: addr, err: errors.New("invalid port " + strconv.Quote(port))}
+		return nil, err
 	}
-	var ips []netip.Addr
-	if ip, err := netip.ParseAddr(host); err == nil {
-		ips = []netip.Addr{ip}
-	} else if ips, err = lookup(host, deadline); err != nil {
-		return nil, &dialError{err: err}
+	ip, err := netip.ParseAddr(host)
+	p, perr := strconv.ParseUint(port, 10, 16)
+	if err != nil || perr != nil || ip.Zone() != "" {
+		return dialNet(addr, deadline)
 	}
-	return dialFirst(ips, uint16(p), deadline)
-}
-
-// dialFirst connects to the first of ips that takes a connection on port;
-// the last one's error when none does.
-func dialFirst(ips []netip.Addr, port uint16, deadline time.Time) (conn, error) {
-	var err error
-	for _, ip := range ips {
-		var c conn
-		if c, err = dialIP(netip.AddrPortFrom(ip, port), deadline); err == nil {
-			return c, nil
-		}
-	}
-	return nil, err
-}
-
-// dialIP connects to ap before deadline.
-func dialIP(ap netip.AddrPort, deadline time.Time) (conn, error) {
-	ip := ap.Addr().Unmap()
 	var sa syscall.Sockaddr
 	family := syscall.AF_INET
 	if ip.Is4() {
-		sa = &syscall.SockaddrInet4{Port: int(ap.Port()), Addr: ip.As4()}
+		sa = &syscall.SockaddrInet4{Port: int(p), Addr: ip.As4()}
 	} else {
 		family = syscall.AF_INET6
-		sa = &syscall.SockaddrInet6{Port: int(ap.Port()), Addr: ip.As16()}
+		sa = &syscall.SockaddrInet6{Port: int(p), Addr: ip.As16()}
 	}
 	fd, err := syscall.Socket(family, syscall.SOCK_STREAM, 0)
 	if err != nil {
-		return nil, &dialError{err: os.NewSyscallError("socket", err)}
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: err}
 	}
 	s := &socket{fd: fd, deadline: deadline}
 	if err := s.connect(sa); err != nil {
 		s.Close()
-		return nil, &dialError{addr: ap.String(), err: err}
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(p))), Err: err}
 	}
 	// The request is one write; without Nagle a large one's last segment
 	// does not wait for the first's acknowledgement.
 	_ = syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1)
 	return s, nil
 }
-
-// dialError is a connection not made, worded as package net words it:
-// "dial tcp ADDR: connect: connection refused".
-type dialError struct {
-	addr string
-	err  error
-}
-
-func (e *dialError) Error() string {
-	if e.addr == "" {
-		return "dial tcp: " + e.err.Error()
-	}
-	return "dial tcp " + e.addr + ": " + e.err.Error()
-}
-
-func (e *dialError) Unwrap() error { return e.err }
 
 // errTimeout is a socket call that outlived the deadline (Linux only: the
 // other systems' hooks connect through package net, whose errors say so).

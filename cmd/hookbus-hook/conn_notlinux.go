@@ -2,18 +2,7 @@
 
 package main
 
-import (
-	"net"
-	"time"
-)
+import "time"
 
-// dial connects to addr (host:port) before deadline with package net.
-func dial(addr string, deadline time.Time) (conn, error) {
-	d := net.Dialer{Deadline: deadline}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	_ = c.SetDeadline(deadline)
-	return c, nil
-}
+// dial connects to addr (host:port) before deadline.
+func dial(addr string, deadline time.Time) (conn, error) { return dialNet(addr, deadline) }

@@ -1,16 +1,14 @@
 // Command hookbus-hook is the cheapest command hook of a coding agent that
 // only runs commands (Gemini CLI, Codex CLI, Claude Code's command hooks):
 // it posts its stdin, the hook input, to a running loop gateway's route for
-// the agent and prints the gateway's answer on stdout. It links little of
-// the standard library (no NATS client, no TLS, no HTTP client, no command
-// framework, not even fmt; on Linux not even package net), so that
-// starting it costs about a millisecond where loop agent-hook costs ten.
-// Build it without cgo (CGO_ENABLED=0, as make build does): a static
-// binary loads no libc and starts a millisecond sooner. On Linux it
-// connects with the socket calls themselves (no network poller, no other
-// thread woken), looking a host name up as a static Go program does
-// (/etc/hosts, then the name servers of /etc/resolv.conf), and reads the
-// answer to its Content-Length.
+// the agent and prints the gateway's answer on stdout. It links nothing but
+// the standard library's network code (no NATS client, no TLS, no HTTP
+// client, no command framework, not even fmt), so that starting it costs
+// about a millisecond where loop agent-hook costs ten. Build it without cgo
+// (CGO_ENABLED=0, as make build does): a static binary loads no libc and
+// starts a millisecond sooner. On Linux it connects to a gateway given by
+// IP address with the socket calls themselves (no network poller, no
+// other thread woken), and reads the answer to its Content-Length.
 //
 //	hookbus-hook http://127.0.0.1:9466/gemini-cli
 //	hookbus-hook --policy fail http://10.0.0.5:9466/codex-cli/ci-bot

@@ -13,8 +13,8 @@ import (
 	"strconv"
 )
 
-// The hook imports no fmt, flag or net/url (on Linux, no net): each
-// package linked makes the binary start later (docs/CODING_AGENTS.md, "What a hook costs per
+// The hook imports no fmt, flag or net/url: each package linked makes the
+// binary start later (docs/CODING_AGENTS.md, "What a hook costs per
 // event"), and this one runs once per event.
 
 // Exit statuses: the agents' own meanings of a command hook's.
