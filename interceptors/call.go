@@ -32,9 +32,12 @@ import (
 // or has fired already, so a call that answers within its timeout costs no
 // timer operation; a tick that comes early (armed for an earlier call, or
 // left over from one) wakes the waiter, which arms it again for its own
-// deadline. wake holds two: the answer and one tick. The timer's sends do
-// not block, and the waiter drains wake whenever it wakes, so the worker's
-// one send never blocks for good, even for an abandoned call.
+// deadline. The timer's sends do not block and it has at most one fire
+// outstanding; a call starts with at most one tick left in wake (one that
+// came after the last call's answer); the waiter drains wake whenever it
+// wakes. So wake, which holds three, always has room for the worker's one
+// send, even for a call nobody waits on any more (abandoned, or left when
+// the run's ctx ended while validators ran).
 type pending struct {
 	e     *entry
 	cs    *callState
@@ -85,7 +88,7 @@ type ContextBound interface {
 }
 
 var pendings = sync.Pool{New: func() any {
-	p := &pending{wake: make(chan bool, 2), work: make(chan *pending, 1)}
+	p := &pending{wake: make(chan bool, 3), work: make(chan *pending, 1)}
 	wake := p.wake
 	p.timer = time.AfterFunc(time.Hour, func() {
 		select {
