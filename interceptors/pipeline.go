@@ -79,12 +79,12 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 	if len(ev.Data) == 0 && ev.DataRef != "" {
 		return nil, fmt.Errorf("%w: event %s data is stored at %q: fetch it before running interceptors", events.ErrPayload, ev.ID, ev.DataRef)
 	}
-	out := newResult(ev, len(matched))
+	out, spare := newCallResult(ev, len(matched))
 	if out.Records == nil {
 		out.Records = []CallRecord{} // shadows only: no records, as ever
 	}
 
-	cur, ended, err := c.mutate(ctx, ev, out, matched, skips > 0, off)
+	cur, ended, err := c.mutate(ctx, ev, out, matched, skips > 0, off, spare)
 	if err != nil {
 		return out, err
 	}
@@ -102,9 +102,10 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 // mutate calls the matched mutating interceptors in order on ev, each on
 // the payload as the previous one left it, until one ends the chain
 // (ended), folding their records and decisions into out; the disabled
-// ones (anyOff: some are) get a Skipped record. It returns the event as
-// the last of them left it, and an error only when ctx ends first.
-func (c *Chain) mutate(ctx context.Context, ev *events.Event, out *ChainResult, matched []*entry, anyOff bool, off map[string]Disabled) (cur *events.Event, ended bool, err error) {
+// ones (anyOff: some are) get a Skipped record. spare, when not nil, is
+// what the first call gives its interceptor. It returns the event as the
+// last of them left it, and an error only when ctx ends first.
+func (c *Chain) mutate(ctx context.Context, ev *events.Event, out *ChainResult, matched []*entry, anyOff bool, off map[string]Disabled, spare *callState) (cur *events.Event, ended bool, err error) {
 	cur = ev // what interceptors see; replaced by a copy when the payload changes
 	for _, e := range matched {
 		if anyOff {
@@ -122,11 +123,12 @@ func (c *Chain) mutate(ctx context.Context, ev *events.Event, out *ChainResult, 
 		var p *pending
 		var res result
 		if e.bound {
-			p, res = c.callBound(ctx, e, cur)
+			p, res = c.callBound(ctx, e, cur, spare)
 		} else {
-			p = c.start(ctx, e, cur)
+			p = c.start(ctx, e, cur, spare)
 			res = p.wait(ctx)
 		}
+		spare = nil
 		if res.err != nil && ctx.Err() != nil {
 			return cur, ended, interrupted(ev, ctx.Err())
 		}
@@ -151,25 +153,34 @@ func (c *Chain) mutate(ctx context.Context, ev *events.Event, out *ChainResult, 
 	return cur, ended, nil
 }
 
-// newResult returns the allow of ev with room for n records; the result of
-// a single call holds its record in the same allocation.
+// newResult returns the allow of ev with room for n records.
 func newResult(ev *events.Event, n int) *ChainResult {
+	out, _ := newCallResult(ev, n)
+	return out
+}
+
+// newCallResult is newResult for a chain about to call: the result of a
+// single call holds its record and what the call gives its interceptor
+// (returned too) in the same allocation.
+func newCallResult(ev *events.Event, n int) (*ChainResult, *callState) {
 	if n == 1 {
 		r := &resultOfOne{ChainResult: ChainResult{Stage: ev.Stage, EventID: ev.ID, Decision: Allow, Data: ev.Data}}
 		r.Records = r.rec[:0:1]
-		return &r.ChainResult
+		return &r.ChainResult, &r.cs
 	}
 	out := &ChainResult{Stage: ev.Stage, EventID: ev.ID, Decision: Allow, Data: ev.Data}
 	if n > 0 {
 		out.Records = make([]CallRecord, 0, n)
 	}
-	return out
+	return out, nil
 }
 
-// resultOfOne is a ChainResult with room for one record.
+// resultOfOne is a ChainResult with room for one record and one call's
+// ctx and request.
 type resultOfOne struct {
 	ChainResult
 	rec [1]CallRecord
+	cs  callState
 }
 
 func interrupted(ev *events.Event, err error) error {
@@ -182,7 +193,7 @@ func (c *Chain) validate(ctx context.Context, out *ChainResult, matched []*entry
 	calls := make([]*pending, 0, n)
 	for _, e := range matched {
 		if _, isOff := off[e.reg.Plugin]; e.reg.Mode == ModeValidate && !isOff {
-			calls = append(calls, c.start(ctx, e, cur))
+			calls = append(calls, c.start(ctx, e, cur, nil))
 		}
 	}
 	for i, p := range calls {
