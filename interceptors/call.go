@@ -122,6 +122,12 @@ func (p *pending) runAndSignal() {
 // giving the interceptor cs (a new one when nil).
 func newPending(ctx context.Context, e *entry, ev *events.Event, cs *callState) *pending {
 	p := pendings.Get().(*pending)
+	p.prepare(ctx, e, ev, cs)
+	return p
+}
+
+// prepare sets p up for a call of e's interceptor on ev under e's timeout.
+func (p *pending) prepare(ctx context.Context, e *entry, ev *events.Event, cs *callState) {
 	// The latency counts from the instant the timeout does: a call that
 	// times out is never recorded as faster than its timeout, even when
 	// this goroutine is preempted here.
@@ -134,7 +140,6 @@ func newPending(ctx context.Context, e *entry, ev *events.Event, cs *callState) 
 	deadlinectx.Init(&p.cs.ctx, ctx, p.start.Add(e.reg.Timeout))
 	deadline, _ := p.cs.ctx.Deadline()
 	p.cs.req = Request{Stage: ev.Stage, Event: ev, Registration: e.reg, Deadline: deadline}
-	return p
 }
 
 // release puts p back in the pool once the chain is done with it; an
