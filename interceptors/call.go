@@ -119,15 +119,15 @@ func (p *pending) runAndSignal() {
 }
 
 // newPending prepares a call of e's interceptor on ev under e's timeout,
-// giving the interceptor cs (a new one when nil).
-func newPending(ctx context.Context, e *entry, ev *events.Event, cs *callState) *pending {
+// giving the interceptor cs (a new one when nil) and the run's memo.
+func newPending(ctx context.Context, e *entry, ev *events.Event, cs *callState, memo *Memo) *pending {
 	p := pendings.Get().(*pending)
-	p.prepare(ctx, e, ev, cs)
+	p.prepare(ctx, e, ev, cs, memo)
 	return p
 }
 
 // prepare sets p up for a call of e's interceptor on ev under e's timeout.
-func (p *pending) prepare(ctx context.Context, e *entry, ev *events.Event, cs *callState) {
+func (p *pending) prepare(ctx context.Context, e *entry, ev *events.Event, cs *callState, memo *Memo) {
 	// The latency counts from the instant the timeout does: a call that
 	// times out is never recorded as faster than its timeout, even when
 	// this goroutine is preempted here.
@@ -139,7 +139,7 @@ func (p *pending) prepare(ctx context.Context, e *entry, ev *events.Event, cs *c
 	p.cs = cs
 	deadlinectx.Init(&p.cs.ctx, ctx, p.start.Add(e.reg.Timeout))
 	deadline, _ := p.cs.ctx.Deadline()
-	p.cs.req = Request{Stage: ev.Stage, Event: ev, Registration: e.reg, Deadline: deadline}
+	p.cs.req = Request{Stage: ev.Stage, Event: ev, Registration: e.reg, Deadline: deadline, Memo: memo}
 }
 
 // release puts p back in the pool once the chain is done with it; an
@@ -158,8 +158,8 @@ func (p *pending) cancel() { p.cs.ctx.Cancel() }
 
 // start calls e's interceptor on ev under e's timeout, on the pending's
 // worker.
-func (c *Chain) start(ctx context.Context, e *entry, ev *events.Event, cs *callState) *pending {
-	p := newPending(ctx, e, ev, cs)
+func (c *Chain) start(ctx context.Context, e *entry, ev *events.Event, cs *callState, memo *Memo) *pending {
+	p := newPending(ctx, e, ev, cs, memo)
 	p.work <- p
 	return p
 }
@@ -167,8 +167,8 @@ func (c *Chain) start(ctx context.Context, e *entry, ev *events.Event, cs *callS
 // callBound calls e's ContextBound interceptor on ev under e's timeout, on
 // this goroutine, and returns what wait would: a call that failed once its
 // deadline (or ctx) passed is a timeout; an answer wins.
-func (c *Chain) callBound(ctx context.Context, e *entry, ev *events.Event, cs *callState) (*pending, result) {
-	p := newPending(ctx, e, ev, cs)
+func (c *Chain) callBound(ctx context.Context, e *entry, ev *events.Event, cs *callState, memo *Memo) (*pending, result) {
+	p := newPending(ctx, e, ev, cs, memo)
 	defer p.cancel()
 	p.run()
 	r := p.res

@@ -53,4 +53,7 @@ type Request struct {
 	// Deadline is when the chain stops waiting (the call's ctx deadline);
 	// a transport sends the remaining budget with a remote request.
 	Deadline time.Time
+	// Memo is shared by the calls of one run (nil for a run of one call):
+	// a transport may keep what it derived from Event there for the next.
+	Memo *Memo
 }

@@ -84,12 +84,16 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 		out.Records = []CallRecord{} // shadows only: no records, as ever
 	}
 
-	cur, ended, err := c.mutate(ctx, ev, out, matched, skips > 0, off, spare)
+	var memo *Memo
+	if len(matched)-skips > 1 {
+		memo = new(Memo)
+	}
+	cur, ended, err := c.mutate(ctx, ev, out, matched, skips > 0, off, spare, memo)
 	if err != nil {
 		return out, err
 	}
 	if validators > 0 && (!ended || out.Decision == Ask) {
-		if err := c.validate(ctx, out, matched, validators, cur, off); err != nil {
+		if err := c.validate(ctx, out, matched, validators, cur, off, memo); err != nil {
 			return out, err
 		}
 	}
@@ -103,9 +107,9 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 // the payload as the previous one left it, until one ends the chain
 // (ended), folding their records and decisions into out; the disabled
 // ones (anyOff: some are) get a Skipped record. spare, when not nil, is
-// what the first call gives its interceptor. It returns the event as the
+// what the first call gives its interceptor; memo is the run's. It returns the event as the
 // last of them left it, and an error only when ctx ends first.
-func (c *Chain) mutate(ctx context.Context, ev *events.Event, out *ChainResult, matched []*entry, anyOff bool, off map[string]Disabled, spare *callState) (cur *events.Event, ended bool, err error) {
+func (c *Chain) mutate(ctx context.Context, ev *events.Event, out *ChainResult, matched []*entry, anyOff bool, off map[string]Disabled, spare *callState, memo *Memo) (cur *events.Event, ended bool, err error) {
 	cur = ev // what interceptors see; replaced by a copy when the payload changes
 	for _, e := range matched {
 		if anyOff {
@@ -123,9 +127,9 @@ func (c *Chain) mutate(ctx context.Context, ev *events.Event, out *ChainResult, 
 		var p *pending
 		var res result
 		if e.bound {
-			p, res = c.callBound(ctx, e, cur, spare)
+			p, res = c.callBound(ctx, e, cur, spare, memo)
 		} else {
-			p = c.start(ctx, e, cur, spare)
+			p = c.start(ctx, e, cur, spare, memo)
 			res = p.wait(ctx)
 		}
 		spare = nil
@@ -189,11 +193,11 @@ func interrupted(ev *events.Event, err error) error {
 
 // validate runs the n validating interceptors among matched in parallel
 // and waits for all of them.
-func (c *Chain) validate(ctx context.Context, out *ChainResult, matched []*entry, n int, cur *events.Event, off map[string]Disabled) error {
+func (c *Chain) validate(ctx context.Context, out *ChainResult, matched []*entry, n int, cur *events.Event, off map[string]Disabled, memo *Memo) error {
 	calls := make([]*pending, 0, n)
 	for _, e := range matched {
 		if _, isOff := off[e.reg.Plugin]; e.reg.Mode == ModeValidate && !isOff {
-			calls = append(calls, c.start(ctx, e, cur, nil))
+			calls = append(calls, c.start(ctx, e, cur, nil, memo))
 		}
 	}
 	for i, p := range calls {

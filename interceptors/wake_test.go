@@ -38,7 +38,7 @@ func TestLateAnswerHasRoom(t *testing.T) {
 		p.wake <- false                         // left over from the last call
 		p.arm(time.Now().Add(time.Millisecond)) // the last call's deadline, still to come
 		ctx, cancel := context.WithCancel(context.Background())
-		p.prepare(ctx, e, ev, nil)
+		p.prepare(ctx, e, ev, nil, nil)
 		p.work <- p
 		cancel()
 		p.cancel()
@@ -54,7 +54,7 @@ func TestLateAnswerHasRoom(t *testing.T) {
 		e := &entry{reg: Registration{Plugin: "late", Stage: events.StageToolBefore, Timeout: time.Hour}, ic: lateFunc(&p, 2)}
 		p = pendings.New().(*pending)
 		ctx, cancel := context.WithCancel(context.Background())
-		p.prepare(ctx, e, ev, nil)
+		p.prepare(ctx, e, ev, nil, nil)
 		p.work <- p
 		cancel()
 		if res := p.wait(ctx); res.err == nil || !p.abandoned {
@@ -85,7 +85,7 @@ func waitAnswered(t *testing.T, p *pending) {
 	e := &entry{reg: Registration{Plugin: "next", Stage: events.StageToolBefore, Timeout: time.Hour},
 		ic: Func(func(context.Context, *Request) (*Decision, error) { return &Decision{Kind: Deny, Reason: "next"}, nil })}
 	p.abandoned = false
-	p.prepare(context.Background(), e, p.cs.req.Event, nil)
+	p.prepare(context.Background(), e, p.cs.req.Event, nil, nil)
 	p.work <- p
 	if res := p.wait(context.Background()); res.err != nil || res.dec == nil || res.dec.Reason != "next" {
 		t.Fatalf("next call on the worker: %+v, want its own deny", res)

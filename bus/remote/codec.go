@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
 )
 
@@ -20,6 +21,39 @@ func encodeRequest(e *events.Event) (*headerBuilder, nats.Header, []byte, error)
 		return nil, nil, nil, err
 	}
 	return hb, hb.h, body, nil
+}
+
+// requestOf returns the encoded request of req.Event: the one kept in the
+// run's memo (req.Memo) when no other call of the run is using it, else a
+// new one, kept there for the run's next call when the run has a memo and
+// none is kept yet. The caller owns hb, which holds the event's headers
+// only, until it calls done.
+func requestOf(req *interceptors.Request) (hb *headerBuilder, body []byte, done func(), err error) {
+	kept, _ := req.Memo.Load(req.Event).(*keptRequest)
+	if kept != nil && kept.mu.TryLock() {
+		kept.hb.truncate(kept.n)
+		return kept.hb, kept.body, kept.mu.Unlock, nil
+	}
+	hb, _, body, err = encodeRequest(req.Event)
+	if err != nil {
+		return nil, nil, func() {}, err
+	}
+	if kept != nil || req.Memo == nil {
+		return hb, body, hb.release, nil
+	}
+	kept = &keptRequest{hb: hb, n: len(hb.vals), body: body}
+	kept.mu.Lock()
+	req.Memo.Store(req.Event, kept)
+	return hb, body, kept.mu.Unlock, nil
+}
+
+// keptRequest is a run's encoded request, kept for the run's calls (one
+// at a time: the one holding mu adds its own headers to hb).
+type keptRequest struct {
+	mu   sync.Mutex
+	hb   *headerBuilder
+	n    int // the event's headers, first in hb.vals
+	body []byte
 }
 
 // headerBuilder is a header map whose values share one backing array.
@@ -63,6 +97,16 @@ func (hb *headerBuilder) release() {
 	}
 	hb.reset()
 	requestHeaders.Put(hb)
+}
+
+// truncate drops the headers set after the first n values: the request
+// headers a call added (HeaderDeadline, HeaderTimeoutMs, HeaderTraceparent).
+func (hb *headerBuilder) truncate(n int) {
+	delete(hb.h, HeaderDeadline)
+	delete(hb.h, HeaderTimeoutMs)
+	delete(hb.h, HeaderTraceparent)
+	clear(hb.vals[n:])
+	hb.vals = hb.vals[:n]
 }
 
 // reset empties hb, keeping no reference to an event's strings.
