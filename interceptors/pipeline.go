@@ -79,14 +79,12 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 	if len(ev.Data) == 0 && ev.DataRef != "" {
 		return nil, fmt.Errorf("%w: event %s data is stored at %q: fetch it before running interceptors", events.ErrPayload, ev.ID, ev.DataRef)
 	}
-	out, spare := newCallResult(ev, len(matched))
+	out, spare, memo := newCallResult(ev, len(matched))
 	if out.Records == nil {
 		out.Records = []CallRecord{} // shadows only: no records, as ever
 	}
-
-	var memo *Memo
-	if len(matched)-skips > 1 {
-		memo = new(Memo)
+	if memo != nil {
+		defer memo.end()
 	}
 	cur, ended, err := c.mutate(ctx, ev, out, matched, skips > 0, off, spare, memo)
 	if err != nil {
@@ -159,24 +157,26 @@ func (c *Chain) mutate(ctx context.Context, ev *events.Event, out *ChainResult, 
 
 // newResult returns the allow of ev with room for n records.
 func newResult(ev *events.Event, n int) *ChainResult {
-	out, _ := newCallResult(ev, n)
+	out, _, _ := newCallResult(ev, n)
 	return out
 }
 
-// newCallResult is newResult for a chain about to call: the result of a
-// single call holds its record and what the call gives its interceptor
-// (returned too) in the same allocation.
-func newCallResult(ev *events.Event, n int) (*ChainResult, *callState) {
+// newCallResult is newResult for a chain about to make n calls, in one
+// allocation: the result of a single call holds its record and what the
+// call gives its interceptor (returned too); the result of more holds the
+// memo their calls share (returned too).
+func newCallResult(ev *events.Event, n int) (*ChainResult, *callState, *Memo) {
 	if n == 1 {
 		r := &resultOfOne{ChainResult: ChainResult{Stage: ev.Stage, EventID: ev.ID, Decision: Allow, Data: ev.Data}}
 		r.Records = r.rec[:0:1]
-		return &r.ChainResult, &r.cs
+		return &r.ChainResult, &r.cs, nil
 	}
-	out := &ChainResult{Stage: ev.Stage, EventID: ev.ID, Decision: Allow, Data: ev.Data}
-	if n > 0 {
-		out.Records = make([]CallRecord, 0, n)
+	if n == 0 {
+		return &ChainResult{Stage: ev.Stage, EventID: ev.ID, Decision: Allow, Data: ev.Data}, nil, nil
 	}
-	return out, nil
+	r := &resultOfMany{ChainResult: ChainResult{Stage: ev.Stage, EventID: ev.ID, Decision: Allow, Data: ev.Data}}
+	r.Records = make([]CallRecord, 0, n)
+	return &r.ChainResult, nil, &r.memo
 }
 
 // resultOfOne is a ChainResult with room for one record and one call's
@@ -185,6 +185,12 @@ type resultOfOne struct {
 	ChainResult
 	rec [1]CallRecord
 	cs  callState
+}
+
+// resultOfMany is a ChainResult with the memo of its calls.
+type resultOfMany struct {
+	ChainResult
+	memo Memo
 }
 
 func interrupted(ev *events.Event, err error) error {

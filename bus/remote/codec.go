@@ -25,14 +25,17 @@ func encodeRequest(e *events.Event) (*headerBuilder, nats.Header, []byte, error)
 
 // requestOf returns the encoded request of req.Event: the one kept in the
 // run's memo (req.Memo) when no other call of the run is using it, else a
-// new one, kept there for the run's next call when the run has a memo and
+// new one, kept there for the run's next calls when the run has a memo and
 // none is kept yet. The caller owns hb, which holds the event's headers
 // only, until it calls done.
 func requestOf(req *interceptors.Request) (hb *headerBuilder, body []byte, done func(), err error) {
-	kept, _ := req.Memo.Load(req.Event).(*keptRequest)
+	kept, _ := req.Memo.Load(req.Event).(*headerBuilder)
 	if kept != nil && kept.mu.TryLock() {
-		kept.hb.truncate(kept.n)
-		return kept.hb, kept.body, kept.mu.Unlock, nil
+		if req.Memo.Load(req.Event) == kept { // not given back meanwhile
+			kept.truncate(kept.n)
+			return kept, kept.body, kept.mu.Unlock, nil
+		}
+		kept.mu.Unlock()
 	}
 	hb, _, body, err = encodeRequest(req.Event)
 	if err != nil {
@@ -41,25 +44,32 @@ func requestOf(req *interceptors.Request) (hb *headerBuilder, body []byte, done 
 	if kept != nil || req.Memo == nil {
 		return hb, body, hb.release, nil
 	}
-	kept = &keptRequest{hb: hb, n: len(hb.vals), body: body}
-	kept.mu.Lock()
-	req.Memo.Store(req.Event, kept)
-	return hb, body, kept.mu.Unlock, nil
+	hb.n, hb.body = len(hb.vals), body
+	hb.mu.Lock()
+	req.Memo.Store(req.Event, hb, hb.giveBack)
+	return hb, body, hb.mu.Unlock, nil
 }
 
-// keptRequest is a run's encoded request, kept for the run's calls (one
-// at a time: the one holding mu adds its own headers to hb).
-type keptRequest struct {
-	mu   sync.Mutex
-	hb   *headerBuilder
-	n    int // the event's headers, first in hb.vals
-	body []byte
+// giveBack releases a builder a memo no longer keeps, unless a call still
+// holds it: that one is left to the garbage collector.
+func (hb *headerBuilder) giveBack() {
+	if !hb.mu.TryLock() {
+		return
+	}
+	hb.n, hb.body = 0, nil
+	hb.mu.Unlock()
+	hb.release()
 }
 
 // headerBuilder is a header map whose values share one backing array.
+// Kept in a run's memo, it also holds the body, the number of the event's
+// own values and the lock of the call using it.
 type headerBuilder struct {
 	h    nats.Header
 	vals []string
+	mu   sync.Mutex
+	n    int
+	body []byte
 }
 
 // SetHeader adds a one-value header whose value lives in hb.vals (full

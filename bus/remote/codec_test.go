@@ -124,5 +124,8 @@ func TestRequestOfSharesOneEncoding(t *testing.T) {
 	if err != nil || other == first || !reflect.DeepEqual(map[string][]string(other.h), cw) || string(body) != string(cbody) {
 		t.Fatalf("call on a changed event: %v %q, %v", other.h, body, err)
 	}
+	if first.n != 0 || len(first.h) != 0 {
+		t.Fatalf("the run's first encoding, replaced, was not given back: %v", first.h)
+	}
 	done()
 }

@@ -111,26 +111,30 @@ func TestRequestOnTheWire(t *testing.T) {
 	}
 	check("one call", <-got, false)
 
-	chain := interceptors.NewChain()
-	for i, p := range plugins {
-		mode := interceptors.ModeMutate
-		if i == 2 {
-			mode = interceptors.ModeValidate
+	// Mutating calls one after another; validating calls at once, so that
+	// some encode the request anew while another holds the run's.
+	for _, modes := range [][]interceptors.Mode{
+		{interceptors.ModeMutate, interceptors.ModeMutate, interceptors.ModeValidate},
+		{interceptors.ModeValidate, interceptors.ModeValidate, interceptors.ModeValidate},
+	} {
+		chain := interceptors.NewChain()
+		for i, p := range plugins {
+			reg := interceptors.Registration{Plugin: p, Stage: events.StageToolBefore, Mode: modes[i]}
+			if _, err := chain.Register(env.remote(t, reg).Registration(), env.remote(t, reg)); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if _, err := chain.Register(env.remote(t, interceptors.Registration{Plugin: p, Stage: events.StageToolBefore, Mode: mode}).Registration(),
-			env.remote(t, interceptors.Registration{Plugin: p, Stage: events.StageToolBefore, Mode: mode})); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	for run := range 2 {
-		out, err := chain.Run(ctx, ev)
-		if err != nil || out.Decision != interceptors.Allow || len(out.Records) != 3 {
-			t.Fatalf("run %d: %+v, %v", run, out, err)
-		}
-		for _, p := range plugins {
-			check(fmt.Sprintf("run %d, call of %s", run, p), <-got, true)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		for run := range 3 {
+			out, err := chain.Run(ctx, ev)
+			if err != nil || out.Decision != interceptors.Allow || len(out.Records) != 3 {
+				t.Fatalf("%v, run %d: %+v, %v", modes, run, out, err)
+			}
+			for range plugins {
+				m := <-got
+				check(fmt.Sprintf("%v, run %d, call on %s", modes, run, m.Subject), m, true)
+			}
 		}
 	}
 }
