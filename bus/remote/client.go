@@ -137,8 +137,8 @@ func (r *Client) Intercept(ctx context.Context, req *interceptors.Request) (*int
 		return nil, r.fail(req, events.FailTimeout, fmt.Errorf("no time left to call %s: %w", subj, context.DeadlineExceeded))
 	}
 
-	hb, body, done, err := requestOf(req)
-	defer done() // the request is written before RequestMsgWithContext returns
+	hb, body, kept, err := requestOf(req)
+	defer hb.done(kept) // the request is written before RequestMsgWithContext returns
 	if err != nil {
 		return nil, r.fail(req, events.FailError, fmt.Errorf("encode request: %w", err))
 	}

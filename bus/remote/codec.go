@@ -24,30 +24,37 @@ func encodeRequest(e *events.Event) (*headerBuilder, nats.Header, []byte, error)
 }
 
 // requestOf returns the encoded request of req.Event: the one kept in the
-// run's memo (req.Memo) when no other call of the run is using it, else a
-// new one, kept there for the run's next calls when the run has a memo and
-// none is kept yet. The caller owns hb, which holds the event's headers
-// only, until it calls done.
-func requestOf(req *interceptors.Request) (hb *headerBuilder, body []byte, done func(), err error) {
-	kept, _ := req.Memo.Load(req.Event).(*headerBuilder)
-	if kept != nil && kept.mu.TryLock() {
-		if req.Memo.Load(req.Event) == kept { // not given back meanwhile
-			kept.truncate(kept.n)
-			return kept, kept.body, kept.mu.Unlock, nil
+// run's memo (req.Memo) when no other call of the run is using it (kept),
+// else a new one, kept there for the run's next calls when the run has a
+// memo and none is kept yet. The caller owns hb, which holds the event's
+// headers only, until it calls hb.done(kept).
+func requestOf(req *interceptors.Request) (hb *headerBuilder, body []byte, kept bool, err error) {
+	k, _ := req.Memo.Load(req.Event).(*headerBuilder)
+	if k != nil && k.mu.TryLock() {
+		if req.Memo.Load(req.Event) == k { // not given back meanwhile
+			k.truncate(k.n)
+			return k, k.body, true, nil
 		}
-		kept.mu.Unlock()
+		k.mu.Unlock()
 	}
 	hb, _, body, err = encodeRequest(req.Event)
-	if err != nil {
-		return nil, nil, func() {}, err
-	}
-	if kept != nil || req.Memo == nil {
-		return hb, body, hb.release, nil
+	if err != nil || k != nil || req.Memo == nil {
+		return hb, body, false, err
 	}
 	hb.n, hb.body = len(hb.vals), body
 	hb.mu.Lock()
 	req.Memo.Store(req.Event, hb, hb.giveBack)
-	return hb, body, hb.mu.Unlock, nil
+	return hb, body, true, nil
+}
+
+// done ends a call's use of hb: the run keeps it (kept), or it goes back to
+// the pool. A nil hb does nothing.
+func (hb *headerBuilder) done(kept bool) {
+	if kept {
+		hb.mu.Unlock()
+		return
+	}
+	hb.release()
 }
 
 // giveBack releases a builder a memo no longer keeps, unless a call still
