@@ -46,6 +46,10 @@
 // A decision's JSON form is the wire reply of remote interceptors; see
 // Decision and ParseDecision. Which decisions a stage accepts is StageKinds.
 //
+// The calls of one run share a Memo (Request.Memo), where a transport keeps
+// what it derived from the run's event for the next call: remote.Client
+// keeps the encoded request, so a run's remote calls encode it once.
+//
 // Registrations that hold for one run only (an agent's own hooks) go on a
 // Child chain, which runs its parent's registrations with its own.
 //
