@@ -23,10 +23,9 @@
 //		// publish each out.Records[i].Audit() as hook.decided / hook.failed
 //	}
 //
-// The chain works like Kubernetes admission control, not like a middleware
-// chain with next(): the chain, not the interceptor, decides who runs and
-// when; an interceptor sees a request and answers a decision, and never
-// calls the rest of the chain or wraps it.
+// The chain decides who runs and when: an interceptor sees a request and
+// answers a decision; it never calls the rest of the chain or wraps it, so
+// one interceptor cannot skip, reorder or repeat another.
 //
 // Semantics (docs/PROTOCOL.md, "Interception"): mutating interceptors run
 // one after another by Order, then registration order, each seeing the
@@ -34,18 +33,22 @@
 // continue ends them. Validating interceptors (allow or deny only) then run
 // in parallel; any deny wins. Each call has its own timeout (default 5s, at
 // most 30s unless an in-process registration sets Uncapped), enforced even
-// when the interceptor ignores its ctx (each call
-// runs in a goroutine of its own, abandoned at the timeout; a mutating
-// ContextBound interceptor, which returns once its ctx ends, as remote.Client
-// does, and a BoundFunc, are called on the chain's goroutine instead). A timeout,
-// error, panic, bad reply or (for remote interceptors) no responders is a
-// failure: policy ignore records it and goes on, policy fail denies the
-// event (or stops the run on step.started, tool.after and stop, which
-// accept no deny). context.assembled and model.responded accept only built-in
+// when the interceptor ignores its ctx: each call runs on a worker goroutine
+// (parked between calls, not started per call), abandoned at the timeout,
+// while the chain waits; a mutating ContextBound interceptor, which returns
+// once its ctx ends, as remote.Client does, and a BoundFunc, are called on
+// the chain's goroutine instead. A timeout, error, panic, bad reply or (for
+// remote interceptors) no responders is a failure: policy ignore records it
+// and goes on, policy fail denies the event (or stops the run on
+// step.started, tool.after and stop, which accept no deny). context.assembled and model.responded accept only built-in
 // interceptors and plugins the chain's Trust grants privileged_hooks.
 //
 // A decision's JSON form is the wire reply of remote interceptors; see
 // Decision and ParseDecision. Which decisions a stage accepts is StageKinds.
+//
+// The calls of one run share a Memo (Request.Memo), where a transport keeps
+// what it derived from the run's event for the next call: remote.Client
+// keeps the encoded request, so a run's remote calls encode it once.
 //
 // Registrations that hold for one run only (an agent's own hooks) go on a
 // Child chain, which runs its parent's registrations with its own.

@@ -28,10 +28,9 @@ func (f Func) Intercept(ctx context.Context, req *Request) (*Decision, error) { 
 // BoundFunc is a Func that makes ContextBound's promise: it returns
 // promptly once its ctx is done (it does not block, or it waits only on
 // what its ctx bounds). A mutating BoundFunc is called on the chain's
-// goroutine, without the goroutine per call that bounds a Func: about a
-// third of a Func's cost. Its timeout still holds for what honours ctx, a
-// panic is still recorded; a BoundFunc that blocks past its deadline holds
-// the chain up.
+// goroutine, without the two goroutine switches that bound a Func. Its
+// timeout still holds for what honours ctx, a panic is still recorded; a
+// BoundFunc that blocks past its deadline holds the chain up.
 type BoundFunc func(ctx context.Context, req *Request) (*Decision, error)
 
 // Intercept calls f.
@@ -54,4 +53,7 @@ type Request struct {
 	// Deadline is when the chain stops waiting (the call's ctx deadline);
 	// a transport sends the remaining budget with a remote request.
 	Deadline time.Time
+	// Memo is shared by the calls of one run (nil for a run of one call):
+	// a transport may keep what it derived from Event there for the next.
+	Memo *Memo
 }

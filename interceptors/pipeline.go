@@ -79,17 +79,19 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 	if len(ev.Data) == 0 && ev.DataRef != "" {
 		return nil, fmt.Errorf("%w: event %s data is stored at %q: fetch it before running interceptors", events.ErrPayload, ev.ID, ev.DataRef)
 	}
-	out := newResult(ev, len(matched))
+	out, spare, memo := newCallResult(ev, len(matched))
 	if out.Records == nil {
 		out.Records = []CallRecord{} // shadows only: no records, as ever
 	}
-
-	cur, ended, err := c.mutate(ctx, ev, out, matched, skips > 0, off)
+	if memo != nil {
+		defer memo.end()
+	}
+	cur, ended, err := c.mutate(ctx, ev, out, matched, skips > 0, off, spare, memo)
 	if err != nil {
 		return out, err
 	}
 	if validators > 0 && (!ended || out.Decision == Ask) {
-		if err := c.validate(ctx, out, matched, validators, cur, off); err != nil {
+		if err := c.validate(ctx, out, matched, validators, cur, off, memo); err != nil {
 			return out, err
 		}
 	}
@@ -102,9 +104,10 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 // mutate calls the matched mutating interceptors in order on ev, each on
 // the payload as the previous one left it, until one ends the chain
 // (ended), folding their records and decisions into out; the disabled
-// ones (anyOff: some are) get a Skipped record. It returns the event as
-// the last of them left it, and an error only when ctx ends first.
-func (c *Chain) mutate(ctx context.Context, ev *events.Event, out *ChainResult, matched []*entry, anyOff bool, off map[string]Disabled) (cur *events.Event, ended bool, err error) {
+// ones (anyOff: some are) get a Skipped record. spare, when not nil, is
+// what the first call gives its interceptor; memo is the run's. It returns the event as the
+// last of them left it, and an error only when ctx ends first.
+func (c *Chain) mutate(ctx context.Context, ev *events.Event, out *ChainResult, matched []*entry, anyOff bool, off map[string]Disabled, spare *callState, memo *Memo) (cur *events.Event, ended bool, err error) {
 	cur = ev // what interceptors see; replaced by a copy when the payload changes
 	for _, e := range matched {
 		if anyOff {
@@ -122,11 +125,12 @@ func (c *Chain) mutate(ctx context.Context, ev *events.Event, out *ChainResult, 
 		var p *pending
 		var res result
 		if e.bound {
-			p, res = c.callBound(ctx, e, cur)
+			p, res = c.callBound(ctx, e, cur, spare, memo)
 		} else {
-			p = c.start(ctx, e, cur)
+			p = c.start(ctx, e, cur, spare, memo)
 			res = p.wait(ctx)
 		}
+		spare = nil
 		if res.err != nil && ctx.Err() != nil {
 			return cur, ended, interrupted(ev, ctx.Err())
 		}
@@ -151,25 +155,42 @@ func (c *Chain) mutate(ctx context.Context, ev *events.Event, out *ChainResult, 
 	return cur, ended, nil
 }
 
-// newResult returns the allow of ev with room for n records; the result of
-// a single call holds its record in the same allocation.
+// newResult returns the allow of ev with room for n records.
 func newResult(ev *events.Event, n int) *ChainResult {
-	if n == 1 {
-		r := &resultOfOne{ChainResult: ChainResult{Stage: ev.Stage, EventID: ev.ID, Decision: Allow, Data: ev.Data}}
-		r.Records = r.rec[:0:1]
-		return &r.ChainResult
-	}
-	out := &ChainResult{Stage: ev.Stage, EventID: ev.ID, Decision: Allow, Data: ev.Data}
-	if n > 0 {
-		out.Records = make([]CallRecord, 0, n)
-	}
+	out, _, _ := newCallResult(ev, n)
 	return out
 }
 
-// resultOfOne is a ChainResult with room for one record.
+// newCallResult is newResult for a chain about to make n calls, in one
+// allocation: the result of a single call holds its record and what the
+// call gives its interceptor (returned too); the result of more holds the
+// memo their calls share (returned too).
+func newCallResult(ev *events.Event, n int) (*ChainResult, *callState, *Memo) {
+	if n == 1 {
+		r := &resultOfOne{ChainResult: ChainResult{Stage: ev.Stage, EventID: ev.ID, Decision: Allow, Data: ev.Data}}
+		r.Records = r.rec[:0:1]
+		return &r.ChainResult, &r.cs, nil
+	}
+	if n == 0 {
+		return &ChainResult{Stage: ev.Stage, EventID: ev.ID, Decision: Allow, Data: ev.Data}, nil, nil
+	}
+	r := &resultOfMany{ChainResult: ChainResult{Stage: ev.Stage, EventID: ev.ID, Decision: Allow, Data: ev.Data}}
+	r.Records = make([]CallRecord, 0, n)
+	return &r.ChainResult, nil, &r.memo
+}
+
+// resultOfOne is a ChainResult with room for one record and one call's
+// ctx and request.
 type resultOfOne struct {
 	ChainResult
 	rec [1]CallRecord
+	cs  callState
+}
+
+// resultOfMany is a ChainResult with the memo of its calls.
+type resultOfMany struct {
+	ChainResult
+	memo Memo
 }
 
 func interrupted(ev *events.Event, err error) error {
@@ -178,11 +199,11 @@ func interrupted(ev *events.Event, err error) error {
 
 // validate runs the n validating interceptors among matched in parallel
 // and waits for all of them.
-func (c *Chain) validate(ctx context.Context, out *ChainResult, matched []*entry, n int, cur *events.Event, off map[string]Disabled) error {
+func (c *Chain) validate(ctx context.Context, out *ChainResult, matched []*entry, n int, cur *events.Event, off map[string]Disabled, memo *Memo) error {
 	calls := make([]*pending, 0, n)
 	for _, e := range matched {
 		if _, isOff := off[e.reg.Plugin]; e.reg.Mode == ModeValidate && !isOff {
-			calls = append(calls, c.start(ctx, e, cur))
+			calls = append(calls, c.start(ctx, e, cur, nil, memo))
 		}
 	}
 	for i, p := range calls {

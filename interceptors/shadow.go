@@ -37,7 +37,7 @@ func (c *Chain) shadowStarter(ctx context.Context, list []*entry, cur *events.Ev
 		ev.ID = eventID
 		for _, e := range list {
 			go func() {
-				p := c.start(ctx, e, &ev)
+				p := c.start(ctx, e, &ev, nil, nil)
 				rec := c.shadowRecord(ctx, p.e, p.wait(ctx), &ev)
 				p.release()
 				if sink != nil {

@@ -137,12 +137,12 @@ func (r *Client) Intercept(ctx context.Context, req *interceptors.Request) (*int
 		return nil, r.fail(req, events.FailTimeout, fmt.Errorf("no time left to call %s: %w", subj, context.DeadlineExceeded))
 	}
 
-	hb, h, body, err := encodeRequest(req.Event)
-	defer hb.release() // the request is written before RequestMsgWithContext returns
+	hb, body, kept, err := requestOf(req)
+	defer hb.done(kept) // the request is written before RequestMsgWithContext returns
 	if err != nil {
 		return nil, r.fail(req, events.FailError, fmt.Errorf("encode request: %w", err))
 	}
-	msg := &nats.Msg{Subject: subj, Header: h, Data: body}
+	msg := &nats.Msg{Subject: subj, Header: hb.h, Data: body}
 	fitted := false
 	if r.pay != nil { // data too large for a request: claim-checked (bus.ClaimCheck)
 		fit, err := r.pay.Fit(ctx, req.Event, msg, requestHeaderSize)

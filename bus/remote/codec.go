@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
 	"github.com/nats-io/nats.go"
 )
 
@@ -22,10 +23,60 @@ func encodeRequest(e *events.Event) (*headerBuilder, nats.Header, []byte, error)
 	return hb, hb.h, body, nil
 }
 
+// requestOf returns the encoded request of req.Event: the one kept in the
+// run's memo (req.Memo) when no other call of the run is using it (kept),
+// else a new one, kept there for the run's next calls when the run has a
+// memo and none is kept yet. The caller owns hb, which holds the event's
+// headers only, until it calls hb.done(kept).
+func requestOf(req *interceptors.Request) (hb *headerBuilder, body []byte, kept bool, err error) {
+	k, _ := req.Memo.Load(req.Event).(*headerBuilder)
+	if k != nil && k.mu.TryLock() {
+		if req.Memo.Load(req.Event) == k { // not given back meanwhile
+			k.truncate(k.n)
+			return k, k.body, true, nil
+		}
+		k.mu.Unlock()
+	}
+	hb, _, body, err = encodeRequest(req.Event)
+	if err != nil || k != nil || req.Memo == nil {
+		return hb, body, false, err
+	}
+	hb.n, hb.body = len(hb.vals), body
+	hb.mu.Lock()
+	req.Memo.Store(req.Event, hb, hb.giveBack)
+	return hb, body, true, nil
+}
+
+// done ends a call's use of hb: the run keeps it (kept), or it goes back to
+// the pool. A nil hb does nothing.
+func (hb *headerBuilder) done(kept bool) {
+	if kept {
+		hb.mu.Unlock()
+		return
+	}
+	hb.release()
+}
+
+// giveBack releases a builder a memo no longer keeps, unless a call still
+// holds it: that one is left to the garbage collector.
+func (hb *headerBuilder) giveBack() {
+	if !hb.mu.TryLock() {
+		return
+	}
+	hb.n, hb.body = 0, nil
+	hb.mu.Unlock()
+	hb.release()
+}
+
 // headerBuilder is a header map whose values share one backing array.
+// Kept in a run's memo, it also holds the body, the number of the event's
+// own values and the lock of the call using it.
 type headerBuilder struct {
 	h    nats.Header
 	vals []string
+	mu   sync.Mutex
+	n    int
+	body []byte
 }
 
 // SetHeader adds a one-value header whose value lives in hb.vals (full
@@ -63,6 +114,16 @@ func (hb *headerBuilder) release() {
 	}
 	hb.reset()
 	requestHeaders.Put(hb)
+}
+
+// truncate drops the headers set after the first n values: the request
+// headers a call added (HeaderDeadline, HeaderTimeoutMs, HeaderTraceparent).
+func (hb *headerBuilder) truncate(n int) {
+	delete(hb.h, HeaderDeadline)
+	delete(hb.h, HeaderTimeoutMs)
+	delete(hb.h, HeaderTraceparent)
+	clear(hb.vals[n:])
+	hb.vals = hb.vals[:n]
 }
 
 // reset empties hb, keeping no reference to an event's strings.

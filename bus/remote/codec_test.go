@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
 )
 
 // requestEvents are events for encodeRequest: direct and sdk-go paths of
@@ -77,4 +78,54 @@ func BenchmarkEncodeRequest(b *testing.B) {
 		}
 		hb.release()
 	}
+}
+
+// The calls of one run share one encoding of the run's event, one call at
+// a time: the next gets the event's headers only, without the headers the
+// last call added; a call while another holds it, and a call on another
+// event (a payload an interceptor changed), get their own.
+func TestRequestOfSharesOneEncoding(t *testing.T) {
+	evs := requestEvents(t)
+	ev, changed := evs[0], evs[1]
+	wh, wbody, err := events.Encode(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(wh, events.HeaderMsgID)
+	memo := new(interceptors.Memo)
+	req := &interceptors.Request{Stage: ev.Stage, Event: ev, Memo: memo}
+
+	first, body, kept, err := requestOf(req)
+	if err != nil || !reflect.DeepEqual(map[string][]string(first.h), wh) || string(body) != string(wbody) {
+		t.Fatalf("first call: %v %q, %v", first.h, body, err)
+	}
+	first.set(first.h, HeaderDeadline, "d")
+	first.set(first.h, HeaderTimeoutMs, "1")
+	first.set(first.h, HeaderTraceparent, "tp")
+	during, _, keptDuring, err := requestOf(req)
+	if err != nil || during == first || !reflect.DeepEqual(map[string][]string(during.h), wh) {
+		t.Fatalf("call while the first holds the encoding: %v (the first's: %v), %v", during.h, during == first, err)
+	}
+	during.done(keptDuring)
+	first.done(kept)
+
+	next, body, kept, err := requestOf(req)
+	if err != nil || next != first || !reflect.DeepEqual(map[string][]string(next.h), wh) || string(body) != string(wbody) {
+		t.Fatalf("next call: %v %q (the run's encoding: %v), %v", next.h, body, next == first, err)
+	}
+	next.done(kept)
+
+	cw, cbody, err := events.Encode(changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(cw, events.HeaderMsgID)
+	other, body, kept, err := requestOf(&interceptors.Request{Stage: changed.Stage, Event: changed, Memo: memo})
+	if err != nil || other == first || !reflect.DeepEqual(map[string][]string(other.h), cw) || string(body) != string(cbody) {
+		t.Fatalf("call on a changed event: %v %q, %v", other.h, body, err)
+	}
+	if first.n != 0 || len(first.h) != 0 {
+		t.Fatalf("the run's first encoding, replaced, was not given back: %v", first.h)
+	}
+	other.done(kept)
 }
