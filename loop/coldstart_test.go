@@ -182,3 +182,12 @@ func TestColdStartOnARedeliveredRunReadsItsSession(t *testing.T) {
 		}
 	}
 }
+
+// KnownSessions below -1 is refused.
+func TestKnownSessionsBelowMinusOneIsInvalid(t *testing.T) {
+	j := looptest.New()
+	_, err := loop.New(loop.Config{Emitter: j, History: j, Model: &conversationModel{}, KnownSessions: -2})
+	if !errors.Is(err, loop.ErrInvalidConfig) {
+		t.Fatalf("New with KnownSessions -2: %v, want ErrInvalidConfig", err)
+	}
+}
