@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/loop/looptest"
 )
@@ -189,5 +190,28 @@ func TestKnownSessionsBelowMinusOneIsInvalid(t *testing.T) {
 	_, err := loop.New(loop.Config{Emitter: j, History: j, Model: &conversationModel{}, KnownSessions: -2})
 	if !errors.Is(err, loop.ErrInvalidConfig) {
 		t.Fatalf("New with KnownSessions -2: %v, want ErrInvalidConfig", err)
+	}
+}
+
+// A run that intake hooks are registered for reads its session first, new
+// or not: the hooks are told the conversation's length, and are asked once.
+func TestColdStartNotTakenWithIntakeHooks(t *testing.T) {
+	j := looptest.New()
+	h := &countingHistory{History: j}
+	hooks := interceptors.NewChain()
+	var asked atomic.Int32
+	if _, err := hooks.RegisterFunc(events.StageIntake, "count", func(context.Context, *interceptors.Request) (*interceptors.Decision, error) {
+		asked.Add(1)
+		return &interceptors.Decision{Kind: interceptors.Allow}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eng := newEngine(t, j, loop.Config{History: h, Model: &conversationModel{}, Hooks: hooks})
+	res, err := eng.Run(ctxT(t), &events.RunRequest{AgentID: "demo", SessionID: "s1", Prompt: "question 0"})
+	if err != nil || res.Reason != events.ReasonDone {
+		t.Fatalf("run: %v, %+v", err, res)
+	}
+	if h.reads.Load() != 1 || asked.Load() != 1 {
+		t.Errorf("%d reads, intake hook asked %d times; want 1 and 1", h.reads.Load(), asked.Load())
 	}
 }

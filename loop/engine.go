@@ -403,7 +403,7 @@ func (e *Engine) Run(ctx context.Context, req *events.RunRequest, opts ...RunOpt
 	if rq.MaxSteps > 0 {
 		r.maxSteps = rq.MaxSteps
 	}
-	r.cold = !rq.Resume && rq.ResumeAfter == 0 && !rq.Compact && e.known != nil && !e.known.has(rq.AgentID, rq.SessionID)
+	r.cold = e.coldStart(&rq, r.hooks)
 	return r.execute(ctx)
 }
 

@@ -3,11 +3,14 @@ package loop
 import (
 	"container/list"
 	"sync"
+
+	"github.com/hookbus/hookbus/events"
 )
 
-// Cold starts. A run that is neither a resumption nor a compaction starts,
-// on a session its engine has not seen hold events, without reading the
-// session: it takes the session for empty. That is proven, not trusted:
+// Cold starts. A run that is neither a resumption nor a compaction, and
+// that no intake hook is registered for, starts, on a session its engine
+// has not seen hold events, without reading the session: it takes the
+// session for empty. That is proven, not trusted:
 // the attempt's first append (its intake) is fenced on the whole session
 // being empty (Emitter.AppendAfter after stream sequence 0), and every
 // other append before its claim on the one before it, so JetStream's
@@ -17,7 +20,22 @@ import (
 // the attempt is stored, and the attempt reads the session and starts again
 // as any attempt does. A session the engine has seen hold events (read, or
 // written by its own runs) is read first: its runs would only be refused.
-// See docs/PROTOCOL.md, "One writer per session".
+// Intake hooks would be asked on the guess (the conversation's length
+// among what they are told) and asked again after a refusal, so a run they
+// are registered for reads first. See docs/PROTOCOL.md, "One writer per
+// session".
+
+// coldStart reports whether a run of req, intercepted by hooks, starts
+// without reading its session.
+func (e *Engine) coldStart(req *events.RunRequest, hooks Interception) bool {
+	switch {
+	case e.known == nil, req.Resume, req.ResumeAfter != 0, req.Compact:
+		return false
+	case hooks != nil && hooks.MatchesCall(events.StageIntake, "", "", req.AgentID) > 0:
+		return false
+	}
+	return !e.known.has(req.AgentID, req.SessionID)
+}
 
 // Defaults of Config.
 const (
