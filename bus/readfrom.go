@@ -13,7 +13,9 @@ import (
 // point, so the read holds it, and the events before its read_from are cut
 // off as a read from it would have left them out. When the read shows
 // something else (no compaction where one was, or one that cannot be read
-// or reaches back before), the session is read as if the Bus never had.
+// or reaches back before), the session is read as if the Bus never had. A
+// session that holds messages that are not events is not remembered: one
+// of them may stand where its last compaction is.
 
 // maxReadFroms bounds how many sessions a Bus remembers; when full it
 // forgets them all.

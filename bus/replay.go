@@ -189,8 +189,10 @@ func (b *Bus) SessionEvents(ctx context.Context, agent, session string) ([]*even
 	if err != nil {
 		return nil, err
 	}
-	out, _, err := b.sessionEvents(ctx, agent, session, from, nil)
-	if err == nil {
+	out, malformed, err := b.sessionEvents(ctx, agent, session, from, nil)
+	if err == nil && malformed == 0 {
+		// A session holding messages that are not events is always read
+		// this way: one of them may be its last compaction.
 		b.froms.put(agent, session, from)
 	}
 	return out, err
@@ -217,7 +219,10 @@ func (b *Bus) sessionFrom(ctx context.Context, agent, session string, from uint6
 		return out, from, from == 0, nil
 	}
 	at = compactionReadFrom(last)
-	if at < from || at == 0 {
+	switch {
+	case at == 0 && from == 0:
+		return out, 0, true, nil // read everything, as after a compaction that cannot be read
+	case at == 0 || at < from:
 		return nil, 0, false, nil
 	}
 	i := 0
