@@ -229,11 +229,12 @@ func (r *run) overtaken(ctx context.Context, st *runState) (*Result, error) {
 	return r.lost(ctx, fmt.Errorf("run %s claimed session %s/%s after this run's last attempt", by.RunID, r.req.AgentID, r.req.SessionID), by)
 }
 
-// read reads and folds the session; a cold attempt folds no events
-// instead (an empty session, which its first append proves).
+// read reads and folds the session; a cold attempt before its claim
+// folds no events instead (an empty session, which its first append
+// proves).
 func (r *run) read(ctx context.Context) (*Session, *runState, error) {
 	var evs []*events.Event
-	if !r.cold {
+	if !r.cold || r.claimed {
 		var err error
 		evs, err = readRun(ctx, r.eng.cfg.History, r.req.AgentID, r.req.SessionID, r.req.RunID)
 		if err != nil {
