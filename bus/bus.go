@@ -31,6 +31,7 @@ type Bus struct {
 	fences movedFences                   // fences moved past foreign messages (fence.go)
 	pay    *claimcheck.Store             // the claim check (payloads.go)
 	events lazy.Handle[jetstream.Stream] // the events stream's handle
+	froms  readFroms                     // where each session read starts (readfrom.go)
 }
 
 // New returns a Bus over nc. It does no I/O: call Provision to create the

@@ -164,7 +164,9 @@ func (b *Bus) Tail(ctx context.Context, f Filter, fn func(*events.Event) error) 
 // event, or, when the session was compacted, those from the compacting
 // run's first run.started on (compact.after's read_from: nothing before it
 // shapes the conversation any more), so a long session rebuilds in bounded
-// time and memory. Malformed messages are skipped and logged. Errors are
+// time and memory. A session this Bus has read before is read from where
+// its last read started (readfrom.go), without asking for its last
+// compaction first. Malformed messages are skipped and logged. Errors are
 // those of Replay.
 func (b *Bus) SessionEvents(ctx context.Context, agent, session string) ([]*events.Event, error) {
 	if err := events.ValidateID("agent", agent); err != nil {
@@ -173,16 +175,74 @@ func (b *Bus) SessionEvents(ctx context.Context, agent, session string) ([]*even
 	if err := events.ValidateID("session", session); err != nil {
 		return nil, err
 	}
+	if from, ok := b.froms.get(agent, session); ok {
+		out, at, ok, err := b.sessionFrom(ctx, agent, session, from)
+		if err != nil || ok {
+			if ok {
+				b.froms.put(agent, session, at)
+			}
+			return out, err
+		}
+		b.froms.drop(agent, session)
+	}
 	from, err := b.compactedFrom(ctx, agent, session)
 	if err != nil {
 		return nil, err
 	}
-	var out []*events.Event
-	_, err = b.Replay(ctx, Filter{Agent: agent, Session: session, From: from}, func(e *events.Event) error {
+	out, malformed, err := b.sessionEvents(ctx, agent, session, from, nil)
+	if err == nil && malformed == 0 {
+		// A session holding messages that are not events is always read
+		// this way: one of them may be its last compaction.
+		b.froms.put(agent, session, from)
+	}
+	return out, err
+}
+
+// sessionFrom reads a session from from, where its last read started,
+// and cuts what it read at the read_from of the last compaction it holds
+// (at). ok is false when the read cannot stand for a read from the
+// session's last compaction: it holds none although from is past the
+// start, or the last one reaches back before from or cannot be read.
+func (b *Bus) sessionFrom(ctx context.Context, agent, session string, from uint64) (out []*events.Event, at uint64, ok bool, err error) {
+	var last *events.Event
+	out, malformed, err := b.sessionEvents(ctx, agent, session, from, func(e *events.Event) {
+		if e.Stage == events.StageCompactAfter {
+			last = e
+		}
+	})
+	if err != nil || malformed > 0 {
+		// A message that is not an event may be the session's last
+		// compaction, one that cannot be read: read everything then.
+		return nil, 0, false, err
+	}
+	if last == nil {
+		return out, from, from == 0, nil
+	}
+	at = compactionReadFrom(last)
+	switch {
+	case at == 0 && from == 0:
+		return out, 0, true, nil // read everything, as after a compaction that cannot be read
+	case at == 0 || at < from:
+		return nil, 0, false, nil
+	}
+	i := 0
+	for i < len(out) && out[i].Stored < at {
+		i++
+	}
+	return out[i:], at, true, nil
+}
+
+// sessionEvents replays a session from stream sequence from, calling each,
+// when set, with every event read; malformed counts the messages skipped.
+func (b *Bus) sessionEvents(ctx context.Context, agent, session string, from uint64, each func(*events.Event)) (out []*events.Event, malformed int, err error) {
+	st, err := b.Replay(ctx, Filter{Agent: agent, Session: session, From: from}, func(e *events.Event) error {
+		if each != nil {
+			each(e)
+		}
 		out = append(out, e)
 		return nil
 	})
-	return out, err
+	return out, st.Malformed, err
 }
 
 // RunEvents returns every event of run in session, in stream order,
@@ -282,9 +342,9 @@ func (b *Bus) compactedFrom(ctx context.Context, agent, session string) (uint64,
 	if err := b.fill(ctx, e, &unfetched); err != nil {
 		return 0, err
 	}
-	var p events.CompactAfter
-	if unfetched > 0 || e.DecodeData(&p) != nil || p.ReadFrom == 0 || p.ReadFrom > m.Sequence {
+	if unfetched > 0 {
 		return 0, nil
 	}
-	return p.ReadFrom, nil
+	e.Stored = m.Sequence
+	return compactionReadFrom(e), nil
 }

@@ -24,6 +24,7 @@ type run struct {
 	claim        uint64 // before the claim: the session's last claim as read; after: the attempt's
 	seen         uint64 // the stream sequence of the session's last event as read
 	claimed      bool
+	cold         bool         // the attempt took its session for empty without reading it (knownsessions.go)
 	chain        record.Chain // the seq and chain hash of the run's last event
 	events       int
 	usage        events.Usage
@@ -61,6 +62,9 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 		if err == nil || !errors.As(err, &lost) {
 			return res, err
 		}
+		if r.coldRefused() {
+			continue
+		}
 		by := lost.ClaimedBy()
 		other := by.Stage != events.StageRunStarted && by.RunID != r.req.RunID
 		switch {
@@ -87,6 +91,25 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 		}
 		return r.lost(ctx, err, by)
 	}
+}
+
+// coldRefused reports whether a cold attempt (one that took its session
+// for empty without reading it) was refused its first append: the session
+// holds events after all, nothing of the attempt was stored, and the run
+// starts again from a read of the session. An attempt that stored its
+// first event proved the session empty: a later refusal is an ordinary one.
+func (r *run) coldRefused() bool {
+	if !r.cold {
+		return false
+	}
+	r.cold = false
+	if r.claimed || r.seen != 0 {
+		return false
+	}
+	r.eng.known.add(r.req.AgentID, r.req.SessionID)
+	r.eng.cfg.Logger.Debug("loop: the session taken for new holds events; reading it", "run", r.req.RunID, "session", r.req.SessionID)
+	r.reset()
+	return true
 }
 
 // sleepCtx waits d, or until ctx ends (its error).
@@ -206,11 +229,20 @@ func (r *run) overtaken(ctx context.Context, st *runState) (*Result, error) {
 	return r.lost(ctx, fmt.Errorf("run %s claimed session %s/%s after this run's last attempt", by.RunID, r.req.AgentID, r.req.SessionID), by)
 }
 
-// read reads and folds the session.
+// read reads and folds the session; a cold attempt before its claim
+// folds no events instead (an empty session, which its first append
+// proves).
 func (r *run) read(ctx context.Context) (*Session, *runState, error) {
-	evs, err := readRun(ctx, r.eng.cfg.History, r.req.AgentID, r.req.SessionID, r.req.RunID)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, err)
+	var evs []*events.Event
+	if !r.cold || r.claimed {
+		var err error
+		evs, err = readRun(ctx, r.eng.cfg.History, r.req.AgentID, r.req.SessionID, r.req.RunID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, err)
+		}
+		if len(evs) > 0 {
+			r.eng.known.add(r.req.AgentID, r.req.SessionID)
+		}
 	}
 	// A read that does not hold what is known stored is not the record:
 	// after the claim, numbering from it would reuse seqs, and a call it
@@ -365,6 +397,7 @@ func (r *run) claimSession(ctx context.Context, p events.RunStarted, reclaim boo
 	}
 	r.chain = next
 	r.claim, r.claimed = claim, true
+	r.eng.known.add(r.req.AgentID, r.req.SessionID)
 	if r.firstStarted == 0 {
 		r.firstStarted = claim
 	}

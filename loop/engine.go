@@ -108,6 +108,13 @@ type Config struct {
 	// attempt ran. A run queue worker gives its name in the fleet
 	// (runs.ConsumerConfig.Worker); nil records none.
 	Worker *events.Worker
+	// KnownSessions bounds how many sessions the engine remembers having
+	// seen hold events (default DefaultKnownSessions, least recently used
+	// forgotten first). A new run on any other session starts without
+	// reading it, its first append fenced on the session being empty (see
+	// knownsessions.go and docs/PROTOCOL.md); -1 turns that off: every
+	// attempt reads its session first.
+	KnownSessions int
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
@@ -203,6 +210,7 @@ type Engine struct {
 	cfg   Config
 	tools map[string]Tool
 	specs []events.ToolSpec
+	known *knownSessions // nil: every attempt reads its session first
 }
 
 // New returns an engine. It returns an error wrapping ErrInvalidConfig when
@@ -292,7 +300,13 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Engine{cfg: cfg, tools: make(map[string]Tool, len(cfg.Tools))}
+	if cfg.KnownSessions < -1 {
+		return nil, fmt.Errorf("%w: known sessions %d (want -1, 0 for the default, or more)", ErrInvalidConfig, cfg.KnownSessions)
+	}
+	if cfg.KnownSessions == 0 {
+		cfg.KnownSessions = DefaultKnownSessions
+	}
+	e := &Engine{cfg: cfg, tools: make(map[string]Tool, len(cfg.Tools)), known: newKnownSessions(cfg.KnownSessions, knownSessionsBytes)}
 	if err := e.indexTools(); err != nil {
 		return nil, err
 	}
@@ -389,6 +403,7 @@ func (e *Engine) Run(ctx context.Context, req *events.RunRequest, opts ...RunOpt
 	if rq.MaxSteps > 0 {
 		r.maxSteps = rq.MaxSteps
 	}
+	r.cold = e.coldStart(&rq, r.hooks)
 	return r.execute(ctx)
 }
 

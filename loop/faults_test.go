@@ -257,7 +257,9 @@ func (h *staleHistory) SessionEvents(ctx context.Context, agent, session string)
 func TestAClaimOnAStaleReadReadsTheSessionAgain(t *testing.T) {
 	j := looptest.New()
 	h := &staleHistory{Journal: j, t: t}
-	eng, err := loop.New(loop.Config{Emitter: j, History: h, Model: scripted.New(oneCallScript), Tools: []loop.Tool{&countingTool{name: "calculator", answer: "42"}}})
+	// KnownSessions -1: the run reads its new session first (no cold
+	// start), the read the other claim comes right after.
+	eng, err := loop.New(loop.Config{Emitter: j, History: h, Model: scripted.New(oneCallScript), Tools: []loop.Tool{&countingTool{name: "calculator", answer: "42"}}, KnownSessions: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
