@@ -94,7 +94,8 @@ func (rs *replies) send(msg *nats.Msg, w *waiter) (string, error) {
 		rs.sub, rs.waiting = sub, make(map[string]*waiter)
 	}
 	rs.next++
-	subject := rs.prefix + strconv.FormatUint(rs.next, 36)
+	var buf [64]byte
+	subject := string(strconv.AppendUint(append(buf[:0], rs.prefix...), rs.next, 36)) // one allocation
 	token := subject[len(rs.prefix):]
 	rs.waiting[token] = w
 	rs.mu.Unlock()
