@@ -38,7 +38,10 @@ const (
 // Client is an interceptor served over NATS (by Serve, or by any service
 // that speaks the protocol in docs/PROTOCOL.md): Intercept sends the stage's
 // event as a request to <prefix>.hook.<stage>.<plugin> and reads the
-// decision from the reply. It is safe for concurrent use.
+// decision from the reply. It is safe for concurrent use. Its replies come
+// on a subscription of its own under a new inbox of the connection's inbox
+// prefix (made at the first call, ended when the Client is collected or
+// the connection closes), as nats.go's requests take theirs.
 //
 // Register it with the registration Registration returns (Remote set, so
 // the audit records say so), or with Register.
