@@ -120,10 +120,18 @@ func fastDecode(h Header, body []byte) *Event {
 	if len(body) > 0 {
 		e.Data = body // a received message's own buffer: not shared
 	}
-	if e.Validate() != nil {
+	if !validParsed(e) {
 		return nil
 	}
 	return e
+}
+
+// validParsed reports whether Validate would accept e, an event fastDecode
+// has just read: its stage came from StageFromType and its source passed
+// plainSource (not empty), so only the rest is checked here.
+func validParsed(e *Event) bool {
+	return ValidateULID("event", e.ID) == nil && !e.Time.IsZero() && e.validateRest() == nil &&
+		(e.DataRef != "" || ValidJSON(e.Data))
 }
 
 // ParseTime parses an RFC 3339 time as time.Parse(time.RFC3339Nano, s)

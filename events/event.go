@@ -151,6 +151,12 @@ func (e *Event) validateEnvelope() error {
 	if e.Time.IsZero() {
 		return fmt.Errorf("%w: event %s has no time", ErrMalformedEvent, e.ID)
 	}
+	return e.validateRest()
+}
+
+// validateRest is validateEnvelope after the id, stage, source and time:
+// the agent, session, run and parent ids and the step.
+func (e *Event) validateRest() error {
 	if err := ValidateID("agent", e.AgentID); err != nil {
 		return fmt.Errorf("event %s: %w", e.ID, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -37,16 +38,19 @@ const (
 // Client is an interceptor served over NATS (by Serve, or by any service
 // that speaks the protocol in docs/PROTOCOL.md): Intercept sends the stage's
 // event as a request to <prefix>.hook.<stage>.<plugin> and reads the
-// decision from the reply. It is safe for concurrent use.
+// decision from the reply. It is safe for concurrent use. Its replies come
+// on a subscription of its own under a new inbox of the connection's inbox
+// prefix (made at the first call, ended when the Client is collected or
+// the connection closes), as nats.go's requests take theirs.
 //
 // Register it with the registration Registration returns (Remote set, so
 // the audit records say so), or with Register.
 type Client struct {
-	nc   *nats.Conn
 	subj events.Subjects
 	reg  interceptors.Registration
 	hook string            // the subject of reg.Stage
 	pay  *claimcheck.Store // the claim check of requests too large for a message
+	rep  *replies          // routes the replies to its requests
 }
 
 // NewClient returns a client, over b's connection, of the plugin reg names
@@ -63,7 +67,9 @@ func NewClient(b *bus.Bus, reg interceptors.Registration) (*Client, error) {
 		return nil, fmt.Errorf("%w: %w", interceptors.ErrInvalidRegistration, err)
 	}
 	reg.Remote = true
-	return &Client{nc: b.Conn(), subj: subj, reg: reg, hook: hook, pay: b.ClaimCheck()}, nil
+	r := &Client{subj: subj, reg: reg, hook: hook, pay: b.ClaimCheck(), rep: &replies{nc: b.Conn()}}
+	runtime.AddCleanup(r, (*replies).stop, r.rep) // its reply subscription ends with it
+	return r, nil
 }
 
 // Register registers a Client of reg, over b's connection, on chain and
@@ -138,7 +144,7 @@ func (r *Client) Intercept(ctx context.Context, req *interceptors.Request) (*int
 	}
 
 	hb, body, kept, err := requestOf(req)
-	defer hb.done(kept) // the request is written before RequestMsgWithContext returns
+	defer hb.done(kept) // the request is written before the reply is awaited
 	if err != nil {
 		return nil, r.fail(req, events.FailError, fmt.Errorf("encode request: %w", err))
 	}
@@ -179,7 +185,7 @@ func (r *Client) Intercept(ctx context.Context, req *interceptors.Request) (*int
 		own.set(msg.Header, HeaderTraceparent, tp)
 	}
 
-	reply, err := r.nc.RequestMsgWithContext(ctx, msg)
+	reply, err := r.rep.request(ctx, msg)
 	if err != nil {
 		return nil, r.requestError(ctx, req, subj, budget, err)
 	}

@@ -21,10 +21,11 @@ type Context struct {
 	deadline time.Time
 
 	mu         sync.Mutex
-	done       chan struct{} // made by Done
-	err        error         // set once ended
-	timer      *time.Timer   // armed by Done
-	stopParent func() bool   // set by Done for a parent that can end
+	done       chan struct{}   // made by Done
+	err        error           // set once ended
+	timer      *time.Timer     // armed by Done
+	stopParent func() bool     // set by Done for a parent that can end
+	wake       chan<- struct{} // set by Watch: told when the context ends
 }
 
 // New returns a context of parent that ends at deadline (or earlier, with
@@ -96,6 +97,31 @@ func (c *Context) Done() <-chan struct{} {
 	return c.done
 }
 
+// Watch lets a waiter wait for the context's end without arming it: it
+// returns the parent's Done channel (nil for a parent that never ends) and
+// the deadline, and from now on the context sends on wake, without
+// blocking, when it ends (Cancel). The waiter selects on the parent's
+// channel, a timer of its own for the deadline and wake, and asks Err
+// when one of them fires. ok is false when Done has been called already
+// (wait on Done: it is armed) or the context has ended; one watch at a
+// time. End the watch with Unwatch.
+func (c *Context) Watch(wake chan<- struct{}) (parentDone <-chan struct{}, deadline time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done != nil || c.err != nil || c.wake != nil {
+		return nil, time.Time{}, false
+	}
+	c.wake = wake
+	return c.parent.Done(), c.deadline, true
+}
+
+// Unwatch ends Watch: the context no longer sends on its channel.
+func (c *Context) Unwatch() {
+	c.mu.Lock()
+	c.wake = nil
+	c.mu.Unlock()
+}
+
 // Cancel ends the context with context.Canceled (when it has not ended
 // yet) and releases its timer. It is idempotent.
 func (c *Context) Cancel() { c.end(context.Canceled) }
@@ -113,6 +139,12 @@ func (c *Context) endLocked(err error) {
 		c.err = err
 		if c.done != nil {
 			close(c.done)
+		}
+		if c.wake != nil {
+			select {
+			case c.wake <- struct{}{}:
+			default: // a full channel wakes the waiter already
+			}
 		}
 	}
 	if c.timer != nil {

@@ -92,3 +92,51 @@ func TestCancelEndsChildren(t *testing.T) {
 }
 
 type ctxKey struct{}
+
+func TestWatchTellsCancelAndArmsNothing(t *testing.T) {
+	parent, stop := context.WithCancel(context.Background())
+	defer stop()
+	due := time.Now().Add(time.Hour)
+	c := deadlinectx.New(parent, due)
+	wake := make(chan struct{}, 1)
+	pd, dl, ok := c.Watch(wake)
+	if !ok || pd != parent.Done() || !dl.Equal(due) {
+		t.Fatalf("Watch = %v, %v, %v; want the parent's Done, %v, true", pd, dl, ok, due)
+	}
+	if _, _, ok := c.Watch(make(chan struct{}, 1)); ok {
+		t.Fatal("a second Watch succeeded")
+	}
+	c.Cancel()
+	select {
+	case <-wake:
+	default:
+		t.Fatal("Cancel did not send on the watch's channel")
+	}
+	if !errors.Is(c.Err(), context.Canceled) {
+		t.Fatalf("Err = %v, want Canceled", c.Err())
+	}
+	if _, _, ok := c.Watch(wake); ok {
+		t.Fatal("Watch of an ended context succeeded")
+	}
+}
+
+func TestWatchRefusedOnceArmed(t *testing.T) {
+	c := deadlinectx.New(context.Background(), time.Now().Add(time.Hour))
+	defer c.Cancel()
+	_ = c.Done()
+	if _, _, ok := c.Watch(make(chan struct{}, 1)); ok {
+		t.Fatal("Watch succeeded after Done")
+	}
+	c2 := deadlinectx.New(context.Background(), time.Now().Add(time.Hour))
+	wake := make(chan struct{}, 1)
+	if _, _, ok := c2.Watch(wake); !ok {
+		t.Fatal("Watch refused")
+	}
+	c2.Unwatch()
+	c2.Cancel()
+	select {
+	case <-wake:
+		t.Fatal("Cancel after Unwatch sent on the channel")
+	default:
+	}
+}
