@@ -98,13 +98,13 @@ func (b *Bus) eventMsg(ctx context.Context, e *events.Event, f *fence) (*nats.Ms
 
 // eventMsgOn is eventMsg on subject.
 func (b *Bus) eventMsgOn(ctx context.Context, e *events.Event, f *fence, subject string) (*nats.Msg, error) {
-	hdr, body, err := events.Encode(e)
+	extra, room := 0, 0
+	if f != nil {
+		extra, room = fenceHeaderSize+len(f.subject), fenceHeaders
+	}
+	hdr, body, err := events.EncodeRoom(e, room)
 	if err != nil {
 		return nil, err
-	}
-	extra := 0
-	if f != nil {
-		extra = fenceHeaderSize + len(f.subject)
 	}
 	msg, err := b.pay.Fit(ctx, e, &nats.Msg{Subject: subject, Header: hdr, Data: body}, extra)
 	if errors.Is(err, ErrClaimCheck) {

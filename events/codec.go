@@ -31,6 +31,13 @@ type Header = map[string][]string
 // which gives the same headers for every other event (the tests hold the
 // two byte-identical).
 func Encode(e *Event) (Header, []byte, error) {
+	return EncodeRoom(e, 0)
+}
+
+// EncodeRoom is Encode with room in the header for extra more headers that
+// the caller sets (a conditional publish's expectations, say), so that
+// setting them does not grow it. The headers written are Encode's.
+func EncodeRoom(e *Event, extra int) (Header, []byte, error) {
 	if err := e.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -39,9 +46,10 @@ func Encode(e *Event) (Header, []byte, error) {
 	}
 	var v headerValues
 	n := v.fill(e) + 1
-	// The map sized for exactly the headers written (a larger hint doubles
-	// its table), one backing array for the values: 2 allocations, not 16.
-	h, vals := make(Header, n), make([]string, 0, n)
+	// The map sized for exactly the headers written and the caller's (a
+	// larger hint may double its table, a smaller one makes the caller's
+	// grow it), one backing array for the values: 2 allocations, not 16.
+	h, vals := make(Header, n+max(extra, 0)), make([]string, 0, n)
 	for i, s := range v {
 		if s != "" {
 			vals = append(vals, s)
