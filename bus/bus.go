@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/hookbus/hookbus/bus/internal/claimcheck"
@@ -31,6 +32,7 @@ type Bus struct {
 	fences movedFences                   // fences moved past foreign messages (fence.go)
 	pay    *claimcheck.Store             // the claim check (payloads.go)
 	events lazy.Handle[jetstream.Stream] // the events stream's handle
+	hdrs   sync.Pool                     // headers of acknowledged messages, for the next (publisher.go)
 }
 
 // New returns a Bus over nc. It does no I/O: call Provision to create the

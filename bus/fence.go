@@ -179,9 +179,6 @@ func (b *Bus) fenceOf(e *events.Event, claim uint64) (*fence, error) {
 	return &fence{subject: subject, claim: claim}, nil
 }
 
-// fenceHeaders is how many headers set writes.
-const fenceHeaders = 2
-
 // set writes the fence headers of msg, expecting the claim subject's last
 // message at expected.
 func (f *fence) set(msg *nats.Msg, expected uint64) {

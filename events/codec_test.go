@@ -292,36 +292,33 @@ func TestChainHashCoversTheEvent(t *testing.T) {
 	}
 }
 
-// EncodeRoom writes Encode's headers, with room for the caller's: setting
-// them allocates nothing but their values.
-func TestEncodeRoomWritesEncodesHeaders(t *testing.T) {
-	// 14 headers: two more grow a map made for 14.
-	e, err := events.New(events.StageStepStarted, events.Meta{Source: "hookbus/loop", AgentID: "a", SessionID: "s", RunID: "r", Step: 1, Seq: 3,
-		Traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}, events.StepStarted{Step: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.PrevHash = "abc"
-	want, wbody, err := events.Encode(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, body, err := events.EncodeRoom(e, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, want) || string(body) != string(wbody) {
-		t.Fatalf("EncodeRoom = %v %s, want %v %s", got, body, want, wbody)
-	}
-	vals := []string{"1", "x"}
-	encode := func(room int) func() {
-		return func() {
-			h, _, _ := events.EncodeRoom(e, room)
-			h["Nats-Expected-Last-Subject-Sequence"] = vals[0:1]
-			h["Nats-Expected-Last-Subject-Sequence-Subject"] = vals[1:2]
+// EncodeHeader writes Encode's headers into a header of the caller's, a
+// new one or one cleared after an earlier use.
+func TestEncodeHeaderWritesEncodesHeaders(t *testing.T) {
+	h := events.Header{}
+	for _, src := range []string{"hookbus/loop", "https://example.com/a b"} { // the direct codec, then the binding
+		e, err := events.New(events.StageToolBefore, events.Meta{Source: src, AgentID: "a", SessionID: "s", RunID: "r", Step: 1, Seq: 3, Subject: "calculator",
+			Traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}, events.ToolBefore{Call: events.ToolCall{ID: "c1", Name: "calculator"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.PrevHash = "abc"
+		want, wbody, err := events.Encode(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(h)
+		body, err := events.EncodeHeader(h, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(h, want) || string(body) != string(wbody) {
+			t.Fatalf("source %q: EncodeHeader = %v %s, want %v %s", src, h, body, want, wbody)
 		}
 	}
-	if with, without := testing.AllocsPerRun(100, encode(2)), testing.AllocsPerRun(100, encode(0)); with >= without {
-		t.Errorf("two headers set after EncodeRoom(e, 2): %v allocations, after Encode: %v", with, without)
+	bad := &events.Event{ID: "nope"}
+	clear(h)
+	if _, err := events.EncodeHeader(h, bad); !errors.Is(err, events.ErrMalformedEvent) || len(h) != 0 {
+		t.Fatalf("an invalid event: %v, header %v", err, h)
 	}
 }
