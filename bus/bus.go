@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/hookbus/hookbus/bus/internal/claimcheck"
@@ -32,6 +33,7 @@ type Bus struct {
 	pay    *claimcheck.Store             // the claim check (payloads.go)
 	events lazy.Handle[jetstream.Stream] // the events stream's handle
 	froms  readFroms                     // where each session read starts (readfrom.go)
+	hdrs   sync.Pool                     // headers of acknowledged messages, for the next (publisher.go)
 }
 
 // New returns a Bus over nc. It does no I/O: call Provision to create the

@@ -182,8 +182,10 @@ func (b *Bus) fenceOf(e *events.Event, claim uint64) (*fence, error) {
 // set writes the fence headers of msg, expecting the claim subject's last
 // message at expected.
 func (f *fence) set(msg *nats.Msg, expected uint64) {
-	msg.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(expected, 10)}
-	msg.Header[jetstream.ExpectedLastSubjSeqSubjHeader] = []string{f.subject}
+	vals := [...]string{strconv.FormatUint(expected, 10), f.subject}
+	v := vals[:] // one backing array for both values
+	msg.Header[jetstream.ExpectedLastSubjSeqHeader] = v[0:1:1]
+	msg.Header[jetstream.ExpectedLastSubjSeqSubjHeader] = v[1:2:2]
 }
 
 // movedFences remembers the fences moved past foreign messages on a claim

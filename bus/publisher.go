@@ -98,13 +98,16 @@ func (b *Bus) eventMsg(ctx context.Context, e *events.Event, f *fence) (*nats.Ms
 
 // eventMsgOn is eventMsg on subject.
 func (b *Bus) eventMsgOn(ctx context.Context, e *events.Event, f *fence, subject string) (*nats.Msg, error) {
-	hdr, body, err := events.Encode(e)
-	if err != nil {
-		return nil, err
-	}
 	extra := 0
 	if f != nil {
 		extra = fenceHeaderSize + len(f.subject)
+	}
+	hdr := b.header()
+	body, err := events.EncodeHeader(hdr, e)
+	if err != nil {
+		clear(hdr)
+		b.hdrs.Put(hdr)
+		return nil, err
 	}
 	msg, err := b.pay.Fit(ctx, e, &nats.Msg{Subject: subject, Header: hdr, Data: body}, extra)
 	if errors.Is(err, ErrClaimCheck) {
@@ -117,6 +120,28 @@ func (b *Bus) eventMsgOn(ctx context.Context, e *events.Event, f *fence, subject
 		f.set(msg, b.fences.expected(f))
 	}
 	return msg, nil
+}
+
+// headerHint sizes a new message header for every header an event and a
+// fence write, so that none grows it.
+const headerHint = 24
+
+// header returns an empty message header: one of an acknowledged message
+// (recycle), or a new one.
+func (b *Bus) header() events.Header {
+	if h, ok := b.hdrs.Get().(events.Header); ok {
+		return h
+	}
+	return make(events.Header, headerHint)
+}
+
+// recycle keeps the header of msg, acknowledged and never to be sent
+// again, for another message.
+func (b *Bus) recycle(msg *nats.Msg) {
+	h := events.Header(msg.Header) // the type header returns
+	msg.Header = nil
+	clear(h)
+	b.hdrs.Put(h)
 }
 
 // publishAsync queues msg (the encoding of e), tracked under e.RunID.
@@ -161,6 +186,7 @@ func (b *Bus) publishAcked(ctx context.Context, msg *nats.Msg, e *events.Event, 
 			if ack.Duplicate && attempt == 0 {
 				return nil, duplicateError(e, msg.Subject)
 			}
+			b.recycle(msg)
 			return ack, nil
 		}
 		if ctx.Err() != nil {
@@ -306,6 +332,10 @@ func (t *ackTracker) acked(_ jetstream.JetStream, msg *nats.Msg, ack *jetstream.
 	if ack != nil && ack.Duplicate && in.attempts == 0 && in.run.err == nil {
 		in.run.err = fmt.Errorf("%w: event %s on %s: the stream already holds a message with this id, stored by another publisher; this event was not stored",
 			ErrDuplicate, msg.Header.Get(events.HeaderMsgID), msg.Subject)
+	}
+	if in.attempts == 0 {
+		// Sent once and acknowledged: nothing sends it again.
+		t.b.recycle(msg)
 	}
 	t.doneLocked(in.run)
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -32,21 +31,29 @@ const ChainVersion = "hookbus-chain-v1"
 // newline), each line ended by "\n". The signature is not part of it.
 // dataHash is the SHA-256 of the data.
 func (e *Event) Canonical(dataHash [32]byte) []byte {
-	fields := [...]string{
-		ChainVersion, e.ID, e.Type(), e.Source, e.Time.UTC().Format(time.RFC3339Nano), e.Subject,
-		e.AgentID, e.SessionID, e.RunID, strconv.Itoa(e.Step), strconv.FormatUint(e.Seq, 10),
-		e.ParentAgentID, e.ParentSessionID, e.ParentRunID, e.PrevHash, e.Signer,
-		hex.EncodeToString(dataHash[:]),
+	return e.appendCanonical(make([]byte, 0, canonicalSize), dataHash)
+}
+
+// canonicalSize holds the canonical form of a typical event (one without
+// a parent run): ChainHash writes it without allocating.
+const canonicalSize = 512
+
+// appendCanonical appends e's canonical form to b.
+func (e *Event) appendCanonical(b []byte, dataHash [32]byte) []byte {
+	b = append(b, ChainVersion+"\n"...)
+	for _, s := range [...]string{e.ID, e.Type(), e.Source} {
+		b = append(appendPercent(b, s), '\n')
 	}
-	var b strings.Builder
-	for i, f := range fields {
-		if i > 0 && i < len(fields)-1 {
-			f = PercentEncode(f)
-		}
-		b.WriteString(f)
-		b.WriteByte('\n')
+	b = append(e.Time.UTC().AppendFormat(b, time.RFC3339Nano), '\n') // nothing to escape
+	for _, s := range [...]string{e.Subject, e.AgentID, e.SessionID, e.RunID} {
+		b = append(appendPercent(b, s), '\n')
 	}
-	return []byte(b.String())
+	b = append(strconv.AppendInt(b, int64(e.Step), 10), '\n')
+	b = append(strconv.AppendUint(b, e.Seq, 10), '\n')
+	for _, s := range [...]string{e.ParentAgentID, e.ParentSessionID, e.ParentRunID, e.PrevHash, e.Signer} {
+		b = append(appendPercent(b, s), '\n')
+	}
+	return append(hex.AppendEncode(b, dataHash[:]), '\n')
 }
 
 // ChainHash is the SHA-256 of the event's canonical form (Canonical), in
@@ -54,6 +61,9 @@ func (e *Event) Canonical(dataHash [32]byte) []byte {
 // event's data must be its data as stored (fetched, for a claim-checked
 // event).
 func (e *Event) ChainHash() string {
-	sum := sha256.Sum256(e.Canonical(sha256.Sum256(e.Data)))
-	return hex.EncodeToString(sum[:])
+	var buf [canonicalSize]byte
+	sum := sha256.Sum256(e.appendCanonical(buf[:0], sha256.Sum256(e.Data)))
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"maps"
 	"net/url"
 	"strconv"
 	"strings"
@@ -39,18 +40,46 @@ func Encode(e *Event) (Header, []byte, error) {
 	}
 	var v headerValues
 	n := v.fill(e) + 1
-	// The map sized for exactly the headers written (a larger hint doubles
-	// its table), one backing array for the values: 2 allocations, not 16.
-	h, vals := make(Header, n), make([]string, 0, n)
+	// The map sized for exactly the headers written (a larger hint may
+	// double its table), one backing array for the values: 2 allocations,
+	// not 16.
+	h := make(Header, n)
+	v.write(h, e.ID, n)
+	return h, eventBody(e), nil
+}
+
+// EncodeHeader is Encode into h, an empty header the caller owns (one it
+// cleared to use again, say): it sets the headers Encode writes, Nats-Msg-Id
+// among them, and returns the body.
+func EncodeHeader(h Header, e *Event) ([]byte, error) {
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	if !plainSource(e.Source) {
+		bh, body, err := encodeBinding(e)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(h, bh)
+		return body, nil
+	}
+	var v headerValues
+	v.write(h, e.ID, v.fill(e)+1)
+	return eventBody(e), nil
+}
+
+// write sets the n-1 headers of v and Nats-Msg-Id = id in h, their values
+// in one backing array.
+func (v *headerValues) write(h Header, id string, n int) {
+	vals := make([]string, 0, n)
 	for i, s := range v {
 		if s != "" {
 			vals = append(vals, s)
 			h[slotKeys[i]] = vals[len(vals)-1 : len(vals) : len(vals)]
 		}
 	}
-	vals = append(vals, e.ID)
+	vals = append(vals, id)
 	h[HeaderMsgID] = vals[len(vals)-1 : len(vals) : len(vals)]
-	return h, eventBody(e), nil
 }
 
 // HeaderSetter receives the headers EncodeTo writes, one value each.

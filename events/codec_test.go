@@ -3,6 +3,7 @@ package events_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -288,5 +289,36 @@ func TestChainHashCoversTheEvent(t *testing.T) {
 	a.Subject, b.Subject = "x\ny", "x%0Ay"
 	if a.ChainHash() == b.ChainHash() {
 		t.Error("two subjects hash the same")
+	}
+}
+
+// EncodeHeader writes Encode's headers into a header of the caller's, a
+// new one or one cleared after an earlier use.
+func TestEncodeHeaderWritesEncodesHeaders(t *testing.T) {
+	h := events.Header{}
+	for _, src := range []string{"hookbus/loop", "https://example.com/a b"} { // the direct codec, then the binding
+		e, err := events.New(events.StageToolBefore, events.Meta{Source: src, AgentID: "a", SessionID: "s", RunID: "r", Step: 1, Seq: 3, Subject: "calculator",
+			Traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}, events.ToolBefore{Call: events.ToolCall{ID: "c1", Name: "calculator"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.PrevHash = "abc"
+		want, wbody, err := events.Encode(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(h)
+		body, err := events.EncodeHeader(h, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(h, want) || string(body) != string(wbody) {
+			t.Fatalf("source %q: EncodeHeader = %v %s, want %v %s", src, h, body, want, wbody)
+		}
+	}
+	bad := &events.Event{ID: "nope"}
+	clear(h)
+	if _, err := events.EncodeHeader(h, bad); !errors.Is(err, events.ErrMalformedEvent) || len(h) != 0 {
+		t.Fatalf("an invalid event: %v, header %v", err, h)
 	}
 }

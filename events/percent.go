@@ -18,8 +18,12 @@ func PercentEncode(s string) string {
 	if n == 0 {
 		return s
 	}
+	return string(appendPercent(make([]byte, 0, len(s)+2*n), s))
+}
+
+// appendPercent appends PercentEncode(s) to b.
+func appendPercent(b []byte, s string) []byte {
 	const hex = "0123456789ABCDEF"
-	b := make([]byte, 0, len(s)+2*n)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if needsEscape(c) {
@@ -28,7 +32,7 @@ func PercentEncode(s string) string {
 		}
 		b = append(b, c)
 	}
-	return string(b)
+	return b
 }
 
 func needsEscape(c byte) bool { return c <= 0x20 || c >= 0x7F || c == '"' || c == '%' }

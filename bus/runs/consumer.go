@@ -172,8 +172,15 @@ func (rc *Consumer) slot() {
 		case src.digest != "":
 			// Runs pinned to a definition are rare (resumptions after a
 			// deploy, or after an approval): a quick look, no long poll.
-			if !rc.pull(src, 0) && long == 0 {
-				rc.idle(changed, rc.cfg.PollWait/time.Duration(n))
+			// Found empty while there are new runs to take, it is left
+			// out of the turn for a short pull's time: a busy worker
+			// would otherwise make an empty look for every run it takes.
+			if !rc.pull(src, 0) {
+				if long == 0 {
+					rc.idle(changed, rc.cfg.PollWait/time.Duration(n))
+				} else {
+					src.quiet(minPollWait)
+				}
 			}
 		default:
 			// With fewer slots than agents, no slot can wait on every

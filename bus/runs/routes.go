@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookbus/hookbus/bus/internal/deadline"
@@ -36,9 +37,16 @@ type source struct {
 	agent   string
 	digest  string // the definition its requests are pinned to ("" for new runs)
 
+	// quietUntil (unix ns): a pinned source found empty while the worker
+	// has agents' new runs to pull is left out of the turn until then.
+	quietUntil atomic.Int64
+
 	mu   sync.Mutex
 	cons jetstream.Consumer
 }
+
+// quiet leaves s out of the turn for d.
+func (s *source) quiet(d time.Duration) { s.quietUntil.Store(time.Now().Add(d).UnixNano()) }
 
 func (s *source) consumer() jetstream.Consumer {
 	s.mu.Lock()
@@ -211,7 +219,13 @@ func (rs *routes) next() (src *source, n, long int, changed <-chan struct{}) {
 	if len(rs.active) == 0 {
 		return nil, 0, 0, rs.changed
 	}
-	rs.cursor = (rs.cursor + 1) % len(rs.active)
+	now := time.Now().UnixNano()
+	for range len(rs.active) {
+		rs.cursor = (rs.cursor + 1) % len(rs.active)
+		if rs.active[rs.cursor].quietUntil.Load() <= now {
+			break
+		}
+	}
 	return rs.active[rs.cursor], len(rs.active), rs.long, rs.changed
 }
 

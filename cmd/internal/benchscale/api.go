@@ -15,7 +15,7 @@ type apiCounter struct {
 	sub   *nats.Subscription
 	mu    sync.Mutex
 	n     map[string]int
-	reads map[string]int // the reads (…GET) by operation and stream
+	reads map[string]int // the reads (…GET) by operation and stream, the pulls by consumer
 }
 
 func countAPI(nc *nats.Conn) (*apiCounter, error) {
@@ -24,8 +24,11 @@ func countAPI(nc *nats.Conn) (*apiCounter, error) {
 		op := apiOp(m.Subject)
 		c.mu.Lock()
 		c.n[op]++
-		if strings.HasSuffix(op, ".GET") {
+		switch {
+		case strings.HasSuffix(op, ".GET"):
 			c.reads[apiRead(m.Subject, op)]++
+		case op == "CONSUMER.MSG.NEXT":
+			c.reads[apiPull(m.Subject)]++
 		}
 		c.mu.Unlock()
 	})
@@ -54,6 +57,14 @@ func apiRead(subject, op string) string {
 	rest := strings.TrimPrefix(strings.TrimPrefix(subject, "$JS.API."), op+".")
 	stream, _, _ := strings.Cut(rest, ".")
 	return op + " " + stream
+}
+
+// apiPull names a pull by its consumer: "$JS.API.CONSUMER.MSG.NEXT.HOOKBUS_RUNS.w-a"
+// gives "CONSUMER.MSG.NEXT HOOKBUS_RUNS/w-a".
+func apiPull(subject string) string {
+	rest := strings.TrimPrefix(subject, "$JS.API.CONSUMER.MSG.NEXT.")
+	stream, consumer, _ := strings.Cut(rest, ".")
+	return "CONSUMER.MSG.NEXT " + stream + "/" + consumer
 }
 
 // apiOp is the operation of a JetStream API subject: the upper-case words

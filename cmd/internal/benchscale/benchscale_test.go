@@ -127,4 +127,7 @@ func TestAPIOp(t *testing.T) {
 	if got := sortedOps(map[string]int{"B": 1, "A": 1, "C": 5}); !slices.Equal(got, []string{"C", "A", "B"}) {
 		t.Errorf("sortedOps = %v", got)
 	}
+	if got, want := apiPull("$JS.API.CONSUMER.MSG.NEXT.HOOKBUS_RUNS.hookbus-workers"), "CONSUMER.MSG.NEXT HOOKBUS_RUNS/hookbus-workers"; got != want {
+		t.Errorf("apiPull = %q, want %q", got, want)
+	}
 }

@@ -94,7 +94,7 @@ func report(w io.Writer, res *results) error {
 				parts = append(parts, fmt.Sprintf("%s %.2f", op, float64(one.reads[op])/float64(one.runs)))
 			}
 			if len(parts) > 0 {
-				fmt.Fprintf(w, "Reads per run by stream: %s.\n", strings.Join(parts, ", "))
+				fmt.Fprintf(w, "Reads per run by stream, pulls by consumer: %s.\n", strings.Join(parts, ", "))
 			}
 		}
 	}
