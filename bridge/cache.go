@@ -1,9 +1,10 @@
 package bridge
 
 import (
-	"container/list"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/hookbus/hookbus/record"
 )
@@ -32,11 +33,9 @@ const (
 // recently used are. One Cache may serve any number of bridges and
 // agents; it is safe for concurrent use.
 type Cache struct {
-	mu    sync.Mutex
-	max   int
-	age   time.Duration
-	byKey map[cacheKey]*list.Element
-	lru   list.List // of *cacheEntry, most recently used first
+	mu       sync.Mutex
+	age      time.Duration
+	sessions *simplelru.LRU[cacheKey, *cacheEntry]
 }
 
 // NewCache returns a Cache of at most size sessions, each trusted for age
@@ -48,14 +47,15 @@ func NewCache(size int, age time.Duration) *Cache {
 	if age <= 0 {
 		age = DefaultCacheAge
 	}
-	return &Cache{max: size, age: age, byKey: map[cacheKey]*list.Element{}}
+	sessions, _ := simplelru.NewLRU[cacheKey, *cacheEntry](size, nil)
+	return &Cache{age: age, sessions: sessions}
 }
 
 // Len returns the number of sessions remembered.
 func (c *Cache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lru.Len()
+	return c.sessions.Len()
 }
 
 type cacheKey struct{ agent, session string }
@@ -63,7 +63,6 @@ type cacheKey struct{ agent, session string }
 // cacheEntry is a session's state as a bridge left it, without the events
 // themselves: the open run's chain instead of its last event.
 type cacheEntry struct {
-	key                                 cacheKey
 	at                                  time.Time // of the append
 	last                                uint64
 	run                                 string
@@ -80,19 +79,19 @@ func (c *Cache) get(agent, session string, needIntake bool) *state {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.byKey[cacheKey{agent, session}]
+	k := cacheKey{agent, session}
+	e, ok := c.sessions.Peek(k)
 	if !ok {
 		return nil
 	}
-	e := el.Value.(*cacheEntry)
 	if time.Since(e.at) > c.age {
-		c.remove(el)
+		c.sessions.Remove(k)
 		return nil
 	}
 	if needIntake && !e.intakeKnown {
 		return nil
 	}
-	c.lru.MoveToFront(el)
+	c.sessions.Get(k) // most recently used
 	return &state{last: e.last, run: e.run, started: e.started, intake: e.intake, intakeKnown: e.intakeKnown, ended: e.ended,
 		chains: map[string]record.Chain{e.run: e.chain}}
 }
@@ -106,27 +105,15 @@ func (c *Cache) put(agent, session string, st *state) {
 	k := cacheKey{agent, session}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.byKey[k]
 	if st.run == "" || !st.open() {
-		if ok {
-			c.remove(el)
-		}
+		c.sessions.Remove(k)
 		return
 	}
-	if ok {
-		if el.Value.(*cacheEntry).last > st.last {
-			return // an append stored after st's is remembered
-		}
-		c.lru.MoveToFront(el)
-	} else {
-		el = c.lru.PushFront(&cacheEntry{key: k})
-		c.byKey[k] = el
-		for c.lru.Len() > c.max {
-			c.remove(c.lru.Back())
-		}
+	if e, ok := c.sessions.Peek(k); ok && e.last > st.last {
+		return // an append stored after st's is remembered
 	}
-	*el.Value.(*cacheEntry) = cacheEntry{key: k, at: time.Now(), last: st.last, run: st.run, started: st.started, intake: st.intake,
-		intakeKnown: st.intakeKnown, ended: st.ended, chain: st.chain(st.run)}
+	c.sessions.Add(k, &cacheEntry{at: time.Now(), last: st.last, run: st.run, started: st.started, intake: st.intake,
+		intakeKnown: st.intakeKnown, ended: st.ended, chain: st.chain(st.run)})
 }
 
 // forget drops the session.
@@ -136,12 +123,5 @@ func (c *Cache) forget(agent, session string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.byKey[cacheKey{agent, session}]; ok {
-		c.remove(el)
-	}
-}
-
-func (c *Cache) remove(el *list.Element) {
-	delete(c.byKey, el.Value.(*cacheEntry).key)
-	c.lru.Remove(el)
+	c.sessions.Remove(cacheKey{agent, session})
 }

@@ -3,6 +3,8 @@ package bus
 import (
 	"sync"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
 	"github.com/hookbus/hookbus/events"
 )
 
@@ -17,15 +19,15 @@ import (
 // session that holds messages that are not events is not remembered: one
 // of them may stand where its last compaction is.
 
-// maxReadFroms bounds how many sessions a Bus remembers; when full it
-// forgets them all.
+// maxReadFroms bounds how many sessions a Bus remembers, the least
+// recently read forgotten first.
 const maxReadFroms = 8192
 
 // readFroms is the Bus' memo of where each session's rebuild starts, by
 // agent and session.
 type readFroms struct {
 	mu sync.Mutex
-	m  map[string]uint64
+	m  *simplelru.LRU[string, uint64] // made at the first put
 }
 
 func readFromKey(agent, session string) string { return agent + "\x00" + session }
@@ -33,23 +35,27 @@ func readFromKey(agent, session string) string { return agent + "\x00" + session
 func (r *readFroms) get(agent, session string) (uint64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	from, ok := r.m[readFromKey(agent, session)]
-	return from, ok
+	if r.m == nil {
+		return 0, false
+	}
+	return r.m.Get(readFromKey(agent, session))
 }
 
 func (r *readFroms) put(agent, session string, from uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.m == nil || len(r.m) >= maxReadFroms {
-		r.m = make(map[string]uint64)
+	if r.m == nil {
+		r.m, _ = simplelru.NewLRU[string, uint64](maxReadFroms, nil)
 	}
-	r.m[readFromKey(agent, session)] = from
+	r.m.Add(readFromKey(agent, session), from)
 }
 
 func (r *readFroms) drop(agent, session string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.m, readFromKey(agent, session))
+	if r.m != nil {
+		r.m.Remove(readFromKey(agent, session))
+	}
 }
 
 // compactionReadFrom returns where a rebuild may start after c, a

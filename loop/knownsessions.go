@@ -1,8 +1,9 @@
 package loop
 
 import (
-	"container/list"
 	"sync"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/hookbus/hookbus/events"
 )
@@ -51,11 +52,9 @@ const (
 // concurrent use; a nil *knownSessions knows nothing and remembers nothing.
 type knownSessions struct {
 	mu       sync.Mutex
-	max      int // entries
 	maxBytes int // bytes of the keys
 	bytes    int
-	order    *list.List // of string keys, most recently used first
-	index    map[string]*list.Element
+	set      *simplelru.LRU[string, struct{}]
 }
 
 // newKnownSessions returns a set of at most n sessions and maxBytes bytes
@@ -64,7 +63,9 @@ func newKnownSessions(n, maxBytes int) *knownSessions {
 	if n < 0 {
 		return nil
 	}
-	return &knownSessions{max: n, maxBytes: maxBytes, order: list.New(), index: make(map[string]*list.Element)}
+	k := &knownSessions{maxBytes: maxBytes}
+	k.set, _ = simplelru.NewLRU(max(n, 1), func(key string, _ struct{}) { k.bytes -= len(key) })
+	return k
 }
 
 func sessionKey(agent, session string) string { return agent + "\x00" + session }
@@ -77,10 +78,7 @@ func (k *knownSessions) has(agent, session string) bool {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	el, ok := k.index[sessionKey(agent, session)]
-	if ok {
-		k.order.MoveToFront(el)
-	}
+	_, ok := k.set.Get(sessionKey(agent, session))
 	return ok
 }
 
@@ -93,20 +91,13 @@ func (k *knownSessions) add(agent, session string) {
 	key := sessionKey(agent, session)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if el, ok := k.index[key]; ok {
-		k.order.MoveToFront(el)
+	if _, ok := k.set.Get(key); ok {
 		return
 	}
-	k.index[key] = k.order.PushFront(key)
 	k.bytes += len(key)
-	for k.order.Len() > k.max || k.bytes > k.maxBytes {
-		last := k.order.Back()
-		if last == nil {
-			break
-		}
-		old := k.order.Remove(last).(string)
-		delete(k.index, old)
-		k.bytes -= len(old)
+	k.set.Add(key, struct{}{})
+	for k.bytes > k.maxBytes && k.set.Len() > 0 {
+		k.set.RemoveOldest()
 	}
 }
 
@@ -117,5 +108,5 @@ func (k *knownSessions) len() int {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.order.Len()
+	return k.set.Len()
 }

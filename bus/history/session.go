@@ -1,7 +1,6 @@
 package history
 
 import (
-	"container/list"
 	"context"
 	"math"
 	"regexp"
@@ -9,6 +8,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/events"
@@ -61,19 +62,13 @@ type seenMemo struct {
 // sessions is the bounded cache of folded sessions, least recently asked
 // about first out.
 type sessions struct {
-	mu    sync.Mutex
-	max   int
-	order *list.List // of *entry, most recent first
-	byKey map[string]*list.Element
-}
-
-type entry struct {
-	key string
-	s   *session
+	mu   sync.Mutex
+	held *simplelru.LRU[string, *session]
 }
 
 func newSessions(max int) *sessions {
-	return &sessions{max: max, order: list.New(), byKey: map[string]*list.Element{}}
+	held, _ := simplelru.NewLRU[string, *session](max, nil)
+	return &sessions{held: held}
 }
 
 // get returns the session's fold, made empty when not held.
@@ -81,17 +76,11 @@ func (c *sessions) get(agent, id string) *session {
 	key := agent + "\x00" + id
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.byKey[key]; ok {
-		c.order.MoveToFront(el)
-		return el.Value.(*entry).s
+	if s, ok := c.held.Get(key); ok {
+		return s
 	}
 	s := &session{}
-	c.byKey[key] = c.order.PushFront(&entry{key: key, s: s})
-	for c.order.Len() > c.max {
-		last := c.order.Back()
-		c.order.Remove(last)
-		delete(c.byKey, last.Value.(*entry).key)
-	}
+	c.held.Add(key, s)
 	return s
 }
 
