@@ -42,10 +42,9 @@ type pending struct {
 	e     *entry
 	cs    *callState
 	start time.Time
-	wake  chan bool     // true: the call returned; false: a tick of the timer
-	timer *time.Timer   // sends false on wake when it fires
-	armed time.Time     // when timer fires; zero when it is known not to
-	work  chan *pending // the worker's calls
+	wake  chan bool          // true: the call returned; false: a tick of alarm
+	alarm *deadlinectx.Alarm // sends false on wake when it fires
+	work  chan *pending      // the worker's calls
 	res   result
 	// abandoned is set when the waiter gave up on the call (its deadline or
 	// the chain's ctx passed first): the pending stays with its worker.
@@ -89,14 +88,7 @@ type ContextBound interface {
 
 var pendings = sync.Pool{New: func() any {
 	p := &pending{wake: make(chan bool, 3), work: make(chan *pending, 1)}
-	wake := p.wake
-	p.timer = time.AfterFunc(time.Hour, func() {
-		select {
-		case wake <- false:
-		default: // a full wake wakes the waiter already
-		}
-	})
-	p.timer.Stop()
+	p.alarm = deadlinectx.NewAlarm(p.wake, false)
 	go work(p.work)
 	// The worker holds the channel, not p: once p is dropped (by the pool,
 	// or abandoned and its call returned), the worker ends.
@@ -149,7 +141,7 @@ func (p *pending) release() {
 	if p.abandoned || p.exited {
 		return
 	}
-	*p = pending{wake: p.wake, timer: p.timer, armed: p.armed, work: p.work}
+	*p = pending{wake: p.wake, alarm: p.alarm, work: p.work}
 	pendings.Put(p)
 }
 
@@ -203,9 +195,7 @@ func (p *pending) run() {
 func (p *pending) wait(ctx context.Context) result {
 	defer p.cancel()
 	deadline := p.cs.req.Deadline
-	if p.armed.IsZero() || p.armed.After(deadline) || !p.armed.After(p.start) {
-		p.arm(deadline)
-	}
+	p.alarm.Arm(deadline, p.start)
 	ended := ctx.Done()
 	for {
 		var returned bool
@@ -228,7 +218,7 @@ func (p *pending) wait(ctx context.Context) result {
 			p.abandoned = true
 			return result{err: timeoutError(&p.e.reg, err), latency: time.Since(p.start)}
 		}
-		p.arm(deadline) // an early tick: wait on
+		p.alarm.Arm(deadline, time.Now()) // an early tick: wait on
 	}
 }
 
@@ -243,10 +233,4 @@ func (p *pending) drain() bool {
 			return returned
 		}
 	}
-}
-
-// arm sets the timer to tick at deadline.
-func (p *pending) arm(deadline time.Time) {
-	p.timer.Reset(time.Until(deadline))
-	p.armed = deadline
 }

@@ -35,8 +35,8 @@ func TestLateAnswerHasRoom(t *testing.T) {
 		var p *pending
 		e := &entry{reg: Registration{Plugin: "late", Stage: events.StageToolBefore, Timeout: time.Hour}, ic: lateFunc(&p, 2)}
 		p = pendings.New().(*pending)
-		p.wake <- false                         // left over from the last call
-		p.arm(time.Now().Add(time.Millisecond)) // the last call's deadline, still to come
+		p.wake <- false                                           // left over from the last call
+		p.alarm.Arm(time.Now().Add(time.Millisecond), time.Now()) // the last call's deadline, still to come
 		ctx, cancel := context.WithCancel(context.Background())
 		p.prepare(ctx, e, ev, nil, nil)
 		p.work <- p
@@ -60,8 +60,8 @@ func TestLateAnswerHasRoom(t *testing.T) {
 		if res := p.wait(ctx); res.err == nil || !p.abandoned {
 			t.Fatalf("wait after the run's ctx ended: %+v, abandoned %v: want an abandoned call", res, p.abandoned)
 		}
-		p.wake <- false                         // the earlier arm's tick, landing late
-		p.arm(time.Now().Add(time.Millisecond)) // the call's own deadline, just after
+		p.wake <- false                                           // the earlier arm's tick, landing late
+		p.alarm.Arm(time.Now().Add(time.Millisecond), time.Now()) // the call's own deadline, just after
 		waitAnswered(t, p)
 	})
 }

@@ -29,24 +29,16 @@ type replies struct {
 }
 
 // waiter is one call waiting for its reply; pooled with its channels and
-// timer.
+// alarm.
 type waiter struct {
-	reply chan *nats.Msg // the reply; nil once the subscription ended
-	wake  chan struct{}  // a tick of timer, or the call's ctx canceled
-	timer *time.Timer    // sends on wake when it fires
-	armed time.Time      // when timer fires; zero when it is known not to
+	reply chan *nats.Msg     // the reply; nil once the subscription ended
+	wake  chan struct{}      // a tick of alarm, or the call's ctx canceled
+	alarm *deadlinectx.Alarm // sends on wake when it fires
 }
 
 var waiters = sync.Pool{New: func() any {
 	w := &waiter{reply: make(chan *nats.Msg, 1), wake: make(chan struct{}, 1)}
-	wake := w.wake
-	w.timer = time.AfterFunc(time.Hour, func() {
-		select {
-		case wake <- struct{}{}:
-		default: // a full wake wakes the waiter already
-		}
-	})
-	w.timer.Stop()
+	w.alarm = deadlinectx.NewAlarm(w.wake, struct{}{})
 	return w
 }}
 
@@ -119,7 +111,7 @@ func (rs *replies) wait(ctx context.Context, w *waiter, token string) (*nats.Msg
 			defer dc.Unwatch()
 			done = func() <-chan struct{} { return pd }
 			deadline = dl
-			w.arm(deadline)
+			w.alarm.Arm(deadline, time.Now())
 		}
 	}
 	ended := done()
@@ -137,18 +129,8 @@ func (rs *replies) wait(ctx context.Context, w *waiter, token string) (*nats.Msg
 			return <-w.reply, nil // routed meanwhile: it is there already
 		}
 		if !deadline.IsZero() {
-			w.arm(deadline) // an early tick
+			w.alarm.Arm(deadline, time.Now()) // an early tick
 		}
-	}
-}
-
-// arm sets w's timer to tick at deadline, unless it will tick before
-// (then the waiter, woken early, arms it again): a call that answers in
-// time makes no timer operation.
-func (w *waiter) arm(deadline time.Time) {
-	if w.armed.IsZero() || w.armed.After(deadline) || !w.armed.After(time.Now()) {
-		w.timer.Reset(time.Until(deadline))
-		w.armed = deadline
 	}
 }
 
