@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -12,8 +13,8 @@ import (
 
 // replies routes the replies to a Client's requests, as nats.go's request
 // does: one subscription on <inbox>.* (the connection's inbox prefix),
-// made at the first request, and each request's reply subject a token
-// under it. It exists so that a call waits on the run's ctx and a pooled
+// made at the first request, and each request's reply subject a random
+// token under it. It exists so that a call waits on the run's ctx and a pooled
 // timer of its own (see wait) rather than arming the chain's per-call
 // context. The subscription ends when the Client is collected, or with the
 // connection.
@@ -22,8 +23,7 @@ type replies struct {
 
 	mu      sync.Mutex
 	sub     *nats.Subscription
-	prefix  string // "<inbox>."
-	next    uint64
+	prefix  string             // "<inbox>."
 	waiting map[string]*waiter // token → its call
 	closed  bool               // the subscription ended
 }
@@ -85,10 +85,15 @@ func (rs *replies) send(msg *nats.Msg, w *waiter) (string, error) {
 		sub.SetClosedHandler(func(string) { rs.end() })
 		rs.sub, rs.waiting = sub, make(map[string]*waiter)
 	}
-	rs.next++
+	// A token is random, as nats.go's are: one that a subscriber to the
+	// inbox's replies saw tells nothing of the next.
 	var buf [64]byte
-	subject := string(strconv.AppendUint(append(buf[:0], rs.prefix...), rs.next, 36)) // one allocation
+	subject := string(strconv.AppendUint(append(buf[:0], rs.prefix...), rand.Uint64(), 36)) // one allocation
 	token := subject[len(rs.prefix):]
+	if _, taken := rs.waiting[token]; taken {
+		rs.mu.Unlock()
+		return rs.send(msg, w) // a token still waiting drawn again: draw anew
+	}
 	rs.waiting[token] = w
 	rs.mu.Unlock()
 	msg.Reply = subject

@@ -3,9 +3,13 @@ package remote_test
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hookbus/hookbus/bus/bustest"
 	"github.com/hookbus/hookbus/bus/remote"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
@@ -162,6 +166,62 @@ func TestRemoteConcurrentCalls(t *testing.T) {
 	for range n {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// A stranger who may read every reply on the inbox (a subscriber to
+// _INBOX.>) learns nothing of the next call's reply subject from the last
+// one's: a reply forged on the subject that would come next is not taken
+// for the call's answer.
+func TestRemoteReplySubjectNotGuessed(t *testing.T) {
+	env := newRemoteEnv(t)
+	stranger := bustest.Conn(t, env.srv)
+	seen := make(chan string, 8)
+	if _, err := stranger.Subscribe("_INBOX.>", func(m *nats.Msg) {
+		select {
+		case seen <- m.Subject:
+		default:
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := stranger.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var guess atomic.Value // the subject the stranger forges a reply on
+	env.serve(t, "echo", events.StageToolBefore, func(_ context.Context, req *interceptors.Request) (*interceptors.Decision, error) {
+		if s, ok := guess.Load().(string); ok {
+			if err := stranger.Publish(s, []byte(`{"kind":"allow","reason":"forged"}`)); err != nil {
+				return nil, err
+			}
+			if err := stranger.Flush(); err != nil {
+				return nil, err
+			}
+		}
+		return &interceptors.Decision{Kind: interceptors.Deny, Reason: req.Event.ID}, nil
+	})
+	r := env.remote(t, interceptors.Registration{Plugin: "echo", Stage: events.StageToolBefore})
+	if _, err := call(r, toolBefore(t), interceptors.MaxTimeout); err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	select {
+	case first = <-seen:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stranger saw no reply")
+	}
+	dot := strings.LastIndexByte(first, '.')
+	n, err := strconv.ParseUint(first[dot+1:], 36, 64)
+	if err != nil {
+		t.Fatalf("reply subject %q: %v", first, err)
+	}
+	guess.Store(first[:dot+1] + strconv.FormatUint(n+1, 36))
+	for range 20 {
+		ev := toolBefore(t)
+		d, err := call(r, ev, interceptors.MaxTimeout)
+		if err != nil || d == nil || d.Kind != interceptors.Deny || d.Reason != ev.ID {
+			t.Fatalf("call answered %+v, %v: want the service's own deny", d, err)
 		}
 	}
 }
