@@ -135,9 +135,6 @@ func New(cfg Config) (*Bridge, error) {
 	return &Bridge{cfg: cfg}, nil
 }
 
-// Harness returns the harness the bridge reads.
-func (b *Bridge) Harness() harness.Protocol { return b.cfg.Harness }
-
 // Serve reads one hook input of the bridge's harness (raw) and handles it
 // (HandleInput). An input that cannot be read is an error wrapping
 // harness.ErrBadInput, and no reply.
