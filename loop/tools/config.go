@@ -75,11 +75,6 @@ func ByNames(names []string, cfg Config) ([]loop.Tool, error) {
 	return ts, nil
 }
 
-// Tools returns the file tools: Read, Write, Edit, Glob and Grep.
-func (f *FS) Tools() []loop.Tool {
-	return []loop.Tool{f.Read(), f.Write(), f.Edit(), f.Glob(), f.Grep()}
-}
-
 func (f *FS) tool(name string) loop.Tool {
 	switch name {
 	case "Read":
