@@ -3,6 +3,7 @@ package claudecode
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
@@ -283,12 +284,7 @@ func trigger(manual bool) string {
 
 // firesOn reports whether stage's events fire event's hooks.
 func firesOn(event HookEvent, stage events.Stage) bool {
-	for _, s := range event.Stages() {
-		if s == stage {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(event.Stages(), stage)
 }
 
 // Applies reports whether Claude Code would run event's hooks for ev at
