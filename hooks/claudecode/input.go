@@ -1,6 +1,7 @@
 package claudecode
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -121,9 +122,7 @@ func NewInput(event HookEvent, ev *events.Event, env Env) (*Input, error) {
 		SessionID: ev.SessionID, TranscriptPath: env.TranscriptPath, Cwd: env.Cwd,
 		PermissionMode: env.PermissionMode, HookEventName: event,
 	}
-	if in.PermissionMode == "" {
-		in.PermissionMode = DefaultPermissionMode
-	}
+	in.PermissionMode = cmp.Or(in.PermissionMode, DefaultPermissionMode)
 	if ev.ParentRunID != "" { // a sub-agent's run: its tool events say so
 		in.AgentID, in.AgentType = ev.RunID, ev.AgentID
 	}

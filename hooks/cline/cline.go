@@ -2,6 +2,7 @@ package cline
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -144,9 +145,7 @@ func ParseInput(b []byte) (*Input, error) {
 			break
 		}
 	}
-	if in.event == "" {
-		in.event = in.HookName
-	}
+	in.event = cmp.Or(in.event, in.HookName)
 	if in.event == "" {
 		return nil, fmt.Errorf("%w: no event: none of %s, and no hookName", harness.ErrBadInput, strings.Join(eventKeys(), ", "))
 	}
