@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 )
@@ -33,8 +34,6 @@ func buildOptions(opts []Option) (options, error) {
 			return o, err
 		}
 	}
-	if o.logger == nil {
-		o.logger = slog.New(slog.DiscardHandler)
-	}
+	o.logger = cmp.Or(o.logger, slog.New(slog.DiscardHandler))
 	return o, nil
 }

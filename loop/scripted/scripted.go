@@ -2,6 +2,7 @@ package scripted
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -276,10 +277,7 @@ func (m *Model) Generate(ctx context.Context, req *loop.ModelRequest) (*loop.Mod
 		return nil, err
 	}
 	if req.Purpose == loop.PurposeCompact {
-		text := m.script.Summary
-		if text == "" {
-			text = "Summary of the conversation so far."
-		}
+		text := cmp.Or(m.script.Summary, "Summary of the conversation so far.")
 		msg := events.Message{Role: events.RoleAssistant, Content: expand(text, req.Messages)}
 		return &loop.ModelResponse{Message: msg, Usage: events.Usage{InputTokens: words(req.Messages), OutputTokens: len(strings.Fields(msg.Content))},
 			FinishReason: "stop", Model: "scripted:" + m.name(), Provider: "scripted"}, nil

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -37,9 +38,7 @@ func ByName(name string, cfg Config) (loop.Tool, error) {
 		return Calculator(), nil
 	case "Bash":
 		bc := cfg.Bash
-		if bc.Root == "" {
-			bc.Root = cfg.Root
-		}
+		bc.Root = cmp.Or(bc.Root, cfg.Root)
 		return NewBash(bc)
 	case "read_file":
 		if cfg.Root == "" {
