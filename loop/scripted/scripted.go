@@ -324,10 +324,7 @@ func (m *Model) Generate(ctx context.Context, req *loop.ModelRequest) (*loop.Mod
 }
 
 func (m *Model) name() string {
-	if m.script.Name == "" {
-		return "script"
-	}
-	return m.script.Name
+	return cmp.Or(m.script.Name, "script")
 }
 
 func expand(s string, msgs []events.Message) string {
@@ -336,19 +333,15 @@ func expand(s string, msgs []events.Message) string {
 	}
 	var out strings.Builder
 	for {
-		i := strings.Index(s, "{{")
-		if i < 0 {
+		before, rest, open := strings.Cut(s, "{{")
+		key, after, closed := strings.Cut(rest, "}}")
+		if !open || !closed {
 			out.WriteString(s)
 			return out.String()
 		}
-		j := strings.Index(s[i:], "}}")
-		if j < 0 {
-			out.WriteString(s)
-			return out.String()
-		}
-		out.WriteString(s[:i])
-		out.WriteString(lookup(s[i+2:i+j], msgs))
-		s = s[i+j+2:]
+		out.WriteString(before)
+		out.WriteString(lookup(key, msgs))
+		s = after
 	}
 }
 
