@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,9 +64,7 @@ func (b *Built) Close() error {
 // the loop.Config they give (Emitter, History, Hooks and Logger are the
 // caller's to set). Errors wrap ErrBuild and name the agent and part.
 func (a *Agent) Build(ctx context.Context, log *slog.Logger) (*Built, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	model, err := a.model()
 	if err != nil {
 		return nil, fmt.Errorf("%w: agent %q: model %s: %v", ErrBuild, a.ID, a.Model, err)
@@ -131,9 +130,7 @@ func (a *Agent) bashConfig() tools.BashConfig {
 	}
 	if tt := time.Duration(a.ToolTimeout); tt > 0 {
 		c.MaxTimeout = min(tools.DefaultBashMaxTimeout, tt)
-		if c.Timeout == 0 {
-			c.Timeout = min(tools.DefaultBashTimeout, c.MaxTimeout)
-		}
+		c.Timeout = cmp.Or(c.Timeout, min(tools.DefaultBashTimeout, c.MaxTimeout))
 	}
 	return c
 }
@@ -157,10 +154,7 @@ func (a *Agent) model() (loop.Model, error) {
 		return nil, err
 	}
 	key := func(def string) string {
-		env := a.APIKeyEnv
-		if env == "" {
-			env = def
-		}
+		env := cmp.Or(a.APIKeyEnv, def)
 		return os.Getenv(env)
 	}
 	switch provider {

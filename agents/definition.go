@@ -2,6 +2,7 @@ package agents
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -160,10 +161,7 @@ func (a *Agent) Definition() (events.Definition, error) {
 // Policy is what the agent does with a run recorded on another of its
 // definitions: loop.DefinitionWait or loop.DefinitionAdopt.
 func (a *Agent) Policy() string {
-	if a.OnDefinitionChange == "" {
-		return loop.DefinitionWait
-	}
-	return a.OnDefinitionChange
+	return cmp.Or(a.OnDefinitionChange, loop.DefinitionWait)
 }
 
 // reachable lists, sorted, the ids of the agents a may call, directly or

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -224,9 +225,7 @@ func Load(path string) (*File, error) {
 // Parse reads and checks an agent definitions file's content; name is its
 // path (for errors, and the directory relative paths start from).
 func Parse(data []byte, name string) (*File, error) {
-	if name == "" {
-		name = "agents.yaml"
-	}
+	name = cmp.Or(name, "agents.yaml")
 	f := &File{Path: name}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -126,17 +127,10 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("%w: negative Timeout", ErrInvalidConfig)
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Bridge{cfg: cfg}, nil
 }
-
-// Harness returns the harness the bridge reads.
-func (b *Bridge) Harness() harness.Protocol { return b.cfg.Harness }
 
 // Serve reads one hook input of the bridge's harness (raw) and handles it
 // (HandleInput). An input that cannot be read is an error wrapping

@@ -65,23 +65,5 @@ func (b *Bridge) openCall(ctx context.Context, session string, st *state, call e
 	if err != nil {
 		return "", fmt.Errorf("read session: %w", err)
 	}
-	done := map[string]bool{}
-	for i := len(evs) - 1; i >= 0; i-- {
-		e := evs[i]
-		if e.RunID != st.run {
-			continue
-		}
-		switch e.Stage {
-		case events.StageToolAfter:
-			if p, err := events.Data[events.ToolAfter](e); err == nil {
-				done[p.Call.ID] = true
-			}
-		case events.StageToolBefore:
-			p, err := events.Data[events.ToolBefore](e)
-			if err == nil && p.Call.ID != "" && !done[p.Call.ID] && p.Call.Name == call.Name && sameJSON(p.Call.Arguments, call.Arguments) {
-				return p.Call.ID, nil
-			}
-		}
-	}
-	return "", nil
+	return latestCall(evs, st.run, call, sameJSON, events.StageToolAfter), nil
 }

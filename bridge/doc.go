@@ -29,5 +29,5 @@
 // session, with no read, and the same fence tells it when anybody else
 // wrote in between. Handle answers before its
 // context's deadline whatever happens: when NATS is away or slow, by the
-// outage policy (Outage). docs/PROTOCOL.md, "The bridge", has the rules.
+// outage policy (harness.Input.Outage). docs/PROTOCOL.md, "The bridge", has the rules.
 package bridge

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -81,10 +82,7 @@ func (c *IdleCloser) Run(ctx context.Context) error {
 	if c.Bus == nil || len(c.Bridges) == 0 || c.Idle <= 0 {
 		return fmt.Errorf("%w: an IdleCloser needs a Bus, Bridges and a positive Idle", ErrInvalidConfig)
 	}
-	log := c.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	since := c.Since
 	if since <= 0 {
 		since = 7 * 24 * time.Hour

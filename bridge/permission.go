@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -218,26 +219,32 @@ func findCall(evs []*events.Event, st *state, call events.ToolCall) string {
 	if !st.open() {
 		return ""
 	}
+	return latestCall(evs, st.run, call, sharedEqual, events.StageToolAfter, events.StageToolFailed, events.StageApprovalRequested)
+}
+
+// latestCall returns the id of run's latest tool.before in evs for call's
+// tool whose arguments same finds equal to call's and whose call no later
+// event of a stage in ends names; "" when there is none.
+func latestCall(evs []*events.Event, run string, call events.ToolCall, same func(a, b json.RawMessage) bool, ends ...events.Stage) string {
 	done := map[string]bool{}
-	for i := len(evs) - 1; i >= 0; i-- {
-		e := evs[i]
-		if e.RunID != st.run {
+	for _, e := range slices.Backward(evs) {
+		if e.RunID != run {
 			continue
 		}
-		switch e.Stage {
-		case events.StageToolAfter, events.StageToolFailed, events.StageApprovalRequested:
+		switch {
+		case slices.Contains(ends, e.Stage):
 			var p struct {
 				Call events.ToolCall `json:"call"`
 			}
 			if e.DecodeData(&p) == nil {
 				done[p.Call.ID] = true
 			}
-		case events.StageToolBefore:
+		case e.Stage == events.StageToolBefore:
 			var p events.ToolBefore
 			if e.DecodeData(&p) != nil || p.Call.Name != call.Name || p.Call.ID == "" || done[p.Call.ID] {
 				continue
 			}
-			if sharedEqual(p.Call.Arguments, call.Arguments) {
+			if same(p.Call.Arguments, call.Arguments) {
 				return p.Call.ID
 			}
 		}

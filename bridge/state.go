@@ -49,9 +49,7 @@ func fold(evs []*events.Event) *state {
 
 // add takes e, stored at stream sequence stored, into the state.
 func (st *state) add(e *events.Event, stored uint64) {
-	if stored > st.last {
-		st.last = stored
-	}
+	st.last = max(st.last, stored)
 	st.heads.Add(e)
 	if c, ok := st.chains[e.RunID]; ok && e.Seq > c.Seq {
 		delete(st.chains, e.RunID)

@@ -183,19 +183,16 @@ func (s *Store) Get(ctx context.Context, name string) (Record, error) {
 	if err := checkName(name); err != nil {
 		return Record{}, err
 	}
-	e, err := s.get(ctx, Key(name))
+	e, err := s.get(ctx, Key(name), "policy "+name)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return Record{}, fmt.Errorf("%w: no policy %s", ErrNotFound, name)
-		}
 		return Record{}, err
 	}
 	return decodeRecord(e.Key(), e.Value(), e.Revision())
 }
 
-// get reads key from the bucket; the error wraps ErrNotFound or
-// ErrRegistry.
-func (s *Store) get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+// get reads key, which holds what, from the bucket; the error wraps
+// ErrNotFound ("no " what) or ErrRegistry.
+func (s *Store) get(ctx context.Context, key, what string) (jetstream.KeyValueEntry, error) {
 	ctx, cancel := deadline.Default(ctx, s.b.Timeout())
 	defer cancel()
 	kv, err := s.kv.KV(ctx)
@@ -204,7 +201,7 @@ func (s *Store) get(ctx context.Context, key string) (jetstream.KeyValueEntry, e
 	}
 	e, err := kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
+		return nil, fmt.Errorf("%w: no %s", ErrNotFound, what)
 	}
 	if err != nil {
 		return nil, s.bucketErr(ctx, "get "+key+" from", err)
@@ -249,11 +246,8 @@ func (s *Store) Delete(ctx context.Context, name string, by events.Actor) error 
 	if err := checkName(name); err != nil {
 		return err
 	}
-	e, err := s.get(ctx, Key(name))
+	e, err := s.get(ctx, Key(name), "policy "+name)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("%w: no policy %s", ErrNotFound, name)
-		}
 		return err
 	}
 	cur, _ := decodeRecord(e.Key(), e.Value(), e.Revision()) // an unreadable entry is deleted too
@@ -296,11 +290,8 @@ func (s *Store) GetTest(ctx context.Context, name string) (json.RawMessage, erro
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	e, err := s.get(ctx, TestKey(name))
+	e, err := s.get(ctx, TestKey(name), "test of policy "+name)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return nil, fmt.Errorf("%w: no test of policy %s", ErrNotFound, name)
-		}
 		return nil, err
 	}
 	return e.Value(), nil

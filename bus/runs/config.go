@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -134,32 +135,16 @@ type ConsumerStats struct {
 // defaults fills in and checks a config.
 // outage is the bus' outage bound, the default of Outage.
 func (cfg *ConsumerConfig) defaults(outage time.Duration) error {
-	if cfg.Durable == "" {
-		cfg.Durable = DefaultDurable
-	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = 1
-	}
-	if cfg.AckWait == 0 {
-		cfg.AckWait = DefaultAckWait
-	}
-	if cfg.MaxDeliver == 0 {
-		cfg.MaxDeliver = bus.DefaultMaxDeliver
-	}
-	if cfg.PollWait == 0 {
-		cfg.PollWait = DefaultPollWait
-	}
-	if cfg.Outage == 0 {
-		cfg.Outage = outage
-	}
-	if cfg.Heartbeat == 0 {
-		cfg.Heartbeat = DefaultHeartbeat
-	}
+	cfg.Durable = cmp.Or(cfg.Durable, DefaultDurable)
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, 1)
+	cfg.AckWait = cmp.Or(cfg.AckWait, DefaultAckWait)
+	cfg.MaxDeliver = cmp.Or(cfg.MaxDeliver, bus.DefaultMaxDeliver)
+	cfg.PollWait = cmp.Or(cfg.PollWait, DefaultPollWait)
+	cfg.Outage = cmp.Or(cfg.Outage, outage)
+	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, DefaultHeartbeat)
 	if cfg.Worker == "" {
 		host, _ := os.Hostname()
-		if host == "" {
-			host = "worker"
-		}
+		host = cmp.Or(host, "worker")
 		cfg.Worker = host + ":" + strconv.Itoa(os.Getpid())
 	}
 	if err := validDurable("durable", cfg.Durable); err != nil {

@@ -186,32 +186,21 @@ func (f *Fleet) Workers(ctx context.Context) ([]WorkerPresence, error) {
 	return out, err
 }
 
-// each calls fn with every live entry of kv (read through a watch of its
-// current values, deletes left out).
+// each calls fn with every live entry of kv (kvstore.ReadAll), until fn
+// returns an error.
 func (f *Fleet) each(ctx context.Context, kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry) error) error {
 	ctx, cancel := f.q.withTimeout(ctx)
 	defer cancel()
-	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
-	if err != nil {
+	var ferr error
+	err := kvstore.ReadAll(ctx, kv, func(e jetstream.KeyValueEntry) {
+		if ferr == nil {
+			ferr = fn(e)
+		}
+	})
+	if err != nil && ferr == nil {
 		return fmt.Errorf("%w: read %s: %w", ErrFleet, kv.Bucket(), deadline.Err(ctx, err))
 	}
-	defer func() { _ = w.Stop() }()
-	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok {
-				return fmt.Errorf("%w: read %s: the watch ended early", ErrFleet, kv.Bucket())
-			}
-			if e == nil {
-				return nil // every current value read
-			}
-			if err := fn(e); err != nil {
-				return err
-			}
-		case <-ctx.Done():
-			return fmt.Errorf("%w: read %s: %w", ErrFleet, kv.Bucket(), ctx.Err())
-		}
-	}
+	return ferr
 }
 
 func decodeDefinition(e jetstream.KeyValueEntry) (*AgentDefinition, error) {

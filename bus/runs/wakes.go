@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -117,9 +118,7 @@ func (q *Queue) ConsumeWakes(ctx context.Context, cfg WakeConsumerConfig, handle
 	if handler == nil {
 		return nil, invalid("nil wake handler")
 	}
-	if cfg.AckWait == 0 {
-		cfg.AckWait = time.Minute
-	}
+	cfg.AckWait = cmp.Or(cfg.AckWait, time.Minute)
 	if cfg.AckWait < time.Second {
 		return nil, invalid("wake ack wait %v (want >= 1s)", cfg.AckWait)
 	}

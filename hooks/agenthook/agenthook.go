@@ -1,6 +1,7 @@
 package agenthook
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -124,21 +125,13 @@ func New(cfg Config) (*Hook, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.MaxTurns == 0 {
-		cfg.MaxTurns = DefaultMaxTurns
-	}
-	if cfg.System == "" {
-		cfg.System = DefaultSystem
-	}
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
+	cfg.MaxTurns = cmp.Or(cfg.MaxTurns, DefaultMaxTurns)
+	cfg.System = cmp.Or(cfg.System, DefaultSystem)
 	if cfg.Input == nil {
 		cfg.Input = prompt.EventInput
 	}
-	if cfg.Source == "" {
-		cfg.Source = DefaultSource
-	}
+	cfg.Source = cmp.Or(cfg.Source, DefaultSource)
 	eng, err := loop.New(loop.Config{
 		Emitter: cfg.Emitter, History: cfg.History, Model: safeModel{cfg.Model}, Tools: ts,
 		Source: cfg.Source, SystemPrompt: cfg.System, MaxSteps: cfg.MaxTurns, ModelTimeout: cfg.Timeout,
@@ -174,13 +167,7 @@ func (h *Hook) Intercept(ctx context.Context, req *interceptors.Request) (*inter
 	if err != nil {
 		return nil, err
 	}
-	agent := h.cfg.AgentID
-	if agent == "" {
-		agent = req.Registration.Plugin
-	}
-	if agent == "" {
-		agent = DefaultAgentID
-	}
+	agent := cmp.Or(h.cfg.AgentID, req.Registration.Plugin, DefaultAgentID)
 	child := events.NewID()
 	depth := 1
 	if ev.ParentRunID != "" {

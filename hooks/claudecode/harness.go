@@ -1,6 +1,7 @@
 package claudecode
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -138,9 +139,7 @@ func permissionOutcome(out *harness.Outcome) *Output {
 			if c.Decision == interceptors.Mock && c.Mock != nil {
 				reason = c.Mock.Content
 			}
-			if reason == "" {
-				reason = "denied by a hookbus interceptor"
-			}
+			reason = cmp.Or(reason, "denied by a hookbus interceptor")
 			return PermissionAnswer(PermissionDeny, reason, nil)
 		}
 	}
@@ -150,10 +149,7 @@ func permissionOutcome(out *harness.Outcome) *Output {
 // RefusalMessage is what the model is told of a refused approval: who
 // refused it and why.
 func RefusalMessage(r *events.ApprovalResolved) string {
-	why := r.Reason
-	if why == "" {
-		why = "no reason given"
-	}
+	why := cmp.Or(r.Reason, "no reason given")
 	if r.Expired {
 		return "no answer in time (hookbus approval expired): " + why
 	}

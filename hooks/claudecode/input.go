@@ -1,8 +1,10 @@
 package claudecode
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
@@ -120,9 +122,7 @@ func NewInput(event HookEvent, ev *events.Event, env Env) (*Input, error) {
 		SessionID: ev.SessionID, TranscriptPath: env.TranscriptPath, Cwd: env.Cwd,
 		PermissionMode: env.PermissionMode, HookEventName: event,
 	}
-	if in.PermissionMode == "" {
-		in.PermissionMode = DefaultPermissionMode
-	}
+	in.PermissionMode = cmp.Or(in.PermissionMode, DefaultPermissionMode)
 	if ev.ParentRunID != "" { // a sub-agent's run: its tool events say so
 		in.AgentID, in.AgentType = ev.RunID, ev.AgentID
 	}
@@ -283,12 +283,7 @@ func trigger(manual bool) string {
 
 // firesOn reports whether stage's events fire event's hooks.
 func firesOn(event HookEvent, stage events.Stage) bool {
-	for _, s := range event.Stages() {
-		if s == stage {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(event.Stages(), stage)
 }
 
 // Applies reports whether Claude Code would run event's hooks for ev at

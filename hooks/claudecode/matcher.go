@@ -3,6 +3,7 @@ package claudecode
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/hookbus/hookbus/interceptors"
@@ -69,12 +70,7 @@ func (m *Matcher) Match(name string) bool {
 	case m.re != nil:
 		return m.re.MatchString(name)
 	}
-	for _, n := range m.names {
-		if n == name {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(m.names, name)
 }
 
 // Tools is the matcher as an interceptors.Registration Tools value: "" for

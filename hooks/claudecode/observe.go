@@ -31,46 +31,40 @@ type observing struct {
 }
 
 func (o *observing) Append(ctx context.Context, e *events.Event, claim uint64) error {
-	if err := o.Emitter.Append(ctx, e, claim); err != nil {
-		return err
-	}
-	o.hs.observe(ctx, e)
-	return nil
+	err := o.Emitter.Append(ctx, e, claim)
+	o.observe(ctx, e, err)
+	return err
 }
 
 func (o *observing) AppendSync(ctx context.Context, e *events.Event, claim uint64) error {
-	if err := o.Emitter.AppendSync(ctx, e, claim); err != nil {
-		return err
-	}
-	o.hs.observe(ctx, e)
-	return nil
+	err := o.Emitter.AppendSync(ctx, e, claim)
+	o.observe(ctx, e, err)
+	return err
 }
 
 func (o *observing) Claim(ctx context.Context, e *events.Event, last uint64) (uint64, error) {
 	claim, err := o.Emitter.Claim(ctx, e, last)
-	if err != nil {
-		return claim, err
-	}
-	o.hs.observe(ctx, e)
-	return claim, nil
+	o.observe(ctx, e, err)
+	return claim, err
 }
 
 func (o *observing) Reclaim(ctx context.Context, e *events.Event, last, seen uint64) (uint64, error) {
 	claim, err := o.Emitter.Reclaim(ctx, e, last, seen)
-	if err != nil {
-		return claim, err
-	}
-	o.hs.observe(ctx, e)
-	return claim, nil
+	o.observe(ctx, e, err)
+	return claim, err
 }
 
 func (o *observing) AppendAfter(ctx context.Context, e *events.Event, seen uint64) (uint64, error) {
 	at, err := o.Emitter.AppendAfter(ctx, e, seen)
-	if err != nil {
-		return at, err
+	o.observe(ctx, e, err)
+	return at, err
+}
+
+// observe runs the observers of e once it is stored (err nil).
+func (o *observing) observe(ctx context.Context, e *events.Event, err error) {
+	if err == nil {
+		o.hs.observe(ctx, e)
 	}
-	o.hs.observe(ctx, e)
-	return at, nil
 }
 
 // observe runs the observers of e's stage that match it.

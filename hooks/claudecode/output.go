@@ -2,6 +2,7 @@ package claudecode
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -144,9 +145,7 @@ func blocked(event HookEvent, ev *events.Event, reason string) (*interceptors.De
 	case events.StageIntake, events.StageToolBefore:
 		return &interceptors.Decision{Kind: interceptors.Deny, Reason: reason}, nil
 	case events.StageStop:
-		if reason == "" {
-			reason = "blocked by a Stop hook"
-		}
+		reason = cmp.Or(reason, "blocked by a Stop hook")
 		return &interceptors.Decision{Kind: interceptors.Continue, Reason: reason, Context: reason}, nil
 	case events.StageToolAfter: // the tool ran: Claude Code shows stderr to the model
 		return &interceptors.Decision{Kind: interceptors.Allow, Context: reason}, nil
@@ -258,9 +257,7 @@ func (o *Output) preToolUse(ev *events.Event, hs *SpecificOutput, bad func(strin
 		case "approve":
 			pd = PermissionAllow
 		}
-		if d.Reason == "" {
-			d.Reason = o.Reason
-		}
+		d.Reason = cmp.Or(d.Reason, o.Reason)
 	}
 	if len(hs.UpdatedInput) > 0 && firstByte(hs.UpdatedInput) != '{' {
 		return nil, bad("updatedInput is not a JSON object")

@@ -1,6 +1,7 @@
 package claudecode
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -82,16 +83,12 @@ type observer struct {
 // without a factory, a factory's error, a registration the chain refuses)
 // wraps ErrSettings, names the handler, and leaves nothing registered.
 func Register(chain *interceptors.Chain, sources []*Settings, opts Options) (*Hooks, error) {
-	if opts.Prefix == "" {
-		opts.Prefix = "claude"
-	}
+	opts.Prefix = cmp.Or(opts.Prefix, "claude")
 	if err := events.ValidateID("plugin prefix", opts.Prefix); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSettings, err)
 	}
 	hs := &Hooks{observers: map[events.Stage][]*observer{}, logger: opts.Logger}
-	if hs.logger == nil {
-		hs.logger = slog.New(slog.DiscardHandler)
-	}
+	hs.logger = cmp.Or(hs.logger, slog.New(slog.DiscardHandler))
 	order := opts.Order
 	for k, s := range sources {
 		if s == nil || s.DisableAllHooks {

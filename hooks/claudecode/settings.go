@@ -2,6 +2,7 @@ package claudecode
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,9 +121,7 @@ func LoadSettings(path string) (*Settings, error) {
 // error wrapping ErrSettings that names the file and the place. Hooks of
 // Claude Code events hookbus does not map are listed in Skipped.
 func ParseSettings(data []byte, name string) (*Settings, error) {
-	if name == "" {
-		name = "settings.json"
-	}
+	name = cmp.Or(name, "settings.json")
 	fail := func(where, format string, args ...any) error {
 		if where != "" {
 			where = ": " + where

@@ -2,6 +2,7 @@ package cline
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -38,8 +39,7 @@ const (
 )
 
 // table is Cline's hook events and the stage each is recorded as, in the
-// order a session meets them; key is the field of the input that names the
-// event.
+// order a session meets them.
 var table = harness.Table{
 	{Name: TaskStart, Stage: events.StageRunStarted},
 	{Name: TaskResume, Stage: events.StageRunStarted},
@@ -49,13 +49,6 @@ var table = harness.Table{
 	{Name: PreCompact, Stage: events.StageCompactBefore},
 	{Name: TaskCancel, Stage: events.StageRunCompleted},
 	{Name: TaskComplete, Stage: events.StageStop},
-}
-
-// keys maps the field of an input that names its event to the event.
-var keys = map[string]string{
-	"taskStart": TaskStart, "taskResume": TaskResume, "userPromptSubmit": UserPromptSubmit,
-	"preToolUse": PreToolUse, "postToolUse": PostToolUse, "preCompact": PreCompact,
-	"taskCancel": TaskCancel, "taskComplete": TaskComplete,
 }
 
 // Events returns Cline's hook events (each the file name of its hook), in
@@ -138,15 +131,13 @@ func ParseInput(b []byte) (*Input, error) {
 	}
 	var fields map[string]json.RawMessage
 	_ = json.Unmarshal(b, &fields)
-	for _, k := range eventKeys() {
-		if _, ok := fields[k]; ok {
-			in.event = keys[k]
+	for _, e := range table {
+		if _, ok := fields[eventKey(e.Name)]; ok {
+			in.event = e.Name
 			break
 		}
 	}
-	if in.event == "" {
-		in.event = in.HookName
-	}
+	in.event = cmp.Or(in.event, in.HookName)
 	if in.event == "" {
 		return nil, fmt.Errorf("%w: no event: none of %s, and no hookName", harness.ErrBadInput, strings.Join(eventKeys(), ", "))
 	}
@@ -154,14 +145,14 @@ func ParseInput(b []byte) (*Input, error) {
 	return &in, nil
 }
 
+// eventKey is the field of an input that names event: the event's name
+// in lowerCamelCase (preToolUse: PreToolUse).
+func eventKey(event string) string { return strings.ToLower(event[:1]) + event[1:] }
+
 func eventKeys() []string {
-	var out []string
-	for _, e := range table {
-		for k, ev := range keys {
-			if ev == e.Name {
-				out = append(out, k)
-			}
-		}
+	out := make([]string, len(table))
+	for i, e := range table {
+		out[i] = eventKey(e.Name)
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package command
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -116,21 +117,13 @@ func New(cfg Config, event claudecode.HookEvent, raw json.RawMessage) (*Hook, er
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	cfg.Root = root
-	if cfg.MaxOutput == 0 {
-		cfg.MaxOutput = DefaultMaxOutput
-	}
-	if cfg.KillGrace == 0 {
-		cfg.KillGrace = DefaultKillGrace
-	}
-	if cfg.Shell == "" {
-		cfg.Shell = DefaultShell
-	}
+	cfg.MaxOutput = cmp.Or(cfg.MaxOutput, DefaultMaxOutput)
+	cfg.KillGrace = cmp.Or(cfg.KillGrace, DefaultKillGrace)
+	cfg.Shell = cmp.Or(cfg.Shell, DefaultShell)
 	if cfg.MaxOutput < 0 || cfg.KillGrace < 0 {
 		return nil, fmt.Errorf("%w: MaxOutput and KillGrace must be positive", ErrInvalidConfig)
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if !event.Mapped() {
 		return nil, fmt.Errorf("%w: %q is not a Claude Code event hookbus maps", ErrInvalidConfig, event)
 	}

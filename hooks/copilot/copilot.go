@@ -2,6 +2,7 @@ package copilot
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"time"
 
@@ -84,9 +85,7 @@ func native(raw []byte) (event, session string, ok bool) {
 			event = f.event
 		}
 	}
-	if event == "" {
-		event = "unnamed"
-	}
+	event = cmp.Or(event, "unnamed")
 	return event, session, true
 }
 

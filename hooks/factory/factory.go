@@ -38,10 +38,6 @@ var table = harness.Table{
 // Events returns Droid's hook events, in the order a session meets them.
 func Events() []string { return table.Names() }
 
-// StageOf returns the stage Droid's event is recorded as; "" for a
-// harness.event.
-func StageOf(event string) events.Stage { return table.StageOf(event) }
-
 // Harness returns Factory Droid as a harness.Protocol.
 func Harness() claudecode.Variant {
 	return claudecode.Variant{

@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -104,11 +105,14 @@ func (w *words) spec() *SpecificOutput {
 }
 
 func (w *words) Note(text string)          { w.notes = append(w.notes, text) }
-func (w *words) Deny(reason string)        { w.o.Decision, w.o.Reason = DecisionDeny, reasonOr(reason) }
 func (w *words) Again(message string)      { w.Deny(message) }
 func (w *words) Context(text string)       { w.spec().AdditionalContext = text }
 func (w *words) Call(args json.RawMessage) { w.spec().ToolInput = args }
 func (w *words) Result(p events.ToolAfter) { w.o.Decision, w.o.Reason = DecisionDeny, p.Result.Content }
+
+func (w *words) Deny(reason string) {
+	w.o.Decision, w.o.Reason = DecisionDeny, cmp.Or(reason, "denied by a hookbus interceptor")
+}
 
 func (w *words) Ask(reason string) {
 	w.o.Decision, w.o.Reason = DecisionAsk, reason
@@ -146,11 +150,4 @@ func (in *Input) Outage(policy interceptors.Policy, cause error) *harness.Reply 
 		o = &Output{SystemMessage: msg}
 	}
 	return &harness.Reply{Stdout: o.JSON()}
-}
-
-func reasonOr(r string) string {
-	if r == "" {
-		return "denied by a hookbus interceptor"
-	}
-	return r
 }

@@ -2,6 +2,7 @@ package httphook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -99,18 +100,14 @@ func New(cfg Config, event claudecode.HookEvent, raw json.RawMessage) (*Hook, er
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
-	if cfg.MaxBody == 0 {
-		cfg.MaxBody = DefaultMaxBody
-	}
+	cfg.MaxBody = cmp.Or(cfg.MaxBody, DefaultMaxBody)
 	if cfg.MaxBody < 0 {
 		return nil, fmt.Errorf("%w: MaxBody is negative", ErrInvalidConfig)
 	}
 	if cfg.LookupEnv == nil {
 		cfg.LookupEnv = os.LookupEnv
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	hk := &Hook{cfg: cfg, event: event, url: h.URL, headers: http.Header{}}
 	for k, v := range h.Headers {
 		hk.headers.Set(k, interpolate(v, h.AllowedEnvVars, cfg.LookupEnv))

@@ -2,6 +2,7 @@ package mcptool
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -63,9 +64,7 @@ func New(cfg Config, event claudecode.HookEvent, raw json.RawMessage) (*Hook, er
 	if cfg.Servers == nil {
 		return nil, fmt.Errorf("%w: the agent has no MCP servers", ErrConfig)
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	var h handler
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()

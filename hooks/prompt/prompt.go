@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -103,18 +104,12 @@ func New(cfg Config) (*Hook, error) {
 	case cfg.CacheTTL < 0 || cfg.CacheTTL > 0 && cfg.CacheTTL < MinCacheTTL:
 		return nil, fmt.Errorf("%w: cache TTL %s (want at least %s)", ErrInvalidConfig, cfg.CacheTTL, MinCacheTTL)
 	}
-	if cfg.System == "" {
-		cfg.System = DefaultSystem
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
+	cfg.System = cmp.Or(cfg.System, DefaultSystem)
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
 	if cfg.Input == nil {
 		cfg.Input = EventInput
 	}
-	if cfg.CacheTTL == 0 {
-		cfg.CacheTTL = DefaultCacheTTL
-	}
+	cfg.CacheTTL = cmp.Or(cfg.CacheTTL, DefaultCacheTTL)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -193,10 +188,7 @@ func (h *Hook) Intercept(ctx context.Context, req *interceptors.Request) (*inter
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", interceptors.ErrBadReply, err)
 	}
-	model := resp.Model
-	if model == "" {
-		model = h.cfg.ModelName
-	}
+	model := cmp.Or(resp.Model, h.cfg.ModelName)
 	if h.cfg.Cache == nil {
 		return decided(v, req.Stage, "", model, warnings)
 	}

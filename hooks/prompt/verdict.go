@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -125,8 +126,5 @@ func (v Verdict) Decision(stage events.Stage) (*interceptors.Decision, error) {
 
 // message is the reason, or NotMet when there is none.
 func (v Verdict) message() string {
-	if v.Reason == "" {
-		return NotMet
-	}
-	return v.Reason
+	return cmp.Or(v.Reason, NotMet)
 }

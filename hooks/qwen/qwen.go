@@ -46,10 +46,6 @@ var table = harness.Table{
 // them.
 func Events() []string { return table.Names() }
 
-// StageOf returns the stage Qwen Code's event is recorded as; "" for a
-// harness.event.
-func StageOf(event string) events.Stage { return table.StageOf(event) }
-
 // Harness returns Qwen Code as a harness.Protocol.
 func Harness() claudecode.Variant {
 	return claudecode.Variant{

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -61,9 +62,7 @@ func New(cfg Config) (*Model, error) {
 	if err := ep.Resolve(cfg.Model, &cfg.BaseURL, &cfg.APIKey, cfg.MaxTokens); err != nil {
 		return nil, err
 	}
-	if cfg.MaxTokens == 0 {
-		cfg.MaxTokens = DefaultMaxTokens
-	}
+	cfg.MaxTokens = cmp.Or(cfg.MaxTokens, DefaultMaxTokens)
 	// The SDK refuses, on each call, a non-streaming request whose
 	// max_tokens may take longer than 10 minutes: say so now.
 	if _, err := sdk.CalculateNonStreamingTimeout(cfg.MaxTokens, sdk.Model(cfg.Model), nil); err != nil {

@@ -1,9 +1,9 @@
 package mcp
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
-	"net/http"
 )
 
 // Option configures Connect and ConnectAll. Options validate their
@@ -12,8 +12,7 @@ import (
 type Option func(*options) error
 
 type options struct {
-	logger    *slog.Logger
-	transport http.RoundTripper
+	logger *slog.Logger
 }
 
 // WithLogger sets the logger for connections, reconnections and skipped
@@ -28,19 +27,6 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithHTTPTransport sets the round tripper of HTTP servers' requests
-// (default: a clone of http.DefaultTransport), e.g. for a proxy or custom
-// TLS roots. Configured headers are added on top of it.
-func WithHTTPTransport(rt http.RoundTripper) Option {
-	return func(o *options) error {
-		if rt == nil {
-			return fmt.Errorf("%w: nil HTTP transport", ErrInvalidConfig)
-		}
-		o.transport = rt
-		return nil
-	}
-}
-
 func buildOptions(opts []Option) (options, error) {
 	var o options
 	for _, opt := range opts {
@@ -48,11 +34,6 @@ func buildOptions(opts []Option) (options, error) {
 			return o, err
 		}
 	}
-	if o.logger == nil {
-		o.logger = slog.New(slog.DiscardHandler)
-	}
-	if o.transport == nil {
-		o.transport = http.DefaultTransport.(*http.Transport).Clone()
-	}
+	o.logger = cmp.Or(o.logger, slog.New(slog.DiscardHandler))
 	return o, nil
 }

@@ -7,12 +7,6 @@ import (
 	"syscall"
 )
 
-// newProcessGroup makes the child the leader of a new process group, so
-// that stopping it also stops what it started.
-func newProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-}
-
 // signalGroup sends SIGKILL (or SIGTERM) to the child's process group.
 func signalGroup(cmd *exec.Cmd, kill bool) {
 	if cmd.Process == nil {

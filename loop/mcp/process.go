@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hookbus/hookbus/internal/proc"
 )
 
 const (
@@ -65,7 +67,7 @@ func startProcess(cfg *ServerConfig) (*process, error) {
 	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: &tail{max: stderrTail}, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	cmd.WaitDelay = waitDelay
-	newProcessGroup(cmd)
+	proc.SetGroup(cmd)
 	err = cmd.Start()
 	inR.Close() // the child has its copies
 	outW.Close()

@@ -64,7 +64,7 @@ func Connect(ctx context.Context, cfg ServerConfig, opts ...Option) (*Server, er
 		dialing: make(chan struct{}, 1),
 	}
 	if cfg.URL != "" {
-		s.rt = o.transport
+		s.rt = http.DefaultTransport.(*http.Transport).Clone()
 	}
 	s.life, s.end = context.WithCancel(context.Background())
 	c, err := s.dial(ctx)

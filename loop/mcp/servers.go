@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hookbus/hookbus/loop"
@@ -94,12 +95,7 @@ func (ss Servers) CallTool(ctx context.Context, server, tool string, args json.R
 
 // Has reports whether ss holds the server named server.
 func (ss Servers) Has(server string) bool {
-	for _, s := range ss {
-		if s.Name() == server {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(ss, func(s *Server) bool { return s.Name() == server })
 }
 
 func (ss Servers) names() string {

@@ -2,6 +2,7 @@ package scripted
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -276,10 +277,7 @@ func (m *Model) Generate(ctx context.Context, req *loop.ModelRequest) (*loop.Mod
 		return nil, err
 	}
 	if req.Purpose == loop.PurposeCompact {
-		text := m.script.Summary
-		if text == "" {
-			text = "Summary of the conversation so far."
-		}
+		text := cmp.Or(m.script.Summary, "Summary of the conversation so far.")
 		msg := events.Message{Role: events.RoleAssistant, Content: expand(text, req.Messages)}
 		return &loop.ModelResponse{Message: msg, Usage: events.Usage{InputTokens: words(req.Messages), OutputTokens: len(strings.Fields(msg.Content))},
 			FinishReason: "stop", Model: "scripted:" + m.name(), Provider: "scripted"}, nil
@@ -326,10 +324,7 @@ func (m *Model) Generate(ctx context.Context, req *loop.ModelRequest) (*loop.Mod
 }
 
 func (m *Model) name() string {
-	if m.script.Name == "" {
-		return "script"
-	}
-	return m.script.Name
+	return cmp.Or(m.script.Name, "script")
 }
 
 func expand(s string, msgs []events.Message) string {
@@ -338,19 +333,15 @@ func expand(s string, msgs []events.Message) string {
 	}
 	var out strings.Builder
 	for {
-		i := strings.Index(s, "{{")
-		if i < 0 {
+		before, rest, open := strings.Cut(s, "{{")
+		key, after, closed := strings.Cut(rest, "}}")
+		if !open || !closed {
 			out.WriteString(s)
 			return out.String()
 		}
-		j := strings.Index(s[i:], "}}")
-		if j < 0 {
-			out.WriteString(s)
-			return out.String()
-		}
-		out.WriteString(s[:i])
-		out.WriteString(lookup(s[i+2:i+j], msgs))
-		s = s[i+j+2:]
+		out.WriteString(before)
+		out.WriteString(lookup(key, msgs))
+		s = after
 	}
 }
 

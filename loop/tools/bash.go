@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,18 +86,10 @@ func NewBash(cfg BashConfig) (*Bash, error) {
 		return nil, fmt.Errorf("%w: Bash: %w", ErrInvalidConfig, err)
 	}
 	cfg.Root = dir
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultBashTimeout
-	}
-	if cfg.MaxTimeout == 0 {
-		cfg.MaxTimeout = DefaultBashMaxTimeout
-	}
-	if cfg.MaxOutput == 0 {
-		cfg.MaxOutput = 30000
-	}
-	if cfg.KillGrace == 0 {
-		cfg.KillGrace = 2 * time.Second
-	}
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultBashTimeout)
+	cfg.MaxTimeout = cmp.Or(cfg.MaxTimeout, DefaultBashMaxTimeout)
+	cfg.MaxOutput = cmp.Or(cfg.MaxOutput, 30000)
+	cfg.KillGrace = cmp.Or(cfg.KillGrace, 2*time.Second)
 	if cfg.Timeout < 0 || cfg.MaxTimeout < cfg.Timeout || cfg.MaxOutput < 0 || cfg.KillGrace < 0 {
 		return nil, fmt.Errorf("%w: Bash: timeouts, output cap and grace must be positive, Timeout at most MaxTimeout", ErrInvalidConfig)
 	}

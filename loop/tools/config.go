@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -37,9 +38,7 @@ func ByName(name string, cfg Config) (loop.Tool, error) {
 		return Calculator(), nil
 	case "Bash":
 		bc := cfg.Bash
-		if bc.Root == "" {
-			bc.Root = cfg.Root
-		}
+		bc.Root = cmp.Or(bc.Root, cfg.Root)
 		return NewBash(bc)
 	case "read_file":
 		if cfg.Root == "" {
@@ -73,11 +72,6 @@ func ByNames(names []string, cfg Config) ([]loop.Tool, error) {
 		ts = append(ts, t)
 	}
 	return ts, nil
-}
-
-// Tools returns the file tools: Read, Write, Edit, Glob and Grep.
-func (f *FS) Tools() []loop.Tool {
-	return []loop.Tool{f.Read(), f.Write(), f.Edit(), f.Glob(), f.Grep()}
 }
 
 func (f *FS) tool(name string) loop.Tool {

@@ -2,8 +2,9 @@ package tools
 
 import (
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -83,12 +84,7 @@ func newFileFilter(globs, typ string) (*fileFilter, error) {
 		types := fileTypes()
 		t, ok := types[typ]
 		if !ok {
-			names := make([]string, 0, len(types))
-			for n := range types {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			return nil, fmt.Errorf("%w: Grep: unknown file type %q (known: %s)", ErrArguments, typ, strings.Join(names, ", "))
+			return nil, fmt.Errorf("%w: Grep: unknown file type %q (known: %s)", ErrArguments, typ, strings.Join(slices.Sorted(maps.Keys(types)), ", "))
 		}
 		f.types = t
 	}

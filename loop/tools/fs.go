@@ -53,9 +53,6 @@ func NewFS(root string) (*FS, error) {
 	return f, nil
 }
 
-// Dir returns the absolute path of the root directory.
-func (f *FS) Dir() string { return f.dir }
-
 // rel turns a tool's path argument into a path relative to the root, in
 // slash form, "." for the root itself. An absolute path must lie inside the
 // root; a relative one is taken from the root and must not climb out of it

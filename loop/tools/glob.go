@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hookbus/hookbus/events"
@@ -120,10 +121,8 @@ func (f *FS) relPattern(p string) (string, error) {
 			return "", fmt.Errorf("%w: pattern %q is not inside %s", ErrPathEscape, p, f.dir)
 		}
 	}
-	for _, seg := range strings.Split(filepath.ToSlash(p), "/") {
-		if seg == ".." {
-			return "", fmt.Errorf("%w: pattern %q", ErrPathEscape, p)
-		}
+	if slices.Contains(strings.Split(filepath.ToSlash(p), "/"), "..") {
+		return "", fmt.Errorf("%w: pattern %q", ErrPathEscape, p)
 	}
 	return strings.TrimPrefix(filepath.ToSlash(p), "./"), nil
 }

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -183,7 +184,7 @@ func newGrepSearch(a *grepArgs) (*grepSearch, error) {
 	default:
 		return nil, fmt.Errorf("%w: Grep: output_mode must be content, files_with_matches or count, not %q", ErrArguments, a.OutputMode)
 	}
-	if c := firstSet(a.Context, a.C); c != nil {
+	if c := cmp.Or(a.Context, a.C); c != nil {
 		s.before, s.after = *c, *c
 	}
 	if a.B != nil {
@@ -214,15 +215,6 @@ func newGrepSearch(a *grepArgs) (*grepSearch, error) {
 		s.prefilter, _ = regexp.Compile("(?m)" + expr)
 	}
 	return s, nil
-}
-
-func firstSet(vs ...*int) *int {
-	for _, v := range vs {
-		if v != nil {
-			return v
-		}
-	}
-	return nil
 }
 
 // readSearchable reads a file for Grep; skip is "large" or "binary" for a

@@ -1,12 +1,13 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -121,18 +122,15 @@ func readDir(r *os.Root, name string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return cmp.Compare(a.Name(), b.Name()) })
 	return entries, nil
 }
 
 // newestFirst sorts files by modification time, the newest first, as
 // Claude Code's Glob and Grep do; files of the same time by path.
 func newestFirst(files []walked) {
-	sort.SliceStable(files, func(i, j int) bool {
-		if !files[i].modTime.Equal(files[j].modTime) {
-			return files[i].modTime.After(files[j].modTime)
-		}
-		return files[i].path < files[j].path
+	slices.SortStableFunc(files, func(a, b walked) int {
+		return cmp.Or(b.modTime.Compare(a.modTime), cmp.Compare(a.path, b.path))
 	})
 }
 
