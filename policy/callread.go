@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -227,15 +228,11 @@ const foldOnly = -2
 // fieldIndex is the index of key in fields, -1 when it names none of
 // them, foldOnly when it names one only regardless of case.
 func fieldIndex(key []byte, fields []string) int {
-	for i, f := range fields {
-		if string(key) == f {
-			return i
-		}
+	if i := slices.Index(fields, string(key)); i >= 0 {
+		return i
 	}
-	for _, f := range fields {
-		if strings.EqualFold(string(key), f) {
-			return foldOnly
-		}
+	if slices.ContainsFunc(fields, func(f string) bool { return strings.EqualFold(string(key), f) }) {
+		return foldOnly
 	}
 	return -1
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/hookbus/hookbus/events"
@@ -108,5 +107,3 @@ func kindList() string {
 	}
 	return strings.Join(out, ", ")
 }
-
-func sortStrings(s []string) { sort.Strings(s) }

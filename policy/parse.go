@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -231,12 +233,7 @@ func checkKeys(file string, n *yaml.Node, k *keys, where string) error {
 }
 
 func (k *keys) known() string {
-	var out []string
-	for n := range k.names {
-		out = append(out, n)
-	}
-	sortStrings(out)
-	return strings.Join(out, ", ")
+	return strings.Join(slices.Sorted(maps.Keys(k.names)), ", ")
 }
 
 // errAt is an ErrInvalid error at the node under path in p's document (at
@@ -484,10 +481,8 @@ func (p *Policy) checkMatch() error {
 		case !st.Interceptable():
 			return p.errAt(at, "stage %s is observe-only: a policy decides on stages that accept decisions", st)
 		}
-		for _, o := range m.Stages[:i] {
-			if o == st {
-				return p.errAt(at, "stage %s is listed twice", st)
-			}
+		if slices.Contains(m.Stages[:i], st) {
+			return p.errAt(at, "stage %s is listed twice", st)
 		}
 		if st == events.StageToolBefore || st == events.StageToolAfter {
 			tools = true
