@@ -80,7 +80,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 	case varEvent:
 		if a.event == nil {
 			a.event = newObject(eventDef, types.String(ev.Stage), types.String(ev.ID), types.String(ev.Source),
-				a.str(0, ev.AgentID), a.str(1, ev.SessionID), a.str(2, ev.RunID), types.Int(ev.Step), types.String(ev.Subject), timestamp(ev.Time))
+				a.str(0, ev.AgentID), a.str(1, ev.SessionID), a.str(2, ev.RunID), types.Int(ev.Step), types.String(ev.Subject), types.Timestamp{Time: ev.Time})
 		}
 		return a.event, true
 	case varCall:
