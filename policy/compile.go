@@ -223,14 +223,21 @@ func (c *Compiled) compileAll(env *cel.Env) (tracked, fast cel.Program, err erro
 	if iss.Err() != nil {
 		return nil, nil, c.p.errAt("validations", "the validations together: %v", iss.Err())
 	}
-	limit := c.opts.costLimit * uint64(len(c.validations))
-	if tracked, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.CostLimit(limit), cel.InterruptCheckFrequency(128)); err != nil {
-		return nil, nil, c.p.errAt("validations", "%v", err)
-	}
-	if fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), directFields(), cel.InterruptCheckFrequency(128)); err != nil {
+	if tracked, fast, err = programs(env, ast, c.opts.costLimit*uint64(len(c.validations))); err != nil {
 		return nil, nil, c.p.errAt("validations", "%v", err)
 	}
 	return tracked, fast, nil
+}
+
+// programs plans a checked expression twice: with the run-time cost limit,
+// and without cost tracking, reading the objects' fields directly (for
+// inputs within the sizes the estimate assumed: inBounds).
+func programs(env *cel.Env, ast *cel.Ast, limit uint64) (tracked, fast cel.Program, err error) {
+	if tracked, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.CostLimit(limit), cel.InterruptCheckFrequency(128)); err != nil {
+		return nil, nil, err
+	}
+	fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), directFields(), cel.InterruptCheckFrequency(128))
+	return tracked, fast, err
 }
 
 // Marker types for compile's output check.
@@ -262,11 +269,7 @@ func (c *Compiled) compile(env *cel.Env, rule, path, text string, want *cel.Type
 		return nil, nil, fmt.Errorf("%w (%w)", c.errIn(path, rule, 0, 0, "estimated cost %d exceeds the limit %d (bound a comprehension, or match fewer values with a cheaper test)",
 			est.Max, c.opts.costLimit), ErrCostLimit)
 	}
-	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.CostLimit(c.opts.costLimit), cel.InterruptCheckFrequency(128))
-	if err != nil {
-		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
-	}
-	fast, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), directFields(), cel.InterruptCheckFrequency(128))
+	prg, fast, err := programs(env, ast, c.opts.costLimit)
 	if err != nil {
 		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
 	}
