@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -80,10 +81,8 @@ func directRead(name string) (root string, field int, ok bool) {
 	default:
 		return "", 0, false
 	}
-	for i, n := range def.names {
-		if n == f {
-			return root, i, true
-		}
+	if i := slices.Index(def.names, f); i >= 0 {
+		return root, i, true
 	}
 	return "", 0, false
 }
