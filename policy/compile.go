@@ -349,25 +349,11 @@ func (c *Compiled) errIn(path, rule string, line, col int, format string, args .
 	p := c.p
 	ps := p.pos[path]
 	l, cl := ps.at(line, col)
-	what := strings.SplitN(path, ".", 2)[0]
+	// What an entry of the path's section is: "validations.2.expression"
+	// is a validation's.
+	what := strings.TrimSuffix(strings.SplitN(path, ".", 2)[0], "s")
 	msg := fmt.Sprintf(format, args...)
-	return fmt.Errorf("%w: %s:%d:%d: policy %s: %s %s: %s", ErrInvalid, p.file, l, cl, p.Name, singular(what), rule, msg)
-}
-
-func singular(section string) string {
-	switch section {
-	case "matchConditions":
-		return "matchCondition"
-	case "variables":
-		return "variable"
-	case "counters":
-		return "counter"
-	case "validations":
-		return "validation"
-	case "mutations":
-		return "mutation"
-	}
-	return section
+	return fmt.Errorf("%w: %s:%d:%d: policy %s: %s %s: %s", ErrInvalid, p.file, l, cl, p.Name, what, rule, msg)
 }
 
 // checkHistory notes whether the expression reads the history, and
