@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -134,7 +135,7 @@ func (r *runState) add(e *events.Event) {
 			r.count(DecisionFail)
 		}
 	case events.StageSubagentBefore:
-		if p, err := events.Data[events.SubagentBefore](e); err == nil && p.RunID != "" && !contains(r.Children, p.RunID) {
+		if p, err := events.Data[events.SubagentBefore](e); err == nil && p.RunID != "" && !slices.Contains(r.Children, p.RunID) {
 			r.Children = append(r.Children, p.RunID)
 		}
 	case events.StageRunCompleted:
@@ -229,7 +230,7 @@ func (rs *Runs) Decisions(runID string) map[string]int {
 	if !ok || len(r.decisions) == 0 {
 		return nil
 	}
-	return cloneMap(r.decisions)
+	return maps.Clone(r.decisions)
 }
 
 // List returns every run, oldest start first (runs that started at the
@@ -250,13 +251,4 @@ func (rs *Runs) List() []RunSummary {
 		out[i] = r.summary()
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

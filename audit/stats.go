@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"maps"
 	"slices"
 	"sort"
 
@@ -139,7 +140,7 @@ func (s *Stats) List() []PluginStats {
 		if len(lat) > 0 {
 			p.MaxUS = lat[len(lat)-1]
 		}
-		p.Decisions, p.Failures = cloneMap(p.Decisions), cloneMap(p.Failures)
+		p.Decisions, p.Failures = maps.Clone(p.Decisions), maps.Clone(p.Failures)
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -164,12 +165,4 @@ func percentile(sorted []int64, p int) int64 {
 	}
 	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 * n)
 	return sorted[max(rank, 1)-1]
-}
-
-func cloneMap(m map[string]int) map[string]int {
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
