@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
 )
 
 // Explain folds one run's events into what decided on each of its calls
@@ -150,7 +151,7 @@ func chainOutcome(hs []*HookCall) (decision, by string) {
 		switch {
 		case h.Failure != nil && h.Failure.Outcome == OutcomeFailedClosed:
 			return "deny", h.Plugin
-		case h.Decision == "deny", h.Decision == "mock", h.Decision == "stop", h.Decision == "ask", h.Decision == "continue":
+		case interceptors.Kind(h.Decision).Ends():
 			return h.Decision, h.Plugin
 		case h.Decision == "modify" && decision == "allow":
 			decision, by = h.Decision, h.Plugin

@@ -47,8 +47,7 @@ func recordedFor(recs []events.HookDecided, plugin string) (decision, by string,
 		switch {
 		case r.Annotations["closed"] != "":
 			return string(interceptors.Deny), r.Plugin, at
-		case r.Decision == string(interceptors.Deny), r.Decision == string(interceptors.Mock), r.Decision == string(interceptors.Stop),
-			r.Decision == string(interceptors.Ask), r.Decision == string(interceptors.Continue):
+		case interceptors.Kind(r.Decision).Ends():
 			return r.Decision, r.Plugin, at
 		}
 	}
