@@ -131,7 +131,7 @@ func (r *runState) add(e *events.Event) {
 			r.count(p.Decision)
 		}
 	case events.StageHookFailed:
-		if p, err := events.Data[events.HookFailed](e); err == nil && p.Outcome != "shadow" {
+		if p, err := events.Data[events.HookFailed](e); err == nil && p.Outcome != OutcomeShadow {
 			r.count(DecisionFail)
 		}
 	case events.StageSubagentBefore:

@@ -394,15 +394,8 @@ func renumbered(chain []*events.Event) []move {
 
 // isShadow reports whether e is a shadow registration's record.
 func isShadow(e *events.Event) bool {
-	switch e.Stage {
-	case events.StageHookDecided:
-		p, err := events.Data[events.HookDecided](e)
-		return err == nil && p.Shadow
-	case events.StageHookFailed:
-		p, err := events.Data[events.HookFailed](e)
-		return err == nil && p.Outcome == "shadow"
-	}
-	return false
+	h, _ := hookCall(e)
+	return h != nil && h.Shadow
 }
 
 // lostSeqs are the seqs a run's end records as never stored.
