@@ -84,7 +84,7 @@ func (x *Explain) Add(e *events.Event) {
 	}
 	c := &ExplainedCall{EventID: e.ID, Stage: e.Stage, Step: e.Step, Seq: e.Seq, Time: e.Time, Recorded: true,
 		Subject: e.Subject, Hooks: hooks}
-	if call, ok := toolCallOf(e); ok {
+	if call, ok := ToolCallOf(e); ok {
 		c.CallID, c.Action = call.ID, call.Action
 	}
 	x.calls = append(x.calls, c)
@@ -128,8 +128,9 @@ func (x *Explain) Call(id string) []*ExplainedCall {
 	return out
 }
 
-// toolCallOf reads the tool call of a tool stage's event.
-func toolCallOf(e *events.Event) (events.ToolCall, bool) {
+// ToolCallOf reads the tool call of a tool stage's event; false for
+// another event, or one whose payload holds no call.
+func ToolCallOf(e *events.Event) (events.ToolCall, bool) {
 	var p struct {
 		Call *events.ToolCall `json:"call"`
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/audit/backtest"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
@@ -229,7 +230,7 @@ func (t *Test) flip(tp *tested, d backtest.Difference) {
 	f := Flip{Kind: kind, EventID: d.EventID, Stage: e.Stage, Time: d.Time, Agent: d.Agent, Harness: t.currentH,
 		Session: d.Session, Run: d.Run, Tool: d.Subject, Recorded: d.Recorded, RecordedBy: d.RecordedBy,
 		Decision: d.Candidate, Message: d.Reason}
-	if c, ok := toolCall(e); ok {
+	if c, ok := audit.ToolCallOf(e); ok {
 		f.CallID, f.Tool, f.Action = c.ID, c.Name, c.Action
 	}
 	tp.mu.Lock()
@@ -265,17 +266,6 @@ func flipKind(d backtest.Difference, plugin string) (FlipKind, bool) {
 		return FlipAllowed, d.RecordedBy == plugin
 	}
 	return "", false
-}
-
-// toolCall reads the tool call of a tool stage's event.
-func toolCall(e *events.Event) (events.ToolCall, bool) {
-	var p struct {
-		Call *events.ToolCall `json:"call"`
-	}
-	if e.Stage.Group() != events.GroupTool || e.DecodeData(&p) != nil || p.Call == nil {
-		return events.ToolCall{}, false
-	}
-	return *p.Call, true
 }
 
 // Report returns what the test found so far.
