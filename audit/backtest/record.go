@@ -3,6 +3,7 @@ package backtest
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/hookbus/hookbus/events"
@@ -80,12 +81,7 @@ func input(e *events.Event, recs []events.HookDecided, at int, before []byte) *e
 }
 
 func modified(recs []events.HookDecided) bool {
-	for _, r := range recs {
-		if r.Decision == string(interceptors.Modify) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(recs, func(r events.HookDecided) bool { return r.Decision == string(interceptors.Modify) })
 }
 
 // replay applies the records' patches to doc, in order.
