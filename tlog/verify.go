@@ -68,22 +68,12 @@ type StreamVerdict struct {
 
 // OK reports whether no finding fails the verification.
 func (v *StreamVerdict) OK() bool {
-	for _, f := range v.Findings {
-		if f.Fails {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(v.Findings, func(f Finding) bool { return f.Fails })
 }
 
 // Has reports whether the verdict has a finding of kind.
 func (v *StreamVerdict) Has(kind string) bool {
-	for _, f := range v.Findings {
-		if f.Kind == kind {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(v.Findings, func(f Finding) bool { return f.Kind == kind })
 }
 
 // Verification checks the events stream against a log's checkpoints:
