@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -159,10 +160,7 @@ func (c *Checkpointer) Status() CheckpointerStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.status
-	s.Cosigned = make(map[string]uint64, len(c.status.Cosigned))
-	for k, v := range c.status.Cosigned {
-		s.Cosigned[k] = v
-	}
+	s.Cosigned = maps.Clone(c.status.Cosigned)
 	return s
 }
 
@@ -441,8 +439,7 @@ func (c *Checkpointer) fill(ctx context.Context, from, to uint64) error {
 // gap appends the leaves of sequences from to to, which hold no message.
 func (c *Checkpointer) gap(from, to uint64) {
 	for s := from; s <= to; s++ {
-		h := tlog.GapHash(s)
-		c.append(h)
+		c.append(tlog.GapHash(s))
 	}
 	if n := len(c.gaps); n > 0 && c.gaps[n-1][1]+1 == from {
 		c.gaps[n-1][1] = to
