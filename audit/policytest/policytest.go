@@ -20,7 +20,7 @@ import (
 // decisions with those recorded. Feed it the events of Stages in stream
 // order (Add); Report says what it found so far.
 type Test struct {
-	mem      *replayHistory
+	mem      *policy.Memory // the record fed in order, on the recorded clock
 	tests    []*tested
 	agent    string // a glob of agent ids; "": any
 	harness  string // a glob of harnesses; "": any
@@ -89,7 +89,7 @@ func New(ps []*policy.Policy, opts ...Option) (*Test, error) {
 		return nil, fmt.Errorf("%w: no policy to test", ErrInvalid)
 	}
 	t := &Test{}
-	t.mem = newReplayHistory(t.clock)
+	t.mem = policy.NewMemoryAt(t.clock)
 	for _, o := range opts {
 		if err := o(t); err != nil {
 			return nil, err
