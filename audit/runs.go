@@ -1,9 +1,9 @@
 package audit
 
 import (
+	"cmp"
 	"maps"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/hookbus/hookbus/events"
@@ -236,15 +236,8 @@ func (rs *Runs) Decisions(runID string) map[string]int {
 // List returns every run, oldest start first (runs that started at the
 // same time in the order they were read).
 func (rs *Runs) List() []RunSummary {
-	states := make([]*runState, 0, len(rs.byID))
-	for _, r := range rs.byID {
-		states = append(states, r)
-	}
-	sort.Slice(states, func(i, j int) bool {
-		if !states[i].Start.Equal(states[j].Start) {
-			return states[i].Start.Before(states[j].Start)
-		}
-		return states[i].first < states[j].first
+	states := slices.SortedFunc(maps.Values(rs.byID), func(a, b *runState) int {
+		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.first, b.first))
 	})
 	out := make([]RunSummary, len(states))
 	for i, r := range states {

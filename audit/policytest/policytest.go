@@ -1,6 +1,7 @@
 package policytest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path"
@@ -287,10 +288,7 @@ func (t *Test) Report() *Report {
 			pr.Counts = append(pr.Counts, *c)
 		}
 		slices.SortFunc(pr.Counts, func(a, b Count) int {
-			if c := strings.Compare(a.Agent, b.Agent); c != 0 {
-				return c
-			}
-			return strings.Compare(a.Harness, b.Harness)
+			return cmp.Or(strings.Compare(a.Agent, b.Agent), strings.Compare(a.Harness, b.Harness))
 		})
 		r.Policies = append(r.Policies, &pr)
 	}
