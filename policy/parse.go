@@ -360,13 +360,7 @@ func (p *Policy) checkInputs(names defined) error {
 	s := &p.Spec
 	for i := range s.MatchConditions {
 		c := &s.MatchConditions[i]
-		if c.Name == "" {
-			c.Name = fmt.Sprintf("condition-%d", i+1)
-		}
-		if err := names.add(p, "matchCondition", fmt.Sprintf("matchConditions.%d", i), c.Name); err != nil {
-			return err
-		}
-		if err := p.need(fmt.Sprintf("matchConditions.%d", i), "expression", c.Expression); err != nil {
+		if err := p.rule(names, "matchCondition", fmt.Sprintf("matchConditions.%d", i), &c.Name, fmt.Sprintf("condition-%d", i+1), c.Expression); err != nil {
 			return err
 		}
 	}
@@ -411,13 +405,7 @@ func (p *Policy) checkRules(names defined) error {
 	for i := range s.Validations {
 		v := &s.Validations[i]
 		at := fmt.Sprintf("validations.%d", i)
-		if v.Name == "" {
-			v.Name = fmt.Sprintf("validation-%d", i+1)
-		}
-		if err := names.add(p, "rule", at, v.Name); err != nil {
-			return err
-		}
-		if err := p.need(at, "expression", v.Expression); err != nil {
+		if err := p.rule(names, "rule", at, &v.Name, fmt.Sprintf("validation-%d", i+1), v.Expression); err != nil {
 			return err
 		}
 		switch v.Action {
@@ -440,13 +428,7 @@ func (p *Policy) checkRules(names defined) error {
 	for i := range s.Mutations {
 		m := &s.Mutations[i]
 		at := fmt.Sprintf("mutations.%d", i)
-		if m.Name == "" {
-			m.Name = fmt.Sprintf("mutation-%d", i+1)
-		}
-		if err := names.add(p, "rule", at, m.Name); err != nil {
-			return err
-		}
-		if err := p.need(at, "expression", m.Expression); err != nil {
+		if err := p.rule(names, "rule", at, &m.Name, fmt.Sprintf("mutation-%d", i+1), m.Expression); err != nil {
 			return err
 		}
 		for _, st := range s.Match.Stages {
@@ -456,6 +438,18 @@ func (p *Policy) checkRules(names defined) error {
 		}
 	}
 	return nil
+}
+
+// rule checks the rule at path at: its name (dflt when it has none),
+// defined once as kind, and its expression, which it requires.
+func (p *Policy) rule(names defined, kind, at string, name *string, dflt, expression string) error {
+	if *name == "" {
+		*name = dflt
+	}
+	if err := names.add(p, kind, at, *name); err != nil {
+		return err
+	}
+	return p.need(at, "expression", expression)
 }
 
 // need refuses an empty required field.
