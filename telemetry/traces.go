@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -90,9 +91,7 @@ func NewTraces(cfg TracesConfig) (*Traces, error) {
 	if cfg.Exporter == nil {
 		return nil, fmt.Errorf("%w: no span exporter", ErrInvalidConfig)
 	}
-	if cfg.ServiceName == "" {
-		cfg.ServiceName = "hookbus"
-	}
+	cfg.ServiceName = cmp.Or(cfg.ServiceName, DefaultServiceName)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

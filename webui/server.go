@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -122,24 +123,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxScan < 0 || cfg.MaxChildren < 0 || cfg.MaxLive < 0 || cfg.AnswerWait < 0 || cfg.Heartbeat < 0 || cfg.Lease < 0 {
 		return nil, fmt.Errorf("%w: negative bound", ErrInvalidConfig)
 	}
-	if cfg.MaxScan == 0 {
-		cfg.MaxScan = 200_000
-	}
-	if cfg.MaxChildren == 0 {
-		cfg.MaxChildren = 100
-	}
-	if cfg.MaxLive == 0 {
-		cfg.MaxLive = 64
-	}
-	if cfg.AnswerWait == 0 {
-		cfg.AnswerWait = 10 * time.Second
-	}
-	if cfg.Heartbeat == 0 {
-		cfg.Heartbeat = 15 * time.Second
-	}
-	if cfg.Lease == 0 {
-		cfg.Lease = runs.DefaultAckWait
-	}
+	cfg.MaxScan = cmp.Or(cfg.MaxScan, 200_000)
+	cfg.MaxChildren = cmp.Or(cfg.MaxChildren, 100)
+	cfg.MaxLive = cmp.Or(cfg.MaxLive, 64)
+	cfg.AnswerWait = cmp.Or(cfg.AnswerWait, 10*time.Second)
+	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, 15*time.Second)
+	cfg.Lease = cmp.Or(cfg.Lease, runs.DefaultAckWait)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -2,6 +2,7 @@ package approval
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -206,9 +207,7 @@ func (r *Request) validate() error {
 }
 
 func (d Deps) withDefaults() Deps {
-	if d.Source == "" {
-		d.Source = DefaultSource
-	}
+	d.Source = cmp.Or(d.Source, DefaultSource)
 	if d.Settle <= 0 {
 		d.Settle = DefaultSettle
 	}

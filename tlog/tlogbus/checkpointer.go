@@ -1,6 +1,7 @@
 package tlogbus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -125,18 +126,10 @@ func NewCheckpointer(b *bus.Bus, cfg CheckpointerConfig) (*Checkpointer, error) 
 	if cfg.Signer == nil || cfg.Verifier == nil || cfg.Signer.Name() != cfg.Verifier.Name() || cfg.Signer.KeyHash() != cfg.Verifier.KeyHash() {
 		return nil, fmt.Errorf("%w: a checkpointer needs the log's signer key and its verifier", bus.ErrInvalidOption)
 	}
-	if cfg.Every == 0 {
-		cfg.Every = DefaultEvery
-	}
-	if cfg.Interval == 0 {
-		cfg.Interval = DefaultInterval
-	}
-	if cfg.WitnessTimeout == 0 {
-		cfg.WitnessTimeout = 5 * time.Second
-	}
-	if cfg.Durable == "" {
-		cfg.Durable = DefaultDurable
-	}
+	cfg.Every = cmp.Or(cfg.Every, DefaultEvery)
+	cfg.Interval = cmp.Or(cfg.Interval, DefaultInterval)
+	cfg.WitnessTimeout = cmp.Or(cfg.WitnessTimeout, 5*time.Second)
+	cfg.Durable = cmp.Or(cfg.Durable, DefaultDurable)
 	switch {
 	case cfg.Every < 1 || cfg.Every > tlog.MaxWindow:
 		return nil, fmt.Errorf("%w: every %d (want 1 to %d)", bus.ErrInvalidOption, cfg.Every, tlog.MaxWindow)
