@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -388,9 +389,7 @@ func (p *Policy) checkInputs(names defined) error {
 		if err := p.need(at, "key", c.Key); err != nil {
 			return err
 		}
-		if c.Value == "" {
-			c.Value = "1"
-		}
+		c.Value = cmp.Or(c.Value, "1")
 		if c.Window <= 0 {
 			return p.errAt(at, "counter %s needs a positive window (a Go duration: \"1h\", \"24h\")", c.Name)
 		}

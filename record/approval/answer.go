@@ -100,9 +100,7 @@ func Answer(ctx context.Context, deps Deps, req Request) (*Result, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	if req.By.Channel == "" {
-		req.By.Channel = events.ChannelNATS
-	}
+	req.By.Channel = cmp.Or(req.By.Channel, events.ChannelNATS)
 	ids := map[string]string{} // call id → the id of this answer to it
 	if req.AnswerID != "" {
 		ids[req.CallID] = req.AnswerID
