@@ -108,13 +108,7 @@ type ProofResult struct {
 // Failing returns the findings that fail the proof, less those of the
 // kinds accepted.
 func (r *ProofResult) Failing(accept ...string) []Finding {
-	var out []Finding
-	for _, f := range r.Findings {
-		if !slices.Contains(accept, f.Kind) {
-			out = append(out, f)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(r.Findings), func(f Finding) bool { return slices.Contains(accept, f.Kind) })
 }
 
 // VerifyProof checks a proof offline: the checkpoint's signature by
