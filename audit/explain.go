@@ -117,15 +117,9 @@ func (x *Explain) Calls() []*ExplainedCall {
 
 // Call returns the events of the tool call whose id is id (its
 // tool.before, tool.after, ... with records), or the one event whose id
-// is id; nil when the run holds none.
+// is id; empty when the run holds none.
 func (x *Explain) Call(id string) []*ExplainedCall {
-	var out []*ExplainedCall
-	for _, c := range x.Calls() {
-		if c.CallID == id || c.EventID == id {
-			out = append(out, c)
-		}
-	}
-	return out
+	return slices.DeleteFunc(x.Calls(), func(c *ExplainedCall) bool { return c.CallID != id && c.EventID != id })
 }
 
 // ToolCallOf reads the tool call of a tool stage's event; false for
