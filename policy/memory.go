@@ -25,16 +25,9 @@ type Memory struct {
 	counters map[string]*memWindow
 }
 
-// NewMemory returns an empty Memory on the wall clock.
-func NewMemory() *Memory { return NewMemoryAt(time.Now) }
-
-// NewMemoryAt returns an empty Memory whose counters' windows (and the
-// session counts of an event without a time) run on the clock now: a
-// replay's clock is the recorded time of the event replayed, so that a
-// limit of 200 calls an hour counts the calls of the hour they were made
-// in, however fast the replay.
-func NewMemoryAt(now func() time.Time) *Memory {
-	return &Memory{now: now, sessions: map[string]*memSession{}, counters: map[string]*memWindow{}}
+// NewMemory returns an empty Memory.
+func NewMemory() *Memory {
+	return &Memory{now: time.Now, sessions: map[string]*memSession{}, counters: map[string]*memWindow{}}
 }
 
 // memCall is one recorded tool call.

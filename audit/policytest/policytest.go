@@ -21,7 +21,7 @@ import (
 // decisions with those recorded. Feed it the events of Stages in stream
 // order (Add); Report says what it found so far.
 type Test struct {
-	mem      *policy.Memory // the record fed in order, on the recorded clock
+	mem      *replayHistory
 	tests    []*tested
 	agent    string // a glob of agent ids; "": any
 	harness  string // a glob of harnesses; "": any
@@ -90,7 +90,7 @@ func New(ps []*policy.Policy, opts ...Option) (*Test, error) {
 		return nil, fmt.Errorf("%w: no policy to test", ErrInvalid)
 	}
 	t := &Test{}
-	t.mem = policy.NewMemoryAt(t.clock)
+	t.mem = newReplayHistory(t.clock)
 	for _, o := range opts {
 		if err := o(t); err != nil {
 			return nil, err
