@@ -99,23 +99,12 @@ func (as *Approvals) All() []*Approval {
 
 // Pending returns the calls waiting for an answer, oldest first.
 func (as *Approvals) Pending() []*Approval {
-	var out []*Approval
-	for _, a := range as.All() {
-		if a.Waiting() {
-			out = append(out, a)
-		}
-	}
+	out := slices.DeleteFunc(as.All(), func(a *Approval) bool { return !a.Waiting() })
 	sort.SliceStable(out, func(i, j int) bool { return out[i].RequestedAt.Before(out[j].RequestedAt) })
 	return out
 }
 
 // Of returns the approvals of one run.
 func (as *Approvals) Of(runID string) []*Approval {
-	var out []*Approval
-	for _, a := range as.All() {
-		if a.RunID == runID {
-			out = append(out, a)
-		}
-	}
-	return out
+	return slices.DeleteFunc(as.All(), func(a *Approval) bool { return a.RunID != runID })
 }

@@ -80,9 +80,9 @@ func (b *Before) Add(e *events.Event) {
 	}
 }
 
-// key is the key of call in e's run and step, noted as the run's.
+// key is the key of call in e's run and step (lookup), noted as the run's.
 func (b *Before) key(e *events.Event, call string) string {
-	k := e.RunID + "/" + strconv.Itoa(e.Step) + "/" + call
+	k := b.lookup(e, call)
 	if b.keys == nil {
 		b.keys = map[string][]string{}
 	}
@@ -133,6 +133,7 @@ func (b *Before) Of(e *events.Event) []byte {
 	return out
 }
 
+// lookup is the key of call in e's run and step.
 func (b *Before) lookup(e *events.Event, call string) string {
 	return e.RunID + "/" + strconv.Itoa(e.Step) + "/" + call
 }

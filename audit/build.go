@@ -240,11 +240,7 @@ func (b *runBuilder) toolItem(e *events.Event, p any) *Item {
 	var it *Item
 	switch p := p.(type) {
 	case *events.ToolBefore:
-		it = b.tool(e, p.Call.ID)
-		if it == nil {
-			it = b.place(e, &Item{Kind: KindTool, Tool: &ToolItem{}})
-			b.tools[fmt.Sprintf("%d/%s", e.Step, p.Call.ID)] = it
-		}
+		it = b.toolFor(e, p.Call)
 		it.Tool.Call = p.Call
 	case *events.ToolResultRecord:
 		it = b.toolFor(e, p.Call)
@@ -354,14 +350,15 @@ func (b *runBuilder) tool(e *events.Event, callID string) *Item {
 	return b.tools[fmt.Sprintf("%d/%s", e.Step, callID)]
 }
 
-// toolFor is the tool item of call, made when its tool.before is not
-// recorded.
+// toolFor is the tool item of call, made when it is the first event of
+// the call read.
 func (b *runBuilder) toolFor(e *events.Event, call events.ToolCall) *Item {
-	if it := b.tool(e, call.ID); it != nil {
+	k := fmt.Sprintf("%d/%s", e.Step, call.ID)
+	if it := b.tools[k]; it != nil {
 		return it
 	}
 	it := b.place(e, &Item{Kind: KindTool, Tool: &ToolItem{Call: call}})
-	b.tools[fmt.Sprintf("%d/%s", e.Step, call.ID)] = it
+	b.tools[k] = it
 	return it
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/interceptors"
 )
 
 // Explain folds one run's events into what decided on each of its calls
@@ -83,7 +84,7 @@ func (x *Explain) Add(e *events.Event) {
 	}
 	c := &ExplainedCall{EventID: e.ID, Stage: e.Stage, Step: e.Step, Seq: e.Seq, Time: e.Time, Recorded: true,
 		Subject: e.Subject, Hooks: hooks}
-	if call, ok := toolCallOf(e); ok {
+	if call, ok := ToolCallOf(e); ok {
 		c.CallID, c.Action = call.ID, call.Action
 	}
 	x.calls = append(x.calls, c)
@@ -116,19 +117,14 @@ func (x *Explain) Calls() []*ExplainedCall {
 
 // Call returns the events of the tool call whose id is id (its
 // tool.before, tool.after, ... with records), or the one event whose id
-// is id; nil when the run holds none.
+// is id; empty when the run holds none.
 func (x *Explain) Call(id string) []*ExplainedCall {
-	var out []*ExplainedCall
-	for _, c := range x.Calls() {
-		if c.CallID == id || c.EventID == id {
-			out = append(out, c)
-		}
-	}
-	return out
+	return slices.DeleteFunc(x.Calls(), func(c *ExplainedCall) bool { return c.CallID != id && c.EventID != id })
 }
 
-// toolCallOf reads the tool call of a tool stage's event.
-func toolCallOf(e *events.Event) (events.ToolCall, bool) {
+// ToolCallOf reads the tool call of a tool stage's event; false for
+// another event, or one whose payload holds no call.
+func ToolCallOf(e *events.Event) (events.ToolCall, bool) {
 	var p struct {
 		Call *events.ToolCall `json:"call"`
 	}
@@ -150,7 +146,7 @@ func chainOutcome(hs []*HookCall) (decision, by string) {
 		switch {
 		case h.Failure != nil && h.Failure.Outcome == OutcomeFailedClosed:
 			return "deny", h.Plugin
-		case h.Decision == "deny", h.Decision == "mock", h.Decision == "stop", h.Decision == "ask", h.Decision == "continue":
+		case interceptors.Kind(h.Decision).Ends():
 			return h.Decision, h.Plugin
 		case h.Decision == "modify" && decision == "allow":
 			decision, by = h.Decision, h.Plugin

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"maps"
-	"slices"
 	"sort"
 
 	"github.com/hookbus/hookbus/events"
@@ -55,12 +54,7 @@ func (s *Stats) Plugins() []PluginTotals {
 	}
 	out := make([]PluginTotals, 0, len(by))
 	for name, t := range by {
-		l := lat[name]
-		slices.Sort(l)
-		t.P50US, t.P99US = percentile(l, 50), percentile(l, 99)
-		if len(l) > 0 {
-			t.MaxUS = l[len(l)-1]
-		}
+		t.P50US, t.P99US, t.MaxUS = latency(lat[name])
 		t.Runs = len(runs[name])
 		out = append(out, *t)
 	}

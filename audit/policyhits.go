@@ -1,8 +1,8 @@
 package audit
 
 import (
+	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/hookbus/hookbus/events"
@@ -105,10 +105,5 @@ func (ph *PolicyHits) Of(name string) *PolicyHitStats {
 
 // Names returns the names of the policies that hit, sorted.
 func (ph *PolicyHits) Names() []string {
-	out := make([]string, 0, len(ph.byName))
-	for n := range ph.byName {
-		out = append(out, n)
-	}
-	slices.SortFunc(out, strings.Compare)
-	return out
+	return slices.Sorted(maps.Keys(ph.byName))
 }

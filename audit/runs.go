@@ -1,8 +1,9 @@
 package audit
 
 import (
+	"cmp"
+	"maps"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/hookbus/hookbus/events"
@@ -130,11 +131,11 @@ func (r *runState) add(e *events.Event) {
 			r.count(p.Decision)
 		}
 	case events.StageHookFailed:
-		if p, err := events.Data[events.HookFailed](e); err == nil && p.Outcome != "shadow" {
+		if p, err := events.Data[events.HookFailed](e); err == nil && p.Outcome != OutcomeShadow {
 			r.count(DecisionFail)
 		}
 	case events.StageSubagentBefore:
-		if p, err := events.Data[events.SubagentBefore](e); err == nil && p.RunID != "" && !contains(r.Children, p.RunID) {
+		if p, err := events.Data[events.SubagentBefore](e); err == nil && p.RunID != "" && !slices.Contains(r.Children, p.RunID) {
 			r.Children = append(r.Children, p.RunID)
 		}
 	case events.StageRunCompleted:
@@ -229,34 +230,18 @@ func (rs *Runs) Decisions(runID string) map[string]int {
 	if !ok || len(r.decisions) == 0 {
 		return nil
 	}
-	return cloneMap(r.decisions)
+	return maps.Clone(r.decisions)
 }
 
 // List returns every run, oldest start first (runs that started at the
 // same time in the order they were read).
 func (rs *Runs) List() []RunSummary {
-	states := make([]*runState, 0, len(rs.byID))
-	for _, r := range rs.byID {
-		states = append(states, r)
-	}
-	sort.Slice(states, func(i, j int) bool {
-		if !states[i].Start.Equal(states[j].Start) {
-			return states[i].Start.Before(states[j].Start)
-		}
-		return states[i].first < states[j].first
+	states := slices.SortedFunc(maps.Values(rs.byID), func(a, b *runState) int {
+		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.first, b.first))
 	})
 	out := make([]RunSummary, len(states))
 	for i, r := range states {
 		out[i] = r.summary()
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

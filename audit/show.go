@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -100,11 +101,8 @@ func BuildTree(runID string, evs []*events.Event) *RunTree {
 func buildFamily(runID string, byRun map[string][]*events.Event, done map[string]bool) *RunTree {
 	done[runID] = true
 	evs := slices.Clone(byRun[runID])
-	sort.SliceStable(evs, func(i, j int) bool {
-		if evs[i].Seq != evs[j].Seq {
-			return evs[i].Seq < evs[j].Seq
-		}
-		return evs[i].Stored < evs[j].Stored
+	slices.SortStableFunc(evs, func(a, b *events.Event) int {
+		return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.Stored, b.Stored))
 	})
 	t, subagents := buildRun(evs)
 	for childID, item := range subagents {

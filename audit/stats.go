@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"maps"
 	"slices"
 	"sort"
 
@@ -71,16 +72,22 @@ type Stats struct {
 	by map[statsKey]*statsState
 }
 
-func (s *Stats) get(plugin string, stage events.Stage) *statsState {
+// call counts a call of plugin on stage in run that took latency
+// microseconds, and returns the stats of the plugin on the stage.
+func (s *Stats) call(plugin string, stage events.Stage, run string, latency int64) *statsState {
 	if s.by == nil {
 		s.by = map[statsKey]*statsState{}
 	}
 	k := statsKey{plugin, stage}
 	st := s.by[k]
 	if st == nil {
-		st = &statsState{PluginStats: PluginStats{Plugin: plugin, Stage: stage, Decisions: map[string]int{}, Failures: map[string]int{}}}
+		st = &statsState{PluginStats: PluginStats{Plugin: plugin, Stage: stage, Decisions: map[string]int{}, Failures: map[string]int{}},
+			runs: map[string]bool{}}
 		s.by[k] = st
 	}
+	st.Calls++
+	st.latencies = append(st.latencies, latency)
+	st.runs[run] = true
 	return st
 }
 
@@ -92,19 +99,13 @@ func (s *Stats) Add(e *events.Event) {
 		if err != nil {
 			return
 		}
-		st := s.get(p.Plugin, p.Stage)
-		st.onRun(e.RunID)
-		st.Calls++
-		st.Decisions[p.Decision]++
-		st.latencies = append(st.latencies, p.LatencyUS)
+		s.call(p.Plugin, p.Stage, e.RunID, p.LatencyUS).Decisions[p.Decision]++
 	case events.StageHookFailed:
 		p, err := events.Data[events.HookFailed](e)
 		if err != nil {
 			return
 		}
-		st := s.get(p.Plugin, p.Stage)
-		st.onRun(e.RunID)
-		st.Calls++
+		st := s.call(p.Plugin, p.Stage, e.RunID, p.LatencyUS)
 		st.Failures[p.Kind]++
 		switch p.Outcome {
 		case OutcomeFailedOpen:
@@ -112,15 +113,7 @@ func (s *Stats) Add(e *events.Event) {
 		case OutcomeFailedClosed:
 			st.FailedClosed++
 		}
-		st.latencies = append(st.latencies, p.LatencyUS)
 	}
-}
-
-func (st *statsState) onRun(runID string) {
-	if st.runs == nil {
-		st.runs = map[string]bool{}
-	}
-	st.runs[runID] = true
 }
 
 // List returns the stats by plugin, then stage in the order a run meets
@@ -133,13 +126,8 @@ func (s *Stats) List() []PluginStats {
 	out := make([]PluginStats, 0, len(s.by))
 	for _, st := range s.by {
 		p := st.PluginStats
-		lat := slices.Clone(st.latencies)
-		slices.Sort(lat)
-		p.P50US, p.P99US = percentile(lat, 50), percentile(lat, 99)
-		if len(lat) > 0 {
-			p.MaxUS = lat[len(lat)-1]
-		}
-		p.Decisions, p.Failures = cloneMap(p.Decisions), cloneMap(p.Failures)
+		p.P50US, p.P99US, p.MaxUS = latency(slices.Clone(st.latencies))
+		p.Decisions, p.Failures = maps.Clone(p.Decisions), maps.Clone(p.Failures)
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -156,6 +144,16 @@ func (s *Stats) List() []PluginStats {
 	return out
 }
 
+// latency sorts the latencies of calls and returns their nearest-rank 50th
+// and 99th percentiles and the largest (0 for none).
+func latency(l []int64) (p50, p99, most int64) {
+	slices.Sort(l)
+	if len(l) > 0 {
+		most = l[len(l)-1]
+	}
+	return percentile(l, 50), percentile(l, 99), most
+}
+
 // percentile is the nearest-rank p-th percentile of sorted values (0 for
 // none).
 func percentile(sorted []int64, p int) int64 {
@@ -164,12 +162,4 @@ func percentile(sorted []int64, p int) int64 {
 	}
 	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 * n)
 	return sorted[max(rank, 1)-1]
-}
-
-func cloneMap(m map[string]int) map[string]int {
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

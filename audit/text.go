@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 
@@ -73,10 +74,7 @@ func approvalText(a *ApprovalItem) string {
 	if r == nil {
 		return s + " → waiting"
 	}
-	action := r.Action
-	if action == "" {
-		action = map[bool]string{true: "approve", false: "reject"}[r.Approved]
-	}
+	action := cmp.Or(r.Action, map[bool]string{true: "approve", false: "reject"}[r.Approved])
 	s += " → " + action + " by " + r.Who()
 	if r.Expired && r.Channel != events.ChannelExpiry {
 		s += " (expired)"

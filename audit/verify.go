@@ -93,22 +93,12 @@ type RunVerdict struct {
 // OK reports whether the run passes verification: none of its problems
 // fails it (Problem.Fails).
 func (v *RunVerdict) OK() bool {
-	for _, p := range v.Problems {
-		if p.Fails {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(v.Problems, func(p Problem) bool { return p.Fails })
 }
 
 // Has reports whether the verdict lists a problem of kind.
 func (v *RunVerdict) Has(kind string) bool {
-	for _, p := range v.Problems {
-		if p.Kind == kind {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(v.Problems, func(p Problem) bool { return p.Kind == kind })
 }
 
 // fails reports whether a problem of kind fails a run verified by v.
@@ -404,15 +394,8 @@ func renumbered(chain []*events.Event) []move {
 
 // isShadow reports whether e is a shadow registration's record.
 func isShadow(e *events.Event) bool {
-	switch e.Stage {
-	case events.StageHookDecided:
-		p, err := events.Data[events.HookDecided](e)
-		return err == nil && p.Shadow
-	case events.StageHookFailed:
-		p, err := events.Data[events.HookFailed](e)
-		return err == nil && p.Outcome == "shadow"
-	}
-	return false
+	h, _ := hookCall(e)
+	return h != nil && h.Shadow
 }
 
 // lostSeqs are the seqs a run's end records as never stored.

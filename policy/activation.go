@@ -80,7 +80,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 	case varEvent:
 		if a.event == nil {
 			a.event = newObject(eventDef, types.String(ev.Stage), types.String(ev.ID), types.String(ev.Source),
-				a.str(0, ev.AgentID), a.str(1, ev.SessionID), a.str(2, ev.RunID), types.Int(ev.Step), types.String(ev.Subject), timestamp(ev.Time))
+				a.str(0, ev.AgentID), a.str(1, ev.SessionID), a.str(2, ev.RunID), types.Int(ev.Step), types.String(ev.Subject), types.Timestamp{Time: ev.Time})
 		}
 		return a.event, true
 	case varCall:
@@ -175,16 +175,18 @@ func (a *activation) counter(i int) ref.Val {
 	}
 	sum, err := a.c.opts.history.Counter(a.ctx, k)
 	if err != nil {
-		a.noteHistory(err)
-		return types.WrapErr(err)
+		return a.historyErr(err)
 	}
 	return types.Double(sum)
 }
 
-func (a *activation) noteHistory(err error) {
+// historyErr notes the history's first error and returns err as a CEL
+// error value.
+func (a *activation) historyErr(err error) ref.Val {
 	if a.histErr == nil {
 		a.histErr = err
 	}
+	return types.WrapErr(err)
 }
 
 // ResolveFunction implements interpreter.FunctionActivation: the
@@ -218,8 +220,7 @@ func (a *activation) sessionCount(_ string, args ...ref.Val) ref.Val {
 	}
 	n, err := a.c.opts.history.SessionCount(a.ctx, a.sessionScope(args[0]), string(kinds), time.Duration(window.Duration))
 	if err != nil {
-		a.noteHistory(err)
-		return types.WrapErr(err)
+		return a.historyErr(err)
 	}
 	return types.Int(n)
 }
@@ -235,8 +236,7 @@ func (a *activation) sessionSeen(_ string, args ...ref.Val) ref.Val {
 	}
 	ok, err := a.c.opts.history.SessionSeen(a.ctx, a.sessionScope(args[0]), string(kinds), string(pattern))
 	if err != nil {
-		a.noteHistory(err)
-		return types.WrapErr(err)
+		return a.historyErr(err)
 	}
 	return types.Bool(ok)
 }

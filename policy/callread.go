@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -24,34 +25,17 @@ func readCall(data []byte) (call *events.ToolCall, ok bool) {
 		return nil, false
 	}
 	r := jsonReader{b: data}
-	r.space()
 	if !r.next('{') {
 		return nil, false
 	}
-	found := false
-	for {
-		key, ok := r.key()
-		if !ok {
-			return nil, false
-		}
-		if key == nil {
-			return call, true // the end of the object
-		}
-		switch {
-		case string(key) == "call":
-			if found {
-				return nil, false
-			}
-			found = true
-			if call, ok = r.toolCall(); !ok {
-				return nil, false
-			}
-		case bytes.EqualFold(key, []byte("call")):
-			return nil, false
-		default:
-			r.skip()
-		}
+	ok = r.object(payloadFields, func(int) bool {
+		call, ok = r.toolCall()
+		return ok
+	})
+	if !ok {
+		return nil, false
 	}
+	return call, true
 }
 
 // jsonReader reads a payload known to be valid JSON (events.ValidJSON).
@@ -167,6 +151,36 @@ func stringEnd(b []byte, i int) int {
 	}
 }
 
+// object reads the members of an object whose "{" was read, up to its
+// end: member reads the value of each member whose key is one of fields
+// (given its index), the others are skipped. It is false for a key this
+// reader does not take as it is, one that names a field only regardless
+// of case, a field repeated, or a value member does not read.
+func (r *jsonReader) object(fields []string, member func(field int) bool) bool {
+	var seen uint
+	for {
+		key, ok := r.key()
+		if !ok {
+			return false
+		}
+		if key == nil {
+			return true
+		}
+		f := fieldIndex(key, fields)
+		switch {
+		case f == foldOnly, f >= 0 && seen&(1<<f) != 0:
+			return false
+		case f < 0:
+			r.skip()
+			continue
+		}
+		seen |= 1 << f
+		if !member(f) {
+			return false
+		}
+	}
+}
+
 // toolCall reads the call object.
 func (r *jsonReader) toolCall() (*events.ToolCall, bool) {
 	v := r.value()
@@ -177,55 +191,34 @@ func (r *jsonReader) toolCall() (*events.ToolCall, bool) {
 	s := string(v)
 	cr := jsonReader{b: v, i: 1}
 	call := &events.ToolCall{}
-	var seen [4]bool
-	for {
-		key, ok := cr.key()
-		if !ok {
-			return nil, false
-		}
-		if key == nil {
-			return call, true
-		}
-		f := fieldIndex(key, callFields)
-		if f < 0 {
-			if f == foldOnly {
-				return nil, false
-			}
-			cr.skip()
-			continue
-		}
-		if seen[f] {
-			return nil, false
-		}
-		seen[f] = true
+	ok := cr.object(callFields, func(f int) bool {
+		var ok bool
 		switch f {
-		case 0, 1:
-			str, ok := cr.str(s)
-			if !ok {
-				return nil, false
-			}
-			if f == 0 {
-				call.ID = str
-			} else {
-				call.Name = str
-			}
+		case 0:
+			call.ID, ok = cr.str(s)
+		case 1:
+			call.Name, ok = cr.str(s)
 		case 2:
 			a := cr.value()
 			if a[0] == 'n' {
-				return nil, false
+				return false // null
 			}
-			call.Arguments = json.RawMessage(bytes.Clone(a))
+			call.Arguments, ok = json.RawMessage(bytes.Clone(a)), true
 		case 3:
-			if call.Action, ok = cr.action(s); !ok {
-				return nil, false
-			}
+			call.Action, ok = cr.action(s)
 		}
+		return ok
+	})
+	if !ok {
+		return nil, false
 	}
+	return call, true
 }
 
 var (
-	callFields   = []string{"id", "name", "arguments", "action"}
-	actionFields = []string{"kind", "command", "paths", "url", "query", "server", "mcp_tool"}
+	payloadFields = []string{"call"}
+	callFields    = []string{"id", "name", "arguments", "action"}
+	actionFields  = []string{"kind", "command", "paths", "url", "query", "server", "mcp_tool"}
 )
 
 // foldOnly is fieldIndex's answer for a key that names a field only
@@ -235,15 +228,11 @@ const foldOnly = -2
 // fieldIndex is the index of key in fields, -1 when it names none of
 // them, foldOnly when it names one only regardless of case.
 func fieldIndex(key []byte, fields []string) int {
-	for i, f := range fields {
-		if string(key) == f {
-			return i
-		}
+	if i := slices.Index(fields, string(key)); i >= 0 {
+		return i
 	}
-	for _, f := range fields {
-		if strings.EqualFold(string(key), f) {
-			return foldOnly
-		}
+	if slices.ContainsFunc(fields, func(f string) bool { return strings.EqualFold(string(key), f) }) {
+		return foldOnly
 	}
 	return -1
 }
@@ -325,42 +314,17 @@ func hex4(h []byte) rune {
 
 // action reads the call's action object.
 func (r *jsonReader) action(s string) (*events.Action, bool) {
-	r.space()
 	if !r.next('{') {
 		return nil, false // null, or not an object
 	}
 	x := &events.Action{}
-	var seen [7]bool
-	for {
-		key, ok := r.key()
-		if !ok {
-			return nil, false
-		}
-		if key == nil {
-			return x, true
-		}
-		f := fieldIndex(key, actionFields)
-		if f < 0 {
-			if f == foldOnly {
-				return nil, false
-			}
-			r.skip()
-			continue
-		}
-		if seen[f] {
-			return nil, false
-		}
-		seen[f] = true
+	ok := r.object(actionFields, func(f int) bool {
 		if f == 2 {
-			if x.Paths, ok = r.strings(s); !ok {
-				return nil, false
-			}
-			continue
+			var ok bool
+			x.Paths, ok = r.strings(s)
+			return ok
 		}
 		str, ok := r.str(s)
-		if !ok {
-			return nil, false
-		}
 		switch f {
 		case 0:
 			x.Kind = events.ActionKind(str)
@@ -375,7 +339,12 @@ func (r *jsonReader) action(s string) (*events.Action, bool) {
 		case 6:
 			x.MCPTool = str
 		}
+		return ok
+	})
+	if !ok {
+		return nil, false
 	}
+	return x, true
 }
 
 // strings reads a list of strings ([] is an empty list, as encoding/json

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -80,10 +81,8 @@ func directRead(name string) (root string, field int, ok bool) {
 	default:
 		return "", 0, false
 	}
-	for i, n := range def.names {
-		if n == f {
-			return root, i, true
-		}
+	if i := slices.Index(def.names, f); i >= 0 {
+		return root, i, true
 	}
 	return "", 0, false
 }
@@ -223,14 +222,21 @@ func (c *Compiled) compileAll(env *cel.Env) (tracked, fast cel.Program, err erro
 	if iss.Err() != nil {
 		return nil, nil, c.p.errAt("validations", "the validations together: %v", iss.Err())
 	}
-	limit := c.opts.costLimit * uint64(len(c.validations))
-	if tracked, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.CostLimit(limit), cel.InterruptCheckFrequency(128)); err != nil {
-		return nil, nil, c.p.errAt("validations", "%v", err)
-	}
-	if fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), directFields(), cel.InterruptCheckFrequency(128)); err != nil {
+	if tracked, fast, err = programs(env, ast, c.opts.costLimit*uint64(len(c.validations))); err != nil {
 		return nil, nil, c.p.errAt("validations", "%v", err)
 	}
 	return tracked, fast, nil
+}
+
+// programs plans a checked expression twice: with the run-time cost limit,
+// and without cost tracking, reading the objects' fields directly (for
+// inputs within the sizes the estimate assumed: inBounds).
+func programs(env *cel.Env, ast *cel.Ast, limit uint64) (tracked, fast cel.Program, err error) {
+	if tracked, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.CostLimit(limit), cel.InterruptCheckFrequency(128)); err != nil {
+		return nil, nil, err
+	}
+	fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), directFields(), cel.InterruptCheckFrequency(128))
+	return tracked, fast, err
 }
 
 // Marker types for compile's output check.
@@ -262,11 +268,7 @@ func (c *Compiled) compile(env *cel.Env, rule, path, text string, want *cel.Type
 		return nil, nil, fmt.Errorf("%w (%w)", c.errIn(path, rule, 0, 0, "estimated cost %d exceeds the limit %d (bound a comprehension, or match fewer values with a cheaper test)",
 			est.Max, c.opts.costLimit), ErrCostLimit)
 	}
-	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), cel.CostLimit(c.opts.costLimit), cel.InterruptCheckFrequency(128))
-	if err != nil {
-		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
-	}
-	fast, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), matchesConstant(), directFields(), cel.InterruptCheckFrequency(128))
+	prg, fast, err := programs(env, ast, c.opts.costLimit)
 	if err != nil {
 		return nil, nil, c.errIn(path, rule, 0, 0, "%v", err)
 	}
@@ -347,25 +349,11 @@ func (c *Compiled) errIn(path, rule string, line, col int, format string, args .
 	p := c.p
 	ps := p.pos[path]
 	l, cl := ps.at(line, col)
-	what := strings.SplitN(path, ".", 2)[0]
+	// What an entry of the path's section is: "validations.2.expression"
+	// is a validation's.
+	what := strings.TrimSuffix(strings.SplitN(path, ".", 2)[0], "s")
 	msg := fmt.Sprintf(format, args...)
-	return fmt.Errorf("%w: %s:%d:%d: policy %s: %s %s: %s", ErrInvalid, p.file, l, cl, p.Name, singular(what), rule, msg)
-}
-
-func singular(section string) string {
-	switch section {
-	case "matchConditions":
-		return "matchCondition"
-	case "variables":
-		return "variable"
-	case "counters":
-		return "counter"
-	case "validations":
-		return "validation"
-	case "mutations":
-		return "mutation"
-	}
-	return section
+	return fmt.Errorf("%w: %s:%d:%d: policy %s: %s %s: %s", ErrInvalid, p.file, l, cl, p.Name, what, rule, msg)
 }
 
 // checkHistory notes whether the expression reads the history, and

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 
 	"cel.dev/cel-go/common/types"
@@ -245,13 +246,7 @@ func (c *Compiled) decide(stage events.Stage, mode Mode, enforced bool, hit *eve
 // matches reports whether in is one the policy looks at.
 func (c *Compiled) matches(in *Input) bool {
 	ev := in.Event
-	staged := false
-	for _, st := range c.stages {
-		if st == ev.Stage {
-			staged = true
-		}
-	}
-	if !staged || !c.agents.match(ev.AgentID) || !c.harnesses.match(in.Harness) {
+	if !slices.Contains(c.stages, ev.Stage) || !c.agents.match(ev.AgentID) || !c.harnesses.match(in.Harness) {
 		return false
 	}
 	if len(c.kinds) > 0 {

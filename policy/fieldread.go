@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"slices"
+
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
@@ -45,10 +47,8 @@ func directFields() cel.ProgramOption {
 		if !ok {
 			return i, nil
 		}
-		for n, name := range def.names {
-			if name == string(field) {
-				return &fieldRead{InterpretableV2: i, name: names[0], def: def, field: n}, nil
-			}
+		if n := slices.Index(def.names, string(field)); n >= 0 {
+			return &fieldRead{InterpretableV2: i, name: names[0], def: def, field: n}, nil
 		}
 		return i, nil
 	})

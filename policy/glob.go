@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/hookbus/hookbus/events"
@@ -59,15 +59,7 @@ func compileGlobs(list []string) globs {
 }
 
 func (gs globs) match(s string) bool {
-	if len(gs) == 0 {
-		return true
-	}
-	for _, g := range gs {
-		if g.match(s) {
-			return true
-		}
-	}
-	return false
+	return len(gs) == 0 || slices.ContainsFunc(gs, func(g glob) bool { return g.match(s) })
 }
 
 // registrationValue is a match list as a Registration's matcher: globs
@@ -78,10 +70,8 @@ func registrationValue(list []string) string {
 	if len(list) == 1 {
 		return list[0]
 	}
-	for _, s := range list {
-		if strings.HasPrefix(s, interceptors.RegexpPrefix) {
-			return ""
-		}
+	if slices.ContainsFunc(list, func(s string) bool { return strings.HasPrefix(s, interceptors.RegexpPrefix) }) {
+		return ""
 	}
 	return strings.Join(list, "|")
 }
@@ -93,12 +83,7 @@ func kindGlobMatchesAny(k string) bool {
 	if err != nil || g.re != nil {
 		return false
 	}
-	for _, kind := range events.ActionKinds() {
-		if g.match(string(kind)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(events.ActionKinds(), func(kind events.ActionKind) bool { return g.match(string(kind)) })
 }
 
 func kindList() string {
@@ -108,5 +93,3 @@ func kindList() string {
 	}
 	return strings.Join(out, ", ")
 }
-
-func sortStrings(s []string) { sort.Strings(s) }

@@ -24,22 +24,10 @@ type Input struct {
 	Identity string
 }
 
-// Harness names as policies match them, by the CloudEvent source of an
-// event: "hookbus/claude-code" (the bridge for Claude Code) is claude,
-// and any other source, hookbus' own loop among them, is hookbus.
-var harnessBySource = map[string]events.Harness{
-	"hookbus/claude-code": events.HarnessClaude,
-	"hookbus/gemini-cli":  events.HarnessGemini,
-	"hookbus/codex-cli":   events.HarnessCodex,
-}
-
 // HarnessOf names the harness that put ev on the bus, from its source
-// ("hookbus/<agent>" for the coding-agent bridge); hookbus for anything
-// else.
+// ("hookbus/<agent>" for the coding-agent bridge: "hookbus/claude-code" is
+// claude); hookbus for anything else, hookbus' own loop among them.
 func HarnessOf(ev *events.Event) events.Harness {
-	if h, ok := harnessBySource[ev.Source]; ok {
-		return h
-	}
 	if rest, ok := strings.CutPrefix(ev.Source, "hookbus/"); ok {
 		for _, h := range []events.Harness{events.HarnessClaude, events.HarnessGemini, events.HarnessCodex, events.HarnessCopilot,
 			events.HarnessQwen, events.HarnessFactory, events.HarnessCline, events.HarnessOpenCode, events.HarnessKilo} {

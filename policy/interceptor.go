@@ -78,9 +78,6 @@ func (c *Compiled) Interceptor() interceptors.Interceptor {
 			}
 			return nil, err
 		}
-		if res.Decision == nil {
-			return nil, nil
-		}
 		return res.Decision, nil
 	})
 }

@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"reflect"
-	"time"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
@@ -143,14 +142,14 @@ const maxObjectFields = 9
 func (o *object) ConvertToNative(t reflect.Type) (any, error) {
 	m := make(map[string]any, len(o.vals))
 	for i, v := range o.vals {
-		n, err := v.ConvertToNative(reflect.TypeFor[*structpb.Value]())
+		n, err := v.ConvertToNative(jsonValueType)
 		if err != nil {
 			return nil, err
 		}
 		m[o.def.names[i]] = n.(*structpb.Value).AsInterface()
 	}
 	switch t {
-	case reflect.TypeFor[*structpb.Value]():
+	case jsonValueType:
 		return structpb.NewValue(m)
 	case reflect.TypeFor[map[string]any](), reflect.TypeFor[any]():
 		return m, nil
@@ -203,5 +202,3 @@ func isSet(v ref.Val) bool {
 	}
 	return v != nil
 }
-
-func timestamp(t time.Time) ref.Val { return types.Timestamp{Time: t} }

@@ -2,12 +2,15 @@ package policy
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -231,12 +234,7 @@ func checkKeys(file string, n *yaml.Node, k *keys, where string) error {
 }
 
 func (k *keys) known() string {
-	var out []string
-	for n := range k.names {
-		out = append(out, n)
-	}
-	sortStrings(out)
-	return strings.Join(out, ", ")
+	return strings.Join(slices.Sorted(maps.Keys(k.names)), ", ")
 }
 
 // errAt is an ErrInvalid error at the node under path in p's document (at
@@ -363,13 +361,7 @@ func (p *Policy) checkInputs(names defined) error {
 	s := &p.Spec
 	for i := range s.MatchConditions {
 		c := &s.MatchConditions[i]
-		if c.Name == "" {
-			c.Name = fmt.Sprintf("condition-%d", i+1)
-		}
-		if err := names.add(p, "matchCondition", fmt.Sprintf("matchConditions.%d", i), c.Name); err != nil {
-			return err
-		}
-		if err := p.need(fmt.Sprintf("matchConditions.%d", i), "expression", c.Expression); err != nil {
+		if err := p.rule(names, "matchCondition", fmt.Sprintf("matchConditions.%d", i), &c.Name, fmt.Sprintf("condition-%d", i+1), c.Expression); err != nil {
 			return err
 		}
 	}
@@ -397,9 +389,7 @@ func (p *Policy) checkInputs(names defined) error {
 		if err := p.need(at, "key", c.Key); err != nil {
 			return err
 		}
-		if c.Value == "" {
-			c.Value = "1"
-		}
+		c.Value = cmp.Or(c.Value, "1")
 		if c.Window <= 0 {
 			return p.errAt(at, "counter %s needs a positive window (a Go duration: \"1h\", \"24h\")", c.Name)
 		}
@@ -414,13 +404,7 @@ func (p *Policy) checkRules(names defined) error {
 	for i := range s.Validations {
 		v := &s.Validations[i]
 		at := fmt.Sprintf("validations.%d", i)
-		if v.Name == "" {
-			v.Name = fmt.Sprintf("validation-%d", i+1)
-		}
-		if err := names.add(p, "rule", at, v.Name); err != nil {
-			return err
-		}
-		if err := p.need(at, "expression", v.Expression); err != nil {
+		if err := p.rule(names, "rule", at, &v.Name, fmt.Sprintf("validation-%d", i+1), v.Expression); err != nil {
 			return err
 		}
 		switch v.Action {
@@ -443,13 +427,7 @@ func (p *Policy) checkRules(names defined) error {
 	for i := range s.Mutations {
 		m := &s.Mutations[i]
 		at := fmt.Sprintf("mutations.%d", i)
-		if m.Name == "" {
-			m.Name = fmt.Sprintf("mutation-%d", i+1)
-		}
-		if err := names.add(p, "rule", at, m.Name); err != nil {
-			return err
-		}
-		if err := p.need(at, "expression", m.Expression); err != nil {
+		if err := p.rule(names, "rule", at, &m.Name, fmt.Sprintf("mutation-%d", i+1), m.Expression); err != nil {
 			return err
 		}
 		for _, st := range s.Match.Stages {
@@ -459,6 +437,18 @@ func (p *Policy) checkRules(names defined) error {
 		}
 	}
 	return nil
+}
+
+// rule checks the rule at path at: its name (dflt when it has none),
+// defined once as kind, and its expression, which it requires.
+func (p *Policy) rule(names defined, kind, at string, name *string, dflt, expression string) error {
+	if *name == "" {
+		*name = dflt
+	}
+	if err := names.add(p, kind, at, *name); err != nil {
+		return err
+	}
+	return p.need(at, "expression", expression)
 }
 
 // need refuses an empty required field.
@@ -484,10 +474,8 @@ func (p *Policy) checkMatch() error {
 		case !st.Interceptable():
 			return p.errAt(at, "stage %s is observe-only: a policy decides on stages that accept decisions", st)
 		}
-		for _, o := range m.Stages[:i] {
-			if o == st {
-				return p.errAt(at, "stage %s is listed twice", st)
-			}
+		if slices.Contains(m.Stages[:i], st) {
+			return p.errAt(at, "stage %s is listed twice", st)
 		}
 		if st == events.StageToolBefore || st == events.StageToolAfter {
 			tools = true

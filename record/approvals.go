@@ -162,11 +162,5 @@ func (r *Run) Waits(c *Call) bool {
 // Waiting returns the calls that wait for a human (Waits), in the order
 // asked.
 func (r *Run) Waiting() []*Call {
-	var out []*Call
-	for _, c := range r.Asked() {
-		if r.Waits(c) {
-			out = append(out, c)
-		}
-	}
-	return out
+	return slices.DeleteFunc(r.Asked(), func(c *Call) bool { return !r.Waits(c) })
 }

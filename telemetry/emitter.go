@@ -46,41 +46,38 @@ func (em *emitter) Append(ctx context.Context, e *events.Event, claim uint64) er
 func (em *emitter) AppendSync(ctx context.Context, e *events.Event, claim uint64) error {
 	start := time.Now()
 	err := em.inner.AppendSync(ctx, e, claim)
-	em.m.ObservePublish("append_sync", time.Since(start))
-	if err == nil {
-		em.m.Observe(e)
-	}
+	em.waited("append_sync", start, e, err)
 	return err
 }
 
 func (em *emitter) Claim(ctx context.Context, e *events.Event, last uint64) (uint64, error) {
 	start := time.Now()
 	claim, err := em.inner.Claim(ctx, e, last)
-	em.m.ObservePublish("claim", time.Since(start))
-	if err == nil {
-		em.m.Observe(e)
-	}
+	em.waited("claim", start, e, err)
 	return claim, err
 }
 
 func (em *emitter) Reclaim(ctx context.Context, e *events.Event, last, seen uint64) (uint64, error) {
 	start := time.Now()
 	claim, err := em.inner.Reclaim(ctx, e, last, seen)
-	em.m.ObservePublish("claim", time.Since(start))
-	if err == nil {
-		em.m.Observe(e)
-	}
+	em.waited("claim", start, e, err)
 	return claim, err
 }
 
 func (em *emitter) AppendAfter(ctx context.Context, e *events.Event, seen uint64) (uint64, error) {
 	start := time.Now()
 	at, err := em.inner.AppendAfter(ctx, e, seen)
-	em.m.ObservePublish("append_sync", time.Since(start))
+	em.waited("append_sync", start, e, err)
+	return at, err
+}
+
+// waited records how long an append of kind op the engine waited for took
+// since start, and observes e once it is stored (err nil).
+func (em *emitter) waited(op string, start time.Time, e *events.Event, err error) {
+	em.m.ObservePublish(op, time.Since(start))
 	if err == nil {
 		em.m.Observe(e)
 	}
-	return at, err
 }
 
 func (em *emitter) Flush(ctx context.Context, runID string) error {

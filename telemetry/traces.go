@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -90,9 +91,7 @@ func NewTraces(cfg TracesConfig) (*Traces, error) {
 	if cfg.Exporter == nil {
 		return nil, fmt.Errorf("%w: no span exporter", ErrInvalidConfig)
 	}
-	if cfg.ServiceName == "" {
-		cfg.ServiceName = "hookbus"
-	}
+	cfg.ServiceName = cmp.Or(cfg.ServiceName, DefaultServiceName)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -332,10 +331,7 @@ func (t *Traces) endChat(ctx context.Context, r *openRun, e *events.Event) (func
 	}
 	if e.Stage == events.StageModelFailed {
 		p, _ := events.Data[events.ModelFailed](e)
-		kind := p.Type
-		if kind == "" {
-			kind = semconv.ErrorTypeOther.Value.AsString()
-		}
+		kind := cmp.Or(p.Type, semconv.ErrorTypeOther.Value.AsString())
 		s.status, s.desc = codes.Error, p.Error
 		s.attrs = append(s.attrs, semconv.ErrorTypeKey.String(kind))
 		if p.Provider != "" {
@@ -479,9 +475,7 @@ func (t *Traces) hookSpan(e *events.Event) error {
 			attribute.String("hookbus.hook.failure.kind", p.Kind), attribute.String("hookbus.hook.policy", p.Policy),
 			attribute.String("hookbus.hook.outcome", p.Outcome), semconv.ErrorTypeKey.String(p.Kind))
 	}
-	if eventID == "" {
-		eventID = e.ID
-	}
+	eventID = cmp.Or(eventID, e.ID)
 	s.name = "hook " + string(stage) + " " + plugin
 	s.id = tracectx.HookSpan(eventID, plugin)
 	s.start = e.Time.Add(-time.Duration(latency) * time.Microsecond)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -124,12 +125,7 @@ func OpenCheckpoint(signed []byte, logKey note.Verifier, witnesses ...note.Verif
 // CosignedBy reports whether a witness named name cosigned the checkpoint
 // (with a key given to OpenCheckpoint).
 func (s *Signed) CosignedBy(name string) bool {
-	for _, c := range s.Cosigned {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.Cosigned, func(c Cosignature) bool { return c.Name == name })
 }
 
 // RequireCosigned returns an error wrapping ErrSignature naming the

@@ -81,27 +81,23 @@ func verifierKey(v string) (string, error) {
 
 // ParseVerifier reads a log's verifier key: the key itself, or a file
 // holding it. The error wraps ErrKey.
-func ParseVerifier(v string) (note.Verifier, error) {
-	key, err := verifierKey(v)
-	if err != nil {
-		return nil, err
-	}
-	out, err := note.NewVerifier(key)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrKey, v, err)
-	}
-	return out, nil
-}
+func ParseVerifier(v string) (note.Verifier, error) { return parseVerifier(v, note.NewVerifier) }
 
 // ParseWitnessVerifier reads a witness' verifier key (the key, or a file
 // holding it) as the verifier of its cosignature/v1 cosignatures. The
 // error wraps ErrKey.
 func ParseWitnessVerifier(v string) (note.Verifier, error) {
+	return parseVerifier(v, tnote.NewVerifierForCosignatureV1)
+}
+
+// parseVerifier reads the verifier key v (the key, or a file holding it)
+// with newVerifier.
+func parseVerifier(v string, newVerifier func(string) (note.Verifier, error)) (note.Verifier, error) {
 	key, err := verifierKey(v)
 	if err != nil {
 		return nil, err
 	}
-	out, err := tnote.NewVerifierForCosignatureV1(key)
+	out, err := newVerifier(key)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %v", ErrKey, v, err)
 	}

@@ -68,9 +68,6 @@ func HashLeaf(leaf []byte) Hash {
 	return Hash(rfc6962.DefaultHasher.HashLeaf(leaf))
 }
 
-// rfc6962Hasher hashes leaves and nodes as RFC 6962 does, with SHA-256.
-var rfc6962Hasher = rfc6962.DefaultHasher
-
 // hashChildren is the RFC 6962 hash of an interior node.
 func hashChildren(l, r []byte) []byte { return rfc6962.DefaultHasher.HashChildren(l, r) }
 

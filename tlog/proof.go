@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -62,12 +63,7 @@ func NewProof(signed *Signed, run string, tree *Tree, leaves map[uint64][]byte) 
 		return nil, fmt.Errorf("%w: the tree of size %d does not have the checkpoint's root", ErrProof, signed.Size)
 	}
 	p := &Proof{Format: ProofFormat, Run: run, Checkpoint: string(signed.Note), Origin: signed.Origin, TreeSize: signed.Size, RootHash: signed.Root.String()}
-	idx := make([]uint64, 0, len(leaves))
-	for i := range leaves {
-		idx = append(idx, i)
-	}
-	slices.Sort(idx)
-	for _, i := range idx {
+	for _, i := range slices.Sorted(maps.Keys(leaves)) {
 		leaf := leaves[i]
 		h := HashLeaf(leaf)
 		if got, ok := tree.Leaf(i); ok && got != h {
@@ -112,13 +108,7 @@ type ProofResult struct {
 // Failing returns the findings that fail the proof, less those of the
 // kinds accepted.
 func (r *ProofResult) Failing(accept ...string) []Finding {
-	var out []Finding
-	for _, f := range r.Findings {
-		if !slices.Contains(accept, f.Kind) {
-			out = append(out, f)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(r.Findings), func(f Finding) bool { return slices.Contains(accept, f.Kind) })
 }
 
 // VerifyProof checks a proof offline: the checkpoint's signature by

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
@@ -76,12 +77,7 @@ func NewRecord(signed []byte, prevSize uint64, rng []Hash, window []Hash, gaps [
 		r.Range[i] = h.String()
 	}
 	isGap := func(seq uint64) bool {
-		for _, g := range gaps {
-			if seq >= g[0] && seq <= g[1] {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(gaps, func(g [2]uint64) bool { return seq >= g[0] && seq <= g[1] })
 	}
 	leaves := make([]byte, 0, len(window)*len(Hash{}))
 	for i, h := range window {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
 )
 
 // rangeFactory makes RFC 6962 compact ranges.
@@ -18,11 +19,7 @@ func NewRange(size uint64, hashes []Hash) (*compact.Range, error) {
 	if want := compact.RangeSize(0, size); len(hashes) != want {
 		return nil, fmt.Errorf("%w: a compact range of size %d has %d hashes, not %d", ErrMalformed, size, want, len(hashes))
 	}
-	hs := make([][]byte, len(hashes))
-	for i := range hashes {
-		hs[i] = hashes[i][:]
-	}
-	return rangeFactory.NewRange(0, size, hs)
+	return rangeFactory.NewRange(0, size, bytesOf(hashes))
 }
 
 // RootOf is the root of the tree a compact range [0, n) covers.
@@ -217,7 +214,7 @@ func (t *Tree) ConsistencyProof(size1, size2 uint64) ([]Hash, error) {
 // VerifyInclusion checks an RFC 6962 inclusion proof of leafHash at index
 // in the tree of size whose root is root. The error wraps ErrProof.
 func VerifyInclusion(index, size uint64, leafHash Hash, path []Hash, root Hash) error {
-	if err := proof.VerifyInclusion(rfc6962Hasher, index, size, leafHash[:], bytesOf(path), root[:]); err != nil {
+	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, index, size, leafHash[:], bytesOf(path), root[:]); err != nil {
 		return proofError("inclusion of leaf %d in the tree of size %d", index, size, err)
 	}
 	return nil
@@ -226,7 +223,7 @@ func VerifyInclusion(index, size uint64, leafHash Hash, path []Hash, root Hash) 
 // VerifyConsistency checks an RFC 6962 consistency proof between the trees
 // of size1 (root1) and size2 (root2). The error wraps ErrProof.
 func VerifyConsistency(size1, size2 uint64, path []Hash, root1, root2 Hash) error {
-	if err := proof.VerifyConsistency(rfc6962Hasher, size1, size2, bytesOf(path), root1[:], root2[:]); err != nil {
+	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, size1, size2, bytesOf(path), root1[:], root2[:]); err != nil {
 		return proofError("consistency of the tree of size %d with the tree of size %d", size1, size2, err)
 	}
 	return nil

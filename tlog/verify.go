@@ -68,22 +68,12 @@ type StreamVerdict struct {
 
 // OK reports whether no finding fails the verification.
 func (v *StreamVerdict) OK() bool {
-	for _, f := range v.Findings {
-		if f.Fails {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(v.Findings, func(f Finding) bool { return f.Fails })
 }
 
 // Has reports whether the verdict has a finding of kind.
 func (v *StreamVerdict) Has(kind string) bool {
-	for _, f := range v.Findings {
-		if f.Kind == kind {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(v.Findings, func(f Finding) bool { return f.Kind == kind })
 }
 
 // Verification checks the events stream against a log's checkpoints:
@@ -134,22 +124,21 @@ func NewVerification(l *Log, target *Signed, state StreamState, witnessed bool, 
 	}
 	v := &Verification{log: l, target: target, state: state, witnessed: witnessed, lastMatched: true}
 	v.verdict = StreamVerdict{Checkpoint: target.Checkpoint, Cosigned: target.Cosigned, Stored: len(l.Checkpoints)}
-	v.verdict.Findings = append(v.verdict.Findings, l.Problems...)
-	v.verdict.Findings = append(v.verdict.Findings, notes...)
+	v.verdict.Findings = slices.Concat(l.Problems, notes)
 	for _, s := range l.Checkpoints {
 		v.checks = append(v.checks, s.Signed)
 	}
 	if latest := l.Latest(); latest == nil || target.Size > latest.Size {
 		if latest != nil {
-			v.verdict.Findings = append(v.verdict.Findings, Finding{Kind: FindMissingCheckpoint, First: latest.Size + 1, Last: target.Size,
-				Detail: fmt.Sprintf("the checkpoint given (size %d) is newer than every stored one (the latest is of size %d): the checkpoints stream lost its latest records", target.Size, latest.Size)})
+			v.note(FindMissingCheckpoint, seqRange{latest.Size + 1, target.Size},
+				"the checkpoint given (size %d) is newer than every stored one (the latest is of size %d): the checkpoints stream lost its latest records", target.Size, latest.Size)
 		}
 		v.checks = append(v.checks, target)
 	} else if s := l.At(target.Size); s == nil || s.Root != target.Root {
 		v.checks = append(v.checks, target)
 		if s != nil {
-			v.verdict.Findings = append(v.verdict.Findings, Finding{Kind: FindInconsistent,
-				Detail: fmt.Sprintf("the checkpoint given and the stored one of size %d have different roots (%s, %s): the log signed two histories", target.Size, target.Root, s.Root)})
+			v.note(FindInconsistent, seqRange{},
+				"the checkpoint given and the stored one of size %d have different roots (%s, %s): the log signed two histories", target.Size, target.Root, s.Root)
 		} else if l.Tree != nil && target.Size >= l.Tree.Begin() {
 			v.consistent(target)
 		}
@@ -197,8 +186,7 @@ func (v *Verification) consistent(target *Signed) {
 		err = VerifyConsistency(target.Size, latest.Size, path, target.Root, latest.Root)
 	}
 	if err != nil {
-		v.verdict.Findings = append(v.verdict.Findings, Finding{Kind: FindInconsistent,
-			Detail: fmt.Sprintf("the latest stored checkpoint (size %d) does not extend the one given (size %d): %v", latest.Size, target.Size, err)})
+		v.note(FindInconsistent, seqRange{}, "the latest stored checkpoint (size %d) does not extend the one given (size %d): %v", latest.Size, target.Size, err)
 	}
 }
 
@@ -424,14 +412,11 @@ func (v *Verification) Finish() *StreamVerdict {
 		v.missing = append(removed, v.missing...)
 	}
 	f := &v.verdict
-	add := func(kind string, r seqRange, format string, args ...any) {
-		f.Findings = append(f.Findings, Finding{Kind: kind, First: r.first, Last: r.last, Detail: fmt.Sprintf(format, args...)})
-	}
 	for _, r := range v.expired {
-		add(FindExpired, r, "%d checkpointed messages are gone from the stream's start, as its retention limits%s remove them; the stored checkpoints stand for them", r.count(), v.limits())
+		v.note(FindExpired, r, "%d checkpointed messages are gone from the stream's start, as its retention limits%s remove them; the stored checkpoints stand for them", r.count(), v.limits())
 	}
 	for _, r := range v.early {
-		add(FindUnchecked, r, "%d messages not compared one by one: no stored checkpoint holds their leaves", r.count())
+		v.note(FindUnchecked, r, "%d messages not compared one by one: no stored checkpoint holds their leaves", r.count())
 	}
 	// In a renumbered copy the checkpointed messages past its end are the
 	// ones its last messages were renumbered from.
@@ -439,15 +424,15 @@ func (v *Verification) Finish() *StreamVerdict {
 	for _, r := range v.missing {
 		switch {
 		case r.last < v.state.FirstSeq:
-			add(FindRemoved, r, "%d checkpointed messages are gone from the stream's start%s, which its retention limits%s do not explain: too few messages came after them, or too recently", r.count(), v.runs(r), v.limits())
+			v.note(FindRemoved, r, "%d checkpointed messages are gone from the stream's start%s, which its retention limits%s do not explain: too few messages came after them, or too recently", r.count(), v.runs(r), v.limits())
 		case r.first > v.lastPresent:
-			add(FindTruncated, r, "the stream ends before its last %d checkpointed messages%s", r.count(), v.runs(r))
+			v.note(FindTruncated, r, "the stream ends before its last %d checkpointed messages%s", r.count(), v.runs(r))
 		default:
-			add(FindRemoved, r, "%d checkpointed messages are no longer in the stream%s", r.count(), v.runs(r))
+			v.note(FindRemoved, r, "%d checkpointed messages are no longer in the stream%s", r.count(), v.runs(r))
 		}
 	}
 	for _, r := range v.shifted {
-		add(FindRemoved, r, "%d checkpointed messages are not in this stream%s: the messages after them are here, renumbered (%d of them): a copy of the stream made without them", r.count(), v.runs(r), v.renumbered.total())
+		v.note(FindRemoved, r, "%d checkpointed messages are not in this stream%s: the messages after them are here, renumbered (%d of them): a copy of the stream made without them", r.count(), v.runs(r), v.renumbered.total())
 	}
 	if v.matched == 0 && len(v.altered)+len(v.inserted)+len(v.renumbered) > 0 {
 		all := slices.Concat(v.altered, v.inserted, v.renumbered)
@@ -455,36 +440,33 @@ func (v *Verification) Finish() *StreamVerdict {
 		for _, r := range all {
 			first, last = min(first, r.first), max(last, r.last)
 		}
-		add(FindReplaced, seqRange{first, last}, "none of the %d messages compared is the one checkpointed at its sequence: this is another stream", f.Compared)
+		v.note(FindReplaced, seqRange{first, last}, "none of the %d messages compared is the one checkpointed at its sequence: this is another stream", f.Compared)
 	} else {
 		for _, r := range v.altered {
-			add(FindAltered, r, "%d messages are not the ones checkpointed at their sequences%s", r.count(), v.runs(r))
+			v.note(FindAltered, r, "%d messages are not the ones checkpointed at their sequences%s", r.count(), v.runs(r))
 		}
 		for _, r := range v.inserted {
-			add(FindInserted, r, "%d messages stand where the checkpoint recorded that none was", r.count())
+			v.note(FindInserted, r, "%d messages stand where the checkpoint recorded that none was", r.count())
 		}
 	}
 	for _, r := range v.unverifiable {
-		add(FindUnverifiable, r, "%d claim-checked events whose data is gone and whose reference names no hash: their checkpointed leaves are taken as they are", r.count())
+		v.note(FindUnverifiable, r, "%d claim-checked events whose data is gone and whose reference names no hash: their checkpointed leaves are taken as they are", r.count())
 	}
 	for _, r := range v.unchecked {
-		add(FindUnchecked, r, "%d messages are newer than the latest checkpoint", r.count())
+		v.note(FindUnchecked, r, "%d messages are newer than the latest checkpoint", r.count())
 	}
-	explained := len(f.Findings) > 0 && slices.ContainsFunc(f.Findings, func(x Finding) bool { return fails(x.Kind, v.witnessed) })
+	explained := slices.ContainsFunc(f.Findings, func(x Finding) bool { return fails(x.Kind, v.witnessed) })
 	if len(v.rootsFailed) > 0 && !explained {
 		sizes := make([]string, len(v.rootsFailed))
 		for i, s := range v.rootsFailed {
 			sizes[i] = fmt.Sprint(s)
 		}
-		f.Findings = append(f.Findings, Finding{Kind: FindNotProven,
-			Detail: fmt.Sprintf("the stream as read does not produce the roots of the checkpoints of size %s", strings.Join(sizes, ", "))})
+		v.note(FindNotProven, seqRange{}, "the stream as read does not produce the roots of the checkpoints of size %s", strings.Join(sizes, ", "))
 	}
 	if !f.Proven && v.target.Size < v.begin {
-		f.Findings = append(f.Findings, Finding{Kind: FindExpired,
-			Detail: fmt.Sprintf("every message the checkpoint of size %d covers expired: it is proven through the stored checkpoints that extend it", v.target.Size)})
+		v.note(FindExpired, seqRange{}, "every message the checkpoint of size %d covers expired: it is proven through the stored checkpoints that extend it", v.target.Size)
 	} else if !f.Proven && !slices.Contains(v.rootsFailed, v.target.Size) {
-		f.Findings = append(f.Findings, Finding{Kind: FindNotProven,
-			Detail: fmt.Sprintf("the checkpoint of size %d was not reached", v.target.Size)})
+		v.note(FindNotProven, seqRange{}, "the checkpoint of size %d was not reached", v.target.Size)
 	}
 	for i := range f.Findings {
 		f.Findings[i].Fails = fails(f.Findings[i].Kind, v.witnessed)
@@ -492,6 +474,12 @@ func (v *Verification) Finish() *StreamVerdict {
 	slices.SortStableFunc(f.Findings, func(a, b Finding) int { return cmp.Compare(a.First, b.First) })
 	f.Intact = f.OK()
 	return f
+}
+
+// note adds a finding of kind over the sequences r (the zero seqRange:
+// none) to the verdict.
+func (v *Verification) note(kind string, r seqRange, format string, args ...any) {
+	v.verdict.Findings = append(v.verdict.Findings, Finding{Kind: kind, First: r.first, Last: r.last, Detail: fmt.Sprintf(format, args...)})
 }
 
 // runs names the runs the records index between r's sequences.

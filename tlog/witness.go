@@ -136,7 +136,7 @@ func OpenWitness(dir string, signer note.Signer, logs ...note.Verifier) (*Witnes
 	w := &Witness{dir: dir, signer: signer, logs: map[string]note.Verifier{}, lock: lock, latest: map[string]*Signed{}}
 	for _, l := range logs {
 		w.logs[l.Name()] = l
-		b, err := os.ReadFile(w.statePath(l.Name()))
+		b, err := os.ReadFile(w.StatePath(l.Name()))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -147,7 +147,7 @@ func OpenWitness(dir string, signer note.Signer, logs ...note.Verifier) (*Witnes
 		s, err := OpenCheckpoint(b, l)
 		if err != nil {
 			w.Close()
-			return nil, fmt.Errorf("the witness' state %s does not read back: %w", w.statePath(l.Name()), err)
+			return nil, fmt.Errorf("the witness' state %s does not read back: %w", w.StatePath(l.Name()), err)
 		}
 		w.latest[l.Name()] = s
 	}
@@ -160,15 +160,13 @@ func (w *Witness) Close() { unlockDir(w.lock) }
 // Name is the witness' key name.
 func (w *Witness) Name() string { return w.signer.Name() }
 
-func (w *Witness) statePath(origin string) string {
-	sum := sha256.Sum256([]byte(origin))
-	return filepath.Join(w.dir, hex.EncodeToString(sum[:])+".checkpoint")
-}
-
 // StatePath is the file holding the last checkpoint the witness cosigned
 // for origin (the log's signature and its cosignature): a checkpoint file
 // for "observer verify --checkpoint".
-func (w *Witness) StatePath(origin string) string { return w.statePath(origin) }
+func (w *Witness) StatePath(origin string) string {
+	sum := sha256.Sum256([]byte(origin))
+	return filepath.Join(w.dir, hex.EncodeToString(sum[:])+".checkpoint")
+}
 
 // LatestOf returns the last checkpoint cosigned for origin ("": the
 // witness' only log) with the log's signature and the witness'
@@ -247,7 +245,7 @@ func (w *Witness) AddCheckpoint(body []byte) ([]byte, error) {
 	}
 	lines := cosigned[len(text)+1:] // after the text and the blank line
 	stored := WithSignatures(s.Note, lines)
-	if err := writeFileSync(w.statePath(c.Origin), stored); err != nil {
+	if err := writeFileSync(w.StatePath(c.Origin), stored); err != nil {
 		return nil, fmt.Errorf("witness: record the checkpoint: %w", err)
 	}
 	s.Note = stored

@@ -55,15 +55,6 @@ type PolicyView struct {
 	Test *policytest.Report `json:"test,omitempty"`
 }
 
-func (s *Server) handlePolicies(w http.ResponseWriter, r *http.Request) {
-	v, err := s.policiesView(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.reply(w, v)
-}
-
 // policiesView reads the policies view of GET /api/policies: the store's
 // policies and their last tests, and the window's hits.
 func (s *Server) policiesView(r *http.Request) (*PoliciesView, error) {

@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -122,24 +123,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxScan < 0 || cfg.MaxChildren < 0 || cfg.MaxLive < 0 || cfg.AnswerWait < 0 || cfg.Heartbeat < 0 || cfg.Lease < 0 {
 		return nil, fmt.Errorf("%w: negative bound", ErrInvalidConfig)
 	}
-	if cfg.MaxScan == 0 {
-		cfg.MaxScan = 200_000
-	}
-	if cfg.MaxChildren == 0 {
-		cfg.MaxChildren = 100
-	}
-	if cfg.MaxLive == 0 {
-		cfg.MaxLive = 64
-	}
-	if cfg.AnswerWait == 0 {
-		cfg.AnswerWait = 10 * time.Second
-	}
-	if cfg.Heartbeat == 0 {
-		cfg.Heartbeat = 15 * time.Second
-	}
-	if cfg.Lease == 0 {
-		cfg.Lease = runs.DefaultAckWait
-	}
+	cfg.MaxScan = cmp.Or(cfg.MaxScan, 200_000)
+	cfg.MaxChildren = cmp.Or(cfg.MaxChildren, 100)
+	cfg.MaxLive = cmp.Or(cfg.MaxLive, 64)
+	cfg.AnswerWait = cmp.Or(cfg.AnswerWait, 10*time.Second)
+	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, 15*time.Second)
+	cfg.Lease = cmp.Or(cfg.Lease, runs.DefaultAckWait)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -156,12 +145,12 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /{$}", s.handlePage)
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", files))
 	s.mux.HandleFunc("GET /api/config", s.handleConfig)
-	s.mux.HandleFunc("GET /api/runs", s.handleRuns)
-	s.mux.HandleFunc("GET /api/runs/{run}", s.handleRun)
+	s.mux.HandleFunc("GET /api/runs", serveView(s, s.runsView))
+	s.mux.HandleFunc("GET /api/runs/{run}", serveView(s, func(r *http.Request) (*RunView, error) { return s.runPage(r, r.PathValue("run")) }))
 	s.mux.HandleFunc("POST /api/runs/{run}/answer", s.handleAnswer)
-	s.mux.HandleFunc("GET /api/approvals", s.handleApprovals)
-	s.mux.HandleFunc("GET /api/stats", s.handleStats)
-	s.mux.HandleFunc("GET /api/policies", s.handlePolicies)
+	s.mux.HandleFunc("GET /api/approvals", serveView(s, s.approvalsView))
+	s.mux.HandleFunc("GET /api/stats", serveView(s, s.statsView))
+	s.mux.HandleFunc("GET /api/policies", serveView(s, s.policiesView))
 	s.mux.HandleFunc("GET /api/live", s.handleLive)
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("%w: no endpoint %s %s (see docs/PROTOCOL.md, \"The web page\")", ErrNotFound, r.Method, r.URL.Path))
@@ -226,15 +215,6 @@ type RunsView struct {
 	Truncated bool `json:"truncated,omitempty"`
 }
 
-func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
-	v, err := s.runsView(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.reply(w, v)
-}
-
 // runsView reads the runs list of GET /api/runs.
 func (s *Server) runsView(r *http.Request) (*RunsView, error) {
 	f, err := filterOf(r)
@@ -272,15 +252,6 @@ type StatsView struct {
 	Truncated bool              `json:"truncated,omitempty"`
 }
 
-func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
-	v, err := s.statsView(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.reply(w, v)
-}
-
 // statsView reads the plugins' stats of GET /api/stats.
 func (s *Server) statsView(r *http.Request) (*StatsView, error) {
 	f, err := filterOf(r)
@@ -305,15 +276,6 @@ type ApprovalsView struct {
 	Truncated bool            `json:"truncated,omitempty"`
 }
 
-func (s *Server) handleApprovals(w http.ResponseWriter, r *http.Request) {
-	v, err := s.approvalsView(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.reply(w, v)
-}
-
 // approvalsView reads the calls waiting for a human (with all=1, every
 // call that asked for one) of GET /api/approvals.
 func (s *Server) approvalsView(r *http.Request) (*ApprovalsView, error) {
@@ -334,15 +296,6 @@ func (s *Server) approvalsView(r *http.Request) (*ApprovalsView, error) {
 		out = append(out, approvalView(a))
 	}
 	return &ApprovalsView{Approvals: out}, nil
-}
-
-func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
-	v, err := s.runPage(r, r.PathValue("run"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.reply(w, v)
 }
 
 // runPage reads run's timeline of GET /api/runs/{run}.
@@ -517,6 +470,19 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// serveView is the handler of a JSON endpoint that replies with what view
+// reads of the request, or its error.
+func serveView[V any](s *Server, view func(*http.Request) (V, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := view(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.reply(w, v)
+	}
 }
 
 func (s *Server) reply(w http.ResponseWriter, v any) {

@@ -3,6 +3,7 @@ package backtest
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/hookbus/hookbus/events"
@@ -47,8 +48,7 @@ func recordedFor(recs []events.HookDecided, plugin string) (decision, by string,
 		switch {
 		case r.Annotations["closed"] != "":
 			return string(interceptors.Deny), r.Plugin, at
-		case r.Decision == string(interceptors.Deny), r.Decision == string(interceptors.Mock), r.Decision == string(interceptors.Stop),
-			r.Decision == string(interceptors.Ask), r.Decision == string(interceptors.Continue):
+		case interceptors.Kind(r.Decision).Ends():
 			return r.Decision, r.Plugin, at
 		}
 	}
@@ -81,12 +81,7 @@ func input(e *events.Event, recs []events.HookDecided, at int, before []byte) *e
 }
 
 func modified(recs []events.HookDecided) bool {
-	for _, r := range recs {
-		if r.Decision == string(interceptors.Modify) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(recs, func(r events.HookDecided) bool { return r.Decision == string(interceptors.Modify) })
 }
 
 // replay applies the records' patches to doc, in order.

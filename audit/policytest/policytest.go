@@ -1,6 +1,7 @@
 package policytest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/audit/backtest"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
@@ -229,7 +231,7 @@ func (t *Test) flip(tp *tested, d backtest.Difference) {
 	f := Flip{Kind: kind, EventID: d.EventID, Stage: e.Stage, Time: d.Time, Agent: d.Agent, Harness: t.currentH,
 		Session: d.Session, Run: d.Run, Tool: d.Subject, Recorded: d.Recorded, RecordedBy: d.RecordedBy,
 		Decision: d.Candidate, Message: d.Reason}
-	if c, ok := toolCall(e); ok {
+	if c, ok := audit.ToolCallOf(e); ok {
 		f.CallID, f.Tool, f.Action = c.ID, c.Name, c.Action
 	}
 	tp.mu.Lock()
@@ -267,17 +269,6 @@ func flipKind(d backtest.Difference, plugin string) (FlipKind, bool) {
 	return "", false
 }
 
-// toolCall reads the tool call of a tool stage's event.
-func toolCall(e *events.Event) (events.ToolCall, bool) {
-	var p struct {
-		Call *events.ToolCall `json:"call"`
-	}
-	if e.Stage.Group() != events.GroupTool || e.DecodeData(&p) != nil || p.Call == nil {
-		return events.ToolCall{}, false
-	}
-	return *p.Call, true
-}
-
 // Report returns what the test found so far.
 func (t *Test) Report() *Report {
 	r := &Report{Time: time.Now().UTC(), Since: t.since, Agent: t.agent, Harness: t.harness, Events: t.events}
@@ -297,10 +288,7 @@ func (t *Test) Report() *Report {
 			pr.Counts = append(pr.Counts, *c)
 		}
 		slices.SortFunc(pr.Counts, func(a, b Count) int {
-			if c := strings.Compare(a.Agent, b.Agent); c != 0 {
-				return c
-			}
-			return strings.Compare(a.Harness, b.Harness)
+			return cmp.Or(strings.Compare(a.Agent, b.Agent), strings.Compare(a.Harness, b.Harness))
 		})
 		r.Policies = append(r.Policies, &pr)
 	}

@@ -28,11 +28,6 @@ const (
 	FlipFailed FlipKind = "failed"
 )
 
-// FlipKinds returns the kinds, in the order reports list them.
-func FlipKinds() []FlipKind {
-	return []FlipKind{FlipDenied, FlipAllowed, FlipRewritten, FlipAsked, FlipFailed}
-}
-
 // Report is what a test found: one PolicyReport per policy of the file,
 // in its order.
 type Report struct {

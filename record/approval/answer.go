@@ -2,6 +2,7 @@ package approval
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -99,9 +100,7 @@ func Answer(ctx context.Context, deps Deps, req Request) (*Result, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	if req.By.Channel == "" {
-		req.By.Channel = events.ChannelNATS
-	}
+	req.By.Channel = cmp.Or(req.By.Channel, events.ChannelNATS)
 	ids := map[string]string{} // call id → the id of this answer to it
 	if req.AnswerID != "" {
 		ids[req.CallID] = req.AnswerID
@@ -206,9 +205,7 @@ func (r *Request) validate() error {
 }
 
 func (d Deps) withDefaults() Deps {
-	if d.Source == "" {
-		d.Source = DefaultSource
-	}
+	d.Source = cmp.Or(d.Source, DefaultSource)
 	if d.Settle <= 0 {
 		d.Settle = DefaultSettle
 	}

@@ -1,10 +1,12 @@
 package tlogbus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -124,18 +126,10 @@ func NewCheckpointer(b *bus.Bus, cfg CheckpointerConfig) (*Checkpointer, error) 
 	if cfg.Signer == nil || cfg.Verifier == nil || cfg.Signer.Name() != cfg.Verifier.Name() || cfg.Signer.KeyHash() != cfg.Verifier.KeyHash() {
 		return nil, fmt.Errorf("%w: a checkpointer needs the log's signer key and its verifier", bus.ErrInvalidOption)
 	}
-	if cfg.Every == 0 {
-		cfg.Every = DefaultEvery
-	}
-	if cfg.Interval == 0 {
-		cfg.Interval = DefaultInterval
-	}
-	if cfg.WitnessTimeout == 0 {
-		cfg.WitnessTimeout = 5 * time.Second
-	}
-	if cfg.Durable == "" {
-		cfg.Durable = DefaultDurable
-	}
+	cfg.Every = cmp.Or(cfg.Every, DefaultEvery)
+	cfg.Interval = cmp.Or(cfg.Interval, DefaultInterval)
+	cfg.WitnessTimeout = cmp.Or(cfg.WitnessTimeout, 5*time.Second)
+	cfg.Durable = cmp.Or(cfg.Durable, DefaultDurable)
 	switch {
 	case cfg.Every < 1 || cfg.Every > tlog.MaxWindow:
 		return nil, fmt.Errorf("%w: every %d (want 1 to %d)", bus.ErrInvalidOption, cfg.Every, tlog.MaxWindow)
@@ -159,10 +153,7 @@ func (c *Checkpointer) Status() CheckpointerStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.status
-	s.Cosigned = make(map[string]uint64, len(c.status.Cosigned))
-	for k, v := range c.status.Cosigned {
-		s.Cosigned[k] = v
-	}
+	s.Cosigned = maps.Clone(c.status.Cosigned)
 	return s
 }
 
@@ -441,8 +432,7 @@ func (c *Checkpointer) fill(ctx context.Context, from, to uint64) error {
 // gap appends the leaves of sequences from to to, which hold no message.
 func (c *Checkpointer) gap(from, to uint64) {
 	for s := from; s <= to; s++ {
-		h := tlog.GapHash(s)
-		c.append(h)
+		c.append(tlog.GapHash(s))
 	}
 	if n := len(c.gaps); n > 0 && c.gaps[n-1][1]+1 == from {
 		c.gaps[n-1][1] = to
