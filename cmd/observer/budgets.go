@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -129,9 +128,7 @@ func (o *budgetOptions) run(ctx context.Context, a *cli.App) error {
 		return c.Explain(err)
 	}
 	if o.out.JSON() {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		return writeJSON(stdout, struct {
 			Limits []budgets.Limit `json:"limits"`
 			Uses   []budgets.Use   `json:"uses"`
 		}{limits, uses})

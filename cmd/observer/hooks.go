@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -358,9 +357,7 @@ func listHooks(ctx context.Context, r *remote.Registry, w io.Writer, asJSON bool
 		if l.Granted == nil {
 			l.Granted = []string{}
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(l)
+		return writeJSON(w, l)
 	}
 	isGranted := make(map[string]bool, len(granted))
 	for _, p := range granted {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -264,9 +263,7 @@ func policyListCmd(a *cli.App) *cobra.Command {
 					rows = append(rows, rowOf(r))
 				}
 				if out.JSON() {
-					enc := json.NewEncoder(a.Out)
-					enc.SetIndent("", "  ")
-					return enc.Encode(rows)
+					return writeJSON(a.Out, rows)
 				}
 				return printPolicies(a.Out, rows)
 			}

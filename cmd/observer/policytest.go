@@ -118,9 +118,7 @@ func policyTest(ctx context.Context, a *cli.App, conn *cli.ConnFlags, o policyTe
 		storeTest(gctx, c.Bus, rep, stderr)
 	}
 	if o.out.JSON() {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else if err := printPolicyTest(stdout, rep); err != nil {

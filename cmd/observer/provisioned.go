@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -63,9 +62,7 @@ func provisioned(ctx context.Context, c *cli.Conn, names bus.Names) ([]asset, er
 // printProvisioned writes the assets as a table, or as one JSON document.
 func printProvisioned(w io.Writer, assets []asset, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		return writeJSON(w, struct {
 			Assets []asset `json:"assets"`
 		}{assets})
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -109,9 +108,7 @@ func shadow(ctx context.Context, a *cli.App, conn *cli.ConnFlags, o shadowOption
 		return c.Explain(usageIfInvalid(err))
 	}
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(stdout, rep)
 	}
 	return printBacktest(stdout, rep)
 }
