@@ -315,13 +315,11 @@ func submit(ctx context.Context, a *cli.App, pos []string, fs *pflag.FlagSet, co
 	if err := req.Validate(); err != nil {
 		return exitUsage, fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
-	c, err := conn.Open(ctx, "hookbus-submit", a.Log.Logger(stderr), cli.ReadOnly)
+	c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-submit", a.Log.Logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return exitFailure, err
 	}
-	defer c.Close()
-	gctx, stop := c.Guard(ctx)
-	defer stop()
+	defer release()
 	if err := runs.New(c.Bus).Submit(gctx, req); err != nil {
 		return exitFailure, c.Explain(err)
 	}

@@ -207,13 +207,11 @@ func (o *answerOptions) answer(ctx context.Context, a *cli.App, pos []string) er
 			return fmt.Errorf("%w: --call: %v", cli.ErrUsage, err)
 		}
 	}
-	c, err := conn.Open(ctx, "hookbus-approver", a.Log.Logger(stderr), cli.ReadOnly)
+	c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-approver", a.Log.Logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	gctx, stop := c.Guard(ctx)
-	defer stop()
+	defer release()
 	as, err := readApprovals(gctx, c.Bus, bus.Filter{})
 	if err != nil {
 		return c.Explain(err)

@@ -101,13 +101,11 @@ func (o *budgetOptions) run(ctx context.Context, a *cli.App) error {
 	if sub == "list" {
 		mode = cli.ReadOnly
 	}
-	c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(stderr), mode)
+	c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(stderr), mode)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	gctx, stop := c.Guard(ctx)
-	defer stop()
+	defer release()
 	sb := budgets.New(c.Bus)
 	switch sub {
 	case "set":

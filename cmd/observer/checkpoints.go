@@ -148,13 +148,11 @@ streams: at start it refuses to go on when HOOKBUS_CHECKPOINTS no longer holds t
 				return err
 			}
 			log := a.Log.Logger(stderr)
-			c, err := conn.Open(ctx, "hookbus-checkpointer", log, cli.ProvisionStore)
+			c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-checkpointer", log, cli.ProvisionStore)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			gctx, stop := c.Guard(ctx)
-			defer stop()
+			defer release()
 			if c.Embedded != nil { // a store: make what an older hookbus did not (the checkpoints stream)
 				if err := c.Bus.Provision(gctx); err != nil {
 					return c.Explain(err)
@@ -297,13 +295,11 @@ not checked (the lines say so).`, func(fs *pflag.FlagSet) cli.Run {
 					return fmt.Errorf("%w: --key: %v", cli.ErrUsage, err)
 				}
 			}
-			c, err := d.conn.Open(ctx, "hookbus-observer", d.logger(stderr), cli.ReadOnly)
+			c, gctx, release, err := d.conn.OpenGuarded(ctx, "hookbus-observer", d.logger(stderr), cli.ReadOnly)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			gctx, stop := c.Guard(ctx)
-			defer stop()
+			defer release()
 			var recs []tlogbus.StoredRecord
 			if *all {
 				recs, err = tlogbus.ReadRecords(gctx, c.Bus)

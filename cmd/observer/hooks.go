@@ -146,13 +146,11 @@ func hookSub(a *cli.App, sub string) *cobra.Command {
 			if sub == "list" {
 				mode = cli.ReadOnly
 			}
-			c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(a.Err), mode)
+			c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(a.Err), mode)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			gctx, stop := c.Guard(ctx)
-			defer stop()
+			defer release()
 			r := remote.NewRegistry(c.Bus)
 			if sub == "list" {
 				return c.Explain(listHooks(gctx, r, a.Out, out.JSON()))

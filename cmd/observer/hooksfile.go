@@ -301,13 +301,11 @@ func hooksApplyCmd(a *cli.App) *cobra.Command {
 			if *dryRun {
 				mode = cli.ReadOnly
 			}
-			c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(a.Err), mode)
+			c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(a.Err), mode)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			gctx, stop := c.Guard(ctx)
-			defer stop()
+			defer release()
 			r := remote.NewRegistry(c.Bus)
 			plan, err := planHooks(gctx, r, want, grants)
 			if err != nil {
@@ -337,13 +335,11 @@ func hooksExportCmd(a *cli.App) *cobra.Command {
 				if err := cli.NoArgs(nil, args); err != nil {
 					return err
 				}
-				c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ReadOnly)
+				c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ReadOnly)
 				if err != nil {
 					return err
 				}
-				defer c.Close()
-				gctx, stop := c.Guard(ctx)
-				defer stop()
+				defer release()
 				return c.Explain(exportHooks(gctx, remote.NewRegistry(c.Bus), a.Out, a.Err))
 			}
 		})

@@ -123,13 +123,11 @@ func policyApplyCmd(a *cli.App, lint bool) *cobra.Command {
 				}
 				return w.Flush()
 			}
-			c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ProvisionStore)
+			c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ProvisionStore)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			gctx, stop := c.Guard(ctx)
-			defer stop()
+			defer release()
 			st := policies.New(c.Bus)
 			w := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
 			defer w.Flush()
@@ -160,13 +158,11 @@ func policyExportCmd(a *cli.App) *cobra.Command {
 			conn := cli.ConnFlags{App: a, StoreFallback: true}
 			conn.Register(fs)
 			return func(ctx context.Context, names []string) error {
-				c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ReadOnly)
+				c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ReadOnly)
 				if err != nil {
 					return err
 				}
-				defer c.Close()
-				gctx, stop := c.Guard(ctx)
-				defer stop()
+				defer release()
 				recs, err := storedPolicies(gctx, policies.New(c.Bus), names, a.Err)
 				if err != nil {
 					return c.Explain(usageIfInvalid(err))
@@ -247,13 +243,11 @@ func policyListCmd(a *cli.App) *cobra.Command {
 				if err := cli.NoArgs(nil, args); err != nil {
 					return err
 				}
-				c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ReadOnly)
+				c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ReadOnly)
 				if err != nil {
 					return err
 				}
-				defer c.Close()
-				gctx, stop := c.Guard(ctx)
-				defer stop()
+				defer release()
 				recs, err := storedPolicies(gctx, policies.New(c.Bus), nil, a.Err)
 				if err != nil {
 					return c.Explain(err)
@@ -303,13 +297,11 @@ func policyDeleteCmd(a *cli.App) *cobra.Command {
 				if len(args) != 1 {
 					return fmt.Errorf("%w: delete takes one policy name, got %d arguments", cli.ErrUsage, len(args))
 				}
-				c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ProvisionStore)
+				c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ProvisionStore)
 				if err != nil {
 					return err
 				}
-				defer c.Close()
-				gctx, stop := c.Guard(ctx)
-				defer stop()
+				defer release()
 				if err := policies.New(c.Bus).Delete(gctx, args[0], events.Actor{Channel: events.ChannelCLI, DeclaredBy: *note}); err != nil {
 					return c.Explain(usageIfInvalid(err))
 				}

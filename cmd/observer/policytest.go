@@ -100,13 +100,11 @@ func policyTest(ctx context.Context, a *cli.App, conn *cli.ConnFlags, o policyTe
 		}
 		return err
 	}
-	c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
+	c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	gctx, stop := c.Guard(ctx)
-	defer stop()
+	defer release()
 	cfg.Progress = func(r *policytest.Report) {
 		fmt.Fprintf(stderr, "observer policy test: %d events read, %d flips so far\n", r.Events, r.Flips())
 	}

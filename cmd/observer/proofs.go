@@ -65,13 +65,11 @@ tlog-proof). observer verify-proof checks it offline; so does any RFC 6962 verif
 			if err := validID("run", prefix); err != nil || prefix == "" {
 				return fmt.Errorf("%w: RUN %q holds no run id", cli.ErrUsage, pos[0])
 			}
-			c, err := d.conn.Open(ctx, "hookbus-observer", d.logger(stderr), cli.ReadOnly)
+			c, gctx, release, err := d.conn.OpenGuarded(ctx, "hookbus-observer", d.logger(stderr), cli.ReadOnly)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			gctx, stop := c.Guard(ctx)
-			defer stop()
+			defer release()
 			var ids []string
 			if _, err := c.Bus.Replay(gctx, bus.Filter{}, func(e *events.Event) error {
 				if strings.HasPrefix(e.RunID, prefix) && !slices.Contains(ids, e.RunID) {

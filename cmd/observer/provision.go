@@ -39,13 +39,11 @@ Idempotent. Use --replicas 3 on a 3-node cluster, --max-age to bound retention.`
 			}
 			setAge := cli.Set(fs)["max-age"]
 			log := a.Log.Logger(stderr)
-			c, err := conn.Open(ctx, "hookbus-provision", log, cli.ReadOnly)
+			c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-provision", log, cli.ReadOnly)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			gctx, stop := c.Guard(ctx)
-			defer stop()
+			defer release()
 			names := bus.NamesFor(conn.Prefix)
 			deadline := time.Now().Add(*wait)
 			for {

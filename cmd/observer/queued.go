@@ -89,13 +89,11 @@ func printQueue(w io.Writer, list []queuedRun) error {
 
 // queuedRequests is observer runs --queued.
 func queuedRequests(ctx context.Context, d *deskFlags, agent, session string, stdout, stderr io.Writer) error {
-	c, err := d.conn.Open(ctx, "hookbus-observer", d.logger(stderr), cli.ReadOnly)
+	c, gctx, release, err := d.conn.OpenGuarded(ctx, "hookbus-observer", d.logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	gctx, stop := c.Guard(ctx)
-	defer stop()
+	defer release()
 	list, err := readQueue(gctx, c, agent, session, stderr)
 	if err != nil {
 		return err

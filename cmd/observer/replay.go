@@ -132,13 +132,11 @@ func (o *replayOptions) replay(ctx context.Context, a *cli.App) error {
 	if live && conn.Store != "" {
 		return fmt.Errorf("%w: tail follows a running server (--nats); replay reads a store (--store)", cli.ErrUsage)
 	}
-	c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
+	c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	gctx, stop := c.Guard(ctx)
-	defer stop()
+	defer release()
 	print := cli.PrintTimeline
 	if o.out.JSON() {
 		print = cli.PrintJSON

@@ -91,13 +91,11 @@ func shadow(ctx context.Context, a *cli.App, conn *cli.ConnFlags, o shadowOption
 	if *since > 0 {
 		f.Since = time.Now().Add(-*since)
 	}
-	c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
+	c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	gctx, stop := c.Guard(ctx)
-	defer stop()
+	defer release()
 	if reg, err = registeredFilters(gctx, c.Bus, reg, o); err != nil {
 		return c.Explain(err)
 	}
