@@ -151,9 +151,7 @@ func (f *bridgeFlags) gateway(ctx context.Context, a *cli.App, args []string, na
 		routes = append(routes, ln.URL()+r.path[1:])
 	}
 	a.Log.Say(stderr, "loop gateway: hooks on %s (%s)", strings.Join(routes, ", "), c.Where)
-	if adm.URL != "" {
-		a.Log.Say(stderr, "loop gateway: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
-	}
+	adm.Say(&a.Log, stderr)
 	served := make(chan error, 1)
 	go func() { served <- ln.Serve(ctx, gw.handler()) }()
 	select {

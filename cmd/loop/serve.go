@@ -106,9 +106,7 @@ func serveCmd(a *cli.App) *cobra.Command {
 				return err
 			}
 			defer adm.Stop()
-			if adm.URL != "" {
-				a.Log.Say(stderr, "loop serve: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
-			}
+			adm.Say(&a.Log, stderr)
 			q := runs.New(c.Bus)
 			worker := thisWorker()
 			engs, closeHooks, err := engines(built, engineDeps{em: em, h: c.Bus, q: q, hooks: hooks, budget: sharedBudget(ctx, c.Bus, log),

@@ -63,9 +63,7 @@ func serverCmd(a *cli.App) *cobra.Command {
 			idle.start(ctx, c, log)
 			url := c.Embedded.ClientURL()
 			a.Log.Say(stderr, "loop server: listening on %s (store %s); attach with --nats %s; interrupt to stop", url, c.Embedded.StoreDir(), url)
-			if adm.URL != "" {
-				a.Log.Say(stderr, "loop server: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
-			}
+			adm.Say(&a.Log, stderr)
 			<-ctx.Done()
 			h.Drain()
 			a.Log.Say(stderr, "loop server: stopped")

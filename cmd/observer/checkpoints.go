@@ -182,9 +182,7 @@ streams: at start it refuses to go on when HOOKBUS_CHECKPOINTS no longer holds t
 				return err
 			}
 			defer adm.Stop()
-			if adm.URL != "" {
-				a.Log.Say(stderr, "observer checkpointer: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
-			}
+			adm.Say(&a.Log, stderr)
 			a.Log.Say(stderr, "checkpointing %s on %s as %s (every %d messages or %s), saving its last checkpoint in %s", c.Bus.Names().Events, c.Where, signer.Name(), *every, *interval, statePath)
 			if *once {
 				if ended, err := catchUp(gctx, c, &cp, done); ended {

@@ -88,9 +88,7 @@ func uiCmd(a *cli.App) *cobra.Command {
 				return err
 			}
 			defer adm.Stop()
-			if adm.URL != "" {
-				a.Log.Say(stderr, "observer ui: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
-			}
+			adm.Say(&a.Log, stderr)
 			fmt.Fprintf(stdout, "observer ui: %s (reading %s, %s; Ctrl-C stops)\n", ln.URL(), c.Where, mode)
 			served := make(chan error, 1)
 			go func() { served <- ln.Serve(ctx, srv) }()
