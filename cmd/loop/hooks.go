@@ -9,6 +9,7 @@ import (
 	"github.com/hookbus/hookbus/bus/history"
 	"github.com/hookbus/hookbus/bus/policies"
 	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/policy"
@@ -40,6 +41,16 @@ func syncHooks(ctx context.Context, b *bus.Bus, log *slog.Logger, opts ...polici
 		return nil, nil, err
 	}
 	return chain, func() { ps.Stop(); hs.Stop(); trust.Stop() }, nil
+}
+
+// awaitHooks is syncHooks for a long-running process: it waits out an
+// outage of the bus as cli.Conn.Await does.
+func awaitHooks(ctx context.Context, c *cli.Conn, log *slog.Logger) (hooks *interceptors.Chain, stop func(), err error) {
+	err = c.Await(ctx, "read the hooks", func(ctx context.Context) (err error) {
+		hooks, stop, err = syncHooks(ctx, c.Bus, log)
+		return err
+	})
+	return hooks, stop, err
 }
 
 // policyHistory is what the policies' history functions and counters read:

@@ -22,7 +22,6 @@ import (
 	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/cmd/internal/health"
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/telemetry"
 )
@@ -83,14 +82,7 @@ func serveCmd(a *cli.App) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			var (
-				hooks     *interceptors.Chain
-				stopHooks func()
-			)
-			err = c.Await(ctx, "read the hooks", func(ctx context.Context) (err error) {
-				hooks, stopHooks, err = syncHooks(ctx, c.Bus, log)
-				return err
-			})
+			hooks, stopHooks, err := awaitHooks(ctx, c, log)
 			if err != nil {
 				return err
 			}
