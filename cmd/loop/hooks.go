@@ -12,7 +12,6 @@ import (
 	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
-	"github.com/hookbus/hookbus/policy"
 )
 
 // syncHooks returns the chain the loop runs hooks from, kept in step with
@@ -34,7 +33,9 @@ func syncHooks(ctx context.Context, b *bus.Bus, log *slog.Logger, opts ...polici
 		trust.Stop()
 		return nil, nil, err
 	}
-	ps, err := policies.Sync(ctx, b, chain, policyHistory(b), opts...)
+	// The policies' history functions and counters read the record and the
+	// counters stream, shared by every worker and the bridge.
+	ps, err := policies.Sync(ctx, b, chain, history.New(b), opts...)
 	if err != nil {
 		hs.Stop()
 		trust.Stop()
@@ -52,11 +53,6 @@ func awaitHooks(ctx context.Context, c *cli.Conn, log *slog.Logger) (hooks *inte
 	})
 	return hooks, stop, err
 }
-
-// policyHistory is what the policies' history functions and counters read:
-// the record and the counters stream, shared by every worker and the
-// bridge (bus/history).
-func policyHistory(b *bus.Bus) policy.History { return history.New(b) }
 
 // sharedBudget returns the fleet's shared budgets ("observer budgets set"),
 // or nil, with a warning, on a bus provisioned without their bucket.

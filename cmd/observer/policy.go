@@ -119,7 +119,7 @@ func policyApplyCmd(a *cli.App, lint bool) *cobra.Command {
 			if lint {
 				w := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
 				for _, p := range ps {
-					fmt.Fprintf(w, "%s\t%s\t%s\tok\n", p.Name, p.Version, modeOf(p))
+					fmt.Fprintf(w, "%s\t%s\t%s\tok\n", p.Name, p.Version, string(p.Spec.Mode))
 				}
 				return w.Flush()
 			}
@@ -140,15 +140,12 @@ func policyApplyCmd(a *cli.App, lint bool) *cobra.Command {
 				if !changed {
 					what = "unchanged"
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.Name, p.Version, modeOf(p), what)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.Name, p.Version, string(p.Spec.Mode), what)
 			}
 			return nil
 		}
 	})
 }
-
-// modeOf is a policy's mode, its default said.
-func modeOf(p *policy.Policy) string { return string(p.Spec.Mode) }
 
 // policyExportCmd is observer policy export.
 func policyExportCmd(a *cli.App) *cobra.Command {
@@ -224,7 +221,7 @@ func rowOf(r policies.Record) policyRow {
 		row.Error = err.Error()
 		return row
 	}
-	row.Mode, row.Rollout, row.Kinds = modeOf(p), p.Spec.Rollout, p.Spec.Match.Kinds
+	row.Mode, row.Rollout, row.Kinds = string(p.Spec.Mode), p.Spec.Rollout, p.Spec.Match.Kinds
 	for _, s := range p.Spec.Match.Stages {
 		row.Stages = append(row.Stages, string(s))
 	}
