@@ -71,25 +71,24 @@ type shadowOptions struct {
 
 func shadow(ctx context.Context, a *cli.App, conn *cli.ConnFlags, o shadowOptions) error {
 	stdout, stderr := a.Out, a.Err
-	stageName, plugin, agent, session, since, timeout, asJSON := &o.stage, &o.plugin, &o.agent, &o.session, &o.since, &o.timeout, o.out.JSON()
-	if *stageName == "" || *plugin == "" {
+	if o.stage == "" || o.plugin == "" {
 		return fmt.Errorf("%w: --stage and --plugin are required", cli.ErrUsage)
 	}
-	stage, err := events.ParseStage(*stageName)
+	stage, err := events.ParseStage(o.stage)
 	if err != nil {
 		return fmt.Errorf("%w: --stage: %v", cli.ErrUsage, err)
 	}
-	reg := interceptors.Registration{Plugin: *plugin, Stage: stage, Timeout: *timeout, Uncapped: true,
+	reg := interceptors.Registration{Plugin: o.plugin, Stage: stage, Timeout: o.timeout, Uncapped: true,
 		Tools: o.tools, Kinds: o.kinds, Agents: o.agents}
 	if err := reg.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", cli.ErrUsage, err)
 	}
-	if *since < 0 || *timeout <= 0 {
+	if o.since < 0 || o.timeout <= 0 {
 		return fmt.Errorf("%w: --since and --timeout must be positive", cli.ErrUsage)
 	}
-	f := bus.Filter{Agent: *agent, Session: *session}
-	if *since > 0 {
-		f.Since = time.Now().Add(-*since)
+	f := bus.Filter{Agent: o.agent, Session: o.session}
+	if o.since > 0 {
+		f.Since = time.Now().Add(-o.since)
 	}
 	c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
 	if err != nil {
@@ -105,7 +104,7 @@ func shadow(ctx context.Context, a *cli.App, conn *cli.ConnFlags, o shadowOption
 	if err != nil {
 		return c.Explain(usageIfInvalid(err))
 	}
-	if asJSON {
+	if o.out.JSON() {
 		return writeJSON(stdout, rep)
 	}
 	return printBacktest(stdout, rep)
