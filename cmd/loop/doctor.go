@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -161,7 +162,7 @@ func (d *doctor) settings(row cliRow) []found {
 			continue
 		}
 		n := 0
-		for _, ev := range slices.Sorted(mapKeys(table)) {
+		for _, ev := range slices.Sorted(maps.Keys(table)) {
 			if !slices.Contains(row.events, ev) {
 				d.line("note", "%s settings %s: %s has no event %q", f.scope, f.path, row.title, ev)
 			}
@@ -203,16 +204,6 @@ func (d *doctor) settings(row cliRow) []found {
 // same reports whether h and o are one hook (their headers aside).
 func (h hookEntry) same(o hookEntry) bool {
 	return h.Type == o.Type && h.Command == o.Command && h.URL == o.URL && h.OnFailure == o.OnFailure
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // trust says whether the CLI trusts the project, where it has trust.
