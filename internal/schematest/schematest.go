@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"testing"
 
 	"github.com/hookbus/hookbus/events"
@@ -159,15 +158,10 @@ func (s *Schemas) Decision(body []byte) error {
 // flatten gives headers as one JSON object of their first values, the
 // names as written (the schemas name them as hookbus writes them).
 func flatten(h events.Header) []byte {
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	m := make(map[string]string, len(h))
-	for _, k := range keys {
-		if len(h[k]) > 0 {
-			m[k] = h[k][0]
+	for k, v := range h {
+		if len(v) > 0 {
+			m[k] = v[0]
 		}
 	}
 	b, _ := json.Marshal(m) // strings always marshal
