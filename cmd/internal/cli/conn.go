@@ -74,9 +74,6 @@ type ConnFlags struct {
 	// DefaultURL is the server of commands that cannot embed when given
 	// neither --nats, --store nor $NATS_URL (default: DefaultURL).
 	DefaultURL string
-	// BusOptions are added to the bus' options (observer provision's
-	// retention).
-	BusOptions []bus.Option
 	// StoreFallback makes a command that cannot embed read and write
 	// ./.hookbus (DefaultStore) when no server listens at DefaultURL and
 	// that directory exists (observer replay, hooks, provision).
@@ -217,7 +214,6 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 	if c.Replicas > 0 {
 		opts = append(opts, bus.WithReplicas(c.Replicas))
 	}
-	opts = append(opts, c.BusOptions...)
 	if c.Outage > 0 {
 		opts = append(opts, bus.WithPublishRetry(bus.DefaultAckTimeout, c.Outage))
 	}
