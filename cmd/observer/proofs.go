@@ -70,13 +70,8 @@ tlog-proof). observer verify-proof checks it offline; so does any RFC 6962 verif
 				return err
 			}
 			defer release()
-			var ids []string
-			if _, err := c.Bus.Replay(gctx, bus.Filter{}, func(e *events.Event) error {
-				if strings.HasPrefix(e.RunID, prefix) && !slices.Contains(ids, e.RunID) {
-					ids = append(ids, e.RunID)
-				}
-				return nil
-			}); err != nil {
+			ids, err := runsStartingWith(gctx, c.Bus, bus.Filter{}, prefix)
+			if err != nil {
 				return c.Explain(err)
 			}
 			run, err := pick(prefix, ids)
