@@ -43,7 +43,7 @@ func doctorCmd(a *cli.App) *cobra.Command {
 	for _, r := range cliRows() {
 		names = append(names, r.name)
 	}
-	return cli.Command("doctor --harness "+strings.Join(names, "|")+" [flags]", "Say which of a coding agent's hook events reach hookbus, and whether they can", doctorLong, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand("doctor --harness "+strings.Join(names, "|")+" [flags]", "Say which of a coding agent's hook events reach hookbus, and whether they can", doctorLong, func(fs *pflag.FlagSet) cli.Run {
 		d := doctor{app: a}
 		fs.StringVar(&d.harness, "harness", "", "the coding agent: "+strings.Join(names, ", "))
 		fs.StringVar(&d.env.project, "project", "", "the project the agent runs in (default: the working directory)")
@@ -51,10 +51,7 @@ func doctorCmd(a *cli.App) *cobra.Command {
 		fs.DurationVar(&d.wait, "wait", 5*time.Second, "the longest wait for the bus, the gateway or the probe")
 		d.conn = cli.ConnFlags{App: a, Quiet: true}
 		d.conn.Register(fs)
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			code, err := d.run(ctx, fs)
 			a.Code = code
 			return err

@@ -42,16 +42,13 @@ handed back to the queue unended, and another worker resumes each from its recor
 in flight are then recorded as interrupted.`
 
 func serveCmd(a *cli.App) *cobra.Command {
-	return cli.Command("serve [flags]", "Take run requests from the queue (a worker)", serveLong, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand("serve [flags]", "Take run requests from the queue (a worker)", serveLong, func(fs *pflag.FlagSet) cli.Run {
 		conn := cli.ConnFlags{App: a, Embeds: true, NeedsBus: true, Await: true}
 		conn.Register(fs)
 		var f serveFlags
 		f.register(fs)
-		return func(ctx context.Context, args []string) error {
+		return func(ctx context.Context, _ []string) error {
 			stderr := a.Err
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
 			defs, err := f.definitions(fs)
 			if err != nil {
 				return err

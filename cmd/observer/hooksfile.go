@@ -281,15 +281,12 @@ are left alone. Plugins turned off with "observer hooks disable" stay off.
 
 // hooksApplyCmd is observer hooks apply.
 func hooksApplyCmd(a *cli.App) *cobra.Command {
-	return cli.Command("apply -f FILE [--dry-run] [flags]", "Make the registry match a hooks file (hooks as code)", hooksApplyLong, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand("apply -f FILE [--dry-run] [flags]", "Make the registry match a hooks file (hooks as code)", hooksApplyLong, func(fs *pflag.FlagSet) cli.Run {
 		conn := cli.ConnFlags{App: a, StoreFallback: true}
 		conn.Register(fs)
 		file := fs.StringP("filename", "f", "", "the hooks file (YAML), \"-\" for stdin (required)")
 		dryRun := fs.Bool("dry-run", false, "print the changes, make none")
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			if *file == "" {
 				return fmt.Errorf("%w: give the hooks file: -f FILE (\"-\" for stdin)", cli.ErrUsage)
 			}
@@ -326,15 +323,12 @@ func hooksApplyCmd(a *cli.App) *cobra.Command {
 
 // hooksExportCmd is observer hooks export.
 func hooksExportCmd(a *cli.App) *cobra.Command {
-	return cli.Command("export [flags]", "Write the registry as a hooks file (for observer hooks apply)",
+	return cli.NoArgsCommand("export [flags]", "Write the registry as a hooks file (for observer hooks apply)",
 		`Writes the registry's registrations, in run order, and the plugins granted privileged_hooks as a hooks file (YAML) on stdout: "observer hooks apply -f" of it changes nothing. Entries that do not read are left out, and said on stderr.`,
 		func(fs *pflag.FlagSet) cli.Run {
 			conn := cli.ConnFlags{App: a, StoreFallback: true}
 			conn.Register(fs)
-			return func(ctx context.Context, args []string) error {
-				if err := cli.NoArgs(nil, args); err != nil {
-					return err
-				}
+			return func(ctx context.Context, _ []string) error {
 				c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ReadOnly)
 				if err != nil {
 					return err

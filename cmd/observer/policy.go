@@ -98,7 +98,7 @@ func policyApplyCmd(a *cli.App, lint bool) *cobra.Command {
 		use, short = "lint -f FILE", "Check a policy file as apply does, storing nothing"
 		long = `Parses and compiles every policy of the file, as apply does, and stores nothing: it needs no bus. Prints each policy's name, version and mode, or the first error with its file:line:column (exit 1).`
 	}
-	return cli.Command(use, short, long, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand(use, short, long, func(fs *pflag.FlagSet) cli.Run {
 		conn := cli.ConnFlags{App: a, StoreFallback: true}
 		if !lint {
 			conn.Register(fs)
@@ -108,10 +108,7 @@ func policyApplyCmd(a *cli.App, lint bool) *cobra.Command {
 		if !lint {
 			fs.StringVar(&note, "note", "", "a name to record beside who applied it (the NATS user of the connection), as a note")
 		}
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			ps, err := readPolicyFile(*file, a.In)
 			if err != nil {
 				return err
@@ -230,16 +227,13 @@ func rowOf(r policies.Record) policyRow {
 
 // policyListCmd is observer policy list.
 func policyListCmd(a *cli.App) *cobra.Command {
-	return cli.Command("list [flags]", "List the stored policies: version, mode, rollout, what they match, who applied them",
+	return cli.NoArgsCommand("list [flags]", "List the stored policies: version, mode, rollout, what they match, who applied them",
 		"", func(fs *pflag.FlagSet) cli.Run {
 			conn := cli.ConnFlags{App: a, StoreFallback: true}
 			conn.Register(fs)
 			var out cli.Output
 			out.Register(fs, "an array of {name, version, mode, rollout, stages, kinds, applied_by, applied_at}")
-			return func(ctx context.Context, args []string) error {
-				if err := cli.NoArgs(nil, args); err != nil {
-					return err
-				}
+			return func(ctx context.Context, _ []string) error {
 				c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ReadOnly)
 				if err != nil {
 					return err

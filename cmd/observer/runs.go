@@ -25,7 +25,7 @@ var runStatuses = []string{events.ReasonDone, events.ReasonDenied, events.Reason
 // runsCmd lists the runs: id, agent, session, start, duration, steps,
 // status, tokens.
 func runsCmd(a *cli.App) *cobra.Command {
-	return cli.Command("runs [flags]", "List the runs, and the requests still queued", `Lists the runs, oldest first: id (a prefix that show and replay --run take), agent, session, start, duration, steps, status (the reason it ended), tokens (and cost when known);
+	return cli.NoArgsCommand("runs [flags]", "List the runs, and the requests still queued", `Lists the runs, oldest first: id (a prefix that show and replay --run take), agent, session, start, duration, steps, status (the reason it ended), tokens (and cost when known);
 then the requests still on the run queue, and what each waits for ("no worker serves agent ops").`, func(fs *pflag.FlagSet) cli.Run {
 		stdout, stderr := a.Out, a.Err
 		var d deskFlags
@@ -35,10 +35,7 @@ then the requests still on the run queue, and what each waits for ("no worker se
 		sinceD := fs.Duration("since", 0, "only events stored in this last while (e.g. 24h)")
 		reason := fs.String("reason", "", "only runs that ended so, or are so: "+strings.Join(runStatuses, ", "))
 		queuedOnly := fs.Bool("queued", false, "list the run requests on the run queue instead (not started yet, or waiting for a worker with their definition): run, agent, session, definition, age, and what each waits for; with --json one object a line")
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			if err := validID("agent", *agent); err != nil {
 				return err
 			}
