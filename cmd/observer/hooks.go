@@ -357,10 +357,6 @@ func listHooks(ctx context.Context, r *remote.Registry, w io.Writer, asJSON bool
 		}
 		return writeJSON(w, l)
 	}
-	isGranted := make(map[string]bool, len(granted))
-	for _, p := range granted {
-		isGranted[p] = true
-	}
 	if len(regs) == 0 {
 		fmt.Fprintln(w, "no interceptors registered")
 	} else {
@@ -370,7 +366,7 @@ func listHooks(ctx context.Context, r *remote.Registry, w io.Writer, asJSON bool
 			d := reg.WithDefaults()
 			priv := "no"
 			switch {
-			case d.Stage.Privileged() && isGranted[d.Plugin]:
+			case d.Stage.Privileged() && slices.Contains(granted, d.Plugin):
 				priv = "yes (granted)"
 			case d.Stage.Privileged():
 				priv = "yes (NOT granted: not called)"
