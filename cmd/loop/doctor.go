@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -270,9 +271,7 @@ func (d *doctor) reach(ctx context.Context, row cliRow, h found) {
 		d.line("PROBLEM", "hook command %q: %v", h.entry.Command, err)
 		return
 	}
-	if agent == "" {
-		agent = rowAgent(row)
-	}
+	agent = cmp.Or(agent, rowAgent(row))
 	if err := events.ValidateID("agent", agent); err != nil {
 		d.line("PROBLEM", "agent id: %v", err)
 		return
@@ -304,10 +303,7 @@ func (d *doctor) gatewayOf(row cliRow, h found) (*url.URL, string, bool) {
 	var raw, token string
 	switch {
 	case row.plugin:
-		raw, token = d.env.getenv("HOOKBUS_GATEWAY_URL"), d.env.getenv("HOOKBUS_GATEWAY_TOKEN")
-		if raw == "" {
-			raw = "http://127.0.0.1:9466" + row.route
-		}
+		raw, token = cmp.Or(d.env.getenv("HOOKBUS_GATEWAY_URL"), "http://127.0.0.1:9466"+row.route), d.env.getenv("HOOKBUS_GATEWAY_TOKEN")
 	case h.entry.URL != "":
 		raw = h.entry.URL
 		token = strings.TrimPrefix(os.Expand(h.entry.Headers["Authorization"], d.env.getenv), "Bearer ")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -363,10 +364,7 @@ func submit(ctx context.Context, a *cli.App, pos []string, fs *pflag.FlagSet, co
 // host:pid, as the fleet names a worker by default.
 func thisWorker() *events.Worker {
 	host, _ := os.Hostname()
-	name := host
-	if name == "" {
-		name = "worker"
-	}
+	name := cmp.Or(host, "worker")
 	return &events.Worker{Name: name + ":" + strconv.Itoa(os.Getpid()), Host: host}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -113,10 +114,7 @@ func approvals(ctx context.Context, a *cli.App, conn *cli.ConnFlags, pos []strin
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tAGENT/SESSION\tCALL\tTOOL\tASKED BY\tREASON\tEXPIRES\tSTATE")
 	for _, a := range list {
-		by := a.Requested.Plugin
-		if by == "" {
-			by = "policy"
-		}
+		by := cmp.Or(a.Requested.Plugin, "policy")
 		state := "waiting"
 		switch {
 		case a.Resolved != nil:

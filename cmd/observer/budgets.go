@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -169,10 +170,7 @@ func printBudgets(w io.Writer, limits []budgets.Limit, uses []budgets.Use) error
 		for _, u := range rows {
 			session := "*"
 			if l.PerSession {
-				session = u.Session
-				if session == "" {
-					session = "(each)"
-				}
+				session = cmp.Or(u.Session, "(each)")
 			}
 			since := "-"
 			if !u.Since.IsZero() {

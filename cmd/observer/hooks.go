@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -291,23 +292,16 @@ func (f *hookFlags) registration() (interceptors.Registration, error) {
 func describe(reg interceptors.Registration) string {
 	d := reg.WithDefaults()
 	return fmt.Sprintf("order %d, timeout %s, policy %s, mode %s, tools %s, agents %s",
-		d.Order, d.Timeout, d.Policy, d.Mode, toolsOf(d), orAny(d.Agents))
+		d.Order, d.Timeout, d.Policy, d.Mode, toolsOf(d), cmp.Or(d.Agents, "*"))
 }
 
 // toolsOf is a registration's tools matcher, and its kinds when it has
 // them ("* (kinds shell)").
 func toolsOf(reg interceptors.Registration) string {
 	if reg.Kinds == "" {
-		return orAny(reg.Tools)
+		return cmp.Or(reg.Tools, "*")
 	}
-	return orAny(reg.Tools) + " (kinds " + reg.Kinds + ")"
-}
-
-func orAny(glob string) string {
-	if glob == "" {
-		return "*"
-	}
-	return glob
+	return cmp.Or(reg.Tools, "*") + " (kinds " + reg.Kinds + ")"
 }
 
 // hookList is observer hooks list --output json.
@@ -381,7 +375,7 @@ func listHooks(ctx context.Context, r *remote.Registry, w io.Writer, asJSON bool
 				state = "DISABLED"
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-				d.Stage, d.Order, d.Plugin, d.Timeout, d.Policy, d.Mode, toolsOf(d), orAny(d.Agents), priv, state)
+				d.Stage, d.Order, d.Plugin, d.Timeout, d.Policy, d.Mode, toolsOf(d), cmp.Or(d.Agents, "*"), priv, state)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

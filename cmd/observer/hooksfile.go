@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -224,9 +225,9 @@ func diffRegistrations(old, reg interceptors.Registration) string {
 		{"timeout", o.Timeout.String(), n.Timeout.String()},
 		{"policy", string(o.Policy), string(n.Policy)},
 		{"mode", string(o.Mode), string(n.Mode)},
-		{"tools", orAny(o.Tools), orAny(n.Tools)},
-		{"kinds", orAny(o.Kinds), orAny(n.Kinds)},
-		{"agents", orAny(o.Agents), orAny(n.Agents)},
+		{"tools", cmp.Or(o.Tools, "*"), cmp.Or(n.Tools, "*")},
+		{"kinds", cmp.Or(o.Kinds, "*"), cmp.Or(n.Kinds, "*")},
+		{"agents", cmp.Or(o.Agents, "*"), cmp.Or(n.Agents, "*")},
 	} {
 		if f.old != f.new {
 			parts = append(parts, f.name+" "+f.old+" -> "+f.new)

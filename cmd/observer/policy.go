@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -267,10 +268,7 @@ func printPolicies(w io.Writer, rows []policyRow) error {
 			fmt.Fprintf(tw, "%s\t%s\t?\t\t\t\t%s\t%s\t(%s)\n", r.Name, r.Version, r.AppliedBy.Identity, r.AppliedAt.Format(time.RFC3339), r.Error)
 			continue
 		}
-		kinds := strings.Join(r.Kinds, "|")
-		if kinds == "" {
-			kinds = "*"
-		}
+		kinds := cmp.Or(strings.Join(r.Kinds, "|"), "*")
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%%\t%s\t%s\t%s\t%s\n", r.Name, r.Version, r.Mode, strconv.Itoa(r.Rollout),
 			strings.Join(r.Stages, ","), kinds, r.AppliedBy.Identity, r.AppliedAt.Format(time.RFC3339))
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -163,7 +164,7 @@ func storeTest(ctx context.Context, b *bus.Bus, rep *policytest.Report, stderr i
 func printPolicyTest(w io.Writer, rep *policytest.Report) error {
 	scope := "all agents, all harnesses"
 	if rep.Agent != "" || rep.Harness != "" {
-		scope = "agents " + orAny(rep.Agent) + ", harnesses " + orAny(rep.Harness)
+		scope = "agents " + cmp.Or(rep.Agent, "*") + ", harnesses " + cmp.Or(rep.Harness, "*")
 	}
 	since := "all the record holds"
 	if !rep.Since.IsZero() {
@@ -222,10 +223,7 @@ func printPolicyTest(w io.Writer, rep *policytest.Report) error {
 		}
 		fmt.Fprintln(tw, head)
 		for _, f := range p.Flips {
-			call := f.CallID
-			if call == "" {
-				call = "event " + f.EventID
-			}
+			call := cmp.Or(f.CallID, "event "+f.EventID)
 			action, rule, msg := "-", "-", "-"
 			if f.Action != nil {
 				action = actionText(f.Action)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -69,10 +70,7 @@ func printProvisioned(w io.Writer, assets []asset, asJSON bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tNAME\tREPLICAS\tMAX AGE")
 	for _, a := range assets {
-		age := a.MaxAge
-		if age == "" {
-			age = "forever"
-		}
+		age := cmp.Or(a.MaxAge, "forever")
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", a.Kind, a.Name, a.Replicas, age)
 	}
 	return tw.Flush()

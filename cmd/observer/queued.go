@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -72,14 +73,8 @@ func printQueue(w io.Writer, list []queuedRun) error {
 		case q.WaitingFor != "":
 			state = q.WaitingFor
 		}
-		session := q.SessionID
-		if session == "" {
-			session = "-"
-		}
-		run := q.RunID
-		if run == "" {
-			run = fmt.Sprintf("(seq %d)", q.Seq)
-		}
+		session := cmp.Or(q.SessionID, "-")
+		run := cmp.Or(q.RunID, fmt.Sprintf("(seq %d)", q.Seq))
 		age := time.Duration(q.AgeSeconds * float64(time.Second))
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shortRun(run), q.AgentID, session,
 			events.ShortDigest(q.Definition), kind, duration(age), state)

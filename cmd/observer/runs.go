@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -103,10 +104,7 @@ func printRuns(w io.Writer, list []audit.RunSummary) error {
 		if r.Parent != nil {
 			parent = "run " + shortRun(r.Parent.RunID)
 		}
-		worker := r.Worker
-		if worker == "" {
-			worker = "-"
-		}
+		worker := cmp.Or(r.Worker, "-")
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", shortRun(r.RunID), r.AgentID, r.SessionID,
 			when(r.Start), duration(r.Duration()), r.Steps, r.Status, tokens(r.Usage), worker, parent)
 	}
