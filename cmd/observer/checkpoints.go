@@ -316,7 +316,7 @@ not checked (the lines say so).`, func(fs *pflag.FlagSet) cli.Run {
 			case *noteOnly:
 				_, err := io.WriteString(stdout, lines[len(lines)-1].Note)
 				return err
-			case d.asJSON():
+			case d.out.JSON():
 				return writeJSONLines(stdout, lines)
 			}
 			for _, l := range lines {

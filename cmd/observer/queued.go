@@ -93,7 +93,7 @@ func queuedRequests(ctx context.Context, d *deskFlags, agent, session string, st
 	if err != nil {
 		return err
 	}
-	if d.asJSON() {
+	if d.out.JSON() {
 		return writeJSONLines(stdout, list)
 	}
 	if len(list) == 0 {

@@ -66,7 +66,7 @@ then the requests still on the run queue, and what each waits for ("no worker se
 				queue = q
 				return nil
 			}
-			if d.asJSON() || *reason != "" || *sinceD > 0 {
+			if d.out.JSON() || *reason != "" || *sinceD > 0 {
 				readQueued = nil // the recorded runs only
 			}
 			if err := d.scanThen(ctx, bus.Filter{Agent: *agent, Session: *session, Since: from}, stderr, rs.Add, readQueued); err != nil {
@@ -81,7 +81,7 @@ then the requests still on the run queue, and what each waits for ("no worker se
 			if len(list) == 0 && len(queue) == 0 && (*agent != "" || *session != "" || *sinceD > 0 || *reason != "") {
 				return fmt.Errorf("no runs match")
 			}
-			if d.asJSON() {
+			if d.out.JSON() {
 				return writeJSONLines(stdout, list)
 			}
 			if err := printRuns(stdout, list); err != nil {

@@ -34,9 +34,6 @@ func (d *deskFlags) register(a *cli.App, fs *pflag.FlagSet, jsonHelp string, for
 	d.out.Register(fs, jsonHelp, formats...)
 }
 
-// asJSON reports whether the output is JSON.
-func (d *deskFlags) asJSON() bool { return d.out.JSON() }
-
 // logger is the command's logger.
 func (d *deskFlags) logger(stderr io.Writer) *slog.Logger { return d.app.Log.Logger(stderr) }
 

@@ -34,7 +34,7 @@ func sessionsCmd(a *cli.App) *cobra.Command {
 			if len(list) == 0 && (scope.agent != "" || scope.since > 0) {
 				return fmt.Errorf("no sessions match")
 			}
-			if d.asJSON() {
+			if d.out.JSON() {
 				return writeJSONLines(stdout, list)
 			}
 			return printSessions(stdout, list)

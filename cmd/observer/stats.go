@@ -32,7 +32,7 @@ func statsCmd(a *cli.App) *cobra.Command {
 				return err
 			}
 			list := st.List()
-			if d.asJSON() {
+			if d.out.JSON() {
 				return writeJSONLines(stdout, list)
 			}
 			if len(list) == 0 {

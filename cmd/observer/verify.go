@@ -61,7 +61,7 @@ truncated, a rewrite re-signed, another stream, is named; it exits 1 then too.`,
 				return err
 			}
 			verdicts := v.Verdicts()
-			failed, err := printVerdicts(stdout, stderr, d.asJSON(), f.quiet, verdicts, sv)
+			failed, err := printVerdicts(stdout, stderr, d.out.JSON(), f.quiet, verdicts, sv)
 			if err != nil {
 				return err
 			}
