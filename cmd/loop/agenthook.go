@@ -148,13 +148,13 @@ only with -v.`
 // agentHookCmd is loop agent-hook: one hook event of a coding agent, read
 // on stdin, recorded and decided on the bus, answered on stdout.
 func agentHookCmd(a *cli.App) *cobra.Command {
-	return cli.Command("agent-hook --harness claude|gemini|codex|copilot|qwen|factory|cline [flags]", "Answer one hook event of a coding agent: Claude Code, Gemini CLI, Codex CLI, GitHub Copilot CLI, Qwen Code, Factory Droid, Cline (a command hook)", agentHookLong, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand("agent-hook --harness claude|gemini|codex|copilot|qwen|factory|cline [flags]", "Answer one hook event of a coding agent: Claude Code, Gemini CLI, Codex CLI, GitHub Copilot CLI, Qwen Code, Factory Droid, Cline (a command hook)", agentHookLong, func(fs *pflag.FlagSet) cli.Run {
 		var f bridgeFlags
 		name := fs.String("harness", "", "the coding agent: claude (Claude Code), gemini (Gemini CLI), codex (Codex CLI), copilot (GitHub Copilot CLI), qwen (Qwen Code), factory (Factory Droid) or cline (Cline)")
 		f.register(fs)
 		f.registerFile(fs)
-		return func(ctx context.Context, args []string) error {
-			code, err := f.agentHook(ctx, a, args, *name)
+		return func(ctx context.Context, _ []string) error {
+			code, err := f.agentHook(ctx, a, *name)
 			a.Code = code
 			return err
 		}
@@ -163,12 +163,12 @@ func agentHookCmd(a *cli.App) *cobra.Command {
 
 // claudeHookCmd is loop claude-hook: loop agent-hook --harness claude.
 func claudeHookCmd(a *cli.App) *cobra.Command {
-	return cli.Command("claude-hook [flags]", "Answer one Claude Code hook event (agent-hook --harness claude)", claudeHookLong, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand("claude-hook [flags]", "Answer one Claude Code hook event (agent-hook --harness claude)", claudeHookLong, func(fs *pflag.FlagSet) cli.Run {
 		var f bridgeFlags
 		f.register(fs)
 		f.registerFile(fs)
-		return func(ctx context.Context, args []string) error {
-			code, err := f.agentHook(ctx, a, args, claudecode.HarnessName)
+		return func(ctx context.Context, _ []string) error {
+			code, err := f.agentHook(ctx, a, claudecode.HarnessName)
 			a.Code = code
 			return err
 		}
@@ -176,10 +176,7 @@ func claudeHookCmd(a *cli.App) *cobra.Command {
 }
 
 // agentHook checks the flags and answers one event of the harness name.
-func (f *bridgeFlags) agentHook(ctx context.Context, a *cli.App, args []string, name string) (int, error) {
-	if err := cli.NoArgs(nil, args); err != nil {
-		return exitUsage, err
-	}
+func (f *bridgeFlags) agentHook(ctx context.Context, a *cli.App, name string) (int, error) {
 	if err := f.check(); err != nil {
 		return exitUsage, err
 	}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -42,7 +44,7 @@ func doctorCmd(a *cli.App) *cobra.Command {
 	for _, r := range cliRows() {
 		names = append(names, r.name)
 	}
-	return cli.Command("doctor --harness "+strings.Join(names, "|")+" [flags]", "Say which of a coding agent's hook events reach hookbus, and whether they can", doctorLong, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand("doctor --harness "+strings.Join(names, "|")+" [flags]", "Say which of a coding agent's hook events reach hookbus, and whether they can", doctorLong, func(fs *pflag.FlagSet) cli.Run {
 		d := doctor{app: a}
 		fs.StringVar(&d.harness, "harness", "", "the coding agent: "+strings.Join(names, ", "))
 		fs.StringVar(&d.env.project, "project", "", "the project the agent runs in (default: the working directory)")
@@ -50,10 +52,7 @@ func doctorCmd(a *cli.App) *cobra.Command {
 		fs.DurationVar(&d.wait, "wait", 5*time.Second, "the longest wait for the bus, the gateway or the probe")
 		d.conn = cli.ConnFlags{App: a, Quiet: true}
 		d.conn.Register(fs)
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			code, err := d.run(ctx, fs)
 			a.Code = code
 			return err
@@ -161,7 +160,7 @@ func (d *doctor) settings(row cliRow) []found {
 			continue
 		}
 		n := 0
-		for _, ev := range slices.Sorted(mapKeys(table)) {
+		for _, ev := range slices.Sorted(maps.Keys(table)) {
 			if !slices.Contains(row.events, ev) {
 				d.line("note", "%s settings %s: %s has no event %q", f.scope, f.path, row.title, ev)
 			}
@@ -203,16 +202,6 @@ func (d *doctor) settings(row cliRow) []found {
 // same reports whether h and o are one hook (their headers aside).
 func (h hookEntry) same(o hookEntry) bool {
 	return h.Type == o.Type && h.Command == o.Command && h.URL == o.URL && h.OnFailure == o.OnFailure
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // trust says whether the CLI trusts the project, where it has trust.
@@ -282,9 +271,7 @@ func (d *doctor) reach(ctx context.Context, row cliRow, h found) {
 		d.line("PROBLEM", "hook command %q: %v", h.entry.Command, err)
 		return
 	}
-	if agent == "" {
-		agent = rowAgent(row)
-	}
+	agent = cmp.Or(agent, rowAgent(row))
 	if err := events.ValidateID("agent", agent); err != nil {
 		d.line("PROBLEM", "agent id: %v", err)
 		return
@@ -316,10 +303,7 @@ func (d *doctor) gatewayOf(row cliRow, h found) (*url.URL, string, bool) {
 	var raw, token string
 	switch {
 	case row.plugin:
-		raw, token = d.env.getenv("HOOKBUS_GATEWAY_URL"), d.env.getenv("HOOKBUS_GATEWAY_TOKEN")
-		if raw == "" {
-			raw = "http://127.0.0.1:9466" + row.route
-		}
+		raw, token = cmp.Or(d.env.getenv("HOOKBUS_GATEWAY_URL"), "http://127.0.0.1:9466"+row.route), d.env.getenv("HOOKBUS_GATEWAY_TOKEN")
 	case h.entry.URL != "":
 		raw = h.entry.URL
 		token = strings.TrimPrefix(os.Expand(h.entry.Headers["Authorization"], d.env.getenv), "Bearer ")

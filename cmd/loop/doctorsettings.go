@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,10 +124,7 @@ func cliRows() []cliRow {
 			read: copilotHookTable, trust: copilotTrust, trustAll: true, trustFlag: "--trust-folder"},
 		{name: qwen.HarnessName, title: "Qwen Code", route: "/" + qwen.DefaultAgent, events: qwen.Events(),
 			files: func(e doctorEnv) []settingsFile {
-				system := e.getenv("QWEN_CODE_SYSTEM_SETTINGS_PATH")
-				if system == "" {
-					system = "/etc/qwen-code/settings.json"
-				}
+				system := cmp.Or(e.getenv("QWEN_CODE_SYSTEM_SETTINGS_PATH"), "/etc/qwen-code/settings.json")
 				return []settingsFile{
 					{"user", filepath.Join(e.home, ".qwen", "settings.json")},
 					{"project", filepath.Join(e.project, ".qwen", "settings.json")},
@@ -209,10 +207,7 @@ func copilotHookTable(path string) (map[string][]hookEntry, error) {
 	out := map[string][]hookEntry{}
 	for ev, hooks := range doc.Hooks {
 		for _, h := range hooks {
-			cmd := h.Bash
-			if cmd == "" {
-				cmd = h.Command
-			}
+			cmd := cmp.Or(h.Bash, h.Command)
 			out[ev] = append(out[ev], hookEntry{Type: h.Type, Command: cmd})
 		}
 	}
@@ -375,10 +370,7 @@ func copilotTrust(e doctorEnv) trustState {
 	if e.getenv("COPILOT_ALLOW_ALL") == "true" {
 		return trustState{applies: true, trusted: true, where: "COPILOT_ALLOW_ALL=true"}
 	}
-	dir := e.getenv("COPILOT_HOME")
-	if dir == "" {
-		dir = filepath.Join(e.home, ".copilot")
-	}
+	dir := cmp.Or(e.getenv("COPILOT_HOME"), filepath.Join(e.home, ".copilot"))
 	path := filepath.Join(dir, "config.json")
 	st := trustState{applies: true, where: path}
 	var doc struct {
@@ -407,10 +399,7 @@ func qwenTrust(e doctorEnv) trustState {
 	if err != nil || json.Unmarshal(b, &settings) != nil || !settings.Security.FolderTrust.Enabled {
 		return trustState{}
 	}
-	path := e.getenv("QWEN_CODE_TRUSTED_FOLDERS_PATH")
-	if path == "" {
-		path = filepath.Join(e.home, ".qwen", "trustedFolders.json")
-	}
+	path := cmp.Or(e.getenv("QWEN_CODE_TRUSTED_FOLDERS_PATH"), filepath.Join(e.home, ".qwen", "trustedFolders.json"))
 	return trustState{applies: true, trusted: foldersTrust(path, e.project), where: path}
 }
 

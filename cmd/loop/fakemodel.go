@@ -45,15 +45,12 @@ docs/CLAUDE_CODE.md and docs/AGENTS.md show each CLI and provider against it.`
 
 // fakeModelCmd serves scripted model APIs until interrupted.
 func fakeModelCmd(a *cli.App) *cobra.Command {
-	return cli.Command("fake-model --script FILE [--listen ADDR]", "Serve a scripted fake model (OpenAI, Anthropic, Gemini APIs) to try CLIs and providers without a key", fakeModelLong, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand("fake-model --script FILE [--listen ADDR]", "Serve a scripted fake model (OpenAI, Anthropic, Gemini APIs) to try CLIs and providers without a key", fakeModelLong, func(fs *pflag.FlagSet) cli.Run {
 		script := fs.String("script", "", "the script `FILE` of turns (YAML or JSON)")
 		listen := fs.String("listen", "127.0.0.1:8790", "the `ADDR`ess to listen on (port 0: any free port)")
 		record := fs.String("record", "", "write each request received to `FILE` as a line of JSON (created readable by you only, or truncated)")
 		remote := fs.Bool("allow-remote", false, "listen on an address other than loopback: anyone who reaches it can use the fake")
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			if *script == "" {
 				return fmt.Errorf("%w: give the script of turns with --script FILE", cli.ErrUsage)
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -102,9 +103,7 @@ func (a *agentFlags) definitions(ids ...string) (*agents.File, error) {
 			return nil, fmt.Errorf("%w: %v", cli.ErrUsage, err)
 		}
 	}
-	if def.Model == "" {
-		def.Model = "scripted:demo"
-	}
+	def.Model = cmp.Or(def.Model, "scripted:demo")
 	if a.tools != "" {
 		for _, t := range strings.Split(a.tools, ",") {
 			def.Tools = append(def.Tools, strings.TrimSpace(t))

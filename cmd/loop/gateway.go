@@ -9,7 +9,6 @@ import (
 	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/cmd/internal/health"
 	"github.com/hookbus/hookbus/hooks/harness"
-	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/internal/httpauth"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -122,14 +121,7 @@ func (f *bridgeFlags) gateway(ctx context.Context, a *cli.App, args []string, na
 		return err
 	}
 	defer c.Close()
-	var (
-		hooks *interceptors.Chain
-		stop  func()
-	)
-	err = c.Await(ctx, "read the hooks", func(ctx context.Context) (err error) {
-		hooks, stop, err = syncHooks(ctx, c.Bus, log)
-		return err
-	})
+	hooks, stop, err := awaitHooks(ctx, c, log)
 	if err != nil {
 		return err
 	}
@@ -151,9 +143,7 @@ func (f *bridgeFlags) gateway(ctx context.Context, a *cli.App, args []string, na
 		routes = append(routes, ln.URL()+r.path[1:])
 	}
 	a.Log.Say(stderr, "loop gateway: hooks on %s (%s)", strings.Join(routes, ", "), c.Where)
-	if adm.URL != "" {
-		a.Log.Say(stderr, "loop gateway: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
-	}
+	adm.Say(&a.Log, stderr)
 	served := make(chan error, 1)
 	go func() { served <- ln.Serve(ctx, gw.handler()) }()
 	select {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,12 +82,7 @@ func (g *gateway) handler() http.Handler {
 func (g *gateway) serve(w http.ResponseWriter, r *http.Request, h harness.Protocol) {
 	cfg := g.base
 	cfg.Harness = h
-	if cfg.Agent == "" {
-		cfg.Agent = h.Agent()
-	}
-	if a := r.PathValue("agent"); a != "" {
-		cfg.Agent = a
-	}
+	cfg.Agent = cmp.Or(r.PathValue("agent"), cfg.Agent, h.Agent())
 	if err := events.ValidateID("agent", cfg.Agent); err != nil {
 		httpError(w, err.Error(), http.StatusBadRequest)
 		return

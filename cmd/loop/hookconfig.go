@@ -3,9 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/hookbus/hookbus/cmd/internal/cli"
@@ -32,12 +32,7 @@ func applyConfig(fs *pflag.FlagSet, file string) error {
 		return fmt.Errorf("%w: --config %s: not a JSON object of flags: %v", cli.ErrUsage, file, err)
 	}
 	given := cli.Set(fs)
-	keys := make([]string, 0, len(values))
-	for k := range values {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(values)) {
 		if !slices.Contains(configKeys, k) || fs.Lookup(k) == nil {
 			return fmt.Errorf("%w: --config %s: %q is not a flag it may give (%s)", cli.ErrUsage, file, k, strings.Join(configKeys, ", "))
 		}

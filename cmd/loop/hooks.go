@@ -9,9 +9,9 @@ import (
 	"github.com/hookbus/hookbus/bus/history"
 	"github.com/hookbus/hookbus/bus/policies"
 	"github.com/hookbus/hookbus/bus/remote"
+	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
-	"github.com/hookbus/hookbus/policy"
 )
 
 // syncHooks returns the chain the loop runs hooks from, kept in step with
@@ -33,7 +33,9 @@ func syncHooks(ctx context.Context, b *bus.Bus, log *slog.Logger, opts ...polici
 		trust.Stop()
 		return nil, nil, err
 	}
-	ps, err := policies.Sync(ctx, b, chain, policyHistory(b), opts...)
+	// The policies' history functions and counters read the record and the
+	// counters stream, shared by every worker and the bridge.
+	ps, err := policies.Sync(ctx, b, chain, history.New(b), opts...)
 	if err != nil {
 		hs.Stop()
 		trust.Stop()
@@ -42,10 +44,15 @@ func syncHooks(ctx context.Context, b *bus.Bus, log *slog.Logger, opts ...polici
 	return chain, func() { ps.Stop(); hs.Stop(); trust.Stop() }, nil
 }
 
-// policyHistory is what the policies' history functions and counters read:
-// the record and the counters stream, shared by every worker and the
-// bridge (bus/history).
-func policyHistory(b *bus.Bus) policy.History { return history.New(b) }
+// awaitHooks is syncHooks for a long-running process: it waits out an
+// outage of the bus as cli.Conn.Await does.
+func awaitHooks(ctx context.Context, c *cli.Conn, log *slog.Logger) (hooks *interceptors.Chain, stop func(), err error) {
+	err = c.Await(ctx, "read the hooks", func(ctx context.Context) (err error) {
+		hooks, stop, err = syncHooks(ctx, c.Bus, log)
+		return err
+	})
+	return hooks, stop, err
+}
 
 // sharedBudget returns the fleet's shared budgets ("observer budgets set"),
 // or nil, with a warning, on a bus provisioned without their bucket.

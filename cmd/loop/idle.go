@@ -79,15 +79,12 @@ loop user of deploy/nats).`
 
 // closeIdleCmd is loop close-idle: the sweeper alone.
 func closeIdleCmd(a *cli.App) *cobra.Command {
-	return cli.Command("close-idle [flags]", "Close, as idle, coding-agent sessions silent for too long", closeIdleLong, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand("close-idle [flags]", "Close, as idle, coding-agent sessions silent for too long", closeIdleLong, func(fs *pflag.FlagSet) cli.Run {
 		conn := cli.ConnFlags{App: a}
 		conn.Register(fs)
 		var f closeIdleFlags
 		f.register(fs, time.Hour, "")
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			if err := f.check(); err != nil {
 				return err
 			}

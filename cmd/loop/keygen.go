@@ -20,14 +20,11 @@ import (
 // keygenCmd writes a new signing key: an nkey seed to --out, its public
 // key on stdout.
 func keygenCmd(a *cli.App) *cobra.Command {
-	return cli.Command("keygen [--out FILE]", "Write a new signing key for runs' ends", `Writes a new ed25519 signing key (an nkey seed) for loop run|serve --signing-key,
+	return cli.NoArgsCommand("keygen [--out FILE]", "Write a new signing key for runs' ends", `Writes a new ed25519 signing key (an nkey seed) for loop run|serve --signing-key,
 and prints its public key, which auditors give to observer verify --public-key.
 The directory of --out is created (mode 0700) when it does not exist.`, func(fs *pflag.FlagSet) cli.Run {
 		out := fs.String("out", "hookbus-signing.nk", "the file to write the seed to (created, mode 0600, in a directory created with mode 0700 when missing; never overwritten)")
-		return func(_ context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(_ context.Context, _ []string) error {
 			return keygen(*out, a.Out, a.Err)
 		}
 	})

@@ -76,29 +76,28 @@ func runOrCompact(a *cli.App, cmd string, fs *pflag.FlagSet) cli.Run {
 }
 
 func (o *runOptions) run(ctx context.Context, a *cli.App, pos []string) (int, error) {
-	conn, af, agent, trace, demoHook := o.conn, &o.af, &o.agent, &o.trace, &o.demoHook
 	stdin, stdout, stderr := a.In, a.Out, a.Err
-	if err := af.check(cli.Set(o.fs)); err != nil {
+	if err := o.af.check(cli.Set(o.fs)); err != nil {
 		return exitUsage, err
 	}
 	req, err := o.request(stdin, pos)
 	if err != nil {
 		return exitUsage, err
 	}
-	defs, err := af.definitions(*agent)
+	defs, err := o.af.definitions(o.agent)
 	if err != nil {
 		return exitUsage, err
 	}
-	if defs.Agent(*agent) == nil {
-		return exitUsage, fmt.Errorf("%w: %w: %q is not in %s (it has %s)", cli.ErrUsage, agents.ErrUnknownAgent, *agent, af.file, strings.Join(defs.IDs(), ", "))
+	if defs.Agent(o.agent) == nil {
+		return exitUsage, fmt.Errorf("%w: %w: %q is not in %s (it has %s)", cli.ErrUsage, agents.ErrUnknownAgent, o.agent, o.af.file, strings.Join(defs.IDs(), ", "))
 	}
-	defs.Agents = withSubagents(defs, *agent) // what the run may call, and nothing else
+	defs.Agents = withSubagents(defs, o.agent) // what the run may call, and nothing else
 	log := a.Log.Logger(stderr)
-	signer, err := loadSigner(af.signing)
+	signer, err := loadSigner(o.af.signing)
 	if err != nil {
 		return exitUsage, err
 	}
-	claude, err := loadClaudeSettings(af.claude, log)
+	claude, err := loadClaudeSettings(o.af.claude, log)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -107,13 +106,13 @@ func (o *runOptions) run(ctx context.Context, a *cli.App, pos []string) (int, er
 		return exitFailure, err
 	}
 	defer closeAgents()
-	c, err := conn.Open(ctx, "hookbus-loop", log, cli.Provision)
+	c, err := o.conn.Open(ctx, "hookbus-loop", log, cli.Provision)
 	if err != nil {
 		return exitFailure, err
 	}
 	defer c.Close()
 	var em loop.Emitter = c.Bus
-	if *trace {
+	if o.trace {
 		em = &tracer{Emitter: c.Bus, w: stderr}
 	}
 	hooks, stopHooks, err := syncHooks(ctx, c.Bus, log)
@@ -121,11 +120,11 @@ func (o *runOptions) run(ctx context.Context, a *cli.App, pos []string) (int, er
 		return exitFailure, err
 	}
 	defer stopHooks()
-	if *demoHook {
+	if o.demoHook {
 		if err := registerDemoHook(hooks); err != nil {
 			return exitFailure, err
 		}
-		fmt.Fprintf(stderr, "loop run: in-process hook %s on tool.after (clock) registered; a remote interceptor plugs into the same chain: \"observer hooks add --stage STAGE --plugin NAME\" and a service answering %s.hook.STAGE.NAME (README: \"Three terminals\")\n", demoPlugin, conn.Prefix)
+		fmt.Fprintf(stderr, "loop run: in-process hook %s on tool.after (clock) registered; a remote interceptor plugs into the same chain: \"observer hooks add --stage STAGE --plugin NAME\" and a service answering %s.hook.STAGE.NAME (README: \"Three terminals\")\n", demoPlugin, o.conn.Prefix)
 	}
 	engs, closeHooks, err := engines(built, engineDeps{em: em, h: c.Bus, q: runs.New(c.Bus), hooks: hooks, budget: sharedBudget(ctx, c.Bus, log),
 		claude: claude, cache: remote.NewDecisionCache(c.Bus), signer: signer, log: log})
@@ -133,7 +132,7 @@ func (o *runOptions) run(ctx context.Context, a *cli.App, pos []string) (int, er
 		return exitFailure, err
 	}
 	defer closeHooks()
-	eng := engs[*agent]
+	eng := engs[o.agent]
 	res, err := eng.Run(ctx, req)
 	return printResult(stdout, stderr, res, err)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +23,6 @@ import (
 	"github.com/hookbus/hookbus/cmd/internal/cli"
 	"github.com/hookbus/hookbus/cmd/internal/health"
 	"github.com/hookbus/hookbus/events"
-	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/loop"
 	"github.com/hookbus/hookbus/telemetry"
 )
@@ -43,16 +43,13 @@ handed back to the queue unended, and another worker resumes each from its recor
 in flight are then recorded as interrupted.`
 
 func serveCmd(a *cli.App) *cobra.Command {
-	return cli.Command("serve [flags]", "Take run requests from the queue (a worker)", serveLong, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand("serve [flags]", "Take run requests from the queue (a worker)", serveLong, func(fs *pflag.FlagSet) cli.Run {
 		conn := cli.ConnFlags{App: a, Embeds: true, NeedsBus: true, Await: true}
 		conn.Register(fs)
 		var f serveFlags
 		f.register(fs)
-		return func(ctx context.Context, args []string) error {
+		return func(ctx context.Context, _ []string) error {
 			stderr := a.Err
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
 			defs, err := f.definitions(fs)
 			if err != nil {
 				return err
@@ -83,14 +80,7 @@ func serveCmd(a *cli.App) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			var (
-				hooks     *interceptors.Chain
-				stopHooks func()
-			)
-			err = c.Await(ctx, "read the hooks", func(ctx context.Context) (err error) {
-				hooks, stopHooks, err = syncHooks(ctx, c.Bus, log)
-				return err
-			})
+			hooks, stopHooks, err := awaitHooks(ctx, c, log)
 			if err != nil {
 				return err
 			}
@@ -106,9 +96,7 @@ func serveCmd(a *cli.App) *cobra.Command {
 				return err
 			}
 			defer adm.Stop()
-			if adm.URL != "" {
-				a.Log.Say(stderr, "loop serve: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
-			}
+			adm.Say(&a.Log, stderr)
 			q := runs.New(c.Bus)
 			worker := thisWorker()
 			engs, closeHooks, err := engines(built, engineDeps{em: em, h: c.Bus, q: q, hooks: hooks, budget: sharedBudget(ctx, c.Bus, log),
@@ -315,13 +303,11 @@ func submit(ctx context.Context, a *cli.App, pos []string, fs *pflag.FlagSet, co
 	if err := req.Validate(); err != nil {
 		return exitUsage, fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
-	c, err := conn.Open(ctx, "hookbus-submit", a.Log.Logger(stderr), cli.ReadOnly)
+	c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-submit", a.Log.Logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return exitFailure, err
 	}
-	defer c.Close()
-	gctx, stop := c.Guard(ctx)
-	defer stop()
+	defer release()
 	if err := runs.New(c.Bus).Submit(gctx, req); err != nil {
 		return exitFailure, c.Explain(err)
 	}
@@ -378,10 +364,7 @@ func submit(ctx context.Context, a *cli.App, pos []string, fs *pflag.FlagSet, co
 // host:pid, as the fleet names a worker by default.
 func thisWorker() *events.Worker {
 	host, _ := os.Hostname()
-	name := host
-	if name == "" {
-		name = "worker"
-	}
+	name := cmp.Or(host, "worker")
 	return &events.Worker{Name: name + ":" + strconv.Itoa(os.Getpid()), Host: host}
 }
 

@@ -20,18 +20,15 @@ It has no authentication: a single-user development server. With --metrics it se
 
 // serverCmd runs the embedded server alone, listening, until interrupted.
 func serverCmd(a *cli.App) *cobra.Command {
-	return cli.Command("server [flags]", "Run the embedded NATS server alone (a development bus)", serverLong, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand("server [flags]", "Run the embedded NATS server alone (a development bus)", serverLong, func(fs *pflag.FlagSet) cli.Run {
 		conn := cli.ConnFlags{App: a, Embeds: true, EmbeddedOnly: true}
 		conn.Register(fs)
 		var admin cli.AdminFlags
 		admin.Register(fs, "127.0.0.1:9466", 0, "")
 		var idle closeIdleFlags
 		idle.register(fs, time.Hour, "; loop close-idle does the same on any bus")
-		return func(ctx context.Context, args []string) error {
+		return func(ctx context.Context, _ []string) error {
 			stderr := a.Err
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
 			if err := admin.Check(); err != nil {
 				return err
 			}
@@ -63,9 +60,7 @@ func serverCmd(a *cli.App) *cobra.Command {
 			idle.start(ctx, c, log)
 			url := c.Embedded.ClientURL()
 			a.Log.Say(stderr, "loop server: listening on %s (store %s); attach with --nats %s; interrupt to stop", url, c.Embedded.StoreDir(), url)
-			if adm.URL != "" {
-				a.Log.Say(stderr, "loop server: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
-			}
+			adm.Say(&a.Log, stderr)
 			<-ctx.Done()
 			h.Drain()
 			a.Log.Say(stderr, "loop server: stopped")

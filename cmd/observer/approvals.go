@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -113,10 +114,7 @@ func approvals(ctx context.Context, a *cli.App, conn *cli.ConnFlags, pos []strin
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tAGENT/SESSION\tCALL\tTOOL\tASKED BY\tREASON\tEXPIRES\tSTATE")
 	for _, a := range list {
-		by := a.Requested.Plugin
-		if by == "" {
-			by = "policy"
-		}
+		by := cmp.Or(a.Requested.Plugin, "policy")
 		state := "waiting"
 		switch {
 		case a.Resolved != nil:
@@ -178,42 +176,38 @@ type answerOptions struct {
 }
 
 func (o *answerOptions) answer(ctx context.Context, a *cli.App, pos []string) error {
-	verb, conn, stdout, stderr := o.verb, &o.conn, a.Out, a.Err
-	call, note, comment, reason, cont, wait := &o.call, &o.note, &o.comment, &o.reason, &o.cont, &o.wait
-	arguments := &o.arguments
+	stdout, stderr := a.Out, a.Err
 	if len(pos) != 1 {
 		return fmt.Errorf("%w: want one RUN id (or a unique prefix of one), got %d arguments", cli.ErrUsage, len(pos))
 	}
 	action := events.ActionApprove
-	if verb == "reject" {
+	if o.verb == "reject" {
 		action = events.ActionReject
-		if *cont {
+		if o.cont {
 			action = events.ActionRejectAndContinue
 		}
-		if *reason == "" {
+		if o.reason == "" {
 			return fmt.Errorf("%w: reject needs --reason", cli.ErrUsage)
 		}
-	} else if *cont {
+	} else if o.cont {
 		return fmt.Errorf("%w: --continue is for reject", cli.ErrUsage)
 	}
-	if *arguments != "" && (verb != "approve" || *call == "") {
+	if o.arguments != "" && (o.verb != "approve" || o.call == "") {
 		return fmt.Errorf("%w: --arguments goes with approve and --call", cli.ErrUsage)
 	}
-	if *wait < 0 {
-		return fmt.Errorf("%w: --wait %s is negative", cli.ErrUsage, *wait)
+	if o.wait < 0 {
+		return fmt.Errorf("%w: --wait %s is negative", cli.ErrUsage, o.wait)
 	}
-	if *call != "" {
-		if err := events.ValidateID("call", *call); err != nil {
+	if o.call != "" {
+		if err := events.ValidateID("call", o.call); err != nil {
 			return fmt.Errorf("%w: --call: %v", cli.ErrUsage, err)
 		}
 	}
-	c, err := conn.Open(ctx, "hookbus-approver", a.Log.Logger(stderr), cli.ReadOnly)
+	c, gctx, release, err := o.conn.OpenGuarded(ctx, "hookbus-approver", a.Log.Logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	gctx, stop := c.Guard(ctx)
-	defer stop()
+	defer release()
 	as, err := readApprovals(gctx, c.Bus, bus.Filter{})
 	if err != nil {
 		return c.Explain(err)
@@ -223,22 +217,22 @@ func (o *answerOptions) answer(ctx context.Context, a *cli.App, pos []string) er
 		return err
 	}
 	mine := as.Of(run)
-	if *call != "" && !slices.ContainsFunc(mine, func(a *audit.Approval) bool { return a.Requested.Call.ID == *call }) {
-		return fmt.Errorf("run %s has no call %s waiting for approval", run, *call)
+	if o.call != "" && !slices.ContainsFunc(mine, func(a *audit.Approval) bool { return a.Requested.Call.ID == o.call }) {
+		return fmt.Errorf("run %s has no call %s waiting for approval", run, o.call)
 	}
 	me, err := c.Bus.WhoAmI(gctx)
 	if err != nil {
 		return c.Explain(err)
 	}
 	req := approval.Request{
-		AgentID: mine[0].AgentID, SessionID: mine[0].SessionID, RunID: run, CallID: *call,
-		Action: action, Reason: *reason, Comment: *comment,
-		By: events.Actor{Identity: me.User, Via: me.Via, Writer: me.User, Channel: events.ChannelCLI, DeclaredBy: *note},
+		AgentID: mine[0].AgentID, SessionID: mine[0].SessionID, RunID: run, CallID: o.call,
+		Action: action, Reason: o.reason, Comment: o.comment,
+		By: events.Actor{Identity: me.User, Via: me.Via, Writer: me.User, Channel: events.ChannelCLI, DeclaredBy: o.note},
 	}
-	if *arguments != "" {
-		req.Arguments = json.RawMessage(*arguments)
+	if o.arguments != "" {
+		req.Arguments = json.RawMessage(o.arguments)
 	}
-	res, err := approval.Answer(gctx, approval.Deps{History: c.Bus, Recorder: c.Bus, Source: "hookbus/observer", Settle: *wait}, req)
+	res, err := approval.Answer(gctx, approval.Deps{History: c.Bus, Recorder: c.Bus, Source: "hookbus/observer", Settle: o.wait}, req)
 	if res != nil {
 		for _, r := range res.Resolved {
 			fmt.Fprintf(stdout, "%s call %s of run %s: recorded, by %s\n", action, r.CallID, run, r.Actor)

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -102,13 +102,11 @@ func (o *budgetOptions) run(ctx context.Context, a *cli.App) error {
 	if sub == "list" {
 		mode = cli.ReadOnly
 	}
-	c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(stderr), mode)
+	c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(stderr), mode)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	gctx, stop := c.Guard(ctx)
-	defer stop()
+	defer release()
 	sb := budgets.New(c.Bus)
 	switch sub {
 	case "set":
@@ -129,9 +127,7 @@ func (o *budgetOptions) run(ctx context.Context, a *cli.App) error {
 		return c.Explain(err)
 	}
 	if o.out.JSON() {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		return writeJSON(stdout, struct {
 			Limits []budgets.Limit `json:"limits"`
 			Uses   []budgets.Use   `json:"uses"`
 		}{limits, uses})
@@ -174,10 +170,7 @@ func printBudgets(w io.Writer, limits []budgets.Limit, uses []budgets.Use) error
 		for _, u := range rows {
 			session := "*"
 			if l.PerSession {
-				session = u.Session
-				if session == "" {
-					session = "(each)"
-				}
+				session = cmp.Or(u.Session, "(each)")
 			}
 			since := "-"
 			if !u.Since.IsZero() {

@@ -25,17 +25,14 @@ import (
 // keygenCmd writes a signed-note key: a checkpointer's (its name is the
 // log's origin) or a witness'.
 func keygenCmd(a *cli.App) *cobra.Command {
-	return cli.Command("keygen --name NAME --out FILE", "Write a checkpointer's or a witness' key", `Writes a new Ed25519 signed-note key (golang.org/x/mod/sumdb/note, the format of Go's
+	return cli.NoArgsCommand("keygen --name NAME --out FILE", "Write a checkpointer's or a witness' key", `Writes a new Ed25519 signed-note key (golang.org/x/mod/sumdb/note, the format of Go's
 checksum database) for a checkpointer (observer checkpointer --key FILE) or a witness
 (observer witness --key FILE), and prints its verifier key, which auditors give to
 observer verify --checkpoint-key or --witness-key. An existing FILE is not overwritten.`, func(fs *pflag.FlagSet) cli.Run {
 		stdout := a.Out
 		name := fs.String("name", "", "the key's name: a checkpointer's is its log's origin (e.g. example.com/hookbus), a witness' names the witness (e.g. witness.example.com/w1); no spaces, no '+' (required)")
 		out := fs.String("out", "", "the file to write the signer key to, readable by its owner only (required; FILE.pub gets the verifier key)")
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			if *name == "" || *out == "" {
 				return fmt.Errorf("%w: give --name and --out", cli.ErrUsage)
 			}
@@ -114,7 +111,7 @@ func (f *verifiersFlag) Set(v string) error {
 
 // checkpointerCmd runs the checkpointer of the events stream.
 func checkpointerCmd(a *cli.App) *cobra.Command {
-	return cli.Command("checkpointer --key FILE [flags]", "Sign checkpoints of the events stream as it grows", `Reads every message of the events stream, in order, and stores a signed checkpoint of
+	return cli.NoArgsCommand("checkpointer --key FILE [flags]", "Sign checkpoints of the events stream as it grows", `Reads every message of the events stream, in order, and stores a signed checkpoint of
 the stream's Merkle tree (C2SP tlog-checkpoint) in HOOKBUS_CHECKPOINTS every --every messages or
 --interval, each cosigned by the --witness given that agrees it extends the last one it
 cosigned. Runs until interrupted (then checkpoints what it read). A restart goes on
@@ -139,22 +136,17 @@ streams: at start it refuses to go on when HOOKBUS_CHECKPOINTS no longer holds t
 		newLog := fs.String("new-log", "", "start a new log where HOOKBUS_CHECKPOINTS holds no checkpoint although --state holds one: the reason, recorded in the new log's first checkpoint")
 		var admin cli.AdminFlags
 		admin.Register(fs, "127.0.0.1:9466", 0, "")
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			signer, verifier, statePath, err := checkpointerKey(*keyFile, *state, conn.Store)
 			if err != nil {
 				return err
 			}
 			log := a.Log.Logger(stderr)
-			c, err := conn.Open(ctx, "hookbus-checkpointer", log, cli.ProvisionStore)
+			c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-checkpointer", log, cli.ProvisionStore)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			gctx, stop := c.Guard(ctx)
-			defer stop()
+			defer release()
 			if c.Embedded != nil { // a store: make what an older hookbus did not (the checkpoints stream)
 				if err := c.Bus.Provision(gctx); err != nil {
 					return c.Explain(err)
@@ -184,9 +176,7 @@ streams: at start it refuses to go on when HOOKBUS_CHECKPOINTS no longer holds t
 				return err
 			}
 			defer adm.Stop()
-			if adm.URL != "" {
-				a.Log.Say(stderr, "observer checkpointer: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
-			}
+			adm.Say(&a.Log, stderr)
 			a.Log.Say(stderr, "checkpointing %s on %s as %s (every %d messages or %s), saving its last checkpoint in %s", c.Bus.Names().Events, c.Where, signer.Name(), *every, *interval, statePath)
 			if *once {
 				if ended, err := catchUp(gctx, c, &cp, done); ended {
@@ -275,7 +265,7 @@ type checkpointLine struct {
 
 // checkpointCmd prints the latest stored checkpoint, or all of them.
 func checkpointCmd(a *cli.App) *cobra.Command {
-	return cli.Command("checkpoint [flags]", "Print the stored checkpoints of the stream", `Prints the latest checkpoint stored in HOOKBUS_CHECKPOINTS (--all: every one): its origin,
+	return cli.NoArgsCommand("checkpoint [flags]", "Print the stored checkpoints of the stream", `Prints the latest checkpoint stored in HOOKBUS_CHECKPOINTS (--all: every one): its origin,
 tree size and root hash, who signed and cosigned it. Without --key the signatures are
 not checked (the lines say so).`, func(fs *pflag.FlagSet) cli.Run {
 		stdout, stderr := a.Out, a.Err
@@ -286,10 +276,7 @@ not checked (the lines say so).`, func(fs *pflag.FlagSet) cli.Run {
 		key := fs.String("key", "", "the log's verifier key (or a file holding it): check the signatures")
 		wkeys := verifiersFlag{witness: true}
 		fs.Var(&wkeys, "witness-key", "a witness' verifier key (or a file holding it): check its cosignatures; repeatable")
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			var logKey note.Verifier
 			if *key != "" {
 				var err error
@@ -297,13 +284,11 @@ not checked (the lines say so).`, func(fs *pflag.FlagSet) cli.Run {
 					return fmt.Errorf("%w: --key: %v", cli.ErrUsage, err)
 				}
 			}
-			c, err := d.conn.Open(ctx, "hookbus-observer", d.logger(stderr), cli.ReadOnly)
+			c, gctx, release, err := d.conn.OpenGuarded(ctx, "hookbus-observer", d.logger(stderr), cli.ReadOnly)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			gctx, stop := c.Guard(ctx)
-			defer stop()
+			defer release()
 			var recs []tlogbus.StoredRecord
 			if *all {
 				recs, err = tlogbus.ReadRecords(gctx, c.Bus)
@@ -331,7 +316,7 @@ not checked (the lines say so).`, func(fs *pflag.FlagSet) cli.Run {
 			case *noteOnly:
 				_, err := io.WriteString(stdout, lines[len(lines)-1].Note)
 				return err
-			case d.asJSON():
+			case d.out.JSON():
 				return writeJSONLines(stdout, lines)
 			}
 			for _, l := range lines {

@@ -62,7 +62,7 @@ func explainCmd(a *cli.App) *cobra.Command {
 					return fmt.Errorf("run %s holds no call or event %q (observer explain %s lists its calls)", run, args[1], run)
 				}
 			}
-			if d.asJSON() {
+			if d.out.JSON() {
 				return writeJSON(stdout, v)
 			}
 			printExplain(stdout, &v)

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -147,13 +147,11 @@ func hookSub(a *cli.App, sub string) *cobra.Command {
 			if sub == "list" {
 				mode = cli.ReadOnly
 			}
-			c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(a.Err), mode)
+			c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(a.Err), mode)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			gctx, stop := c.Guard(ctx)
-			defer stop()
+			defer release()
 			r := remote.NewRegistry(c.Bus)
 			if sub == "list" {
 				return c.Explain(listHooks(gctx, r, a.Out, out.JSON()))
@@ -294,23 +292,16 @@ func (f *hookFlags) registration() (interceptors.Registration, error) {
 func describe(reg interceptors.Registration) string {
 	d := reg.WithDefaults()
 	return fmt.Sprintf("order %d, timeout %s, policy %s, mode %s, tools %s, agents %s",
-		d.Order, d.Timeout, d.Policy, d.Mode, toolsOf(d), orAny(d.Agents))
+		d.Order, d.Timeout, d.Policy, d.Mode, toolsOf(d), cmp.Or(d.Agents, "*"))
 }
 
 // toolsOf is a registration's tools matcher, and its kinds when it has
 // them ("* (kinds shell)").
 func toolsOf(reg interceptors.Registration) string {
 	if reg.Kinds == "" {
-		return orAny(reg.Tools)
+		return cmp.Or(reg.Tools, "*")
 	}
-	return orAny(reg.Tools) + " (kinds " + reg.Kinds + ")"
-}
-
-func orAny(glob string) string {
-	if glob == "" {
-		return "*"
-	}
-	return glob
+	return cmp.Or(reg.Tools, "*") + " (kinds " + reg.Kinds + ")"
 }
 
 // hookList is observer hooks list --output json.
@@ -358,13 +349,7 @@ func listHooks(ctx context.Context, r *remote.Registry, w io.Writer, asJSON bool
 		if l.Granted == nil {
 			l.Granted = []string{}
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(l)
-	}
-	isGranted := make(map[string]bool, len(granted))
-	for _, p := range granted {
-		isGranted[p] = true
+		return writeJSON(w, l)
 	}
 	if len(regs) == 0 {
 		fmt.Fprintln(w, "no interceptors registered")
@@ -375,7 +360,7 @@ func listHooks(ctx context.Context, r *remote.Registry, w io.Writer, asJSON bool
 			d := reg.WithDefaults()
 			priv := "no"
 			switch {
-			case d.Stage.Privileged() && isGranted[d.Plugin]:
+			case d.Stage.Privileged() && slices.Contains(granted, d.Plugin):
 				priv = "yes (granted)"
 			case d.Stage.Privileged():
 				priv = "yes (NOT granted: not called)"
@@ -390,7 +375,7 @@ func listHooks(ctx context.Context, r *remote.Registry, w io.Writer, asJSON bool
 				state = "DISABLED"
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-				d.Stage, d.Order, d.Plugin, d.Timeout, d.Policy, d.Mode, toolsOf(d), orAny(d.Agents), priv, state)
+				d.Stage, d.Order, d.Plugin, d.Timeout, d.Policy, d.Mode, toolsOf(d), cmp.Or(d.Agents, "*"), priv, state)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -224,9 +225,9 @@ func diffRegistrations(old, reg interceptors.Registration) string {
 		{"timeout", o.Timeout.String(), n.Timeout.String()},
 		{"policy", string(o.Policy), string(n.Policy)},
 		{"mode", string(o.Mode), string(n.Mode)},
-		{"tools", orAny(o.Tools), orAny(n.Tools)},
-		{"kinds", orAny(o.Kinds), orAny(n.Kinds)},
-		{"agents", orAny(o.Agents), orAny(n.Agents)},
+		{"tools", cmp.Or(o.Tools, "*"), cmp.Or(n.Tools, "*")},
+		{"kinds", cmp.Or(o.Kinds, "*"), cmp.Or(n.Kinds, "*")},
+		{"agents", cmp.Or(o.Agents, "*"), cmp.Or(n.Agents, "*")},
 	} {
 		if f.old != f.new {
 			parts = append(parts, f.name+" "+f.old+" -> "+f.new)
@@ -281,15 +282,12 @@ are left alone. Plugins turned off with "observer hooks disable" stay off.
 
 // hooksApplyCmd is observer hooks apply.
 func hooksApplyCmd(a *cli.App) *cobra.Command {
-	return cli.Command("apply -f FILE [--dry-run] [flags]", "Make the registry match a hooks file (hooks as code)", hooksApplyLong, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand("apply -f FILE [--dry-run] [flags]", "Make the registry match a hooks file (hooks as code)", hooksApplyLong, func(fs *pflag.FlagSet) cli.Run {
 		conn := cli.ConnFlags{App: a, StoreFallback: true}
 		conn.Register(fs)
 		file := fs.StringP("filename", "f", "", "the hooks file (YAML), \"-\" for stdin (required)")
 		dryRun := fs.Bool("dry-run", false, "print the changes, make none")
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			if *file == "" {
 				return fmt.Errorf("%w: give the hooks file: -f FILE (\"-\" for stdin)", cli.ErrUsage)
 			}
@@ -301,13 +299,11 @@ func hooksApplyCmd(a *cli.App) *cobra.Command {
 			if *dryRun {
 				mode = cli.ReadOnly
 			}
-			c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(a.Err), mode)
+			c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(a.Err), mode)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			gctx, stop := c.Guard(ctx)
-			defer stop()
+			defer release()
 			r := remote.NewRegistry(c.Bus)
 			plan, err := planHooks(gctx, r, want, grants)
 			if err != nil {
@@ -328,22 +324,17 @@ func hooksApplyCmd(a *cli.App) *cobra.Command {
 
 // hooksExportCmd is observer hooks export.
 func hooksExportCmd(a *cli.App) *cobra.Command {
-	return cli.Command("export [flags]", "Write the registry as a hooks file (for observer hooks apply)",
+	return cli.NoArgsCommand("export [flags]", "Write the registry as a hooks file (for observer hooks apply)",
 		`Writes the registry's registrations, in run order, and the plugins granted privileged_hooks as a hooks file (YAML) on stdout: "observer hooks apply -f" of it changes nothing. Entries that do not read are left out, and said on stderr.`,
 		func(fs *pflag.FlagSet) cli.Run {
 			conn := cli.ConnFlags{App: a, StoreFallback: true}
 			conn.Register(fs)
-			return func(ctx context.Context, args []string) error {
-				if err := cli.NoArgs(nil, args); err != nil {
-					return err
-				}
-				c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ReadOnly)
+			return func(ctx context.Context, _ []string) error {
+				c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ReadOnly)
 				if err != nil {
 					return err
 				}
-				defer c.Close()
-				gctx, stop := c.Guard(ctx)
-				defer stop()
+				defer release()
 				return c.Explain(exportHooks(gctx, remote.NewRegistry(c.Bus), a.Out, a.Err))
 			}
 		})

@@ -145,9 +145,7 @@ func otel(ctx context.Context, a *cli.App, args []string, conn *cli.ConnFlags, a
 		return err
 	}
 	defer adm.Stop()
-	if adm.URL != "" {
-		a.Log.Say(stderr, "observer otel: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
-	}
+	adm.Say(&a.Log, stderr)
 	content := "without message content"
 	if o.capture {
 		content = "with message content"

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -99,7 +99,7 @@ func policyApplyCmd(a *cli.App, lint bool) *cobra.Command {
 		use, short = "lint -f FILE", "Check a policy file as apply does, storing nothing"
 		long = `Parses and compiles every policy of the file, as apply does, and stores nothing: it needs no bus. Prints each policy's name, version and mode, or the first error with its file:line:column (exit 1).`
 	}
-	return cli.Command(use, short, long, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand(use, short, long, func(fs *pflag.FlagSet) cli.Run {
 		conn := cli.ConnFlags{App: a, StoreFallback: true}
 		if !lint {
 			conn.Register(fs)
@@ -109,10 +109,7 @@ func policyApplyCmd(a *cli.App, lint bool) *cobra.Command {
 		if !lint {
 			fs.StringVar(&note, "note", "", "a name to record beside who applied it (the NATS user of the connection), as a note")
 		}
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			ps, err := readPolicyFile(*file, a.In)
 			if err != nil {
 				return err
@@ -120,17 +117,15 @@ func policyApplyCmd(a *cli.App, lint bool) *cobra.Command {
 			if lint {
 				w := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
 				for _, p := range ps {
-					fmt.Fprintf(w, "%s\t%s\t%s\tok\n", p.Name, p.Version, modeOf(p))
+					fmt.Fprintf(w, "%s\t%s\t%s\tok\n", p.Name, p.Version, string(p.Spec.Mode))
 				}
 				return w.Flush()
 			}
-			c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ProvisionStore)
+			c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ProvisionStore)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			gctx, stop := c.Guard(ctx)
-			defer stop()
+			defer release()
 			st := policies.New(c.Bus)
 			w := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
 			defer w.Flush()
@@ -143,15 +138,12 @@ func policyApplyCmd(a *cli.App, lint bool) *cobra.Command {
 				if !changed {
 					what = "unchanged"
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.Name, p.Version, modeOf(p), what)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.Name, p.Version, string(p.Spec.Mode), what)
 			}
 			return nil
 		}
 	})
 }
-
-// modeOf is a policy's mode, its default said.
-func modeOf(p *policy.Policy) string { return string(p.Spec.Mode) }
 
 // policyExportCmd is observer policy export.
 func policyExportCmd(a *cli.App) *cobra.Command {
@@ -161,13 +153,11 @@ func policyExportCmd(a *cli.App) *cobra.Command {
 			conn := cli.ConnFlags{App: a, StoreFallback: true}
 			conn.Register(fs)
 			return func(ctx context.Context, names []string) error {
-				c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ReadOnly)
+				c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ReadOnly)
 				if err != nil {
 					return err
 				}
-				defer c.Close()
-				gctx, stop := c.Guard(ctx)
-				defer stop()
+				defer release()
 				recs, err := storedPolicies(gctx, policies.New(c.Bus), names, a.Err)
 				if err != nil {
 					return c.Explain(usageIfInvalid(err))
@@ -229,7 +219,7 @@ func rowOf(r policies.Record) policyRow {
 		row.Error = err.Error()
 		return row
 	}
-	row.Mode, row.Rollout, row.Kinds = modeOf(p), p.Spec.Rollout, p.Spec.Match.Kinds
+	row.Mode, row.Rollout, row.Kinds = string(p.Spec.Mode), p.Spec.Rollout, p.Spec.Match.Kinds
 	for _, s := range p.Spec.Match.Stages {
 		row.Stages = append(row.Stages, string(s))
 	}
@@ -238,23 +228,18 @@ func rowOf(r policies.Record) policyRow {
 
 // policyListCmd is observer policy list.
 func policyListCmd(a *cli.App) *cobra.Command {
-	return cli.Command("list [flags]", "List the stored policies: version, mode, rollout, what they match, who applied them",
+	return cli.NoArgsCommand("list [flags]", "List the stored policies: version, mode, rollout, what they match, who applied them",
 		"", func(fs *pflag.FlagSet) cli.Run {
 			conn := cli.ConnFlags{App: a, StoreFallback: true}
 			conn.Register(fs)
 			var out cli.Output
 			out.Register(fs, "an array of {name, version, mode, rollout, stages, kinds, applied_by, applied_at}")
-			return func(ctx context.Context, args []string) error {
-				if err := cli.NoArgs(nil, args); err != nil {
-					return err
-				}
-				c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ReadOnly)
+			return func(ctx context.Context, _ []string) error {
+				c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ReadOnly)
 				if err != nil {
 					return err
 				}
-				defer c.Close()
-				gctx, stop := c.Guard(ctx)
-				defer stop()
+				defer release()
 				recs, err := storedPolicies(gctx, policies.New(c.Bus), nil, a.Err)
 				if err != nil {
 					return c.Explain(err)
@@ -264,9 +249,7 @@ func policyListCmd(a *cli.App) *cobra.Command {
 					rows = append(rows, rowOf(r))
 				}
 				if out.JSON() {
-					enc := json.NewEncoder(a.Out)
-					enc.SetIndent("", "  ")
-					return enc.Encode(rows)
+					return writeJSON(a.Out, rows)
 				}
 				return printPolicies(a.Out, rows)
 			}
@@ -285,10 +268,7 @@ func printPolicies(w io.Writer, rows []policyRow) error {
 			fmt.Fprintf(tw, "%s\t%s\t?\t\t\t\t%s\t%s\t(%s)\n", r.Name, r.Version, r.AppliedBy.Identity, r.AppliedAt.Format(time.RFC3339), r.Error)
 			continue
 		}
-		kinds := strings.Join(r.Kinds, "|")
-		if kinds == "" {
-			kinds = "*"
-		}
+		kinds := cmp.Or(strings.Join(r.Kinds, "|"), "*")
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%%\t%s\t%s\t%s\t%s\n", r.Name, r.Version, r.Mode, strconv.Itoa(r.Rollout),
 			strings.Join(r.Stages, ","), kinds, r.AppliedBy.Identity, r.AppliedAt.Format(time.RFC3339))
 	}
@@ -306,13 +286,11 @@ func policyDeleteCmd(a *cli.App) *cobra.Command {
 				if len(args) != 1 {
 					return fmt.Errorf("%w: delete takes one policy name, got %d arguments", cli.ErrUsage, len(args))
 				}
-				c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ProvisionStore)
+				c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(a.Err), cli.ProvisionStore)
 				if err != nil {
 					return err
 				}
-				defer c.Close()
-				gctx, stop := c.Guard(ctx)
-				defer stop()
+				defer release()
 				if err := policies.New(c.Bus).Delete(gctx, args[0], events.Actor{Channel: events.ChannelCLI, DeclaredBy: *note}); err != nil {
 					return c.Explain(usageIfInvalid(err))
 				}

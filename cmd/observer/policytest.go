@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -100,13 +101,11 @@ func policyTest(ctx context.Context, a *cli.App, conn *cli.ConnFlags, o policyTe
 		}
 		return err
 	}
-	c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
+	c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	gctx, stop := c.Guard(ctx)
-	defer stop()
+	defer release()
 	cfg.Progress = func(r *policytest.Report) {
 		fmt.Fprintf(stderr, "observer policy test: %d events read, %d flips so far\n", r.Events, r.Flips())
 	}
@@ -118,9 +117,7 @@ func policyTest(ctx context.Context, a *cli.App, conn *cli.ConnFlags, o policyTe
 		storeTest(gctx, c.Bus, rep, stderr)
 	}
 	if o.out.JSON() {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else if err := printPolicyTest(stdout, rep); err != nil {
@@ -167,7 +164,7 @@ func storeTest(ctx context.Context, b *bus.Bus, rep *policytest.Report, stderr i
 func printPolicyTest(w io.Writer, rep *policytest.Report) error {
 	scope := "all agents, all harnesses"
 	if rep.Agent != "" || rep.Harness != "" {
-		scope = "agents " + orAny(rep.Agent) + ", harnesses " + orAny(rep.Harness)
+		scope = "agents " + cmp.Or(rep.Agent, "*") + ", harnesses " + cmp.Or(rep.Harness, "*")
 	}
 	since := "all the record holds"
 	if !rep.Since.IsZero() {
@@ -226,10 +223,7 @@ func printPolicyTest(w io.Writer, rep *policytest.Report) error {
 		}
 		fmt.Fprintln(tw, head)
 		for _, f := range p.Flips {
-			call := f.CallID
-			if call == "" {
-				call = "event " + f.EventID
-			}
+			call := cmp.Or(f.CallID, "event "+f.EventID)
 			action, rule, msg := "-", "-", "-"
 			if f.Action != nil {
 				action = actionText(f.Action)

@@ -65,20 +65,13 @@ tlog-proof). observer verify-proof checks it offline; so does any RFC 6962 verif
 			if err := validID("run", prefix); err != nil || prefix == "" {
 				return fmt.Errorf("%w: RUN %q holds no run id", cli.ErrUsage, pos[0])
 			}
-			c, err := d.conn.Open(ctx, "hookbus-observer", d.logger(stderr), cli.ReadOnly)
+			c, gctx, release, err := d.conn.OpenGuarded(ctx, "hookbus-observer", d.logger(stderr), cli.ReadOnly)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			gctx, stop := c.Guard(ctx)
-			defer stop()
-			var ids []string
-			if _, err := c.Bus.Replay(gctx, bus.Filter{}, func(e *events.Event) error {
-				if strings.HasPrefix(e.RunID, prefix) && !slices.Contains(ids, e.RunID) {
-					ids = append(ids, e.RunID)
-				}
-				return nil
-			}); err != nil {
+			defer release()
+			ids, err := runsStartingWith(gctx, c.Bus, bus.Filter{}, prefix)
+			if err != nil {
 				return c.Explain(err)
 			}
 			run, err := pick(prefix, ids)
@@ -225,7 +218,7 @@ func printProof(stdout io.Writer, res *tlog.ProofResult, failed bool) {
 
 // witnessCmd runs a witness.
 func witnessCmd(a *cli.App) *cobra.Command {
-	return cli.Command("witness --key FILE --state DIR --checkpointer-key KEY [flags]", "Cosign checkpoints (a witness)", `Cosigns a log's checkpoints (C2SP tlog-witness over NATS) only when each is consistent
+	return cli.NoArgsCommand("witness --key FILE --state DIR --checkpointer-key KEY [flags]", "Cosign checkpoints (a witness)", `Cosigns a log's checkpoints (C2SP tlog-witness over NATS) only when each is consistent
 with the last one it cosigned, which it keeps in DIR: run it with its own key, as its own
 user, ideally in another trust domain than the operator's. Runs until interrupted.`, func(fs *pflag.FlagSet) cli.Run {
 		stderr := a.Err
@@ -236,10 +229,7 @@ user, ideally in another trust domain than the operator's. Runs until interrupte
 		var logs verifiersFlag
 		fs.Var(&logs, "checkpointer-key", "the verifier key of a log to witness (the checkpointer's), or a file holding it; repeatable (required)")
 		name := fs.String("name", "w1", "the witness' name on NATS (a subject token): it answers <prefix>.witness.NAME.add-checkpoint, in queue group NAME")
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			if *keyFile == "" || *state == "" || len(logs.list) == 0 {
 				return fmt.Errorf("%w: give --key, --state and --checkpointer-key", cli.ErrUsage)
 			}

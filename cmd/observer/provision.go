@@ -17,7 +17,7 @@ import (
 // provisionCmd creates or updates the streams and buckets, as an operator:
 // with deploy/nats' permissions only the admin user may.
 func provisionCmd(a *cli.App) *cobra.Command {
-	return cli.Command("provision [flags]", "Create or update the streams and buckets (an operator)", `Creates or updates hookbus' streams (HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_WAKES, HOOKBUS_DLQ, HOOKBUS_CHECKPOINTS),
+	return cli.NoArgsCommand("provision [flags]", "Create or update the streams and buckets (an operator)", `Creates or updates hookbus' streams (HOOKBUS_EVENTS, HOOKBUS_RUNS, HOOKBUS_WAKES, HOOKBUS_DLQ, HOOKBUS_CHECKPOINTS),
 KV buckets (hookbus_hooks, hookbus_trust, hookbus_decisions) and object store (hookbus_payloads).
 Idempotent. Use --replicas 3 on a 3-node cluster, --max-age to bound retention.`, func(fs *pflag.FlagSet) cli.Run {
 		stdout, stderr := a.Out, a.Err
@@ -27,10 +27,7 @@ Idempotent. Use --replicas 3 on a 3-node cluster, --max-age to bound retention.`
 		maxAge := fs.Duration("max-age", 0, "retention: how long the events stream keeps an event, and the payloads store its data (e.g. 720h; 0: forever); default: keep the current setting (forever on a new bus)")
 		var out cli.Output
 		out.Register(fs, `{"assets": [{"kind", "name", "replicas", "max_age"}, ...]}, indented`, cli.OutputText, cli.OutputTable, cli.OutputJSON)
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			if *wait <= 0 {
 				return fmt.Errorf("%w: --wait %s: give a positive duration", cli.ErrUsage, *wait)
 			}
@@ -39,13 +36,11 @@ Idempotent. Use --replicas 3 on a 3-node cluster, --max-age to bound retention.`
 			}
 			setAge := cli.Set(fs)["max-age"]
 			log := a.Log.Logger(stderr)
-			c, err := conn.Open(ctx, "hookbus-provision", log, cli.ReadOnly)
+			c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-provision", log, cli.ReadOnly)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			gctx, stop := c.Guard(ctx)
-			defer stop()
+			defer release()
 			names := bus.NamesFor(conn.Prefix)
 			deadline := time.Now().Add(*wait)
 			for {

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -63,19 +63,14 @@ func provisioned(ctx context.Context, c *cli.Conn, names bus.Names) ([]asset, er
 // printProvisioned writes the assets as a table, or as one JSON document.
 func printProvisioned(w io.Writer, assets []asset, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		return writeJSON(w, struct {
 			Assets []asset `json:"assets"`
 		}{assets})
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tNAME\tREPLICAS\tMAX AGE")
 	for _, a := range assets {
-		age := a.MaxAge
-		if age == "" {
-			age = "forever"
-		}
+		age := cmp.Or(a.MaxAge, "forever")
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", a.Kind, a.Name, a.Replicas, age)
 	}
 	return tw.Flush()

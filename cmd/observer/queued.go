@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -72,14 +73,8 @@ func printQueue(w io.Writer, list []queuedRun) error {
 		case q.WaitingFor != "":
 			state = q.WaitingFor
 		}
-		session := q.SessionID
-		if session == "" {
-			session = "-"
-		}
-		run := q.RunID
-		if run == "" {
-			run = fmt.Sprintf("(seq %d)", q.Seq)
-		}
+		session := cmp.Or(q.SessionID, "-")
+		run := cmp.Or(q.RunID, fmt.Sprintf("(seq %d)", q.Seq))
 		age := time.Duration(q.AgeSeconds * float64(time.Second))
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shortRun(run), q.AgentID, session,
 			events.ShortDigest(q.Definition), kind, duration(age), state)
@@ -89,18 +84,16 @@ func printQueue(w io.Writer, list []queuedRun) error {
 
 // queuedRequests is observer runs --queued.
 func queuedRequests(ctx context.Context, d *deskFlags, agent, session string, stdout, stderr io.Writer) error {
-	c, err := d.conn.Open(ctx, "hookbus-observer", d.logger(stderr), cli.ReadOnly)
+	c, gctx, release, err := d.conn.OpenGuarded(ctx, "hookbus-observer", d.logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	gctx, stop := c.Guard(ctx)
-	defer stop()
+	defer release()
 	list, err := readQueue(gctx, c, agent, session, stderr)
 	if err != nil {
 		return err
 	}
-	if d.asJSON() {
+	if d.out.JSON() {
 		return writeJSONLines(stdout, list)
 	}
 	if len(list) == 0 {

@@ -94,7 +94,7 @@ func replayCmd(a *cli.App, live bool) *cobra.Command {
 	if live {
 		use, short, long = "tail [flags]", "Follow new events as they are stored", tailLong
 	}
-	return cli.Command(use, short, long, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand(use, short, long, func(fs *pflag.FlagSet) cli.Run {
 		o := replayOptions{live: live, conn: cli.ConnFlags{App: a, StoreFallback: !live}}
 		o.conn.Register(fs)
 		o.ff.register(fs)
@@ -102,10 +102,7 @@ func replayCmd(a *cli.App, live bool) *cobra.Command {
 		if !live {
 			fs.BoolVar(&o.tree, "tree", false, "with --run: the run with the sub-agent runs it called nested under it")
 		}
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			return o.replay(ctx, a)
 		}
 	})
@@ -132,13 +129,11 @@ func (o *replayOptions) replay(ctx context.Context, a *cli.App) error {
 	if live && conn.Store != "" {
 		return fmt.Errorf("%w: tail follows a running server (--nats); replay reads a store (--store)", cli.ErrUsage)
 	}
-	c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
+	c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	gctx, stop := c.Guard(ctx)
-	defer stop()
+	defer release()
 	print := cli.PrintTimeline
 	if o.out.JSON() {
 		print = cli.PrintJSON

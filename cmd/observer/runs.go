@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -25,7 +26,7 @@ var runStatuses = []string{events.ReasonDone, events.ReasonDenied, events.Reason
 // runsCmd lists the runs: id, agent, session, start, duration, steps,
 // status, tokens.
 func runsCmd(a *cli.App) *cobra.Command {
-	return cli.Command("runs [flags]", "List the runs, and the requests still queued", `Lists the runs, oldest first: id (a prefix that show and replay --run take), agent, session, start, duration, steps, status (the reason it ended), tokens (and cost when known);
+	return cli.NoArgsCommand("runs [flags]", "List the runs, and the requests still queued", `Lists the runs, oldest first: id (a prefix that show and replay --run take), agent, session, start, duration, steps, status (the reason it ended), tokens (and cost when known);
 then the requests still on the run queue, and what each waits for ("no worker serves agent ops").`, func(fs *pflag.FlagSet) cli.Run {
 		stdout, stderr := a.Out, a.Err
 		var d deskFlags
@@ -35,10 +36,7 @@ then the requests still on the run queue, and what each waits for ("no worker se
 		sinceD := fs.Duration("since", 0, "only events stored in this last while (e.g. 24h)")
 		reason := fs.String("reason", "", "only runs that ended so, or are so: "+strings.Join(runStatuses, ", "))
 		queuedOnly := fs.Bool("queued", false, "list the run requests on the run queue instead (not started yet, or waiting for a worker with their definition): run, agent, session, definition, age, and what each waits for; with --json one object a line")
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			if err := validID("agent", *agent); err != nil {
 				return err
 			}
@@ -68,7 +66,7 @@ then the requests still on the run queue, and what each waits for ("no worker se
 				queue = q
 				return nil
 			}
-			if d.asJSON() || *reason != "" || *sinceD > 0 {
+			if d.out.JSON() || *reason != "" || *sinceD > 0 {
 				readQueued = nil // the recorded runs only
 			}
 			if err := d.scanThen(ctx, bus.Filter{Agent: *agent, Session: *session, Since: from}, stderr, rs.Add, readQueued); err != nil {
@@ -83,7 +81,7 @@ then the requests still on the run queue, and what each waits for ("no worker se
 			if len(list) == 0 && len(queue) == 0 && (*agent != "" || *session != "" || *sinceD > 0 || *reason != "") {
 				return fmt.Errorf("no runs match")
 			}
-			if d.asJSON() {
+			if d.out.JSON() {
 				return writeJSONLines(stdout, list)
 			}
 			if err := printRuns(stdout, list); err != nil {
@@ -106,10 +104,7 @@ func printRuns(w io.Writer, list []audit.RunSummary) error {
 		if r.Parent != nil {
 			parent = "run " + shortRun(r.Parent.RunID)
 		}
-		worker := r.Worker
-		if worker == "" {
-			worker = "-"
-		}
+		worker := cmp.Or(r.Worker, "-")
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", shortRun(r.RunID), r.AgentID, r.SessionID,
 			when(r.Start), duration(r.Duration()), r.Steps, r.Status, tokens(r.Usage), worker, parent)
 	}

@@ -34,9 +34,6 @@ func (d *deskFlags) register(a *cli.App, fs *pflag.FlagSet, jsonHelp string, for
 	d.out.Register(fs, jsonHelp, formats...)
 }
 
-// asJSON reports whether the output is JSON.
-func (d *deskFlags) asJSON() bool { return d.out.JSON() }
-
 // logger is the command's logger.
 func (d *deskFlags) logger(stderr io.Writer) *slog.Logger { return d.app.Log.Logger(stderr) }
 
@@ -71,13 +68,11 @@ func (d *deskFlags) scan(ctx context.Context, filter bus.Filter, stderr io.Write
 
 // scanThen is scan, then calls then (when not nil) on the same connection.
 func (d *deskFlags) scanThen(ctx context.Context, filter bus.Filter, stderr io.Writer, fold func(*events.Event), then func(context.Context, *cli.Conn) error) error {
-	c, err := d.conn.Open(ctx, "hookbus-observer", d.logger(stderr), cli.ReadOnly)
+	c, gctx, release, err := d.conn.OpenGuarded(ctx, "hookbus-observer", d.logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	gctx, stop := c.Guard(ctx)
-	defer stop()
+	defer release()
 	p := &progress{w: stderr, live: isTerminal(os.Stderr), last: lastSeq(gctx, c.Bus)}
 	st, err := c.Bus.Replay(gctx, filter, func(e *events.Event) error {
 		fold(e)

@@ -15,16 +15,13 @@ import (
 // sessionsCmd lists the sessions: runs, last activity, the last run's
 // status.
 func sessionsCmd(a *cli.App) *cobra.Command {
-	return cli.Command("sessions [flags]", "List the sessions: runs, last activity, the last run's status", `Lists the sessions with their runs, last activity and the last run's status, the most recent last.`, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand("sessions [flags]", "List the sessions: runs, last activity, the last run's status", `Lists the sessions with their runs, last activity and the last run's status, the most recent last.`, func(fs *pflag.FlagSet) cli.Run {
 		stdout, stderr := a.Out, a.Err
 		var d deskFlags
 		d.register(a, fs, "one JSON object a session per line (audit.SessionSummary)")
 		var scope scopeFlags
 		scope.register(fs, "only this agent's sessions")
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			filter, err := scope.filter()
 			if err != nil {
 				return err
@@ -37,7 +34,7 @@ func sessionsCmd(a *cli.App) *cobra.Command {
 			if len(list) == 0 && (scope.agent != "" || scope.since > 0) {
 				return fmt.Errorf("no sessions match")
 			}
-			if d.asJSON() {
+			if d.out.JSON() {
 				return writeJSONLines(stdout, list)
 			}
 			return printSessions(stdout, list)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -72,33 +71,30 @@ type shadowOptions struct {
 
 func shadow(ctx context.Context, a *cli.App, conn *cli.ConnFlags, o shadowOptions) error {
 	stdout, stderr := a.Out, a.Err
-	stageName, plugin, agent, session, since, timeout, asJSON := &o.stage, &o.plugin, &o.agent, &o.session, &o.since, &o.timeout, o.out.JSON()
-	if *stageName == "" || *plugin == "" {
+	if o.stage == "" || o.plugin == "" {
 		return fmt.Errorf("%w: --stage and --plugin are required", cli.ErrUsage)
 	}
-	stage, err := events.ParseStage(*stageName)
+	stage, err := events.ParseStage(o.stage)
 	if err != nil {
 		return fmt.Errorf("%w: --stage: %v", cli.ErrUsage, err)
 	}
-	reg := interceptors.Registration{Plugin: *plugin, Stage: stage, Timeout: *timeout, Uncapped: true,
+	reg := interceptors.Registration{Plugin: o.plugin, Stage: stage, Timeout: o.timeout, Uncapped: true,
 		Tools: o.tools, Kinds: o.kinds, Agents: o.agents}
 	if err := reg.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", cli.ErrUsage, err)
 	}
-	if *since < 0 || *timeout <= 0 {
+	if o.since < 0 || o.timeout <= 0 {
 		return fmt.Errorf("%w: --since and --timeout must be positive", cli.ErrUsage)
 	}
-	f := bus.Filter{Agent: *agent, Session: *session}
-	if *since > 0 {
-		f.Since = time.Now().Add(-*since)
+	f := bus.Filter{Agent: o.agent, Session: o.session}
+	if o.since > 0 {
+		f.Since = time.Now().Add(-o.since)
 	}
-	c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
+	c, gctx, release, err := conn.OpenGuarded(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	gctx, stop := c.Guard(ctx)
-	defer stop()
+	defer release()
 	if reg, err = registeredFilters(gctx, c.Bus, reg, o); err != nil {
 		return c.Explain(err)
 	}
@@ -108,10 +104,8 @@ func shadow(ctx context.Context, a *cli.App, conn *cli.ConnFlags, o shadowOption
 	if err != nil {
 		return c.Explain(usageIfInvalid(err))
 	}
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+	if o.out.JSON() {
+		return writeJSON(stdout, rep)
 	}
 	return printBacktest(stdout, rep)
 }

@@ -32,7 +32,7 @@ func showCmd(a *cli.App) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if d.asJSON() {
+			if d.out.JSON() {
 				return writeJSON(stdout, tree)
 			}
 			printTree(stdout, tree, "")

@@ -15,16 +15,13 @@ import (
 
 // statsCmd prints, per plugin and stage, what the interceptors did.
 func statsCmd(a *cli.App) *cobra.Command {
-	return cli.Command("stats [flags]", "Per plugin and stage: calls, latency, decisions, failures", `Prints, per plugin and stage, the interceptors' calls: latency (p50, p99), decisions (allow, modify, deny, mock, ask, stop), failures by kind (timeout, no_responders, bad_reply, error, panic), and whether they failed open or closed.`, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand("stats [flags]", "Per plugin and stage: calls, latency, decisions, failures", `Prints, per plugin and stage, the interceptors' calls: latency (p50, p99), decisions (allow, modify, deny, mock, ask, stop), failures by kind (timeout, no_responders, bad_reply, error, panic), and whether they failed open or closed.`, func(fs *pflag.FlagSet) cli.Run {
 		stdout, stderr := a.Out, a.Err
 		var d deskFlags
 		d.register(a, fs, "one JSON object per plugin and stage a line (audit.PluginStats)")
 		var scope scopeFlags
 		scope.register(fs, "only the calls on this agent's runs")
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			filter, err := scope.filter()
 			if err != nil {
 				return err
@@ -35,7 +32,7 @@ func statsCmd(a *cli.App) *cobra.Command {
 				return err
 			}
 			list := st.List()
-			if d.asJSON() {
+			if d.out.JSON() {
 				return writeJSONLines(stdout, list)
 			}
 			if len(list) == 0 {

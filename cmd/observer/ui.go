@@ -30,7 +30,7 @@ details. With --metrics it serves /metrics, /healthz and /readyz on another addr
 
 // uiCmd serves the web timeline until ctx is done.
 func uiCmd(a *cli.App) *cobra.Command {
-	return cli.Command("ui [flags]", "Serve the web timeline", uiLong, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand("ui [flags]", "Serve the web timeline", uiLong, func(fs *pflag.FlagSet) cli.Run {
 		stdout, stderr := a.Out, a.Err
 		conn := cli.ConnFlags{App: a, StoreFallback: true, Await: true}
 		conn.Register(fs)
@@ -47,10 +47,7 @@ func uiCmd(a *cli.App) *cobra.Command {
 		admin.Register(fs, "127.0.0.1:9468", 5*time.Second, "let the requests in flight finish (live updates end at once)")
 		requireSigned := fs.Bool("require-signed", false, "the run pages' badge fails a run whose end is not signed (by a key given with --public-key, when any is), as observer verify --require-signed does")
 		lease := fs.Duration("lease", runs.DefaultAckWait, "the workers' --lease: an unfinished run that recorded nothing for longer, and whose worker is no longer in the fleet, is shown as abandoned")
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			if *lease < time.Second {
 				return fmt.Errorf("%w: --lease %s is shorter than a second", cli.ErrUsage, *lease)
 			}
@@ -88,9 +85,7 @@ func uiCmd(a *cli.App) *cobra.Command {
 				return err
 			}
 			defer adm.Stop()
-			if adm.URL != "" {
-				a.Log.Say(stderr, "observer ui: metrics on %smetrics, probes on %shealthz and %sreadyz", adm.URL, adm.URL, adm.URL)
-			}
+			adm.Say(&a.Log, stderr)
 			fmt.Fprintf(stdout, "observer ui: %s (reading %s, %s; Ctrl-C stops)\n", ln.URL(), c.Where, mode)
 			served := make(chan error, 1)
 			go func() { served <- ln.Serve(ctx, srv) }()

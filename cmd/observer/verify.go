@@ -25,7 +25,7 @@ import (
 // tampering; with --public-key, a signer not given; with --require-signed,
 // an end not signed).
 func verifyCmd(a *cli.App) *cobra.Command {
-	return cli.Command("verify [flags]", "Check runs' hash chains and signed ends (and, with --checkpoint, the whole stream)", `Recomputes every run's hash chain and checks its signed end: per run, ok, or which
+	return cli.NoArgsCommand("verify [flags]", "Check runs' hash chains and signed ends (and, with --checkpoint, the whole stream)", `Recomputes every run's hash chain and checks its signed end: per run, ok, or which
 event was altered, removed, inserted or reordered. Exits 1 when any run fails:
 when its record was tampered with, when it is signed by a key not given with
 --public-key (when any is given), or, with --require-signed, when its end is
@@ -41,10 +41,7 @@ truncated, a rewrite re-signed, another stream, is named; it exits 1 then too.`,
 		d.register(a, fs, "one verdict (JSON) per run (audit.RunVerdict)", cli.OutputText, cli.OutputJSON)
 		var f verifyFlags
 		f.register(fs)
-		return func(ctx context.Context, args []string) error {
-			if err := cli.NoArgs(nil, args); err != nil {
-				return err
-			}
+		return func(ctx context.Context, _ []string) error {
 			filter, v, stream, err := f.check()
 			if err != nil {
 				return err
@@ -64,7 +61,7 @@ truncated, a rewrite re-signed, another stream, is named; it exits 1 then too.`,
 				return err
 			}
 			verdicts := v.Verdicts()
-			failed, err := printVerdicts(stdout, stderr, d.asJSON(), f.quiet, verdicts, sv)
+			failed, err := printVerdicts(stdout, stderr, d.out.JSON(), f.quiet, verdicts, sv)
 			if err != nil {
 				return err
 			}

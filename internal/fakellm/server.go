@@ -2,6 +2,7 @@ package fakellm
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -104,10 +105,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		problem = fmt.Errorf("%w: request %d (%s %s), but script %q has %d steps", ErrUnexpected, n, r.Method, r.URL.Path, s.script.Name, len(s.script.Steps))
 	default:
 		st = s.script.Steps[n-1]
-		want := st.Path
-		if want == "" {
-			want = s.script.Path
-		}
+		want := cmp.Or(st.Path, s.script.Path)
 		if want != "" && (r.URL.Path != want || r.Method != http.MethodPost) {
 			problem = fmt.Errorf("%w: request %d is %s %s, step %d of script %q expects POST %s", ErrUnexpected, n, r.Method, r.URL.Path, n, s.script.Name, want)
 		}
@@ -142,10 +140,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 // write sends the step's answer.
 func (st *Step) write(w http.ResponseWriter) {
-	status := st.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	status := cmp.Or(st.Status, http.StatusOK)
 	h := w.Header()
 	for k, v := range st.Headers {
 		h.Set(k, v)

@@ -2,6 +2,7 @@ package fakellm
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,10 +119,7 @@ func (t Turn) blocks(prefix string, n int) []Block {
 		bs = append(bs, Text(t.Reply))
 	}
 	if t.Tool != nil {
-		id := t.Tool.ID
-		if id == "" {
-			id = fmt.Sprintf("%s%d", prefix, n)
-		}
+		id := cmp.Or(t.Tool.ID, fmt.Sprintf("%s%d", prefix, n))
 		args := t.Tool.Arguments
 		if args == nil {
 			args = map[string]any{}

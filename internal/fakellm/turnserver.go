@@ -1,6 +1,7 @@
 package fakellm
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -165,9 +166,7 @@ func (s *TurnServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		api, stream = "gemini", false
 		model = strings.TrimSuffix(p[strings.LastIndex(p, "/models/")+len("/models/"):], ":generateContent")
 	}
-	if model == "" {
-		model = "fake-model"
-	}
+	model = cmp.Or(model, "fake-model")
 	if api == "" {
 		s.write(RecordedRequest{N: s.count(), Method: r.Method, Path: p}, body)
 		fmt.Fprintf(s.log, "%s %s: not a model API this fake serves (404)\n", r.Method, p)

@@ -1,6 +1,7 @@
 package httpauth
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -207,10 +208,7 @@ var errUnauthenticated = errors.New("not signed in")
 // way to authenticate configured) the local user.
 func (g *Guard) authenticate(r *http.Request, trusted bool) (Identity, error) {
 	if trusted {
-		name := r.Header.Get(HeaderForwardedUser)
-		if name == "" {
-			name = r.Header.Get(HeaderForwardedEmail)
-		}
+		name := cmp.Or(r.Header.Get(HeaderForwardedUser), r.Header.Get(HeaderForwardedEmail))
 		if name != "" {
 			if err := checkName(name); err != nil {
 				return Identity{}, fmt.Errorf("%w: %s: %v", errUnauthenticated, HeaderForwardedUser, err)

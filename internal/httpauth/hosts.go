@@ -1,6 +1,7 @@
 package httpauth
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
@@ -48,9 +49,7 @@ func (h *hosts) add(scheme, host, port string) {
 	if scheme == "https" {
 		def = "443"
 	}
-	if port == "" {
-		port = def
-	}
+	port = cmp.Or(port, def)
 	host = strings.ToLower(host)
 	full := net.JoinHostPort(host, port)
 	bare := host

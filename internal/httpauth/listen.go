@@ -223,9 +223,6 @@ func (l *Listener) URL() string { return l.guard.URL() }
 // Addr is the address it listens on.
 func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
 
-// Guard is the guard its requests pass.
-func (l *Listener) Guard() *Guard { return l.guard }
-
 // Close closes a listener that will not Serve.
 func (l *Listener) Close() error { return l.ln.Close() }
 

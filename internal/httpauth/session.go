@@ -1,6 +1,7 @@
 package httpauth
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"net/http"
@@ -42,10 +43,7 @@ type session struct {
 }
 
 func newSessions(ttl time.Duration, path string) (*sessions, error) {
-	if path == "" {
-		path = "/"
-	}
-	return &sessions{ttl: ttl, path: path, live: map[[sha256.Size]byte]session{}}, nil
+	return &sessions{ttl: ttl, path: cmp.Or(path, "/"), live: map[[sha256.Size]byte]session{}}, nil
 }
 
 // issue starts a session for name and returns its cookie, Secure when

@@ -2,6 +2,7 @@ package httpauth
 
 import (
 	"bufio"
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -135,9 +136,7 @@ func (t *Tokens) add(secret string, tok Token) error {
 		return err
 	}
 	sum := sha256.Sum256([]byte(secret))
-	if tok.Name == "" {
-		tok.Name = "token-" + hex.EncodeToString(sum[:4])
-	}
+	tok.Name = cmp.Or(tok.Name, "token-"+hex.EncodeToString(sum[:4]))
 	for _, e := range t.entries {
 		if e.sum == sum {
 			return fmt.Errorf("the token of %s is given twice", tok.Name)

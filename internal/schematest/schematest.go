@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"testing"
 
 	"github.com/hookbus/hookbus/events"
@@ -27,9 +26,8 @@ import (
 
 // Schemas are the compiled schemas of docs/schema.
 type Schemas struct {
-	envelope, eventHeaders, requestHeaders *jsonschema.Schema
-	decision, runRequest, wake, reg        *jsonschema.Schema
-	payloads                               map[events.Stage]*jsonschema.Schema
+	envelope, eventHeaders, requestHeaders, decision *jsonschema.Schema
+	payloads                                         map[events.Stage]*jsonschema.Schema
 }
 
 // Dir is docs/schema in the repository this file is in.
@@ -70,7 +68,6 @@ func Compile(dir string) (*Schemas, error) {
 	}{
 		{&s.envelope, "cloudevent.schema.json"}, {&s.eventHeaders, "event-headers.schema.json"},
 		{&s.requestHeaders, "request-headers.schema.json"}, {&s.decision, "decision.schema.json"},
-		{&s.runRequest, "run-request.schema.json"}, {&s.wake, "wake.schema.json"}, {&s.reg, "registration.schema.json"},
 	} {
 		if *x.dst, err = compile(x.name); err != nil {
 			return nil, err
@@ -81,8 +78,10 @@ func Compile(dir string) (*Schemas, error) {
 			return nil, err
 		}
 	}
-	if _, err := compile("hookbus.schema.json"); err != nil {
-		return nil, err
+	for _, name := range []string{"run-request.schema.json", "wake.schema.json", "registration.schema.json", "hookbus.schema.json"} {
+		if _, err := compile(name); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -156,29 +155,13 @@ func (s *Schemas) Decision(body []byte) error {
 	return validate(s.decision, "decision", body)
 }
 
-// RunRequest validates the body of a run request.
-func (s *Schemas) RunRequest(body []byte) error { return validate(s.runRequest, "run request", body) }
-
-// Wake validates the body of a wake-up.
-func (s *Schemas) Wake(body []byte) error { return validate(s.wake, "wake-up", body) }
-
-// Registration validates a registry entry's value.
-func (s *Schemas) Registration(value []byte) error {
-	return validate(s.reg, "registration", value)
-}
-
 // flatten gives headers as one JSON object of their first values, the
 // names as written (the schemas name them as hookbus writes them).
 func flatten(h events.Header) []byte {
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	m := make(map[string]string, len(h))
-	for _, k := range keys {
-		if len(h[k]) > 0 {
-			m[k] = h[k][0]
+	for k, v := range h {
+		if len(v) > 0 {
+			m[k] = v[0]
 		}
 	}
 	b, _ := json.Marshal(m) // strings always marshal

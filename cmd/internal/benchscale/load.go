@@ -114,9 +114,7 @@ func (d *driver) closedLoop(ctx context.Context, agent string, n int, ramp, warm
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
 	for range submitters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for {
 				select {
 				case <-sctx.Done():
@@ -134,7 +132,7 @@ func (d *driver) closedLoop(ctx context.Context, agent string, n int, ramp, warm
 				}
 				submitted.Add(1)
 			}
-		}()
+		})
 	}
 	start := time.Now()
 	for i := range n {
@@ -179,16 +177,14 @@ func (d *driver) burst(ctx context.Context, agent string, runs int, roles []role
 	var wg sync.WaitGroup
 	var firstErr atomic.Value
 	for range submitters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range next {
 				if err := d.submit(ctx, agent); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if v := firstErr.Load(); v != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -56,6 +57,7 @@ func (f *AdminFlags) Check() error {
 type Admin struct {
 	// URL is where it listens ("" when no --metrics was given).
 	URL    string
+	name   string
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -65,7 +67,7 @@ type Admin struct {
 // --metrics it serves nothing. name names the listener in errors. A
 // listener it cannot open or that would be unprotected is a usage error.
 func (f *AdminFlags) Serve(name string, log *slog.Logger, metrics http.Handler, h *health.Health) (*Admin, error) {
-	a := &Admin{cancel: func() {}, done: make(chan struct{})}
+	a := &Admin{name: name, cancel: func() {}, done: make(chan struct{})}
 	if f.Addr == "" {
 		close(a.done)
 		return a, nil
@@ -92,6 +94,14 @@ func (f *AdminFlags) Serve(name string, log *slog.Logger, metrics http.Handler, 
 		_ = ln.Serve(ctx, mux)
 	}()
 	return a, nil
+}
+
+// Say says, with l on w, where the metrics and the probes are served;
+// nothing when they are not.
+func (a *Admin) Say(l *LogFlags, w io.Writer) {
+	if a.URL != "" {
+		l.Say(w, "%s: metrics on %smetrics, probes on %shealthz and %sreadyz", a.name, a.URL, a.URL, a.URL)
+	}
 }
 
 // Stop stops serving and waits for the listener to close.

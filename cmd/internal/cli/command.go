@@ -160,7 +160,7 @@ type Run func(ctx context.Context, args []string) error
 
 // Command makes a cobra command of use, its help and the flags setup
 // defines on fs; setup returns the command's body. Positional arguments
-// are the body's to check (NoArgs for none).
+// are the body's to check (NoArgsCommand for a command that takes none).
 func Command(use, short, long string, setup func(fs *pflag.FlagSet) Run) *cobra.Command {
 	cmd := &cobra.Command{Use: use, Short: short, Long: long}
 	run := setup(cmd.Flags())
@@ -168,6 +168,20 @@ func Command(use, short, long string, setup func(fs *pflag.FlagSet) Run) *cobra.
 		return run(WithCommandPath(cmd.Context(), cmd.CommandPath()), args)
 	}
 	return cmd
+}
+
+// NoArgsCommand is Command for a command that takes no positional
+// arguments: one given is a usage error (NoArgs) before its body runs.
+func NoArgsCommand(use, short, long string, setup func(fs *pflag.FlagSet) Run) *cobra.Command {
+	return Command(use, short, long, func(fs *pflag.FlagSet) Run {
+		run := setup(fs)
+		return func(ctx context.Context, args []string) error {
+			if err := NoArgs(nil, args); err != nil {
+				return err
+			}
+			return run(ctx, args)
+		}
+	})
 }
 
 type commandPathKey struct{}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -114,10 +115,7 @@ func DefaultConfigPath(getenv func(string) string) string {
 // does not). A file named but missing, unknown keys and bad values are
 // errors wrapping ErrUsage, naming the file.
 func LoadConfig(path string, getenv func(string) string) (*Config, error) {
-	named := path
-	if named == "" {
-		named = getenv(ConfigEnv)
-	}
+	named := cmp.Or(path, getenv(ConfigEnv))
 	if named == "" {
 		path = DefaultConfigPath(getenv)
 	} else {

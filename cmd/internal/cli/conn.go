@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,9 +75,6 @@ type ConnFlags struct {
 	// DefaultURL is the server of commands that cannot embed when given
 	// neither --nats, --store nor $NATS_URL (default: DefaultURL).
 	DefaultURL string
-	// BusOptions are added to the bus' options (observer provision's
-	// retention).
-	BusOptions []bus.Option
 	// StoreFallback makes a command that cannot embed read and write
 	// ./.hookbus (DefaultStore) when no server listens at DefaultURL and
 	// that directory exists (observer replay, hooks, provision).
@@ -217,7 +215,6 @@ func (c *ConnFlags) Open(ctx context.Context, name string, logger *slog.Logger, 
 	if c.Replicas > 0 {
 		opts = append(opts, bus.WithReplicas(c.Replicas))
 	}
-	opts = append(opts, c.BusOptions...)
 	if c.Outage > 0 {
 		opts = append(opts, bus.WithPublishRetry(bus.DefaultAckTimeout, c.Outage))
 	}
@@ -446,19 +443,10 @@ func (c *ConnFlags) resolve(getenv func(string) string) (target, error) {
 		if c.Auth.any() {
 			return t, fmt.Errorf("%w: %s: credentials are for a server (--nats), not a store directory", ErrUsage, c.Auth.flagNames())
 		}
-		t.store = c.Store
-		if t.store == "" {
-			t.store = DefaultStore
-		}
+		t.store = cmp.Or(c.Store, DefaultStore)
 		return t, c.settle(cfg.For(""))
 	}
-	contextName := c.Context
-	if contextName == "" {
-		contextName = getenv(NATSContextEnv)
-	}
-	if contextName == "" {
-		contextName = cfg.Context
-	}
+	contextName := cmp.Or(c.Context, getenv(NATSContextEnv), cfg.Context)
 	if contextName != "" {
 		nctx, err := LoadNATSContext(contextName, getenv)
 		if err != nil {
@@ -469,15 +457,9 @@ func (c *ConnFlags) resolve(getenv func(string) string) (target, error) {
 	if err := c.settle(cfg.For(contextName)); err != nil {
 		return t, err
 	}
-	t.url = c.NATS
-	if t.url == "" {
-		t.url = getenv("NATS_URL")
-	}
+	t.url = cmp.Or(c.NATS, getenv("NATS_URL"))
 	if t.url == "" && t.context != nil {
-		t.url = t.context.URL
-		if t.url == "" {
-			t.url = nats.DefaultURL
-		}
+		t.url = cmp.Or(t.context.URL, nats.DefaultURL)
 	}
 	if t.url != "" {
 		return t, nil

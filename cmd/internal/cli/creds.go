@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"os"
@@ -134,9 +135,7 @@ func (c Credentials) withContext(ctx Credentials) Credentials {
 	if len(c.given()) == 0 {
 		out.Creds, out.NKey, out.User, out.Password, out.Token = ctx.Creds, ctx.NKey, ctx.User, ctx.Password, ctx.Token
 	}
-	if out.TLSCA == "" {
-		out.TLSCA = ctx.TLSCA
-	}
+	out.TLSCA = cmp.Or(out.TLSCA, ctx.TLSCA)
 	if out.TLSCert == "" && out.TLSKey == "" {
 		out.TLSCert, out.TLSKey = ctx.TLSCert, ctx.TLSKey
 	}

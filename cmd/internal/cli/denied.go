@@ -78,6 +78,21 @@ func (c *Conn) Guard(ctx context.Context) (context.Context, func()) {
 	}
 }
 
+// OpenGuarded is Open, then Guard on the connection: it returns the
+// connection, the guarded ctx, and a func that releases the guard and
+// closes the connection.
+func (c *ConnFlags) OpenGuarded(ctx context.Context, name string, logger *slog.Logger, mode Mode) (*Conn, context.Context, func(), error) {
+	conn, err := c.Open(ctx, name, logger, mode)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	gctx, stop := conn.Guard(ctx)
+	return conn, gctx, func() {
+		stop()
+		conn.Close()
+	}, nil
+}
+
 // Explain returns err, or, when the server refused something of this
 // connection, an error wrapping ErrPermission and err that names what the
 // server refused, then what err says (the wait that err reports ended at

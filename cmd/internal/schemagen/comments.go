@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"go/ast"
 	"go/doc"
 	"go/parser"
@@ -60,10 +61,7 @@ func readComments(root, modulePath string, dirs ...string) (comments, error) {
 						continue
 					}
 					for _, field := range st.Fields.List {
-						text := field.Doc.Text()
-						if text == "" {
-							text = field.Comment.Text()
-						}
+						text := cmp.Or(field.Doc.Text(), field.Comment.Text())
 						for _, n := range field.Names {
 							if text != "" && n.IsExported() {
 								out[prefix+ts.Name.Name+"."+n.Name] = oneParagraph(text)

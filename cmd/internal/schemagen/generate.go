@@ -285,18 +285,14 @@ func (g *gen) bundle(schemas map[string]*jsonschema.Schema) *jsonschema.Schema {
 	defs := jsonschema.Definitions{}
 	for _, name := range slices.Sorted(maps.Keys(schemas)) {
 		s := schemas[name]
-		for k, d := range s.Definitions {
-			defs[k] = d
-		}
+		maps.Copy(defs, s.Definitions)
 		root := *s
 		root.Definitions, root.Version = nil, ""
 		key := strings.TrimPrefix(root.Title, "hookbus ")
 		if p, ok := strings.CutSuffix(name, suffix); ok && strings.HasPrefix(p, "payloads/") {
-			key = reflect.TypeOf(must(events.PayloadFor(events.Stage(strings.TrimPrefix(p, "payloads/"))))).Elem().Name()
-			root.Title = key
-		} else {
-			root.Title = key
+			key = payloadName(events.Stage(strings.TrimPrefix(p, "payloads/")))
 		}
+		root.Title = key
 		defs[key] = retarget(&root)
 	}
 	stages := &jsonschema.Schema{Type: "object", Properties: jsonschema.NewProperties(),
@@ -304,7 +300,7 @@ func (g *gen) bundle(schemas map[string]*jsonschema.Schema) *jsonschema.Schema {
 	accepts := &jsonschema.Schema{Type: "object", Properties: jsonschema.NewProperties(),
 		Description: "The decisions each interceptable stage accepts."}
 	for _, st := range events.Stages() {
-		stages.Properties.Set(string(st), &jsonschema.Schema{Ref: "#/$defs/" + reflect.TypeOf(must(events.PayloadFor(st))).Elem().Name()})
+		stages.Properties.Set(string(st), &jsonschema.Schema{Ref: "#/$defs/" + payloadName(st)})
 		stages.Required = append(stages.Required, string(st))
 		if st.Interceptable() {
 			accepts.Properties.Set(string(st), &jsonschema.Schema{Type: "string", Enum: anys(st.Accepts().Names())})
@@ -345,14 +341,19 @@ func retarget(s *jsonschema.Schema) *jsonschema.Schema {
 		panic(err)
 	}
 	for _, st := range events.Stages() {
-		name := reflect.TypeOf(must(events.PayloadFor(st))).Elem().Name()
-		b = bytes.ReplaceAll(b, []byte(`"`+PayloadFile(st)+`"`), []byte(`"#/$defs/`+name+`"`))
+		b = bytes.ReplaceAll(b, []byte(`"`+PayloadFile(st)+`"`), []byte(`"#/$defs/`+payloadName(st)+`"`))
 	}
 	var out jsonschema.Schema
 	if err := json.Unmarshal(b, &out); err != nil {
 		panic(err)
 	}
 	return &out
+}
+
+// payloadName is the name of st's payload type: its definition's name in
+// the bundle.
+func payloadName(st events.Stage) string {
+	return reflect.TypeOf(must(events.PayloadFor(st))).Elem().Name()
 }
 
 func must[T any](v T, err error) T {
