@@ -117,6 +117,9 @@ type builder struct {
 	step        int
 	trace       tracectx.Context // the run's span (trace.go)
 	parentTrace string           // the trace context the run continues, "" for its own
+	// The traceparents of the run's span and of its last tool call's
+	// (trace.go), written once for all the events in them.
+	runTrace, call, callTrace string
 }
 
 // event builds an event of the run; its seq is given when it is appended.

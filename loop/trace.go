@@ -41,6 +41,7 @@ func (r *builder) setTrace(st *runState) {
 		r.trace.Trace, r.trace.Flags = tc.Trace, tc.Flags
 	}
 	r.trace.Span = tracectx.RunSpan(r.req.RunID)
+	r.runTrace, r.call, r.callTrace = r.trace.String(), "", ""
 }
 
 // traceparent is the trace context an event of stage st with payload p is
@@ -55,15 +56,19 @@ func (r *builder) traceparent(st events.Stage, p any) string {
 		return r.trace.Child(tracectx.ChatSpan(r.req.RunID, r.step)).String()
 	}
 	if call := callOf(p); call != "" {
-		return r.trace.Child(tracectx.ToolSpan(r.req.RunID, call)).String()
+		return r.toolTrace(call)
 	}
-	return r.trace.String()
+	return r.runTrace
 }
 
 // toolTrace is the trace context of a tool call's span: a child run's
-// request carries it.
+// request carries it. The last call's is kept: a call's events come
+// together.
 func (r *builder) toolTrace(call string) string {
-	return r.trace.Child(tracectx.ToolSpan(r.req.RunID, call)).String()
+	if call != r.call || r.callTrace == "" {
+		r.call, r.callTrace = call, r.trace.Child(tracectx.ToolSpan(r.req.RunID, call)).String()
+	}
+	return r.callTrace
 }
 
 // callOf is the tool call id a payload belongs to, or "".
