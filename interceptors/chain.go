@@ -119,27 +119,20 @@ func (c *Chain) Register(reg Registration, ic Interceptor) (unregister func(), e
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := *c.snap.Load()
-	for _, e := range old[i] {
-		if e.reg.Plugin == reg.Plugin {
-			return nil, fmt.Errorf("%w: plugin %s on %s", ErrDuplicate, reg.Plugin, reg.Stage)
-		}
+	if slices.ContainsFunc(old[i], func(e *entry) bool { return e.reg.Plugin == reg.Plugin }) {
+		return nil, fmt.Errorf("%w: plugin %s on %s", ErrDuplicate, reg.Plugin, reg.Stage)
 	}
 	_, bound := ic.(ContextBound)
 	e := &entry{reg: reg.WithDefaults(), ic: ic, seq: c.seq.Add(1), bound: bound}
 	e.tools, _ = compileMatcher(reg.Tools) // checked by Validate
 	e.agents, _ = compileMatcher(reg.Agents)
 	e.kinds, _ = compileKinds(reg.Kinds)
-	list := make([]*entry, 0, len(old[i])+1)
-	at := len(old[i])
-	for j, o := range old[i] {
-		if e.before(o) {
-			at = j
-			break
-		}
+	at := slices.IndexFunc(old[i], e.before)
+	if at < 0 {
+		at = len(old[i])
 	}
-	list = append(append(append(list, old[i][:at]...), e), old[i][at:]...)
 	next := slices.Clone(old)
-	next[i] = list
+	next[i] = slices.Insert(slices.Clone(old[i]), at, e)
 	c.snap.Store(&next)
 	c.logger.Debug("interceptor registered", "plugin", reg.Plugin, "stage", reg.Stage, "order", reg.Order)
 	return func() { c.remove(i, func(o *entry) bool { return o == e }) }, nil

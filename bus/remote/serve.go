@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -101,9 +102,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServeConfig, ic interceptors.
 		return nil, err
 	}
 	meta := make(map[string]string, len(cfg.Metadata)+2)
-	for k, v := range cfg.Metadata {
-		meta[k] = v
-	}
+	maps.Copy(meta, cfg.Metadata)
 	meta["hookbus.protocol"] = "1"
 	meta["hookbus.prefix"] = subj.Prefix
 	version := cfg.Version

@@ -190,12 +190,7 @@ func (t *Trust) Disabled() map[string]interceptors.Disabled {
 func (t *Trust) Plugins() []string {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	out := make([]string, 0, len(t.granted))
-	for p := range t.granted {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(t.granted))
 }
 
 // Synced returns once every change made to the trust bucket before the
