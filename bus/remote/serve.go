@@ -232,16 +232,9 @@ func unnamedDiscovery(subject string) bool {
 // validServiceName reports whether s matches micro's service name rule,
 // ^[A-Za-z0-9\-_]+$.
 func validServiceName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
+	return s != "" && !strings.ContainsFunc(s, func(c rune) bool {
+		return !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_')
+	})
 }
 
 // endpointName is the micro endpoint name of a stage: "tool.before" gives
