@@ -71,10 +71,7 @@ type Lease struct {
 // interceptors.ErrInvalidRegistration. Bucket failures wrap ErrRegistry
 // (a missing leases bucket: provision the bus again).
 func (r *Registry) Hold(ctx context.Context, plugin string, regs ...interceptors.Registration) (*Lease, error) {
-	if err := events.ValidateID("plugin", plugin); err != nil {
-		return nil, err
-	}
-	if err := kvstore.CheckKeyID(plugin); err != nil {
+	if err := kvstore.CheckPluginKey(plugin); err != nil {
 		return nil, err
 	}
 	if len(regs) == 0 {

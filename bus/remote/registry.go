@@ -218,10 +218,7 @@ func checkEntry(reg interceptors.Registration) error {
 
 // entryKey validates stage and plugin and returns their key.
 func entryKey(stage events.Stage, plugin string) (string, error) {
-	if err := events.ValidateID("plugin", plugin); err != nil {
-		return "", err
-	}
-	if err := kvstore.CheckKeyID(plugin); err != nil {
+	if err := kvstore.CheckPluginKey(plugin); err != nil {
 		return "", err
 	}
 	if !stage.Valid() {
