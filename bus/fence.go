@@ -52,15 +52,7 @@ func (b *Bus) Append(ctx context.Context, e *events.Event, claim uint64) error {
 // ErrFenced) when another attempt claimed the session, or PublishSync's
 // errors.
 func (b *Bus) AppendSync(ctx context.Context, e *events.Event, claim uint64) error {
-	f, err := b.fenceOf(e, claim)
-	if err != nil {
-		return err
-	}
-	msg, err := b.eventMsg(ctx, e, f)
-	if err != nil {
-		return err
-	}
-	_, err = b.publishAcked(ctx, msg, e, f)
+	_, err := b.appendAcked(ctx, e, claim)
 	return err
 }
 
@@ -76,7 +68,13 @@ func (b *Bus) Claim(ctx context.Context, e *events.Event, last uint64) (uint64, 
 	if e == nil || e.Stage != events.StageRunStarted {
 		return 0, invalid("claim: only a run.started event claims a session")
 	}
-	f, err := b.fenceOf(e, last)
+	return b.appendAcked(ctx, e, last)
+}
+
+// appendAcked publishes e fenced on claim, as AppendSync does, and returns
+// the stream sequence it was stored at.
+func (b *Bus) appendAcked(ctx context.Context, e *events.Event, claim uint64) (uint64, error) {
+	f, err := b.fenceOf(e, claim)
 	if err != nil {
 		return 0, err
 	}
