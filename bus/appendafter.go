@@ -79,10 +79,5 @@ func (b *Bus) sessionRefused(ctx context.Context, e *events.Event, f *fence, msg
 		return &FencedError{By: stored, msg: fmt.Sprintf("%s: event %s of run %s: session %s/%s changed since it was read (%s %s of run %s stored at stream sequence %d)",
 			ErrFenced, e.ID, e.RunID, e.AgentID, e.SessionID, stored.Stage, stored.ID, stored.RunID, stored.Stored)}
 	}
-	if last <= cur || !b.fences.move(f, last) {
-		return fmt.Errorf("%w: event %s: the fence on %s at %d does not hold and no event explains it (last message %d)", ErrPublish, e.ID, f.subject, cur, last)
-	}
-	b.log.Warn("hookbus: foreign messages on a session's subjects; fence moved past them", "subject", f.subject, "from", cur, "to", last)
-	f.set(msg, last)
-	return nil
+	return b.moveFence(e, f, msg, cur, last, "event", "hookbus: foreign messages on a session's subjects; fence moved past them")
 }

@@ -52,15 +52,7 @@ func (b *Bus) Append(ctx context.Context, e *events.Event, claim uint64) error {
 // ErrFenced) when another attempt claimed the session, or PublishSync's
 // errors.
 func (b *Bus) AppendSync(ctx context.Context, e *events.Event, claim uint64) error {
-	f, err := b.fenceOf(e, claim)
-	if err != nil {
-		return err
-	}
-	msg, err := b.eventMsg(ctx, e, f)
-	if err != nil {
-		return err
-	}
-	_, err = b.publishAcked(ctx, msg, e, f)
+	_, err := b.appendAcked(ctx, e, claim)
 	return err
 }
 
@@ -76,7 +68,13 @@ func (b *Bus) Claim(ctx context.Context, e *events.Event, last uint64) (uint64, 
 	if e == nil || e.Stage != events.StageRunStarted {
 		return 0, invalid("claim: only a run.started event claims a session")
 	}
-	f, err := b.fenceOf(e, last)
+	return b.appendAcked(ctx, e, last)
+}
+
+// appendAcked publishes e fenced on claim, as AppendSync does, and returns
+// the stream sequence it was stored at.
+func (b *Bus) appendAcked(ctx context.Context, e *events.Event, claim uint64) (uint64, error) {
+	f, err := b.fenceOf(e, claim)
 	if err != nil {
 		return 0, err
 	}
@@ -149,6 +147,13 @@ func (e *FencedError) Is(target error) bool { return target == ErrFenced }
 
 // ClaimedBy returns the run.started event that claimed the session.
 func (e *FencedError) ClaimedBy() *events.Event { return e.By }
+
+// claimedBy is the *FencedError of e, refused because claim, a run.started
+// stored since, claimed its session.
+func claimedBy(e, claim *events.Event) *FencedError {
+	return &FencedError{By: claim, msg: fmt.Sprintf("%s: event %s of run %s: session %s/%s was claimed by run %s (event %s, stream sequence %d)",
+		ErrFenced, e.ID, e.RunID, claim.AgentID, claim.SessionID, claim.RunID, claim.ID, claim.Stored)}
+}
 
 // fence is the condition of a fenced publish: the session's run.started
 // subject and the claim the caller holds.
@@ -262,14 +267,21 @@ func (b *Bus) fenceRefused(ctx context.Context, e *events.Event, f *fence, msg *
 		return fmt.Errorf("%w: event %s: refused by its fence, and the claims cannot be read: %w", ErrPublish, e.ID, err)
 	}
 	if claim != nil {
-		return &FencedError{By: claim, msg: fmt.Sprintf("%s: event %s of run %s: session %s/%s was claimed by run %s (event %s, stream sequence %d)",
-			ErrFenced, e.ID, e.RunID, claim.AgentID, claim.SessionID, claim.RunID, claim.ID, claim.Stored)}
+		return claimedBy(e, claim)
 	}
+	return b.moveFence(e, f, msg, cur, last, "claim", "hookbus: foreign messages on a session's claim subject; fence moved past them")
+}
+
+// moveFence moves f, which msg of e expected at cur, past the foreign
+// messages up to last, logs so (logMsg) and rewrites msg's headers (send
+// msg again). It returns an error wrapping ErrPublish when f cannot move:
+// nothing is past cur, or it moved too often, and no message that is a
+// valid what ("claim", "event") explains the refusal.
+func (b *Bus) moveFence(e *events.Event, f *fence, msg *nats.Msg, cur, last uint64, what, logMsg string) error {
 	if last <= cur || !b.fences.move(f, last) {
-		return fmt.Errorf("%w: event %s: the fence on %s at %d does not hold and no claim explains it (last message %d)", ErrPublish, e.ID, f.subject, cur, last)
+		return fmt.Errorf("%w: event %s: the fence on %s at %d does not hold and no %s explains it (last message %d)", ErrPublish, e.ID, f.subject, cur, what, last)
 	}
-	b.log.Warn("hookbus: foreign messages on a session's claim subject; fence moved past them",
-		"subject", f.subject, "from", cur, "to", last)
+	b.log.Warn(logMsg, "subject", f.subject, "from", cur, "to", last)
 	f.set(msg, last)
 	return nil
 }
@@ -286,8 +298,7 @@ func (b *Bus) reclaimRefused(ctx context.Context, e *events.Event, f *fence, msg
 		return fmt.Errorf("%w: event %s: refused by its fence, and the claims cannot be read: %w", ErrPublish, e.ID, err)
 	}
 	if claim != nil {
-		return &FencedError{By: claim, msg: fmt.Sprintf("%s: event %s of run %s: session %s/%s was claimed by run %s (event %s, stream sequence %d)",
-			ErrFenced, e.ID, e.RunID, claim.AgentID, claim.SessionID, claim.RunID, claim.ID, claim.Stored)}
+		return claimedBy(e, claim)
 	}
 	stored, last, err := b.eventsSince(ctx, f.subject, cur)
 	if err != nil {
@@ -301,38 +312,49 @@ func (b *Bus) reclaimRefused(ctx context.Context, e *events.Event, f *fence, msg
 		return &FencedError{By: by, msg: fmt.Sprintf("%s: event %s of run %s: session %s/%s changed since it was read (%s of run %s stored at stream sequence %d)",
 			ErrFenced, e.ID, e.RunID, e.AgentID, e.SessionID, stored.Stage, stored.RunID, stored.Stored)}
 	}
-	if last <= cur || !b.fences.move(f, last) {
-		return fmt.Errorf("%w: event %s: the fence on %s at %d does not hold and no event explains it (last message %d)", ErrPublish, e.ID, f.subject, cur, last)
-	}
-	b.log.Warn("hookbus: foreign messages on a session's subjects; fence moved past them", "subject", f.subject, "from", cur, "to", last)
-	f.set(msg, last)
-	return nil
+	return b.moveFence(e, f, msg, cur, last, "event", "hookbus: foreign messages on a session's subjects; fence moved past them")
 }
 
 // eventsSince reads the messages on subject (a filter) after seq: it
 // returns the first that is a valid event (Stored set), or nil and the
 // sequence of the last message when none is.
 func (b *Bus) eventsSince(ctx context.Context, subject string, seq uint64) (*events.Event, uint64, error) {
+	var first *events.Event
+	last, err := b.readSince(ctx, subject, seq, subject, func(e *events.Event) bool {
+		first = e
+		return true
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return first, last, nil
+}
+
+// readSince hands fn the valid events (Stored set) among the messages on
+// subject (a filter) after seq, in order, until fn returns true, and
+// returns the sequence of the last message read. Errors name what is read.
+func (b *Bus) readSince(ctx context.Context, subject string, seq uint64, what string, fn func(*events.Event) bool) (uint64, error) {
 	ctx, cancel := b.withTimeout(ctx)
 	defer cancel()
 	s, err := b.eventsStream(ctx)
 	if err != nil {
-		return nil, 0, fmt.Errorf("hookbus: stream %s: %w", b.names.Events, deadline.Err(ctx, err))
+		return 0, fmt.Errorf("hookbus: stream %s: %w", b.names.Events, deadline.Err(ctx, err))
 	}
-	last := seq
-	for next := seq + 1; ; {
-		m, err := s.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subject))
+	for last := seq; ; {
+		m, err := s.GetMsg(ctx, last+1, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil, last, nil
+			return last, nil
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("hookbus: reading %s: %w", subject, deadline.Err(ctx, err))
+			return 0, fmt.Errorf("hookbus: reading %s: %w", what, deadline.Err(ctx, err))
 		}
+		last = m.Sequence
 		if e, err := b.decodeStored(m.Subject, m.Header, m.Data); err == nil {
 			e.Stored = m.Sequence
-			return e, m.Sequence, nil
+			if fn(e) {
+				return last, nil
+			}
 		}
-		last, next = m.Sequence, m.Sequence+1
 	}
 }
 
@@ -367,26 +389,15 @@ func wrongLastSequence(err error) bool {
 // one that is a valid run.started (a claim, Stored set), or nil and the
 // sequence of the last message when none is.
 func (b *Bus) claimsSince(ctx context.Context, subject string, seq uint64) (*events.Event, uint64, error) {
-	ctx, cancel := b.withTimeout(ctx)
-	defer cancel()
-	s, err := b.eventsStream(ctx)
-	if err != nil {
-		return nil, 0, fmt.Errorf("hookbus: stream %s: %w", b.names.Events, deadline.Err(ctx, err))
-	}
 	var claim *events.Event
-	last := seq
-	for next := seq + 1; ; {
-		m, err := s.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subject))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return claim, last, nil
-		}
-		if err != nil {
-			return nil, 0, fmt.Errorf("hookbus: reading claims on %s: %w", subject, deadline.Err(ctx, err))
-		}
-		if e, err := b.decodeStored(m.Subject, m.Header, m.Data); err == nil && e.Stage == events.StageRunStarted {
-			e.Stored = m.Sequence
+	last, err := b.readSince(ctx, subject, seq, "claims on "+subject, func(e *events.Event) bool {
+		if e.Stage == events.StageRunStarted {
 			claim = e
 		}
-		last, next = m.Sequence, m.Sequence+1
+		return false
+	})
+	if err != nil {
+		return nil, 0, err
 	}
+	return claim, last, nil
 }

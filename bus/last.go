@@ -19,28 +19,16 @@ import (
 // session instead); other errors wrap ErrConsumer (the stream cannot be
 // read) or ErrClaimCheck.
 func (b *Bus) LastEvent(ctx context.Context, agent, session string, stage events.Stage) (*events.Event, error) {
-	if err := events.ValidateID("agent", agent); err != nil {
-		return nil, err
-	}
-	if err := events.ValidateID("session", session); err != nil {
+	if err := checkSession(agent, session); err != nil {
 		return nil, err
 	}
 	subject, err := b.subj.EventFilter(agent, session, stage)
 	if err != nil {
 		return nil, err
 	}
-	rctx, cancel := b.withTimeout(ctx)
-	defer cancel()
-	s, err := b.eventsStream(rctx)
-	if err != nil {
-		return nil, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, deadline.Err(rctx, err))
-	}
-	m, err := s.GetLastMsgForSubject(rctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: last event on %s: %w", ErrConsumer, subject, deadline.Err(rctx, err))
+	m, err := b.lastMsg(ctx, subject, "last event on "+subject)
+	if m == nil || err != nil {
+		return nil, err
 	}
 	e, err := b.decodeStored(m.Subject, m.Header, m.Data)
 	if err != nil {
@@ -57,6 +45,25 @@ func (b *Bus) LastEvent(ctx context.Context, agent, session string, stage events
 	return e, nil
 }
 
+// lastMsg returns the last message on subject, or nil when there is none.
+// The error wraps ErrConsumer and names what was read.
+func (b *Bus) lastMsg(ctx context.Context, subject, what string) (*jetstream.RawStreamMsg, error) {
+	ctx, cancel := b.withTimeout(ctx)
+	defer cancel()
+	s, err := b.eventsStream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, deadline.Err(ctx, err))
+	}
+	m, err := s.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrConsumer, what, deadline.Err(ctx, err))
+	}
+	return m, nil
+}
+
 // WaitEvent returns the first event of a session's stage stored at stream
 // sequence from or later for which match is true, whether it is stored
 // already or yet to come (approval.resolved includes the answers on
@@ -65,10 +72,7 @@ func (b *Bus) LastEvent(ctx context.Context, agent, session string, stage events
 // events.ErrInvalidID for a bad id, ErrConsumer when the stream cannot be
 // read, ErrClaimCheck when data cannot be fetched, or ctx's error.
 func (b *Bus) WaitEvent(ctx context.Context, agent, session string, stage events.Stage, from uint64, match func(*events.Event) bool) (*events.Event, error) {
-	if err := events.ValidateID("agent", agent); err != nil {
-		return nil, err
-	}
-	if err := events.ValidateID("session", session); err != nil {
+	if err := checkSession(agent, session); err != nil {
 		return nil, err
 	}
 	filters, err := b.subj.EventFilters(agent, session, stage)

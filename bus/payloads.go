@@ -48,10 +48,7 @@ func (b *Bus) FetchData(ctx context.Context, e *events.Event) error {
 // failure that may pass stops the read: the error wraps ErrClaimCheck.
 func (b *Bus) fill(ctx context.Context, e *events.Event, unfetched *int) error {
 	gone, err := b.pay.Fetch(ctx, e)
-	if err == nil {
-		return nil
-	}
-	if !gone {
+	if err == nil || !gone {
 		return err
 	}
 	*unfetched++

@@ -169,10 +169,7 @@ func (b *Bus) Tail(ctx context.Context, f Filter, fn func(*events.Event) error) 
 // compaction first. Malformed messages are skipped and logged. Errors are
 // those of Replay.
 func (b *Bus) SessionEvents(ctx context.Context, agent, session string) ([]*events.Event, error) {
-	if err := events.ValidateID("agent", agent); err != nil {
-		return nil, err
-	}
-	if err := events.ValidateID("session", session); err != nil {
+	if err := checkSession(agent, session); err != nil {
 		return nil, err
 	}
 	if from, ok := b.froms.get(agent, session); ok {
@@ -252,10 +249,7 @@ func (b *Bus) sessionEvents(ctx context.Context, agent, session string, from uin
 // before its id's time, less runIDSkew for the clocks of the machine that
 // made it and the server. Errors are those of Replay.
 func (b *Bus) RunEvents(ctx context.Context, agent, session, run string) ([]*events.Event, error) {
-	if err := events.ValidateID("agent", agent); err != nil {
-		return nil, err
-	}
-	if err := events.ValidateID("session", session); err != nil {
+	if err := checkSession(agent, session); err != nil {
 		return nil, err
 	}
 	f := Filter{Agent: agent, Session: session, Run: run}
@@ -284,10 +278,7 @@ const runIDSkew = 5 * time.Minute
 // event's data cannot be fetched for a reason that may pass, or ctx's
 // error.
 func (b *Bus) WaitRun(ctx context.Context, agent, session, runID string) (*events.Event, error) {
-	if err := events.ValidateID("agent", agent); err != nil {
-		return nil, err
-	}
-	if err := events.ValidateID("session", session); err != nil {
+	if err := checkSession(agent, session); err != nil {
 		return nil, err
 	}
 	if err := events.ValidateID("run", runID); err != nil {
@@ -321,18 +312,9 @@ func (b *Bus) compactedFrom(ctx context.Context, agent, session string) (uint64,
 	if err != nil {
 		return 0, err
 	}
-	rctx, cancel := b.withTimeout(ctx)
-	defer cancel()
-	s, err := b.eventsStream(rctx)
-	if err != nil {
-		return 0, fmt.Errorf("%w: stream %s: %w", ErrConsumer, b.names.Events, deadline.Err(rctx, err))
-	}
-	m, err := s.GetLastMsgForSubject(rctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("%w: last compaction of %s/%s: %w", ErrConsumer, agent, session, deadline.Err(rctx, err))
+	m, err := b.lastMsg(ctx, subject, "last compaction of "+agent+"/"+session)
+	if m == nil || err != nil {
+		return 0, err
 	}
 	e, err := b.decodeStored(m.Subject, m.Header, m.Data)
 	if err != nil {
@@ -347,4 +329,13 @@ func (b *Bus) compactedFrom(ctx context.Context, agent, session string) (uint64,
 	}
 	e.Stored = m.Sequence
 	return compactionReadFrom(e), nil
+}
+
+// checkSession checks the ids of a session read: its agent and its
+// session (events.ValidateID; neither may be empty).
+func checkSession(agent, session string) error {
+	if err := events.ValidateID("agent", agent); err != nil {
+		return err
+	}
+	return events.ValidateID("session", session)
 }

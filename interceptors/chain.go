@@ -115,31 +115,24 @@ func (c *Chain) Register(reg Registration, ic Interceptor) (unregister func(), e
 	if reg.Stage.Privileged() && !reg.Builtin && (c.trust == nil || !c.trust.Privileged(reg.Plugin)) {
 		return nil, fmt.Errorf("%w: plugin %s lacks privileged_hooks permission for stage %s", ErrPrivileged, reg.Plugin, reg.Stage)
 	}
-	i := stageIndex(reg.Stage)
+	i := reg.Stage.InterceptIndex()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := *c.snap.Load()
-	for _, e := range old[i] {
-		if e.reg.Plugin == reg.Plugin {
-			return nil, fmt.Errorf("%w: plugin %s on %s", ErrDuplicate, reg.Plugin, reg.Stage)
-		}
+	if slices.ContainsFunc(old[i], func(e *entry) bool { return e.reg.Plugin == reg.Plugin }) {
+		return nil, fmt.Errorf("%w: plugin %s on %s", ErrDuplicate, reg.Plugin, reg.Stage)
 	}
 	_, bound := ic.(ContextBound)
 	e := &entry{reg: reg.WithDefaults(), ic: ic, seq: c.seq.Add(1), bound: bound}
 	e.tools, _ = compileMatcher(reg.Tools) // checked by Validate
 	e.agents, _ = compileMatcher(reg.Agents)
 	e.kinds, _ = compileKinds(reg.Kinds)
-	list := make([]*entry, 0, len(old[i])+1)
-	at := len(old[i])
-	for j, o := range old[i] {
-		if e.before(o) {
-			at = j
-			break
-		}
+	at := slices.IndexFunc(old[i], e.before)
+	if at < 0 {
+		at = len(old[i])
 	}
-	list = append(append(append(list, old[i][:at]...), e), old[i][at:]...)
 	next := slices.Clone(old)
-	next[i] = list
+	next[i] = slices.Insert(slices.Clone(old[i]), at, e)
 	c.snap.Store(&next)
 	c.logger.Debug("interceptor registered", "plugin", reg.Plugin, "stage", reg.Stage, "order", reg.Order)
 	return func() { c.remove(i, func(o *entry) bool { return o == e }) }, nil
@@ -148,7 +141,7 @@ func (c *Chain) Register(reg Registration, ic Interceptor) (unregister func(), e
 // Unregister removes plugin's registration on stage from this chain (not
 // from its parent) and reports whether there was one.
 func (c *Chain) Unregister(stage events.Stage, plugin string) bool {
-	i := stageIndex(stage)
+	i := stage.InterceptIndex()
 	if i < 0 {
 		return false
 	}
@@ -172,7 +165,7 @@ func (c *Chain) remove(i int, match func(*entry) bool) bool {
 // Registrations returns the registrations of stage, the parent's included,
 // in run order, with defaults applied.
 func (c *Chain) Registrations(stage events.Stage) []Registration {
-	i := stageIndex(stage)
+	i := stage.InterceptIndex()
 	if i < 0 {
 		return nil
 	}
@@ -203,7 +196,7 @@ func (c *Chain) Matches(stage events.Stage, tool, agent string) int {
 // interceptors Run calls on such an event when none ends the chain early.
 // It takes no lock and does not allocate.
 func (c *Chain) MatchesCall(stage events.Stage, tool string, kind events.ActionKind, agent string) int {
-	i := stageIndex(stage)
+	i := stage.InterceptIndex()
 	if i < 0 {
 		return 0
 	}
@@ -247,9 +240,6 @@ func (c *Chain) entries(i int) []*entry {
 // numStages is how many stages accept interceptors: the length of a
 // snapshot.
 var numStages = len(events.InterceptableStages())
-
-// stageIndex numbers the interceptable stages; -1 for the others.
-func stageIndex(s events.Stage) int { return s.InterceptIndex() }
 
 // RegisterFunc registers fn as plugin's interceptor on stage with the
 // default registration (order 0, 5s timeout, policy ignore, mode mutate,

@@ -158,10 +158,7 @@ func (d *Decision) check() error {
 		case hasData && firstByte(d.Data) != '{':
 			return fmt.Errorf("%w: modify data is not a JSON object (a payload is one)", ErrBadReply)
 		}
-		if err := checkPatch(d.Patch); err != nil {
-			return err
-		}
-		return nil
+		return checkPatch(d.Patch)
 	case Mock:
 		if !hasData {
 			return fmt.Errorf("%w: mock carries no tool result in data", ErrBadReply)

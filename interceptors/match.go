@@ -62,19 +62,15 @@ func validateGlob(glob string) error {
 	if glob == "" {
 		return nil
 	}
-	for rest := glob; ; {
-		alt, tail, more := strings.Cut(rest, "|")
+	for alt := range strings.SplitSeq(glob, "|") {
 		if alt == "" {
 			return fmt.Errorf("glob %q has an empty alternative", glob)
 		}
 		if _, err := path.Match(alt, ""); err != nil {
 			return fmt.Errorf("glob %q: %q is malformed: %v", glob, alt, err)
 		}
-		if !more {
-			return nil
-		}
-		rest = tail
 	}
+	return nil
 }
 
 // matchGlob reports whether name matches one of glob's alternatives. It does

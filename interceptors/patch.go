@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -130,17 +131,9 @@ func diff(ops *[]PatchOp, path string, a, b json.RawMessage) error {
 		if err := json.Unmarshal(b, &mb); err != nil {
 			return fmt.Errorf("interceptors: diff: %w", err)
 		}
-		keys := make([]string, 0, len(ma)+len(mb))
-		for k := range ma {
-			keys = append(keys, k)
-		}
-		for k := range mb {
-			if _, ok := ma[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
+		both := maps.Clone(ma) // not nil: a is an object
+		maps.Copy(both, mb)
+		for _, k := range slices.Sorted(maps.Keys(both)) {
 			va, inA := ma[k]
 			vb, inB := mb[k]
 			p := path + "/" + escapePointer(k)

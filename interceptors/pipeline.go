@@ -38,7 +38,7 @@ func (c *Chain) Run(ctx context.Context, ev *events.Event) (*ChainResult, error)
 	if ev == nil {
 		return nil, fmt.Errorf("%w: nil event", events.ErrMalformedEvent)
 	}
-	i := stageIndex(ev.Stage)
+	i := ev.Stage.InterceptIndex()
 	if i < 0 {
 		return newResult(ev, 0), nil
 	}

@@ -18,7 +18,6 @@ package bustest
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -41,11 +40,6 @@ func WithListener() Option {
 // restart a server on the data of an earlier one.
 func WithStoreDir(dir string) Option {
 	return func(c *embedded.Config) { c.StoreDir = dir }
-}
-
-// WithLogger sends the server's log to l.
-func WithLogger(l *slog.Logger) Option {
-	return func(c *embedded.Config) { c.Logger = l }
 }
 
 // WithMaxPayload sets the server's max_payload.

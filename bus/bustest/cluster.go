@@ -36,12 +36,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	}
 	c := &Cluster{}
 	for i := range n {
-		var others []string
-		for j, r := range routes {
-			if j != i {
-				others = append(others, r)
-			}
-		}
+		others := slices.Delete(slices.Clone(routes), i, i+1)
 		opts := &server.Options{
 			ServerName: fmt.Sprintf("bustest-%d", i+1),
 			Host:       "127.0.0.1",

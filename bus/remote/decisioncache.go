@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hookbus/hookbus/bus"
@@ -91,19 +92,10 @@ func (c *DecisionCache) Put(ctx context.Context, key string, value []byte, ttl t
 // checkDecisionKey holds a key to what a KV key may be: tokens of letters,
 // digits, '-', '_', '/' and '=' separated by single dots.
 func checkDecisionKey(key string) error {
-	bad := key == "" || key[0] == '.' || key[len(key)-1] == '.'
-	for i := 0; i < len(key) && !bad; i++ {
-		c := key[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '/', c == '=':
-		case c == '.':
-			bad = key[i-1] == '.'
-		default:
-			bad = true
+	for tok := range strings.SplitSeq(key, ".") {
+		if tok == "" || !kvstore.KeyChars(tok) {
+			return fmt.Errorf("%w: key %q is not a key-value key (letters, digits, - _ / = in dot-separated tokens)", ErrDecisionCache, key)
 		}
-	}
-	if bad {
-		return fmt.Errorf("%w: key %q is not a key-value key (letters, digits, - _ / = in dot-separated tokens)", ErrDecisionCache, key)
 	}
 	return nil
 }

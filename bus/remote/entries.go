@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/hookbus/hookbus/bus/internal/deadline"
-	"github.com/hookbus/hookbus/bus/internal/kvstore"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -26,12 +25,8 @@ type Unreadable struct {
 func (r *Registry) Unreadable(ctx context.Context) ([]Unreadable, error) {
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.hooks.KV(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var out []Unreadable
-	err = kvstore.ReadAll(ctx, kv, func(e jetstream.KeyValueEntry) {
+	err := r.hooks.ReadAll(ctx, func(e jetstream.KeyValueEntry) {
 		if _, ok := disabledPlugin(e.Key()); ok {
 			return
 		}
@@ -40,7 +35,7 @@ func (r *Registry) Unreadable(ctx context.Context) ([]Unreadable, error) {
 		}
 	})
 	if err != nil {
-		return nil, r.hooks.Err(ctx, "list", err)
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b Unreadable) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil

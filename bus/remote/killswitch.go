@@ -68,15 +68,7 @@ func (r *Registry) Disable(ctx context.Context, plugin string, d interceptors.Di
 	}
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.trust.KV(ctx)
-	if err != nil {
-		return err
-	}
-	key := DisabledKey(plugin)
-	if _, err := kv.Put(ctx, key, value); err != nil {
-		return r.trust.Err(ctx, "put "+key+" in", err)
-	}
-	return nil
+	return r.trust.Put(ctx, DisabledKey(plugin), value)
 }
 
 // Enable turns plugin back on. The delete marker records who did, as
@@ -116,18 +108,14 @@ type Enabled struct {
 func (r *Registry) DisabledPlugins(ctx context.Context) (map[string]interceptors.Disabled, error) {
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.trust.KV(ctx)
-	if err != nil {
-		return nil, err
-	}
 	out := map[string]interceptors.Disabled{}
-	err = kvstore.ReadAll(ctx, kv, func(e jetstream.KeyValueEntry) {
+	err := r.trust.ReadAll(ctx, func(e jetstream.KeyValueEntry) {
 		if p, ok := disabledPlugin(e.Key()); ok {
 			out[p] = decodeDisabled(e.Value())
 		}
 	})
 	if err != nil {
-		return nil, r.trust.Err(ctx, "list", err)
+		return nil, err
 	}
 	return out, nil
 }

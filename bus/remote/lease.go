@@ -71,10 +71,7 @@ type Lease struct {
 // interceptors.ErrInvalidRegistration. Bucket failures wrap ErrRegistry
 // (a missing leases bucket: provision the bus again).
 func (r *Registry) Hold(ctx context.Context, plugin string, regs ...interceptors.Registration) (*Lease, error) {
-	if err := events.ValidateID("plugin", plugin); err != nil {
-		return nil, err
-	}
-	if err := kvstore.CheckKeyID(plugin); err != nil {
+	if err := kvstore.CheckPluginKey(plugin); err != nil {
 		return nil, err
 	}
 	if len(regs) == 0 {
@@ -143,15 +140,8 @@ func (l *Lease) keep(ctx context.Context) {
 
 // renew writes the lease.
 func (l *Lease) renew(ctx context.Context) error {
-	kv, err := l.r.leases.KV(ctx)
-	if err != nil {
-		return err
-	}
 	value, _ := json.Marshal(l.info)
-	if _, err := kv.Put(ctx, l.key, value); err != nil {
-		return l.r.leases.Err(ctx, "put "+l.key+" in", err)
-	}
-	return nil
+	return l.r.leases.Put(ctx, l.key, value)
 }
 
 // Release stops renewing the lease and deletes it; when no other instance
@@ -217,18 +207,14 @@ func (l *Lease) release(ctx context.Context) error {
 func (r *Registry) Leases(ctx context.Context) (map[string][]LeaseInfo, error) {
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.leases.KV(ctx)
-	if err != nil {
-		return nil, err
-	}
 	out := map[string][]LeaseInfo{}
-	err = kvstore.ReadAll(ctx, kv, func(e jetstream.KeyValueEntry) {
+	err := r.leases.ReadAll(ctx, func(e jetstream.KeyValueEntry) {
 		if info, ok := decodeLease(e.Key(), e.Value()); ok {
 			out[info.Plugin] = append(out[info.Plugin], info)
 		}
 	})
 	if err != nil {
-		return nil, r.leases.Err(ctx, "list", err)
+		return nil, err
 	}
 	return out, nil
 }

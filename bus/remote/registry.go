@@ -90,15 +90,7 @@ func (r *Registry) put(ctx context.Context, reg interceptors.Registration, lease
 	if leased {
 		value = markLeased(value)
 	}
-	kv, err := r.hooks.KV(ctx)
-	if err != nil {
-		return err
-	}
-	key := RegistryKey(reg.Stage, reg.Plugin)
-	if _, err := kv.Put(ctx, key, value); err != nil {
-		return r.hooks.Err(ctx, "put "+key+" in", err)
-	}
-	return nil
+	return r.hooks.Put(ctx, RegistryKey(reg.Stage, reg.Plugin), value)
 }
 
 // Get returns the registration of plugin on stage, or an error wrapping
@@ -187,12 +179,8 @@ type listed struct {
 
 // list reads every valid registration, in run order.
 func (r *Registry) list(ctx context.Context) ([]listed, error) {
-	kv, err := r.hooks.KV(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var all []listed
-	err = kvstore.ReadAll(ctx, kv, func(e jetstream.KeyValueEntry) {
+	err := r.hooks.ReadAll(ctx, func(e jetstream.KeyValueEntry) {
 		if _, ok := disabledPlugin(e.Key()); ok {
 			return // the kill switch (DisabledPlugins)
 		}
@@ -204,7 +192,7 @@ func (r *Registry) list(ctx context.Context) ([]listed, error) {
 		all = append(all, listed{reg, e.Revision(), leasedEntry(e.Value())})
 	})
 	if err != nil {
-		return nil, r.hooks.Err(ctx, "list", err)
+		return nil, err
 	}
 	slices.SortFunc(all, func(a, b listed) int {
 		return cmp.Or(cmp.Compare(stageRank(a.reg.Stage), stageRank(b.reg.Stage)),
@@ -230,10 +218,7 @@ func checkEntry(reg interceptors.Registration) error {
 
 // entryKey validates stage and plugin and returns their key.
 func entryKey(stage events.Stage, plugin string) (string, error) {
-	if err := events.ValidateID("plugin", plugin); err != nil {
-		return "", err
-	}
-	if err := kvstore.CheckKeyID(plugin); err != nil {
+	if err := kvstore.CheckPluginKey(plugin); err != nil {
 		return "", err
 	}
 	if !stage.Valid() {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/bus/internal/claimcheck"
 	"github.com/hookbus/hookbus/bus/internal/header"
+	"github.com/hookbus/hookbus/bus/internal/jsname"
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 	"github.com/hookbus/hookbus/internal/deadlinectx"
@@ -101,9 +103,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServeConfig, ic interceptors.
 		return nil, err
 	}
 	meta := make(map[string]string, len(cfg.Metadata)+2)
-	for k, v := range cfg.Metadata {
-		meta[k] = v
-	}
+	maps.Copy(meta, cfg.Metadata)
 	meta["hookbus.protocol"] = "1"
 	meta["hookbus.prefix"] = subj.Prefix
 	version := cfg.Version
@@ -188,7 +188,9 @@ func (cfg *ServeConfig) check(nc *nats.Conn, ic interceptors.Interceptor) (event
 	if err := events.ValidateID("plugin", cfg.Plugin); err != nil {
 		return events.Subjects{}, invalid("serve: %v", err)
 	}
-	if !validServiceName(cfg.Plugin) {
+	// micro's service name rule, ^[A-Za-z0-9\-_]+$, is a JetStream name
+	// token's.
+	if !jsname.ValidToken(cfg.Plugin) {
 		return events.Subjects{}, invalid("serve: plugin id %q cannot be a micro service name (letters, digits, '-' and '_' only)", cfg.Plugin)
 	}
 	subj, err := events.NewSubjects(cfg.Prefix)
@@ -228,21 +230,6 @@ func (cfg *ServeConfig) check(nc *nats.Conn, ic interceptors.Interceptor) (event
 // subjects for every service ($SRV.PING, $SRV.INFO, $SRV.STATS).
 func unnamedDiscovery(subject string) bool {
 	return subject == "$SRV.PING" || subject == "$SRV.INFO" || subject == "$SRV.STATS"
-}
-
-// validServiceName reports whether s matches micro's service name rule,
-// ^[A-Za-z0-9\-_]+$.
-func validServiceName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 // endpointName is the micro endpoint name of a stage: "tool.before" gives

@@ -40,15 +40,8 @@ func (r *Registry) Grant(ctx context.Context, plugin string) error {
 	}
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.trust.KV(ctx)
-	if err != nil {
-		return err
-	}
 	value, _ := json.Marshal(grant{PrivilegedHooks: true, GrantedAt: time.Now().UTC()}) // cannot fail
-	if _, err := kv.Put(ctx, plugin, value); err != nil {
-		return r.trust.Err(ctx, "put "+plugin+" in", err)
-	}
-	return nil
+	return r.trust.Put(ctx, plugin, value)
 }
 
 // Revoke withdraws plugin's grant. Its registrations on privileged stages
@@ -70,18 +63,14 @@ func (r *Registry) Revoke(ctx context.Context, plugin string) error {
 func (r *Registry) Granted(ctx context.Context) ([]string, error) {
 	ctx, cancel := deadline.Default(ctx, r.b.Timeout())
 	defer cancel()
-	kv, err := r.trust.KV(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var out []string
-	err = kvstore.ReadAll(ctx, kv, func(e jetstream.KeyValueEntry) {
+	err := r.trust.ReadAll(ctx, func(e jetstream.KeyValueEntry) {
 		if !strings.Contains(e.Key(), ".") && grants(e.Value()) { // a plugin id holds no '.'
 			out = append(out, e.Key())
 		}
 	})
 	if err != nil {
-		return nil, r.trust.Err(ctx, "list", err)
+		return nil, err
 	}
 	slices.Sort(out)
 	return out, nil
@@ -201,12 +190,7 @@ func (t *Trust) Disabled() map[string]interceptors.Disabled {
 func (t *Trust) Plugins() []string {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	out := make([]string, 0, len(t.granted))
-	for p := range t.granted {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(t.granted))
 }
 
 // Synced returns once every change made to the trust bucket before the

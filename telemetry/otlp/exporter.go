@@ -91,12 +91,11 @@ func New(ctx context.Context, cfg Config) (*otlptrace.Exporter, Target, error) {
 		}
 		exp, err = otlptracegrpc.New(ctx, opts...)
 	} else {
-		opts := []otlptracehttp.Option{}
+		enc := otlptracehttp.EncodingProtobuf
 		if protocol == ProtocolHTTPJSON {
-			opts = append(opts, otlptracehttp.WithEncoding(otlptracehttp.EncodingJSON))
-		} else {
-			opts = append(opts, otlptracehttp.WithEncoding(otlptracehttp.EncodingProtobuf))
+			enc = otlptracehttp.EncodingJSON
 		}
+		opts := []otlptracehttp.Option{otlptracehttp.WithEncoding(enc)}
 		if cfg.Endpoint != "" {
 			opts = append(opts, otlptracehttp.WithEndpointURL(target.Endpoint))
 		}
@@ -126,9 +125,7 @@ func resolveProtocol(flag string) (string, error) {
 		}
 	}
 	switch v {
-	case "":
-		return ProtocolHTTPProtobuf, nil
-	case "http":
+	case "", "http":
 		return ProtocolHTTPProtobuf, nil
 	case ProtocolGRPC, ProtocolHTTPProtobuf, ProtocolHTTPJSON:
 		return v, nil

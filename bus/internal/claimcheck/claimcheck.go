@@ -18,6 +18,7 @@ import (
 
 	"github.com/hookbus/hookbus/bus/internal/deadline"
 	"github.com/hookbus/hookbus/bus/internal/header"
+	"github.com/hookbus/hookbus/bus/internal/lazy"
 	"github.com/hookbus/hookbus/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -58,10 +59,11 @@ type Store struct {
 	timeout    time.Duration // of a put or read made with a ctx without deadline
 	log        *slog.Logger
 
-	mu        sync.Mutex
-	store     jetstream.ObjectStore // opened on first use
-	objStream jetstream.Stream      // the payloads stream, looked up on first use
-	flight    map[string]*putCall   // puts under way, by object name
+	store     lazy.Handle[jetstream.ObjectStore] // opened on first use
+	objStream lazy.Handle[jetstream.Stream]      // the payloads stream, looked up on first use
+
+	mu     sync.Mutex
+	flight map[string]*putCall // puts under way, by object name
 }
 
 type putCall struct {
@@ -262,41 +264,20 @@ func lost(err error) bool {
 
 // stream returns the payloads' stream, looked up once.
 func (p *Store) stream(ctx context.Context) (jetstream.Stream, error) {
-	p.mu.Lock()
-	s := p.objStream
-	p.mu.Unlock()
-	if s != nil {
-		return s, nil
-	}
-	s, err := p.js.Stream(ctx, "OBJ_"+p.bucket)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		err = fmt.Errorf("%w: %w", jetstream.ErrBucketNotFound, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	p.objStream = s
-	p.mu.Unlock()
-	return s, nil
+	return p.objStream.Get(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+		s, err := p.js.Stream(ctx, "OBJ_"+p.bucket)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			err = fmt.Errorf("%w: %w", jetstream.ErrBucketNotFound, err)
+		}
+		return s, err
+	})
 }
 
 // open returns the object store, opened once.
 func (p *Store) open(ctx context.Context) (jetstream.ObjectStore, error) {
-	p.mu.Lock()
-	s := p.store
-	p.mu.Unlock()
-	if s != nil {
-		return s, nil
-	}
-	s, err := p.js.ObjectStore(ctx, p.bucket)
-	if err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	p.store = s
-	p.mu.Unlock()
-	return s, nil
+	return p.store.Get(ctx, func(ctx context.Context) (jetstream.ObjectStore, error) {
+		return p.js.ObjectStore(ctx, p.bucket)
+	})
 }
 
 // Budget bounds a put or read made with a ctx that has no deadline: the

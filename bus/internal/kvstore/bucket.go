@@ -45,6 +45,33 @@ func (b *Bucket) Err(ctx context.Context, what string, err error) error {
 	return fmt.Errorf("%w: %s key-value bucket %s: %w", b.sentinel, what, b.name, deadline.Err(ctx, err))
 }
 
+// Put writes value at key, opening the bucket the first time. The error
+// is KV's or Err's.
+func (b *Bucket) Put(ctx context.Context, key string, value []byte) error {
+	kv, err := b.KV(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := kv.Put(ctx, key, value); err != nil {
+		return b.Err(ctx, "put "+key+" in", err)
+	}
+	return nil
+}
+
+// ReadAll hands every current entry of the bucket to fn, as the package's
+// ReadAll does, opening the bucket the first time. The error is KV's or
+// Err's.
+func (b *Bucket) ReadAll(ctx context.Context, fn func(jetstream.KeyValueEntry)) error {
+	kv, err := b.KV(ctx)
+	if err != nil {
+		return err
+	}
+	if err := ReadAll(ctx, kv, fn); err != nil {
+		return b.Err(ctx, "list", err)
+	}
+	return nil
+}
+
 // Open opens bucket; the error wraps ErrRegistry.
 func Open(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
 	return open(ctx, js, bucket, ErrRegistry)

@@ -80,13 +80,18 @@ func DeleteWithRecordRev(ctx context.Context, js jetstream.JetStream, kv jetstre
 // JetStream keys allow only letters, digits, '-', '_', '/', '=' and '.'
 // (which an id never holds). The error wraps events.ErrInvalidID.
 func CheckKeyID(plugin string) error {
-	for i := 0; i < len(plugin); i++ {
-		c := plugin[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_/=", c) >= 0) {
-			return fmt.Errorf("%w: plugin id %q cannot be a registry key (letters, digits, '-', '_', '/' and '=' only)", events.ErrInvalidID, plugin)
-		}
+	if !KeyChars(plugin) {
+		return fmt.Errorf("%w: plugin id %q cannot be a registry key (letters, digits, '-', '_', '/' and '=' only)", events.ErrInvalidID, plugin)
 	}
 	return nil
+}
+
+// KeyChars reports whether every byte of s may be in a token of a KV key:
+// letters, digits, '-', '_', '/' and '='.
+func KeyChars(s string) bool {
+	return !strings.ContainsFunc(s, func(c rune) bool {
+		return !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.ContainsRune("-_/=", c))
+	})
 }
 
 // CheckPluginKey checks that plugin is a valid id and a KV key token.

@@ -55,7 +55,7 @@ func (a *Attempt) Failure(ctx context.Context, provider string, err error, parse
 		return &loop.ModelError{Provider: provider, Type: TypeCanceled, Message: "call canceled", Err: ce}
 	}
 	if !a.sent {
-		return &loop.ModelError{Provider: provider, Type: TypeBadRequest, Message: err.Error(), Err: err}
+		return BadRequest(provider, err)
 	}
 	if a.body != nil && a.body.err != nil {
 		if isTimeout(a.body.err) {

@@ -12,9 +12,6 @@ import (
 // else Retry-After as seconds or an HTTP-date (measured from now). It is 0
 // when neither is present, valid and positive.
 func RetryAfter(h http.Header, now time.Time) time.Duration {
-	if h == nil {
-		return 0
-	}
 	if d, ok := number(h.Get("retry-after-ms"), float64(time.Millisecond)); ok {
 		return d
 	}
