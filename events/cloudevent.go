@@ -82,38 +82,19 @@ func FromCloudEvent(ce cloudevents.Event) (*Event, error) {
 		}
 		return s, nil
 	}
-	if e.AgentID, err = str(ExtAgentID, true); err != nil {
-		return nil, err
-	}
-	if e.SessionID, err = str(ExtSessionID, true); err != nil {
-		return nil, err
-	}
-	if e.RunID, err = str(ExtRunID, true); err != nil {
-		return nil, err
-	}
-	if e.Traceparent, err = str(ExtTraceparent, false); err != nil {
-		return nil, err
-	}
-	if e.DataRef, err = str(ExtDataRef, false); err != nil {
-		return nil, err
-	}
-	if e.ParentAgentID, err = str(ExtParentAgentID, false); err != nil {
-		return nil, err
-	}
-	if e.ParentSessionID, err = str(ExtParentSessionID, false); err != nil {
-		return nil, err
-	}
-	if e.ParentRunID, err = str(ExtParentRunID, false); err != nil {
-		return nil, err
-	}
-	if e.PrevHash, err = str(ExtPrevHash, false); err != nil {
-		return nil, err
-	}
-	if e.Signer, err = str(ExtSigner, false); err != nil {
-		return nil, err
-	}
-	if e.Signature, err = str(ExtSignature, false); err != nil {
-		return nil, err
+	for _, x := range [...]struct {
+		dst      *string
+		name     string
+		required bool
+	}{
+		{&e.AgentID, ExtAgentID, true}, {&e.SessionID, ExtSessionID, true}, {&e.RunID, ExtRunID, true},
+		{&e.Traceparent, ExtTraceparent, false}, {&e.DataRef, ExtDataRef, false},
+		{&e.ParentAgentID, ExtParentAgentID, false}, {&e.ParentSessionID, ExtParentSessionID, false}, {&e.ParentRunID, ExtParentRunID, false},
+		{&e.PrevHash, ExtPrevHash, false}, {&e.Signer, ExtSigner, false}, {&e.Signature, ExtSignature, false},
+	} {
+		if *x.dst, err = str(x.name, x.required); err != nil {
+			return nil, err
+		}
 	}
 	step, err := str(ExtStep, true)
 	if err != nil {
