@@ -72,12 +72,9 @@ func (r *run) wait(ctx context.Context) (*Result, error) {
 	if len(ids) == 0 {
 		detail = "waiting for a sub-agent that waits for approval"
 	}
-	return &Result{
-		RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID,
-		Reason: ReasonWaiting, Detail: detail,
-		Answer: r.answer, Steps: r.step, Usage: r.usage, Events: r.events, Resumed: r.resumed,
-		Waiting: slices.Clone(r.waiting),
-	}, nil
+	res := r.result(ReasonWaiting, detail)
+	res.Answer, res.Waiting = r.answer, slices.Clone(r.waiting)
+	return res, nil
 }
 
 // actOnAnswer carries on a call whose approval is answered: approve runs

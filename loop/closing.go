@@ -81,10 +81,7 @@ func (r *run) closeRun(ctx context.Context, e ending) (*Result, error) {
 	if e.takenOver != nil {
 		e.takenBy(r, e.takenOver)
 	}
-	res := &Result{
-		RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID,
-		Reason: ReasonFailed, Detail: e.detail, Steps: r.step, Usage: r.usage, Events: r.events, Resumed: r.resumed,
-	}
+	res := r.result(ReasonFailed, e.detail)
 	if !e.failed {
 		res.Reason = e.reason
 	}
