@@ -128,12 +128,8 @@ func (r *run) closeRun(ctx context.Context, e ending) (*Result, error) {
 		}
 		// Something was stored on the session since it was read (another
 		// run's event, or part of this closing): read it again.
-		t := time.NewTimer(time.Duration(try+1) * 5 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return res, fmt.Errorf("%w: the end of run %s: %w", ErrUnrecorded, r.req.RunID, ctx.Err())
-		case <-t.C:
+		if err := sleepCtx(ctx, time.Duration(try+1)*5*time.Millisecond); err != nil {
+			return res, fmt.Errorf("%w: the end of run %s: %w", ErrUnrecorded, r.req.RunID, err)
 		}
 	}
 }
