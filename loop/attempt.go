@@ -234,7 +234,7 @@ func (r *run) read(ctx context.Context) (*Session, *runState, error) {
 		var err error
 		evs, err = readRun(ctx, r.eng.cfg.History, r.req.AgentID, r.req.SessionID, r.req.RunID)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, err)
+			return nil, nil, err
 		}
 		if len(evs) > 0 {
 			r.eng.known.add(r.req.AgentID, r.req.SessionID)

@@ -156,7 +156,7 @@ type closingRecord struct {
 func (r *run) readRecord(ctx context.Context) (*closingRecord, error) {
 	evs, err := readRun(ctx, r.eng.cfg.History, r.req.AgentID, r.req.SessionID, r.req.RunID)
 	if err != nil {
-		return nil, fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, err)
+		return nil, err
 	}
 	mine := r.req.RunID
 	mark := r.seen // before a claim: what the attempt read

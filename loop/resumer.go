@@ -58,7 +58,7 @@ func (r *Resumer) Resolved(ctx context.Context, e *events.Event) error {
 	}
 	evs, err := readRun(ctx, r.History, e.AgentID, e.SessionID, e.RunID)
 	if err != nil {
-		return fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, e.AgentID, e.SessionID, err)
+		return err
 	}
 	if err := holds(evs, e.Stored, "the answer "+e.ID); err != nil {
 		return fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, e.AgentID, e.SessionID, err)
