@@ -220,7 +220,7 @@ func (r *run) closingEvents(st *runState, e ending) ([]*events.Event, error) {
 			if err := add(events.StageToolFailed, events.ToolFailed{Call: call, Error: why, Unknown: true}, call.Name, cs.Step); err != nil {
 				return nil, err
 			}
-			res = events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + why}
+			res = errorResult(call, why)
 		}
 		if err := add(events.StageToolAfter, events.ToolAfter{Call: call, Result: res}, call.Name, cs.Step); err != nil {
 			return nil, err
@@ -257,16 +257,10 @@ func unsettled(st *runState) []*record.Call {
 // tool.after: its tool.result, or its sub-agent's end; known is false when
 // it holds none.
 func settledResult(cs *record.Call) (res events.ToolResult, known bool) {
-	call := cs.Before.Call
-	switch {
-	case cs.Result != nil:
+	if cs.Result != nil {
 		return *cs.Result, true
-	case cs.SubFailed != nil:
-		return events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + cs.SubFailed.Error}, true
-	case cs.SubAfter != nil:
-		return subagentResult(call, cs.SubAfter, ""), true
 	}
-	return events.ToolResult{}, false
+	return subagentEnd(cs)
 }
 
 // appendAfter appends evs in order, the first on condition that the

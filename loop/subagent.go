@@ -184,22 +184,32 @@ func (r *run) subagentFailed(ctx context.Context, call events.ToolCall, agent, c
 	if err := r.emit(ctx, events.StageSubagentFailed, events.SubagentFailed{AgentID: agent, Error: why, CallID: call.ID, RunID: child}, agent); err != nil {
 		return events.ToolResult{}, err
 	}
-	return events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + why}, nil
+	return errorResult(call, why), nil
 }
 
 // resumeSubagent carries on a Task call whose worker stopped after its
 // tool.before: from what its subagent events recorded.
 func (r *run) resumeSubagent(ctx context.Context, cs *record.Call) (events.ToolResult, error) {
+	if res, ok := subagentEnd(cs); ok {
+		return res, nil
+	}
+	if cs.SubBefore != nil {
+		return r.runChild(ctx, cs.Before.Call, cs.SubBefore)
+	}
+	return r.callSubagent(ctx, cs.Before.Call)
+}
+
+// subagentEnd is the result of a Task call whose sub-agent's end is
+// recorded (subagent.failed or subagent.after); ok is false when none is.
+func subagentEnd(cs *record.Call) (res events.ToolResult, ok bool) {
 	call := cs.Before.Call
 	switch {
 	case cs.SubFailed != nil:
-		return events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + cs.SubFailed.Error}, nil
+		return errorResult(call, cs.SubFailed.Error), true
 	case cs.SubAfter != nil:
-		return subagentResult(call, cs.SubAfter, ""), nil
-	case cs.SubBefore != nil:
-		return r.runChild(ctx, call, cs.SubBefore)
+		return subagentResult(call, cs.SubAfter, ""), true
 	}
-	return r.callSubagent(ctx, call)
+	return events.ToolResult{}, false
 }
 
 func (e *Engine) callable(id string) bool {

@@ -138,7 +138,13 @@ func (r *run) resumeCall(ctx context.Context, st *runState, cs *record.Call) err
 	if err := r.emit(ctx, events.StageToolFailed, events.ToolFailed{Call: call, Error: why, Unknown: true}, call.Name); err != nil {
 		return err
 	}
-	return r.toolAfter(ctx, call, events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + why}, false)
+	return r.toolAfter(ctx, call, errorResult(call, why), false)
+}
+
+// errorResult is the result that reports to the model, as an error, why
+// call gave no output.
+func errorResult(call events.ToolCall, why string) events.ToolResult {
+	return events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + why}
 }
 
 func denied(call events.ToolCall, out *interceptors.ChainResult) events.ToolResult {
