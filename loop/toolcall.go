@@ -198,16 +198,15 @@ func (r *run) execTool(ctx context.Context, call events.ToolCall) events.ToolRes
 	start := time.Now()
 	content, panicked, err := r.invoke(ctx, call)
 	res := events.ToolResult{CallID: call.ID, Name: call.Name, Content: content, DurationMS: time.Since(start).Milliseconds()}
-	if err != nil && ctx.Err() != nil {
-		// The run is interrupted: its end records the call's outcome.
-		res.IsError, res.Content = true, "error: "+err.Error()
+	if err == nil {
 		return res
 	}
-	if err != nil {
-		res.IsError, res.Content = true, "error: "+err.Error()
-		if perr := r.emit(ctx, events.StageToolFailed, events.ToolFailed{Call: call, Error: err.Error(), Panicked: panicked}, call.Name); perr != nil {
-			r.eng.cfg.Logger.Warn("publish tool.failed", "run", r.req.RunID, "err", perr)
-		}
+	res.IsError, res.Content = true, "error: "+err.Error()
+	if ctx.Err() != nil {
+		return res // the run is interrupted: its end records the call's outcome
+	}
+	if perr := r.emit(ctx, events.StageToolFailed, events.ToolFailed{Call: call, Error: err.Error(), Panicked: panicked}, call.Name); perr != nil {
+		r.eng.cfg.Logger.Warn("publish tool.failed", "run", r.req.RunID, "err", perr)
 	}
 	return res
 }
