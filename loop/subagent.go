@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -67,14 +68,12 @@ func (t *Team) Engine(id string) *Engine {
 
 // taskSpec is the Task tool as the model sees it.
 func taskSpec(subs []Subagent) events.ToolSpec {
-	ids := make([]string, len(subs))
 	var desc strings.Builder
 	desc.WriteString("Hands a task to another agent and returns its answer. The agents you may call:\n")
-	for i, s := range subs {
-		ids[i] = s.ID
+	for _, s := range subs {
 		fmt.Fprintf(&desc, "- %s: %s\n", s.ID, s.Description)
 	}
-	enum, _ := json.Marshal(ids)
+	enum, _ := json.Marshal(subagentIDs(subs))
 	params := `{"type":"object","properties":{` +
 		`"description":{"type":"string","description":"A short (3-5 word) description of the task"},` +
 		`"prompt":{"type":"string","description":"The task for the agent to perform"},` +
@@ -105,7 +104,7 @@ func (r *run) callSubagent(ctx context.Context, call events.ToolCall) (events.To
 		return r.subagentFailed(ctx, call, a.SubagentType, "", msg)
 	}
 	if !r.eng.callable(a.SubagentType) {
-		return r.subagentFailed(ctx, call, a.SubagentType, "", fmt.Sprintf("agent %q is not one this agent may call (%s)", a.SubagentType, strings.Join(r.eng.callableIDs(), ", ")))
+		return r.subagentFailed(ctx, call, a.SubagentType, "", fmt.Sprintf("agent %q is not one this agent may call (%s)", a.SubagentType, strings.Join(subagentIDs(r.eng.cfg.Subagents), ", ")))
 	}
 	depth := r.req.Depth + 1
 	if depth > r.eng.cfg.MaxDepth {
@@ -213,17 +212,13 @@ func subagentEnd(cs *record.Call) (res events.ToolResult, ok bool) {
 }
 
 func (e *Engine) callable(id string) bool {
-	for _, s := range e.cfg.Subagents {
-		if s.ID == id {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(e.cfg.Subagents, func(s Subagent) bool { return s.ID == id })
 }
 
-func (e *Engine) callableIDs() []string {
-	ids := make([]string, len(e.cfg.Subagents))
-	for i, s := range e.cfg.Subagents {
+// subagentIDs lists the ids of subs.
+func subagentIDs(subs []Subagent) []string {
+	ids := make([]string, len(subs))
+	for i, s := range subs {
 		ids[i] = s.ID
 	}
 	return ids
