@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -85,14 +86,7 @@ func (r *run) wait(ctx context.Context) (*Result, error) {
 // whose outcome is then handled as unknown.
 func (r *run) actOnAnswer(ctx context.Context, st *runState, cs *record.Call, earlier bool) error {
 	call, res := edited(cs.Request.Call, cs.Answer), cs.Answer
-	why := res.Reason
-	if why == "" {
-		why = "no reason given"
-	}
-	who := res.By
-	if who == "" {
-		who = "a human"
-	}
+	why, who := cmp.Or(res.Reason, "no reason given"), cmp.Or(res.By, "a human")
 	switch res.Action {
 	case events.ActionReject:
 		return &errEnd{events.ReasonRejected, fmt.Sprintf("call %s (%s) rejected by %s: %s", call.ID, call.Name, who, why)}

@@ -272,9 +272,7 @@ func New(cfg Config) (*Engine, error) {
 	cfg.ModelRetry.Attempts = cmp.Or(cfg.ModelRetry.Attempts, DefaultModelAttempts)
 	cfg.ModelRetry.Backoff = cmp.Or(cfg.ModelRetry.Backoff, 500*time.Millisecond)
 	cfg.ModelRetry.MaxBackoff = cmp.Or(cfg.ModelRetry.MaxBackoff, 30*time.Second)
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.KnownSessions < -1 {
 		return nil, fmt.Errorf("%w: known sessions %d (want -1, 0 for the default, or more)", ErrInvalidConfig, cfg.KnownSessions)
 	}

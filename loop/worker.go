@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,10 +24,7 @@ type Worker struct {
 // name on eng (the agents its run consumer serves); log defaults to
 // discarding.
 func NewWorker(eng *Engine, log *slog.Logger) *Worker {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Worker{any: eng, log: log}
+	return &Worker{any: eng, log: cmp.Or(log, slog.New(slog.DiscardHandler))}
 }
 
 // NewAgentsWorker returns a worker running each agent's requests on its own
@@ -34,10 +32,7 @@ func NewWorker(eng *Engine, log *slog.Logger) *Worker {
 // is handed back to the queue, never run nor dropped: give Consume the
 // same agents.
 func NewAgentsWorker(engines map[string]*Engine, log *slog.Logger) *Worker {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Worker{engines: engines, log: log}
+	return &Worker{engines: engines, log: cmp.Or(log, slog.New(slog.DiscardHandler))}
 }
 
 // Handle runs one request. It returns nil when the run's end is recorded
