@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -33,14 +34,7 @@ func ActionKinds() []ActionKind {
 }
 
 // Valid reports whether k is one of ActionKinds.
-func (k ActionKind) Valid() bool {
-	switch k {
-	case KindShell, KindFileRead, KindFileWrite, KindFileEdit, KindFileSearch,
-		KindWebFetch, KindWebSearch, KindMCP, KindAgent, KindOther:
-		return true
-	}
-	return false
-}
+func (k ActionKind) Valid() bool { return slices.Contains(ActionKinds(), k) }
 
 // Action is a tool call normalized: its kind and the fields rules look at,
 // read from the call's native arguments. The call's name and arguments stay
