@@ -24,13 +24,9 @@ func (e *Event) CloudEvent() cloudevents.Event {
 	ce.SetExtension(ExtRunID, e.RunID)
 	ce.SetExtension(ExtStep, int32(e.Step))
 	ce.SetExtension(ExtSeq, e.SeqString())
-	if e.Traceparent != "" {
-		ce.SetExtension(ExtTraceparent, e.Traceparent)
-	}
-	if e.DataRef != "" {
-		ce.SetExtension(ExtDataRef, e.DataRef)
-	}
-	for _, x := range [...]struct{ name, v string }{{ExtPrevHash, e.PrevHash}, {ExtSigner, e.Signer}, {ExtSignature, e.Signature}} {
+	for _, x := range [...]struct{ name, v string }{
+		{ExtTraceparent, e.Traceparent}, {ExtDataRef, e.DataRef}, {ExtPrevHash, e.PrevHash}, {ExtSigner, e.Signer}, {ExtSignature, e.Signature},
+	} {
 		if x.v != "" {
 			ce.SetExtension(x.name, x.v)
 		}
