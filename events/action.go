@@ -300,15 +300,12 @@ func MCPAction(server, tool string) Action {
 
 // mcpName splits an MCP tool's name as harness h writes it.
 func mcpName(h Harness, name string) (server, tool string, ok bool) {
-	if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
-		server, tool, ok = strings.Cut(rest, "__")
-		return server, tool, ok && server != "" && tool != ""
+	rest, prefixed := strings.CutPrefix(name, "mcp__")
+	if !prefixed && h != HarnessGemini {
+		return "", "", false
 	}
-	if h == HarnessGemini {
-		server, tool, ok = strings.Cut(name, "__")
-		return server, tool, ok && server != "" && tool != ""
-	}
-	return "", "", false
+	server, tool, ok = strings.Cut(rest, "__")
+	return server, tool, ok && server != "" && tool != ""
 }
 
 // urlRE finds a URL in free text (Gemini CLI's web_fetch prompt).
