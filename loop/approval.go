@@ -97,11 +97,7 @@ func (r *run) actOnAnswer(ctx context.Context, st *runState, cs *record.Call, ea
 	if earlier {
 		return r.resumeCall(ctx, st, cs)
 	}
-	out := r.execTool(ctx, call)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return r.toolAfter(ctx, call, out, true)
+	return r.runTool(ctx, call)
 }
 
 // edited is call as its answer has it run: with the arguments the approver

@@ -51,6 +51,13 @@ func (r *run) callTool(ctx context.Context, call events.ToolCall) error {
 		}
 		return r.toolAfter(ctx, call, res, true)
 	}
+	return r.runTool(ctx, call)
+}
+
+// runTool runs call's tool and records its result through tool.after; when
+// the run's ctx ends meanwhile, nothing: the run's end records the call's
+// outcome.
+func (r *run) runTool(ctx context.Context, call events.ToolCall) error {
 	res := r.execTool(ctx, call)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -128,11 +135,7 @@ func (r *run) resumeCall(ctx context.Context, st *runState, cs *record.Call) err
 	}
 	if t, ok := r.eng.tools[call.Name]; ok && t.Spec().Idempotent {
 		r.eng.cfg.Logger.Info("loop: running an idempotent tool again after its worker stopped", "run", r.req.RunID, "tool", call.Name, "call", call.ID)
-		res := r.execTool(ctx, call)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return r.toolAfter(ctx, call, res, true)
+		return r.runTool(ctx, call)
 	}
 	why := "outcome unknown: the worker running this call stopped before its result was recorded, and the tool was not run again (it is not declared idempotent)"
 	if err := r.emit(ctx, events.StageToolFailed, events.ToolFailed{Call: call, Error: why, Unknown: true}, call.Name); err != nil {
