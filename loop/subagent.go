@@ -111,10 +111,11 @@ func (r *run) callSubagent(ctx context.Context, call events.ToolCall) (events.To
 		return r.subagentFailed(ctx, call, a.SubagentType, "", fmt.Sprintf("sub-agents nest at most %d deep", r.eng.cfg.MaxDepth))
 	}
 	child := events.NewID()
-	sb, out, err := intercepted(ctx, r, stage{stage: events.StageSubagentBefore, subject: a.SubagentType, sync: true}, events.SubagentBefore{
+	sb := events.SubagentBefore{
 		AgentID: a.SubagentType, Instruction: a.Prompt, Description: a.Description, CallID: call.ID,
 		SessionID: child, RunID: child, Depth: depth,
-	}, nil)
+	}
+	hooked, out, err := intercepted(ctx, r, stage{stage: events.StageSubagentBefore, subject: a.SubagentType, sync: true}, sb, nil)
 	if err != nil {
 		return events.ToolResult{}, err
 	}
@@ -122,8 +123,7 @@ func (r *run) callSubagent(ctx context.Context, call events.ToolCall) (events.To
 		return r.subagentFailed(ctx, call, a.SubagentType, child, "denied: "+describe(out))
 	}
 	// Only the instruction may change; the rest is the loop's.
-	sb = events.SubagentBefore{AgentID: a.SubagentType, Instruction: sb.Instruction, Description: a.Description,
-		CallID: call.ID, SessionID: child, RunID: child, Depth: depth}
+	sb.Instruction = hooked.Instruction
 	return r.runChild(ctx, call, &sb)
 }
 
