@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -33,14 +34,7 @@ func ActionKinds() []ActionKind {
 }
 
 // Valid reports whether k is one of ActionKinds.
-func (k ActionKind) Valid() bool {
-	switch k {
-	case KindShell, KindFileRead, KindFileWrite, KindFileEdit, KindFileSearch,
-		KindWebFetch, KindWebSearch, KindMCP, KindAgent, KindOther:
-		return true
-	}
-	return false
-}
+func (k ActionKind) Valid() bool { return slices.Contains(ActionKinds(), k) }
 
 // Action is a tool call normalized: its kind and the fields rules look at,
 // read from the call's native arguments. The call's name and arguments stay
@@ -306,15 +300,12 @@ func MCPAction(server, tool string) Action {
 
 // mcpName splits an MCP tool's name as harness h writes it.
 func mcpName(h Harness, name string) (server, tool string, ok bool) {
-	if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
-		server, tool, ok = strings.Cut(rest, "__")
-		return server, tool, ok && server != "" && tool != ""
+	rest, prefixed := strings.CutPrefix(name, "mcp__")
+	if !prefixed && h != HarnessGemini {
+		return "", "", false
 	}
-	if h == HarnessGemini {
-		server, tool, ok = strings.Cut(name, "__")
-		return server, tool, ok && server != "" && tool != ""
-	}
-	return "", "", false
+	server, tool, ok = strings.Cut(rest, "__")
+	return server, tool, ok && server != "" && tool != ""
 }
 
 // urlRE finds a URL in free text (Gemini CLI's web_fetch prompt).

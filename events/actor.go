@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -86,10 +87,7 @@ func (a Actor) CheckWriter(writer string) error {
 // String says who acted: "alice (cli)", "bob (web, vouched for by NATS user
 // webui; note \"on call\")".
 func (a Actor) String() string {
-	who := a.Identity
-	if who == "" {
-		who = "?"
-	}
+	who := cmp.Or(a.Identity, "?")
 	var parts []string
 	if a.Channel != "" {
 		parts = append(parts, a.Channel)
@@ -112,10 +110,7 @@ func (a Actor) String() string {
 // written before identities were recorded, "approve by alice (declared;
 // no identity recorded)".
 func (r ApprovalResolved) Describe() string {
-	action := r.Action
-	if action == "" {
-		action = map[bool]string{true: ActionApprove, false: ActionReject}[r.Approved]
-	}
+	action := cmp.Or(r.Action, map[bool]string{true: ActionApprove, false: ActionReject}[r.Approved])
 	s := action + " by " + r.Who()
 	if r.Expired && r.Channel != ChannelExpiry {
 		s += ", expired"

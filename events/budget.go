@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 )
@@ -33,15 +34,9 @@ func (b Budget) Override(o *Budget) Budget {
 	if o == nil {
 		return b
 	}
-	if o.MaxInputTokens != 0 {
-		b.MaxInputTokens = o.MaxInputTokens
-	}
-	if o.MaxOutputTokens != 0 {
-		b.MaxOutputTokens = o.MaxOutputTokens
-	}
-	if o.MaxCostUSD != 0 {
-		b.MaxCostUSD = o.MaxCostUSD
-	}
+	b.MaxInputTokens = cmp.Or(o.MaxInputTokens, b.MaxInputTokens)
+	b.MaxOutputTokens = cmp.Or(o.MaxOutputTokens, b.MaxOutputTokens)
+	b.MaxCostUSD = cmp.Or(o.MaxCostUSD, b.MaxCostUSD)
 	return b
 }
 

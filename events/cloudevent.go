@@ -24,13 +24,9 @@ func (e *Event) CloudEvent() cloudevents.Event {
 	ce.SetExtension(ExtRunID, e.RunID)
 	ce.SetExtension(ExtStep, int32(e.Step))
 	ce.SetExtension(ExtSeq, e.SeqString())
-	if e.Traceparent != "" {
-		ce.SetExtension(ExtTraceparent, e.Traceparent)
-	}
-	if e.DataRef != "" {
-		ce.SetExtension(ExtDataRef, e.DataRef)
-	}
-	for _, x := range [...]struct{ name, v string }{{ExtPrevHash, e.PrevHash}, {ExtSigner, e.Signer}, {ExtSignature, e.Signature}} {
+	for _, x := range [...]struct{ name, v string }{
+		{ExtTraceparent, e.Traceparent}, {ExtDataRef, e.DataRef}, {ExtPrevHash, e.PrevHash}, {ExtSigner, e.Signer}, {ExtSignature, e.Signature},
+	} {
 		if x.v != "" {
 			ce.SetExtension(x.name, x.v)
 		}
@@ -82,38 +78,19 @@ func FromCloudEvent(ce cloudevents.Event) (*Event, error) {
 		}
 		return s, nil
 	}
-	if e.AgentID, err = str(ExtAgentID, true); err != nil {
-		return nil, err
-	}
-	if e.SessionID, err = str(ExtSessionID, true); err != nil {
-		return nil, err
-	}
-	if e.RunID, err = str(ExtRunID, true); err != nil {
-		return nil, err
-	}
-	if e.Traceparent, err = str(ExtTraceparent, false); err != nil {
-		return nil, err
-	}
-	if e.DataRef, err = str(ExtDataRef, false); err != nil {
-		return nil, err
-	}
-	if e.ParentAgentID, err = str(ExtParentAgentID, false); err != nil {
-		return nil, err
-	}
-	if e.ParentSessionID, err = str(ExtParentSessionID, false); err != nil {
-		return nil, err
-	}
-	if e.ParentRunID, err = str(ExtParentRunID, false); err != nil {
-		return nil, err
-	}
-	if e.PrevHash, err = str(ExtPrevHash, false); err != nil {
-		return nil, err
-	}
-	if e.Signer, err = str(ExtSigner, false); err != nil {
-		return nil, err
-	}
-	if e.Signature, err = str(ExtSignature, false); err != nil {
-		return nil, err
+	for _, x := range [...]struct {
+		dst      *string
+		name     string
+		required bool
+	}{
+		{&e.AgentID, ExtAgentID, true}, {&e.SessionID, ExtSessionID, true}, {&e.RunID, ExtRunID, true},
+		{&e.Traceparent, ExtTraceparent, false}, {&e.DataRef, ExtDataRef, false},
+		{&e.ParentAgentID, ExtParentAgentID, false}, {&e.ParentSessionID, ExtParentSessionID, false}, {&e.ParentRunID, ExtParentRunID, false},
+		{&e.PrevHash, ExtPrevHash, false}, {&e.Signer, ExtSigner, false}, {&e.Signature, ExtSignature, false},
+	} {
+		if *x.dst, err = str(x.name, x.required); err != nil {
+			return nil, err
+		}
 	}
 	step, err := str(ExtStep, true)
 	if err != nil {

@@ -1,6 +1,9 @@
 package events
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Decisions is a set of the decisions an interceptor may give (the
 // "decision" field of a reply, interceptors.Kind): what a stage accepts
@@ -28,10 +31,8 @@ var decisionNames = [...]string{"allow", "modify", "deny", "mock", "stop", "ask"
 // DecisionNamed returns the decision whose wire name is name ("deny"), or
 // none for a name that is not a decision.
 func DecisionNamed(name string) Decisions {
-	for i, n := range decisionNames {
-		if n == name {
-			return 1 << i
-		}
+	if i := slices.Index(decisionNames[:], name); i >= 0 {
+		return 1 << i
 	}
 	return 0
 }

@@ -157,19 +157,21 @@ func (s Stage) info() (stageInfo, bool) {
 
 // Stages returns every stage, in the order a run meets them.
 func Stages() []Stage {
-	out := make([]Stage, len(stageTable))
-	for i := range stageTable {
-		out[i] = stageTable[i].stage
-	}
-	return out
+	return stagesWhere(func(*stageSpec) bool { return true })
 }
 
 // InterceptableStages returns the stages that accept intercepting hooks, in
 // the order a run meets them: stage s is at s.InterceptIndex().
 func InterceptableStages() []Stage {
+	return stagesWhere(func(sp *stageSpec) bool { return sp.accepts != 0 })
+}
+
+// stagesWhere returns the stages of stageTable's rows that keep reports
+// true for, in the order a run meets them.
+func stagesWhere(keep func(*stageSpec) bool) []Stage {
 	var out []Stage
 	for i := range stageTable {
-		if stageTable[i].accepts != 0 {
+		if keep(&stageTable[i]) {
 			out = append(out, stageTable[i].stage)
 		}
 	}
@@ -262,25 +264,13 @@ func (s Stage) Group() Group {
 // StagesOf returns the stages of the groups, in the order a run meets
 // them.
 func StagesOf(groups ...Group) []Stage {
-	var out []Stage
-	for i := range stageTable {
-		if slices.Contains(groups, stageTable[i].group) {
-			out = append(out, stageTable[i].stage)
-		}
-	}
-	return out
+	return stagesWhere(func(sp *stageSpec) bool { return slices.Contains(groups, sp.group) })
 }
 
 // TerminalStages returns the stages that end a run (run.completed,
 // run.failed).
 func TerminalStages() []Stage {
-	var out []Stage
-	for i := range stageTable {
-		if stageTable[i].traits&terminal != 0 {
-			out = append(out, stageTable[i].stage)
-		}
-	}
-	return out
+	return stagesWhere(func(sp *stageSpec) bool { return sp.traits&terminal != 0 })
 }
 
 // Accepts returns the decisions interceptors may give on the stage; none

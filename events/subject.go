@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -41,12 +42,7 @@ func NewSubjects(prefix string) (Subjects, error) {
 	return Subjects{Prefix: prefix}, nil
 }
 
-func (s Subjects) prefix() string {
-	if s.Prefix == "" {
-		return DefaultPrefix
-	}
-	return s.Prefix
-}
+func (s Subjects) prefix() string { return cmp.Or(s.Prefix, DefaultPrefix) }
 
 // Event returns the subject of a stage's event for one agent and session.
 func (s Subjects) Event(agent, session string, stage Stage) (string, error) {

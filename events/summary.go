@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -143,10 +144,7 @@ func (p *ApprovalRequested) summary(*Event) string {
 }
 
 func (p *ApprovalResolved) summary(e *Event) string {
-	action := p.Action
-	if action == "" {
-		action = map[bool]string{true: "approved", false: "rejected"}[p.Approved]
-	}
+	action := cmp.Or(p.Action, map[bool]string{true: "approved", false: "rejected"}[p.Approved])
 	s := fmt.Sprintf("call %s %s by %s", p.CallID, action, p.Who())
 	if len(p.Arguments) > 0 {
 		s += " with arguments " + string(compact(p.Arguments))

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,12 +73,9 @@ func (r *run) wait(ctx context.Context) (*Result, error) {
 	if len(ids) == 0 {
 		detail = "waiting for a sub-agent that waits for approval"
 	}
-	return &Result{
-		RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID,
-		Reason: ReasonWaiting, Detail: detail,
-		Answer: r.answer, Steps: r.step, Usage: r.usage, Events: r.events, Resumed: r.resumed,
-		Waiting: slices.Clone(r.waiting),
-	}, nil
+	res := r.result(ReasonWaiting, detail)
+	res.Answer, res.Waiting = r.answer, slices.Clone(r.waiting)
+	return res, nil
 }
 
 // actOnAnswer carries on a call whose approval is answered: approve runs
@@ -88,14 +86,7 @@ func (r *run) wait(ctx context.Context) (*Result, error) {
 // whose outcome is then handled as unknown.
 func (r *run) actOnAnswer(ctx context.Context, st *runState, cs *record.Call, earlier bool) error {
 	call, res := edited(cs.Request.Call, cs.Answer), cs.Answer
-	why := res.Reason
-	if why == "" {
-		why = "no reason given"
-	}
-	who := res.By
-	if who == "" {
-		who = "a human"
-	}
+	why, who := cmp.Or(res.Reason, "no reason given"), cmp.Or(res.By, "a human")
 	switch res.Action {
 	case events.ActionReject:
 		return &errEnd{events.ReasonRejected, fmt.Sprintf("call %s (%s) rejected by %s: %s", call.ID, call.Name, who, why)}
@@ -106,11 +97,7 @@ func (r *run) actOnAnswer(ctx context.Context, st *runState, cs *record.Call, ea
 	if earlier {
 		return r.resumeCall(ctx, st, cs)
 	}
-	out := r.execTool(ctx, call)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return r.toolAfter(ctx, call, out, true)
+	return r.runTool(ctx, call)
 }
 
 // edited is call as its answer has it run: with the arguments the approver

@@ -139,11 +139,7 @@ func (r *run) reset() {
 func (r *run) lost(ctx context.Context, cause error, by *events.Event) (*Result, error) {
 	if by.RunID == r.req.RunID {
 		r.eng.cfg.Logger.Warn("loop: run taken over by another attempt", "run", r.req.RunID, "err", cause)
-		res := &Result{
-			RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID,
-			Reason: ReasonFailed, Detail: cause.Error(), Steps: r.step, Usage: r.usage, Events: r.events, Resumed: r.resumed,
-		}
-		return res, fmt.Errorf("%w: %w", ErrLostRun, cause)
+		return r.result(ReasonFailed, cause.Error()), fmt.Errorf("%w: %w", ErrLostRun, cause)
 	}
 	res, err := r.closeRun(ctx, ending{failed: true, takenOver: by})
 	switch {
@@ -238,7 +234,7 @@ func (r *run) read(ctx context.Context) (*Session, *runState, error) {
 		var err error
 		evs, err = readRun(ctx, r.eng.cfg.History, r.req.AgentID, r.req.SessionID, r.req.RunID)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, err)
+			return nil, nil, err
 		}
 		if len(evs) > 0 {
 			r.eng.known.add(r.req.AgentID, r.req.SessionID)
@@ -486,11 +482,17 @@ func (r *run) finish(ctx context.Context, reason, detail string) (*Result, error
 		return nil, err
 	}
 	r.resumeParent(ctx)
+	res := r.result(reason, detail)
+	res.Answer, res.Ended = rc.Answer, true
+	return res, nil
+}
+
+// result is the attempt's result so far, with reason and detail.
+func (r *run) result(reason, detail string) *Result {
 	return &Result{
 		RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID,
-		Reason: reason, Detail: detail, Answer: rc.Answer, Steps: r.step, Usage: r.usage,
-		Events: r.events, Resumed: r.resumed, Ended: true,
-	}, nil
+		Reason: reason, Detail: detail, Steps: r.step, Usage: r.usage, Events: r.events, Resumed: r.resumed,
+	}
 }
 
 // fail ends the run with run.failed (its own failure, not the record's;

@@ -81,10 +81,7 @@ func (r *run) closeRun(ctx context.Context, e ending) (*Result, error) {
 	if e.takenOver != nil {
 		e.takenBy(r, e.takenOver)
 	}
-	res := &Result{
-		RunID: r.req.RunID, AgentID: r.req.AgentID, SessionID: r.req.SessionID,
-		Reason: ReasonFailed, Detail: e.detail, Steps: r.step, Usage: r.usage, Events: r.events, Resumed: r.resumed,
-	}
+	res := r.result(ReasonFailed, e.detail)
 	if !e.failed {
 		res.Reason = e.reason
 	}
@@ -131,12 +128,8 @@ func (r *run) closeRun(ctx context.Context, e ending) (*Result, error) {
 		}
 		// Something was stored on the session since it was read (another
 		// run's event, or part of this closing): read it again.
-		t := time.NewTimer(time.Duration(try+1) * 5 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return res, fmt.Errorf("%w: the end of run %s: %w", ErrUnrecorded, r.req.RunID, ctx.Err())
-		case <-t.C:
+		if err := sleepCtx(ctx, time.Duration(try+1)*5*time.Millisecond); err != nil {
+			return res, fmt.Errorf("%w: the end of run %s: %w", ErrUnrecorded, r.req.RunID, err)
 		}
 	}
 }
@@ -163,7 +156,7 @@ type closingRecord struct {
 func (r *run) readRecord(ctx context.Context) (*closingRecord, error) {
 	evs, err := readRun(ctx, r.eng.cfg.History, r.req.AgentID, r.req.SessionID, r.req.RunID)
 	if err != nil {
-		return nil, fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, r.req.AgentID, r.req.SessionID, err)
+		return nil, err
 	}
 	mine := r.req.RunID
 	mark := r.seen // before a claim: what the attempt read
@@ -227,7 +220,7 @@ func (r *run) closingEvents(st *runState, e ending) ([]*events.Event, error) {
 			if err := add(events.StageToolFailed, events.ToolFailed{Call: call, Error: why, Unknown: true}, call.Name, cs.Step); err != nil {
 				return nil, err
 			}
-			res = events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + why}
+			res = errorResult(call, why)
 		}
 		if err := add(events.StageToolAfter, events.ToolAfter{Call: call, Result: res}, call.Name, cs.Step); err != nil {
 			return nil, err
@@ -264,16 +257,10 @@ func unsettled(st *runState) []*record.Call {
 // tool.after: its tool.result, or its sub-agent's end; known is false when
 // it holds none.
 func settledResult(cs *record.Call) (res events.ToolResult, known bool) {
-	call := cs.Before.Call
-	switch {
-	case cs.Result != nil:
+	if cs.Result != nil {
 		return *cs.Result, true
-	case cs.SubFailed != nil:
-		return events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + cs.SubFailed.Error}, true
-	case cs.SubAfter != nil:
-		return subagentResult(call, cs.SubAfter, ""), true
 	}
-	return events.ToolResult{}, false
+	return subagentEnd(cs)
 }
 
 // appendAfter appends evs in order, the first on condition that the

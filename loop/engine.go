@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -231,33 +232,23 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Budget.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	if cfg.Source == "" {
-		cfg.Source = DefaultSource
-	}
+	cfg.Source = cmp.Or(cfg.Source, DefaultSource)
 	if len(cfg.Subagents) > 0 && cfg.Team == nil {
 		return nil, fmt.Errorf("%w: sub-agents without a Team to find their engines", ErrInvalidConfig)
 	}
 	if cfg.MaxDepth < 0 {
 		return nil, fmt.Errorf("%w: max depth %d is negative", ErrInvalidConfig, cfg.MaxDepth)
 	}
-	if cfg.MaxDepth == 0 {
-		cfg.MaxDepth = DefaultMaxDepth
-	}
+	cfg.MaxDepth = cmp.Or(cfg.MaxDepth, DefaultMaxDepth)
 	if cfg.Compaction.MaxTokens < 0 || cfg.Compaction.Keep < 0 {
 		return nil, fmt.Errorf("%w: a negative compaction bound", ErrInvalidConfig)
 	}
-	if cfg.Compaction.Keep == 0 {
-		cfg.Compaction.Keep = DefaultCompactKeep
-	}
-	if cfg.Compaction.Instruction == "" {
-		cfg.Compaction.Instruction = DefaultCompactInstruction
-	}
+	cfg.Compaction.Keep = cmp.Or(cfg.Compaction.Keep, DefaultCompactKeep)
+	cfg.Compaction.Instruction = cmp.Or(cfg.Compaction.Instruction, DefaultCompactInstruction)
 	if cfg.Approval.Expiry <= 0 {
 		cfg.Approval.Expiry = DefaultApprovalExpiry
 	}
-	if cfg.Approval.OnExpiry == "" {
-		cfg.Approval.OnExpiry = events.ActionRejectAndContinue
-	}
+	cfg.Approval.OnExpiry = cmp.Or(cfg.Approval.OnExpiry, events.ActionRejectAndContinue)
 	if !events.ValidAction(cfg.Approval.OnExpiry) {
 		return nil, fmt.Errorf("%w: approval on_expiry %q (want approve, reject or reject_and_continue)", ErrInvalidConfig, cfg.Approval.OnExpiry)
 	}
@@ -273,39 +264,19 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 		}
 	}
-	if cfg.MaxSteps == 0 {
-		cfg.MaxSteps = DefaultMaxSteps
-	}
-	if cfg.MaxContinues == 0 {
-		cfg.MaxContinues = DefaultMaxContinues
-	}
-	if cfg.ModelTimeout == 0 {
-		cfg.ModelTimeout = DefaultModelTimeout
-	}
-	if cfg.ToolTimeout == 0 {
-		cfg.ToolTimeout = DefaultToolTimeout
-	}
-	if cfg.ToolGrace == 0 {
-		cfg.ToolGrace = DefaultToolGrace
-	}
-	if cfg.ModelRetry.Attempts == 0 {
-		cfg.ModelRetry.Attempts = DefaultModelAttempts
-	}
-	if cfg.ModelRetry.Backoff == 0 {
-		cfg.ModelRetry.Backoff = 500 * time.Millisecond
-	}
-	if cfg.ModelRetry.MaxBackoff == 0 {
-		cfg.ModelRetry.MaxBackoff = 30 * time.Second
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.MaxSteps = cmp.Or(cfg.MaxSteps, DefaultMaxSteps)
+	cfg.MaxContinues = cmp.Or(cfg.MaxContinues, DefaultMaxContinues)
+	cfg.ModelTimeout = cmp.Or(cfg.ModelTimeout, DefaultModelTimeout)
+	cfg.ToolTimeout = cmp.Or(cfg.ToolTimeout, DefaultToolTimeout)
+	cfg.ToolGrace = cmp.Or(cfg.ToolGrace, DefaultToolGrace)
+	cfg.ModelRetry.Attempts = cmp.Or(cfg.ModelRetry.Attempts, DefaultModelAttempts)
+	cfg.ModelRetry.Backoff = cmp.Or(cfg.ModelRetry.Backoff, 500*time.Millisecond)
+	cfg.ModelRetry.MaxBackoff = cmp.Or(cfg.ModelRetry.MaxBackoff, 30*time.Second)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.KnownSessions < -1 {
 		return nil, fmt.Errorf("%w: known sessions %d (want -1, 0 for the default, or more)", ErrInvalidConfig, cfg.KnownSessions)
 	}
-	if cfg.KnownSessions == 0 {
-		cfg.KnownSessions = DefaultKnownSessions
-	}
+	cfg.KnownSessions = cmp.Or(cfg.KnownSessions, DefaultKnownSessions)
 	e := &Engine{cfg: cfg, tools: make(map[string]Tool, len(cfg.Tools)), known: newKnownSessions(cfg.KnownSessions, knownSessionsBytes)}
 	if err := e.indexTools(); err != nil {
 		return nil, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/hookbus/hookbus/events"
 )
@@ -57,12 +56,8 @@ func (r *run) generate(ctx context.Context, req *ModelRequest) (*ModelResponse, 
 			return nil, fmt.Errorf("model: %w", err)
 		}
 		r.eng.cfg.Logger.Warn("loop: model call failed; retrying", "run", r.req.RunID, "attempt", attempt, "in", next, "err", err)
-		t := time.NewTimer(next)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		if err := sleepCtx(ctx, next); err != nil {
+			return nil, err
 		}
 		wait = min(wait*2, policy.MaxBackoff)
 	}

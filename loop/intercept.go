@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/hookbus/hookbus/events"
@@ -45,10 +46,7 @@ func endOf(out *interceptors.ChainResult) *errEnd {
 
 // describe says why the hooks decided what they did, naming the plugin.
 func describe(out *interceptors.ChainResult) string {
-	s := out.Reason
-	if s == "" {
-		s = string(out.Decision)
-	}
+	s := cmp.Or(out.Reason, string(out.Decision))
 	if out.Plugin != "" {
 		s = out.Plugin + ": " + s
 	}

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -36,10 +37,7 @@ type ModelError struct {
 
 // Error says what failed: provider, status, type and message.
 func (e *ModelError) Error() string {
-	s := e.Provider
-	if s == "" {
-		s = "model"
-	}
+	s := cmp.Or(e.Provider, "model")
 	if e.Status != 0 {
 		s += fmt.Sprintf(": HTTP %d", e.Status)
 	}

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,12 +31,7 @@ type Resumer struct {
 	Logger *slog.Logger
 }
 
-func (r *Resumer) log() *slog.Logger {
-	if r.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return r.Logger
-}
+func (r *Resumer) log() *slog.Logger { return cmp.Or(r.Logger, slog.New(slog.DiscardHandler)) }
 
 // Resolved queues the resumption of e's run when e, an approval.resolved,
 // is the answer that left no call of the run's step waiting, the run has
@@ -58,7 +54,7 @@ func (r *Resumer) Resolved(ctx context.Context, e *events.Event) error {
 	}
 	evs, err := readRun(ctx, r.History, e.AgentID, e.SessionID, e.RunID)
 	if err != nil {
-		return fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, e.AgentID, e.SessionID, err)
+		return err
 	}
 	if err := holds(evs, e.Stored, "the answer "+e.ID); err != nil {
 		return fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, e.AgentID, e.SessionID, err)
@@ -121,11 +117,7 @@ func (r *Resumer) Due(ctx context.Context, w events.Wake) error {
 	if r.History == nil || r.Recorder == nil || r.Queue == nil {
 		return fmt.Errorf("%w: a Resumer needs a History, a Recorder and a Queue", ErrInvalidConfig)
 	}
-	source := r.Source
-	if source == "" {
-		source = DefaultSource
-	}
-	expired, next, err := approval.Expire(ctx, approval.Deps{History: r.History, Recorder: r.Recorder, Source: source, Logger: r.Logger},
+	expired, next, err := approval.Expire(ctx, approval.Deps{History: r.History, Recorder: r.Recorder, Source: cmp.Or(r.Source, DefaultSource), Logger: r.Logger},
 		w.AgentID, w.SessionID, w.RunID)
 	switch {
 	case errors.Is(err, approval.ErrBadAnswer):

@@ -11,9 +11,14 @@ import (
 
 // readRun reads the session of run as the loop folds the run from it
 // (record.ReadRun): a run older than the session's compaction would
-// otherwise look new, and run again from its start.
+// otherwise look new, and run again from its start. An error wraps
+// ErrUnrecorded.
 func readRun(ctx context.Context, h History, agent, session, run string) ([]*events.Event, error) {
-	return record.ReadRun(ctx, h, agent, session, run)
+	evs, err := record.ReadRun(ctx, h, agent, session, run)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read session %s/%s: %w", ErrUnrecorded, agent, session, err)
+	}
+	return evs, nil
 }
 
 // holds returns nil when evs, a read of a session, holds the event stored

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -67,14 +68,12 @@ func (t *Team) Engine(id string) *Engine {
 
 // taskSpec is the Task tool as the model sees it.
 func taskSpec(subs []Subagent) events.ToolSpec {
-	ids := make([]string, len(subs))
 	var desc strings.Builder
 	desc.WriteString("Hands a task to another agent and returns its answer. The agents you may call:\n")
-	for i, s := range subs {
-		ids[i] = s.ID
+	for _, s := range subs {
 		fmt.Fprintf(&desc, "- %s: %s\n", s.ID, s.Description)
 	}
-	enum, _ := json.Marshal(ids)
+	enum, _ := json.Marshal(subagentIDs(subs))
 	params := `{"type":"object","properties":{` +
 		`"description":{"type":"string","description":"A short (3-5 word) description of the task"},` +
 		`"prompt":{"type":"string","description":"The task for the agent to perform"},` +
@@ -105,17 +104,18 @@ func (r *run) callSubagent(ctx context.Context, call events.ToolCall) (events.To
 		return r.subagentFailed(ctx, call, a.SubagentType, "", msg)
 	}
 	if !r.eng.callable(a.SubagentType) {
-		return r.subagentFailed(ctx, call, a.SubagentType, "", fmt.Sprintf("agent %q is not one this agent may call (%s)", a.SubagentType, strings.Join(r.eng.callableIDs(), ", ")))
+		return r.subagentFailed(ctx, call, a.SubagentType, "", fmt.Sprintf("agent %q is not one this agent may call (%s)", a.SubagentType, strings.Join(subagentIDs(r.eng.cfg.Subagents), ", ")))
 	}
 	depth := r.req.Depth + 1
 	if depth > r.eng.cfg.MaxDepth {
 		return r.subagentFailed(ctx, call, a.SubagentType, "", fmt.Sprintf("sub-agents nest at most %d deep", r.eng.cfg.MaxDepth))
 	}
 	child := events.NewID()
-	sb, out, err := intercepted(ctx, r, stage{stage: events.StageSubagentBefore, subject: a.SubagentType, sync: true}, events.SubagentBefore{
+	sb := events.SubagentBefore{
 		AgentID: a.SubagentType, Instruction: a.Prompt, Description: a.Description, CallID: call.ID,
 		SessionID: child, RunID: child, Depth: depth,
-	}, nil)
+	}
+	hooked, out, err := intercepted(ctx, r, stage{stage: events.StageSubagentBefore, subject: a.SubagentType, sync: true}, sb, nil)
 	if err != nil {
 		return events.ToolResult{}, err
 	}
@@ -123,8 +123,7 @@ func (r *run) callSubagent(ctx context.Context, call events.ToolCall) (events.To
 		return r.subagentFailed(ctx, call, a.SubagentType, child, "denied: "+describe(out))
 	}
 	// Only the instruction may change; the rest is the loop's.
-	sb = events.SubagentBefore{AgentID: a.SubagentType, Instruction: sb.Instruction, Description: a.Description,
-		CallID: call.ID, SessionID: child, RunID: child, Depth: depth}
+	sb.Instruction = hooked.Instruction
 	return r.runChild(ctx, call, &sb)
 }
 
@@ -184,36 +183,42 @@ func (r *run) subagentFailed(ctx context.Context, call events.ToolCall, agent, c
 	if err := r.emit(ctx, events.StageSubagentFailed, events.SubagentFailed{AgentID: agent, Error: why, CallID: call.ID, RunID: child}, agent); err != nil {
 		return events.ToolResult{}, err
 	}
-	return events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + why}, nil
+	return errorResult(call, why), nil
 }
 
 // resumeSubagent carries on a Task call whose worker stopped after its
 // tool.before: from what its subagent events recorded.
 func (r *run) resumeSubagent(ctx context.Context, cs *record.Call) (events.ToolResult, error) {
+	if res, ok := subagentEnd(cs); ok {
+		return res, nil
+	}
+	if cs.SubBefore != nil {
+		return r.runChild(ctx, cs.Before.Call, cs.SubBefore)
+	}
+	return r.callSubagent(ctx, cs.Before.Call)
+}
+
+// subagentEnd is the result of a Task call whose sub-agent's end is
+// recorded (subagent.failed or subagent.after); ok is false when none is.
+func subagentEnd(cs *record.Call) (res events.ToolResult, ok bool) {
 	call := cs.Before.Call
 	switch {
 	case cs.SubFailed != nil:
-		return events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + cs.SubFailed.Error}, nil
+		return errorResult(call, cs.SubFailed.Error), true
 	case cs.SubAfter != nil:
-		return subagentResult(call, cs.SubAfter, ""), nil
-	case cs.SubBefore != nil:
-		return r.runChild(ctx, call, cs.SubBefore)
+		return subagentResult(call, cs.SubAfter, ""), true
 	}
-	return r.callSubagent(ctx, call)
+	return events.ToolResult{}, false
 }
 
 func (e *Engine) callable(id string) bool {
-	for _, s := range e.cfg.Subagents {
-		if s.ID == id {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(e.cfg.Subagents, func(s Subagent) bool { return s.ID == id })
 }
 
-func (e *Engine) callableIDs() []string {
-	ids := make([]string, len(e.cfg.Subagents))
-	for i, s := range e.cfg.Subagents {
+// subagentIDs lists the ids of subs.
+func subagentIDs(subs []Subagent) []string {
+	ids := make([]string, len(subs))
+	for i, s := range subs {
 		ids[i] = s.ID
 	}
 	return ids

@@ -51,6 +51,13 @@ func (r *run) callTool(ctx context.Context, call events.ToolCall) error {
 		}
 		return r.toolAfter(ctx, call, res, true)
 	}
+	return r.runTool(ctx, call)
+}
+
+// runTool runs call's tool and records its result through tool.after; when
+// the run's ctx ends meanwhile, nothing: the run's end records the call's
+// outcome.
+func (r *run) runTool(ctx context.Context, call events.ToolCall) error {
 	res := r.execTool(ctx, call)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -128,17 +135,19 @@ func (r *run) resumeCall(ctx context.Context, st *runState, cs *record.Call) err
 	}
 	if t, ok := r.eng.tools[call.Name]; ok && t.Spec().Idempotent {
 		r.eng.cfg.Logger.Info("loop: running an idempotent tool again after its worker stopped", "run", r.req.RunID, "tool", call.Name, "call", call.ID)
-		res := r.execTool(ctx, call)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return r.toolAfter(ctx, call, res, true)
+		return r.runTool(ctx, call)
 	}
 	why := "outcome unknown: the worker running this call stopped before its result was recorded, and the tool was not run again (it is not declared idempotent)"
 	if err := r.emit(ctx, events.StageToolFailed, events.ToolFailed{Call: call, Error: why, Unknown: true}, call.Name); err != nil {
 		return err
 	}
-	return r.toolAfter(ctx, call, events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + why}, false)
+	return r.toolAfter(ctx, call, errorResult(call, why), false)
+}
+
+// errorResult is the result that reports to the model, as an error, why
+// call gave no output.
+func errorResult(call events.ToolCall, why string) events.ToolResult {
+	return events.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: "error: " + why}
 }
 
 func denied(call events.ToolCall, out *interceptors.ChainResult) events.ToolResult {
@@ -192,16 +201,15 @@ func (r *run) execTool(ctx context.Context, call events.ToolCall) events.ToolRes
 	start := time.Now()
 	content, panicked, err := r.invoke(ctx, call)
 	res := events.ToolResult{CallID: call.ID, Name: call.Name, Content: content, DurationMS: time.Since(start).Milliseconds()}
-	if err != nil && ctx.Err() != nil {
-		// The run is interrupted: its end records the call's outcome.
-		res.IsError, res.Content = true, "error: "+err.Error()
+	if err == nil {
 		return res
 	}
-	if err != nil {
-		res.IsError, res.Content = true, "error: "+err.Error()
-		if perr := r.emit(ctx, events.StageToolFailed, events.ToolFailed{Call: call, Error: err.Error(), Panicked: panicked}, call.Name); perr != nil {
-			r.eng.cfg.Logger.Warn("publish tool.failed", "run", r.req.RunID, "err", perr)
-		}
+	res.IsError, res.Content = true, "error: "+err.Error()
+	if ctx.Err() != nil {
+		return res // the run is interrupted: its end records the call's outcome
+	}
+	if perr := r.emit(ctx, events.StageToolFailed, events.ToolFailed{Call: call, Error: err.Error(), Panicked: panicked}, call.Name); perr != nil {
+		r.eng.cfg.Logger.Warn("publish tool.failed", "run", r.req.RunID, "err", perr)
 	}
 	return res
 }

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,10 +24,7 @@ type Worker struct {
 // name on eng (the agents its run consumer serves); log defaults to
 // discarding.
 func NewWorker(eng *Engine, log *slog.Logger) *Worker {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Worker{any: eng, log: log}
+	return &Worker{any: eng, log: cmp.Or(log, slog.New(slog.DiscardHandler))}
 }
 
 // NewAgentsWorker returns a worker running each agent's requests on its own
@@ -34,10 +32,7 @@ func NewWorker(eng *Engine, log *slog.Logger) *Worker {
 // is handed back to the queue, never run nor dropped: give Consume the
 // same agents.
 func NewAgentsWorker(engines map[string]*Engine, log *slog.Logger) *Worker {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Worker{engines: engines, log: log}
+	return &Worker{engines: engines, log: cmp.Or(log, slog.New(slog.DiscardHandler))}
 }
 
 // Handle runs one request. It returns nil when the run's end is recorded
@@ -45,12 +40,10 @@ func NewAgentsWorker(engines map[string]*Engine, log *slog.Logger) *Worker {
 // ids: retrying would not help); it returns the error when the run could not
 // be brought to an end, so the request is delivered again.
 func (w *Worker) Handle(ctx context.Context, req *events.RunRequest) error {
-	eng := w.any
-	if eng == nil {
-		if eng = w.engines[req.AgentID]; eng == nil {
-			w.log.Error("a run request for an agent this worker has no engine for; handed back", "run", req.RunID, "agent", req.AgentID)
-			return fmt.Errorf("%w: no engine for agent %q on this worker", ErrInvalidConfig, req.AgentID)
-		}
+	eng, err := w.engine(req.AgentID)
+	if err != nil {
+		w.log.Error("a run request for an agent this worker has no engine for; handed back", "run", req.RunID, "agent", req.AgentID)
+		return err
 	}
 	res, err := eng.Run(ctx, req)
 	switch {
@@ -79,17 +72,27 @@ func (w *Worker) Handle(ctx context.Context, req *events.RunRequest) error {
 	}
 }
 
+// engine returns the engine that runs agent's requests, or an error
+// wrapping ErrInvalidConfig when the worker has none.
+func (w *Worker) engine(agent string) (*Engine, error) {
+	if w.any != nil {
+		return w.any, nil
+	}
+	if eng := w.engines[agent]; eng != nil {
+		return eng, nil
+	}
+	return nil, fmt.Errorf("%w: no engine for agent %q on this worker", ErrInvalidConfig, agent)
+}
+
 // Close records the end of req's run, run.failed naming cause, when the
 // queue gives its request no more attempts (runs.ConsumerConfig.Close):
 // nobody then waits for a run that will not be attempted again. A run that
 // has an end already is left as it is (nil). It returns an error wrapping
 // ErrUnrecorded when the end could not be recorded.
 func (w *Worker) Close(ctx context.Context, req *events.RunRequest, cause error) error {
-	eng := w.any
-	if eng == nil {
-		if eng = w.engines[req.AgentID]; eng == nil {
-			return fmt.Errorf("%w: no engine for agent %q on this worker", ErrInvalidConfig, req.AgentID)
-		}
+	eng, err := w.engine(req.AgentID)
+	if err != nil {
+		return err
 	}
 	res, err := eng.Close(ctx, req, cause.Error())
 	switch {
