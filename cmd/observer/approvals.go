@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/hookbus/hookbus/audit"
@@ -111,8 +110,7 @@ func approvals(ctx context.Context, a *cli.App, conn *cli.ConnFlags, pos []strin
 		fmt.Fprintln(stderr, "no approvals waiting")
 		return nil
 	}
-	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tAGENT/SESSION\tCALL\tTOOL\tASKED BY\tREASON\tEXPIRES\tSTATE")
+	tw := table(stdout, "RUN\tAGENT/SESSION\tCALL\tTOOL\tASKED BY\tREASON\tEXPIRES\tSTATE")
 	for _, a := range list {
 		by := cmp.Or(a.Requested.Plugin, "policy")
 		state := "waiting"

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"text/tabwriter"
 	"time"
 
 	"github.com/hookbus/hookbus/audit"
@@ -189,6 +190,17 @@ func (p *progress) done(st bus.ReplayStats) {
 		fmt.Fprintf(p.w, ", %d without their data (the object of their dataref is gone)", st.Unfetched)
 	}
 	fmt.Fprintln(p.w)
+}
+
+// newTable writes a table's columns, two spaces apart; the rows end in
+// its Flush.
+func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+
+// table is newTable with its header line written.
+func table(w io.Writer, header string) *tabwriter.Writer {
+	tw := newTable(w)
+	fmt.Fprintln(tw, header)
+	return tw
 }
 
 // shortRun is a run id as the timeline shows it: a prefix that replay

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/cmd/internal/cli"
@@ -43,8 +42,7 @@ func sessionsCmd(a *cli.App) *cobra.Command {
 }
 
 func printSessions(w io.Writer, list []audit.SessionSummary) error {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tSESSION\tRUNS\tEVENTS\tLAST ACTIVITY\tLAST RUN\tSTATUS\tTOKENS\tCALLED BY")
+	tw := table(w, "AGENT\tSESSION\tRUNS\tEVENTS\tLAST ACTIVITY\tLAST RUN\tSTATUS\tTOKENS\tCALLED BY")
 	for _, s := range list {
 		parent := "-"
 		if s.Parent != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/hookbus/hookbus/audit/backtest"
@@ -116,8 +115,7 @@ func printBacktest(w io.Writer, rep *backtest.Report) error {
 	if len(rep.Differences) == 0 {
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tAGENT\tSESSION\tRUN\tEVENT\tSUBJECT\tRECORDED\tCANDIDATE\tREASON")
+	tw := table(w, "TIME\tAGENT\tSESSION\tRUN\tEVENT\tSUBJECT\tRECORDED\tCANDIDATE\tREASON")
 	for _, r := range rep.Differences {
 		rec := r.Recorded
 		if r.RecordedBy != "" {
