@@ -33,12 +33,9 @@ func readApprovals(ctx context.Context, b *bus.Bus, f bus.Filter) (*audit.Approv
 // show and the web page show them), among the runs that asked for
 // approval.
 func approvalRun(as *audit.Approvals, arg string) (string, error) {
-	prefix := (&filterFlags{run: arg}).runPrefix()
-	if prefix == "" {
-		return "", fmt.Errorf("%w: RUN %q holds no run id", cli.ErrUsage, arg)
-	}
-	if err := events.ValidateID("run", prefix); err != nil {
-		return "", fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	prefix, err := runArg(arg)
+	if err != nil {
+		return "", err
 	}
 	var runs []string
 	for _, a := range as.All() {
@@ -78,10 +75,8 @@ func approvals(ctx context.Context, a *cli.App, conn *cli.ConnFlags, pos []strin
 	if len(pos) > 1 {
 		return fmt.Errorf("%w: want at most one RUN, got %d arguments", cli.ErrUsage, len(pos))
 	}
-	if agent != "" {
-		if err := events.ValidateID("agent", agent); err != nil {
-			return fmt.Errorf("%w: %v", cli.ErrUsage, err)
-		}
+	if err := validID("agent", agent); err != nil {
+		return err
 	}
 	c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
 	if err != nil {

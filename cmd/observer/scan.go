@@ -90,15 +90,23 @@ func (d *deskFlags) scanThen(ctx context.Context, filter bus.Filter, stderr io.W
 	return nil
 }
 
+// runArg is the run id, or the prefix of one, that a RUN argument names
+// (as runs and replay show it, ellipsis and all). A bad arg is a usage
+// error.
+func runArg(arg string) (string, error) {
+	prefix := (&filterFlags{run: arg}).runPrefix()
+	if prefix == "" {
+		return "", fmt.Errorf("%w: RUN %q holds no run id", cli.ErrUsage, arg)
+	}
+	return prefix, validID("run", prefix)
+}
+
 // findRun reads the events of the run arg names (an id or a unique
 // prefix of one, as runs and replay show them) into a Show, and returns it
 // with the run's id. A bad arg is a usage error.
 func (d *deskFlags) findRun(ctx context.Context, stderr io.Writer, arg string) (*audit.Show, string, error) {
-	prefix := (&filterFlags{run: arg}).runPrefix()
-	if prefix == "" {
-		return nil, "", fmt.Errorf("%w: RUN %q holds no run id", cli.ErrUsage, arg)
-	}
-	if err := validID("run", prefix); err != nil {
+	prefix, err := runArg(arg)
+	if err != nil {
 		return nil, "", err
 	}
 	show := audit.NewShow(prefix)
