@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -98,14 +99,12 @@ func approvals(ctx context.Context, a *cli.App, conn *cli.ConnFlags, pos []strin
 		}
 		list = slices.DeleteFunc(list, func(a *audit.Approval) bool { return a.RunID != run })
 	}
-	if asJSON {
-		return writeJSONLines(stdout, list)
-	}
-	if len(list) == 0 {
-		fmt.Fprintln(stderr, "no approvals waiting")
-		return nil
-	}
-	tw := table(stdout, "RUN\tAGENT/SESSION\tCALL\tTOOL\tASKED BY\tREASON\tEXPIRES\tSTATE")
+	return writeList(stdout, stderr, asJSON, list, "no approvals waiting", printApprovals)
+}
+
+// printApprovals writes the approvals as a table.
+func printApprovals(w io.Writer, list []*audit.Approval) error {
+	tw := table(w, "RUN\tAGENT/SESSION\tCALL\tTOOL\tASKED BY\tREASON\tEXPIRES\tSTATE")
 	for _, a := range list {
 		by := cmp.Or(a.Requested.Plugin, "policy")
 		state := "waiting"

@@ -91,12 +91,5 @@ func queuedRequests(ctx context.Context, d *deskFlags, agent, session string, st
 	if err != nil {
 		return err
 	}
-	if d.out.JSON() {
-		return writeJSONLines(stdout, list)
-	}
-	if len(list) == 0 {
-		fmt.Fprintln(stderr, "no run requests queued")
-		return nil
-	}
-	return printQueue(stdout, list)
+	return writeList(stdout, stderr, d.out.JSON(), list, "no run requests queued", printQueue)
 }

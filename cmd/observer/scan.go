@@ -135,6 +135,19 @@ func writeJSONLines[T any](w io.Writer, list []T) error {
 	return nil
 }
 
+// writeList writes list as JSON, one value a line (asJSON), or else as a
+// table by printTable; an empty table is none, said on stderr.
+func writeList[T any](stdout, stderr io.Writer, asJSON bool, list []T, none string, printTable func(io.Writer, []T) error) error {
+	switch {
+	case asJSON:
+		return writeJSONLines(stdout, list)
+	case len(list) == 0:
+		fmt.Fprintln(stderr, none)
+		return nil
+	}
+	return printTable(stdout, list)
+}
+
 // lastSeq is the events stream's last sequence, 0 when it cannot be read.
 func lastSeq(ctx context.Context, b *bus.Bus) uint64 {
 	s, err := b.JetStream().Stream(ctx, b.Names().Events)

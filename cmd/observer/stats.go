@@ -30,15 +30,7 @@ func statsCmd(a *cli.App) *cobra.Command {
 			if err := d.scan(ctx, filter, stderr, st.Add); err != nil {
 				return err
 			}
-			list := st.List()
-			if d.out.JSON() {
-				return writeJSONLines(stdout, list)
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(stderr, "no interceptor calls recorded")
-				return nil
-			}
-			return printStats(stdout, list)
+			return writeList(stdout, stderr, d.out.JSON(), st.List(), "no interceptor calls recorded", printStats)
 		}
 	})
 }
