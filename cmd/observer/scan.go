@@ -233,6 +233,15 @@ func shortRun(id string) string {
 	return id
 }
 
+// calledBy is the CALLED BY column: the run that started this one, "-"
+// for none.
+func calledBy(p *audit.RunRef) string {
+	if p == nil {
+		return "-"
+	}
+	return "run " + shortRun(p.RunID)
+}
+
 // when formats a time for the tables.
 func when(t time.Time) string {
 	if t.IsZero() {

@@ -44,12 +44,8 @@ func sessionsCmd(a *cli.App) *cobra.Command {
 func printSessions(w io.Writer, list []audit.SessionSummary) error {
 	tw := table(w, "AGENT\tSESSION\tRUNS\tEVENTS\tLAST ACTIVITY\tLAST RUN\tSTATUS\tTOKENS\tCALLED BY")
 	for _, s := range list {
-		parent := "-"
-		if s.Parent != nil {
-			parent = "run " + shortRun(s.Parent.RunID)
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", s.AgentID, s.SessionID, s.Runs, s.Events,
-			when(s.LastActivity), shortRun(s.LastRunID), s.LastStatus, tokens(s.Usage), parent)
+			when(s.LastActivity), shortRun(s.LastRunID), s.LastStatus, tokens(s.Usage), calledBy(s.Parent))
 	}
 	return tw.Flush()
 }
