@@ -37,7 +37,7 @@ as not matched. Progress goes to stderr every second.
 `
 
 func shadowCmd(a *cli.App) *cobra.Command {
-	return cli.Command("shadow --stage S --plugin P [flags]", "Backtest a candidate interceptor on recorded traffic", shadowLong, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand("shadow --stage S --plugin P [flags]", "Backtest a candidate interceptor on recorded traffic", shadowLong, func(fs *pflag.FlagSet) cli.Run {
 		conn := cli.ConnFlags{App: a, StoreFallback: true}
 		conn.Register(fs)
 		var o shadowOptions
@@ -51,10 +51,7 @@ func shadowCmd(a *cli.App) *cobra.Command {
 		fs.StringVar(&o.kinds, "kinds", "", "send only calls of these action kinds (\"shell|file.write\"; default: P's registered ones)")
 		fs.StringVar(&o.agents, "agents", "", "send only events of agents matching this (default: P's registered matcher)")
 		o.out.Register(fs, "the report, indented")
-		return func(ctx context.Context, pos []string) error {
-			if len(pos) > 0 {
-				return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, pos[0])
-			}
+		return func(ctx context.Context, _ []string) error {
 			return shadow(ctx, a, &conn, o)
 		}
 	})
