@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -109,12 +110,12 @@ func cliRows() []cliRow {
 			note:  "Codex CLI also runs a hook only once a person has trusted it (/hooks in its TUI; headless: codex exec --dangerously-bypass-hook-trust), which loop doctor cannot see"},
 		{name: opencode.OpenCode.Name(), title: "OpenCode", route: "/" + opencode.OpenCode.Agent(), events: opencode.Hooks(), plugin: true,
 			files: func(e doctorEnv) []settingsFile {
-				return pluginFiles(e, filepath.Join(e.home, ".config", "opencode", "plugins"), filepath.Join(e.project, ".opencode", "plugins"))
+				return pluginFiles(filepath.Join(e.home, ".config", "opencode", "plugins"), filepath.Join(e.project, ".opencode", "plugins"))
 			},
 			trust: none},
 		{name: opencode.Kilo.Name(), title: "Kilo Code", route: "/" + opencode.Kilo.Agent(), events: opencode.Hooks(), plugin: true,
 			files: func(e doctorEnv) []settingsFile {
-				return pluginFiles(e, filepath.Join(e.home, ".config", "kilo", "plugins"), filepath.Join(e.project, ".kilo", "plugins"))
+				return pluginFiles(filepath.Join(e.home, ".config", "kilo", "plugins"), filepath.Join(e.project, ".kilo", "plugins"))
 			},
 			trust: none},
 		{name: copilot.HarnessName, title: "GitHub Copilot CLI", route: "/" + copilot.DefaultAgent, events: copilot.Events(),
@@ -164,13 +165,13 @@ func (r cliRow) readHooks(path string) (map[string][]hookEntry, error) {
 	return hookTable(path)
 }
 
-// dirFiles are the files of dir whose names end in ext (dir itself when it
-// has none).
-func dirFiles(dir, scope, ext string) []settingsFile {
+// dirFiles are the files of dir whose names end in one of exts (dir itself
+// when it has none).
+func dirFiles(dir, scope string, exts ...string) []settingsFile {
 	var out []settingsFile
 	ents, _ := os.ReadDir(dir)
 	for _, ent := range ents {
-		if !ent.IsDir() && strings.HasSuffix(ent.Name(), ext) {
+		if !ent.IsDir() && slices.Contains(exts, filepath.Ext(ent.Name())) {
 			out = append(out, settingsFile{scope, filepath.Join(dir, ent.Name())})
 		}
 	}
@@ -258,22 +259,9 @@ func codexHome(e doctorEnv) string {
 
 // pluginFiles are the plugin files of the user's and the project's plugin
 // directories (the directory itself when it has none).
-func pluginFiles(_ doctorEnv, user, project string) []settingsFile {
-	var out []settingsFile
-	for _, d := range []settingsFile{{"user", user}, {"project", project}} {
-		ents, err := os.ReadDir(d.path)
-		n := 0
-		for _, ent := range ents {
-			if ext := filepath.Ext(ent.Name()); !ent.IsDir() && (ext == ".js" || ext == ".ts" || ext == ".mjs") {
-				out = append(out, settingsFile{d.scope, filepath.Join(d.path, ent.Name())})
-				n++
-			}
-		}
-		if err != nil || n == 0 {
-			out = append(out, settingsFile{d.scope, d.path})
-		}
-	}
-	return out
+func pluginFiles(user, project string) []settingsFile {
+	exts := []string{".js", ".ts", ".mjs"}
+	return append(dirFiles(user, "user", exts...), dirFiles(project, "project", exts...)...)
 }
 
 // hookEntry is one hook a settings file gives an event.

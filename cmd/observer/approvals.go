@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/hookbus/hookbus/audit"
@@ -34,12 +34,9 @@ func readApprovals(ctx context.Context, b *bus.Bus, f bus.Filter) (*audit.Approv
 // show and the web page show them), among the runs that asked for
 // approval.
 func approvalRun(as *audit.Approvals, arg string) (string, error) {
-	prefix := (&filterFlags{run: arg}).runPrefix()
-	if prefix == "" {
-		return "", fmt.Errorf("%w: RUN %q holds no run id", cli.ErrUsage, arg)
-	}
-	if err := events.ValidateID("run", prefix); err != nil {
-		return "", fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	prefix, err := runArg(arg)
+	if err != nil {
+		return "", err
 	}
 	var runs []string
 	for _, a := range as.All() {
@@ -79,10 +76,8 @@ func approvals(ctx context.Context, a *cli.App, conn *cli.ConnFlags, pos []strin
 	if len(pos) > 1 {
 		return fmt.Errorf("%w: want at most one RUN, got %d arguments", cli.ErrUsage, len(pos))
 	}
-	if agent != "" {
-		if err := events.ValidateID("agent", agent); err != nil {
-			return fmt.Errorf("%w: %v", cli.ErrUsage, err)
-		}
+	if err := validID("agent", agent); err != nil {
+		return err
 	}
 	c, err := conn.Open(ctx, "hookbus-observer", a.Log.Logger(stderr), cli.ReadOnly)
 	if err != nil {
@@ -104,15 +99,12 @@ func approvals(ctx context.Context, a *cli.App, conn *cli.ConnFlags, pos []strin
 		}
 		list = slices.DeleteFunc(list, func(a *audit.Approval) bool { return a.RunID != run })
 	}
-	if asJSON {
-		return writeJSONLines(stdout, list)
-	}
-	if len(list) == 0 {
-		fmt.Fprintln(stderr, "no approvals waiting")
-		return nil
-	}
-	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tAGENT/SESSION\tCALL\tTOOL\tASKED BY\tREASON\tEXPIRES\tSTATE")
+	return writeList(stdout, stderr, asJSON, list, "no approvals waiting", printApprovals)
+}
+
+// printApprovals writes the approvals as a table.
+func printApprovals(w io.Writer, list []*audit.Approval) error {
+	tw := table(w, "RUN\tAGENT/SESSION\tCALL\tTOOL\tASKED BY\tREASON\tEXPIRES\tSTATE")
 	for _, a := range list {
 		by := cmp.Or(a.Requested.Plugin, "policy")
 		state := "waiting"

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/hookbus/hookbus/bus/budgets"
@@ -160,8 +159,7 @@ func printBudgets(w io.Writer, limits []budgets.Limit, uses []budgets.Use) error
 	for _, u := range uses {
 		byAgent[u.Agent] = append(byAgent[u.Agent], u)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tSESSION\tPERIOD\tSINCE\tTOKENS\tCOST\tUNDER WAY")
+	tw := table(w, "AGENT\tSESSION\tPERIOD\tSINCE\tTOKENS\tCOST\tUNDER WAY")
 	for _, l := range limits {
 		rows := byAgent[l.Agent]
 		if len(rows) == 0 {

@@ -129,13 +129,7 @@ func printExplainedHook(w io.Writer, n int, h *audit.HookCall) {
 	if h.Remote {
 		where = "remote"
 	}
-	s := fmt.Sprintf("  %d. %s  %s", n, h.Plugin, h.Decision)
-	if f := h.Failure; f != nil {
-		s += fmt.Sprintf(" (%s, policy %s: %s): %s", f.Kind, f.Policy, f.Outcome, f.Error)
-	}
-	if h.Reason != "" {
-		s += " " + events.Quote(h.Reason, 0)
-	}
+	s := fmt.Sprintf("  %d. %s  %s", n, h.Plugin, decided(h))
 	s += "  (" + micros(h.LatencyUS) + ", " + where
 	if h.Shadow {
 		s += ", shadow: not applied"

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/hookbus/hookbus/bus/remote"
@@ -354,8 +353,7 @@ func listHooks(ctx context.Context, r *remote.Registry, w io.Writer, asJSON bool
 	if len(regs) == 0 {
 		fmt.Fprintln(w, "no interceptors registered")
 	} else {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "STAGE\tORDER\tPLUGIN\tTIMEOUT\tPOLICY\tMODE\tTOOLS\tAGENTS\tPRIVILEGED\tSTATE")
+		tw := table(w, "STAGE\tORDER\tPLUGIN\tTIMEOUT\tPOLICY\tMODE\tTOOLS\tAGENTS\tPRIVILEGED\tSTATE")
 		for i, reg := range regs {
 			d := reg.WithDefaults()
 			priv := "no"

@@ -8,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/hookbus/hookbus/bus/policies"
@@ -115,7 +114,7 @@ func policyApplyCmd(a *cli.App, lint bool) *cobra.Command {
 				return err
 			}
 			if lint {
-				w := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
+				w := newTable(a.Out)
 				for _, p := range ps {
 					fmt.Fprintf(w, "%s\t%s\t%s\tok\n", p.Name, p.Version, string(p.Spec.Mode))
 				}
@@ -127,7 +126,7 @@ func policyApplyCmd(a *cli.App, lint bool) *cobra.Command {
 			}
 			defer release()
 			st := policies.New(c.Bus)
-			w := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
+			w := newTable(a.Out)
 			defer w.Flush()
 			for _, p := range ps {
 				_, changed, err := st.Put(gctx, p, events.Actor{Channel: events.ChannelCLI, DeclaredBy: note})
@@ -261,8 +260,7 @@ func printPolicies(w io.Writer, rows []policyRow) error {
 		_, err := fmt.Fprintln(w, "no policies stored (observer policy apply -f FILE)")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tVERSION\tMODE\tROLLOUT\tSTAGES\tKINDS\tAPPLIED BY\tAPPLIED AT")
+	tw := table(w, "NAME\tVERSION\tMODE\tROLLOUT\tSTAGES\tKINDS\tAPPLIED BY\tAPPLIED AT")
 	for _, r := range rows {
 		if r.Error != "" {
 			fmt.Fprintf(tw, "%s\t%s\t?\t\t\t\t%s\t%s\t(%s)\n", r.Name, r.Version, r.AppliedBy.Identity, r.AppliedAt.Format(time.RFC3339), r.Error)

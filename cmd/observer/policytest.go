@@ -9,7 +9,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/hookbus/hookbus/audit/policytest"
@@ -171,8 +170,7 @@ func printPolicyTest(w io.Writer, rep *policytest.Report) error {
 		since = "since " + rep.Since.UTC().Format(time.RFC3339)
 	}
 	fmt.Fprintf(w, "%d policies tested on %d events (%s; %s): %s would change\n\n", len(rep.Policies), rep.Events, since, scope, calls(rep.Flips()))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POLICY\tMODE\tROLLOUT\tCALLS\tSENT\tMATCHED\tDENIED\tALLOWED\tREWRITTEN\tASKED\tFAILED\tNOT REBUILT")
+	tw := table(w, "POLICY\tMODE\tROLLOUT\tCALLS\tSENT\tMATCHED\tDENIED\tALLOWED\tREWRITTEN\tASKED\tFAILED\tNOT REBUILT")
 	for _, p := range rep.Policies {
 		var sum policytest.Count
 		for _, c := range p.Counts {
@@ -197,8 +195,7 @@ func printPolicyTest(w io.Writer, rep *policytest.Report) error {
 		return nil
 	}
 	fmt.Fprintln(w, "\nPer agent and harness:")
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POLICY\tAGENT\tHARNESS\tCALLS\tDENIED\tALLOWED\tREWRITTEN\tASKED\tFAILED")
+	tw = table(w, "POLICY\tAGENT\tHARNESS\tCALLS\tDENIED\tALLOWED\tREWRITTEN\tASKED\tFAILED")
 	for _, p := range rep.Policies {
 		for _, c := range p.Counts {
 			if c.Total() == 0 {
@@ -216,12 +213,11 @@ func printPolicyTest(w io.Writer, rep *policytest.Report) error {
 		}
 		partial := p.Mode == "enforce" && p.Rollout < 100
 		fmt.Fprintf(w, "\n%s: %s would change (%s)\n", p.Name, calls(len(p.Flips)), modeWords(p))
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		head := "  FLIP\tAGENT\tHARNESS\tRUN\tCALL\tTOOL\tACTION\tWAS\tRULE\tMESSAGE"
 		if partial {
 			head += "\tENFORCED"
 		}
-		fmt.Fprintln(tw, head)
+		tw = table(w, head)
 		for _, f := range p.Flips {
 			call := cmp.Or(f.CallID, "event "+f.EventID)
 			action, rule, msg := "-", "-", "-"

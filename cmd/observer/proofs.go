@@ -45,8 +45,7 @@ tlog-proof). observer verify-proof checks it offline; so does any RFC 6962 verif
 		checkpoint := fs.String("checkpoint", "latest", "the checkpoint to prove against: latest (the latest stored, cosigned by every --witness-key) or a file holding one")
 		wkeys := verifiersFlag{witness: true}
 		fs.Var(&wkeys, "witness-key", "a witness whose cosignature the checkpoint must carry (its verifier key, or a file); repeatable")
-		return func(ctx context.Context, args []string) error {
-			pos := args
+		return func(ctx context.Context, pos []string) error {
 			if len(pos) != 1 {
 				return fmt.Errorf("%w: want one RUN (an id or a prefix of one), got %d arguments", cli.ErrUsage, len(pos))
 			}
@@ -126,8 +125,7 @@ the checkpoint, and says so).`, func(fs *pflag.FlagSet) cli.Run {
 		})
 		asJSON := fs.Bool("json", false, "the result as JSON (tlog.ProofResult)")
 		unended := fs.Bool("unended", false, "accept a proof without the run's end (a run that had not ended at the checkpoint): no_end is a note, not a failure")
-		return func(ctx context.Context, args []string) error {
-			pos := args
+		return func(ctx context.Context, pos []string) error {
 			if len(pos) != 1 {
 				return fmt.Errorf("%w: want one proof file, got %d arguments", cli.ErrUsage, len(pos))
 			}

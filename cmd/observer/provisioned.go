@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/hookbus/hookbus/bus"
 	"github.com/hookbus/hookbus/cmd/internal/cli"
@@ -67,8 +66,7 @@ func printProvisioned(w io.Writer, assets []asset, asJSON bool) error {
 			Assets []asset `json:"assets"`
 		}{assets})
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tNAME\tREPLICAS\tMAX AGE")
+	tw := table(w, "KIND\tNAME\tREPLICAS\tMAX AGE")
 	for _, a := range assets {
 		age := cmp.Or(a.MaxAge, "forever")
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", a.Kind, a.Name, a.Replicas, age)

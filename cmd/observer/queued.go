@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/hookbus/hookbus/bus/runs"
@@ -56,8 +55,7 @@ func readQueue(ctx context.Context, c *cli.Conn, agent, session string, stderr i
 
 // printQueue writes the queue as a table.
 func printQueue(w io.Writer, list []queuedRun) error {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUED\tAGENT\tSESSION\tDEFINITION\tKIND\tAGE\tSTATE")
+	tw := table(w, "QUEUED\tAGENT\tSESSION\tDEFINITION\tKIND\tAGE\tSTATE")
 	for _, q := range list {
 		kind := "new run"
 		switch {
@@ -93,12 +91,5 @@ func queuedRequests(ctx context.Context, d *deskFlags, agent, session string, st
 	if err != nil {
 		return err
 	}
-	if d.out.JSON() {
-		return writeJSONLines(stdout, list)
-	}
-	if len(list) == 0 {
-		fmt.Fprintln(stderr, "no run requests queued")
-		return nil
-	}
-	return printQueue(stdout, list)
+	return writeList(stdout, stderr, d.out.JSON(), list, "no run requests queued", printQueue)
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/bus"
@@ -97,16 +96,11 @@ then the requests still on the run queue, and what each waits for ("no worker se
 }
 
 func printRuns(w io.Writer, list []audit.RunSummary) error {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tAGENT\tSESSION\tSTART\tDURATION\tSTEPS\tSTATUS\tTOKENS\tWORKER\tCALLED BY")
+	tw := table(w, "RUN\tAGENT\tSESSION\tSTART\tDURATION\tSTEPS\tSTATUS\tTOKENS\tWORKER\tCALLED BY")
 	for _, r := range list {
-		parent := "-"
-		if r.Parent != nil {
-			parent = "run " + shortRun(r.Parent.RunID)
-		}
 		worker := cmp.Or(r.Worker, "-")
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", shortRun(r.RunID), r.AgentID, r.SessionID,
-			when(r.Start), duration(r.Duration()), r.Steps, r.Status, tokens(r.Usage), worker, parent)
+			when(r.Start), duration(r.Duration()), r.Steps, r.Status, tokens(r.Usage), worker, calledBy(r.Parent))
 	}
 	return tw.Flush()
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"text/tabwriter"
 	"time"
 
 	"github.com/hookbus/hookbus/audit"
@@ -89,15 +90,23 @@ func (d *deskFlags) scanThen(ctx context.Context, filter bus.Filter, stderr io.W
 	return nil
 }
 
+// runArg is the run id, or the prefix of one, that a RUN argument names
+// (as runs and replay show it, ellipsis and all). A bad arg is a usage
+// error.
+func runArg(arg string) (string, error) {
+	prefix := (&filterFlags{run: arg}).runPrefix()
+	if prefix == "" {
+		return "", fmt.Errorf("%w: RUN %q holds no run id", cli.ErrUsage, arg)
+	}
+	return prefix, validID("run", prefix)
+}
+
 // findRun reads the events of the run arg names (an id or a unique
 // prefix of one, as runs and replay show them) into a Show, and returns it
 // with the run's id. A bad arg is a usage error.
 func (d *deskFlags) findRun(ctx context.Context, stderr io.Writer, arg string) (*audit.Show, string, error) {
-	prefix := (&filterFlags{run: arg}).runPrefix()
-	if prefix == "" {
-		return nil, "", fmt.Errorf("%w: RUN %q holds no run id", cli.ErrUsage, arg)
-	}
-	if err := validID("run", prefix); err != nil {
+	prefix, err := runArg(arg)
+	if err != nil {
 		return nil, "", err
 	}
 	show := audit.NewShow(prefix)
@@ -124,6 +133,19 @@ func writeJSONLines[T any](w io.Writer, list []T) error {
 		}
 	}
 	return nil
+}
+
+// writeList writes list as JSON, one value a line (asJSON), or else as a
+// table by printTable; an empty table is none, said on stderr.
+func writeList[T any](stdout, stderr io.Writer, asJSON bool, list []T, none string, printTable func(io.Writer, []T) error) error {
+	switch {
+	case asJSON:
+		return writeJSONLines(stdout, list)
+	case len(list) == 0:
+		fmt.Fprintln(stderr, none)
+		return nil
+	}
+	return printTable(stdout, list)
 }
 
 // lastSeq is the events stream's last sequence, 0 when it cannot be read.
@@ -191,6 +213,17 @@ func (p *progress) done(st bus.ReplayStats) {
 	fmt.Fprintln(p.w)
 }
 
+// newTable writes a table's columns, two spaces apart; the rows end in
+// its Flush.
+func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+
+// table is newTable with its header line written.
+func table(w io.Writer, header string) *tabwriter.Writer {
+	tw := newTable(w)
+	fmt.Fprintln(tw, header)
+	return tw
+}
+
 // shortRun is a run id as the timeline shows it: a prefix that replay
 // --run and show accept.
 func shortRun(id string) string {
@@ -198,6 +231,15 @@ func shortRun(id string) string {
 		return id[:cli.RunIDShown] + "…"
 	}
 	return id
+}
+
+// calledBy is the CALLED BY column: the run that started this one, "-"
+// for none.
+func calledBy(p *audit.RunRef) string {
+	if p == nil {
+		return "-"
+	}
+	return "run " + shortRun(p.RunID)
 }
 
 // when formats a time for the tables.

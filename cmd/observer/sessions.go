@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/cmd/internal/cli"
@@ -43,15 +42,10 @@ func sessionsCmd(a *cli.App) *cobra.Command {
 }
 
 func printSessions(w io.Writer, list []audit.SessionSummary) error {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tSESSION\tRUNS\tEVENTS\tLAST ACTIVITY\tLAST RUN\tSTATUS\tTOKENS\tCALLED BY")
+	tw := table(w, "AGENT\tSESSION\tRUNS\tEVENTS\tLAST ACTIVITY\tLAST RUN\tSTATUS\tTOKENS\tCALLED BY")
 	for _, s := range list {
-		parent := "-"
-		if s.Parent != nil {
-			parent = "run " + shortRun(s.Parent.RunID)
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", s.AgentID, s.SessionID, s.Runs, s.Events,
-			when(s.LastActivity), shortRun(s.LastRunID), s.LastStatus, tokens(s.Usage), parent)
+			when(s.LastActivity), shortRun(s.LastRunID), s.LastStatus, tokens(s.Usage), calledBy(s.Parent))
 	}
 	return tw.Flush()
 }

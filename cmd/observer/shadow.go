@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/hookbus/hookbus/audit/backtest"
@@ -38,7 +37,7 @@ as not matched. Progress goes to stderr every second.
 `
 
 func shadowCmd(a *cli.App) *cobra.Command {
-	return cli.Command("shadow --stage S --plugin P [flags]", "Backtest a candidate interceptor on recorded traffic", shadowLong, func(fs *pflag.FlagSet) cli.Run {
+	return cli.NoArgsCommand("shadow --stage S --plugin P [flags]", "Backtest a candidate interceptor on recorded traffic", shadowLong, func(fs *pflag.FlagSet) cli.Run {
 		conn := cli.ConnFlags{App: a, StoreFallback: true}
 		conn.Register(fs)
 		var o shadowOptions
@@ -52,10 +51,7 @@ func shadowCmd(a *cli.App) *cobra.Command {
 		fs.StringVar(&o.kinds, "kinds", "", "send only calls of these action kinds (\"shell|file.write\"; default: P's registered ones)")
 		fs.StringVar(&o.agents, "agents", "", "send only events of agents matching this (default: P's registered matcher)")
 		o.out.Register(fs, "the report, indented")
-		return func(ctx context.Context, pos []string) error {
-			if len(pos) > 0 {
-				return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, pos[0])
-			}
+		return func(ctx context.Context, _ []string) error {
 			return shadow(ctx, a, &conn, o)
 		}
 	})
@@ -116,8 +112,7 @@ func printBacktest(w io.Writer, rep *backtest.Report) error {
 	if len(rep.Differences) == 0 {
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tAGENT\tSESSION\tRUN\tEVENT\tSUBJECT\tRECORDED\tCANDIDATE\tREASON")
+	tw := table(w, "TIME\tAGENT\tSESSION\tRUN\tEVENT\tSUBJECT\tRECORDED\tCANDIDATE\tREASON")
 	for _, r := range rep.Differences {
 		rec := r.Recorded
 		if r.RecordedBy != "" {

@@ -77,15 +77,22 @@ func printItem(w io.Writer, it *audit.Item, ind string) {
 	}
 }
 
-// printHook writes one interceptor's decision and what it changed.
-func printHook(w io.Writer, h *audit.HookCall, ind string) {
-	s := fmt.Sprintf("%s▸ %s on %s: %s", ind, h.Plugin, h.Stage, h.Decision)
+// decided is a hook call's decision, with its failure when it failed and
+// its reason when it gave one.
+func decided(h *audit.HookCall) string {
+	s := h.Decision
 	if f := h.Failure; f != nil {
 		s += fmt.Sprintf(" (%s, policy %s: %s): %s", f.Kind, f.Policy, f.Outcome, f.Error)
 	}
 	if h.Reason != "" {
 		s += " " + events.Quote(h.Reason, 0)
 	}
+	return s
+}
+
+// printHook writes one interceptor's decision and what it changed.
+func printHook(w io.Writer, h *audit.HookCall, ind string) {
+	s := fmt.Sprintf("%s▸ %s on %s: %s", ind, h.Plugin, h.Stage, decided(h))
 	if h.Result != nil {
 		s += " → result " + events.Quote(h.Result.Content, 0)
 	}

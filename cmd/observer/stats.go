@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/hookbus/hookbus/audit"
 	"github.com/hookbus/hookbus/cmd/internal/cli"
@@ -31,22 +30,13 @@ func statsCmd(a *cli.App) *cobra.Command {
 			if err := d.scan(ctx, filter, stderr, st.Add); err != nil {
 				return err
 			}
-			list := st.List()
-			if d.out.JSON() {
-				return writeJSONLines(stdout, list)
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(stderr, "no interceptor calls recorded")
-				return nil
-			}
-			return printStats(stdout, list)
+			return writeList(stdout, stderr, d.out.JSON(), st.List(), "no interceptor calls recorded", printStats)
 		}
 	})
 }
 
 func printStats(w io.Writer, list []audit.PluginStats) error {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLUGIN\tSTAGE\tCALLS\tP50\tP99\tALLOW\tMODIFY\tDENY\tMOCK\tASK\tSTOP\tTIMEOUT\tNO_RESP\tBAD_REPLY\tERROR\tPANIC\tOPEN\tCLOSED")
+	tw := table(w, "PLUGIN\tSTAGE\tCALLS\tP50\tP99\tALLOW\tMODIFY\tDENY\tMOCK\tASK\tSTOP\tTIMEOUT\tNO_RESP\tBAD_REPLY\tERROR\tPANIC\tOPEN\tCLOSED")
 	for _, p := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t", p.Plugin, p.Stage, p.Calls, micros(p.P50US), micros(p.P99US))
 		for _, k := range []string{"allow", "modify", "deny", "mock", "ask", "stop"} {
