@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,8 +21,25 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the commands' output")
 
 func TestMain(m *testing.M) {
-	// Tables print local times: the goldens are in UTC.
-	time.Local = time.UTC
+	// Tables print local times: the goldens are in UTC. The zone is set
+	// through TZ, by running the tests again in a process that has it,
+	// because writing time.Local races with goroutines that packages'
+	// init functions started (nats-server's process sampler).
+	if os.Getenv("TZ") != "UTC" {
+		cmd := exec.Command(os.Args[0], os.Args[1:]...)
+		cmd.Env = append(os.Environ(), "TZ=UTC")
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		switch {
+		case errors.As(err, &exit):
+			os.Exit(exit.ExitCode())
+		case err != nil:
+			fmt.Fprintln(os.Stderr, "run the tests with TZ=UTC:", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
