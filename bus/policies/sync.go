@@ -289,8 +289,3 @@ func (s *Syncer) Stop() {
 	<-s.done
 	s.unregister.Do(s.unregisterAll)
 }
-
-// Done is closed when the sync no longer follows the bucket: after Stop,
-// or when its watch ended (the connection closed). In the second case the
-// chain keeps the policies of the moment until Stop removes them.
-func (s *Syncer) Done() <-chan struct{} { return s.done }
