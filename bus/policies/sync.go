@@ -194,15 +194,7 @@ func (s *Syncer) compile(e jetstream.KeyValueEntry) (*policy.Compiled, error) {
 
 // wanted reports whether p matches a stage the sync serves.
 func (s *Syncer) wanted(p *policy.Policy) bool {
-	if len(s.stages) == 0 {
-		return true
-	}
-	for _, st := range p.Spec.Match.Stages {
-		if slices.Contains(s.stages, st) {
-			return true
-		}
-	}
-	return false
+	return len(s.stages) == 0 || slices.ContainsFunc(p.Spec.Match.Stages, func(st events.Stage) bool { return slices.Contains(s.stages, st) })
 }
 
 // install registers c, or puts it in force in place of the version loaded
