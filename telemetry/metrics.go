@@ -195,15 +195,12 @@ func (m *Metrics) Observe(e *events.Event) {
 		}
 	case events.StageApprovalRequested:
 		m.stopRun(e.RunID)
-	case events.StageRunCompleted:
-		if p, err := events.Data[events.RunCompleted](e); err == nil {
+	case events.StageRunCompleted, events.StageRunFailed:
+		if e.Stage == events.StageRunFailed {
+			m.runsEnded.WithLabelValues(e.AgentID, "failed").Inc()
+		} else if p, err := events.Data[events.RunCompleted](e); err == nil {
 			m.runsEnded.WithLabelValues(e.AgentID, p.Reason).Inc()
 		}
-		delete(m.open, e.RunID)
-		delete(m.approvals, e.RunID)
-		m.stopRun(e.RunID)
-	case events.StageRunFailed:
-		m.runsEnded.WithLabelValues(e.AgentID, "failed").Inc()
 		delete(m.open, e.RunID)
 		delete(m.approvals, e.RunID)
 		m.stopRun(e.RunID)
