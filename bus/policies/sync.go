@@ -174,7 +174,7 @@ func (s *Syncer) apply(e jetstream.KeyValueEntry) {
 
 // compile decodes and compiles a stored policy.
 func (s *Syncer) compile(e jetstream.KeyValueEntry) (*policy.Compiled, error) {
-	rec, err := decodeRecord(e.Key(), e.Value(), e.Revision())
+	rec, err := decodeRecord(e)
 	if err != nil {
 		return nil, err
 	}
