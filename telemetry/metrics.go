@@ -60,27 +60,24 @@ func NewMetrics() *Metrics {
 	h := func(name, help string, labels ...string) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets}, labels)
 	}
+	c := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		runsStarted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbus_runs_started_total",
-			Help: "Runs started (a run's first run.started; resumed attempts are not counted)."}, []string{"agent"}),
-		runsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbus_runs_ended_total",
-			Help: "Runs ended, by reason (run.completed's: done, denied, stopped, rejected, max_steps, cost_limit, interrupted; failed for run.failed)."}, []string{"agent", "reason"}),
-		steps:      h("hookbus_step_duration_seconds", "Steps, from step.started to step.completed.", "agent"),
-		modelCalls: h("hookbus_model_call_duration_seconds", "Model calls, from context.assembled to model.responded (outcome ok) or the model.failed that ends the call (outcome failed); retries included.", "agent", "provider", "outcome"),
-		toolCalls:  h("hookbus_tool_call_duration_seconds", "Tool calls, from tool.before to tool.after (hooks and approvals included), by outcome: ok, error, denied, mocked.", "agent", "tool", "outcome"),
-		hookCalls:  h("hookbus_interceptor_duration_seconds", "Interceptor calls, as hook.decided and hook.failed record them (decision failed for a failure).", "plugin", "stage", "decision"),
-		hookFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbus_interceptor_failures_total",
-			Help: "Interceptor failures (hook.failed), by kind: timeout, no_responders, bad_reply, error, panic."}, []string{"plugin", "stage", "kind"}),
-		publish: h("hookbus_publish_duration_seconds", "Event appends a worker waited for: a write-ahead append (append_sync), a claim, a flush of the asynchronous appends.", "op"),
+		reg:          prometheus.NewRegistry(),
+		runsStarted:  c("hookbus_runs_started_total", "Runs started (a run's first run.started; resumed attempts are not counted).", "agent"),
+		runsEnded:    c("hookbus_runs_ended_total", "Runs ended, by reason (run.completed's: done, denied, stopped, rejected, max_steps, cost_limit, interrupted; failed for run.failed).", "agent", "reason"),
+		steps:        h("hookbus_step_duration_seconds", "Steps, from step.started to step.completed.", "agent"),
+		modelCalls:   h("hookbus_model_call_duration_seconds", "Model calls, from context.assembled to model.responded (outcome ok) or the model.failed that ends the call (outcome failed); retries included.", "agent", "provider", "outcome"),
+		toolCalls:    h("hookbus_tool_call_duration_seconds", "Tool calls, from tool.before to tool.after (hooks and approvals included), by outcome: ok, error, denied, mocked.", "agent", "tool", "outcome"),
+		hookCalls:    h("hookbus_interceptor_duration_seconds", "Interceptor calls, as hook.decided and hook.failed record them (decision failed for a failure).", "plugin", "stage", "decision"),
+		hookFailures: c("hookbus_interceptor_failures_total", "Interceptor failures (hook.failed), by kind: timeout, no_responders, bad_reply, error, panic.", "plugin", "stage", "kind"),
+		publish:      h("hookbus_publish_duration_seconds", "Event appends a worker waited for: a write-ahead append (append_sync), a claim, a flush of the asynchronous appends.", "op"),
 		queueLag: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookbus_run_queue_lag_seconds",
 			Help: "Run requests, from submission to a worker taking them.", Buckets: latencyBuckets}),
-		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbus_events_total",
-			Help: "Events seen, by stage."}, []string{"stage"}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbus_model_tokens_total",
-			Help: "Model tokens, as each model.responded reports them, by type: input (read) or output (written)."}, []string{"agent", "provider", "model", "type"}),
-		cost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbus_model_cost_usd_total",
-			Help: "What model calls cost, in US dollars, at the prices of the agent's definition (calls of models without prices add nothing)."}, []string{"agent", "provider", "model"}),
+		events: c("hookbus_events_total", "Events seen, by stage.", "stage"),
+		tokens: c("hookbus_model_tokens_total", "Model tokens, as each model.responded reports them, by type: input (read) or output (written).", "agent", "provider", "model", "type"),
+		cost:   c("hookbus_model_cost_usd_total", "What model calls cost, in US dollars, at the prices of the agent's definition (calls of models without prices add nothing).", "agent", "provider", "model"),
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hookbus_runs_in_flight",
 			Help: "Runs under way: from a run.started to the run's end, to an approval.requested (the run then waits for a human), or, in a worker, to the end of its attempt."}, []string{"agent"}),
 		open:      map[string]*runClock{},
@@ -198,15 +195,12 @@ func (m *Metrics) Observe(e *events.Event) {
 		}
 	case events.StageApprovalRequested:
 		m.stopRun(e.RunID)
-	case events.StageRunCompleted:
-		if p, err := events.Data[events.RunCompleted](e); err == nil {
+	case events.StageRunCompleted, events.StageRunFailed:
+		if e.Stage == events.StageRunFailed {
+			m.runsEnded.WithLabelValues(e.AgentID, "failed").Inc()
+		} else if p, err := events.Data[events.RunCompleted](e); err == nil {
 			m.runsEnded.WithLabelValues(e.AgentID, p.Reason).Inc()
 		}
-		delete(m.open, e.RunID)
-		delete(m.approvals, e.RunID)
-		m.stopRun(e.RunID)
-	case events.StageRunFailed:
-		m.runsEnded.WithLabelValues(e.AgentID, "failed").Inc()
 		delete(m.open, e.RunID)
 		delete(m.approvals, e.RunID)
 		m.stopRun(e.RunID)

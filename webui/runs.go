@@ -1,7 +1,6 @@
 package webui
 
 import (
-	"sort"
 	"strings"
 
 	"github.com/hookbus/hookbus/audit"
@@ -100,6 +99,5 @@ func listRuns(rs *audit.Runs, q RunQuery) ([]*RunSummary, []*SessionSummary) {
 	for i := len(ss) - 1; i >= 0; i-- {
 		sessions = append(sessions, &SessionSummary{SessionSummary: ss[i], Waiting: waiting[[2]string{ss[i].AgentID, ss[i].SessionID}]})
 	}
-	sort.SliceStable(sessions, func(i, j int) bool { return sessions[i].LastActivity.After(sessions[j].LastActivity) })
 	return runs, sessions
 }

@@ -260,11 +260,18 @@ func (s *Budgets) Limit(ctx context.Context, agent string) (Limit, bool, error) 
 	if err != nil {
 		return Limit{}, false, s.limitsKV.Err(ctx, "get "+limitKey(agent)+" from", err)
 	}
+	l, err := decodeLimit(e)
+	return l, err == nil, err
+}
+
+// decodeLimit reads a budget from its entry in the limits bucket. The
+// error wraps ErrRegistry.
+func decodeLimit(e jetstream.KeyValueEntry) (Limit, error) {
 	var l Limit
 	if err := json.Unmarshal(e.Value(), &l); err != nil {
-		return Limit{}, false, fmt.Errorf("%w: budget %s: %v", ErrRegistry, e.Key(), err)
+		return Limit{}, fmt.Errorf("%w: budget %s: %v", ErrRegistry, e.Key(), err)
 	}
-	return l, true, nil
+	return l, nil
 }
 
 // List returns every budget and every use record, by agent (then session).
@@ -287,9 +294,9 @@ func (s *Budgets) List(ctx context.Context) ([]Limit, []Use, error) {
 		if !strings.HasPrefix(e.Key(), "limit.") {
 			return
 		}
-		var l Limit
-		if err := json.Unmarshal(e.Value(), &l); err != nil {
-			bad = cmp.Or(bad, fmt.Errorf("%w: budget %s: %v", ErrRegistry, e.Key(), err))
+		l, err := decodeLimit(e)
+		if err != nil {
+			bad = cmp.Or(bad, err)
 			return
 		}
 		limits = append(limits, l)

@@ -2,8 +2,6 @@ package budgets
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -130,9 +128,7 @@ func (s *Budgets) apply(e jetstream.KeyValueEntry) {
 	var h heldLimit
 	put := e.Operation() == jetstream.KeyValuePut
 	if put {
-		if err := json.Unmarshal(e.Value(), &h.l); err != nil {
-			h.err = fmt.Errorf("%w: budget %s: %v", ErrRegistry, e.Key(), err)
-		}
+		h.l, h.err = decodeLimit(e)
 	}
 	s.hold(agent, e.Revision(), h, put)
 }

@@ -128,10 +128,10 @@ func readSlot(ctx context.Context, s jetstream.Stream, subject string) (int64, e
 	var v struct {
 		Val string `json:"val"`
 	}
-	if err := json.Unmarshal(m.Data, &v); err != nil {
-		return 0, fmt.Errorf("%w: counter %s holds %q, not a counter's value", ErrRecord, subject, m.Data)
+	var n int64
+	if err = json.Unmarshal(m.Data, &v); err == nil {
+		n, err = strconv.ParseInt(v.Val, 10, 64)
 	}
-	n, err := strconv.ParseInt(v.Val, 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("%w: counter %s holds %q, not a counter's value", ErrRecord, subject, m.Data)
 	}

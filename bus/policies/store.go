@@ -78,16 +78,16 @@ func (r Record) Policy() (*policy.Policy, error) {
 	return ps[0], nil
 }
 
-// decodeRecord reads a trust bucket entry of key.
-func decodeRecord(key string, value []byte, rev uint64) (Record, error) {
+// decodeRecord reads a policy's entry of the trust bucket.
+func decodeRecord(e jetstream.KeyValueEntry) (Record, error) {
 	var r Record
-	if err := json.Unmarshal(value, &r); err != nil {
-		return Record{}, fmt.Errorf("%w: %s: %v", ErrUnreadable, key, err)
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return Record{}, fmt.Errorf("%w: %s: %v", ErrUnreadable, e.Key(), err)
 	}
-	if name, _ := policyName(key); r.Name != name {
-		return Record{}, fmt.Errorf("%w: %s holds policy %q", ErrUnreadable, key, r.Name)
+	if name, _ := policyName(e.Key()); r.Name != name {
+		return Record{}, fmt.Errorf("%w: %s holds policy %q", ErrUnreadable, e.Key(), r.Name)
 	}
-	r.Revision = rev
+	r.Revision = e.Revision()
 	return r, nil
 }
 
@@ -187,7 +187,7 @@ func (s *Store) Get(ctx context.Context, name string) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	return decodeRecord(e.Key(), e.Value(), e.Revision())
+	return decodeRecord(e)
 }
 
 // get reads key, which holds what, from the bucket; the error wraps
@@ -223,7 +223,7 @@ func (s *Store) List(ctx context.Context) (recs []Record, skipped []error, err e
 		if _, ok := policyName(e.Key()); !ok {
 			return
 		}
-		r, err := decodeRecord(e.Key(), e.Value(), e.Revision())
+		r, err := decodeRecord(e)
 		if err != nil {
 			skipped = append(skipped, err)
 			return
@@ -250,7 +250,7 @@ func (s *Store) Delete(ctx context.Context, name string, by events.Actor) error 
 	if err != nil {
 		return err
 	}
-	cur, _ := decodeRecord(e.Key(), e.Value(), e.Revision()) // an unreadable entry is deleted too
+	cur, _ := decodeRecord(e) // an unreadable entry is deleted too
 	c, err := s.b.WhoAmI(ctx)
 	if err != nil {
 		return err
@@ -333,7 +333,7 @@ func (s *Store) bucketErr(ctx context.Context, what string, err error) error {
 
 // permission adds ErrPermission to a refusal of the server.
 func permission(err error) error {
-	if err != nil && errors.Is(err, nats.ErrPermissionViolation) {
+	if errors.Is(err, nats.ErrPermissionViolation) {
 		return fmt.Errorf("%w (only the admin writes policies): %w", ErrPermission, err)
 	}
 	return err

@@ -174,7 +174,7 @@ func (s *Syncer) apply(e jetstream.KeyValueEntry) {
 
 // compile decodes and compiles a stored policy.
 func (s *Syncer) compile(e jetstream.KeyValueEntry) (*policy.Compiled, error) {
-	rec, err := decodeRecord(e.Key(), e.Value(), e.Revision())
+	rec, err := decodeRecord(e)
 	if err != nil {
 		return nil, err
 	}
@@ -194,15 +194,7 @@ func (s *Syncer) compile(e jetstream.KeyValueEntry) (*policy.Compiled, error) {
 
 // wanted reports whether p matches a stage the sync serves.
 func (s *Syncer) wanted(p *policy.Policy) bool {
-	if len(s.stages) == 0 {
-		return true
-	}
-	for _, st := range p.Spec.Match.Stages {
-		if slices.Contains(s.stages, st) {
-			return true
-		}
-	}
-	return false
+	return len(s.stages) == 0 || slices.ContainsFunc(p.Spec.Match.Stages, func(st events.Stage) bool { return slices.Contains(s.stages, st) })
 }
 
 // install registers c, or puts it in force in place of the version loaded
@@ -289,8 +281,3 @@ func (s *Syncer) Stop() {
 	<-s.done
 	s.unregister.Do(s.unregisterAll)
 }
-
-// Done is closed when the sync no longer follows the bucket: after Stop,
-// or when its watch ended (the connection closed). In the second case the
-// chain keeps the policies of the moment until Stop removes them.
-func (s *Syncer) Done() <-chan struct{} { return s.done }

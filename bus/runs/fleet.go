@@ -205,10 +205,11 @@ func (f *Fleet) each(ctx context.Context, kv jetstream.KeyValue, fn func(jetstre
 
 func decodeDefinition(e jetstream.KeyValueEntry) (*AgentDefinition, error) {
 	var d AgentDefinition
-	if err := json.Unmarshal(e.Value(), &d); err != nil {
-		return nil, fmt.Errorf("%w: definition %s in %s: %v", ErrFleet, e.Key(), e.Bucket(), err)
+	err := json.Unmarshal(e.Value(), &d)
+	if err == nil {
+		err = events.ValidateDigest(d.Digest)
 	}
-	if err := events.ValidateDigest(d.Digest); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("%w: definition %s in %s: %v", ErrFleet, e.Key(), e.Bucket(), err)
 	}
 	return &d, nil

@@ -77,7 +77,7 @@ func (q *Queue) List(ctx context.Context, agent string) (list []Pending, truncat
 			seq = m.Sequence + 1
 		}
 	}
-	sortQueued(list)
+	slices.SortFunc(list, func(a, b Pending) int { return cmp.Compare(a.Seq, b.Seq) })
 	markTaken(ctx, st, list)
 	return list, false, nil
 }
@@ -99,10 +99,6 @@ func (q *Queue) queued(m *jetstream.RawStreamMsg) Pending {
 		p.RunID, p.SessionID, p.Resume, p.Compact = r.RunID, r.SessionID, r.Resume, r.Compact
 	}
 	return p
-}
-
-func sortQueued(list []Pending) {
-	slices.SortFunc(list, func(a, b Pending) int { return cmp.Compare(a.Seq, b.Seq) })
 }
 
 // markTaken sets Taken on the requests the default pool's consumer of

@@ -354,24 +354,20 @@ func (c *Checkpointer) consumer(ctx context.Context) (jetstream.Consumer, error)
 	defer cancel()
 	js, stream := c.b.JetStream(), c.b.Names().Events
 	cons, err := js.Consumer(ctx, stream, c.cfg.Durable)
-	if err == nil {
-		return cons, nil
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		cfg := jetstream.ConsumerConfig{
+			Durable:       c.cfg.Durable,
+			Description:   "hookbus checkpointer (" + c.cfg.Signer.Name() + ")",
+			AckPolicy:     jetstream.AckAllPolicy,
+			AckWait:       max(2*c.cfg.Interval, 30*time.Second),
+			MaxAckPending: max(2*c.cfg.Every, 1024),
+			MaxDeliver:    -1,
+		}
+		if c.size > 0 {
+			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, c.size+1
+		}
+		cons, err = js.CreateConsumer(ctx, stream, cfg)
 	}
-	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, fmt.Errorf("%w: checkpointer consumer %s: %w", bus.ErrConsumer, c.cfg.Durable, err)
-	}
-	cfg := jetstream.ConsumerConfig{
-		Durable:       c.cfg.Durable,
-		Description:   "hookbus checkpointer (" + c.cfg.Signer.Name() + ")",
-		AckPolicy:     jetstream.AckAllPolicy,
-		AckWait:       max(2*c.cfg.Interval, 30*time.Second),
-		MaxAckPending: max(2*c.cfg.Every, 1024),
-		MaxDeliver:    -1,
-	}
-	if c.size > 0 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, c.size+1
-	}
-	cons, err = js.CreateConsumer(ctx, stream, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: checkpointer consumer %s: %w", bus.ErrConsumer, c.cfg.Durable, err)
 	}
