@@ -93,9 +93,6 @@ type Input struct {
 	in *claudecode.Input
 }
 
-// Claude returns the input read as Claude Code's.
-func (c *Input) Claude() *claudecode.Input { return c.in }
-
 // Event is hook_event_name.
 func (c *Input) Event() string { return string(c.in.HookEventName) }
 

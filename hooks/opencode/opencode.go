@@ -106,9 +106,6 @@ type Input struct {
 	h  Harness
 }
 
-// Claude returns the input read as Claude Code's.
-func (c *Input) Claude() *claudecode.Input { return c.in }
-
 // Event is hook_event_name: the Claude Code event the plugin's hook
 // stands for.
 func (c *Input) Event() string { return string(c.in.HookEventName) }
