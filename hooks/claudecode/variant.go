@@ -118,7 +118,19 @@ func (c *variantInput) Map() (*harness.Mapped, error) {
 		return nil, err
 	}
 	m.Normalize(c.v.Tools)
-	name := func(s string) string { return strings.Replace(s, "Claude Code", c.v.Product, 1) }
+	Rename(m, c.v.Product)
+	if p, ok := m.Payload.(events.SubagentBefore); ok {
+		p.Description = strings.Replace(p.Description, "Claude Code", c.v.Product, 1)
+		m.Payload = p
+	}
+	return m, nil
+}
+
+// Rename puts product (an agent that speaks Claude Code's schema) in the
+// place of Claude Code's name in the words of m's run.completed (Detail),
+// run.failed (Error) and approval.requested (Reason) payloads.
+func Rename(m *harness.Mapped, product string) {
+	name := func(s string) string { return strings.Replace(s, "Claude Code", product, 1) }
 	switch p := m.Payload.(type) {
 	case events.RunCompleted:
 		p.Detail = name(p.Detail)
@@ -129,11 +141,7 @@ func (c *variantInput) Map() (*harness.Mapped, error) {
 	case events.ApprovalRequested:
 		p.Reason = name(p.Reason)
 		m.Payload = p
-	case events.SubagentBefore:
-		p.Description = name(p.Description)
-		m.Payload = p
 	}
-	return m, nil
 }
 
 // Answer is AnswerOutcome as the JSON a hook prints (exit 0: a reason

@@ -124,18 +124,7 @@ func (c *Input) Map() (*harness.Mapped, error) {
 		return nil, err
 	}
 	m.Normalize(events.HarnessCodex)
-	if rc, ok := m.Payload.(events.RunCompleted); ok {
-		rc.Detail = strings.Replace(rc.Detail, "Claude Code", "Codex CLI", 1)
-		m.Payload = rc
-	}
-	if rf, ok := m.Payload.(events.RunFailed); ok {
-		rf.Error = strings.Replace(rf.Error, "Claude Code", "Codex CLI", 1)
-		m.Payload = rf
-	}
-	if ar, ok := m.Payload.(events.ApprovalRequested); ok {
-		ar.Reason = "Codex CLI asks for permission"
-		m.Payload = ar
-	}
+	claudecode.Rename(m, "Codex CLI")
 	return m, nil
 }
 

@@ -127,15 +127,7 @@ func (c *Input) Map() (*harness.Mapped, error) {
 		return nil, err
 	}
 	m.Normalize(c.h.action)
-	name := c.h.title
-	switch p := m.Payload.(type) {
-	case events.RunCompleted:
-		p.Detail = strings.Replace(p.Detail, "Claude Code", name, 1)
-		m.Payload = p
-	case events.RunFailed:
-		p.Error = strings.Replace(p.Error, "Claude Code", name, 1)
-		m.Payload = p
-	}
+	claudecode.Rename(m, c.h.title)
 	return m, nil
 }
 
