@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -175,9 +176,7 @@ func (h *Hook) Post(ctx context.Context, in *claudecode.Input) (claudecode.Reply
 	if err != nil {
 		return claudecode.Reply{}, fmt.Errorf("http hook %s: %w", h.url, err)
 	}
-	for k, v := range h.headers {
-		req.Header[k] = v
-	}
+	maps.Copy(req.Header, h.headers)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := h.cfg.Client.Do(req)
 	if err != nil {
