@@ -69,7 +69,7 @@ func (a *Agent) Build(ctx context.Context, log *slog.Logger) (*Built, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: agent %q: model %s: %v", ErrBuild, a.ID, a.Model, err)
 	}
-	root := a.root()
+	root := a.RootDir()
 	var ts []loop.Tool
 	if len(a.Tools) > 0 {
 		if st, err := os.Stat(root); err != nil || !st.IsDir() {
@@ -135,8 +135,10 @@ func (a *Agent) bashConfig() tools.BashConfig {
 	return c
 }
 
-// root is the agent's root directory, relative to the file.
-func (a *Agent) root() string {
+// RootDir is the agent's root directory: relative paths of its file tools
+// start there, Bash and its command hooks run there. A relative root is
+// taken from the agent's file.
+func (a *Agent) RootDir() string {
 	r := a.Root
 	if r == "" {
 		return a.dir()

@@ -42,7 +42,3 @@ func (h *Hooks) UnmarshalYAML(n *yaml.Node) error {
 	h.Settings, h.raw = s, b
 	return nil
 }
-
-// RootDir is the agent's root directory: relative paths of its file tools
-// start there, Bash and its command hooks run there.
-func (a *Agent) RootDir() string { return a.root() }

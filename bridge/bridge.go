@@ -157,23 +157,7 @@ func (b *Bridge) Serve(ctx context.Context, raw []byte) (*harness.Reply, error) 
 //     could not be written, their answer, with a warning.
 func (b *Bridge) HandleInput(ctx context.Context, in harness.Input) (*harness.Reply, error) {
 	out, err := b.decide(ctx, in)
-	var u *unrecorded
-	switch {
-	case err == nil:
-		return in.Answer(out)
-	case errors.As(err, &u):
-		if u.decided != nil {
-			d := *u.decided
-			d.Warnings = append(append([]string(nil), d.Warnings...), fmt.Sprintf("hookbus: this event was decided but not recorded (%v)", u.cause))
-			r, aerr := in.Answer(&d)
-			if aerr == nil {
-				return r, err
-			}
-		}
-		return in.Outage(b.cfg.Policy, u.cause), err
-	default:
-		return nil, err
-	}
+	return answer(b.cfg.Policy, out, err, in.Answer, in.Outage)
 }
 
 // Handle is HandleInput for a Claude Code hook input, its answer as
@@ -181,21 +165,36 @@ func (b *Bridge) HandleInput(ctx context.Context, in harness.Input) (*harness.Re
 // {}: an http hook's empty answer).
 func (b *Bridge) Handle(ctx context.Context, in *claudecode.Input) (*claudecode.Output, error) {
 	out, err := b.decide(ctx, claudecode.Bridged(in, b.cfg.Answer))
+	say := func(out *harness.Outcome) (*claudecode.Output, error) {
+		return claudecode.AnswerOutcome(in, out, b.cfg.Answer)
+	}
+	outage := func(policy interceptors.Policy, cause error) *claudecode.Output {
+		return claudecode.OutageAnswer(in, policy, cause)
+	}
+	return answer(b.cfg.Policy, out, err, say, outage)
+}
+
+// answer words decide's outcome (out, err) with say. When the interceptors
+// had decided but the event was not recorded, it is their outcome with a
+// warning; when they had not, or it cannot be worded, the outage answer
+// under policy. Either way the error is decide's. Bad input has no answer.
+func answer[R any](policy interceptors.Policy, out *harness.Outcome, err error, say func(*harness.Outcome) (R, error), outage func(interceptors.Policy, error) R) (R, error) {
 	var u *unrecorded
 	switch {
 	case err == nil:
-		return claudecode.AnswerOutcome(in, out, b.cfg.Answer)
+		return say(out)
 	case errors.As(err, &u):
 		if u.decided != nil {
 			d := *u.decided
 			d.Warnings = append(append([]string(nil), d.Warnings...), fmt.Sprintf("hookbus: this event was decided but not recorded (%v)", u.cause))
-			if o, aerr := claudecode.AnswerOutcome(in, &d, b.cfg.Answer); aerr == nil {
-				return o, err
+			if r, aerr := say(&d); aerr == nil {
+				return r, err
 			}
 		}
-		return claudecode.OutageAnswer(in, b.cfg.Policy, u.cause), err
+		return outage(policy, u.cause), err
 	default:
-		return nil, err
+		var none R
+		return none, err
 	}
 }
 

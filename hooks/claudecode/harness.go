@@ -46,23 +46,19 @@ func (h Harness) Parse(raw []byte) (harness.Input, error) {
 
 // Bridged returns in as a harness.Input answered with opts.
 func Bridged(in *Input, opts AnswerOptions) harness.Input {
-	return &bridged{in: in, opts: opts}
+	return &bridged{Input: in, opts: opts}
 }
 
 // bridged is a Claude Code hook input as the bridge handles it.
 type bridged struct {
-	in   *Input
+	*Input
 	opts AnswerOptions
 }
-
-func (b *bridged) Event() string   { return string(b.in.HookEventName) }
-func (b *bridged) Session() string { return b.in.SessionID }
-func (b *bridged) Raw() []byte     { return b.in.raw }
 
 // Map is Input.ToHookbus, with nil for an event recorded as a
 // harness.event.
 func (b *bridged) Map() (*harness.Mapped, error) {
-	m, err := b.in.ToHookbus()
+	m, err := b.Input.ToHookbus()
 	if errors.Is(err, ErrUnmapped) {
 		return nil, nil
 	}
@@ -71,16 +67,16 @@ func (b *bridged) Map() (*harness.Mapped, error) {
 
 // Limit is the event's Limit (the 600 s default for an event hookbus
 // does not know).
-func (b *bridged) Limit() time.Duration { return b.in.HookEventName.Limit() }
+func (b *bridged) Limit() time.Duration { return b.Input.HookEventName.Limit() }
 
 // Answer is AnswerOutcome as the JSON a hook prints; nothing at all on an
 // event recorded as a harness.event (WorktreeCreate reads a command
 // hook's stdout as the worktree's path).
 func (b *bridged) Answer(out *harness.Outcome) (*harness.Reply, error) {
-	if b.in.HookEventName.Stage() == "" {
+	if b.Input.HookEventName.Stage() == "" {
 		return &harness.Reply{}, nil
 	}
-	o, err := AnswerOutcome(b.in, out, b.opts)
+	o, err := AnswerOutcome(b.Input, out, b.opts)
 	if err != nil {
 		return nil, err
 	}
@@ -90,10 +86,10 @@ func (b *bridged) Answer(out *harness.Outcome) (*harness.Reply, error) {
 // Outage is OutageAnswer as the JSON a hook prints; nothing on an event
 // recorded as a harness.event.
 func (b *bridged) Outage(policy interceptors.Policy, cause error) *harness.Reply {
-	if b.in.HookEventName.Stage() == "" {
+	if b.Input.HookEventName.Stage() == "" {
 		return &harness.Reply{}
 	}
-	return &harness.Reply{Stdout: OutageAnswer(b.in, policy, cause).JSON()}
+	return &harness.Reply{Stdout: OutageAnswer(b.Input, policy, cause).JSON()}
 }
 
 // AnswerOutcome is the Output that tells Claude Code what hookbus decided

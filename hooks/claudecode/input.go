@@ -75,6 +75,12 @@ type Input struct {
 // otherwise).
 func (in *Input) Raw() []byte { return in.raw }
 
+// Event is hook_event_name.
+func (in *Input) Event() string { return string(in.HookEventName) }
+
+// Session is session_id.
+func (in *Input) Session() string { return in.SessionID }
+
 // Env is what an input says about where the hook runs, beyond the event.
 type Env struct {
 	// Cwd is the agent's root: the hook's working directory.

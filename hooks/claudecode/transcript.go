@@ -184,6 +184,13 @@ func FillTranscripts(ctx context.Context, t Transcripts, event HookEvent, ev *ev
 	}
 }
 
+// HookInput is the input of event's hooks on ev (NewInput) with the
+// transcripts t writes (FillTranscripts).
+func HookInput(ctx context.Context, t Transcripts, event HookEvent, ev *events.Event, env Env, log *slog.Logger) (*Input, error) {
+	FillTranscripts(ctx, t, event, ev, &env, log)
+	return NewInput(event, ev, env)
+}
+
 // Path writes the session's transcript as it stands and returns its path.
 // The error wraps events.ErrInvalidID for a bad id, or is Conversations' or
 // the file system's.

@@ -74,18 +74,14 @@ func (v Variant) Parse(raw []byte) (harness.Input, error) {
 	if v.Fix != nil {
 		v.Fix(in, raw)
 	}
-	return &variantInput{v: v, in: in}, nil
+	return &variantInput{v: v, Input: in}, nil
 }
 
 // variantInput is a hook input of a Variant in Claude Code's schema.
 type variantInput struct {
-	v  Variant
-	in *Input
+	*Input
+	v Variant
 }
-
-func (c *variantInput) Event() string   { return string(c.in.HookEventName) }
-func (c *variantInput) Session() string { return c.in.SessionID }
-func (c *variantInput) Raw() []byte     { return c.in.raw }
 
 // Limit is the variant's limit for the event.
 func (c *variantInput) Limit() time.Duration {
@@ -95,11 +91,11 @@ func (c *variantInput) Limit() time.Duration {
 // stage is the stage the input is recorded as: "" for a harness.event.
 func (c *variantInput) stage() events.Stage {
 	st := c.v.Table.StageOf(c.Event())
-	if st == "" || c.in.HookEventName.Stage() == "" {
+	if st == "" || c.Input.HookEventName.Stage() == "" {
 		return ""
 	}
 	if c.v.Skip != nil {
-		if _, skip := c.v.Skip(c.in); skip {
+		if _, skip := c.v.Skip(c.Input); skip {
 			return ""
 		}
 	}
@@ -113,12 +109,24 @@ func (c *variantInput) Map() (*harness.Mapped, error) {
 	if c.stage() == "" {
 		return nil, nil
 	}
-	m, err := c.in.ToHookbus()
+	m, err := c.Input.ToHookbus()
 	if err != nil {
 		return nil, err
 	}
 	m.Normalize(c.v.Tools)
-	name := func(s string) string { return strings.Replace(s, "Claude Code", c.v.Product, 1) }
+	Rename(m, c.v.Product)
+	if p, ok := m.Payload.(events.SubagentBefore); ok {
+		p.Description = strings.Replace(p.Description, "Claude Code", c.v.Product, 1)
+		m.Payload = p
+	}
+	return m, nil
+}
+
+// Rename puts product (an agent that speaks Claude Code's schema) in the
+// place of Claude Code's name in the words of m's run.completed (Detail),
+// run.failed (Error) and approval.requested (Reason) payloads.
+func Rename(m *harness.Mapped, product string) {
+	name := func(s string) string { return strings.Replace(s, "Claude Code", product, 1) }
 	switch p := m.Payload.(type) {
 	case events.RunCompleted:
 		p.Detail = name(p.Detail)
@@ -129,11 +137,7 @@ func (c *variantInput) Map() (*harness.Mapped, error) {
 	case events.ApprovalRequested:
 		p.Reason = name(p.Reason)
 		m.Payload = p
-	case events.SubagentBefore:
-		p.Description = name(p.Description)
-		m.Payload = p
 	}
-	return m, nil
 }
 
 // Answer is AnswerOutcome as the JSON a hook prints (exit 0: a reason
@@ -143,7 +147,7 @@ func (c *variantInput) Answer(out *harness.Outcome) (*harness.Reply, error) {
 	if c.stage() == "" {
 		return &harness.Reply{}, nil
 	}
-	if c.v.DenyRewrite && c.in.HookEventName == PreToolUse && out != nil && out.Chain != nil && out.Chain.Decision == interceptors.Modify {
+	if c.v.DenyRewrite && c.Input.HookEventName == PreToolUse && out != nil && out.Chain != nil && out.Chain.Decision == interceptors.Modify {
 		p, err := interceptors.ResultData[events.ToolBefore](out.Chain)
 		if err != nil {
 			return nil, err
@@ -151,11 +155,11 @@ func (c *variantInput) Answer(out *harness.Outcome) (*harness.Reply, error) {
 		o := *out
 		chain := *out.Chain
 		chain.Decision = interceptors.Deny
-		chain.Reason = fmt.Sprintf("hookbus rewrote this call, which %s does not run in the place of yours: call %s again with the arguments %s", c.v.Product, c.in.ToolName, compactJSON(p.Call.Arguments))
+		chain.Reason = fmt.Sprintf("hookbus rewrote this call, which %s does not run in the place of yours: call %s again with the arguments %s", c.v.Product, c.Input.ToolName, compactJSON(p.Call.Arguments))
 		o.Chain = &chain
 		out = &o
 	}
-	o, err := AnswerOutcome(c.in, out, c.v.Options)
+	o, err := AnswerOutcome(c.Input, out, c.v.Options)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +172,7 @@ func (c *variantInput) Outage(policy interceptors.Policy, cause error) *harness.
 	if c.stage() == "" {
 		return &harness.Reply{}
 	}
-	return &harness.Reply{Stdout: OutageAnswer(c.in, policy, cause).JSON()}
+	return &harness.Reply{Stdout: OutageAnswer(c.Input, policy, cause).JSON()}
 }
 
 // nativeInput is a hook input of a Variant in the agent's own schema: a

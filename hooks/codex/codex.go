@@ -56,8 +56,6 @@ func Events() []string { return table.Names() }
 // event recorded as a harness.event, or one Codex CLI does not have.
 func StageOf(event string) events.Stage { return table.StageOf(event) }
 
-func limitOf(event string) time.Duration { return table.LimitOf(event, DefaultHookLimit) }
-
 // Harness is Codex CLI as a harness of the bridge (harness.Protocol).
 type Harness struct{}
 
@@ -85,29 +83,18 @@ func (Harness) Parse(raw []byte) (harness.Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Input{in: in}, nil
+	return &Input{Input: in}, nil
 }
 
-// Input is a Codex CLI hook input.
+// Input is a Codex CLI hook input: Claude Code's, its session_id the
+// thread's id.
 type Input struct {
-	in *claudecode.Input
+	*claudecode.Input
 }
-
-// Claude returns the input read as Claude Code's.
-func (c *Input) Claude() *claudecode.Input { return c.in }
-
-// Event is hook_event_name.
-func (c *Input) Event() string { return string(c.in.HookEventName) }
-
-// Session is session_id (the thread's id).
-func (c *Input) Session() string { return c.in.SessionID }
-
-// Raw is the input as read.
-func (c *Input) Raw() []byte { return c.in.Raw() }
 
 // Limit is the event's default hook timeout: 600 s, 3 s for SessionEnd
 // and Interrupt (which Codex CLI caps there).
-func (c *Input) Limit() time.Duration { return limitOf(c.Event()) }
+func (c *Input) Limit() time.Duration { return table.LimitOf(c.Event(), DefaultHookLimit) }
 
 // Map returns the stage event the input is recorded as: Claude Code's
 // mapping for the events Codex CLI shares with it, run.completed
@@ -122,23 +109,12 @@ func (c *Input) Map() (*harness.Mapped, error) {
 		return &harness.Mapped{Stage: events.StageRunCompleted,
 			Payload: events.RunCompleted{Reason: events.ReasonInterrupted, Detail: "Codex CLI turn interrupted"}}, nil
 	}
-	m, err := c.in.ToHookbus()
+	m, err := c.Input.ToHookbus()
 	if err != nil {
 		return nil, err
 	}
 	m.Normalize(events.HarnessCodex)
-	if rc, ok := m.Payload.(events.RunCompleted); ok {
-		rc.Detail = strings.Replace(rc.Detail, "Claude Code", "Codex CLI", 1)
-		m.Payload = rc
-	}
-	if rf, ok := m.Payload.(events.RunFailed); ok {
-		rf.Error = strings.Replace(rf.Error, "Claude Code", "Codex CLI", 1)
-		m.Payload = rf
-	}
-	if ar, ok := m.Payload.(events.ApprovalRequested); ok {
-		ar.Reason = "Codex CLI asks for permission"
-		m.Payload = ar
-	}
+	claudecode.Rename(m, "Codex CLI")
 	return m, nil
 }
 
@@ -151,11 +127,11 @@ func (c *Input) Answer(out *harness.Outcome) (*harness.Reply, error) {
 	if StageOf(c.Event()) == "" {
 		return &harness.Reply{}, nil
 	}
-	o, err := claudecode.AnswerOutcome(c.in, out, claudecode.AnswerOptions{ApproveModified: true})
+	o, err := claudecode.AnswerOutcome(c.Input, out, claudecode.AnswerOptions{ApproveModified: true})
 	if err != nil {
 		return nil, err
 	}
-	return reply(Conform(c.in, o)), nil
+	return reply(Conform(c.Input, o)), nil
 }
 
 // Outage is Claude Code's outage answer within Codex CLI's rules.
@@ -163,7 +139,7 @@ func (c *Input) Outage(policy interceptors.Policy, cause error) *harness.Reply {
 	if StageOf(c.Event()) == "" {
 		return &harness.Reply{}
 	}
-	return reply(Conform(c.in, claudecode.OutageAnswer(c.in, policy, cause)))
+	return reply(Conform(c.Input, claudecode.OutageAnswer(c.Input, policy, cause)))
 }
 
 func reply(o *claudecode.Output) *harness.Reply {

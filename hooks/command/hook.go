@@ -161,7 +161,7 @@ func (h *Hook) Intercept(ctx context.Context, req *interceptors.Request) (*inter
 	if !claudecode.Applies(h.event, req.Event) {
 		return claudecode.NotRun(h.event), nil
 	}
-	in, err := h.input(ctx, req.Event)
+	in, err := claudecode.HookInput(ctx, h.cfg.Transcripts, h.event, req.Event, claudecode.Env{Cwd: h.cfg.Root, Model: h.cfg.Model}, h.cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -196,13 +196,6 @@ func (h *Hook) Intercept(ctx context.Context, req *interceptors.Request) (*inter
 
 // Wait waits for the async runs started so far.
 func (h *Hook) Wait() { h.bg.Wait() }
-
-// input builds the hook's input, writing the transcripts it names.
-func (h *Hook) input(ctx context.Context, ev *events.Event) (*claudecode.Input, error) {
-	env := claudecode.Env{Cwd: h.cfg.Root, Model: h.cfg.Model}
-	claudecode.FillTranscripts(ctx, h.cfg.Transcripts, h.event, ev, &env, h.cfg.Logger)
-	return claudecode.NewInput(h.event, ev, env)
-}
 
 // Run runs the hook with in as its stdin and returns its exit status and
 // output. It returns once the hook exited and every process it left in its

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,7 +17,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/hooks/claudecode"
 	"github.com/hookbus/hookbus/interceptors"
 )
@@ -139,7 +139,7 @@ func (h *Hook) Intercept(ctx context.Context, req *interceptors.Request) (*inter
 	if !claudecode.Applies(h.event, req.Event) {
 		return claudecode.NotRun(h.event), nil
 	}
-	in, err := h.input(ctx, req.Event)
+	in, err := claudecode.HookInput(ctx, h.cfg.Transcripts, h.event, req.Event, claudecode.Env{Cwd: h.cfg.Cwd, Model: h.cfg.Model}, h.cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -156,12 +156,6 @@ func (h *Hook) BoundByContext() {}
 
 var _ interceptors.ContextBound = (*Hook)(nil)
 
-func (h *Hook) input(ctx context.Context, ev *events.Event) (*claudecode.Input, error) {
-	env := claudecode.Env{Cwd: h.cfg.Cwd, Model: h.cfg.Model}
-	claudecode.FillTranscripts(ctx, h.cfg.Transcripts, h.event, ev, &env, h.cfg.Logger)
-	return claudecode.NewInput(h.event, ev, env)
-}
-
 // Post sends in and returns the 2xx response's body as a Reply (exit
 // status 0). Another status is an error wrapping ErrStatus that quotes
 // the start of the body; ctx's deadline is an error wrapping
@@ -175,9 +169,7 @@ func (h *Hook) Post(ctx context.Context, in *claudecode.Input) (claudecode.Reply
 	if err != nil {
 		return claudecode.Reply{}, fmt.Errorf("http hook %s: %w", h.url, err)
 	}
-	for k, v := range h.headers {
-		req.Header[k] = v
-	}
+	maps.Copy(req.Header, h.headers)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := h.cfg.Client.Do(req)
 	if err != nil {

@@ -95,9 +95,7 @@ func (h *Hook) Intercept(ctx context.Context, req *interceptors.Request) (*inter
 	if !claudecode.Applies(h.event, req.Event) {
 		return claudecode.NotRun(h.event), nil
 	}
-	env := claudecode.Env{Cwd: h.cfg.Cwd, Model: h.cfg.Model}
-	claudecode.FillTranscripts(ctx, h.cfg.Transcripts, h.event, req.Event, &env, h.cfg.Logger)
-	in, err := claudecode.NewInput(h.event, req.Event, env)
+	in, err := claudecode.HookInput(ctx, h.cfg.Transcripts, h.event, req.Event, claudecode.Env{Cwd: h.cfg.Cwd, Model: h.cfg.Model}, h.cfg.Logger)
 	if err != nil {
 		return nil, err
 	}

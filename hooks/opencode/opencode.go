@@ -97,27 +97,16 @@ func (h Harness) Parse(raw []byte) (harness.Input, error) {
 	if in.SessionID == "" {
 		return nil, fmt.Errorf("%w: %s: no session_id", harness.ErrBadInput, in.HookEventName)
 	}
-	return &Input{in: in, h: h}, nil
+	return &Input{Input: in, h: h}, nil
 }
 
 // Input is one hook input of the plugin.
+// Its event (hook_event_name) is the Claude Code event the plugin's hook
+// stands for, its session (session_id) OpenCode's session id (ses_...).
 type Input struct {
-	in *claudecode.Input
-	h  Harness
+	*claudecode.Input
+	h Harness
 }
-
-// Claude returns the input read as Claude Code's.
-func (c *Input) Claude() *claudecode.Input { return c.in }
-
-// Event is hook_event_name: the Claude Code event the plugin's hook
-// stands for.
-func (c *Input) Event() string { return string(c.in.HookEventName) }
-
-// Session is session_id: OpenCode's session id (ses_...).
-func (c *Input) Session() string { return c.in.SessionID }
-
-// Raw is the input as read.
-func (c *Input) Raw() []byte { return c.in.Raw() }
 
 // Limit is the plugin's default wait for the gateway.
 func (c *Input) Limit() time.Duration { return DefaultHookLimit }
@@ -125,20 +114,12 @@ func (c *Input) Limit() time.Duration { return DefaultHookLimit }
 // Map returns the stage event the input is recorded as (Claude Code's
 // mapping), its tool call's action from OpenCode's tool table.
 func (c *Input) Map() (*harness.Mapped, error) {
-	m, err := c.in.ToHookbus()
+	m, err := c.Input.ToHookbus()
 	if err != nil {
 		return nil, err
 	}
 	m.Normalize(c.h.action)
-	name := c.h.title
-	switch p := m.Payload.(type) {
-	case events.RunCompleted:
-		p.Detail = strings.Replace(p.Detail, "Claude Code", name, 1)
-		m.Payload = p
-	case events.RunFailed:
-		p.Error = strings.Replace(p.Error, "Claude Code", name, 1)
-		m.Payload = p
-	}
+	claudecode.Rename(m, c.h.title)
 	return m, nil
 }
 
@@ -158,7 +139,7 @@ type Answer struct {
 
 // Answer words the outcome as the plugin's Answer.
 func (c *Input) Answer(out *harness.Outcome) (*harness.Reply, error) {
-	o, err := claudecode.AnswerOutcome(c.in, out, claudecode.AnswerOptions{ApproveModified: true})
+	o, err := claudecode.AnswerOutcome(c.Input, out, claudecode.AnswerOptions{ApproveModified: true})
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +149,7 @@ func (c *Input) Answer(out *harness.Outcome) (*harness.Reply, error) {
 // Outage is Claude Code's outage answer as the plugin's: under
 // PolicyFail a tool call or a prompt is blocked.
 func (c *Input) Outage(policy interceptors.Policy, cause error) *harness.Reply {
-	return c.reply(claudecode.OutageAnswer(c.in, policy, cause))
+	return c.reply(claudecode.OutageAnswer(c.Input, policy, cause))
 }
 
 // reply reads Claude Code's output o as the plugin's Answer; an answer of
@@ -183,7 +164,7 @@ func (c *Input) reply(o *claudecode.Output) *harness.Reply {
 		hs = &claudecode.SpecificOutput{}
 	}
 	stopped := o.Continue != nil && !*o.Continue
-	switch c.in.HookEventName {
+	switch c.Input.HookEventName {
 	case claudecode.PreToolUse:
 		switch {
 		case stopped:

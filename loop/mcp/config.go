@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"slices"
@@ -113,12 +115,7 @@ func validRune(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
 }
 
-func (c *ServerConfig) timeout() time.Duration {
-	if c.Timeout > 0 {
-		return c.Timeout
-	}
-	return DefaultTimeout
-}
+func (c *ServerConfig) timeout() time.Duration { return cmp.Or(c.Timeout, DefaultTimeout) }
 
 // environ is a stdio server's environment: baseEnv from the worker, then
 // Env, sorted.
@@ -129,9 +126,7 @@ func (c *ServerConfig) environ() []string {
 			env[k] = v
 		}
 	}
-	for k, v := range c.Env {
-		env[k] = v
-	}
+	maps.Copy(env, c.Env)
 	out := make([]string, 0, len(env))
 	for k, v := range env {
 		out = append(out, k+"="+v)
