@@ -93,26 +93,21 @@ func (s *Stats) call(plugin string, stage events.Stage, run string, latency int6
 
 // Add folds one event.
 func (s *Stats) Add(e *events.Event) {
-	switch e.Stage {
-	case events.StageHookDecided:
-		p, err := events.Data[events.HookDecided](e)
-		if err != nil {
-			return
-		}
-		s.call(p.Plugin, p.Stage, e.RunID, p.LatencyUS).Decisions[p.Decision]++
-	case events.StageHookFailed:
-		p, err := events.Data[events.HookFailed](e)
-		if err != nil {
-			return
-		}
-		st := s.call(p.Plugin, p.Stage, e.RunID, p.LatencyUS)
-		st.Failures[p.Kind]++
-		switch p.Outcome {
-		case OutcomeFailedOpen:
-			st.FailedOpen++
-		case OutcomeFailedClosed:
-			st.FailedClosed++
-		}
+	h, _ := hookCall(e)
+	if h == nil {
+		return
+	}
+	st := s.call(h.Plugin, h.Stage, e.RunID, h.LatencyUS)
+	if h.Failure == nil {
+		st.Decisions[h.Decision]++
+		return
+	}
+	st.Failures[h.Failure.Kind]++
+	switch h.Failure.Outcome {
+	case OutcomeFailedOpen:
+		st.FailedOpen++
+	case OutcomeFailedClosed:
+		st.FailedClosed++
 	}
 }
 
