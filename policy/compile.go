@@ -462,19 +462,9 @@ func readsOf(a *celast.AST) []string {
 		}
 	}))
 	// Keep the longest chains: drop "action" when "action.command" is read.
-	var keep []string
-	for _, s := range out {
-		longer := false
-		for _, o := range out {
-			if o != s && strings.HasPrefix(o, s+".") {
-				longer = true
-			}
-		}
-		if !longer {
-			keep = append(keep, s)
-		}
-	}
-	return keep
+	return slices.DeleteFunc(slices.Clone(out), func(s string) bool {
+		return slices.ContainsFunc(out, func(o string) bool { return strings.HasPrefix(o, s+".") })
+	})
 }
 
 func rootName(n string) bool {
