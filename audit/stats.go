@@ -1,9 +1,10 @@
 package audit
 
 import (
+	"cmp"
 	"maps"
 	"slices"
-	"sort"
+	"strings"
 
 	"github.com/hookbus/hookbus/events"
 )
@@ -114,9 +115,12 @@ func (s *Stats) Add(e *events.Event) {
 // List returns the stats by plugin, then stage in the order a run meets
 // them.
 func (s *Stats) List() []PluginStats {
-	order := map[events.Stage]int{}
-	for i, st := range events.Stages() {
-		order[st] = i
+	stages := events.Stages()
+	rank := func(st events.Stage) int { // unknown stages last
+		if i := slices.Index(stages, st); i >= 0 {
+			return i
+		}
+		return len(stages)
 	}
 	out := make([]PluginStats, 0, len(s.by))
 	for _, st := range s.by {
@@ -125,16 +129,8 @@ func (s *Stats) List() []PluginStats {
 		p.Decisions, p.Failures = maps.Clone(p.Decisions), maps.Clone(p.Failures)
 		out = append(out, p)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Plugin != out[j].Plugin {
-			return out[i].Plugin < out[j].Plugin
-		}
-		oi, iok := order[out[i].Stage]
-		oj, jok := order[out[j].Stage]
-		if iok != jok || oi != oj {
-			return iok && (!jok || oi < oj)
-		}
-		return out[i].Stage < out[j].Stage
+	slices.SortFunc(out, func(a, b PluginStats) int {
+		return cmp.Or(strings.Compare(a.Plugin, b.Plugin), cmp.Compare(rank(a.Stage), rank(b.Stage)), strings.Compare(string(a.Stage), string(b.Stage)))
 	})
 	return out
 }
