@@ -29,11 +29,10 @@ type Run struct {
 	// Started is set by a run.started; Prompt and ParentTraceparent are
 	// the first's; FirstClaim and LastClaim are the stream sequences of
 	// the first and the last (an attempt's claim on the session),
-	// LastStarted and StartedSeqs the seqs of the last and of all.
+	// StartedSeqs the seqs of all.
 	Started                   bool
 	Prompt, ParentTraceparent string
 	FirstClaim, LastClaim     uint64
-	LastStarted               uint64
 	StartedSeqs               []uint64
 	// Definition is the agent definition of the last run.started naming
 	// one (nil: none does).
@@ -183,7 +182,7 @@ func (r *Run) addRun(e *events.Event) error {
 		if p.Definition != nil {
 			r.Definition = p.Definition
 		}
-		r.Started, r.LastStarted, r.LastClaim = true, e.Seq, max(r.LastClaim, e.Stored)
+		r.Started, r.LastClaim = true, max(r.LastClaim, e.Stored)
 		r.StartedSeqs = append(r.StartedSeqs, e.Seq)
 	case events.StageStop:
 		p, err := events.Data[events.Stop](e)
