@@ -219,12 +219,8 @@ func checkKeys(file string, n *yaml.Node, k *keys, where string) error {
 		key := n.Content[i]
 		sub, ok := k.names[key.Value]
 		if !ok {
-			in := "the policy"
-			if where != "" {
-				in = where
-			}
 			return fmt.Errorf("%w: %s:%d:%d: unknown key %q in %s (known: %s)",
-				ErrInvalid, file, key.Line, key.Column, key.Value, in, k.known())
+				ErrInvalid, file, key.Line, key.Column, key.Value, cmp.Or(where, "the policy"), k.known())
 		}
 		if err := checkKeys(file, n.Content[i+1], sub, strings.TrimPrefix(where+"."+key.Value, ".")); err != nil {
 			return err

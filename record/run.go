@@ -1,6 +1,8 @@
 package record
 
 import (
+	"cmp"
+
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
@@ -104,9 +106,7 @@ func FoldRun(evs []*events.Event, id string) (*Run, error) {
 func (r *Run) Add(e *events.Event) (*Call, error) {
 	r.Found = true
 	r.Events++
-	if r.Traceparent == "" {
-		r.Traceparent = e.Traceparent
-	}
+	r.Traceparent = cmp.Or(r.Traceparent, e.Traceparent)
 	if r.last == nil || e.Seq >= r.last.Seq {
 		r.last = e
 	}
