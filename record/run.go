@@ -135,12 +135,7 @@ func (r *Run) Add(e *events.Event) (*Call, error) {
 
 // Chain returns where the run's chain stands: the seq and chain hash of
 // its last event added (by seq), the zero Chain when none is.
-func (r *Run) Chain() Chain {
-	if r.last == nil {
-		return Chain{}
-	}
-	return Chain{Seq: r.last.Seq, Hash: r.last.ChainHash()}
-}
+func (r *Run) Chain() Chain { return chainAt(r.last) }
 
 // addHook notes a decision that ended a chain, and the last stop hook that
 // decided stop.
