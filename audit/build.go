@@ -75,29 +75,21 @@ func (b *runBuilder) container(e *events.Event) *Item {
 	return st
 }
 
-// place fills it from e and appends it to parent (nil: e's container).
-func (b *runBuilder) place(e *events.Event, it *Item, parent ...*Item) *Item {
-	it.Stage, it.Seq, it.Step, it.Time = e.Stage, e.Seq, e.Step, e.Time
-	var p *Item
-	if len(parent) > 0 {
-		p = parent[0]
-	} else {
-		p = b.container(e)
-	}
-	if p == nil {
-		b.t.Items = append(b.t.Items, it)
-	} else {
-		p.Items = append(p.Items, it)
-	}
-	return it
+// place fills it from e and appends it to e's container.
+func (b *runBuilder) place(e *events.Event, it *Item) *Item {
+	return b.placeIn(e, it, b.container(e))
 }
 
-// placeIn places it under parent, or in e's container when there is none.
+// placeIn fills it from e and appends it to parent (nil: the run's top
+// level).
 func (b *runBuilder) placeIn(e *events.Event, it, parent *Item) *Item {
+	it.Stage, it.Seq, it.Step, it.Time = e.Stage, e.Seq, e.Step, e.Time
 	if parent == nil {
-		return b.place(e, it)
+		b.t.Items = append(b.t.Items, it)
+	} else {
+		parent.Items = append(parent.Items, it)
 	}
-	return b.place(e, it, parent)
+	return it
 }
 
 // add places e in the run's tree (a new item, or one placed before that e
@@ -188,7 +180,7 @@ func (b *runBuilder) runItem(e *events.Event, p any) *Item {
 	default:
 		return b.other(e)
 	}
-	return b.place(e, it, nil)
+	return b.placeIn(e, it, nil)
 }
 
 // stepItem: a step's start and end are one item, holding the step's.
@@ -267,7 +259,7 @@ func (b *runBuilder) approvalItem(e *events.Event, p any) *Item {
 	case *events.ApprovalRequested:
 		it := &Item{Kind: KindApproval, Approval: &ApprovalItem{Requested: *p}}
 		it.Text = approvalText(it.Approval)
-		b.placeIn(e, it, b.tool(e, p.Call.ID))
+		b.placeIn(e, it, b.toolOrContainer(e, p.Call.ID))
 		b.approvals[p.Call.ID] = it
 		return it
 	case *events.ApprovalResolved:
@@ -324,7 +316,7 @@ func (b *runBuilder) subagentItem(e *events.Event, p any) *Item {
 	var it *Item
 	switch p := p.(type) {
 	case *events.SubagentBefore:
-		it = b.placeIn(e, &Item{Kind: KindSubagent, Subagent: &SubagentItem{Before: *p}}, b.tool(e, p.CallID))
+		it = b.placeIn(e, &Item{Kind: KindSubagent, Subagent: &SubagentItem{Before: *p}}, b.toolOrContainer(e, p.CallID))
 		if p.RunID != "" {
 			b.subagents[p.RunID] = it
 		}
@@ -346,8 +338,13 @@ func (b *runBuilder) subagentItem(e *events.Event, p any) *Item {
 	return it
 }
 
-func (b *runBuilder) tool(e *events.Event, callID string) *Item {
-	return b.tools[fmt.Sprintf("%d/%s", e.Step, callID)]
+// toolOrContainer is the tool item of e's call callID, or e's container
+// when the call has none.
+func (b *runBuilder) toolOrContainer(e *events.Event, callID string) *Item {
+	if it := b.tools[fmt.Sprintf("%d/%s", e.Step, callID)]; it != nil {
+		return it
+	}
+	return b.container(e)
 }
 
 // toolFor is the tool item of call, made when it is the first event of

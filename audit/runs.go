@@ -114,9 +114,7 @@ func (r *runState) add(e *events.Event) {
 	case events.StageRunStarted:
 		r.Attempts++
 		if p, err := events.Data[events.RunStarted](e); err == nil {
-			if r.Prompt == "" {
-				r.Prompt = p.Prompt
-			}
+			r.Prompt = cmp.Or(r.Prompt, p.Prompt)
 			if p.Worker != nil {
 				r.Worker = p.Worker.Name
 			}

@@ -1,9 +1,10 @@
 package audit
 
 import (
+	"cmp"
 	"maps"
 	"slices"
-	"sort"
+	"strings"
 
 	"github.com/hookbus/hookbus/events"
 )
@@ -93,35 +94,33 @@ func (s *Stats) call(plugin string, stage events.Stage, run string, latency int6
 
 // Add folds one event.
 func (s *Stats) Add(e *events.Event) {
-	switch e.Stage {
-	case events.StageHookDecided:
-		p, err := events.Data[events.HookDecided](e)
-		if err != nil {
-			return
-		}
-		s.call(p.Plugin, p.Stage, e.RunID, p.LatencyUS).Decisions[p.Decision]++
-	case events.StageHookFailed:
-		p, err := events.Data[events.HookFailed](e)
-		if err != nil {
-			return
-		}
-		st := s.call(p.Plugin, p.Stage, e.RunID, p.LatencyUS)
-		st.Failures[p.Kind]++
-		switch p.Outcome {
-		case OutcomeFailedOpen:
-			st.FailedOpen++
-		case OutcomeFailedClosed:
-			st.FailedClosed++
-		}
+	h, _ := hookCall(e)
+	if h == nil {
+		return
+	}
+	st := s.call(h.Plugin, h.Stage, e.RunID, h.LatencyUS)
+	if h.Failure == nil {
+		st.Decisions[h.Decision]++
+		return
+	}
+	st.Failures[h.Failure.Kind]++
+	switch h.Failure.Outcome {
+	case OutcomeFailedOpen:
+		st.FailedOpen++
+	case OutcomeFailedClosed:
+		st.FailedClosed++
 	}
 }
 
 // List returns the stats by plugin, then stage in the order a run meets
 // them.
 func (s *Stats) List() []PluginStats {
-	order := map[events.Stage]int{}
-	for i, st := range events.Stages() {
-		order[st] = i
+	stages := events.Stages()
+	rank := func(st events.Stage) int { // unknown stages last
+		if i := slices.Index(stages, st); i >= 0 {
+			return i
+		}
+		return len(stages)
 	}
 	out := make([]PluginStats, 0, len(s.by))
 	for _, st := range s.by {
@@ -130,16 +129,8 @@ func (s *Stats) List() []PluginStats {
 		p.Decisions, p.Failures = maps.Clone(p.Decisions), maps.Clone(p.Failures)
 		out = append(out, p)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Plugin != out[j].Plugin {
-			return out[i].Plugin < out[j].Plugin
-		}
-		oi, iok := order[out[i].Stage]
-		oj, jok := order[out[j].Stage]
-		if iok != jok || oi != oj {
-			return iok && (!jok || oi < oj)
-		}
-		return out[i].Stage < out[j].Stage
+	slices.SortFunc(out, func(a, b PluginStats) int {
+		return cmp.Or(strings.Compare(a.Plugin, b.Plugin), cmp.Compare(rank(a.Stage), rank(b.Stage)), strings.Compare(string(a.Stage), string(b.Stage)))
 	})
 	return out
 }

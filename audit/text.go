@@ -61,12 +61,7 @@ func toolText(t *ToolItem) string {
 }
 
 func approvalText(a *ApprovalItem) string {
-	s := "approval"
-	if a.Requested.Plugin != "" {
-		s += " asked by " + a.Requested.Plugin
-	} else {
-		s += " asked by the agent's policy"
-	}
+	s := "approval asked by " + cmp.Or(a.Requested.Plugin, "the agent's policy")
 	if a.Requested.Reason != "" {
 		s += ": " + quote(a.Requested.Reason)
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/hookbus/hookbus/events"
+	"github.com/hookbus/hookbus/record"
 	"github.com/nats-io/nkeys"
 )
 
@@ -164,25 +165,14 @@ func (v *Verifier) Verdicts() []*RunVerdict {
 	return out
 }
 
-// effectiveRun drops the events a later attempt superseded
-// (events.Superseded). A run.started stored after the run's end supersedes
-// nothing: a run never resumes once ended, so it is reported (inserted, or
-// a late claim), never a licence to drop the signed end.
-func effectiveRun(evs []*events.Event) []*events.Event {
-	drop := events.Superseded(evs)
-	out := make([]*events.Event, 0, len(evs))
-	for i, e := range evs {
-		if !drop[i] {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 func (v *Verifier) verify(all []*events.Event) *RunVerdict {
 	first := all[0]
 	res := &RunVerdict{RunID: first.RunID, AgentID: first.AgentID, SessionID: first.SessionID}
-	evs := effectiveRun(all)
+	// A later attempt's run.started supersedes what the earlier one wrote
+	// after it read the record; one stored after the run's end supersedes
+	// nothing, so it is reported (inserted, or a late claim), never a
+	// licence to drop the signed end.
+	evs := record.Effective(all)
 	res.Events = len(evs)
 	add := func(kind string, e *events.Event, seq uint64, format string, args ...any) {
 		p := Problem{Kind: kind, Seq: seq, Detail: fmt.Sprintf(format, args...)}

@@ -117,7 +117,7 @@ func (r *Resumer) Due(ctx context.Context, w events.Wake) error {
 	if r.History == nil || r.Recorder == nil || r.Queue == nil {
 		return fmt.Errorf("%w: a Resumer needs a History, a Recorder and a Queue", ErrInvalidConfig)
 	}
-	expired, next, err := approval.Expire(ctx, approval.Deps{History: r.History, Recorder: r.Recorder, Source: cmp.Or(r.Source, DefaultSource), Logger: r.Logger},
+	expired, next, err := approval.Expire(ctx, approval.Deps{History: r.History, Recorder: r.Recorder, Source: cmp.Or(r.Source, DefaultSource)},
 		w.AgentID, w.SessionID, w.RunID)
 	switch {
 	case errors.Is(err, approval.ErrBadAnswer):

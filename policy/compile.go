@@ -112,9 +112,6 @@ func Compile(p *Policy, opts ...Option) (*Compiled, error) {
 			return nil, err
 		}
 	}
-	if p.pos == nil {
-		p.pos = map[string]pos{}
-	}
 	s := &p.Spec
 	m := s.Match
 	c.agents, c.harnesses, c.kinds, c.tools = compileGlobs(m.Agents), compileGlobs(m.Harnesses), compileGlobs(m.Kinds), compileGlobs(m.Tools)
@@ -347,7 +344,7 @@ func (c *Compiled) celErrors(path, rule string, iss *cel.Issues) error {
 // 0-based; 0, 0 for the expression's start) within the expression at path.
 func (c *Compiled) errIn(path, rule string, line, col int, format string, args ...any) error {
 	p := c.p
-	ps := p.pos[path]
+	ps := p.posOf(path)
 	l, cl := ps.at(line, col)
 	// What an entry of the path's section is: "validations.2.expression"
 	// is a validation's.
@@ -462,19 +459,9 @@ func readsOf(a *celast.AST) []string {
 		}
 	}))
 	// Keep the longest chains: drop "action" when "action.command" is read.
-	var keep []string
-	for _, s := range out {
-		longer := false
-		for _, o := range out {
-			if o != s && strings.HasPrefix(o, s+".") {
-				longer = true
-			}
-		}
-		if !longer {
-			keep = append(keep, s)
-		}
-	}
-	return keep
+	return slices.DeleteFunc(slices.Clone(out), func(s string) bool {
+		return slices.ContainsFunc(out, func(o string) bool { return strings.HasPrefix(o, s+".") })
+	})
 }
 
 func rootName(n string) bool {

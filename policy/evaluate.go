@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -344,10 +345,7 @@ func (c *Compiled) message(a *activation, v *validation) string {
 			}
 		}
 	}
-	if v.v.Message != "" {
-		return v.v.Message
-	}
-	return fmt.Sprintf("rule %s failed: %s", v.rule, v.text)
+	return cmp.Or(v.v.Message, fmt.Sprintf("rule %s failed: %s", v.rule, v.text))
 }
 
 // evalPatch runs a mutation and reads its JSON Patch.

@@ -32,9 +32,9 @@ type Policy struct {
 	// Spec is the document decoded, defaults applied.
 	Spec Spec
 
-	file string         // the file name errors start with
-	root *yaml.Node     // the document's mapping, lines counted in the file
-	pos  map[string]pos // where each expression starts, by its key path
+	file string     // the file name errors start with
+	root *yaml.Node // the document's mapping, lines counted in the file
+	doc  chunk      // the document's text, where its expressions are found (posOf)
 }
 
 // document is a policy document's YAML form.
@@ -123,7 +123,7 @@ func parseDocument(file string, ch chunk) (*Policy, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%w: %s:%d:%d: a policy document is a mapping (name:, match:, validations:, ...)", ErrInvalid, file, root.Line, root.Column)
 	}
-	p := &Policy{Source: bytes.TrimSpace(ch.text), file: file, root: root, pos: map[string]pos{}}
+	p := &Policy{Source: bytes.TrimSpace(ch.text), file: file, root: root, doc: ch}
 	p.Source = append(p.Source, '\n')
 	if err := checkKeys(file, root, documentKeys, ""); err != nil {
 		return nil, err
@@ -136,7 +136,6 @@ func parseDocument(file string, ch chunk) (*Policy, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	p.indexExpressions(ch)
 	canon, _ := json.Marshal(document{Name: p.Name, Spec: p.Spec}) // plain values always marshal
 	sum := sha256.Sum256(canon)
 	p.Version = "sha256:" + hex.EncodeToString(sum[:8])
@@ -219,12 +218,8 @@ func checkKeys(file string, n *yaml.Node, k *keys, where string) error {
 		key := n.Content[i]
 		sub, ok := k.names[key.Value]
 		if !ok {
-			in := "the policy"
-			if where != "" {
-				in = where
-			}
 			return fmt.Errorf("%w: %s:%d:%d: unknown key %q in %s (known: %s)",
-				ErrInvalid, file, key.Line, key.Column, key.Value, in, k.known())
+				ErrInvalid, file, key.Line, key.Column, key.Value, cmp.Or(where, "the policy"), k.known())
 		}
 		if err := checkKeys(file, n.Content[i+1], sub, strings.TrimPrefix(where+"."+key.Value, ".")); err != nil {
 			return err

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"bytes"
-	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -18,68 +17,51 @@ type pos struct {
 	indent    int        // a block scalar's indentation (its text's column - 1)
 }
 
-// indexExpressions records where each expression of p starts.
-func (p *Policy) indexExpressions(ch chunk) {
-	lines := bytes.Split(ch.text, []byte("\n"))
+// posOf is where the expression at path starts in the file, and how the
+// scalar holding it is written; the zero pos when p's document holds no
+// scalar there.
+func (p *Policy) posOf(path string) pos {
+	n := p.node(path)
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return pos{}
+	}
+	lines := bytes.Split(p.doc.text, []byte("\n"))
 	lineText := func(fileLine int) string {
-		i := fileLine - ch.line
+		i := fileLine - p.doc.line
 		if i < 0 || i >= len(lines) {
 			return ""
 		}
 		return strings.TrimRight(string(lines[i]), "\r")
 	}
-	add := func(path string) {
-		n := p.node(path)
-		if n == nil || n.Kind != yaml.ScalarNode {
-			return
+	ps := pos{line: n.Line, col: n.Column, style: n.Style}
+	switch {
+	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+		// The text starts on the next non-empty line, indented.
+		for l := n.Line + 1; l < n.Line+1000; l++ {
+			t := lineText(l)
+			if strings.TrimSpace(t) == "" {
+				if l-p.doc.line >= len(lines) {
+					break
+				}
+				continue
+			}
+			ps.line, ps.indent = l, len(t)-len(strings.TrimLeft(t, " "))
+			ps.col = ps.indent + 1
+			break
 		}
-		ps := pos{line: n.Line, col: n.Column, style: n.Style}
-		switch {
-		case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
-			// The text starts on the next non-empty line, indented.
-			for l := n.Line + 1; l < n.Line+1000; l++ {
-				t := lineText(l)
-				if strings.TrimSpace(t) == "" {
-					if l-ch.line >= len(lines) {
-						break
-					}
-					continue
-				}
-				ps.line, ps.indent = l, len(t)-len(strings.TrimLeft(t, " "))
-				ps.col = ps.indent + 1
-				break
-			}
-		default:
-			t := lineText(n.Line)
-			if n.Column-1 <= len(t) {
-				ps.raw = t[n.Column-1:]
-			}
-			if n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0 {
-				ps.col++ // past the quote
-				if ps.raw != "" {
-					ps.raw = ps.raw[1:]
-				}
+	default:
+		t := lineText(n.Line)
+		if n.Column-1 <= len(t) {
+			ps.raw = t[n.Column-1:]
+		}
+		if n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0 {
+			ps.col++ // past the quote
+			if ps.raw != "" {
+				ps.raw = ps.raw[1:]
 			}
 		}
-		p.pos[path] = ps
 	}
-	for i := range p.Spec.MatchConditions {
-		add(fmt.Sprintf("matchConditions.%d.expression", i))
-	}
-	for i := range p.Spec.Variables {
-		add(fmt.Sprintf("variables.%d.expression", i))
-	}
-	for i := range p.Spec.Counters {
-		add(fmt.Sprintf("counters.%d.key", i))
-		add(fmt.Sprintf("counters.%d.value", i))
-	}
-	for i := range p.Spec.Validations {
-		add(fmt.Sprintf("validations.%d.expression", i))
-		add(fmt.Sprintf("validations.%d.messageExpression", i))
-	}
-	for i := range p.Spec.Mutations {
-		add(fmt.Sprintf("mutations.%d.expression", i))
-	}
+	return ps
 }
 
 // at returns the file position of the expression's character at CEL's
@@ -88,9 +70,7 @@ func (ps pos) at(line, col int) (int, int) {
 	if ps.line == 0 {
 		return 1, 1
 	}
-	if line < 1 {
-		line = 1
-	}
+	line = max(line, 1)
 	if ps.style&yaml.LiteralStyle != 0 {
 		return ps.line + line - 1, ps.indent + col + 1
 	}

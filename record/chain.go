@@ -30,8 +30,8 @@ type Chain struct {
 // previous) and returns the chain with ev stored last. c itself is
 // unchanged: a caller keeps the chain returned once ev is stored.
 func (c Chain) Next(ev *events.Event) Chain {
-	ev.Seq, ev.PrevHash = c.Seq+1, c.Hash
-	return Chain{Seq: ev.Seq, Hash: ev.ChainHash()}
+	next, _ := c.NextSigned(ev, nil) // without a signer, nothing fails
+	return next
 }
 
 // NextSigned is Next, and signs ev with s when it ends the run (a
@@ -51,7 +51,16 @@ func (c Chain) NextSigned(ev *events.Event, s Signer) (Chain, error) {
 		}
 		ev.Signature = base64.RawURLEncoding.EncodeToString(sig)
 	}
-	return Chain{Seq: ev.Seq, Hash: ev.ChainHash()}, nil
+	return chainAt(ev), nil
+}
+
+// chainAt is where a run's record stands with e stored last: its seq and
+// chain hash; the zero Chain for nil.
+func chainAt(e *events.Event) Chain {
+	if e == nil {
+		return Chain{}
+	}
+	return Chain{Seq: e.Seq, Hash: e.ChainHash()}
 }
 
 // Heads is where each run of a session stands: each run's event with the
@@ -75,10 +84,4 @@ func (h *Heads) Last(run string) *events.Event { return h.last[run] }
 
 // Chain returns where run's record stands for its next event: the seq and
 // chain hash of its last event added, the zero Chain when none is.
-func (h *Heads) Chain(run string) Chain {
-	e := h.last[run]
-	if e == nil {
-		return Chain{}
-	}
-	return Chain{Seq: e.Seq, Hash: e.ChainHash()}
-}
+func (h *Heads) Chain(run string) Chain { return chainAt(h.last[run]) }

@@ -1,6 +1,8 @@
 package record
 
 import (
+	"cmp"
+
 	"github.com/hookbus/hookbus/events"
 	"github.com/hookbus/hookbus/interceptors"
 )
@@ -29,11 +31,10 @@ type Run struct {
 	// Started is set by a run.started; Prompt and ParentTraceparent are
 	// the first's; FirstClaim and LastClaim are the stream sequences of
 	// the first and the last (an attempt's claim on the session),
-	// LastStarted and StartedSeqs the seqs of the last and of all.
+	// StartedSeqs the seqs of all.
 	Started                   bool
 	Prompt, ParentTraceparent string
 	FirstClaim, LastClaim     uint64
-	LastStarted               uint64
 	StartedSeqs               []uint64
 	// Definition is the agent definition of the last run.started naming
 	// one (nil: none does).
@@ -105,9 +106,7 @@ func FoldRun(evs []*events.Event, id string) (*Run, error) {
 func (r *Run) Add(e *events.Event) (*Call, error) {
 	r.Found = true
 	r.Events++
-	if r.Traceparent == "" {
-		r.Traceparent = e.Traceparent
-	}
+	r.Traceparent = cmp.Or(r.Traceparent, e.Traceparent)
 	if r.last == nil || e.Seq >= r.last.Seq {
 		r.last = e
 	}
@@ -136,12 +135,7 @@ func (r *Run) Add(e *events.Event) (*Call, error) {
 
 // Chain returns where the run's chain stands: the seq and chain hash of
 // its last event added (by seq), the zero Chain when none is.
-func (r *Run) Chain() Chain {
-	if r.last == nil {
-		return Chain{}
-	}
-	return Chain{Seq: r.last.Seq, Hash: r.last.ChainHash()}
-}
+func (r *Run) Chain() Chain { return chainAt(r.last) }
 
 // addHook notes a decision that ended a chain, and the last stop hook that
 // decided stop.
@@ -183,7 +177,7 @@ func (r *Run) addRun(e *events.Event) error {
 		if p.Definition != nil {
 			r.Definition = p.Definition
 		}
-		r.Started, r.LastStarted, r.LastClaim = true, e.Seq, max(r.LastClaim, e.Stored)
+		r.Started, r.LastClaim = true, max(r.LastClaim, e.Stored)
 		r.StartedSeqs = append(r.StartedSeqs, e.Seq)
 	case events.StageStop:
 		p, err := events.Data[events.Stop](e)

@@ -238,10 +238,7 @@ func (t *Test) flip(tp *tested, d backtest.Difference) {
 	dec := tp.decided[d.EventID]
 	tp.mu.Unlock()
 	if dec != nil && dec.Policy != nil {
-		f.Rule = dec.Policy.Rule
-		if dec.Policy.Message != "" {
-			f.Message = dec.Policy.Message
-		}
+		f.Rule, f.Message = dec.Policy.Rule, cmp.Or(dec.Policy.Message, f.Message)
 	}
 	f.Enforced = tp.p.Spec.Mode == policy.ModeEnforce && policy.InRollout(tp.p.Name, e.SessionID, tp.p.Spec.Rollout)
 	tp.rep.Flips = append(tp.rep.Flips, f)

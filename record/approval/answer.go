@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"slices"
 	"time"
 
@@ -34,8 +33,6 @@ type Deps struct {
 	// Settle is how long Answer waits for a run still working on its
 	// step's other calls (default DefaultSettle).
 	Settle time.Duration
-	// Logger defaults to discarding.
-	Logger *slog.Logger
 }
 
 // Defaults of Deps.
@@ -208,9 +205,6 @@ func (d Deps) withDefaults() Deps {
 	d.Source = cmp.Or(d.Source, DefaultSource)
 	if d.Settle <= 0 {
 		d.Settle = DefaultSettle
-	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	return d
 }
