@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -89,15 +90,7 @@ func (s *TurnServer) next(body []byte) (Turn, int, int, bool) {
 		texts = jsonStrings(v, texts)
 	}
 	contains := func(when string) bool {
-		if strings.Contains(string(body), when) {
-			return true
-		}
-		for _, t := range texts {
-			if strings.Contains(t, when) {
-				return true
-			}
-		}
-		return false
+		return strings.Contains(string(body), when) || slices.ContainsFunc(texts, func(t string) bool { return strings.Contains(t, when) })
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
