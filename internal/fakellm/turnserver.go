@@ -152,12 +152,10 @@ func (s *TurnServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		api = "openai responses"
 	case p == PathAnthropic:
 		api = "anthropic messages"
-	case strings.Contains(p, "/models/") && strings.HasSuffix(p, ":streamGenerateContent"):
-		api, stream = "gemini", true
-		model = strings.TrimSuffix(p[strings.LastIndex(p, "/models/")+len("/models/"):], ":streamGenerateContent")
-	case strings.Contains(p, "/models/") && strings.HasSuffix(p, ":generateContent"):
-		api, stream = "gemini", false
-		model = strings.TrimSuffix(p[strings.LastIndex(p, "/models/")+len("/models/"):], ":generateContent")
+	case strings.Contains(p, "/models/") && (strings.HasSuffix(p, ":streamGenerateContent") || strings.HasSuffix(p, ":generateContent")):
+		call := p[strings.LastIndex(p, "/models/")+len("/models/"):]
+		colon := strings.LastIndex(call, ":")
+		api, model, stream = "gemini", call[:colon], call[colon+1:] == "streamGenerateContent"
 	}
 	model = cmp.Or(model, "fake-model")
 	if api == "" {
