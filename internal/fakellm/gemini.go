@@ -68,12 +68,8 @@ func GeminiStream(model string, blocks ...Block) Step {
 			usage["candidatesTokenCount"] = out
 			usage["totalTokenCount"] = prompt + thoughts + out
 		}
-		data, err := json.Marshal(map[string]any{"candidates": []any{cand}, "usageMetadata": usage,
-			"modelVersion": model, "responseId": "fakellm-gemini-response"})
-		if err != nil {
-			panic(fmt.Sprintf("fakellm: gemini chunk: %v", err))
-		}
-		evs = append(evs, Event{Data: data})
+		evs = append(evs, Event{Data: mustJSON(map[string]any{"candidates": []any{cand}, "usageMetadata": usage,
+			"modelVersion": model, "responseId": "fakellm-gemini-response"})})
 	}
 	return Step{Path: GeminiStreamPath(model), Kind: KindSSE, Events: evs}
 }

@@ -3,6 +3,7 @@ package fakellm
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // ResponsesStream is an sse step streaming a response of the blocks as the
@@ -20,11 +21,7 @@ func ResponsesStream(model string, blocks ...Block) Step {
 	var evs []Event
 	add := func(data map[string]any) {
 		data["sequence_number"] = len(evs)
-		b, err := json.Marshal(data)
-		if err != nil {
-			panic(fmt.Sprintf("fakellm: %s: %v", data["type"], err))
-		}
-		evs = append(evs, Event{Event: data["type"].(string), Data: b})
+		evs = append(evs, Event{Event: data["type"].(string), Data: mustJSON(data)})
 	}
 	response := func(status string, output []any) map[string]any {
 		r := map[string]any{"id": respID, "object": "response", "created_at": 1764000000, "status": status,
@@ -71,10 +68,8 @@ func ResponsesStream(model string, blocks ...Block) Step {
 			return map[string]any{"id": id, "type": "function_call", "status": status, "arguments": arguments, "call_id": b.ID, "name": b.Name}
 		}
 		add(map[string]any{"type": "response.output_item.added", "output_index": i, "item": item("in_progress", "")})
-		for rest := args; len(rest) > 0; {
-			n := min(16, len(rest))
-			add(map[string]any{"type": "response.function_call_arguments.delta", "item_id": id, "output_index": i, "delta": string(rest[:n])})
-			rest = rest[n:]
+		for part := range slices.Chunk(args, 16) {
+			add(map[string]any{"type": "response.function_call_arguments.delta", "item_id": id, "output_index": i, "delta": string(part)})
 		}
 		add(map[string]any{"type": "response.function_call_arguments.done", "item_id": id, "output_index": i, "arguments": string(args)})
 		done := item("completed", string(args))

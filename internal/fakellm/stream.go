@@ -3,6 +3,7 @@ package fakellm
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // Streamed Anthropic Messages API answers, as the real API streams them
@@ -34,11 +35,7 @@ func ToolUse(id, name string, input any) Block { return Block{ID: id, Name: name
 func AnthropicStream(model string, blocks ...Block) Step {
 	var evs []Event
 	add := func(name string, data map[string]any) {
-		b, err := json.Marshal(data)
-		if err != nil {
-			panic(fmt.Sprintf("fakellm: %s: %v", name, err))
-		}
-		evs = append(evs, Event{Event: name, Data: b})
+		evs = append(evs, Event{Event: name, Data: mustJSON(data)})
 	}
 	add("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": []any{},
@@ -59,10 +56,8 @@ func AnthropicStream(model string, blocks ...Block) Step {
 			if err != nil {
 				panic(fmt.Sprintf("fakellm: tool_use %s input: %v", b.Name, err))
 			}
-			for len(in) > 0 {
-				n := min(16, len(in))
-				add("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(in[:n])}})
-				in = in[n:]
+			for part := range slices.Chunk(in, 16) {
+				add("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(part)}})
 			}
 		}
 		add("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -89,15 +90,7 @@ func (s *TurnServer) next(body []byte) (Turn, int, int, bool) {
 		texts = jsonStrings(v, texts)
 	}
 	contains := func(when string) bool {
-		if strings.Contains(string(body), when) {
-			return true
-		}
-		for _, t := range texts {
-			if strings.Contains(t, when) {
-				return true
-			}
-		}
-		return false
+		return strings.Contains(string(body), when) || slices.ContainsFunc(texts, func(t string) bool { return strings.Contains(t, when) })
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -159,12 +152,10 @@ func (s *TurnServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		api = "openai responses"
 	case p == PathAnthropic:
 		api = "anthropic messages"
-	case strings.Contains(p, "/models/") && strings.HasSuffix(p, ":streamGenerateContent"):
-		api, stream = "gemini", true
-		model = strings.TrimSuffix(p[strings.LastIndex(p, "/models/")+len("/models/"):], ":streamGenerateContent")
-	case strings.Contains(p, "/models/") && strings.HasSuffix(p, ":generateContent"):
-		api, stream = "gemini", false
-		model = strings.TrimSuffix(p[strings.LastIndex(p, "/models/")+len("/models/"):], ":generateContent")
+	case strings.Contains(p, "/models/") && (strings.HasSuffix(p, ":streamGenerateContent") || strings.HasSuffix(p, ":generateContent")):
+		call := p[strings.LastIndex(p, "/models/")+len("/models/"):]
+		colon := strings.LastIndex(call, ":")
+		api, model, stream = "gemini", call[:colon], call[colon+1:] == "streamGenerateContent"
 	}
 	model = cmp.Or(model, "fake-model")
 	if api == "" {

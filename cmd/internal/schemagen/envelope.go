@@ -6,9 +6,10 @@ import (
 	"github.com/invopop/jsonschema"
 )
 
-// attr is one CloudEvents attribute or hookbus extension of an event.
+// attr is one CloudEvents attribute or hookbus extension of an event, or
+// a header of an event message that is not an attribute.
 type attr struct {
-	name     string // the attribute's name; its header is "ce-" + name
+	name     string // the attribute's name (its header is "ce-" + name), or the header's
 	required bool
 	// value is its schema in the structured (JSON) form; header values are
 	// strings (headerValue).
@@ -100,23 +101,9 @@ func envelope() *jsonschema.Schema {
 		Type:       "object",
 		Properties: jsonschema.NewProperties(),
 	}
-	for _, a := range attrs {
-		v := a.value()
-		v.Description = a.doc
-		s.Properties.Set(a.name, v)
-		if a.required {
-			s.Required = append(s.Required, a.name)
-		}
-	}
+	setAll(s, attrs)
 	s.Properties.Set("data", &jsonschema.Schema{Description: "The stage's payload (absent when dataref is set and the data was not fetched)."})
-	s.DependentRequired = map[string][]string{}
-	for _, p := range parents {
-		for _, q := range parents {
-			if p != q {
-				s.DependentRequired[p] = append(s.DependentRequired[p], q)
-			}
-		}
-	}
+	s.DependentRequired = parentsTogether("")
 	// Data or a claim check: an event without data names where it is.
 	s.AllOf = append(s.AllOf, &jsonschema.Schema{
 		If:   &jsonschema.Schema{Not: &jsonschema.Schema{Required: []string{events.ExtDataRef}}},
@@ -152,7 +139,7 @@ func headerValue(a attr) *jsonschema.Schema {
 
 // headers is the schema of the headers of an event message: the
 // attributes as ce-* headers, content-type, and extra.
-func headers(title, description string, extra ...header) *jsonschema.Schema {
+func headers(title, description string, extra ...attr) *jsonschema.Schema {
 	s := &jsonschema.Schema{
 		Version: jsonschema.Version, Title: title, Description: description,
 		Type: "object", Properties: jsonschema.NewProperties(),
@@ -169,31 +156,36 @@ func headers(title, description string, extra ...header) *jsonschema.Schema {
 	}
 	s.Properties.Set(events.HeaderContentType, &jsonschema.Schema{Type: "string", Const: events.ContentTypeJSON, Description: "The data's content type."})
 	s.Required = append(s.Required, events.HeaderContentType)
-	for _, h := range extra {
-		v := h.value()
-		v.Description = h.doc
-		s.Properties.Set(h.name, v)
-		if h.required {
-			s.Required = append(s.Required, h.name)
-		}
-	}
-	s.DependentRequired = map[string][]string{}
-	for _, p := range parents {
-		for _, q := range parents {
-			if p != q {
-				s.DependentRequired[events.HeaderPrefix+p] = append(s.DependentRequired[events.HeaderPrefix+p], events.HeaderPrefix+q)
-			}
-		}
-	}
+	setAll(s, extra)
+	s.DependentRequired = parentsTogether(events.HeaderPrefix)
 	return s
 }
 
-// header is a header that is not an attribute.
-type header struct {
-	name     string
-	required bool
-	value    func() *jsonschema.Schema
-	doc      string
+// setAll adds each of as to s's properties, with its doc, and to s's
+// required ones when it is required.
+func setAll(s *jsonschema.Schema, as []attr) {
+	for _, a := range as {
+		v := a.value()
+		v.Description = a.doc
+		s.Properties.Set(a.name, v)
+		if a.required {
+			s.Required = append(s.Required, a.name)
+		}
+	}
+}
+
+// parentsTogether is the dependentRequired of the parent extensions, each
+// requiring the others, their names after prefix.
+func parentsTogether(prefix string) map[string][]string {
+	m := map[string][]string{}
+	for _, p := range parents {
+		for _, q := range parents {
+			if p != q {
+				m[prefix+p] = append(m[prefix+p], prefix+q)
+			}
+		}
+	}
+	return m
 }
 
 const headerNote = " Header names are matched without regard to case; values are percent-encoded (bytes outside printable ASCII, space, '\"' and '%')."
@@ -204,7 +196,7 @@ func eventHeaders() *jsonschema.Schema {
 		"The NATS headers of a hookbus event in CloudEvents binary content mode, as published on "+
 			"<prefix>.evt.<agent>.<session>.<stage>: the attributes of cloudevent.schema.json as ce-* headers; the body is "+
 			"the stage's payload (payloads/<stage>.schema.json), or empty when ce-dataref is set."+headerNote,
-		header{events.HeaderMsgID, true, pattern(ulid), "JetStream's de-duplication id: the event's id, so a retried publish is stored once."})
+		attr{events.HeaderMsgID, true, pattern(ulid), "JetStream's de-duplication id: the event's id, so a retried publish is stored once."})
 }
 
 // requestHeaders is the schema of an interception request's headers.
@@ -216,10 +208,10 @@ func requestHeaders() *jsonschema.Schema {
 			"of the chain left it (payloads/<stage>.schema.json), or empty when ce-dataref is set. The reply is a decision "+
 			"(decision.schema.json; an empty body allows) or a micro error (headers Nats-Service-Error-Code: 400, 500 or 504, "+
 			"and Nats-Service-Error)."+headerNote,
-		header{remote.HeaderDeadline, true, pattern(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z$`),
+		attr{remote.HeaderDeadline, true, pattern(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z$`),
 			"When the loop stops waiting for the reply: RFC 3339 with nanoseconds, UTC. Informational when " + remote.HeaderTimeoutMs + " is present."},
-		header{remote.HeaderTimeoutMs, true, pattern(`^[0-9]+$`),
+		attr{remote.HeaderTimeoutMs, true, pattern(`^[0-9]+$`),
 			"The budget left when the request was sent, in milliseconds, rounded up: answer within it, measured from the request's arrival."},
-		header{remote.HeaderTraceparent, false, pattern(traceparentPattern),
+		attr{remote.HeaderTraceparent, false, pattern(traceparentPattern),
 			"W3C trace context of this interceptor call (the request's ce-traceparent is its parent)."})
 }
