@@ -716,9 +716,33 @@ func (a *schedAudit) sessions() {
 			a.fail("session %s/%s: rebuild skipped %v", k.agent, k.session, errors.Join(s.Skipped...))
 		}
 		if err := conversationError(s.Messages, a.takeovers[k.agent+"/"+k.session]); err != nil {
-			a.fail("session %s/%s rebuilt: %v", k.agent, k.session, err)
+			a.fail("session %s/%s rebuilt: %v\n  its record: %s", k.agent, k.session, err, sessionRecord(sevs))
 		}
 	}
+}
+
+// sessionRecord lists a session's events in stream order as
+// stored:run(last 4):seq:stage, with a reply's calls and a compaction's
+// read-from, for a failure to show what the conversation was folded from.
+func sessionRecord(evs []*events.Event) string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		s := fmt.Sprintf("%d:%s:%d:%s", e.Stored, e.RunID[max(0, len(e.RunID)-4):], e.Seq, e.Stage)
+		switch e.Stage {
+		case events.StageModelResponded:
+			var p events.ModelResponded
+			if e.DecodeData(&p) == nil {
+				s += fmt.Sprintf("(%d calls)", len(p.Message.ToolCalls))
+			}
+		case events.StageCompactAfter:
+			var p events.CompactAfter
+			if e.DecodeData(&p) == nil {
+				s += fmt.Sprintf("(%d messages, from %d)", len(p.Messages), p.ReadFrom)
+			}
+		}
+		out[i] = s
+	}
+	return strings.Join(out, " ")
 }
 
 var runInLog = regexp.MustCompile(`\brun=([0-9A-Z]{26})\b`)
