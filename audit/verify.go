@@ -165,13 +165,14 @@ func (v *Verifier) Verdicts() []*RunVerdict {
 	return out
 }
 
+// verify checks one run's events, all of them as stored, folded by
+// record.Effective: a later attempt's run.started supersedes what the
+// earlier one wrote after it read the record; one stored after the run's
+// end supersedes nothing, so it is reported (inserted, or a late claim),
+// never a licence to drop the signed end.
 func (v *Verifier) verify(all []*events.Event) *RunVerdict {
 	first := all[0]
 	res := &RunVerdict{RunID: first.RunID, AgentID: first.AgentID, SessionID: first.SessionID}
-	// A later attempt's run.started supersedes what the earlier one wrote
-	// after it read the record; one stored after the run's end supersedes
-	// nothing, so it is reported (inserted, or a late claim), never a
-	// licence to drop the signed end.
 	evs := record.Effective(all)
 	res.Events = len(evs)
 	add := func(kind string, e *events.Event, seq uint64, format string, args ...any) {
